@@ -1,0 +1,51 @@
+"""The OpenAPI 3.1 document, built from the route table and the op table. docs/openapi.json is a
+checked-in copy (tools/regen.py writes it; a test fails when it is stale)."""
+import json
+
+from torchsh import __version__, protocol
+from torchsh.daemon.http import Response
+
+_ERROR = {"type": "object", "properties": {"error": {"type": "object", "properties": {
+    "code": {"type": "string", "enum": sorted(protocol.ERRORS)}, "message": {"type": "string"},
+    "hint": {"type": ["string", "null"]}, "op": {"type": ["string", "null"]}}, "required": ["code", "message"]}}}
+_OP_REQUEST = {"type": "object", "properties": {
+    "tensors": {"type": "array", "items": {"type": "string"}, "description": "handles filling the leftmost tensor slots"},
+    "args": {"type": "array", "description": "positional arguments after the tensors"},
+    "kwargs": {"type": "object", "description": "flags by name"},
+    "cwd": {"type": "string", "description": "folder for relative paths"},
+    "env": {"type": "object", "description": "TORCHSH_* settings (TORCHSH_SCOPE, TORCHSH_DEVICE, TORCHSH_NO_GRAD)"},
+    "no_grad": {"type": "boolean"}, "inference_mode": {"type": "boolean"}}}
+
+
+def document(table=None):
+    from torchsh.daemon.routes import ROUTES
+    paths = {}
+    for method, pattern, handler, summary in ROUTES:
+        path = _openapi_path(pattern)
+        op = {"operationId": handler.__name__, "summary": summary,
+              "responses": {"200": {"description": "success"},
+                            "default": {"description": "error", "content": {"application/json": {"schema": _ERROR}}}}}
+        params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+                  for n in ("op", "handle") if "{%s}" % n in path]
+        if params:
+            op["parameters"] = params
+        if handler.__name__ == "post_op":
+            op["requestBody"] = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/OpRequest"}}}}
+        elif handler.__name__ == "post_tensor":
+            op["requestBody"] = {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}
+        paths.setdefault(path, {})[method.lower()] = op
+    doc = {"openapi": "3.1.0",
+           "info": {"title": "torchd", "version": __version__,
+                    "description": "The torchsh daemon's API on its private Unix socket. Ops are listed by GET /v1/ops."},
+           "paths": paths,
+           "components": {"schemas": {"OpRequest": _OP_REQUEST, "Error": _ERROR}}}
+    return doc
+
+
+def _openapi_path(pattern):
+    import re
+    return re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", pattern)
+
+
+def get_openapi(app, request, params):
+    return Response(200, json.dumps(document(app.table), indent=1).encode())

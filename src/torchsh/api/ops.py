@@ -1,0 +1,63 @@
+"""POST /v1/ops/{op}: {"tensors": [...], "args": [...], "kwargs": {...}} -> {"result": ...}.
+
+`tensors` fill the leftmost tensor slots (the API's stdin), `args` follow positionally, `kwargs`
+are flags. The same binder and invoker as the CLI, so both faces resolve overloads identically.
+Optional body fields: "cwd" (for relative paths), "env" (TORCHSH_* settings), "no_grad".
+"""
+import json
+
+from torchsh.cli import bind, render, tokens
+from torchsh.cli.run import ExecRequest, invoke
+from torchsh.context import Context
+from torchsh.daemon.http import Response
+from torchsh.errors import TorchshError
+
+
+def post_op(app, request, params):
+    op, fixed = app.table.lookup(params["op"])
+    try:
+        body = tokens.loads(request.body or b"{}")
+    except ValueError as e:
+        raise TorchshError("bad_request", "body is not JSON: %s" % e)
+    if not isinstance(body, dict):
+        raise TorchshError("bad_request", "body must be a JSON object")
+    ctx = Context(app, body.get("cwd") or "/", {k: str(v) for k, v in (body.get("env") or {}).items()})
+    positionals = [tokens.from_json(v) for v in list(body.get("tensors") or []) + list(body.get("args") or [])]
+    kwargs = dict(fixed, **(body.get("kwargs") or {}))
+    flags = {k.replace("-", "_"): tokens.from_json(v) for k, v in kwargs.items()}
+    unknown = [k for k in flags if k not in op.flags()]
+    if unknown:
+        raise TorchshError("unknown_flag", "%s takes no argument %s" % (op.name, ", ".join(unknown)), op=op.name)
+    binding, partials = bind.choose(op, positionals, flags)
+    if binding is None:
+        from torchsh.cli.run import _no_binding
+        err = _no_binding(op, partials, positionals)
+        err.op = op.name
+        raise err
+    globals_ = {"no_grad": bool(body.get("no_grad")), "inference_mode": bool(body.get("inference_mode"))}
+    try:
+        result = invoke(ctx, op, binding, globals_)
+    except TorchshError as e:
+        e.op = e.op or op.name
+        raise
+    except ExecRequest:
+        raise TorchshError("usage", "%s runs a command; use the CLI" % op.name, op=op.name) from None
+    if isinstance(result, render.JsonText):
+        return Response(200, b'{"result":' + result.encode() + b"}")
+    if isinstance(result, render.Binary):
+        return Response(200, bytes(result), "application/octet-stream")
+    wire = render.to_wire(result, ctx)
+    return Response(200, json.dumps({"result": wire}, separators=(",", ":"), allow_nan=True).encode())
+
+
+def get_ops(app, request, params):
+    category = request.query.get("category")
+    rows = [op.to_json() for op in app.table.in_category(category)]
+    return Response(200, json.dumps({"ops": rows}, separators=(",", ":")).encode())
+
+
+def get_op(app, request, params):
+    op, _ = app.table.lookup(params["op"])
+    row = op.to_json()
+    row["doc"] = op.doc
+    return Response(200, json.dumps(row, separators=(",", ":")).encode())

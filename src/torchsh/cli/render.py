@@ -1,0 +1,116 @@
+"""Results -> what the CLI prints and what the JSON API returns.
+
+New objects are registered here (in the caller's scope) and become handles. Tensors, modules,
+optimizers and schedulers print as handles, one per line for tuples and lists; named tuples keep
+their field names under --json; everything else prints as JSON.
+"""
+import json
+import math
+
+import torch
+
+from torchsh.cli.kinds import dtype_name
+
+
+class Text(str):
+    """A verb's output to print verbatim (help, tables, `torch print`)."""
+
+
+class JsonText(Text):
+    """Ready-made JSON text (tensor values with shortest floats): printed as is, embedded as is by the API."""
+
+
+class Binary(bytes):
+    """Raw bytes for stdout (`torch value --format npy`)."""
+
+
+def kind_of(obj):
+    if isinstance(obj, torch.Tensor):
+        return "tensor"
+    if isinstance(obj, torch.nn.Module):
+        return "nn"
+    if isinstance(obj, torch.optim.Optimizer):
+        return "optim"
+    if isinstance(obj, torch.optim.lr_scheduler.LRScheduler):
+        return "sched"
+    return None
+
+
+def to_wire(result, ctx):
+    """Register objects and return a JSON-able value (handles as strings)."""
+    kind = kind_of(result)
+    if kind:
+        return ctx.put(result, kind)
+    if isinstance(result, (Text, Binary)):
+        return result
+    if isinstance(result, torch.Size):
+        return list(result)
+    if isinstance(result, torch.dtype):
+        return dtype_name(result)
+    if isinstance(result, torch.device):
+        return str(result)
+    fields = _field_names(result)
+    if fields:
+        return {f: to_wire(getattr(result, f), ctx) for f in fields}
+    if isinstance(result, (list, tuple)):
+        return [to_wire(x, ctx) for x in result]
+    if isinstance(result, dict):
+        return {str(k): to_wire(v, ctx) for k, v in result.items()}
+    if isinstance(result, (bool, int, str)) or result is None:
+        return result
+    if isinstance(result, float):
+        return result
+    if isinstance(result, complex):
+        return [result.real, result.imag]
+    return str(result)
+
+
+def cli_text(result, wire, as_json=False):
+    """The stdout text for a result and its wire form."""
+    if isinstance(result, Binary):
+        return bytes(result)
+    if isinstance(result, Text):
+        return result if result.endswith("\n") or not result else result + "\n"
+    if wire is None:
+        return ""
+    if hasattr(result, "text") and callable(result.text) and not as_json:
+        return result.text()
+    if as_json:
+        return dumps(wire) + "\n"
+    if isinstance(wire, dict) and _holds_objects(result):
+        return "".join(cli_text(v, v) for v in wire.values())
+    if isinstance(wire, list) and _holds_objects(result):
+        return "".join(cli_text(None, v) for v in wire)
+    if isinstance(wire, str):
+        return wire + "\n"
+    return dumps(wire) + "\n"
+
+
+def _field_names(result):
+    """Field names of a named tuple or of PyTorch's structseq returns (torch.return_types.max)."""
+    if not isinstance(result, tuple):
+        return None
+    if hasattr(result, "_fields"):
+        return result._fields
+    if hasattr(result, "n_fields"):
+        return tuple(getattr(result, "__match_args__", ()))
+    return None
+
+
+def _holds_objects(result):
+    if kind_of(result):
+        return True
+    if isinstance(result, (list, tuple)):
+        return any(_holds_objects(x) for x in result)
+    if isinstance(result, dict):
+        return any(_holds_objects(x) for x in result.values())
+    return False
+
+
+def dumps(value):
+    """Compact JSON; non-finite floats as NaN, Infinity, -Infinity."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=True)
+
+
+def is_finite_number(x):
+    return isinstance(x, (int, float)) and not (isinstance(x, float) and not math.isfinite(x))

@@ -1,0 +1,163 @@
+"""POST /v1/cli: argv in, (stdout, stderr, exit status) out, or a request for stdin lines.
+
+The order of work: resolve the op name, split flags, bind an overload (asking the client for
+stdin lines when tensor slots are missing), run it under the tensor lock, render. Every failure
+becomes one line `torch: OP: message; hint [code]` and its exit status.
+"""
+import contextlib
+import logging
+import traceback
+from dataclasses import dataclass
+
+import torch
+
+from torchsh import protocol
+from torchsh.cli import bind, help as cli_help, parse, render
+from torchsh.cli import kinds
+from torchsh.cli.tokens import Token
+from torchsh.context import Context
+from torchsh.errors import TorchshError, from_torch_exception
+
+log = logging.getLogger("torchd")
+
+
+@dataclass
+class CliReply:
+    stdout: str = ""
+    stderr: str = ""
+    exit: int = 0
+    need_stdin: int = None    # ask the client for N lines (-1: all) and resend
+    exec_body: bytes = None   # ask the client to run a command (block forms)
+
+
+class ExecRequest(Exception):
+    """Raised by block-form verbs (`scope -- CMD`): the client must run argv with env, then then_argv."""
+
+    def __init__(self, argv, env, then_argv=()):
+        super().__init__("exec")
+        self.argv, self.env, self.then_argv = argv, env, list(then_argv)
+
+
+def run_cli(app, request):
+    ctx = Context(app, request["cwd"], request["env"], request["stdin_is_tty"], request["stdin"])
+    argv = request["argv"]
+    op_name = argv[0] if argv else None
+    try:
+        if not argv or argv[0] in ("-h", "--help", "help"):
+            return CliReply(stdout=cli_help.overview(app.table))
+        if argv[0] in ("--version", "version"):
+            return CliReply(stdout="torchsh %s (torch %s)\n" % (app.version, torch.__version__))
+        op, fixed, words = app.table.resolve(argv)
+        op_name = op.name
+        return _run_op(ctx, op, fixed, words)
+    except ExecRequest as e:
+        return CliReply(exec_body=protocol.encode_exec(e.argv, e.env, e.then_argv))
+    except TorchshError as e:
+        e.op = e.op or op_name
+        return CliReply(stderr=e.line() + "\n", exit=protocol.exit_status(e.code))
+    except Exception:  # a bug in torchsh: keep the daemon alive, log the traceback
+        log.error("internal error on %r\n%s", argv, traceback.format_exc())
+        err = TorchshError("internal_error", "internal error", "the daemon log %s has the traceback" % app.log_path,
+                           op=op_name)
+        return CliReply(stderr=err.line() + "\n", exit=protocol.EXIT_INTERNAL)
+
+
+def _run_op(ctx, op, fixed, words):
+    parsed = parse.split_argv(op, words, fixed)
+    if parsed.globals.get("help"):
+        return CliReply(stdout=cli_help.op_help(op))
+    flags = dict(parsed.flags)
+    if parsed.argv_rest is not None:
+        argv_arg = next((a for a in op.flags().values() if a.kind == "argv"), None)
+        if argv_arg is None:
+            raise TorchshError("usage", "%s takes no command after --" % op.name, op.usage())
+        flags[argv_arg.name] = Token("argv", parsed.argv_rest, "--")
+    binding, partials = bind.choose(op, parsed.positionals, flags)
+    if binding is None:
+        need = None if ctx.stdin_is_tty else bind.stdin_need(partials)
+        if need is not None and ctx.stdin is None:
+            return CliReply(need_stdin=need)
+        if ctx.stdin is not None:
+            positionals = bind.with_stdin(ctx.stdin, parsed.positionals, partials)
+            binding, _ = bind.choose(op, positionals, flags)
+            if binding is None and need not in (None, bind.ALL) and len(ctx.stdin) < need:
+                raise TorchshError("missing_argument", "expected %d handle(s) on stdin, got %d" % (need, len(ctx.stdin)),
+                                   op.usage())
+        if binding is None:
+            raise _no_binding(op, partials, parsed.positionals)
+    result = invoke(ctx, op, binding, parsed.globals)
+    wire = render.to_wire(result, ctx)
+    return CliReply(stdout=render.cli_text(result, wire, parsed.globals.get("json", False)))
+
+
+def _no_binding(op, partials, positionals):
+    if partials:
+        best = max(partials, key=lambda b: b.score)
+        names = ", ".join(a.name for a in best.missing)
+        return TorchshError("missing_argument", "missing %s" % names, op.usage())
+    got = " ".join(repr(t) for t in positionals) or "nothing"
+    if len(op.overloads) > 1:
+        sigs = " | ".join(op.usage_line(ov) for ov in op.overloads[:4])
+        return TorchshError("usage", "arguments (%s) fit no signature" % got, "usage: torch " + sigs)
+    return TorchshError("usage", "arguments (%s) do not fit" % got, op.usage())
+
+
+def convert_all(ctx, binding):
+    out = {}
+    for a in binding.overload.args:
+        if a.name not in binding.values:
+            continue
+        tok = binding.values[a.name]
+        if isinstance(tok, list):
+            item = {"tensors": "tensor", "handles": "handle", "modules": "module"}.get(a.kind)
+            out[a.name] = [kinds.convert(item, t, ctx) for t in tok] if item else [t.text for t in tok]
+        elif a.kind == "argv":
+            out[a.name] = list(tok.value)
+        else:
+            out[a.name] = kinds.convert(a.kind, tok, ctx)
+    return out
+
+
+def invoke(ctx, op, binding, globals_=None):
+    """Run one bound op: under the tensor lock (unless lock-free), with the caller's grad mode."""
+    globals_ = globals_ or {}
+    lock = contextlib.nullcontext() if op.extra.get("lockfree") else ctx.app.tensor_lock()
+    with lock:
+        values = convert_all(ctx, binding)
+        with _grad_mode(ctx, globals_):
+            try:
+                if op.verb:
+                    return op.call(ctx, **values)
+                args, kwargs = _call_args(op, binding.overload, values, ctx)
+                return op.call(*args, **kwargs)
+            except TorchshError:
+                raise
+            except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
+                raise from_torch_exception(e) from None
+
+
+def _grad_mode(ctx, globals_):
+    if globals_.get("inference_mode") or ctx.inference_mode:
+        return torch.inference_mode()
+    if globals_.get("no_grad") or ctx.no_grad:
+        return torch.no_grad()
+    return contextlib.nullcontext()
+
+
+def _call_args(op, overload, values, ctx):
+    """Positional while the schema order is unbroken, keywords after; *tensors splatted."""
+    args, kwargs, positional = [], {}, True
+    for a in overload.args:
+        if a.name not in values:
+            positional = False
+            continue
+        v = values[a.name]
+        if a.type_text == "*Tensor":
+            args.extend(v)
+        elif positional and not a.keyword_only:
+            args.append(v)
+        else:
+            kwargs[a.name] = v
+    if op.factory and "device" not in values and ctx.device:
+        kwargs["device"] = torch.device(ctx.device)
+    return args, kwargs

@@ -1,0 +1,74 @@
+"""Tokens: one command-line word (or JSON API value) classified once, before any op is chosen.
+
+Pure. A token knows what it looks like (handle, int, float, bool, null, list, dict, str); the
+argument kinds in kinds.py decide what it may become.
+"""
+import json
+import re
+from dataclasses import dataclass
+
+from torchsh.registry.handles import looks_like_handle
+
+_INT_RE = re.compile(r"^[+-]?\d+$")
+_FLOAT_RE = re.compile(r"^[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|nan|NaN|inf|Infinity)$")
+_NONFINITE = {"nan": "NaN", "NaN": "NaN", "inf": "Infinity", "Infinity": "Infinity"}
+
+
+@dataclass
+class Token:
+    cls: str        # handle | int | float | bool | null | list | dict | str
+    value: object   # the Python value (handle text for handles)
+    text: str       # what the user typed, for error messages
+
+    def __repr__(self):
+        return self.text
+
+
+def from_word(word):
+    """Classify one command-line word."""
+    w = word.strip()
+    if looks_like_handle(w):
+        return Token("handle", w, word)
+    if _INT_RE.match(w):
+        return Token("int", int(w), word)
+    if _FLOAT_RE.match(w):
+        return Token("float", float(w.lstrip("+").replace("Infinity", "inf")), word)
+    if w in ("true", "false", "True", "False"):
+        return Token("bool", w in ("true", "True"), word)
+    if w in ("None", "null", "none"):
+        return Token("null", None, word)
+    if w[:1] in "[{":
+        try:
+            return from_json(loads(w), word)
+        except ValueError:
+            pass
+    return Token("str", word, word)
+
+
+def from_json(value, text=None):
+    """Classify a value that arrived as JSON (the API, or a JSON word on the command line)."""
+    text = text if text is not None else json.dumps(value, allow_nan=True)
+    if isinstance(value, bool):
+        return Token("bool", value, text)
+    if isinstance(value, int):
+        return Token("int", value, text)
+    if isinstance(value, float):
+        return Token("float", value, text)
+    if value is None:
+        return Token("null", None, text)
+    if isinstance(value, list):
+        return Token("list", value, text)
+    if isinstance(value, dict):
+        return Token("dict", value, text)
+    if isinstance(value, str):
+        if looks_like_handle(value):
+            return Token("handle", value.strip(), text)
+        if value in _NONFINITE:
+            return Token("float", float(value.replace("Infinity", "inf")), text)
+        return Token("str", value, text)
+    raise ValueError("unsupported JSON value %r" % (value,))
+
+
+def loads(text):
+    """JSON with the non-finite tokens NaN, Infinity and -Infinity (as Python's json reads them)."""
+    return json.loads(text)

@@ -1,0 +1,46 @@
+"""The caller's world for one request: cwd, TORCHSH_* environment, stdin, and the daemon's state.
+
+Handlers take a Context instead of reaching for globals, so unit tests can build one by hand.
+"""
+from dataclasses import dataclass
+
+_TRUE = ("1", "true", "yes", "on")
+
+
+@dataclass
+class Context:
+    app: object                 # daemon.app.App: registry, table, locks, lifecycle
+    cwd: str = "/"
+    env: dict = None            # the caller's TORCHSH_* variables
+    stdin_is_tty: bool = True
+    stdin: list = None          # stdin lines, once the client has sent them
+
+    def __post_init__(self):
+        self.env = self.env or {}
+
+    @property
+    def registry(self):
+        return self.app.registry
+
+    @property
+    def table(self):
+        return self.app.table
+
+    @property
+    def scope(self):
+        return self.env.get("TORCHSH_SCOPE") or None
+
+    @property
+    def no_grad(self):
+        return self.env.get("TORCHSH_NO_GRAD", "").lower() in _TRUE
+
+    @property
+    def inference_mode(self):
+        return self.env.get("TORCHSH_INFERENCE_MODE", "").lower() in _TRUE
+
+    @property
+    def device(self):
+        return self.env.get("TORCHSH_DEVICE") or None
+
+    def put(self, obj, kind="tensor"):
+        return self.app.registry.put(obj, kind, self.scope)

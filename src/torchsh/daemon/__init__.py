@@ -1,0 +1,1 @@
+"""torchd as a process: transport and lifecycle. No tensor logic lives here."""

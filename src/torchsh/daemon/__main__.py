@@ -1,0 +1,3 @@
+from torchsh.daemon.main import main
+
+main()

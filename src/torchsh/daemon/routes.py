@@ -1,0 +1,79 @@
+"""The route table: one row per endpoint (method, path pattern, handler, summary). OpenAPI reads it.
+
+Handlers are named method+noun (moby's habit) and live in cli/ (the CLI face) and api/ (the JSON
+face). Any exception a handler lets through becomes a JSON error here; the daemon lives on.
+"""
+import json
+import logging
+import re
+import traceback
+
+from torchsh import protocol
+from torchsh.api import objects, ops, openapi
+from torchsh.cli.run import run_cli
+from torchsh.daemon.http import Response
+from torchsh.errors import TorchshError
+
+log = logging.getLogger("torchd")
+
+
+def post_cli(app, request, params):
+    try:
+        fields = protocol.decode_cli_request(request.body)
+    except ValueError as e:
+        raise TorchshError("bad_request", str(e))
+    reply = run_cli(app, fields)
+    if reply.need_stdin is not None:
+        return Response(200, b"", "text/plain", {protocol.H_STDIN: str(reply.need_stdin)})
+    if reply.exec_body is not None:
+        return Response(200, reply.exec_body, "application/octet-stream", {protocol.H_EXEC: "1"})
+    out = reply.stdout if isinstance(reply.stdout, bytes) else reply.stdout.encode(errors="surrogateescape")
+    err = reply.stderr.encode(errors="surrogateescape")
+    return Response(200, out + err, "application/octet-stream",
+                    {protocol.H_EXIT: str(reply.exit), protocol.H_STDOUT: str(len(out))})
+
+
+# (method, path regex, handler, summary)
+ROUTES = (
+    ("POST", r"/v1/cli", post_cli, "Run a CLI command line (argv in; stdout, stderr and exit status out)"),
+    ("POST", r"/v1/ops/(?P<op>[\w.]+)", ops.post_op, "Run an op or verb with JSON tensors, args and kwargs"),
+    ("GET", r"/v1/ops", ops.get_ops, "The op table: every op and verb with its typed signatures"),
+    ("GET", r"/v1/ops/(?P<op>[\w.]+)", ops.get_op, "One op's typed signatures and docs"),
+    ("GET", r"/v1/tensors", objects.get_tensors, "Census of every object held, all kinds"),
+    ("POST", r"/v1/tensors", objects.post_tensor, "Upload a tensor as an .npy body; returns its handle"),
+    ("GET", r"/v1/tensors/(?P<handle>[a-z]+://\w+)", objects.get_tensor, "Download a tensor as .npy (or JSON)"),
+    ("DELETE", r"/v1/tensors/(?P<handle>[a-z]+://\w+)", objects.delete_tensor, "Free one object"),
+    ("GET", r"/v1/status", objects.get_status, "Daemon status: pid, version, uptime, TTL, objects, memory"),
+    ("GET", r"/v1/openapi.json", openapi.get_openapi, "This API's OpenAPI 3.1 document"),
+)
+_COMPILED = [(m, re.compile("^%s$" % p), h) for m, p, h, _ in ROUTES]
+
+
+def dispatch(app, request):
+    path = request.path
+    allowed = []
+    for method, pattern, handler in _COMPILED:
+        match = pattern.match(path)
+        if not match:
+            continue
+        if method != request.method:
+            allowed.append(method)
+            continue
+        try:
+            return handler(app, request, match.groupdict())
+        except TorchshError as e:
+            return error_response(e)
+        except Exception:
+            log.error("internal error on %s %s\n%s", request.method, path, traceback.format_exc())
+            return error_response(TorchshError("internal_error", "internal error", "see %s" % app.log_path))
+    if allowed:
+        return error_response(TorchshError("bad_request", "%s takes %s" % (path, "/".join(allowed))), 405)
+    return error_response(TorchshError("not_found", "no endpoint %s %s" % (request.method, path)))
+
+
+def error_response(err, status=None):
+    return json_response(err.to_json(), status or protocol.http_status(err.code))
+
+
+def json_response(value, status=200):
+    return Response(status, json.dumps(value, separators=(",", ":"), allow_nan=True).encode())

@@ -1,0 +1,142 @@
+"""The wire contract that the client and the daemon both import.
+
+Builtins only: the `torch` client imports this module on every shell command, so it may use
+`posix` and `sys` and nothing else. What lives here: where the socket, log and lock live; the
+shape of a `/v1/cli` request and reply; and the one table from error code to HTTP status to exit code.
+"""
+import posix
+import sys
+
+API_PREFIX = "/v1"
+CLI_PATH = "/v1/cli"
+CLI_FORMAT = b"torchsh-cli-1"  # first field of a /v1/cli body; bump when the framing changes
+
+# Reply headers of POST /v1/cli. The body is stdout bytes followed by stderr bytes.
+H_EXIT = "torchsh-exit"        # the exit status the client must return
+H_STDOUT = "torchsh-stdout"    # how many body bytes are stdout; the rest is stderr
+H_STDIN = "torchsh-stdin"      # N: resend with N stdin lines; -1: with all of stdin
+H_EXEC = "torchsh-exec"        # present: body is an exec directive (see encode_exec)
+
+# Exit statuses by class. Documented in the README and docs/errors.md.
+EXIT_OK = 0
+EXIT_INTERNAL = 1     # a bug in torchsh: please report
+EXIT_USAGE = 2        # bad command line: unknown op or flag, wrong arity, unparsable value
+EXIT_HANDLE = 3       # unknown, stale or wrong-kind handle
+EXIT_TORCH = 4        # PyTorch refused the computation (shapes, dtypes, values)
+EXIT_DAEMON = 5       # the daemon could not be reached or started
+EXIT_IO = 6           # a file could not be read or written
+
+# code -> (HTTP status, exit status, one-line meaning). Stable: codes never change once shipped.
+ERRORS = {
+    "usage": (400, EXIT_USAGE, "the command line does not match the op's usage"),
+    "bad_argument": (400, EXIT_USAGE, "an argument could not be read as the kind the op needs"),
+    "unknown_op": (404, EXIT_USAGE, "no op or verb has that name"),
+    "unknown_flag": (400, EXIT_USAGE, "the op takes no flag of that name"),
+    "missing_argument": (400, EXIT_USAGE, "a required argument was not given"),
+    "ambiguous_op": (400, EXIT_USAGE, "a bare name matches ops in several namespaces"),
+    "unknown_handle": (404, EXIT_HANDLE, "no object has that handle (freed, or never made)"),
+    "stale_handle": (410, EXIT_HANDLE, "the handle belongs to a daemon that has exited"),
+    "wrong_kind": (409, EXIT_HANDLE, "the handle names an object of another kind"),
+    "bad_handle": (400, EXIT_HANDLE, "the text is not a well-formed handle"),
+    "shape_mismatch": (422, EXIT_TORCH, "tensor shapes do not fit together"),
+    "dtype_error": (422, EXIT_TORCH, "a tensor has a dtype the op cannot use"),
+    "torch_error": (422, EXIT_TORCH, "PyTorch raised an error"),
+    "autograd_error": (422, EXIT_TORCH, "the autograd rules forbid this"),
+    "device_error": (422, EXIT_TORCH, "the device is unknown or unavailable"),
+    "file_error": (422, EXIT_IO, "a file could not be read or written"),
+    "bad_request": (400, EXIT_USAGE, "the HTTP request is malformed"),
+    "not_found": (404, EXIT_USAGE, "no such endpoint"),
+    "daemon_unavailable": (503, EXIT_DAEMON, "the daemon could not be reached or started"),
+    "internal_error": (500, EXIT_INTERNAL, "a bug in torchsh; the daemon log has the traceback"),
+}
+
+
+def exit_status(code):
+    return ERRORS.get(code, ERRORS["internal_error"])[1]
+
+
+def http_status(code):
+    return ERRORS.get(code, ERRORS["internal_error"])[0]
+
+
+def runtime_dir():
+    """The private folder for socket, log and lock: $XDG_RUNTIME_DIR/torchsh, else /tmp/torchsh-UID."""
+    env = posix.environ
+    xdg = env.get(b"XDG_RUNTIME_DIR")
+    if xdg:
+        return xdg.decode() + "/torchsh"
+    tmp = (env.get(b"TMPDIR") or b"/tmp").decode().rstrip("/")
+    return "%s/torchsh-%d" % (tmp, posix.getuid())
+
+
+def socket_path(explicit=None):
+    if explicit:
+        return explicit
+    env = posix.environ.get(b"TORCHSH_SOCKET")
+    if env:
+        return env.decode()
+    return runtime_dir() + "/torchd.sock"
+
+
+def sibling(sock, suffix):
+    """The log/lock/token file that belongs to a socket: torchd.sock -> torchd.log."""
+    base = sock[:-5] if sock.endswith(".sock") else sock
+    return base + suffix
+
+
+def encode_cli_request(argv, cwd, stdin_is_tty, env_pairs, stdin_lines=None):
+    """Body of POST /v1/cli: NUL-separated fields (argv cannot hold NUL on Unix).
+
+    [format, cwd, tty, env ("K=V" lines), has_stdin, stdin (lines joined by \\n), *argv]
+    """
+    fields = [CLI_FORMAT, cwd, b"1" if stdin_is_tty else b"0", b"\n".join(env_pairs),
+              b"0" if stdin_lines is None else b"1", b"\n".join(stdin_lines or ())]
+    fields.extend(argv)
+    return b"\0".join(fields)
+
+
+def decode_cli_request(body):
+    fields = body.split(b"\0")
+    if len(fields) < 6 or fields[0] != CLI_FORMAT:
+        raise ValueError("not a %s body" % CLI_FORMAT.decode())
+    env = {}
+    for pair in fields[3].split(b"\n"):
+        if b"=" in pair:
+            k, v = pair.split(b"=", 1)
+            env[k.decode()] = v.decode(errors="surrogateescape")
+    stdin = None
+    if fields[4] == b"1":
+        stdin = fields[5].decode(errors="surrogateescape").split("\n") if fields[5] else []
+    return {
+        "cwd": fields[1].decode(errors="surrogateescape"),
+        "stdin_is_tty": fields[2] == b"1",
+        "env": env,
+        "stdin": stdin,
+        "argv": [f.decode(errors="surrogateescape") for f in fields[6:]],
+    }
+
+
+def encode_exec(argv, env, then_argv):
+    """An exec directive: run argv with env added, then send then_argv, exit with argv's status.
+
+    [n_env, *("K=V"), n_then, *then_argv, *argv], NUL-separated.
+    """
+    fields = [str(len(env)).encode()]
+    fields += [("%s=%s" % kv).encode() for kv in env.items()]
+    fields += [str(len(then_argv)).encode()] + [a.encode() for a in then_argv]
+    fields += [a.encode(errors="surrogateescape") for a in argv]
+    return b"\0".join(fields)
+
+
+def decode_exec(body):
+    fields = body.split(b"\0")
+    n_env = int(fields[0])
+    env = fields[1:1 + n_env]
+    n_then = int(fields[1 + n_env])
+    start = 2 + n_env
+    return env, fields[start:start + n_then], fields[start + n_then:]
+
+
+if __name__ == "__main__":  # pragma: no cover - a debugging aid: print the paths in use
+    s = socket_path()
+    sys.stdout.write("socket %s\nlog %s\n" % (s, sibling(s, ".log")))

@@ -1,0 +1,51 @@
+"""Census rows for `torch tensors` and GET /v1/tensors, and the bytes the registry holds.
+
+Reads the registry without the tensor lock (it only looks at metadata), so it answers while a
+long op runs.
+"""
+import time
+
+import torch
+
+from torchsh.cli.kinds import dtype_name
+
+
+def object_row(handle, entry, now=None):
+    obj, now = entry.obj, now or time.time()
+    row = {"handle": handle, "kind": entry.kind, "age_s": round(now - entry.created, 3), "scope": entry.scope}
+    if entry.kind == "tensor":
+        row.update(shape=list(obj.shape), dtype=dtype_name(obj.dtype), device=str(obj.device),
+                   bytes=obj.nelement() * obj.element_size(), requires_grad=obj.requires_grad)
+    elif entry.kind == "nn":
+        params = list(obj.parameters())
+        row.update(type=type(obj).__name__, parameters=sum(p.numel() for p in params),
+                   bytes=sum(p.nelement() * p.element_size() for p in params),
+                   device=str(params[0].device) if params else "cpu", training=obj.training)
+    else:
+        row.update(type=type(obj).__name__)
+    return row
+
+
+def census_rows(registry):
+    now = time.time()
+    return [object_row(h, e, now) for h, e in registry.items()]
+
+
+def bytes_held(registry):
+    """Bytes of distinct storages behind every handle (views and shared parameters counted once)."""
+    seen, total = set(), 0
+    for _, entry in registry.items():
+        tensors = [entry.obj] if entry.kind == "tensor" else (
+            list(entry.obj.parameters()) + list(entry.obj.buffers()) if entry.kind == "nn" else [])
+        for t in tensors:
+            if not isinstance(t, torch.Tensor) or t.is_meta:
+                continue
+            try:
+                storage = t.untyped_storage()
+            except (RuntimeError, NotImplementedError):
+                continue
+            key = (storage.data_ptr(), str(t.device))
+            if key not in seen:
+                seen.add(key)
+                total += storage.nbytes()
+    return total

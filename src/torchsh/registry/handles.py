@@ -1,0 +1,39 @@
+"""Handle text: `kind://EEEnnnnn` where EEE is the daemon's epoch and nnnnn a base-36 counter.
+
+Pure functions. The epoch makes a handle from an earlier daemon recognisably stale instead of
+merely unknown; the counter keeps ids short and never reused within one daemon.
+"""
+import re
+import secrets
+
+KINDS = ("tensor", "nn", "optim", "sched")
+EPOCH_LEN = 3
+_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+HANDLE_RE = re.compile(r"^([a-z]+)://([0-9a-z]{%d})([0-9a-z]+)$" % EPOCH_LEN)
+_LOOSE_RE = re.compile(r"^[a-z]+://")
+
+
+def new_epoch():
+    return "".join(secrets.choice(_ALPHABET) for _ in range(EPOCH_LEN))
+
+
+def base36(n, width=5):
+    digits = []
+    while n:
+        n, r = divmod(n, 36)
+        digits.append(_ALPHABET[r])
+    return "".join(reversed(digits)).rjust(width, "0")
+
+
+def format_handle(kind, epoch, serial):
+    return "%s://%s%s" % (kind, epoch, base36(serial))
+
+
+def looks_like_handle(text):
+    return isinstance(text, str) and _LOOSE_RE.match(text) is not None
+
+
+def parse_handle(text):
+    """Return (kind, epoch, id) or None when the text is not a well-formed handle."""
+    m = HANDLE_RE.match(text.strip())
+    return (m.group(1), m.group(2), m.group(3)) if m else None

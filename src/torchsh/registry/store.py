@@ -1,0 +1,160 @@
+"""The registry: put/get objects by handle, atomic free, memory scopes, census rows.
+
+Thread-safe by its own small lock, so `torch tensors` and `daemon status` can read it while the
+tensor lock is held by a long op. Lookups are kind-checked: a module handle in a tensor slot is a
+`wrong_kind` error, a handle of an earlier daemon is `stale_handle`, a freed one `unknown_handle`.
+"""
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+
+from torchsh.errors import TorchshError
+from torchsh.registry.handles import KINDS, format_handle, new_epoch, parse_handle
+
+_KIND_WORDS = {"tensor": "a tensor", "nn": "a module", "optim": "an optimizer", "sched": "a scheduler"}
+
+
+@dataclass
+class Entry:
+    kind: str
+    obj: object
+    created: float
+    scope: str = None  # the scope that frees it, None for the global registry
+
+
+@dataclass
+class Scope:
+    id: str
+    parent: str = None
+    handles: set = field(default_factory=set)
+
+
+class Registry:
+    def __init__(self, epoch=None):
+        self.epoch = epoch or new_epoch()
+        self._entries = {}
+        self._scopes = {}
+        self._serial = itertools.count(1)
+        self._lock = threading.Lock()
+
+    # -- objects ---------------------------------------------------------------------------
+    def put(self, obj, kind="tensor", scope=None):
+        assert kind in KINDS, kind
+        with self._lock:
+            handle = format_handle(kind, self.epoch, next(self._serial))
+            if scope is not None and scope not in self._scopes:
+                scope = None  # the scope already ended: the object outlives it in the global registry
+            self._entries[handle] = Entry(kind, obj, time.time(), scope)
+            if scope is not None:
+                self._scopes[scope].handles.add(handle)
+            return handle
+
+    def get(self, handle, kind=None):
+        return self.entry(handle, kind).obj
+
+    def entry(self, handle, kind=None):
+        handle = handle.strip()
+        entry = self._entries.get(handle)
+        if entry is None:
+            raise self._missing(handle, kind)
+        if kind is not None and entry.kind not in _as_tuple(kind):
+            want = " or ".join(_KIND_WORDS[k] for k in _as_tuple(kind))
+            raise TorchshError("wrong_kind", "%s is %s, but %s is needed here" % (handle, _KIND_WORDS[entry.kind], want))
+        return entry
+
+    def _missing(self, handle, kind):
+        parsed = parse_handle(handle)
+        if parsed is None or parsed[0] not in KINDS:
+            return TorchshError("bad_handle", "%r is not a handle" % handle[:60],
+                                "handles look like tensor://%s00001" % self.epoch)
+        if parsed[1] != self.epoch:
+            return TorchshError("stale_handle", "%s belongs to a daemon that has exited" % handle,
+                                "objects do not survive a daemon restart; save them with `torch save` first")
+        return TorchshError("unknown_handle", "no object %s (freed, or never made)" % handle,
+                            "`torch tensors` lists what is held")
+
+    def free(self, handles):
+        """Free all of them or none: every handle is validated before anything is dropped."""
+        handles = [h.strip() for h in handles]
+        with self._lock:
+            for h in handles:
+                if h not in self._entries:
+                    raise self._missing(h, None)
+            for h in handles:
+                self._drop(h)
+
+    def free_all(self):
+        with self._lock:
+            count = len(self._entries)
+            self._entries.clear()
+            for scope in self._scopes.values():
+                scope.handles.clear()
+            return count
+
+    def _drop(self, handle):
+        entry = self._entries.pop(handle, None)
+        if entry is not None and entry.scope in self._scopes:
+            self._scopes[entry.scope].handles.discard(handle)
+
+    def items(self):
+        with self._lock:
+            return list(self._entries.items())
+
+    def counts(self):
+        out = {k: 0 for k in KINDS}
+        for _, entry in self.items():
+            out[entry.kind] += 1
+        return out
+
+    # -- scopes ------------------------------------------------------------------------------
+    def begin_scope(self, parent=None):
+        with self._lock:
+            if parent is not None and parent not in self._scopes:
+                parent = None
+            scope_id = "scope-%s%s" % (self.epoch, next(self._serial))
+            self._scopes[scope_id] = Scope(scope_id, parent)
+            return scope_id
+
+    def end_scope(self, scope_id):
+        """Free every handle made in the scope and in scopes still open inside it; return the count."""
+        with self._lock:
+            if scope_id not in self._scopes:
+                raise TorchshError("bad_argument", "no open scope %s" % scope_id, "`torch scope begin` prints one")
+            doomed = [scope_id]
+            for s in list(self._scopes.values()):
+                if s.parent in doomed:
+                    doomed.append(s.id)  # children listed after parents, so one pass suffices
+            freed = 0
+            for sid in doomed:
+                scope = self._scopes.pop(sid)
+                for h in scope.handles:
+                    if self._entries.pop(h, None) is not None:
+                        freed += 1
+            return freed
+
+    def keep(self, handles, scope_id):
+        """Move handles out of `scope_id` (the caller's scope) into its parent scope or the global registry."""
+        with self._lock:
+            for h in handles:
+                if h not in self._entries:
+                    raise self._missing(h, None)
+            for h in handles:
+                entry = self._entries[h]
+                if entry.scope is None:
+                    continue
+                current = self._scopes.get(entry.scope)
+                if current is not None:
+                    current.handles.discard(h)
+                parent = current.parent if current else None
+                entry.scope = parent
+                if parent is not None:
+                    self._scopes[parent].handles.add(h)
+
+    def open_scopes(self):
+        with self._lock:
+            return {s.id: len(s.handles) for s in self._scopes.values()}
+
+
+def _as_tuple(kind):
+    return kind if isinstance(kind, tuple) else (kind,)

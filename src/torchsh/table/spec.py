@@ -1,0 +1,201 @@
+"""Rows of the op table: OpSpec (one op or verb) -> Overload (one signature) -> ArgSpec (one argument).
+
+Pure data and the one signature grammar both ops and verbs use: ATen's schema syntax
+(`add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`), extended with a few
+verb-only types (Handle, Module, Optimizer, Scheduler, Json, Path, Argv).
+"""
+import re
+from dataclasses import dataclass, field
+
+MISSING = object()  # ArgSpec.default for a required argument
+
+
+class UnsupportedType(ValueError):
+    """The schema has an argument type the shell cannot express (Dimname, Stream, Storage…)."""
+
+
+# Argument kinds, the vocabulary of cli/kinds.py. Schema type (base, list?) -> kind.
+_SCALAR_TYPES = {
+    "Tensor": "tensor", "Scalar": "scalar", "int": "int", "SymInt": "int", "float": "float",
+    "bool": "bool", "str": "str", "complex": "scalar", "ScalarType": "dtype", "Device": "device",
+    "Layout": "layout", "MemoryFormat": "memory_format", "Generator": "generator",
+    # verb-only types
+    "Handle": "handle", "Module": "module", "Optimizer": "optimizer", "Scheduler": "scheduler",
+    "Json": "json", "Path": "path", "Argv": "argv",
+}
+_LIST_TYPES = {"Tensor": "tensors", "int": "int_list", "SymInt": "int_list", "float": "float_list",
+               "Scalar": "float_list", "bool": "bool_list", "Handle": "handles", "str": "str_list",
+               "Module": "modules"}
+TENSOR_KINDS = ("tensor", "tensors")
+VARIADIC_KINDS = ("tensors", "handles", "modules", "argv", "str_list")
+
+
+@dataclass
+class ArgSpec:
+    name: str                 # what users type as --name (PyTorch's word; ATen's `self` shows as `input`)
+    kind: str                 # one of the kinds above; cli/kinds.py knows how to read each
+    default: object = MISSING  # MISSING when required; else the default as schema text or a Python value
+    optional: bool = False    # `T?`: None is accepted
+    keyword_only: bool = False  # after `*` in the schema: flag only
+    type_text: str = ""       # the schema's own spelling, for help and docs
+
+    @property
+    def required(self):
+        return self.default is MISSING and not self.optional
+
+    def to_json(self):
+        return {"name": self.name, "kind": self.kind, "type": self.type_text,
+                "required": self.required, "keyword_only": self.keyword_only,
+                "default": None if self.default is MISSING else _json_default(self.default)}
+
+
+@dataclass
+class Overload:
+    args: tuple               # ArgSpec, in schema order
+    returns: str = ""         # the schema's return text, e.g. "(Tensor values, Tensor indices)"
+    name: str = ""            # ATen overload name ("Tensor", "dim"), "" for the default one
+
+    def signature(self, op_name):
+        parts, star = [], False
+        for a in self.args:
+            if a.keyword_only and not star:
+                parts.append("*")
+                star = True
+            text = "%s %s" % (a.type_text, a.name)
+            if a.default is not MISSING:
+                text += "=%s" % (a.default if isinstance(a.default, str) else _json_default(a.default))
+            parts.append(text)
+        ret = " -> %s" % self.returns if self.returns else ""
+        return "%s(%s)%s" % (op_name, ", ".join(parts), ret)
+
+
+@dataclass
+class OpSpec:
+    name: str                 # full name after `torch.`: add, linalg.qr, nn.functional.gelu; verbs: value, nn.save
+    category: str
+    summary: str              # one line
+    overloads: list
+    call: object = None       # the callable: a torch function, or a verb handler taking ctx first
+    verb: bool = False        # hand-written: call(ctx, **kwargs)
+    doc: str = ""             # first paragraph of PyTorch's docstring, or the verb's
+    aliases: tuple = ()
+    factory: bool = False     # makes a tensor from nothing: takes --requires_grad and the default device
+    extra: dict = field(default_factory=dict)
+
+    def flags(self):
+        """name -> ArgSpec over every overload (the first overload to use a name decides its kind)."""
+        out = {}
+        for ov in self.overloads:
+            for a in ov.args:
+                out.setdefault(a.name, a)
+        return out
+
+    def usage(self):
+        return "usage: torch %s" % self.usage_line()
+
+    def usage_line(self, overload=None):
+        ov = overload or self.overloads[0]
+        parts = [self.name]
+        for a in ov.args:
+            if a.kind == "argv":
+                parts.append("-- CMD ARGS…")
+            elif a.keyword_only or not a.required:
+                flag = "--%s" % a.name if a.kind == "bool" else "--%s %s" % (a.name, _metavar(a))
+                parts.append("[%s]" % flag)
+            else:
+                parts.append(_metavar(a) + ("…" if a.kind in VARIADIC_KINDS else ""))
+        return " ".join(parts)
+
+    def to_json(self):
+        return {"name": self.name, "category": self.category, "summary": self.summary,
+                "aliases": list(self.aliases), "verb": self.verb,
+                "signatures": [ov.signature(self.name) for ov in self.overloads],
+                "overloads": [{"name": ov.name, "returns": ov.returns, "args": [a.to_json() for a in ov.args]}
+                              for ov in self.overloads]}
+
+
+_METAVARS = {"tensor": "TENSOR", "tensors": "TENSOR", "int_list": "SHAPE", "dtype": "DTYPE",
+             "device": "DEVICE", "handle": "HANDLE", "handles": "HANDLE", "module": "MODEL",
+             "modules": "MODEL", "optimizer": "OPT", "scheduler": "SCHED", "path": "FILE", "json": "JSON"}
+
+
+def _metavar(a):
+    return _METAVARS.get(a.kind, a.name.upper())
+
+
+def _json_default(value):
+    return value if isinstance(value, (int, float, str, bool, list, type(None))) else str(value)
+
+
+# -- the schema grammar -------------------------------------------------------------------------
+_ARG_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?P<alias>\([a-z!|]+\))?(?P<list>\[\d*\])?(?P<opt>\?)?"
+                     r"(?P<list2>\[\d*\])?\s+(?P<name>\w+)(?:=(?P<default>.+))?$")
+
+
+def parse_schema(text, overload_names=True):
+    """`name.overload(args) -> returns` -> (name, overload, [ArgSpec], returns).
+
+    Raises UnsupportedType for types the shell cannot express, and ValueError for mutable
+    (`Tensor(a!)`) arguments: out= and in-place variants are not part of the shell surface.
+    """
+    head, _, returns = text.partition(" -> ")
+    name, _, arg_text = head.partition("(")
+    arg_text = arg_text.rstrip()[:-1]
+    full_name, _, overload = name.partition(".") if overload_names else (name, "", "")
+    args, kw = [], False
+    for raw in _split_top(arg_text):
+        raw = raw.strip()
+        if raw == "*":
+            kw = True
+            continue
+        args.append(_parse_arg(raw, kw))
+    return full_name, overload, args, returns.strip()
+
+
+def _parse_arg(raw, keyword_only):
+    m = _ARG_RE.match(raw)
+    if not m:
+        raise UnsupportedType("cannot read argument %r" % raw)
+    if m.group("alias") and "!" in m.group("alias"):
+        raise ValueError("mutable argument %r" % raw)
+    base, is_list = m.group("type"), bool(m.group("list") or m.group("list2"))
+    optional = bool(m.group("opt"))
+    kind = (_LIST_TYPES if is_list else _SCALAR_TYPES).get(base)
+    if kind is None:
+        raise UnsupportedType("type %s%s" % (base, "[]" if is_list else ""))
+    name = m.group("name")
+    default = m.group("default")
+    type_text = base + ("[]" if is_list else "") + ("?" if optional else "")
+    return ArgSpec(name="input" if name == "self" else name, kind=kind,
+                   default=MISSING if default is None else _read_default(default),
+                   optional=optional, keyword_only=keyword_only, type_text=type_text)
+
+
+def _read_default(text):
+    text = text.strip()
+    if text in ("None",):
+        return None
+    if text in ("True", "False"):
+        return text == "True"
+    if text.startswith("[") or re.match(r"^-?\d", text):
+        try:
+            import json
+            return json.loads(text.replace("(", "[").replace(")", "]"))
+        except ValueError:
+            return text
+    return text.strip("\"'")
+
+
+def _split_top(text):
+    depth, start, out = 0, 0, []
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    if text[start:].strip():
+        out.append(text[start:])
+    return out

@@ -1,0 +1,37 @@
+"""Hand-written verbs, one file per domain. Each declares its rows with @verb(schema), then handlers.
+
+A verb's schema uses ATen's syntax (table/spec.py) so parsing, help, `torch ops`, the JSON API and
+the shell modules treat verbs and PyTorch ops alike. Handlers take the request Context first.
+"""
+import importlib
+import pkgutil
+
+from torchsh.table.spec import OpSpec, Overload, parse_schema
+
+_VERB_ATTR = "__torchsh_verbs__"
+
+
+def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=()):
+    """Declare a verb: one or more schemas (overloads), e.g. verb('value(Tensor input, *, bool meta=False)')."""
+    def deco(fn):
+        overloads, name = [], None
+        for schema in schemas:
+            name, _, args, returns = parse_schema(schema, overload_names=False)
+            overloads.append(Overload(args=tuple(args), returns=returns))
+        doc = (fn.__doc__ or "").strip()
+        first = summary or doc.split("\n")[0]
+        spec = OpSpec(name=name, category=category, summary=first, overloads=overloads, call=fn, verb=True,
+                      doc=" ".join(doc.split("\n\n")[0].split()), aliases=tuple(aliases),
+                      extra={"lockfree": lockfree})
+        setattr(fn, _VERB_ATTR, getattr(fn, _VERB_ATTR, []) + [spec])
+        return fn
+    return deco
+
+
+def all_verbs():
+    rows = []
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module("%s.%s" % (__name__, info.name))
+        for value in vars(module).values():
+            rows.extend(getattr(value, _VERB_ATTR, ()))
+    return rows

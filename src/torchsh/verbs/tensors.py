@@ -1,0 +1,261 @@
+"""Tensors in and out: tensor, value, shape, dtype, item, print, to, contiguous, index, index_put, manual_seed.
+
+Floats print as the shortest text that reads back to the same value in the tensor's own dtype
+(0.1 in float32 prints 0.1); non-finite values as NaN, Infinity, -Infinity, both ways.
+"""
+import io
+import json
+import re
+
+import numpy as np
+import torch
+
+from torchsh.cli.kinds import DTYPES, dtype_name
+from torchsh.cli.render import Binary, JsonText, Text
+from torchsh.cli.tokens import loads
+from torchsh.errors import TorchshError, bad_argument
+from torchsh.verbs import verb
+
+_NONFINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+@verb("tensor(Json data, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor",
+      category="creation")
+def tensor(ctx, data, dtype=None, device=None, requires_grad=False):
+    """Make a tensor from JSON (argument or stdin): nested lists, or {dtype, shape, data} from `value --meta`."""
+    if isinstance(data, str):
+        try:
+            data = loads(data)
+        except ValueError as e:
+            raise bad_argument("cannot read the data as JSON: %s" % e, "write it like '[[1,2],[3,4]]'") from None
+    shape = None
+    if isinstance(data, dict):
+        if "data" not in data:
+            raise bad_argument("a JSON object needs a 'data' field (the --meta form)")
+        dtype = dtype or (DTYPES.get(data.get("dtype")) if data.get("dtype") else None)
+        shape, data = data.get("shape"), data["data"]
+    data = _nonfinite_strings(data)
+    device = device or (torch.device(ctx.device) if ctx.device else None)
+    if dtype is not None and dtype.is_complex:
+        t = torch.view_as_complex(torch.tensor(data, dtype=torch.float64).reshape(*(shape or []), 2)
+                                  if shape is not None else torch.tensor(data, dtype=torch.float64)).to(dtype)
+    elif dtype == torch.bfloat16 or (dtype is not None and dtype.is_floating_point and dtype.itemsize < 4):
+        t = torch.tensor(data, dtype=torch.float64).to(dtype)  # parse in float64, round once
+    else:
+        t = torch.tensor(data, dtype=dtype)
+    if shape is not None:
+        t = t.reshape(shape)
+    if device is not None:
+        t = t.to(device)
+    if requires_grad:
+        _check_grad_dtype(t)
+        t.requires_grad_(True)
+    return t
+
+
+def _check_grad_dtype(t):
+    if not (t.dtype.is_floating_point or t.dtype.is_complex):
+        raise TorchshError("dtype_error", "only floating point and complex tensors can require gradients, this one is %s"
+                           % dtype_name(t.dtype), "make it with --dtype float32")
+
+
+def _nonfinite_strings(data):
+    if isinstance(data, list):
+        return [_nonfinite_strings(x) for x in data]
+    if isinstance(data, str):
+        try:
+            return float(data.replace("Infinity", "inf"))
+        except ValueError:
+            raise bad_argument("%r is not a number" % data) from None
+    return data
+
+
+@verb("value(Tensor input, *, bool meta=False, str format=\"json\") -> Json", category="tensors", lockfree=False)
+def value(ctx, input, meta=False, format="json"):
+    """A snapshot of a tensor's data: compact JSON (default), csv or npy."""
+    if format == "json":
+        text = tensor_json(input)
+        if meta:
+            text = '{"dtype":"%s","shape":%s,"data":%s}' % (dtype_name(input.dtype), json.dumps(list(input.shape)), text)
+        return JsonText(text)
+    if format == "csv":
+        t = input.detach()
+        if t.dim() > 2:
+            raise bad_argument("csv holds at most 2 dimensions, this tensor has %d" % t.dim(), "use --format json or npy")
+        rows = t.reshape(1, -1) if t.dim() < 2 else t
+        return Text("".join(",".join(_float_texts(r)) + "\n" for r in rows))
+    if format == "npy":
+        buf = io.BytesIO()
+        np.save(buf, _numpy(input), allow_pickle=False)
+        return Binary(buf.getvalue())
+    raise bad_argument("unknown format %r" % format, "use json, csv or npy")
+
+
+def _numpy(t):
+    t = t.detach().cpu().resolve_conj()
+    if t.dtype == torch.bfloat16:
+        t = t.float()
+    return t.numpy()
+
+
+def tensor_json(t):
+    """Compact JSON text of a tensor's data, floats in their shortest round-trip form."""
+    t = t.detach().cpu().resolve_conj().resolve_neg()
+    if t.dtype.is_complex:
+        return tensor_json(torch.view_as_real(t))
+    if t.dtype == torch.bool or not t.dtype.is_floating_point:
+        return json.dumps(t.tolist(), separators=(",", ":"))
+    texts = _float_texts(t.reshape(-1))
+    return _nest(texts, list(t.shape))
+
+
+def _float_texts(flat):
+    flat = flat.detach().cpu()
+    if not flat.dtype.is_floating_point:
+        return [json.dumps(x) for x in flat.tolist()]
+    if flat.dtype == torch.float64:
+        out = np.array([repr(x) for x in flat.tolist()], dtype=object)
+    elif flat.dtype in (torch.float32, torch.float16):
+        out = flat.numpy().astype(str).astype(object)
+    else:
+        out = _shortest_texts(flat)
+    return [_NONFINITE.get(s, s) for s in out]
+
+
+def _shortest_texts(flat):
+    """Shortest decimal text reading back to the same value in a dtype numpy lacks (bfloat16, float8)."""
+    wide = flat.double().numpy()
+    result = np.empty(len(wide), dtype=object)
+    todo = np.arange(len(wide))
+    for digits in range(1, 18):
+        if not len(todo):
+            break
+        texts = np.array(["%.*g" % (digits, x) for x in wide[todo]], dtype=object)
+        back = torch.tensor([float(s) for s in texts], dtype=torch.float64).to(flat.dtype).double().numpy()
+        ok = (back == wide[todo]) | (np.isnan(back) & np.isnan(wide[todo]))
+        result[todo[ok]] = texts[ok]
+        todo = todo[~ok]
+    return [s if any(c in s for c in ".eni") else s + ".0" for s in result]
+
+
+def _nest(texts, shape):
+    if not shape:
+        return texts[0]
+    if 0 in shape:
+        return json.dumps(np.zeros(shape).tolist())
+    rows = [",".join(texts[i:i + shape[-1]]) for i in range(0, len(texts), shape[-1])]
+    rows = ["[" + r + "]" for r in rows]
+    for size in reversed(shape[:-1]):
+        rows = ["[" + ",".join(rows[i:i + size]) + "]" for i in range(0, len(rows), size)]
+    return rows[0]
+
+
+@verb("shape(Tensor input) -> int[]")
+def shape(ctx, input):
+    """The tensor's shape as a JSON list."""
+    return list(input.shape)
+
+
+@verb("dtype(Tensor input) -> str")
+def dtype(ctx, input):
+    """The tensor's dtype name (float32, int64, …)."""
+    return dtype_name(input.dtype)
+
+
+@verb("item(Tensor input) -> Scalar")
+def item(ctx, input):
+    """The single value of a one-element tensor, as a JSON number (or true/false)."""
+    if input.numel() != 1:
+        raise TorchshError("shape_mismatch", "item needs a tensor with one element, got shape %s" % list(input.shape),
+                           "reduce first with sum or mean, or use value")
+    v = input.item()
+    if isinstance(v, float) and input.dtype != torch.float64:
+        return JsonText(_float_texts(input.reshape(1))[0])
+    return v
+
+
+@verb("print(Tensor input) -> str")
+def print_(ctx, input):
+    """PyTorch's own display of the tensor."""
+    return Text(str(input) + "\n")
+
+
+@verb("to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor")
+def to(ctx, input, dtype=None, device=None, copy=False):
+    """Convert to another dtype and/or device."""
+    if dtype is None and device is None:
+        raise TorchshError("missing_argument", "to needs --dtype or --device", "usage: torch to TENSOR --dtype float64")
+    return input.to(device=device, dtype=dtype, copy=copy)
+
+
+@verb("contiguous(Tensor input) -> Tensor", category="shape")
+def contiguous(ctx, input):
+    """A contiguous tensor with the same data (the input itself when already contiguous)."""
+    return input.contiguous()
+
+
+@verb("index(Tensor input, str index) -> Tensor", category="shape")
+def index(ctx, input, index):
+    """Python indexing with a slice string: torch index $t '[1:3, ::2, None, -1]' (handles index too)."""
+    return input[parse_index(index, ctx)]
+
+
+@verb("index_put(Tensor input, str index, Tensor values, *, bool accumulate=False) -> Tensor", category="shape")
+def index_put(ctx, input, index, values, accumulate=False):
+    """A copy of input with input[index] = values (or += with --accumulate). The input is not changed."""
+    out = input.clone()
+    key = parse_index(index, ctx)
+    if accumulate:
+        out[key] = out[key] + values
+    else:
+        out[key] = values
+    return out
+
+
+_SLICE_RE = re.compile(r"^(-?\d*)?:(-?\d*)?(?::(-?\d*))?$")
+
+
+def parse_index(text, ctx):
+    body = text.strip()
+    if body.startswith("[") and body.endswith("]"):
+        body = body[1:-1]
+    parts = _split_index(body)
+    key = tuple(_index_part(p.strip(), ctx, text) for p in parts)
+    return key[0] if len(key) == 1 else key
+
+
+def _split_index(body):
+    depth, start, out = 0, 0, []
+    for i, ch in enumerate(body):
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            out.append(body[start:i])
+            start = i + 1
+    out.append(body[start:])
+    return out
+
+
+def _index_part(p, ctx, text):
+    if p == "...":
+        return Ellipsis
+    if p in ("None", "none"):
+        return None
+    m = _SLICE_RE.match(p)
+    if m:
+        a, b, c = (int(x) if x else None for x in m.groups())
+        return slice(a, b, c)
+    if re.match(r"^-?\d+$", p):
+        return int(p)
+    if p.startswith("["):
+        return torch.tensor(json.loads(p))
+    if "://" in p:
+        return ctx.registry.get(p, "tensor")
+    raise bad_argument("cannot read %r in the index %r" % (p, text), "use ints, slices a:b:c, None, ..., lists or handles")
+
+
+@verb("manual_seed(int seed) -> None", category="random")
+def manual_seed(ctx, seed):
+    """Seed PyTorch's global RNG: later draws equal Python's torch.manual_seed(N) then the same calls."""
+    torch.manual_seed(seed)
+    return None

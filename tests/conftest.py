@@ -1,0 +1,121 @@
+"""Shared fixtures: one private daemon per test session, and `sh`, which runs real bash.
+
+Every test drives the installed `torch` (the .venv launcher) through `bash -c`, against a daemon on
+a socket in a private temp folder; the daemon is stopped at the end of the session, pass or fail.
+In-process PyTorch is the oracle: `sh.fetch(handle)` brings a tensor back bit for bit (through a
+safetensors file), `sh.put(tensor)` sends one in.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+import pytest
+
+BIN = os.path.dirname(sys.executable)
+# TORCHSH_TEST_PRELUDE: shell text run before each script, e.g. `eval "$(torch init bash)"` to run
+# the whole CLI suite through the fast bash path (see tests/README or scripts/test.sh).
+PRELUDE = os.environ.get("TORCHSH_TEST_PRELUDE", "")
+
+
+@dataclass
+class Result:
+    out: str
+    err: str
+    code: int
+
+
+class Shell:
+    """Runs bash scripts against one daemon."""
+
+    def __init__(self, socket, folder):
+        self.socket = socket
+        self.folder = folder
+        self.env = dict(os.environ)
+        for k in list(self.env):
+            if k.startswith("TORCHSH_") and k != "TORCHSH_TEST_PRELUDE":
+                del self.env[k]
+        self.env.update(TORCHSH_SOCKET=socket, PATH=BIN + os.pathsep + self.env.get("PATH", ""),
+                        TORCHSH_TTL="30m")
+        self._n = 0
+
+    def run(self, script, stdin=None, env=None, cwd=None, timeout=120):
+        full = (PRELUDE + "\n" + script) if PRELUDE else script
+        e = dict(self.env, **(env or {}))
+        p = subprocess.run(["bash", "-c", full], input=stdin, capture_output=True, text=True, env=e,
+                           cwd=cwd or self.folder, timeout=timeout,
+                           stdin=None if stdin is not None else subprocess.DEVNULL)
+        return Result(p.stdout, p.stderr, p.returncode)
+
+    def __call__(self, script, **kw):
+        """Run and require exit 0; return stdout without its trailing newline."""
+        r = self.run(script, **kw)
+        assert r.code == 0, "exit %d\n--- script\n%s\n--- stderr\n%s" % (r.code, script, r.err)
+        return r.out.rstrip("\n")
+
+    def tmp(self, name):
+        self._n += 1
+        return os.path.join(self.folder, "%d-%s" % (self._n, name))
+
+    def fetch(self, handle):
+        """The tensor behind a handle, exactly (dtype, shape, bits), via a safetensors file."""
+        from safetensors.torch import load_file
+        path = self.tmp("fetch.safetensors")
+        self("torch save %s %s" % (handle, path))
+        return load_file(path)["0"]
+
+    def put(self, tensor, requires_grad=False):
+        from safetensors.torch import save_file
+        path = self.tmp("put.safetensors")
+        save_file({"0": tensor.contiguous()}, path)
+        h = self("torch load %s" % path)
+        if requires_grad:
+            self("torch requires_grad %s true" % h)
+        return h
+
+
+def start_daemon(folder):
+    sock = os.path.join(folder, "torchd.sock")
+    shell = Shell(sock, folder)
+    shell("torch daemon start")
+    return shell
+
+
+def stop_daemon(shell):
+    shell.run("torch daemon stop")
+    deadline = time.time() + 20
+    while os.path.exists(shell.socket) and time.time() < deadline:
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def sh():
+    folder = tempfile.mkdtemp(prefix="tsh-")  # short: AF_UNIX paths are limited to ~107 bytes
+    shell = start_daemon(folder)
+    try:
+        yield shell
+    finally:
+        stop_daemon(shell)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def fresh_sh():
+    """A daemon of the test's own (lifecycle tests that stop, restart or race it)."""
+    folder = tempfile.mkdtemp(prefix="tsh-")
+    shells = []
+
+    def make(start=True):
+        s = start_daemon(folder) if start else Shell(os.path.join(folder, "torchd.sock"), folder)
+        shells.append(s)
+        return s
+    try:
+        yield make
+    finally:
+        for s in shells:
+            stop_daemon(s)
+        subprocess.run(["pkill", "-f", "torchsh.daemon --socket %s" % folder], capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
