@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Make .venv (PyTorch 2.13.0 CPU first, so nothing pulls a CUDA build), install torchsh into it,
-# and write the `torch`/`torchd` launchers. With --with-nushell also fetch nushell 0.115.1 from the
-# npm registry into .tools/nu (git-ignored). Idempotent: a second run only re-checks.
+# and write the `torch`/`torchd` launchers. With --with-shells (the test set-up) also fetch nushell
+# 0.115.1 from the npm registry into .tools/nu (git-ignored) and, where we are root and apt-get
+# works, zsh and fish for the completion smoke tests (their tests skip, saying why, without them).
+# Idempotent: a second run only re-checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -13,7 +15,13 @@ if ! .venv/bin/python -c 'import torch, sys; sys.exit(torch.__version__.split("+
 fi
 .venv/bin/pip install -q -e '.[test]'
 .venv/bin/python -m torchsh.install >/dev/null
-if [ "${1:-}" = "--with-nushell" ] && [ ! -x .tools/nu/node_modules/@nushell/linux-x64/bin/nu ]; then
-  mkdir -p .tools/nu
-  npm install --silent --no-audit --no-fund --prefix .tools/nu nushell@0.115.1 >/dev/null
+if [ "${1:-}" = "--with-shells" ]; then
+  if [ ! -x .tools/nu/node_modules/@nushell/linux-x64/bin/nu ]; then
+    mkdir -p .tools/nu
+    npm install --silent --no-audit --no-fund --prefix .tools/nu nushell@0.115.1 >/dev/null
+  fi
+  if { ! command -v zsh || ! command -v fish; } >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    (apt-get install -y -qq zsh fish >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq zsh fish; } >/dev/null 2>&1) \
+      || echo "bootstrap: zsh/fish not installed; their completion smoke tests will skip" >&2
+  fi
 fi

@@ -3,5 +3,11 @@
 # Extra arguments go to pytest. A run that collects no test fails (pytest exit 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh --with-nushell
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+bash scripts/bootstrap.sh --with-shells
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# The whole run (no arguments) also passes the CLI suite through the fast bash path (docs/fast-path.md):
+# every e2e script starts with `eval "$(torch init bash)"`, so `torch` is the shell function, not a process.
+if [[ $# -eq 0 ]]; then
+  echo "== tests/e2e again through the fast bash path (torch init bash)"
+  TORCHSH_TEST_PRELUDE='eval "$(torch init bash)"' .venv/bin/python -m pytest -q -p no:cacheprovider tests/e2e
+fi

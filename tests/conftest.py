@@ -3,7 +3,7 @@
 Every test drives the installed `torch` (the .venv launcher) through `bash -c`, against a daemon on
 a socket in a private temp folder; the daemon is stopped at the end of the session, pass or fail.
 In-process PyTorch is the oracle: `sh.fetch(handle)` brings a tensor back bit for bit (through a
-safetensors file), `sh.put(tensor)` sends one in.
+a .pt file read with weights_only=True), `sh.put(tensor)` sends one in.
 """
 import os
 import shutil
@@ -62,15 +62,15 @@ class Shell:
 
     def fetch(self, handle):
         """The tensor behind a handle, exactly (dtype, shape, bits), via a safetensors file."""
-        from safetensors.torch import load_file
-        path = self.tmp("fetch.safetensors")
+        import torch
+        path = self.tmp("fetch.pt")
         self("torch save %s %s" % (handle, path))
-        return load_file(path)["0"]
+        return torch.load(path, weights_only=True)
 
     def put(self, tensor, requires_grad=False):
-        from safetensors.torch import save_file
-        path = self.tmp("put.safetensors")
-        save_file({"0": tensor.contiguous()}, path)
+        import torch
+        path = self.tmp("put.pt")
+        torch.save(tensor.contiguous(), path)
         h = self("torch load %s" % path)
         if requires_grad:
             self("torch requires_grad %s true" % h)

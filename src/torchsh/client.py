@@ -69,7 +69,18 @@ def _connect_or_start(path, args):
     if tuple(args[:2]) in _NO_START:
         _fail("daemon_unavailable", "no daemon is running on %s" % path,
               "`torch daemon start` starts one; any other command starts one too")
+    if len(args) == 2 and args[0] == b"init" and args[1] in (b"bash", b"zsh"):
+        _print_shell_function(args[1])  # a .bashrc's eval must not start torchd; the function's first command does
     return _start_daemon(path)
+
+
+def _print_shell_function(shell):
+    if shell == b"bash":
+        from torchsh.shells.init_bash import script
+    else:
+        from torchsh.shells.init_zsh import script
+    _write(1, script().encode())
+    sys.exit(0)
 
 
 def _start_daemon(path):
@@ -213,7 +224,11 @@ def _run_exec(path, request, body):
         _signal.signal(_signal.SIGINT, old)
     if then_argv:
         request = dict(request, argv=then_argv, stdin_lines=None)
-        _, headers, reply = _call(_connect(path), request)
+        try:
+            conn = _connect(path)
+        except OSError:
+            _fail("daemon_unavailable", "the daemon went away while the command ran", "its objects are gone")
+        _, headers, reply = _call(conn, request)
         _write(2, reply[int(headers.get(protocol.H_STDOUT, 0)):])
     return 128 - status if status < 0 else status
 

@@ -50,3 +50,15 @@ def from_torch_exception(exc):
     else:
         code = "torch_error"
     return TorchshError(code, text)
+
+
+def errors_markdown():
+    """docs/errors.md: every code with its HTTP status, exit status and meaning (generated)."""
+    lines = ["# Error codes", "",
+             "Every failure is one line on stderr, `torch: OP: message; hint [code]`, and the exit status of its",
+             "class. The JSON API answers `{\"error\": {code, message, hint, op}}` with the HTTP status below.",
+             "Codes never change once shipped. Generated from `torchsh.protocol.ERRORS` by tools/regen.py.", "",
+             "| code | HTTP | exit | meaning |", "|---|---|---|---|"]
+    for code, (http, exit_code, meaning) in sorted(protocol.ERRORS.items(), key=lambda kv: (kv[1][1], kv[0])):
+        lines.append("| `%s` | %d | %d | %s |" % (code, http, exit_code, meaning))
+    return "\n".join(lines) + "\n"

@@ -44,6 +44,7 @@ ERRORS = {
     "autograd_error": (422, EXIT_TORCH, "the autograd rules forbid this"),
     "device_error": (422, EXIT_TORCH, "the device is unknown or unavailable"),
     "file_error": (422, EXIT_IO, "a file could not be read or written"),
+    "state_mismatch": (422, EXIT_TORCH, "saved state does not fit the model, optimizer or scheduler"),
     "bad_request": (400, EXIT_USAGE, "the HTTP request is malformed"),
     "not_found": (404, EXIT_USAGE, "no such endpoint"),
     "daemon_unavailable": (503, EXIT_DAEMON, "the daemon could not be reached or started"),
@@ -135,6 +136,24 @@ def decode_exec(body):
     n_then = int(fields[1 + n_env])
     start = 2 + n_env
     return env, fields[start:start + n_then], fields[start + n_then:]
+
+
+# The fast path's reply head (daemon/fastpath.py writes it; the shell functions in shells/ cut fields
+# out of it by offset): fixed width, so bash reads it with one `read -N FAST_HEAD_LEN`.
+# Fields: body length, server token, kind (o output, b binary output, i send stdin, x exec), two numbers.
+FAST_HEAD = "HTTP/1.1 200 OK\r\nContent-Length: %10d\r\nTorchsh-Fast: %s %s %11d %11d\r\n\r\n"
+FAST_TOKEN_LEN = 32
+FAST_LENGTH_AT = FAST_HEAD.index("%10d")
+FAST_TOKEN_AT = FAST_LENGTH_AT + 10 + len("\r\nTorchsh-Fast: ")
+FAST_KIND_AT = FAST_TOKEN_AT + FAST_TOKEN_LEN + 1
+FAST_NUM1_AT = FAST_KIND_AT + 2
+FAST_NUM2_AT = FAST_NUM1_AT + 12
+FAST_HEAD_LEN = FAST_NUM2_AT + 11 + 4
+# The shell function sends its request head with `Expect: 100-continue` and sends the body (argv,
+# cwd, environment) only after this interim reply proves the server knows the server token.
+FAST_CONTINUE = "HTTP/1.1 100 Continue\r\nTorchsh-Fast: %s\r\n\r\n"
+FAST_CONTINUE_TOKEN_AT = FAST_CONTINUE.index("%s")
+FAST_CONTINUE_LEN = len(FAST_CONTINUE) - 2 + FAST_TOKEN_LEN
 
 
 if __name__ == "__main__":  # pragma: no cover - a debugging aid: print the paths in use

@@ -14,7 +14,9 @@ _OP_REQUEST = {"type": "object", "properties": {
     "kwargs": {"type": "object", "description": "flags by name"},
     "cwd": {"type": "string", "description": "folder for relative paths"},
     "env": {"type": "object", "description": "TORCHSH_* settings (TORCHSH_SCOPE, TORCHSH_DEVICE, TORCHSH_NO_GRAD)"},
-    "no_grad": {"type": "boolean"}, "inference_mode": {"type": "boolean"}}}
+    "no_grad": {"type": "boolean"}, "inference_mode": {"type": "boolean"},
+    "exec": {"type": "boolean", "description": "block forms (scope, no_grad -- CMD): answer "
+             "{\"exec\": {env, then}} for the caller to run its own block, instead of an error"}}}
 
 
 def document(table=None):

@@ -22,10 +22,10 @@ def post_op(app, request, params):
     if not isinstance(body, dict):
         raise TorchshError("bad_request", "body must be a JSON object")
     ctx = Context(app, body.get("cwd") or "/", {k: str(v) for k, v in (body.get("env") or {}).items()})
-    positionals = [tokens.from_json(v) for v in list(body.get("tensors") or []) + list(body.get("args") or [])]
+    positionals = [_token(v) for v in list(body.get("tensors") or []) + list(body.get("args") or [])]
     kwargs = dict(fixed, **(body.get("kwargs") or {}))
-    flags = {k.replace("-", "_"): tokens.from_json(v) for k, v in kwargs.items()}
-    unknown = [k for k in flags if k not in op.flags()]
+    flags = {k.replace("-", "_"): _flag_token(op, k.replace("-", "_"), v) for k, v in kwargs.items()}
+    unknown = [k for k in flags if k not in _flags(op)]
     if unknown:
         raise TorchshError("unknown_flag", "%s takes no argument %s" % (op.name, ", ".join(unknown)), op=op.name)
     binding, partials = bind.choose(op, positionals, flags)
@@ -40,7 +40,9 @@ def post_op(app, request, params):
     except TorchshError as e:
         e.op = e.op or op.name
         raise
-    except ExecRequest:
+    except ExecRequest as e:
+        if body.get("exec"):  # the caller runs the block itself (torch.nu's `torch scope { … }`)
+            return _exec_reply(app, e)
         raise TorchshError("usage", "%s runs a command; use the CLI" % op.name, op=op.name) from None
     if isinstance(result, render.JsonText):
         return Response(200, b'{"result":' + result.encode() + b"}")
@@ -48,6 +50,41 @@ def post_op(app, request, params):
         return Response(200, bytes(result), "application/octet-stream")
     wire = render.to_wire(result, ctx)
     return Response(200, json.dumps({"result": wire}, separators=(",", ":"), allow_nan=True).encode())
+
+
+def _token(value):
+    # A string's own text names it in error messages, as on the command line (and skips a json.dumps).
+    return tokens.from_json(value, value if isinstance(value, str) else None)
+
+
+_FLAGS = {}  # id(op) -> (op, op.flags()): rebuilt per request it costs more than the op itself
+
+
+def _flags(op):
+    cached = _FLAGS.get(id(op))
+    if cached is None or cached[0] is not op:
+        cached = _FLAGS[id(op)] = (op, op.flags())
+    return cached[1]
+
+
+def _flag_token(op, name, value):
+    """A JSON kwarg as the CLI parser makes it: handle lists (`--inputs A B`) item by item, argv as argv."""
+    spec = _flags(op).get(name)
+    if spec is not None and isinstance(value, list):
+        if spec.kind in ("tensors", "handles", "modules"):
+            return [tokens.from_json(v) for v in value]
+        if spec.kind == "argv":
+            return tokens.Token("argv", [str(v) for v in value], "--")
+    return tokens.from_json(value)
+
+
+def _exec_reply(app, e):
+    """A block form's directive as data: the TORCHSH_* settings for the block, then the op that closes it."""
+    then = None
+    if e.then_argv:
+        then_op, _, words = app.table.resolve(list(e.then_argv))
+        then = {"op": then_op.name, "args": words}
+    return Response(200, json.dumps({"exec": {"env": e.env, "then": then}}, separators=(",", ":")).encode())
 
 
 def get_ops(app, request, params):

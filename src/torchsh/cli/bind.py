@@ -55,7 +55,7 @@ def bind(overload, positionals, flags):
             continue
         if a.kind in VARIADIC_KINDS:
             take = []
-            while pending and (a.kind in ("argv", "str_list") or _fit_item(a.kind, pending[0]) == 3):
+            while pending and (a.kind == "argv" or _fit_item(a.kind, pending[0]) == 3):
                 take.append(pending.pop(0))
             if take:
                 values[a.name] = take
@@ -73,8 +73,10 @@ def bind(overload, positionals, flags):
 
 
 def _fit(arg, tok):
-    if tok.cls == "null":
-        return 3 if arg.optional or arg.default is None else 0
+    if isinstance(tok, list):  # a list flag (`--inputs A B`): every item must fit
+        return min((_fit_item(arg.kind, t) for t in tok), default=0)
+    if tok.cls == "null" and (arg.optional or arg.default is None):
+        return 3
     return kinds.score(arg.kind, tok)
 
 

@@ -1,5 +1,9 @@
 """Usage lines, `torch OP --help`, the overview, and `torch ops` listings, all rendered from table rows."""
+import json
+
 from torchsh.cli.render import Text
+from torchsh.table import aliases
+from torchsh.table.spec import VARIADIC_KINDS
 from torchsh.table.categories import CATEGORIES
 
 VERB_CATEGORIES = ("tensors", "files", "autograd", "nn", "optim", "objects", "daemon", "shell")
@@ -18,23 +22,71 @@ def overview(table):
 
 
 def op_help(op):
-    lines = [op.usage(), ""]
+    """Usage lines, PyTorch's first paragraph, the signatures, then every argument's type and default."""
+    usages = [op.usage_line(ov) for ov in op.overloads]
+    lines = ["usage: torch " + usages[0]] + ["       torch " + u for u in usages[1:]] + [""]
     if op.doc:
         lines += [op.doc, ""]
-    for ov in op.overloads:
-        lines.append("  " + ov.signature("torch." + op.name if not op.verb else op.name))
-    lines.append("")
-    lines.append("arguments:")
-    for name, a in op.flags().items():
-        default = "" if a.required else "  (default: %s)" % ("None" if a.default is None else a.default)
-        if a.default is not None and a.default is not False and "MISSING" in repr(a.default):
-            default = ""
-        where = "flag" if a.keyword_only else "positional or flag"
-        lines.append("  %-22s %-12s %s%s" % ("--" + name, a.type_text or a.kind, where, default))
+    lines += ["  " + ov.signature(op.display_name if op.verb else "torch." + op.name) for ov in op.overloads]
+    lines += ["", "arguments:"]
+    for name, specs in _arguments(op).items():
+        types = " | ".join(dict.fromkeys(a.type_text or a.kind for a in specs))
+        where = "flag" if all(a.keyword_only for a in specs) else "positional or flag"
+        defaults = [a.default for a in specs if not a.required]
+        default = "  (default: %s)" % _default_text(defaults[0]) if defaults and len(specs) == len(defaults) else ""
+        lines.append("  %-22s %-14s %s%s" % ("--" + name, types, where, default))
+    for peer, (flag, values) in aliases.FLAG_ALIASES.get(op.name, {}).items():
+        lines.append("  %-22s %-14s same as --%s%s" % ("--" + peer, "", flag, " negated" if values else ""))
     lines += ["", "category: %s" % op.category]
     if op.aliases:
         lines.append("aliases: %s" % ", ".join(op.aliases))
     return Text("\n".join(lines) + "\n")
+
+
+def _arguments(op):
+    """name -> the ArgSpecs of that name across overloads (`other` is Tensor in one, Scalar in another)."""
+    out = {}
+    for ov in op.overloads:
+        for a in ov.args:
+            out.setdefault(a.name, []).append(a)
+    return out
+
+
+def _default_text(value):
+    if value is None:
+        return "None"
+    return value if isinstance(value, str) else json.dumps(value) if isinstance(value, (bool, list)) else str(value)
+
+
+def misfit(op, positionals, flags):
+    """Say which argument no overload can read ("k wants int, got a handle tensor://…"), or None
+    when every word fits some overload (then the problem is a missing or extra argument)."""
+    from torchsh.cli import bind
+    for name, tok in flags.items():
+        specs = [a for ov in op.overloads for a in ov.args if a.name == name]
+        if specs and not isinstance(tok, list) and all(bind._fit(a, tok) == 0 for a in specs):
+            return "--%s wants %s, got %s" % (name, _types(specs), _what(tok))
+    slots = [[a for a in ov.args if not a.keyword_only and a.name not in flags] for ov in op.overloads]
+    most = max((len(s) for s in slots if not any(a.kind in VARIADIC_KINDS for a in s)), default=None)
+    if most is not None and len(slots) == len([s for s in slots if not any(a.kind in VARIADIC_KINDS
+                                                                           for a in s)]) \
+            and len(positionals) > most:
+        return "too many arguments: takes at most %d positional, got %d" % (most, len(positionals))
+    for i, tok in enumerate(positionals):
+        specs = [s[i] for s in slots if i < len(s) and s[i].kind not in VARIADIC_KINDS]
+        if specs and len(specs) == len(slots) and all(bind._fit(a, tok) == 0 for a in specs):
+            return "%s wants %s, got %s" % (specs[0].name, _types(specs), _what(tok))
+    return None
+
+
+def _types(specs):
+    return " or ".join(dict.fromkeys((a.type_text or a.kind).replace("SymInt", "int") for a in specs))
+
+
+def _what(tok):
+    kinds = {"handle": "a handle", "int": "the number", "float": "the number", "bool": "the boolean",
+             "list": "the list", "str": "the text", "null": ""}
+    return ("%s %s" % (kinds.get(tok.cls, tok.cls), tok.text)).strip()
 
 
 def ops_table(ops):

@@ -33,12 +33,13 @@ def dtype_name(dtype):
 
 def score(kind, tok):
     cls = tok.cls
-    if cls == "null":
-        return 0  # None is only for optional args; bind() checks that
+    if cls == "null":  # None fits optional args (bind() checks that); elsewhere only as text
+        return 1 if kind in ("str", "path", "json") else 0
     if kind == "tensor":
         return {"handle": 3, "int": 1, "float": 1, "bool": 1, "list": 1, "stdin": 3}.get(cls, 0)
     if kind in ("module", "optimizer", "scheduler", "handle"):
-        return 3 if cls in ("handle", "stdin") else 0
+        # a word with spaces is never one handle ("$head lr=0.1" is a parameter group for optim)
+        return 3 if cls in ("handle", "stdin") and len(str(tok.value).split()) == 1 else 0
     if kind == "scalar":
         return {"int": 3, "float": 3, "bool": 2}.get(cls, 0)
     if kind == "int":
@@ -61,6 +62,8 @@ def score(kind, tok):
         return 3 if cls == "str" and tok.value in LAYOUTS else 0
     if kind == "memory_format":
         return 3 if cls == "str" and tok.value in MEMORY_FORMATS else 0
+    if kind == "str_list":
+        return 3 if cls == "list" else (2 if cls == "str" else 0)
     if kind in ("str", "path"):
         return 3 if cls == "str" else 1
     if kind == "json":
@@ -72,7 +75,7 @@ def score(kind, tok):
 
 def convert(kind, tok, ctx):
     """Turn a token into the value the op receives. Raises TorchshError for bad handles or values."""
-    if tok.cls == "null":
+    if tok.cls == "null" and kind not in ("str", "path"):
         return None
     value = tok.value
     if kind == "tensor":
@@ -99,7 +102,9 @@ def convert(kind, tok, ctx):
     if kind == "memory_format":
         return MEMORY_FORMATS[value]
     if kind == "str":
-        return str(value) if tok.cls == "str" else tok.text
+        return value if tok.cls == "str" else tok.text
+    if kind == "str_list":
+        return [str(x) for x in value] if tok.cls == "list" else [x for x in value.split(",") if x]
     if kind == "path":
         return os.path.normpath(os.path.join(ctx.cwd, os.path.expanduser(str(tok.text))))
     if kind == "json":

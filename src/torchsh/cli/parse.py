@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 
 from torchsh.cli import tokens
 from torchsh.errors import TorchshError
+from torchsh.table.aliases import flag_alias
 
 GLOBAL_FLAGS = {"no_grad": "bool", "inference_mode": "bool", "json": "bool", "help": "bool"}
+LIST_FLAG_KINDS = ("tensors", "handles", "modules")  # Tensor[] as a flag takes several words
 
 
 @dataclass
@@ -32,10 +34,15 @@ def split_argv(op, words, fixed=None):
             name, eq, value = w[2:].partition("=")
             name = name.replace("-", "_")
             spec = flag_specs.get(name)
+            renamed = None if spec else flag_alias(op.name, name)  # NuTorch's `topk --smallest`
+            if renamed:
+                name, spec = renamed[0], flag_specs.get(renamed[0])
             kind = spec.kind if spec else GLOBAL_FLAGS.get(name)
             if kind is None:
                 raise TorchshError("unknown_flag", "unknown flag --%s" % name, _valid_flags(op, flag_specs))
-            if eq:
+            if kind in LIST_FLAG_KINDS:  # --inputs A B C: the words up to the next flag
+                tok, i = _list_flag(op, name, words, i, value if eq else None)
+            elif eq:
                 tok = tokens.from_word(value)
             elif kind == "bool":
                 nxt = words[i + 1] if i + 1 < len(words) else None
@@ -50,6 +57,8 @@ def split_argv(op, words, fixed=None):
                     raise TorchshError("usage", "--%s needs a value" % name, op.usage())
                 i += 1
                 tok = tokens.from_word(words[i])
+            if renamed and renamed[1]:
+                tok = tokens.from_json(renamed[1].get(tok.value, tok.value), tok.text)
             if spec is None:
                 glob[name] = bool(tok.value)
             else:
@@ -62,6 +71,19 @@ def split_argv(op, words, fixed=None):
     return Parsed(positionals, flags, glob, rest)
 
 
+def _list_flag(op, name, words, i, inline):
+    """The tokens of a handle-list flag and the index of its last word."""
+    if inline is not None:
+        return [tokens.from_word(inline)], i
+    toks = []
+    while i + 1 < len(words) and not words[i + 1].startswith("--"):
+        i += 1
+        toks.append(tokens.from_word(words[i]))
+    if not toks:
+        raise TorchshError("usage", "--%s needs at least one value" % name, op.usage())
+    return toks, i
+
+
 def _valid_flags(op, flag_specs):
-    names = sorted("--" + n for n in flag_specs) + ["--no_grad", "--json", "--help"]
+    names = sorted("--" + n for n in flag_specs) + ["--no_grad", "--inference_mode", "--json", "--help"]
     return "valid flags for %s: %s" % (op.name, " ".join(names))

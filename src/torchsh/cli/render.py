@@ -20,6 +20,22 @@ class JsonText(Text):
     """Ready-made JSON text (tensor values with shortest floats): printed as is, embedded as is by the API."""
 
 
+class Table(list):
+    """JSON rows (under --json and through the API) that print as aligned columns on a terminal."""
+
+    def __init__(self, rows, columns):
+        super().__init__(rows)
+        self.columns = columns
+
+    def text(self):
+        if not self:
+            return ""
+        cells = [[str(r.get(c, "")) for c in self.columns] for r in self]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(self.columns) - 1)]
+        return "".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + ("  " if widths else "")
+                       + row[-1] + "\n" for row in cells)
+
+
 class Binary(bytes):
     """Raw bytes for stdout (`torch value --format npy`)."""
 
@@ -78,9 +94,10 @@ def cli_text(result, wire, as_json=False):
     if as_json:
         return dumps(wire) + "\n"
     if isinstance(wire, dict) and _holds_objects(result):
-        return "".join(cli_text(v, v) for v in wire.values())
+        parts = result.values() if isinstance(result, dict) else result  # named tuples: field order
+        return "".join(cli_text(r, v) for r, v in zip(parts, wire.values()))
     if isinstance(wire, list) and _holds_objects(result):
-        return "".join(cli_text(None, v) for v in wire)
+        return "".join(cli_text(r, v) for r, v in zip(result, wire))  # nested lists: one handle a line
     if isinstance(wire, str):
         return wire + "\n"
     return dumps(wire) + "\n"

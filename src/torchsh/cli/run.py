@@ -5,6 +5,8 @@ stdin lines when tensor slots are missing), run it under the tensor lock, render
 becomes one line `torch: OP: message; hint [code]` and its exit status.
 """
 import contextlib
+import functools
+import inspect
 import logging
 import traceback
 from dataclasses import dataclass
@@ -48,7 +50,7 @@ def run_cli(app, request):
         if argv[0] in ("--version", "version"):
             return CliReply(stdout="torchsh %s (torch %s)\n" % (app.version, torch.__version__))
         op, fixed, words = app.table.resolve(argv)
-        op_name = op.name
+        op_name = op.display_name
         return _run_op(ctx, op, fixed, words)
     except ExecRequest as e:
         return CliReply(exec_body=protocol.encode_exec(e.argv, e.env, e.then_argv))
@@ -84,13 +86,17 @@ def _run_op(ctx, op, fixed, words):
                 raise TorchshError("missing_argument", "expected %d handle(s) on stdin, got %d" % (need, len(ctx.stdin)),
                                    op.usage())
         if binding is None:
-            raise _no_binding(op, partials, parsed.positionals)
+            raise _no_binding(op, partials, parsed.positionals, flags)
     result = invoke(ctx, op, binding, parsed.globals)
     wire = render.to_wire(result, ctx)
     return CliReply(stdout=render.cli_text(result, wire, parsed.globals.get("json", False)))
 
 
-def _no_binding(op, partials, positionals):
+def _no_binding(op, partials, positionals, flags=None):
+    problem = cli_help.misfit(op, positionals, flags or {})  # `k wants an int, got a handle …`
+    if problem:
+        sigs = " | ".join(op.usage_line(ov) for ov in op.overloads[:4])
+        return TorchshError("bad_argument", problem, "usage: torch " + sigs)
     if partials:
         best = max(partials, key=lambda b: b.score)
         names = ", ".join(a.name for a in best.missing)
@@ -133,7 +139,25 @@ def invoke(ctx, op, binding, globals_=None):
             except TorchshError:
                 raise
             except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
-                raise from_torch_exception(e) from None
+                err = _explain(from_torch_exception(e), values)
+                usage = "usage: torch " + op.usage_line(binding.overload)  # the form that ran
+                err.hint = "%s; %s" % (err.hint, usage) if err.hint else usage
+                raise err from None
+
+
+def _explain(err, values):
+    """Say which shapes clashed: PyTorch's broadcast message names sizes, not the tensors' shapes."""
+    if err.code == "shape_mismatch" and "must match the size" in err.message:
+        shapes = [list(v.shape) for v in values.values() if isinstance(v, torch.Tensor)]
+        if len(shapes) >= 2:
+            pairs = " and ".join(json_list(s) for s in shapes)
+            err.hint = "PyTorch: %s" % err.message
+            err.message = "shapes %s are not broadcastable" % pairs
+    return err
+
+
+def json_list(shape):
+    return "[%s]" % ",".join(str(n) for n in shape)
 
 
 def _grad_mode(ctx, globals_):
@@ -144,10 +168,24 @@ def _grad_mode(ctx, globals_):
     return contextlib.nullcontext()
 
 
+@functools.lru_cache(maxsize=None)
+def _python_params(fn):
+    """Parameter names of a Python-level function in order; None for builtins (ATen ops)."""
+    if not inspect.isfunction(fn):
+        return None
+    params = inspect.signature(fn).parameters.values()
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return None  # einsum(*args), atleast_1d(*tensors): typed by ATen, whose order is the call's
+    return [p.name for p in params]
+
+
 def _call_args(op, overload, values, ctx):
     """Positional while the schema order is unbroken, keywords after; *tensors splatted."""
     args, kwargs, positional = [], {}, True
-    for a in overload.args:
+    names = _python_params(op.call)
+    for i, a in enumerate(overload.args):
+        if names is not None and a.name in names and names.index(a.name) != i:
+            positional = False  # the table left out a parameter (F.mse_loss's size_average): keywords from here
         if a.name not in values:
             positional = False
             continue

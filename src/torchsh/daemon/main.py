@@ -4,6 +4,7 @@ Run by the client's auto-start (detached, output to torchd.log) or by hand in th
 Exit 0 when another daemon already serves the socket: that is the race's expected loser.
 """
 import argparse
+import gc
 import logging
 import os
 import signal
@@ -37,6 +38,7 @@ def main(argv=None):
     from torchsh.daemon.app import App
     from torchsh.daemon.server import Server
     app = App(sock, ttl)
+    gc.freeze()  # the op table (~175k objects) lives forever: keep the cyclic GC from walking it on every sweep
     try:
         listener = lifecycle.bind_private(sock)
     except lifecycle.AlreadyServing as e:
@@ -45,11 +47,15 @@ def main(argv=None):
     log.info("serving %s (epoch %s, %d ops, table %.0f ms, ready in %.2fs)", sock, app.registry.epoch,
              len(app.table), app.table_seconds * 1000, time.perf_counter() - t0)
     server = Server(app, listener)
+    from torchsh.daemon import fastpath
+    if os.environ.get(fastpath.ENV_FLAG):  # set by the bash function's auto-start, kept across restart
+        fastpath.enable(app)
     signal.signal(signal.SIGTERM, lambda *_: app.request_stop())
     signal.signal(signal.SIGINT, lambda *_: app.request_stop())
     try:
         server.serve()
     finally:
+        fastpath.disable(app)  # remove the token file: a stale port must not look alive
         _unlink_quietly(sock)
         server.close()
         os.close(lock_fd)

@@ -22,6 +22,9 @@ def post_cli(app, request, params):
         fields = protocol.decode_cli_request(request.body)
     except ValueError as e:
         raise TorchshError("bad_request", str(e))
+    if app.fastpath is None and fields["env"].get("TORCHSH_FASTPATH"):  # the bash function's fallback asks
+        from torchsh.daemon import fastpath
+        fastpath.enable(app)
     reply = run_cli(app, fields)
     if reply.need_stdin is not None:
         return Response(200, b"", "text/plain", {protocol.H_STDIN: str(reply.need_stdin)})

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 from torchsh.errors import TorchshError
-from torchsh.registry.handles import KINDS, format_handle, new_epoch, parse_handle
+from torchsh.registry.handles import KINDS, base36, format_handle, new_epoch, parse_handle
 
 _KIND_WORDS = {"tensor": "a tensor", "nn": "a module", "optim": "an optimizer", "sched": "a scheduler"}
 
@@ -112,7 +112,7 @@ class Registry:
         with self._lock:
             if parent is not None and parent not in self._scopes:
                 parent = None
-            scope_id = "scope-%s%s" % (self.epoch, next(self._serial))
+            scope_id = "scope-%s%s" % (self.epoch, base36(next(self._serial)))
             self._scopes[scope_id] = Scope(scope_id, parent)
             return scope_id
 
@@ -120,7 +120,8 @@ class Registry:
         """Free every handle made in the scope and in scopes still open inside it; return the count."""
         with self._lock:
             if scope_id not in self._scopes:
-                raise TorchshError("bad_argument", "no open scope %s" % scope_id, "`torch scope begin` prints one")
+                raise TorchshError("bad_argument", "no open scope %s (ended already, or from another daemon)" % scope_id,
+                                   "`torch scope begin` opens one")
             doomed = [scope_id]
             for s in list(self._scopes.values()):
                 if s.parent in doomed:
@@ -134,22 +135,36 @@ class Registry:
             return freed
 
     def keep(self, handles, scope_id):
-        """Move handles out of `scope_id` (the caller's scope) into its parent scope or the global registry."""
+        """Let handles outlive the caller's scope `scope_id`: move them to its parent (or the global registry).
+
+        Only handles owned by that scope or by scopes nested inside it move; a handle that already
+        lives further out (an enclosing scope, another shell's scope, the global registry) stays put,
+        so a `keep` can never shorten a handle's life or reach into a sibling scope.
+        """
         with self._lock:
             for h in handles:
                 if h not in self._entries:
                     raise self._missing(h, None)
+            caller = self._scopes.get(scope_id)
+            origin = caller.id if caller else None   # an ended or unknown scope: the caller is global
+            target = caller.parent if caller else None
             for h in handles:
                 entry = self._entries[h]
-                if entry.scope is None:
+                if entry.scope is None or not self._within(entry.scope, origin):
                     continue
-                current = self._scopes.get(entry.scope)
-                if current is not None:
-                    current.handles.discard(h)
-                parent = current.parent if current else None
-                entry.scope = parent
-                if parent is not None:
-                    self._scopes[parent].handles.add(h)
+                self._scopes[entry.scope].handles.discard(h)
+                entry.scope = target
+                if target is not None:
+                    self._scopes[target].handles.add(h)
+
+    def _within(self, scope_id, ancestor):
+        """Is scope_id `ancestor` or nested inside it? Every scope is inside the global registry (None)."""
+        while scope_id is not None:
+            if scope_id == ancestor:
+                return True
+            scope = self._scopes.get(scope_id)
+            scope_id = scope.parent if scope else None
+        return ancestor is None
 
     def open_scopes(self):
         with self._lock:

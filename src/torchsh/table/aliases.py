@@ -1,14 +1,29 @@
-"""Shell-friendly and peer-compatible names, one small table: alias -> (target op, fixed flags).
+"""Shell-friendly and peer-compatible names, one small table.
 
-Only names PyTorch does not already have belong here; `torch.t`, `torch.msort` and friends come
-from the registry itself.
+The peer is NuTorch (github.com/nutorch/nutorch, ops/src/lib.rs), the best-known shell front end to
+LibTorch: every op name of its table must work here with its documented grammar. Most of its names
+are PyTorch's own (`t`, `msort`, `topk`, `arange END --start S --step S`, `randint HIGH SHAPE --low L`
+all bind through the ordinary schemas); only the names and flags below need a word.
 """
+# alias -> (target op, fixed flags)
 ALIASES = {
-    "smallest_topk": ("topk", {"largest": False}),
-    "logsoftmax": ("log_softmax", {}),
+    "logsoftmax": ("nn.functional.log_softmax", {}),
+    # bare names that several namespaces share: the one PyTorch documents for tensors in general
+    "log_softmax": ("nn.functional.log_softmax", {}),  # not special.log_softmax
+    # peer names of functions PyTorch deprecated or removed: the documented replacements
+    "svd": ("linalg.svd", {"full_matrices": False}),  # reduced U, S, Vh (PyTorch's current convention)
+    "solve": ("linalg.solve", {}),                    # torch.solve was removed in 1.9
+    "norm": ("linalg.vector_norm", {}),               # torch.norm is deprecated; --p still works (below)
 }
-# NuTorch-style flags that rename a PyTorch flag of one op: op -> {peer flag: (our flag, value map)}
+# peer flag spellings: resolved op -> {peer flag: (PyTorch flag, value map or None)}
 FLAG_ALIASES = {
-    "topk": {"smallest": ("largest", {True: False, False: True})},
-    "sort": {"descending": ("descending", {})},
+    "topk": {"smallest": ("largest", {True: False, False: True})},  # NuTorch's `topk --smallest`
+    "linalg.vector_norm": {"p": ("ord", None)},                     # torch.norm's `p`
 }
+# Tensor methods with no torch.* function that shell users (and the peer) expect as ops
+TENSOR_METHODS = ("repeat", "expand", "expand_as", "type_as")
+
+
+def flag_alias(op_name, flag):
+    """(PyTorch flag, value map or None) for a peer flag of an op, or None."""
+    return FLAG_ALIASES.get(op_name, {}).get(flag)

@@ -4,6 +4,7 @@ Name resolution lives here: a full dotted name (`linalg.qr`), the same split int
 (`torch linalg qr`), a bare name when unambiguous (`gelu` -> nn.functional.gelu), an alias.
 Verbs win over ops of the same name; each such shadowing is deliberate and listed by `torch ops`.
 """
+import gc
 import time
 
 from torchsh.errors import TorchshError
@@ -20,8 +21,8 @@ class OpTable:
             self.ops[op.name] = op
         self.bare = {}
         ambiguous = set()
-        for name in self.ops:
-            if "." in name:
+        for name, op in self.ops.items():
+            if "." in name and not op.extra.get("words_only"):  # `nn linear`, never a bare `linear`
                 short = name.rsplit(".", 1)[1]
                 if short in self.ops:
                     continue
@@ -29,7 +30,13 @@ class OpTable:
                     ambiguous.add(short)
                 self.bare.setdefault(short, []).append(name)
         self.aliases = {k: v for k, v in aliases.ALIASES.items() if v[0] in self.ops or v[0] in self.bare}
+        for alias, (target, _) in self.aliases.items():  # `torch linalg.svd --help` lists `svd`
+            op = self.ops.get(target) or self.ops[self.bare[target][0]]
+            if alias not in op.aliases:
+                op.aliases = tuple(op.aliases) + (alias,)
         self.max_words = max(n.count(".") for n in self.ops) + 1
+        # dotted spellings that name a row too: nn.Linear for nn.linear, sched.cosine for sched.cosine_annealing_lr
+        self.word_aliases = {a: name for name, op in self.ops.items() for a in op.extra.get("word_aliases", ())}
 
     def __len__(self):
         return len(self.ops)
@@ -53,6 +60,7 @@ class OpTable:
         """Split argv into (OpSpec, fixed flags, rest): `nn save M F` -> op nn.save, rest [M, F]."""
         for words in range(min(self.max_words, len(argv)), 1, -1):
             candidate = ".".join(argv[:words])
+            candidate = self.word_aliases.get(candidate, candidate)
             if candidate in self.ops:
                 return self.ops[candidate], {}, argv[words:]
         op, fixed = self.lookup(argv[0])
@@ -72,11 +80,17 @@ def _suggest(name, names):
 
 def build_table():
     """Build the whole table; returns (OpTable, seconds it took)."""
-    from torchsh.table import from_torch
+    from torchsh.table import cache, from_torch
     from torchsh import verbs
     start = time.perf_counter()
-    rows = list(from_torch.torch_ops()) + verbs.all_verbs()
-    table = OpTable(rows)
+    was_enabled = gc.isenabled()
+    gc.disable()  # thousands of small rows: with torch loaded, cyclic-GC passes cost more than the build
+    try:
+        rows = cache.cached_rows(from_torch.torch_ops) + verbs.all_verbs()
+        table = OpTable(rows)
+    finally:
+        if was_enabled:
+            gc.enable()
     return table, time.perf_counter() - start
 
 

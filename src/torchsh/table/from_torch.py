@@ -1,17 +1,18 @@
 """Fill op-table rows from PyTorch's own registry: ATen schemas first, Python signatures second.
 
 For each public function of torch, torch.linalg, torch.fft, torch.special and
-torch.nn.functional: if ATen has an operator of that name (`linalg_qr` for torch.linalg.qr),
-its non-mutating overloads type the arguments; otherwise the Python signature and annotations do
-(F.mse_loss, torch.split). Nothing here knows a single op by name: exclusions.py and aliases.py
-hold the few names that need a word.
+torch.nn.functional: a Python-level function with a complete signature is typed by it (F.mse_loss,
+torch.split: that is what the call binds to); a builtin is typed by the non-mutating overloads of
+the ATen operator of its name (`linalg_qr` for torch.linalg.qr), and *args wrappers (einsum) by
+ATen too. Nothing here knows a single op by name: exclusions.py and aliases.py hold the few names
+that need a word; cache.py keeps the result per torch version.
 """
 import inspect
 import re
 
 import torch
 
-from torchsh.table import categories, exclusions
+from torchsh.table import aliases, categories, exclusions
 from torchsh.table.spec import MISSING, ArgSpec, OpSpec, Overload, UnsupportedType, parse_schema
 
 # (prefix users type, Python module, ATen name prefix)
@@ -26,30 +27,77 @@ _FACTORY_MARK = "pin_memory"  # ATen factories take TensorOptions; Python adds r
 
 
 def torch_ops():
-    """Yield an OpSpec for every public function PyTorch offers in the namespaces above."""
+    """An OpSpec for every public function PyTorch offers in the namespaces above, plus the few
+    Tensor methods aliases.TENSOR_METHODS names (`repeat`, `expand`: no torch.* function exists)."""
     schemas = _schemas_by_name()
+    rows = []
     for prefix, module, aten_prefix in NAMESPACES:
         for attr in sorted(dir(module)):
             fn = getattr(module, attr, None)
             if not exclusions.is_candidate(prefix, attr, fn):
                 continue
-            name = prefix + attr
-            overloads = []
             aten = schemas.get(aten_prefix + attr) if aten_prefix is not None else None
-            if aten is None and prefix == "nn.functional.":
-                aten = schemas.get(attr) if inspect.isbuiltin(fn) else None
-            if aten:
-                overloads = _from_schemas(aten)
-            if not overloads:
-                overloads = _from_signature(fn)
-            if not overloads:
-                continue
-            factory = any(a.name == _FACTORY_MARK for ov in overloads for a in ov.args)
-            if factory:
-                overloads = [_with_requires_grad(ov) for ov in overloads]
-            doc = first_paragraph(fn)
-            yield OpSpec(name=name, category=categories.category_of(name, attr, aten or [], doc),
-                         summary=summary_line(doc), overloads=overloads, call=fn, doc=doc, factory=factory)
+            if aten is None and prefix == "nn.functional." and inspect.isbuiltin(fn):
+                aten = schemas.get(fn.__name__)  # F.logsigmoid is the builtin aten::log_sigmoid
+            rows.append(_row(prefix + attr, attr, fn, aten, _overloads(fn, aten)))
+    for attr in aliases.TENSOR_METHODS:
+        fn, aten = getattr(torch.Tensor, attr, None), schemas.get(attr)
+        if fn is not None and aten and attr not in {r.name for r in rows if r}:
+            rows.append(_row(attr, attr, fn, aten, _from_schemas(aten)))
+    return categories.with_alias_categories([r for r in rows if r])
+
+
+def _row(name, attr, fn, aten, overloads):
+    if not overloads:
+        return None
+    factory = any(a.name == _FACTORY_MARK for ov in overloads for a in ov.args)
+    if factory:
+        overloads = [_with_requires_grad(ov) for ov in overloads]
+    doc = first_paragraph(fn)
+    return OpSpec(name=name, category=categories.category_of(name, attr, aten or [], doc),
+                  summary=summary_line(doc), overloads=overloads, call=fn, doc=doc, factory=factory)
+
+
+def _overloads(fn, aten):
+    """A Python function's own complete signature wins (torch.split's int-or-list
+    split_size_or_sections, tensordot's dims): it is what the call binds to. Builtins and
+    *args wrappers (einsum, atleast_1d, unique_consecutive) are typed by ATen's overloads."""
+    typed_by = _dispatch_target(fn)
+    if inspect.isfunction(typed_by) and not _has_varargs(typed_by):
+        own = _from_signature(typed_by)
+        if own:
+            return own
+    if aten:
+        overloads = _from_schemas(aten)
+        if overloads and inspect.isfunction(fn):  # `broadcast_tensors(*tensors)`: splat Tensor[]
+            overloads = [_splat_tensor_lists(ov) for ov in overloads]
+        if overloads:
+            return overloads
+    return _from_signature(fn)
+
+
+def _dispatch_target(fn):
+    """F.max_pool2d and torch.unique are boolean_dispatch(*args, **kwargs) wrappers: their
+    `if_false` function carries the real signature (return_indices/return_inverse included)."""
+    code, closure = getattr(fn, "__code__", None), getattr(fn, "__closure__", None) or ()
+    cells = dict(zip(getattr(code, "co_freevars", ()), closure))
+    if "if_false" in cells and "arg_name" in cells:
+        return _dispatch_target(cells["if_false"].cell_contents)  # torch.unique nests two
+    return fn
+
+
+def _splat_tensor_lists(ov):
+    args = tuple(ArgSpec(a.name, a.kind, a.default, a.optional, a.keyword_only, "*Tensor")
+                 if a.kind == "tensors" and not a.optional else a for a in ov.args)
+    return Overload(args=args, returns=ov.returns, name=ov.name)
+
+
+def _has_varargs(fn):
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
 
 
 def _schemas_by_name():
@@ -88,17 +136,26 @@ def _with_requires_grad(ov):
 
 # -- Python signatures -------------------------------------------------------------------------
 _ANNOTATION_KINDS = (  # (regex on the annotation's text, kind); first match wins
-    (r"list\[Tensor\]|tuple\[Tensor, \.\.\.\]|List\[Tensor\]|Sequence\[Tensor\]", "tensors"),
-    (r"^(torch\.)?Tensor$|Tensor \| None|Optional\[Tensor\]", "tensor"),
+    (r"^(list|tuple|List|Tuple|Sequence)\[Tensor(, \.\.\.)?\]", "tensors"),
+    # `Tensor | float`: a number is accepted where PyTorch takes one (the tensor kind reads numbers)
+    (r"^(torch\.)?Tensor( \| None)?$|^Optional\[Tensor\]$|^Tensor \| (float|int)( \| None)?$", "tensor"),
     (r"^int \| list\[int\]|^int \| tuple|^(list|tuple|List|Tuple)\[int|Sequence\[int\]|_size|BroadcastingList", "int_list"),
     (r"^(list|tuple|List|Tuple)\[float", "float_list"),
+    (r"^(int \| float|float \| int)\b", "float"),  # lp_pool's norm_type: any number
     (r"^bool", "bool"),
     (r"^int", "int"),
     (r"^float", "float"),
     (r"^str", "str"),
     (r"dtype", "dtype"),
     (r"device", "device"),
+    # TorchScript's BroadcastingList2[int] (kernel_size, stride…) reads back as `None`: an int or int list
+    (r"^(None|NoneType)$", "int_list"),
 )
+
+
+# out=/inplace= are the variants the shell leaves out; size_average/reduce are PyTorch's deprecated
+# spellings of reduction=; a Generator cannot be named from a shell (use `torch manual_seed`)
+_SKIPPED_PARAMS = ("out", "inplace", "generator", "size_average", "reduce")
 
 
 def _from_signature(fn):
@@ -108,9 +165,11 @@ def _from_signature(fn):
         return []
     args = []
     for p in sig.parameters.values():
-        if p.kind in (p.VAR_KEYWORD,) or p.name in ("out", "inplace", "generator", "_stacklevel"):
+        if p.kind == p.VAR_KEYWORD or p.name in _SKIPPED_PARAMS or (p.name[0] == "_" and p.default is not p.empty):
             continue
         if p.kind == p.VAR_POSITIONAL:
+            if p.name not in ("tensors", "matrices", "operands"):
+                return []  # torch.broadcast_shapes(*shapes): not tensors, and nothing to type it by
             args.append(ArgSpec(p.name, "tensors", type_text="*Tensor"))
             continue
         kind, type_text = _kind_of(p)
@@ -125,28 +184,30 @@ def _from_signature(fn):
 
 
 def _annotation_text(ann):
-    text = ann if isinstance(ann, str) else getattr(ann, "__name__", None) or str(ann)
+    text = ann if isinstance(ann, str) else ann.__name__ if isinstance(ann, type) else str(ann)
     return str(text).replace("torch.", "").replace("typing.", "")
 
 
 def _kind_of(p):
+    if p.name in ("dtype", "out_dtype"):  # TorchScript spells the dtype type `int` (F.softmax)
+        return "dtype", "ScalarType" + ("?" if p.default is None else "")
     if p.annotation is not p.empty:
         text = _annotation_text(p.annotation)
         for pattern, kind in _ANNOTATION_KINDS:
             if re.search(pattern, text):
-                return kind, text
+                return kind, "int[]" + ("?" if p.default is None else "") if text in ("None", "NoneType") else text
     d = p.default
     if isinstance(d, bool):
         return "bool", "bool"
     if isinstance(d, int):
-        return "int", "int"
+        return "json", "Any"  # untyped with an int default: tensordot's dims is an int or a list of lists
     if isinstance(d, float):
         return "float", "float"
     if isinstance(d, str):
         return "str", "str"
     if d is None:
         return "json", "Any"
-    if p.default is p.empty and p.name in ("input", "tensor", "target", "x", "x1", "x2", "A", "B", "weight"):
+    if p.default is p.empty and p.name in ("input", "tensor", "target", "x", "x1", "x2", "a", "b", "A", "B", "weight"):
         return "tensor", "Tensor"
     return None, None
 
@@ -157,12 +218,26 @@ def first_paragraph(fn):
     doc = inspect.getdoc(fn) or ""
     paras = [p.strip() for p in doc.split("\n\n") if p.strip()]
     for p in paras:
-        if re.match(r"^[\w.]+\(.*\)(\s*->.*)?$", p.replace("\n", " ")):
+        p = _drop_signature(p)
+        if not p:
             continue
         text = re.sub(r":(attr|func|class|meth|ref|math):`~?([^`<]*?)(\s*<[^>]*>)?`", r"\2", p)
         text = text.replace("``", "").replace("`", "")
         return " ".join(text.split())
     return ""
+
+
+def _drop_signature(paragraph):
+    """`arctan2(input, other, *, out=None) -> Tensor` (maybe wrapped) and the rest of its line."""
+    if not re.match(r"^[\w.]+\(", paragraph):
+        return paragraph
+    depth = 0
+    for i, ch in enumerate(paragraph):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == ")" and depth == 0:
+            rest = paragraph[i + 1:]
+            return rest.split("\n", 1)[1].strip() if "\n" in rest else ""
+    return paragraph
 
 
 def summary_line(doc):

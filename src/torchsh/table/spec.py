@@ -27,7 +27,7 @@ _LIST_TYPES = {"Tensor": "tensors", "int": "int_list", "SymInt": "int_list", "fl
                "Scalar": "float_list", "bool": "bool_list", "Handle": "handles", "str": "str_list",
                "Module": "modules"}
 TENSOR_KINDS = ("tensor", "tensors")
-VARIADIC_KINDS = ("tensors", "handles", "modules", "argv", "str_list")
+VARIADIC_KINDS = ("tensors", "handles", "modules", "argv")
 
 
 @dataclass
@@ -90,12 +90,17 @@ class OpSpec:
                 out.setdefault(a.name, a)
         return out
 
+    @property
+    def display_name(self):
+        """What users type: verbs' dotted names are sub-commands (`nn save`), ops keep theirs (`linalg.qr`)."""
+        return self.name.replace(".", " ") if self.verb else self.name
+
     def usage(self):
         return "usage: torch %s" % self.usage_line()
 
     def usage_line(self, overload=None):
         ov = overload or self.overloads[0]
-        parts = [self.name]
+        parts = [self.display_name]
         for a in ov.args:
             if a.kind == "argv":
                 parts.append("-- CMD ARGS…")
@@ -128,7 +133,7 @@ def _json_default(value):
 
 
 # -- the schema grammar -------------------------------------------------------------------------
-_ARG_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?P<alias>\([a-z!|]+\))?(?P<list>\[\d*\])?(?P<opt>\?)?"
+_ARG_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?P<alias>\([a-z!|*\->\s]+\))?(?P<list>\[\d*\])?(?P<opt>\?)?"
                      r"(?P<list2>\[\d*\])?\s+(?P<name>\w+)(?:=(?P<default>.+))?$")
 
 
@@ -138,9 +143,10 @@ def parse_schema(text, overload_names=True):
     Raises UnsupportedType for types the shell cannot express, and ValueError for mutable
     (`Tensor(a!)`) arguments: out= and in-place variants are not part of the shell surface.
     """
-    head, _, returns = text.partition(" -> ")
-    name, _, arg_text = head.partition("(")
-    arg_text = arg_text.rstrip()[:-1]
+    name, _, rest = text.partition("(")
+    close = _closing_paren(rest)   # the arrow inside `Tensor(a -> *)` is not the return arrow
+    arg_text, returns = rest[:close], rest[close + 1:].strip()
+    returns = returns[2:] if returns.startswith("->") else returns
     full_name, _, overload = name.partition(".") if overload_names else (name, "", "")
     args, kw = [], False
     for raw in _split_top(arg_text):
@@ -184,6 +190,18 @@ def _read_default(text):
         except ValueError:
             return text
     return text.strip("\"'")
+
+
+def _closing_paren(text):
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            if depth == 0:
+                return i
+            depth -= 1
+    raise ValueError("unbalanced parentheses in schema")
 
 
 def _split_top(text):

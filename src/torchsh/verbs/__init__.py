@@ -34,4 +34,6 @@ def all_verbs():
         module = importlib.import_module("%s.%s" % (__name__, info.name))
         for value in vars(module).values():
             rows.extend(getattr(value, _VERB_ATTR, ()))
+        # rows made from a class table (one per nn layer, optimizer, scheduler): generated_rows() -> [OpSpec]
+        rows.extend(getattr(module, "generated_rows", lambda: ())())
     return rows

@@ -4,6 +4,7 @@ Paths resolve against the caller's working directory. Writes go to a temporary f
 place, so a failed save never leaves half a file. Nothing is ever unpickled.
 """
 import os
+import pickle  # only for its exception type: torch.load(weights_only=True) raises UnpicklingError
 import tempfile
 
 import numpy as np
@@ -30,7 +31,7 @@ def load(ctx, file, dtype=None):
         loaded = _read(file, ext)
     except FileNotFoundError:
         raise TorchshError("file_error", "no such file %s" % file) from None
-    except (OSError, ValueError, RuntimeError, KeyError) as e:
+    except (OSError, ValueError, RuntimeError, KeyError, pickle.UnpicklingError) as e:
         raise TorchshError("file_error", "cannot read %s: %s" % (file, str(e).split("\n")[0])) from None
     if dtype is not None:
         loaded = {k: v.to(dtype) for k, v in loaded.items()}
@@ -72,8 +73,6 @@ def save(ctx, tensors, file, names=None):
     """Save tensors to a file chosen by extension; several tensors need npz, safetensors or pt."""
     ext = _ext(file)
     names = list(names) if names else [str(i) for i in range(len(tensors))]
-    if isinstance(names, list) and len(names) == 1 and "," in names[0]:
-        names = names[0].split(",")
     if len(names) != len(tensors):
         raise bad_argument("%d names for %d tensors" % (len(names), len(tensors)))
     if ext in (".npy", ".csv") and len(tensors) != 1:
@@ -104,11 +103,9 @@ def _write(path, ext, named):
         from safetensors.torch import save_file
         save_file({k: v.contiguous() for k, v in named.items()}, path)
     elif ext == ".csv":
-        t = values[0]
-        if t.dim() > 2:
-            raise ValueError("csv holds at most 2 dimensions")
-        np.savetxt(path, _to_numpy(t).reshape(-1 if t.dim() < 2 else t.shape[0], *([] if t.dim() < 2 else [-1])),
-                   delimiter=",", fmt="%r" if t.dtype.is_floating_point else "%d")
+        from torchsh.verbs.tensors import csv_text
+        with open(path, "w") as f:
+            f.write(csv_text(values[0]))
     else:
         torch.save(values[0] if len(values) == 1 and list(named) == ["0"] else named, path)
 

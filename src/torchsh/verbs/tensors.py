@@ -79,16 +79,21 @@ def value(ctx, input, meta=False, format="json"):
             text = '{"dtype":"%s","shape":%s,"data":%s}' % (dtype_name(input.dtype), json.dumps(list(input.shape)), text)
         return JsonText(text)
     if format == "csv":
-        t = input.detach()
-        if t.dim() > 2:
-            raise bad_argument("csv holds at most 2 dimensions, this tensor has %d" % t.dim(), "use --format json or npy")
-        rows = t.reshape(1, -1) if t.dim() < 2 else t
-        return Text("".join(",".join(_float_texts(r)) + "\n" for r in rows))
+        return Text(csv_text(input))
     if format == "npy":
         buf = io.BytesIO()
         np.save(buf, _numpy(input), allow_pickle=False)
         return Binary(buf.getvalue())
     raise bad_argument("unknown format %r" % format, "use json, csv or npy")
+
+
+def csv_text(t):
+    """One line per row (a 1-D tensor is one row), values as `torch value` prints them."""
+    t = t.detach()
+    if t.dim() > 2:
+        raise bad_argument("csv holds at most 2 dimensions, this tensor has %d" % t.dim(), "use json, npy or npz")
+    rows = t.reshape(1, -1) if t.dim() < 2 else t
+    return "".join(",".join(_float_texts(r)) + "\n" for r in rows)
 
 
 def _numpy(t):

@@ -1,0 +1,216 @@
+"""The fast path: a loopback TCP door into the daemon for the `torch` shell function (`torch init bash`).
+
+Bash can open TCP connections itself (`/dev/tcp/127.0.0.1/PORT`) but not Unix sockets, so a shell
+function can run `torch …` with no process per command if the daemon also listens on a loopback
+port. This module is that listener. It serves one thing, POST /v1/cli, through the same dispatch as
+the Unix socket, and re-frames the reply so bash can read it with two `read -N` calls.
+
+Security model (docs/fast-path.md): the port is bound to 127.0.0.1 only; a file in the private
+runtime folder (mode 0600, folder 0700) holds "PORT CLIENT_TOKEN SERVER_TOKEN". Every request must
+carry the client token in its head; it is checked before the body is read or anything else is
+done, and a request without it gets 403 and a closed connection. Every reply carries the server
+token, so the shell function never acts on a reply from another program that took the port after
+torchd exited; the function even holds back the body (argv, cwd, environment) until an interim
+`100 Continue` reply carrying the server token arrives. Such a program learns only the old, now
+useless, client token.
+
+Reply framing (protocol.FAST_HEAD), fixed-width so bash reads the head in one `read -N`:
+    HTTP/1.1 200 OK, Content-Length: %10d, Torchsh-Fast: SERVER_TOKEN K %11d %11d, then the body.
+K is the kind: o = output (numbers: exit status, stdout length; body: stdout then stderr),
+b = the same with stdout escaped for bash's `printf %b` (it holds NUL bytes, which bash variables
+cannot), i = send stdin lines (first number: how many, -1 for all; no body), x = exec directive
+(body: one printf-%b-escaped field per line, see exec_lines).
+"""
+import hmac
+import logging
+import os
+import secrets
+import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from torchsh import protocol
+from torchsh.daemon import http
+
+log = logging.getLogger("torchd")
+TOKEN_HEADER = b"torchsh-token:"
+MAX_BODY = 64 << 20        # argv and stdin handles only; bulk data goes through the Unix socket
+READ_TIMEOUT_S = 30.0      # a connection that does not finish its request in time is dropped
+WORKERS = 16
+ENV_FLAG = "TORCHSH_FASTPATH"  # in torchd's environment or a command's: turn the fast path on
+
+REFUSED = (b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 25\r\n"
+           b"Connection: close\r\n\r\nmissing or wrong token.\r\n")
+NOT_FOUND = (b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 40\r\n"
+             b"Connection: close\r\n\r\nthe fast path serves POST /v1/cli only\r\n")
+
+_enable_lock = threading.Lock()
+
+
+def token_file(app):
+    """torchd.sock -> torchd.fast, beside the socket in the private runtime folder."""
+    return protocol.sibling(app.socket_path, ".fast")
+
+
+def enable(app):
+    """Start the loopback listener once per daemon; later calls are no-ops. Returns the FastPath."""
+    with _enable_lock:
+        if app.fastpath is None:
+            app.fastpath = FastPath(app)
+            os.environ[ENV_FLAG] = "1"  # `torch daemon restart` re-execs with this environment: keep it on
+        return app.fastpath
+
+
+def disable(app):
+    if app.fastpath is not None:
+        app.fastpath.close()
+
+
+class FastPath:
+    def __init__(self, app):
+        self.app = app
+        self.client_token = secrets.token_hex(protocol.FAST_TOKEN_LEN // 2).encode()
+        self.server_token = secrets.token_hex(protocol.FAST_TOKEN_LEN // 2).encode()
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))  # loopback only: no other machine can connect
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        self.path = token_file(app)
+        _write_private(self.path, b"%d %s %s\n" % (self.port, self.client_token, self.server_token))
+        self.pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="torchd-fast")
+        threading.Thread(target=self._accept, name="torchd-fast-accept", daemon=True).start()
+        log.info("fast path on 127.0.0.1:%d (token file %s)", self.port, self.path)
+
+    def close(self):
+        try:
+            self.listener.close()
+        finally:
+            try:
+                with open(self.path, "rb") as f:
+                    ours = f.read().split()[:1] == [b"%d" % self.port]
+                if ours:
+                    os.unlink(self.path)
+            except OSError:
+                pass
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return  # closed at daemon stop
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.settimeout(READ_TIMEOUT_S)
+            self.pool.submit(self._serve, conn)
+
+    def _serve(self, conn):
+        """One request per connection: check the token, run the command, reply, close."""
+        try:
+            request = self._read_request(conn)
+            if request is None:
+                return
+            if request.method != "POST" or request.path != protocol.CLI_PATH:
+                conn.sendall(NOT_FOUND)
+                return
+            from torchsh.daemon.routes import dispatch  # routes imports the whole CLI; fastpath stays light
+            self.app.touch()
+            conn.sendall(self.reply_for_bash(dispatch(self.app, request)))
+        except (OSError, http.HTTPError):
+            pass  # the peer left, idled out or sent garbage: nothing was run, nothing to tell
+        except Exception:
+            log.exception("fast path: internal error")
+        finally:
+            conn.close()
+
+    def _read_request(self, conn):
+        buf = bytearray()
+        while (end := buf.find(b"\r\n\r\n")) < 0:
+            if len(buf) > http.MAX_HEAD:
+                return None
+            chunk = _recv(conn, 65536)
+            if not chunk:
+                return None
+            buf += chunk
+        head = bytes(buf[:end])
+        if not self.authorized(head):  # before the body is read or anything is parsed
+            conn.sendall(REFUSED)
+            return None
+        if b"\r\nexpect: 100-continue" in head.lower():  # the caller waits for proof before sending argv
+            conn.sendall((protocol.FAST_CONTINUE % self.server_token.decode()).encode())
+        while True:
+            parsed = http.parse_request(buf, MAX_BODY)
+            if parsed is not None:
+                return parsed[0]
+            chunk = _recv(conn, 1 << 20)
+            if not chunk:
+                return None
+            buf += chunk
+
+    def authorized(self, head):
+        for line in head.split(b"\r\n")[1:]:
+            if line[:len(TOKEN_HEADER)].lower() == TOKEN_HEADER:
+                return hmac.compare_digest(line[len(TOKEN_HEADER):].strip(), self.client_token)
+        return False
+
+    def reply_for_bash(self, response):
+        h = response.headers
+        if protocol.H_STDIN in h:
+            return self._frame("i", int(h[protocol.H_STDIN]), 0, b"")
+        if protocol.H_EXEC in h:
+            lines = exec_lines(response.body)
+            return self._frame("x", 0, len(lines), lines)
+        body = response.body
+        # An error answered by dispatch itself has no torchsh headers: the client prints it as stdout.
+        out_len = int(h.get(protocol.H_STDOUT, len(body)))
+        status = int(h.get(protocol.H_EXIT, protocol.EXIT_INTERNAL))
+        out, err = body[:out_len], body[out_len:]
+        if b"\0" in out:
+            out = printf_escape(out)
+            return self._frame("b", status, len(out), out + err.replace(b"\0", b""))
+        return self._frame("o", status, out_len, body.replace(b"\0", b""))
+
+    def _frame(self, kind, num1, num2, body):
+        head = protocol.FAST_HEAD % (len(body), self.server_token.decode(), kind, num1, num2)
+        return head.encode() + body
+
+
+def _recv(conn, size):
+    """recv, acknowledging at once. Bash writes a request line by line and cannot turn Nagle off, so
+    each small write waits for the previous one's ACK; a delayed ACK would cost 40 ms per command."""
+    if _QUICKACK is not None:
+        conn.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)  # not sticky: set before every recv
+    return conn.recv(size)
+
+
+_QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+
+
+def printf_escape(data):
+    """Every byte as \\xHH, which bash's `printf %b` turns back into that byte (NUL included)."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    out = np.empty((len(raw), 4), dtype=np.uint8)
+    out[:, 0], out[:, 1] = ord("\\"), ord("x")
+    out[:, 2], out[:, 3] = _HEX[raw >> 4], _HEX[raw & 15]
+    return out.tobytes()
+
+
+def exec_lines(body):
+    """An exec directive (protocol.encode_exec, NUL-separated) as lines bash can split: backslash
+    and newline escaped for `printf %b`, one field per line, NUL-free by construction."""
+    fields = body.split(b"\0")
+    return b"".join(f.replace(b"\\", b"\\\\").replace(b"\n", b"\\n") + b"\n" for f in fields)
+
+
+def _write_private(path, data):
+    """Write atomically with mode 0600 from the start: the token is never readable by others."""
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)

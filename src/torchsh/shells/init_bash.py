@@ -1,0 +1,148 @@
+"""The text of `torch init bash`: a `torch` shell function that talks to torchd with no process.
+
+The function speaks the daemon's fast path (daemon/fastpath.py) over bash's own /dev/tcp: it
+builds the same POST /v1/cli body the real client sends (argv, cwd, tty, TORCHSH_* environment),
+and handles the same three replies: output, "send N stdin lines" and exec directives. When there is
+no fast path to talk to (no daemon yet, a daemon started without it, an untrusted reply) it runs the
+real client for that one command with TORCHSH_FASTPATH=1, which auto-starts the daemon and turns
+the fast path on, so the next command is fast again.
+
+Everything is a builtin: no `$(…)`, no pipes, no external programs on the normal path. Byte counts
+need LC_ALL=C (bash counts characters otherwise), so that is local to __torchsh_rpc.
+Builtins only (protocol): the client prints this text itself when no daemon is running, so that
+`eval "$(torch init bash)"` in a .bashrc never starts one; the function's first command does.
+"""
+from torchsh import protocol
+
+_TEMPLATE = r'''# torchsh fast path for bash (torch init bash): `torch` runs in this shell, no process per command.
+__torchsh_file= __torchsh_port= __torchsh_ctok= __torchsh_stok=
+__torchsh_kind= __torchsh_n1= __torchsh_out= __torchsh_err=
+
+__torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token file $1
+    local __p= __c= __k=
+    __torchsh_file=$1 __torchsh_port= __torchsh_ctok= __torchsh_stok=
+    if [[ -r $1 ]]; then { read -r __p __c __k < "$1"; } 2>/dev/null || true; fi
+    if [[ ${#__k} != @TOKEN_LEN@ || -z $__c ]]; then return 1; fi
+    __torchsh_port=$__p __torchsh_ctok=$__c __torchsh_stok=$__k
+}
+
+__torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv. 0 reply, 1 nothing ran, 2 lost
+    local LC_ALL=C __fd __n __a __fmt= __head __body= __len __n2
+    [[ -n $__torchsh_port ]] || return 1
+    { exec {__fd}<>"/dev/tcp/127.0.0.1/$__torchsh_port"; } 2>/dev/null || return 1
+    __n=$(( 20 + ${#PWD} + ${#2} + ${#4} ))
+    for __a in "${@:5}"; do __n=$(( __n + ${#__a} + 1 )); done
+    if (( $# > 4 )); then printf -v __fmt '\\0%%s%.0s' "${@:5}"; fi
+    printf -v __head 'POST /v1/cli HTTP/1.1\r\nTorchsh-Token: %s\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n' \
+        "$__torchsh_ctok" "$__n"
+    if ! echo -n "$__head" >&"$__fd" 2>/dev/null; then  # echo: one write (printf writes line by line)
+        exec {__fd}>&-; return 1
+    fi
+    IFS= read -r -N @CONTINUE_LEN@ -u "$__fd" __head || true  # the server proves itself before we send argv
+    if [[ ${__head:@CONTINUE_TOKEN_AT@:@TOKEN_LEN@} != "$__torchsh_stok" ]]; then exec {__fd}>&-; return 1; fi
+    if ! printf "torchsh-cli-1\0%s\0%s\0%s\0%s\0%s$__fmt" "$PWD" "$1" "$2" "$3" "$4" "${@:5}" >&"$__fd" 2>/dev/null; then
+        exec {__fd}>&-; return 2
+    fi
+    IFS= read -r -N @HEAD_LEN@ -u "$__fd" __head || true
+    if [[ -z $__head ]]; then exec {__fd}>&-; return 2; fi
+    if [[ ${__head:@TOKEN_AT@:@TOKEN_LEN@} != "$__torchsh_stok" ]]; then exec {__fd}>&-; return 1; fi
+    __len=$(( ${__head:@LENGTH_AT@:10} )) __torchsh_kind=${__head:@KIND_AT@:1}
+    __torchsh_n1=$(( ${__head:@NUM1_AT@:11} )) __n2=$(( ${__head:@NUM2_AT@:11} ))
+    if (( __len > 0 )); then IFS= read -r -N "$__len" -u "$__fd" __body || true; fi
+    exec {__fd}>&-
+    if (( ${#__body} != __len )); then return 2; fi
+    __torchsh_out=${__body:0:__n2} __torchsh_err=${__body:__n2}
+}
+
+__torchsh_call() {  # rpc, and once more with fresh tokens when the daemon changed under us
+    local __r=0
+    __torchsh_rpc "$@" || __r=$?
+    if (( __r == 1 )) && __torchsh_load "$__torchsh_file"; then __r=0; __torchsh_rpc "$@" || __r=$?; fi
+    return $__r
+}
+
+__torchsh_trim() {  # strip whitespace at both ends of $__l, as the client's bytes.strip() does
+    __l=${__l#"${__l%%[![:space:]]*}"}; __l=${__l%"${__l##*[![:space:]]}"}
+}
+
+__torchsh_stdin() {  # read $1 non-empty lines (-1: all) into __torchsh_lines, no byte more
+    local __l
+    __torchsh_lines=()
+    while (( $1 < 0 || ${#__torchsh_lines[@]} < $1 )); do
+        if IFS= read -r __l; then
+            __torchsh_trim; if [[ -n $__l ]]; then __torchsh_lines+=("$__l"); fi
+        else
+            __torchsh_trim; if [[ -n $__l ]]; then __torchsh_lines+=("$__l"); fi
+            break
+        fi
+    done
+}
+
+__torchsh_exec() {  # an exec directive (block forms): run argv with env added, send then-argv, exit with argv's
+    local __rest=$__torchsh_out __x __f=() __st=0 __old __tty=$1 __env=$2
+    while [[ -n $__rest ]]; do printf -v __x '%b' "${__rest%%$'\n'*}"; __f+=("$__x"); __rest=${__rest#*$'\n'}; done
+    local __ne=${__f[0]} __nt=${__f[__f[0]+1]}
+    local __envs=("${__f[@]:1:__ne}") __then=("${__f[@]:__ne+2:__nt}") __argv=("${__f[@]:__ne+2+__nt}")
+    if [[ $__argv == */* && -x $__argv && ! -d $__argv ]] || type -P -- "$__argv" >/dev/null; then
+        __old=$(trap -p INT)
+        trap '' INT  # Ctrl-C goes to the command; this function still sends the clean-up command
+        ( trap - INT; for __x in "${__envs[@]}"; do export "$__x"; done; exec "${__argv[@]}" ) || __st=$?
+        if [[ -n $__old ]]; then eval "$__old"; else trap - INT; fi
+    else
+        printf 'torch: cannot run %s: No such file or directory\n' "$__argv" >&2; __st=127
+    fi
+    if (( ${#__then[@]} )); then
+        if ! __torchsh_call "$__tty" "$__env" 0 "" "${__then[@]}"; then
+            printf 'torch: the daemon went away while the command ran; its objects are gone [daemon_unavailable]\n' >&2
+            return 5
+        fi
+        printf '%s' "$__torchsh_err" >&2
+    fi
+    return $__st
+}
+
+torch() {
+    local __s __f __tty=0 __e=() __envtext= __v __r=0 __t
+    if [[ -n ${TORCHSH_SOCKET-} && ${TORCHSH_SOCKET@a} == *x* ]]; then __s=$TORCHSH_SOCKET
+    elif [[ -n ${XDG_RUNTIME_DIR-} ]]; then __s=$XDG_RUNTIME_DIR/torchsh/torchd.sock
+    else __t=${TMPDIR:-/tmp}; __s=${__t%"${__t##*[!/]}"}/torchsh-$UID/torchd.sock; fi
+    for __v in ${!TORCHSH_@}; do if [[ ${!__v@a} == *x* ]]; then __e+=("$__v=${!__v}"); fi; done
+    if [[ ${1-} == --socket && $# -ge 2 ]]; then __s=$2; __e+=("TORCHSH_SOCKET=$2"); fi
+    if [[ $__s == *.sock ]]; then __f=${__s%.sock}.fast; else __f=$__s.fast; fi
+    __torchsh_load "$__f" || true  # every time: a stopped daemon removes it, so its old port is never tried
+    if [[ -t 0 ]]; then __tty=1; fi
+    if (( ${#__e[@]} )); then printf -v __envtext '%s\n' "${__e[@]}"; __envtext=${__envtext%$'\n'}; fi
+    local __argv=("$@")
+    if [[ ${1-} == --socket && $# -ge 2 ]]; then __argv=("${@:3}"); fi
+    __torchsh_call "$__tty" "$__envtext" 0 "" "${__argv[@]}" || __r=$?
+    if (( __r == 0 )) && [[ $__torchsh_kind == i ]]; then
+        __torchsh_stdin "$__torchsh_n1"
+        local __in=
+        printf -v __in '%s\n' "${__torchsh_lines[@]}"
+        __torchsh_call "$__tty" "$__envtext" 1 "${__in%$'\n'}" "${__argv[@]}" || __r=$?
+    fi
+    if (( __r == 1 )); then  # no fast path here: the real client runs it (starting torchd if need be)
+        TORCHSH_FASTPATH=1 command torch "$@" || return $?
+        return 0
+    fi
+    if (( __r == 2 )); then
+        printf 'torch: lost the daemon mid-request: connection closed; retry; see the daemon log [daemon_unavailable]\n' >&2
+        return 5
+    fi
+    if [[ $__torchsh_kind == x ]]; then __torchsh_exec "$__tty" "$__envtext" || return $?; return 0; fi
+    if [[ $BASHPID != "$$" ]]; then trap '' PIPE; fi  # a reader that left (| head) is not our failure
+    if [[ $__torchsh_kind == b ]]; then printf '%b' "$__torchsh_out" 2>/dev/null || true
+    else printf '%s' "$__torchsh_out" 2>/dev/null || true; fi
+    printf '%s' "$__torchsh_err" >&2
+    return $__torchsh_n1
+}
+'''
+
+
+def script():
+    """The bash text that `eval "$(torch init bash)"` runs, with the daemon's head offsets filled in."""
+    text = _TEMPLATE
+    for name in ("HEAD_LEN", "TOKEN_AT", "TOKEN_LEN", "LENGTH_AT", "KIND_AT", "NUM1_AT", "NUM2_AT",
+                 "CONTINUE_LEN", "CONTINUE_TOKEN_AT"):
+        text = text.replace("@%s@" % name, str(getattr(protocol, "FAST_" + name)))
+    return text

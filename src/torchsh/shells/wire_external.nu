@@ -1,0 +1,50 @@
+# torch.nu's transport for a nu without `http --unix-socket`: every op runs the external `^torch`
+# client (one process per op: slower, same results). `torch nu-module --transport external` picks it.
+
+# One op call: {tensors, args, kwargs, no_grad, inference_mode} -> the result, or a nu error.
+def "torchsh request" [op: string, req: record]: nothing -> any {
+    mut words = ($op | split row ".")
+    for v in (($req.tensors? | default []) ++ ($req.args? | default [])) { $words = ($words | append (torchsh word $v)) }
+    for name in ($req.kwargs? | default {} | columns) {
+        let v = ($req.kwargs | get $name)
+        if ($v | describe) =~ '^(list|table)' and ($v | where {|x| ($x | describe) != "string" } | is-empty) and ($v | is-not-empty) {
+            $words = ($words | append $"--($name)" | append $v)   # handle lists: --inputs A B
+        } else {
+            $words = ($words | append $"--($name)=(torchsh word $v)")
+        }
+    }
+    if ($req.no_grad? | default false) { $words = ($words | append "--no_grad") }
+    if ($req.inference_mode? | default false) { $words = ($words | append "--inference_mode") }
+    let argv = $words
+    let run = (^torch ...$argv --json | complete)
+    if $run.exit_code != 0 {
+        let line = ($run.stderr | str trim)
+        let code = ($line | parse --regex '\[(?<c>\w+)\]$' | get c.0? | default "cli")
+        error make --unspanned {msg: ($line | str replace --regex '^torch: ([\w.]+): ' 'torch $1: '), code: $"torchsh::($code)"}
+    }
+    if ($run.stdout | is-empty) { return null }
+    try { torchsh parse $run.stdout } catch { $run.stdout }
+}
+
+# A nu value as one command-line word: strings as they are, everything else as JSON.
+def "torchsh word" [v: any]: nothing -> string {
+    if ($v | describe) == "string" { $v } else { torchsh json $v }
+}
+
+def "torchsh handles" []: nothing -> list<string> {
+    ^torch tensors --json | from json | get handle
+}
+
+# Block forms: the settings each block form adds (the daemon's ExecRequest, known here by name).
+def "torchsh block" [op: string, block: closure, kw: record]: nothing -> any {
+    if $op == "scope" {
+        let id = (^torch scope begin | str trim)
+        let out = try { {ok: (with-env {TORCHSH_SCOPE: $id} $block)} } catch {|err| {err: $err} }
+        ^torch scope end $id
+        return (if "err" in $out { $out.err.raw } else { $out.ok })
+    }
+    let settings = {
+        no_grad: {TORCHSH_NO_GRAD: "1"}, enable_grad: {TORCHSH_NO_GRAD: "0"}, inference_mode: {TORCHSH_INFERENCE_MODE: "1"}
+    }
+    with-env ($settings | get $op) $block
+}

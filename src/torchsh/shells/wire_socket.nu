@@ -1,0 +1,55 @@
+# torch.nu's transport for nu with `http post --unix-socket`: JSON over the daemon's socket, no process
+# per op. (tools/regen.py splices this into torch.nu; `torch nu-module --transport external` uses
+# wire_external.nu instead, for a nu without --unix-socket.)
+
+# One op call: {tensors, args, kwargs, no_grad, inference_mode} -> the result, or a nu error.
+def "torchsh request" [op: string, req: record]: nothing -> any {
+    let body = (torchsh json ($req | merge {env: (torchsh env), cwd: $env.PWD}))
+    torchsh result $op (torchsh http POST $"/v1/ops/($op)" $body) | get result
+}
+
+# The handles the daemon holds (for completion).
+def "torchsh handles" []: nothing -> list<string> {
+    torchsh parse (torchsh http GET "/v1/tensors") | get objects | get handle
+}
+
+# One HTTP request; a socket that does not answer starts the daemon (`torch daemon start`) once.
+def "torchsh http" [method: string, path: string, body: string = ""]: nothing -> any {
+    let sock = (torchsh socket)
+    let url = $"http://localhost($path)"
+    let first = try {
+        {reply: (torchsh send $method $sock $url $body)}
+    } catch {|err| {failed: $err.msg} }
+    if "reply" in $first { return $first.reply }
+    let started = (do { ^torch daemon start } | complete)
+    if $started.exit_code != 0 {
+        error make --unspanned {
+            msg: $"torch: daemon unavailable at ($sock): ($first.failed)"
+            help: ($started.stderr | str trim)
+            code: "torchsh::daemon_unavailable"
+        }
+    }
+    torchsh send $method $sock $url $body
+}
+
+def "torchsh send" [method: string, sock: string, url: string, body: string]: nothing -> any {
+    if $method == "GET" {
+        http get --unix-socket $sock --raw --allow-errors $url
+    } else {
+        # no --content-type application/json: nu would re-encode a body holding NaN as a JSON string
+        http post --unix-socket $sock --raw --allow-errors $url $body
+    }
+}
+
+# Block forms (`torch scope { … }`, `torch no_grad { … }`): the daemon answers with the TORCHSH_*
+# settings for the block and the op that closes it (scope end); the block's own error passes through
+# after that, so a failing block still frees its scope.
+def "torchsh block" [op: string, block: closure, kw: record]: nothing -> any {
+    let body = (torchsh json {
+        args: [], kwargs: ($kw | insert command ["nu-closure"]), env: (torchsh env), cwd: $env.PWD, exec: true
+    })
+    let exec = (torchsh result $op (torchsh http POST $"/v1/ops/($op)" $body) | get exec)
+    let out = try { {ok: (with-env $exec.env $block)} } catch {|err| {err: $err} }
+    if $exec.then != null { torchsh request $exec.then.op {args: $exec.then.args, kwargs: {}} | ignore }
+    if "err" in $out { $out.err.raw } else { $out.ok }
+}

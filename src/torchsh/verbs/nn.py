@@ -1,0 +1,173 @@
+"""Modules from the shell: `torch nn KIND ARGS…` for every torch.nn layer, `nn list`, `nn sequential`,
+`forward` and `predict`.
+
+One op-table row per layer class (`nn.linear`, `nn.conv2d`, `nn.lstm`, …), typed from the class's
+own signature (classes/signature.py), so `torch nn linear --help`, `torch ops nn`, the JSON API and the
+shell modules see each layer like any op. The class name works too (`torch nn Linear 1 1`).
+Modules built from handles are the same Python objects: a child handle is a live view into the
+container it was put in (training the container trains it).
+"""
+import inspect
+import shlex
+
+import torch
+
+from torchsh.classes import tables
+from torchsh.cli import bind, parse
+from torchsh.cli.render import Table, Text
+from torchsh.errors import TorchshError, bad_argument
+from torchsh.classes.signature import WordsOpSpec, class_args, fit_values
+from torchsh.registry.handles import looks_like_handle
+from torchsh.table.from_torch import first_paragraph, summary_line
+from torchsh.table.spec import ArgSpec, OpSpec, Overload, parse_schema
+from torchsh.verbs import verb
+
+# words of hand-written `nn` verbs: a layer class of the same snake_case name would be shadowed
+VERB_WORDS = {"list", "sequential", "parameters", "info", "summary", "train", "eval", "to", "init", "save", "load",
+              "jit_load"}
+
+
+def generated_rows():
+    """One row per torch.nn layer class: name nn.<snake_case>, arguments from the class signature."""
+    rows = []
+    for word, cls in tables.layers().items():
+        if word in VERB_WORDS:
+            continue
+        args = class_args(cls, tables.SIGNATURE_DROPS.get(cls.__name__, ()), tables.SIGNATURE_OF.get(cls.__name__))
+        if cls.__name__ == "RNN":  # RNN reads `nonlinearity` from **kwargs; RNNBase does not declare it
+            args += (ArgSpec("nonlinearity", "str", default="tanh", keyword_only=True, type_text="str"),)
+        doc = first_paragraph(cls)
+        rows.append(OpSpec(
+            name="nn." + word, category="nn", summary=summary_line(doc) or "torch.nn.%s" % cls.__name__,
+            overloads=[Overload(args=args, returns="Module")], call=_builder(cls, args), verb=True, doc=doc,
+            aliases=(cls.__name__,),
+            extra={"words_only": True, "word_aliases": ("nn." + cls.__name__,), "nn_class": cls.__name__}))
+    return rows + [_sequential_row()]
+
+
+def _sequential_row():
+    """nn.sequential by hand: its words are layer specs, which the @verb rows cannot show in usage."""
+    overloads = []
+    for schema in ("nn.sequential(Handle[] modules) -> Module", "nn.sequential(Argv layers) -> Module"):
+        _, _, args, returns = parse_schema(schema, overload_names=False)
+        overloads.append(Overload(args=tuple(args), returns=returns))
+    doc = " ".join(sequential.__doc__.split("\n\n")[0].split())
+    return WordsOpSpec(name="nn.sequential", category="nn", overloads=overloads, call=sequential, verb=True,
+                       summary="torch.nn.Sequential of module handles or inline layer specs.", doc=doc,
+                       aliases=("Sequential",),
+                       extra={"word_aliases": ("nn.Sequential",), "words": "LAYER"})
+
+
+def _builder(cls, args):
+    def build(ctx, **values):
+        return construct(ctx, cls, fit_values(args, values))
+    build.__name__ = "nn_" + cls.__name__
+    return build
+
+
+def construct(ctx, cls, values):
+    """cls(**values), on the caller's default device (TORCHSH_DEVICE) unless --device says otherwise."""
+    if ctx.device and values.get("device") is None and "device" in _params(cls):
+        values["device"] = torch.device(ctx.device)
+    try:
+        return cls(**values)
+    except (TypeError, ValueError, AssertionError) as e:
+        text = str(e).split("\n")[0] or type(e).__name__
+        raise bad_argument("%s: %s" % (cls.__name__, text), "`torch nn %s --help` shows its arguments"
+                           % cls.__name__) from None
+
+
+def _params(cls):
+    sig_of = tables.SIGNATURE_OF.get(cls.__name__, cls)
+    return inspect.signature(sig_of.__init__).parameters
+
+
+# -- listing --------------------------------------------------------------------------------------
+
+@verb("nn.list() -> Json", category="nn", lockfree=True)
+def nn_list(ctx):
+    """Every layer kind `torch nn KIND` builds, with its class and signature (--json for rows)."""
+    rows = []
+    for op in sorted(ctx.table.in_category("nn"), key=lambda o: o.name):
+        if "nn_class" in op.extra:
+            sig = op.overloads[0].signature(op.extra["nn_class"]).split(" -> ")[0]
+            rows.append({"kind": op.name[3:], "class": op.extra["nn_class"], "signature": sig,
+                         "summary": op.summary})
+    return Table(rows, ("kind", "signature"))
+
+
+# -- containers -----------------------------------------------------------------------------------
+def sequential(ctx, modules=None, layers=None):
+    """torch.nn.Sequential of module handles (also one per stdin line) or inline specs: 'linear 2 8' relu.
+
+    Handles given here stay valid: each is the very child module inside the container (a live view).
+    """
+    items = modules if modules is not None else layers
+    children = []
+    for word in items:
+        if looks_like_handle(word):
+            children.append(ctx.registry.get(word, "nn"))
+        else:
+            children.append(build_from_words(ctx, shlex.split(word)))
+    if not children:
+        raise TorchshError("missing_argument", "sequential needs at least one layer",
+                           "torch nn sequential 'linear 2 8' relu 'linear 8 1'")
+    return torch.nn.Sequential(*children)
+
+
+def build_from_words(ctx, words):
+    """One inline layer spec, e.g. ['linear', '2', '8', '--bias', 'false'], built as `torch nn …` would."""
+    from torchsh.cli.run import convert_all
+    op, _, rest = ctx.table.resolve(["nn"] + words)
+    if "nn_class" not in op.extra:
+        raise bad_argument("%r is not a layer kind" % " ".join(words), "`torch nn list` shows the kinds")
+    parsed = parse.split_argv(op, rest)
+    binding, partials = bind.choose(op, parsed.positionals, parsed.flags)
+    if binding is None:
+        raise TorchshError("usage", "cannot build %r" % " ".join(words), op.usage())
+    return op.call(ctx, **convert_all(ctx, binding))
+
+
+# -- running ----------------------------------------------------------------------------------------
+@verb("forward(Module model, Tensor[] inputs) -> Tensor[]", category="nn")
+def forward(ctx, model, inputs):
+    """Call the model on the inputs: model(*inputs). Several outputs print one per line (LSTM: output, h, c).
+
+    Runs in the model's current mode (train or eval) and records the graph unless --no_grad.
+    """
+    return flat_outputs(model(*inputs))
+
+
+@verb("predict(Module model, Tensor[] inputs) -> Tensor[]", category="nn")
+def predict(ctx, model, inputs):
+    """model(*inputs) under no-grad in eval mode (dropout off, batch-norm running stats); the mode is restored."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            return flat_outputs(model(*inputs))
+    finally:
+        model.train(was_training)
+
+
+def flat_outputs(out):
+    """A tensor, or the tensors of nested tuples in order: LSTM's (output, (h, c)) -> [output, h, c]."""
+    if isinstance(out, torch.Tensor):
+        return out
+    found = []
+
+    def walk(x):
+        if isinstance(x, (tuple, list)):
+            for y in x:
+                walk(y)
+        elif isinstance(x, torch.Tensor):
+            found.append(x)
+    walk(out)
+    return found
+
+
+def print_table(rows, header):
+    """Fixed-width columns for info/summary text."""
+    table = [header] + rows
+    widths = [max(len(str(r[i])) for r in table) for i in range(len(header))]
+    return Text("".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() + "\n" for r in table))

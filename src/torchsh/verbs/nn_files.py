@@ -1,0 +1,62 @@
+"""Module weights in files: `nn save M FILE.safetensors`, `nn load M FILE`, `nn jit_load FILE`.
+
+Files hold PyTorch's state_dict key names (`0.weight`, `bn.running_mean`, buffers included), so a
+file saved here loads in Python with `model.load_state_dict(safetensors.torch.load_file(f))` and
+the other way round. Loading is strict and atomic: a missing, unexpected or mis-shaped key is named
+and nothing changes. `.pt`/`.pth` files are read with weights_only=True; nothing is unpickled.
+"""
+import os
+
+import torch
+
+from torchsh.classes import state as state_file
+from torchsh.errors import TorchshError, bad_argument
+from torchsh.verbs import verb
+
+
+@verb("nn.save(Module model, Path file) -> None", category="nn")
+def nn_save(ctx, model, file):
+    """Save the model's state_dict (parameters and buffers) to a .safetensors file, written atomically."""
+    if not file.endswith(".safetensors"):
+        raise bad_argument("nn save writes .safetensors files, not %s" % os.path.basename(file),
+                           "name the file MODEL.safetensors")
+    state_file.write(file, state_file.model_tensors(model))
+    return None
+
+
+@verb("nn.load(Module model, Path file) -> None", category="nn")
+def nn_load(ctx, model, file):
+    """Load a state_dict into the model (strict, atomic). Reads .safetensors, and .pt/.pth with weights_only."""
+    if file.endswith((".pt", ".pth")):
+        tensors = _read_pt(file)
+    else:
+        tensors, _ = state_file.read(file)
+    with torch.no_grad():
+        state_file.load_model(model, tensors)
+    return None
+
+
+def _read_pt(file):
+    try:
+        obj = torch.load(file, weights_only=True, map_location="cpu")
+    except FileNotFoundError:
+        raise TorchshError("file_error", "no such file %s" % file) from None
+    except (OSError, RuntimeError, ValueError) as e:
+        raise TorchshError("file_error", "cannot read %s: %s" % (file, str(e).split("\n")[0])) from None
+    if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
+        raise TorchshError("file_error", "%s holds %s, not a state_dict" % (file, type(obj).__name__))
+    return dict(obj)
+
+
+@verb("nn.jit_load(Path file) -> Module", category="nn")
+def jit_load(ctx, file):
+    """Load a TorchScript model saved from Python (torch.jit.save); runs with `torch forward`.
+
+    TorchScript archives hold TorchScript code and tensors; torch.jit.load runs no Python pickle code.
+    """
+    if not os.path.exists(file):
+        raise TorchshError("file_error", "no such file %s" % file)
+    try:
+        return torch.jit.load(file, map_location=ctx.device or "cpu")
+    except (RuntimeError, ValueError) as e:
+        raise TorchshError("file_error", "cannot load %s as TorchScript: %s" % (file, str(e).split("\n")[0])) from None

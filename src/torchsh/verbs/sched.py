@@ -1,0 +1,84 @@
+"""Learning-rate schedulers: `torch sched KIND OPT [--flags]` -> sched://… for every
+torch.optim.lr_scheduler class, `sched step S [--metric M]`, `sched lr S`, `sched list`.
+
+Kinds are the snake_case class names (cosine_annealing_lr, one_cycle_lr, sequential_lr,
+reduce_lr_on_plateau, …), the class names themselves, and short words: cosine, exponential,
+one_cycle, linear (warmup), sequential, plateau, multi_step, constant, polynomial, cyclic,
+warm_restarts, chained. StepLR is `step_lr` (`sched step` steps a scheduler). Options and defaults
+are PyTorch's, e.g. cosine annealing: lr_t = η_min + (lr_0 - η_min)(1 + cos(π t / T_max)) / 2.
+Schedulers that combine others take their handles: `torch sched sequential $opt $warm $cos --milestones 5`.
+LambdaLR and MultiplicativeLR are left out: their argument is Python code.
+"""
+import torch
+
+from torchsh.classes import tables
+from torchsh.cli.render import Table
+from torchsh.errors import TorchshError, bad_argument
+from torchsh.classes.signature import class_args, fit_values
+from torchsh.table.from_torch import first_paragraph, summary_line
+from torchsh.table.spec import OpSpec, Overload
+from torchsh.verbs import verb
+
+_VERB_WORDS = {"step", "lr", "list"}
+
+
+def generated_rows():
+    short = {}
+    for alias, word in tables.SCHED_SHORT.items():
+        short.setdefault(word, []).append("sched." + alias)
+    rows = []
+    for word, cls in tables.schedulers().items():
+        if word in _VERB_WORDS:
+            continue
+        doc, args = first_paragraph(cls), class_args(cls)
+        rows.append(OpSpec(
+            name="sched." + word, category="optim",
+            summary=summary_line(doc) or "torch.optim.lr_scheduler.%s" % cls.__name__,
+            overloads=[Overload(args=args, returns="Scheduler")], call=_builder(cls, args), verb=True, doc=doc,
+            aliases=(cls.__name__,) + tuple(a[6:] for a in short.get(word, ())),
+            extra={"words_only": True, "word_aliases": ("sched." + cls.__name__,) + tuple(short.get(word, ())),
+                   "sched_class": cls.__name__}))
+    return rows
+
+
+def _builder(cls, args):
+    def build(ctx, **values):
+        fit_values(args, values)
+        if "schedulers" in values:  # SequentialLR, ChainedScheduler: handles of schedulers built before
+            values["schedulers"] = [ctx.registry.get(h, "sched") for h in values["schedulers"]]
+        try:
+            return cls(**values)
+        except (ValueError, TypeError, KeyError) as e:
+            raise bad_argument("%s: %s" % (cls.__name__, str(e).split("\n")[0]),
+                               "`torch sched %s --help` lists the options" % cls.__name__) from None
+    build.__name__ = "sched_" + cls.__name__
+    return build
+
+
+@verb("sched.step(Scheduler scheduler, *, float? metric=None) -> None", category="optim")
+def step(ctx, scheduler, metric=None):
+    """scheduler.step(): advance one step (call it after `torch step OPT`). ReduceLROnPlateau needs --metric."""
+    plateau = isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
+    if plateau and metric is None:
+        raise TorchshError("missing_argument", "ReduceLROnPlateau steps on a metric", "torch sched step $s --metric $loss")
+    if metric is not None and not plateau:
+        raise bad_argument("%s takes no metric" % type(scheduler).__name__)
+    scheduler.step(metric) if plateau else scheduler.step()
+
+
+@verb("sched.lr(Scheduler scheduler) -> Json", category="optim")
+def lr(ctx, scheduler):
+    """The learning rate the scheduler last set (get_last_lr): a number, or one per group as a list."""
+    lrs = [v.item() if isinstance(v, torch.Tensor) else v for v in scheduler.get_last_lr()]
+    return lrs[0] if len(lrs) == 1 else lrs
+
+
+@verb("sched.list() -> Json", category="optim", lockfree=True)
+def sched_list(ctx):
+    """Every scheduler kind `torch sched KIND` builds, with its short names and options."""
+    out = []
+    for op in sorted(ctx.table.in_category("optim"), key=lambda o: o.name):
+        if "sched_class" in op.extra:
+            out.append({"kind": op.name[6:], "class": op.extra["sched_class"], "aliases": list(op.aliases[1:]),
+                        "signature": op.overloads[0].signature(op.extra["sched_class"]).split(" -> ")[0]})
+    return Table(out, ("kind", "signature"))

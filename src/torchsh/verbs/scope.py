@@ -1,0 +1,75 @@
+"""Block forms and memory scopes: scope -- CMD, scope begin/end, keep, no_grad/enable_grad/inference_mode -- CMD.
+
+A block form does not run CMD itself: it answers the client with an exec directive (ExecRequest),
+and the client runs CMD with a TORCHSH_* variable added. Every `torch` call inside CMD forwards
+that variable, so the setting reaches exactly the commands CMD runs and ends when CMD exits, however
+it exits: the shell's own process tree is the scope. For memory scopes the client then sends
+`scope end ID`, which frees every handle made inside that was not passed to `torch keep`.
+"""
+from torchsh.cli.run import ExecRequest
+from torchsh.errors import TorchshError
+from torchsh.verbs import verb
+
+
+def _command(command, op):
+    if not command:
+        raise TorchshError("usage", "%s needs a command after --" % op,
+                           "e.g. torch %s -- bash -c 'torch mul $w $w | torch sum'" % op)
+    return command
+
+
+@verb("scope(*, Argv command) -> None", category="objects", lockfree=True)
+def scope(ctx, command):
+    """Run CMD; every handle made inside is freed when it exits (success or failure), except those kept.
+
+    Scopes nest: the new scope lives inside the caller's (TORCHSH_SCOPE). Exits with CMD's status.
+    """
+    _command(command, "scope")
+    scope_id = ctx.registry.begin_scope(ctx.scope)
+    raise ExecRequest(command, {"TORCHSH_SCOPE": scope_id}, ["scope", "end", scope_id])
+
+
+@verb("scope.begin() -> str", category="objects", lockfree=True)
+def scope_begin(ctx):
+    """Open a scope for interactive use and print its id: export TORCHSH_SCOPE=$(torch scope begin)."""
+    return ctx.registry.begin_scope(ctx.scope)
+
+
+@verb("scope.end(str? id=None) -> None", category="objects", lockfree=True)
+def scope_end(ctx, id=None):
+    """Free every handle made in scope ID (default: $TORCHSH_SCOPE) and in scopes opened inside it. Silent."""
+    scope_id = id or ctx.scope
+    if scope_id is None:
+        raise TorchshError("usage", "no scope to end: give an id or set TORCHSH_SCOPE",
+                           "`torch scope begin` prints an id")
+    ctx.registry.end_scope(str(scope_id).strip())
+
+
+@verb("keep(Handle[] handles) -> None", category="objects", lockfree=True)
+def keep(ctx, handles):
+    """Let handles outlive the current scope: they move to the enclosing scope, or to the global registry.
+
+    Reads handles from stdin too. Handles that already live outside the current scope are left alone.
+    """
+    ctx.registry.keep(handles, ctx.scope)
+
+
+@verb("no_grad(*, Argv command) -> None", category="autograd", lockfree=True)
+def no_grad(ctx, command):
+    """Run CMD with no-grad for every torch call inside it: results record no graph and do not require grad.
+
+    Same as exporting TORCHSH_NO_GRAD=1 for CMD; nests, and ends when CMD exits however it exits.
+    """
+    raise ExecRequest(_command(command, "no_grad"), {"TORCHSH_NO_GRAD": "1"})
+
+
+@verb("enable_grad(*, Argv command) -> None", category="autograd", lockfree=True)
+def enable_grad(ctx, command):
+    """Run CMD with gradients recorded again, inside a no_grad block (PyTorch's torch.enable_grad)."""
+    raise ExecRequest(_command(command, "enable_grad"), {"TORCHSH_NO_GRAD": "0"})
+
+
+@verb("inference_mode(*, Argv command) -> None", category="autograd", lockfree=True)
+def inference_mode(ctx, command):
+    """Run CMD in inference mode: like no_grad, and its results can never join a graph later."""
+    raise ExecRequest(_command(command, "inference_mode"), {"TORCHSH_INFERENCE_MODE": "1"})

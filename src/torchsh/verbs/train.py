@@ -1,0 +1,75 @@
+"""The fused training step: `torch train_step M OPT --loss mse_loss X Y [--clip N] [--sched S]`.
+
+One request does what the five-command loop does in five:
+
+    optimizer.zero_grad()                      # grads set to None (PyTorch's default)
+    loss = F.<loss>(model(X), Y, **loss_args)  # forward and loss, graph recorded
+    loss.backward()
+    clip_grad_norm_(params, clip)              # only with --clip
+    optimizer.step()                           # LBFGS: step(closure) re-evaluates the loss
+    scheduler.step()                           # only with --sched (ReduceLROnPlateau: step(loss))
+
+and prints the loss as a plain number (shortest text of its float32 value), keeping no tensors:
+Clorch's canonical loop. The result equals the separate commands bit for bit.
+"""
+import torch
+import torch.nn.functional as F
+
+from torchsh.cli.render import JsonText
+from torchsh.errors import bad_argument
+from torchsh.verbs import verb
+from torchsh.verbs.optim import number_text
+
+
+def loss_function(name):
+    """A torch.nn.functional loss by name: mse_loss, cross_entropy, nll_loss, l1_loss, huber_loss, …"""
+    fn = getattr(F, name, None)
+    if fn is None or name.startswith("_") or not ("loss" in name or "entropy" in name or name == "kl_div"):
+        losses = sorted(n for n in dir(F) if not n.startswith("_") and ("loss" in n or "entropy" in n))
+        raise bad_argument("unknown loss %r" % name, "losses: %s" % " ".join(losses))
+    return fn
+
+
+@verb("train_step(Module model, Optimizer optimizer, Tensor input, Tensor target, *, str loss=\"mse_loss\", "
+      "Json? loss_args=None, float? clip=None, Scheduler? sched=None) -> Scalar", category="optim")
+def train_step(ctx, model, optimizer, input, target, loss="mse_loss", loss_args=None, clip=None, sched=None):
+    """zero_grad, forward, loss, backward, [clip], step, [scheduler step] in one request; prints the loss.
+
+    --loss_args takes the loss's options as JSON, e.g. '{"label_smoothing": 0.1}'.
+    """
+    fn = loss_function(loss)
+    options = _loss_options(loss_args)
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+
+    def closure():
+        optimizer.zero_grad()
+        with torch.enable_grad():  # a training step records a graph even inside a no-grad block
+            value = fn(model(input), target, **options)
+            value.backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(params, clip)
+        return value
+
+    if isinstance(optimizer, torch.optim.LBFGS):
+        value = optimizer.step(closure)
+    else:
+        value = closure()
+        optimizer.step()
+    if sched is not None:
+        plateau = isinstance(sched, torch.optim.lr_scheduler.ReduceLROnPlateau)
+        sched.step(value.item()) if plateau else sched.step()
+    return JsonText(number_text(value.detach()))
+
+
+def _loss_options(loss_args):
+    if loss_args is None:
+        return {}
+    if isinstance(loss_args, str):
+        from torchsh.cli.tokens import loads
+        try:
+            loss_args = loads(loss_args)
+        except ValueError:
+            loss_args = None
+    if not isinstance(loss_args, dict):
+        raise bad_argument("--loss_args takes a JSON object", "'{\"reduction\": \"sum\"}'")
+    return loss_args

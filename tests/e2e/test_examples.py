@@ -1,0 +1,30 @@
+"""The examples are the README's main job: they run from bash and reach their targets."""
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def example(name):
+    return os.path.join(ROOT, "examples", name)
+
+
+def test_regression_example_reaches_a_loss_below_1e_3_with_a_flat_object_count(sh):
+    count = "torch tensors | wc -l"
+    before = int(sh(count))
+    out = sh("bash %s" % example("regression.sh"), timeout=600)
+    final = float(re.search(r"final loss (\S+),", out).group(1))
+    assert final < 1e-3
+    assert out.count("  step ") >= 5  # progress lines
+    w, b = (float(v) for v in re.search(r"weight (\S+), bias (\S+)", out).groups())
+    assert abs(w - 2) < 0.05 and abs(b - 1) < 0.05
+    # what the example keeps: x, y, the model, the optimizer and its two parameter handles; nothing per step
+    assert int(sh(count)) == before + 6
+
+
+def test_classifier_example_reaches_95_percent_and_reloads_in_a_fresh_daemon(sh):
+    out = sh("bash %s" % example("classifier.sh"), timeout=600)
+    acc = float(re.search(r"classifier: test accuracy (\S+)", out).group(1))
+    again = float(re.search(r"reloaded checkpoint: test accuracy (\S+)", out).group(1))
+    assert acc >= 0.95 and again == acc
+    assert re.search(r"step 50  loss \S+  lr \S+  test accuracy", out)

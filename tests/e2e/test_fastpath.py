@@ -1,0 +1,225 @@
+"""The fast bash path (`eval "$(torch init bash)"`): its security (token, loopback only, server
+proof) and its fidelity to the real client. The whole CLI suite also runs through it: scripts/test.sh
+runs tests/e2e a second time with TORCHSH_TEST_PRELUDE='eval "$(torch init bash)"'.
+"""
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import threading
+
+import pytest
+import torch
+
+INIT = 'eval "$(torch init bash)"\n'
+
+
+def _token_file(sh):
+    return sh.socket[:-len(".sock")] + ".fast"
+
+
+def _enable(sh):
+    sh(INIT + "type -t torch")
+    port, client_token, server_token = open(_token_file(sh)).read().split()
+    return int(port), client_token, server_token
+
+
+def _raw(port, request):
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(request)
+        chunks = []
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+
+def _cli_request(argv, token=None, cwd=b"/"):
+    body = b"\0".join([b"torchsh-cli-1", cwd, b"1", b"", b"0", b""] + argv)
+    head = b"POST /v1/cli HTTP/1.1\r\n"
+    if token is not None:
+        head += b"Torchsh-Token: " + token.encode() + b"\r\n"
+    return head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _census(sh):
+    return sorted(row["handle"] for row in json.loads(sh("command torch tensors --json")))
+
+
+def test_init_bash_defines_a_torch_function_and_a_private_token_file(sh):
+    assert sh(INIT + "type -t torch") == "function"
+    path = _token_file(sh)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    port, client_token, server_token = open(path).read().split()
+    assert int(port) > 0 and len(client_token) == 32 and len(server_token) == 32 and client_token != server_token
+
+
+def test_the_port_listens_on_loopback_only(sh):
+    port, _, _ = _enable(sh)
+    listening = []
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, local_port = local.split(":")
+        if int(local_port, 16) == port and state == "0A":  # 0A: LISTEN
+            listening.append(address)
+    assert listening == ["0100007F"]  # 127.0.0.1, little-endian hex; never 00000000 (all addresses)
+
+
+@pytest.mark.parametrize("token", [None, "", "0" * 32, "wrong"], ids=["missing", "empty", "zeros", "short"])
+def test_a_request_without_the_right_token_is_refused_and_does_nothing(sh, token):
+    port, _, server_token = _enable(sh)
+    before = _census(sh)
+    reply = _raw(port, _cli_request([b"randn", b"[3]"], token))
+    assert reply.startswith(b"HTTP/1.1 403 ")
+    assert server_token.encode() not in reply  # a refused caller learns nothing
+    assert _census(sh) == before  # nothing was made
+    reply = _raw(port, _cli_request([b"daemon", b"stop"], token))
+    assert reply.startswith(b"HTTP/1.1 403 ")
+    assert sh("command torch daemon status --json") != ""  # still running
+
+
+def test_a_request_with_the_token_runs_and_the_reply_proves_the_server(sh):
+    port, client_token, server_token = _enable(sh)
+    reply = _raw(port, _cli_request([b"ones", b"[2]"], client_token))
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 ") and server_token.encode() in head
+    assert body.startswith(b"tensor://")
+    assert sh("torch value %s" % body.decode().strip()) == "[1.0,1.0]"
+
+
+def test_the_fast_path_serves_only_the_cli_endpoint(sh):
+    port, client_token, _ = _enable(sh)
+    reply = _raw(port, b"GET /v1/tensors HTTP/1.1\r\nTorchsh-Token: %s\r\n\r\n" % client_token.encode())
+    assert reply.startswith(b"HTTP/1.1 404 ")
+
+
+def test_output_errors_and_exit_codes_equal_the_real_client(sh):
+    a = sh.put(torch.tensor([[1.0, -2.5], [3.25, 4.0]]))
+    for cmd in ["torch value %s" % a, "torch add %s %s --json" % (a, a), "torch add %s '[1'" % a,
+                "torch nosuchop", "torch value %s --format csv" % a, "torch print %s" % a, "torch --help"]:
+        fast = sh.run(INIT + cmd)
+        real = sh.run(cmd.replace("torch ", "command torch ", 1))
+        if "add %s %s" % (a, a) in cmd:  # each run makes a new handle
+            assert fast.out.startswith('"tensor://') and real.out.startswith('"tensor://')
+            fast.out = real.out = ""
+        assert (fast.out, fast.err, fast.code) == (real.out, real.err, real.code), cmd
+
+
+def test_binary_output_is_byte_exact(sh):
+    a = sh.put(torch.arange(300, dtype=torch.float32).reshape(3, 100))  # npy bytes include NUL and 0x80+
+    fast, real = sh.tmp("fast.npy"), sh.tmp("real.npy")
+    sh(INIT + "torch value %s --format npy > %s; command torch value %s --format npy > %s" % (a, fast, a, real))
+    assert open(fast, "rb").read() == open(real, "rb").read()
+
+
+def test_stdin_lines_are_read_without_consuming_the_rest(sh):
+    a = sh.put(torch.tensor([1.0, 2.0]))
+    listing = sh.tmp("handles")
+    with open(listing, "w") as f:
+        f.write("%s\n\n  %s  \n%s\n" % (a, a, a))
+    out = sh(INIT + "while read -r h; do torch add $h 1 | torch value; done < %s" % listing)
+    assert out == "[2.0,3.0]\n[2.0,3.0]\n[2.0,3.0]"
+
+
+def test_exec_block_form_runs_the_command_and_keeps_its_status(sh):
+    r = sh.run(INIT + "torch scope -- bash -c 'torch randn \"[2]\" >/dev/null; exit 7'")
+    real = sh.run("command torch scope -- bash -c 'torch randn \"[2]\" >/dev/null; exit 7'")
+    assert (r.out, r.err, r.code) == (real.out, real.err, real.code) == ("", "", 7)
+
+
+def test_the_function_starts_the_daemon_and_turns_the_fast_path_on(fresh_sh):
+    s = fresh_sh(start=False)
+    out = s(_function_only(s) + "h=$(torch ones '[2]')\n"  # no daemon: the real client starts one
+            + "PATH=/nonexistent torch value $h")            # the fast path alone: no client on PATH
+    assert out == "[1.0,1.0]"
+    assert stat.S_IMODE(os.stat(_token_file(s)).st_mode) == 0o600
+
+
+def test_a_reply_without_the_server_token_is_never_acted_on(fresh_sh):
+    """A program that takes the port after torchd exited learns a dead token and cannot run anything."""
+    s = fresh_sh(start=False)
+    impostor = socket.socket()
+    impostor.bind(("127.0.0.1", 0))
+    impostor.listen(4)
+    with open(_token_file(s), "w") as f:
+        f.write("%d %s %s\n" % (impostor.getsockname()[1], "a" * 32, "b" * 32))
+    os.chmod(_token_file(s), 0o600)
+    pwned = s.tmp("pwned")
+    exec_body = ("0\n0\ntouch\n%s\n" % pwned).encode()
+    forged = b"HTTP/1.1 200 OK\r\nContent-Length: %10d\r\nTorchsh-Fast: %s x %11d %11d\r\n\r\n" % (
+        len(exec_body), b"c" * 32, 0, len(exec_body)) + exec_body
+
+    heard = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = impostor.accept()
+            except OSError:
+                return  # closed: the test is over
+            heard.append(b"")
+            while b"\r\n\r\n" not in heard[-1]:  # the whole head, so the function's writes all land
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                heard[-1] += chunk
+            conn.sendall(forged)
+            conn.close()
+    threading.Thread(target=serve, daemon=True).start()
+    out = s(_function_only(s) + "torch ones '[2]' | torch value")
+    impostor.close()
+    assert out == "[1.0,1.0]"  # the real client ran it instead (and started torchd)
+    assert not os.path.exists(pwned)
+    assert heard and not any(b"ones" in h for h in heard)  # the argv never left for an unproven server
+
+
+def _function_only(s):
+    """The function text, got from a throwaway daemon so the test's own socket stays untouched."""
+    from torchsh.shells.init_bash import script
+    return script() + "\n"
+
+
+ZSH = shutil.which("zsh")
+needs_zsh = pytest.mark.skipif(ZSH is None, reason="zsh is not installed (apt-get install zsh)")
+
+
+def _zsh(sh, script, stdin=None):
+    p = subprocess.run([ZSH, "-f", "-c", 'eval "$(torch init zsh)"\n' + script], env=sh.env, cwd=sh.folder,
+                       input=stdin, capture_output=True, stdin=None if stdin is not None else subprocess.DEVNULL,
+                       timeout=120)
+    return p.stdout, p.stderr, p.returncode
+
+
+@needs_zsh
+def test_zsh_function_gives_the_real_clients_output_errors_and_exit_codes(sh):
+    a = sh.put(torch.tensor([[1.0, -2.5], [3.25, 4.0]]))
+    assert _zsh(sh, "whence -w torch")[0] == b"torch: function\n"
+    for cmd in ["torch value %s" % a, "torch add %s '[1'" % a, "torch nosuchop", "torch print %s" % a,
+                "torch value %s --format npy" % a, "torch scope -- sh -c 'exit 7'"]:
+        out, err, code = _zsh(sh, cmd)
+        if "npy" in cmd:
+            real_bytes = subprocess.run(["bash", "-c", "command torch value %s --format npy" % a], env=sh.env,
+                                        capture_output=True).stdout
+            assert out == real_bytes and code == 0
+            continue
+        real = sh.run(cmd.replace("torch ", "command torch ", 1))
+        assert (out.decode(), err.decode(), code) == (real.out, real.err, real.code), cmd
+
+
+@needs_zsh
+def test_zsh_function_reads_stdin_lines_like_the_client(sh):
+    a = sh.put(torch.tensor([1.0, 2.0]))
+    out, err, code = _zsh(sh, "while read -r h; do torch add $h 1 | torch value; done", stdin=("%s\n\n %s \n" % (a, a)).encode())
+    assert (out, err, code) == (b"[2.0,3.0]\n[2.0,3.0]\n", b"", 0)
+
+
+def test_init_with_no_daemon_prints_the_function_and_starts_nothing(fresh_sh):
+    s = fresh_sh(start=False)
+    for shell in ("bash", "zsh"):
+        out = s("command torch init %s" % shell)
+        assert "\ntorch() {" in out and "__torchsh_rpc" in out
+    assert not os.path.exists(s.socket)  # a .bashrc's eval must not cost a daemon start

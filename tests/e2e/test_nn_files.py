@@ -1,0 +1,112 @@
+"""Module weights in files: nn save / nn load (PyTorch state_dict names, buffers, strict and atomic,
+Python interop both ways) and nn jit_load of TorchScript saved from Python."""
+import json
+
+import torch
+from safetensors.torch import load_file, save_file
+
+nn = torch.nn
+
+SPEC = "'conv2d 1 2 3' 'batch_norm2d 2' relu flatten 'linear 8 3'"
+
+
+def python_twin():
+    return nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.Flatten(), nn.Linear(8, 3))
+
+
+def test_saved_file_loads_into_python_with_load_state_dict(sh):
+    path = sh.tmp("m.safetensors")
+    x = torch.randn(4, 1, 4, 4)
+    m = sh("torch nn sequential %s" % SPEC)
+    sh("torch forward %s %s >/dev/null; torch nn save %s %s" % (m, sh.put(x), m, path))  # updates running stats
+    state = load_file(path)
+    assert set(state) == set(python_twin().state_dict())  # PyTorch's names, buffers included
+    assert "1.running_mean" in state and state["1.num_batches_tracked"].item() == 1
+    ref = python_twin()
+    ref.load_state_dict(state)
+    ref.eval()
+    sh("torch nn eval %s" % m)
+    assert torch.equal(sh.fetch(sh("torch forward %s %s" % (m, sh.put(x)))), ref(x).detach())
+
+
+def test_python_state_dict_loads_here(sh):
+    ref = python_twin()
+    ref[1].running_var.fill_(2.0)
+    path = sh.tmp("py.safetensors")
+    save_file(ref.state_dict(), path)
+    m = sh("torch nn sequential %s" % SPEC)
+    sh("torch nn load %s %s" % (m, path))
+    got = load_file(_resave(sh, m))
+    assert all(torch.equal(got[k], v) for k, v in ref.state_dict().items())
+
+
+def test_load_reads_pt_files_with_weights_only(sh):
+    ref = nn.Linear(3, 2)
+    path = sh.tmp("py.pt")
+    torch.save(ref.state_dict(), path)
+    m = sh("torch nn linear 3 2")
+    sh("torch nn load %s %s" % (m, path))
+    assert torch.equal(load_file(_resave(sh, m))["weight"], ref.weight.detach())
+
+
+def _resave(sh, m):
+    path = sh.tmp("again.safetensors")
+    sh("torch nn save %s %s" % (m, path))
+    return path
+
+
+def test_load_names_a_missing_key_and_changes_nothing(sh):
+    m = sh("torch nn sequential %s" % SPEC)
+    before = load_file(_resave(sh, m))
+    partial = dict(before)
+    partial = {k: torch.zeros_like(v) for k, v in partial.items() if k != "4.bias"}
+    path = sh.tmp("partial.safetensors")
+    save_file(partial, path)
+    r = sh.run("torch nn load %s %s" % (m, path))
+    assert r.code == 4 and "missing key 4.bias" in r.err and "[state_mismatch]" in r.err
+    after = load_file(_resave(sh, m))
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_load_names_an_unexpected_or_misshaped_key(sh):
+    m = sh("torch nn linear 3 2")
+    path = sh.tmp("extra.safetensors")
+    save_file({"weight": torch.zeros(2, 3), "bias": torch.zeros(2), "scale": torch.ones(1)}, path)
+    r = sh.run("torch nn load %s %s" % (m, path))
+    assert r.code == 4 and "unexpected key scale" in r.err
+    save_file({"weight": torch.zeros(3, 3), "bias": torch.zeros(2)}, path)
+    r = sh.run("torch nn load %s %s" % (m, path))
+    assert r.code == 4 and "key weight has shape [3, 3]" in r.err
+    assert not torch.equal(load_file(_resave(sh, m))["weight"], torch.zeros(2, 3))
+
+
+def test_save_needs_a_safetensors_name_and_load_a_real_file(sh):
+    m = sh("torch nn linear 3 2")
+    r = sh.run("torch nn save %s %s" % (m, sh.tmp("w.pt")))
+    assert r.code == 2 and ".safetensors" in r.err
+    r = sh.run("torch nn load %s %s" % (m, sh.tmp("absent.safetensors")))
+    assert r.code == 6
+
+
+def test_relative_paths_resolve_against_the_callers_folder(sh, tmp_path):
+    m = sh("torch nn linear 3 2")
+    sh("cd %s && torch nn save %s w.safetensors" % (tmp_path, m))
+    assert set(load_file(str(tmp_path / "w.safetensors"))) == {"weight", "bias"}
+
+
+def test_jit_load_runs_a_torchscript_model_saved_from_python(sh):
+    ref = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    path = sh.tmp("model.pt")
+    torch.jit.save(torch.jit.script(ref), path)
+    x = torch.randn(5, 3)
+    out = sh("m=$(torch nn jit_load %s); torch forward $m %s" % (path, sh.put(x)))
+    assert torch.equal(sh.fetch(out), ref(x).detach())
+    info = json.loads(sh("torch nn jit_load %s | torch nn info --json" % path))
+    assert info["parameters"] == 3 * 4 + 4 + 4 * 2 + 2
+
+
+def test_jit_load_of_a_non_torchscript_file_is_a_file_error(sh):
+    path = sh.tmp("plain.pt")
+    torch.save({"w": torch.ones(1)}, path)
+    r = sh.run("torch nn jit_load %s" % path)
+    assert r.code == 6 and "TorchScript" in r.err

@@ -1,0 +1,95 @@
+"""torch.nu itself: generated from the op table and checked in (never stale), printed by `torch nu-module`,
+typed signatures nu's help and completion read, and the external-client transport for older nu."""
+import os
+import subprocess
+import sys
+
+from nutools import MODULE, ROOT
+
+
+def _regen():
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import regen
+    return regen
+
+
+def test_checked_in_module_and_completion_scripts_match_the_op_table():
+    stale = _regen().stale()
+    assert not stale, "stale generated files %s: run .venv/bin/python tools/regen.py" % [p for p, _ in stale]
+
+
+def test_regen_check_exits_nonzero_naming_a_stale_file(tmp_path, monkeypatch):
+    regen = _regen()
+    monkeypatch.setattr(regen, "ARTIFACTS", [(str(tmp_path / "x.nu"), lambda table: "new text\n")])
+    monkeypatch.setattr(regen, "ROOT", "/")
+    assert regen.main(["--check"]) == 1
+    assert regen.main([]) == 0 and (tmp_path / "x.nu").read_text() == "new text\n"
+    assert regen.main(["--check"]) == 0
+
+
+def test_nu_module_verb_prints_the_checked_in_module(sh):
+    with open(MODULE) as f:
+        assert sh("torch nu-module") + "\n" == f.read()
+
+
+def test_every_op_has_a_command_with_its_flags_typed_and_defaulted(nu):
+    sig = nu.json("scope commands | where name == 'torch add' | get 0.signatures | values | get 0 "
+                  "| where parameter_type == named | select parameter_name syntax_shape parameter_default")
+    flags = {row["parameter_name"]: row for row in sig}
+    assert flags["alpha"]["syntax_shape"] == "number" and flags["alpha"]["parameter_default"] == 1
+    names = set(nu.json("scope commands | where name starts-with 'torch ' | get name"))
+    for op in ("torch add", "torch linalg qr", "torch nn functional gelu", "torch nn linear", "torch value",
+               "torch optim sgd", "torch fft rfft", "torch special erfcx", "torch scope", "torch backward"):
+        assert op in names, op
+    assert len(names) > 800
+
+
+def test_help_shows_summary_signatures_and_flag_defaults(nu):
+    out = nu("help torch sum | print")
+    assert "Returns the sum of all elements" in out
+    assert "sum(Tensor input, int[]? dim, bool keepdim=False" in out
+    assert "--keepdim" in out and "--dtype <string>" in out
+
+
+def test_bare_names_are_aliases_of_their_full_command(nu):
+    assert nu.json("torch tensor [-1.0 0.0 2.0] | torch relu | torch value") == [0.0, 0.0, 2.0]
+
+
+def test_an_op_without_a_command_goes_to_the_external_client(nu):
+    # `where` is a nu keyword: torch.nu cannot define `torch where`, so main passes it to ^torch
+    out = nu.json("torch where (torch tensor [true false]) (torch tensor [1.0 2.0]) 0 | torch value")
+    assert out == [1.0, 0.0]
+
+
+def test_external_transport_module_gives_the_same_results(nu, sh, tmp_path):
+    path = tmp_path / "torch.nu"
+    path.write_text(sh("torch nu-module --transport external") + "\n")
+    assert "http post --unix-socket" not in path.read_text()
+    script = """
+let a = (torch tensor [[1.0 2.0] [3.0 4.0]])
+let s = ($a | torch add $a --alpha 2 | torch sum --dim 1 | torch value)
+let m = (torch max $a --dim 1)
+let e = (try { torch add $a (torch ones [3]); "no error" } catch {|err| $err.msg })
+let g = (torch no_grad { torch tensor [1.0] --requires_grad | torch mul 2 | torch requires_grad })
+{s: $s, m: ($m | columns), v: (torch tensor [NaN 1.0] | torch value | to nuon), e: $e, g: $g} | to json --raw | print
+"""
+    import json
+    got = json.loads(nu(script, module=str(path)))
+    assert got["s"] == [9.0, 21.0] and got["m"] == ["values", "indices"]
+    assert got["v"] == "[NaN, 1.0]" and got["g"] is False
+    assert got["e"].startswith("torch add: ") and "broadcast" in got["e"]
+
+
+def test_module_loads_in_a_fresh_nu_without_a_daemon_call(nu, tmp_path):
+    # `use torch.nu` only parses: no request, so it works before the daemon exists
+    env = dict(TORCHSH_SOCKET=str(tmp_path / "none.sock"))
+    assert nu("print (scope commands | where name == 'torch add' | length)", env=env) == "1"
+
+
+def test_commands_start_the_daemon_when_its_socket_does_not_answer(nu, fresh_sh):
+    shell = fresh_sh(start=False)
+    try:
+        out = nu("torch ones [2] | torch sum | torch item | print", env={"TORCHSH_SOCKET": shell.socket})
+        assert out == "2.0"
+    finally:
+        subprocess.run(["bash", "-c", "torch daemon stop"], env=dict(shell.env), capture_output=True)

@@ -1,0 +1,45 @@
+"""daemon/lifecycle.py: durations, the private folder, the start lock, probe-before-bind."""
+import os
+import stat
+
+import pytest
+
+from torchsh.daemon import lifecycle
+
+
+@pytest.mark.parametrize("text,seconds", [("30m", 1800), ("2h", 7200), ("90s", 90), ("1d", 86400), ("45", 45),
+                                          ("none", None), ("never", None)])
+def test_ttl_durations(text, seconds):
+    assert lifecycle.parse_ttl(text) == seconds
+
+
+def test_bad_ttl_says_how_to_write_one():
+    with pytest.raises(ValueError, match="30m"):
+        lifecycle.parse_ttl("soon")
+
+
+def test_private_dir_is_tightened_to_0700(tmp_path):
+    d = tmp_path / "rt"
+    d.mkdir(mode=0o755)
+    lifecycle.ensure_private_dir(str(d))
+    assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
+
+
+def test_start_lock_admits_one_holder(tmp_path):
+    sock = str(tmp_path / "d.sock")
+    fd = lifecycle.take_start_lock(sock)
+    with pytest.raises(lifecycle.AlreadyServing):
+        lifecycle.take_start_lock(sock)
+    os.close(fd)
+    os.close(lifecycle.take_start_lock(sock))
+
+
+def test_bind_replaces_a_dead_socket_file_and_refuses_a_live_one(tmp_path):
+    sock = str(tmp_path / "d.sock")
+    first = lifecycle.bind_private(sock)
+    with pytest.raises(lifecycle.AlreadyServing):
+        lifecycle.bind_private(sock)
+    first.close()  # the file stays, nobody answers: stale
+    second = lifecycle.bind_private(sock)
+    assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
+    second.close()

@@ -1,0 +1,29 @@
+"""The `torch` client's import set is pinned: every shell command pays for each module it loads
+(`socket` + `json` alone cost ~15 ms, more than the whole command budget; see bench/latency.py)."""
+import os
+import subprocess
+import sys
+import tempfile
+
+CLIENT = os.path.join(os.path.dirname(sys.executable), "torch")
+ALLOWED = {"torchsh", "torchsh.client", "torchsh.protocol", "_socket"}  # _socket: the C module, not socket.py
+
+
+def _imported(args):
+    """Module names a Python -IS run imports, from -X importtime (lazy imports included)."""
+    p = subprocess.run([sys.executable, "-IS", "-X", "importtime"] + args, capture_output=True, text=True)
+    return {line.split("|")[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")
+            and "imported package" not in line} - {"package"}
+
+
+def test_the_client_imports_only_builtins_and_the_protocol_module():
+    bare = _imported(["-c", "pass"])
+    with tempfile.TemporaryDirectory() as d:  # no daemon there: `daemon status` fails fast, starts nothing
+        extra = _imported([CLIENT, "--socket", os.path.join(d, "none.sock"), "daemon", "status"]) - bare
+    assert extra <= ALLOWED, "the client now imports %s" % sorted(extra - ALLOWED)
+    assert {"torchsh.client", "torchsh.protocol"} <= extra
+
+
+def test_the_launcher_names_the_real_interpreter_with_isolated_no_site_flags():
+    first = open(CLIENT).readline().strip()
+    assert first == "#!%s -IS" % sys.executable

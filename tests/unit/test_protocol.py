@@ -1,0 +1,33 @@
+"""protocol.py: the /v1/cli framing and the error table both sides rely on."""
+from torchsh import protocol
+
+
+def test_cli_request_round_trips():
+    body = protocol.encode_cli_request([b"add", b"tensor://abc00001", b"--alpha=2"], b"/tmp", False,
+                                       [b"TORCHSH_SCOPE=s1"], [b"tensor://abc00002"])
+    req = protocol.decode_cli_request(body)
+    assert req == {"cwd": "/tmp", "stdin_is_tty": False, "env": {"TORCHSH_SCOPE": "s1"},
+                   "stdin": ["tensor://abc00002"], "argv": ["add", "tensor://abc00001", "--alpha=2"]}
+
+
+def test_no_stdin_differs_from_empty_stdin():
+    none = protocol.decode_cli_request(protocol.encode_cli_request([b"x"], b"/", True, []))
+    empty = protocol.decode_cli_request(protocol.encode_cli_request([b"x"], b"/", True, [], []))
+    assert none["stdin"] is None and empty["stdin"] == []
+
+
+def test_exec_directive_round_trips():
+    body = protocol.encode_exec(["bash", "-c", "torch ones '[1]'"], {"TORCHSH_SCOPE": "s2"}, ["scope", "end", "s2"])
+    env, then, argv = protocol.decode_exec(body)
+    assert env == [b"TORCHSH_SCOPE=s2"] and then == [b"scope", b"end", b"s2"]
+    assert argv == [b"bash", b"-c", b"torch ones '[1]'"]
+
+
+def test_every_error_code_has_an_http_and_exit_status():
+    for code, (http, exit_code, meaning) in protocol.ERRORS.items():
+        assert 400 <= http < 600 and 1 <= exit_code <= 6 and meaning
+    assert protocol.exit_status("no_such_code") == protocol.EXIT_INTERNAL
+
+
+def test_sibling_files_sit_beside_the_socket():
+    assert protocol.sibling("/run/torchsh/torchd.sock", ".log") == "/run/torchsh/torchd.log"

@@ -1,0 +1,58 @@
+"""Regenerate the checked-in artifacts that are made from the op table; `--check` only compares.
+
+    .venv/bin/python tools/regen.py          # rewrite every artifact
+    .venv/bin/python tools/regen.py --check  # exit 1 and name the stale ones (the tests do this too)
+
+ARTIFACTS is the one list: (path from the repo root, function(table) -> text). Add a row for a new one.
+"""
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "src"))
+
+import json  # noqa: E402
+
+from torchsh.api import openapi  # noqa: E402
+from torchsh.errors import errors_markdown  # noqa: E402
+from torchsh.shells import completions, nushell  # noqa: E402
+from torchsh.table import build_table  # noqa: E402
+
+ARTIFACTS = [
+    ("src/torchsh/shells/torch.nu", nushell.module_text),
+    ("src/torchsh/shells/torch.bash", lambda table: completions.script("bash")),
+    ("src/torchsh/shells/_torch", lambda table: completions.script("zsh")),
+    ("src/torchsh/shells/torch.fish", lambda table: completions.script("fish")),
+    ("docs/openapi.json", lambda table: json.dumps(openapi.document(table), indent=1) + "\n"),
+    ("docs/errors.md", lambda table: errors_markdown()),
+]
+
+
+def stale(table=None):
+    """[(path, fresh text)] for every artifact whose file differs from what the generator makes now."""
+    table = table or build_table()[0]
+    out = []
+    for path, generate in ARTIFACTS:
+        text = generate(table)
+        full = os.path.join(ROOT, path)
+        current = open(full).read() if os.path.exists(full) else None
+        if current != text:
+            out.append((path, text))
+    return out
+
+
+def main(argv):
+    found = stale()
+    if "--check" in argv:
+        for path, _ in found:
+            print("stale: %s (run: .venv/bin/python tools/regen.py)" % path)
+        return 1 if found else 0
+    for path, text in found:
+        with open(os.path.join(ROOT, path), "w") as f:
+            f.write(text)
+        print("wrote %s" % path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
