@@ -105,3 +105,16 @@ def test_results_equal_in_process(api):
     q = out["result"]["Q"]
     _, body = api("GET", "/v1/tensors/%s" % q, raw=True)
     assert torch.equal(torch.from_numpy(np.load(io.BytesIO(body))), torch.linalg.qr(x).Q)
+
+
+def test_block_forms_need_exec_and_open_no_scope_otherwise(api):
+    _, before = api("GET", "/v1/status")
+    status, err = api("POST", "/v1/ops/scope", {"kwargs": {"command": ["true"]}})
+    assert status == 400 and err["error"]["code"] == "usage"
+    _, after = api("GET", "/v1/status")
+    assert after["scopes"] == before["scopes"]
+    status, reply = api("POST", "/v1/ops/scope", {"kwargs": {"command": ["true"]}, "exec": True})
+    assert status == 200 and "TORCHSH_SCOPE" in reply["exec"]["env"]
+    scope_id = reply["exec"]["env"]["TORCHSH_SCOPE"]
+    assert reply["exec"]["then"] == {"op": "scope.end", "args": [scope_id]}
+    api("POST", "/v1/ops/scope.end", {"args": [scope_id]})

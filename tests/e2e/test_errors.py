@@ -49,6 +49,14 @@ def test_stale_handle_from_an_earlier_daemon_exits_3(sh):
     assert code == 3 and "[stale_handle]" in line and "daemon that has exited" in line
 
 
+def test_a_handle_of_the_wrong_kind_is_named_and_exits_3(sh):
+    model = sh("torch nn linear 2 2")
+    code, line = _err(sh, "torch neg %s" % model)
+    assert code == 3 and "[wrong_kind]" in line and "is a module, but a tensor is needed" in line
+    code, line = _err(sh, "torch step $(torch ones '[1]')")
+    assert code == 3 and "[wrong_kind]" in line
+
+
 def test_malformed_handle_is_not_a_crash(sh):
     code, line = _err(sh, "torch neg tensor://!!")
     assert code in (2, 3) and line.startswith("torch: neg: ")

@@ -99,7 +99,7 @@ def test_status_and_census_answer_while_a_long_op_runs(fresh_sh):
     try:
         def busy():
             st = json.loads(s("torch daemon status --json"))
-            return st["busy"] is not None
+            return st["busy"] is not None and st["busy"]["op"] == "matrix_power"
         assert _wait(busy, 20), "the long op never showed as busy"
         assert proc.poll() is None, "the op finished before status answered: make it longer"
         assert json.loads(s("torch tensors --json"))

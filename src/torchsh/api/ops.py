@@ -25,7 +25,7 @@ def post_op(app, request, params):
     positionals = [_token(v) for v in list(body.get("tensors") or []) + list(body.get("args") or [])]
     kwargs = dict(fixed, **(body.get("kwargs") or {}))
     flags = {k.replace("-", "_"): _flag_token(op, k.replace("-", "_"), v) for k, v in kwargs.items()}
-    unknown = [k for k in flags if k not in _flags(op)]
+    unknown = [k for k in flags if k not in op.flags()]
     if unknown:
         raise TorchshError("unknown_flag", "%s takes no argument %s" % (op.name, ", ".join(unknown)), op=op.name)
     binding, partials = bind.choose(op, positionals, flags)
@@ -34,16 +34,17 @@ def post_op(app, request, params):
         err = _no_binding(op, partials, positionals)
         err.op = op.name
         raise err
+    runs_a_command = any(a.kind == "argv" for a in op.flags().values())
+    if runs_a_command and not body.get("exec"):  # refuse before the verb opens a scope nobody would end
+        raise TorchshError("usage", "%s runs a command; use the CLI, or send \"exec\": true" % op.name, op=op.name)
     globals_ = {"no_grad": bool(body.get("no_grad")), "inference_mode": bool(body.get("inference_mode"))}
     try:
         result = invoke(ctx, op, binding, globals_)
     except TorchshError as e:
         e.op = e.op or op.name
         raise
-    except ExecRequest as e:
-        if body.get("exec"):  # the caller runs the block itself (torch.nu's `torch scope { … }`)
-            return _exec_reply(app, e)
-        raise TorchshError("usage", "%s runs a command; use the CLI" % op.name, op=op.name) from None
+    except ExecRequest as e:  # the caller runs the block itself (torch.nu's `torch scope { … }`)
+        return _exec_reply(app, e)
     if isinstance(result, render.JsonText):
         return Response(200, b'{"result":' + result.encode() + b"}")
     if isinstance(result, render.Binary):
@@ -57,19 +58,9 @@ def _token(value):
     return tokens.from_json(value, value if isinstance(value, str) else None)
 
 
-_FLAGS = {}  # id(op) -> (op, op.flags()): rebuilt per request it costs more than the op itself
-
-
-def _flags(op):
-    cached = _FLAGS.get(id(op))
-    if cached is None or cached[0] is not op:
-        cached = _FLAGS[id(op)] = (op, op.flags())
-    return cached[1]
-
-
 def _flag_token(op, name, value):
     """A JSON kwarg as the CLI parser makes it: handle lists (`--inputs A B`) item by item, argv as argv."""
-    spec = _flags(op).get(name)
+    spec = op.flags().get(name)
     if spec is not None and isinstance(value, list):
         if spec.kind in ("tensors", "handles", "modules"):
             return [tokens.from_json(v) for v in value]

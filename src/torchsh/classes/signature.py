@@ -10,7 +10,7 @@ shell (callables, deprecated `size_average`/`reduce`, `inplace`) are left out, e
 import inspect
 import re
 
-from torchsh.table.spec import MISSING, ArgSpec, OpSpec
+from torchsh.table.spec import MISSING, ArgSpec, OpSpec, split_top_level
 
 # Never offered as flags: deprecated by PyTorch, Python-only (callables, process groups), or
 # in-place layers (the shell works on values: an in-place ReLU would overwrite the caller's tensor).
@@ -88,20 +88,11 @@ def annotation_text(ann):
     text = ann if isinstance(ann, str) else str(ann)
     text = re.sub(r"<class '([\w.]+)'>", r"\1", text)
     text = text.replace("typing.", "").replace("collections.abc.", "")
-    text = re.sub(r"Union\[(.*)\]$", lambda m: " | ".join(s.strip() for s in _split(m.group(1))), text)
+    text = re.sub(r"Union\[(.*)\]$", lambda m: " | ".join(s.strip() for s in split_top_level(m.group(1))), text)
     text = re.sub(r"Optional\[(.*)\]$", r"\1 | None", text)
     return text.replace("NoneType", "None")
 
 
-def _split(text):
-    depth, start, out = 0, 0, []
-    for i, ch in enumerate(text):
-        depth += ch == "["
-        depth -= ch == "]"
-        if ch == "," and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    return out + [text[start:]]
 
 
 def _shell_default(value):

@@ -127,7 +127,7 @@ def convert_all(ctx, binding):
 def invoke(ctx, op, binding, globals_=None):
     """Run one bound op: under the tensor lock (unless lock-free), with the caller's grad mode."""
     globals_ = globals_ or {}
-    lock = contextlib.nullcontext() if op.extra.get("lockfree") else ctx.app.tensor_lock()
+    lock = contextlib.nullcontext() if op.extra.get("lockfree") else ctx.app.tensor_lock(op.name)
     with lock:
         values = convert_all(ctx, binding)
         with _grad_mode(ctx, globals_):

@@ -81,14 +81,20 @@ class OpSpec:
     aliases: tuple = ()
     factory: bool = False     # makes a tensor from nothing: takes --requires_grad and the default device
     extra: dict = field(default_factory=dict)
+    _flags: dict = field(default=None, init=False, repr=False, compare=False)
 
     def flags(self):
-        """name -> ArgSpec over every overload (the first overload to use a name decides its kind)."""
-        out = {}
-        for ov in self.overloads:
-            for a in ov.args:
-                out.setdefault(a.name, a)
-        return out
+        """name -> ArgSpec over every overload (the first overload to use a name decides its kind).
+
+        Computed once: rows are not changed after the table is built, and the parser asks per request.
+        """
+        if self._flags is None:
+            out = {}
+            for ov in self.overloads:
+                for a in ov.args:
+                    out.setdefault(a.name, a)
+            self._flags = out
+        return self._flags
 
     @property
     def display_name(self):
@@ -149,7 +155,7 @@ def parse_schema(text, overload_names=True):
     returns = returns[2:] if returns.startswith("->") else returns
     full_name, _, overload = name.partition(".") if overload_names else (name, "", "")
     args, kw = [], False
-    for raw in _split_top(arg_text):
+    for raw in split_top_level(arg_text):
         raw = raw.strip()
         if raw == "*":
             kw = True
@@ -204,7 +210,8 @@ def _closing_paren(text):
     raise ValueError("unbalanced parentheses in schema")
 
 
-def _split_top(text):
+def split_top_level(text):
+    """Split at commas outside brackets: 'int[2] a, float b=[1, 2]' -> two parts. Pure."""
     depth, start, out = 0, 0, []
     for i, ch in enumerate(text):
         if ch in "([":

@@ -14,6 +14,7 @@ from torchsh.cli.kinds import DTYPES, dtype_name
 from torchsh.cli.render import Binary, JsonText, Text
 from torchsh.cli.tokens import loads
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.table.spec import split_top_level
 from torchsh.verbs import verb
 
 _NONFINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
@@ -224,21 +225,9 @@ def parse_index(text, ctx):
     body = text.strip()
     if body.startswith("[") and body.endswith("]"):
         body = body[1:-1]
-    parts = _split_index(body)
+    parts = split_top_level(body)
     key = tuple(_index_part(p.strip(), ctx, text) for p in parts)
     return key[0] if len(key) == 1 else key
-
-
-def _split_index(body):
-    depth, start, out = 0, 0, []
-    for i, ch in enumerate(body):
-        depth += ch == "["
-        depth -= ch == "]"
-        if ch == "," and depth == 0:
-            out.append(body[start:i])
-            start = i + 1
-    out.append(body[start:])
-    return out
 
 
 def _index_part(p, ctx, text):
