@@ -40,23 +40,7 @@ def split_argv(op, words, fixed=None):
             kind = spec.kind if spec else GLOBAL_FLAGS.get(name)
             if kind is None:
                 raise TorchshError("unknown_flag", "unknown flag --%s" % name, _valid_flags(op, flag_specs))
-            if kind in LIST_FLAG_KINDS:  # --inputs A B C: the words up to the next flag
-                tok, i = _list_flag(op, name, words, i, value if eq else None)
-            elif eq:
-                tok = tokens.from_word(value)
-            elif kind == "bool":
-                nxt = words[i + 1] if i + 1 < len(words) else None
-                if nxt in ("true", "false", "True", "False", "1", "0"):
-                    tok = tokens.from_word(nxt)
-                    tok = tokens.Token("bool", tok.value in (True, 1), nxt)
-                    i += 1
-                else:
-                    tok = tokens.Token("bool", True, "--" + name)
-            else:
-                if i + 1 >= len(words):
-                    raise TorchshError("usage", "--%s needs a value" % name, op.usage())
-                i += 1
-                tok = tokens.from_word(words[i])
+            tok, i = _flag_value(op, name, kind, words, i, value if eq else None)
             if renamed and renamed[1]:
                 tok = tokens.from_json(renamed[1].get(tok.value, tok.value), tok.text)
             if spec is None:
@@ -69,6 +53,22 @@ def split_argv(op, words, fixed=None):
     for name, value in (fixed or {}).items():
         flags.setdefault(name, tokens.from_json(value))
     return Parsed(positionals, flags, glob, rest)
+
+
+def _flag_value(op, name, kind, words, i, inline):
+    """The token of flag `name` at words[i] (inline: the text after `=`) and the index of its last word."""
+    if kind in LIST_FLAG_KINDS:  # --inputs A B C: the words up to the next flag
+        return _list_flag(op, name, words, i, inline)
+    if inline is not None:
+        return tokens.from_word(inline), i
+    nxt = words[i + 1] if i + 1 < len(words) else None
+    if kind == "bool":  # bare --keepdim means true; an explicit true/false/1/0 may follow
+        if nxt in ("true", "false", "True", "False", "1", "0"):
+            return tokens.Token("bool", nxt in ("true", "True", "1"), nxt), i + 1
+        return tokens.Token("bool", True, "--" + name), i
+    if nxt is None:
+        raise TorchshError("usage", "--%s needs a value" % name, op.usage())
+    return tokens.from_word(nxt), i + 1
 
 
 def _list_flag(op, name, words, i, inline):

@@ -18,7 +18,7 @@ def _command(command, op):
     return command
 
 
-@verb("scope(*, Argv command) -> None", category="objects", lockfree=True)
+@verb("scope(*, Argv command) -> None", category="objects", lockfree=True, block=True)
 def scope(ctx, command):
     """Run CMD; every handle made inside is freed when it exits (success or failure), except those kept.
 
@@ -54,7 +54,7 @@ def keep(ctx, handles):
     ctx.registry.keep(handles, ctx.scope)
 
 
-@verb("no_grad(*, Argv command) -> None", category="autograd", lockfree=True)
+@verb("no_grad(*, Argv command) -> None", category="autograd", lockfree=True, block=True)
 def no_grad(ctx, command):
     """Run CMD with no-grad for every torch call inside it: results record no graph and do not require grad.
 
@@ -63,13 +63,13 @@ def no_grad(ctx, command):
     raise ExecRequest(_command(command, "no_grad"), {"TORCHSH_NO_GRAD": "1"})
 
 
-@verb("enable_grad(*, Argv command) -> None", category="autograd", lockfree=True)
+@verb("enable_grad(*, Argv command) -> None", category="autograd", lockfree=True, block=True)
 def enable_grad(ctx, command):
     """Run CMD with gradients recorded again, inside a no_grad block (PyTorch's torch.enable_grad)."""
     raise ExecRequest(_command(command, "enable_grad"), {"TORCHSH_NO_GRAD": "0"})
 
 
-@verb("inference_mode(*, Argv command) -> None", category="autograd", lockfree=True)
+@verb("inference_mode(*, Argv command) -> None", category="autograd", lockfree=True, block=True)
 def inference_mode(ctx, command):
     """Run CMD in inference mode: like no_grad, and its results can never join a graph later."""
     raise ExecRequest(_command(command, "inference_mode"), {"TORCHSH_INFERENCE_MODE": "1"})
