@@ -3,7 +3,7 @@ import json
 
 import torch
 
-from test_autograd_docs import bash_blocks
+from test_docs import bash_blocks
 
 
 def count(sh):

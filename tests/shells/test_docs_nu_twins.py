@@ -1,8 +1,6 @@
-"""Every ```bash example in docs/ has a ```nu twin (the next code block after it), and every example
-of both kinds runs and prints what its `# => TEXT` comments say, in order.
-
-A bash block preceded by <!-- canonical-loop --> (1,000 iterations) is run by its own test
-(tests/e2e/test_scopes.py); its nu twin runs here like any other.
+"""Every ```bash example in docs/ has a ```nu twin (the next code block after it), and every nu example
+runs and prints what its `# => TEXT` comments say, in order. The bash examples run in
+tests/e2e/test_docs.py (so the fast-path pass covers them too).
 """
 import glob
 import os
@@ -51,14 +49,12 @@ def test_the_docs_have_nu_examples():
     assert sum(1 for b in blocks() if b[2] == "nu") >= 10
 
 
-@pytest.mark.parametrize("doc,index,lang,code,canonical", blocks(),
-                         ids=["%s-%d-%s" % (b[0], b[1], b[2]) for b in blocks()])
-def test_doc_example_runs_and_prints_what_it_says(sh, nu, doc, index, lang, code, canonical):
-    where = "%s block %d (%s)" % (doc, index, lang)
-    if lang == "bash":
-        if canonical:
-            pytest.skip("the canonical loop runs in tests/e2e/test_scopes.py")
-        out = sh("set -e\ncd \"$(mktemp -d)\"\n" + code)
-    else:
-        out = nu("cd (mktemp -d)\n" + code)
-    check_output(out, code, where)
+def nu_blocks():
+    return [b for b in blocks() if b[2] == "nu"]
+
+
+@pytest.mark.parametrize("doc,index,lang,code,canonical", nu_blocks(),
+                         ids=["%s-%d-nu" % (b[0], b[1]) for b in nu_blocks()])
+def test_nu_doc_example_runs_and_prints_what_it_says(nu, doc, index, lang, code, canonical):
+    out = nu("cd (mktemp -d)\n" + code)
+    check_output(out, code, "%s block %d (nu)" % (doc, index))

@@ -7,7 +7,7 @@ Optional body fields: "cwd" (for relative paths), "env" (TORCHSH_* settings), "n
 import json
 
 from torchsh.cli import bind, render, tokens
-from torchsh.cli.run import ExecRequest, invoke
+from torchsh.cli.run import ExecRequest, invoke, no_binding
 from torchsh.context import Context
 from torchsh.daemon.http import Response
 from torchsh.errors import TorchshError
@@ -30,8 +30,7 @@ def post_op(app, request, params):
         raise TorchshError("unknown_flag", "%s takes no argument %s" % (op.name, ", ".join(unknown)), op=op.name)
     binding, partials = bind.choose(op, positionals, flags)
     if binding is None:
-        from torchsh.cli.run import _no_binding
-        err = _no_binding(op, partials, positionals)
+        err = no_binding(op, partials, positionals, flags)
         err.op = op.name
         raise err
     if op.extra.get("block") and not body.get("exec"):  # refuse before the verb opens a scope nobody would end

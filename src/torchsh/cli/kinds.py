@@ -38,8 +38,7 @@ def score(kind, tok):
     if kind == "tensor":
         return {"handle": 3, "int": 1, "float": 1, "bool": 1, "list": 1, "stdin": 3}.get(cls, 0)
     if kind in ("module", "optimizer", "scheduler", "handle"):
-        # a word with spaces is never one handle ("$head lr=0.1" is a parameter group for optim)
-        return 3 if cls in ("handle", "stdin") and len(str(tok.value).split()) == 1 else 0
+        return 3 if cls in ("handle", "stdin") else 0
     if kind == "scalar":
         return {"int": 3, "float": 3, "bool": 2}.get(cls, 0)
     if kind == "int":

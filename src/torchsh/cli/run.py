@@ -86,13 +86,13 @@ def _run_op(ctx, op, fixed, words):
                 raise TorchshError("missing_argument", "expected %d handle(s) on stdin, got %d" % (need, len(ctx.stdin)),
                                    op.usage())
         if binding is None:
-            raise _no_binding(op, partials, parsed.positionals, flags)
+            raise no_binding(op, partials, parsed.positionals, flags)
     result = invoke(ctx, op, binding, parsed.globals)
     wire = render.to_wire(result, ctx)
     return CliReply(stdout=render.cli_text(result, wire, parsed.globals.get("json", False)))
 
 
-def _no_binding(op, partials, positionals, flags=None):
+def no_binding(op, partials, positionals, flags=None):
     problem = cli_help.misfit(op, positionals, flags or {})  # `k wants an int, got a handle …`
     if problem:
         sigs = " | ".join(op.usage_line(ov) for ov in op.overloads[:4])
@@ -150,13 +150,13 @@ def _explain(err, values):
     if err.code == "shape_mismatch" and "must match the size" in err.message:
         shapes = [list(v.shape) for v in values.values() if isinstance(v, torch.Tensor)]
         if len(shapes) >= 2:
-            pairs = " and ".join(json_list(s) for s in shapes)
+            pairs = " and ".join(_shape_text(s) for s in shapes)
             err.hint = "PyTorch: %s" % err.message
             err.message = "shapes %s are not broadcastable" % pairs
     return err
 
 
-def json_list(shape):
+def _shape_text(shape):
     return "[%s]" % ",".join(str(n) for n in shape)
 
 

@@ -30,7 +30,8 @@ def format_handle(kind, epoch, serial):
 
 
 def looks_like_handle(text):
-    return isinstance(text, str) and _LOOSE_RE.match(text) is not None
+    """Is this one word meant as a handle (well formed or not)? "$m lr=0.1" is a phrase, not a handle."""
+    return isinstance(text, str) and _LOOSE_RE.match(text) is not None and len(text.split()) == 1
 
 
 def parse_handle(text):

@@ -20,14 +20,11 @@ class OpTable:
                 continue
             self.ops[op.name] = op
         self.bare = {}
-        ambiguous = set()
         for name, op in self.ops.items():
             if "." in name and not op.extra.get("words_only"):  # `nn linear`, never a bare `linear`
                 short = name.rsplit(".", 1)[1]
                 if short in self.ops:
                     continue
-                if short in self.bare:
-                    ambiguous.add(short)
                 self.bare.setdefault(short, []).append(name)
         self.aliases = {k: v for k, v in aliases.ALIASES.items() if v[0] in self.ops or v[0] in self.bare}
         for alias, (target, _) in self.aliases.items():  # `torch linalg.svd --help` lists `svd`

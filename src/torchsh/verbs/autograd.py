@@ -12,7 +12,7 @@ import torch
 
 from torchsh.errors import TorchshError
 from torchsh.verbs import verb
-from torchsh.verbs.tensors import _check_grad_dtype
+from torchsh.verbs.tensors import check_grad_dtype
 
 _GRAPH_FREED = "backward through the graph a second time"
 
@@ -118,7 +118,7 @@ def requires_grad(ctx, target, value=None):
     if value is None:
         return obj.requires_grad
     if value:
-        _check_grad_dtype(obj)
+        check_grad_dtype(obj)
     if not obj.is_leaf and not value:
         raise TorchshError("autograd_error", "only leaf tensors can change requires_grad; this one was made by %s"
                            % type(obj.grad_fn).__name__, "`torch detach H` gives a graph-free tensor")

@@ -49,12 +49,12 @@ def tensor(ctx, data, dtype=None, device=None, requires_grad=False):
     if device is not None:
         t = t.to(device)
     if requires_grad:
-        _check_grad_dtype(t)
+        check_grad_dtype(t)
         t.requires_grad_(True)
     return t
 
 
-def _check_grad_dtype(t):
+def check_grad_dtype(t):
     if not (t.dtype.is_floating_point or t.dtype.is_complex):
         raise TorchshError("dtype_error", "only floating point and complex tensors can require gradients, this one is %s"
                            % dtype_name(t.dtype), "make it with --dtype float32")
