@@ -47,7 +47,13 @@ ERRORS = {
     "state_mismatch": (422, EXIT_TORCH, "saved state does not fit the model, optimizer or scheduler"),
     "bad_request": (400, EXIT_USAGE, "the HTTP request is malformed"),
     "not_found": (404, EXIT_USAGE, "no such endpoint"),
+    "out_of_memory": (507, EXIT_TORCH, "the result would not fit in the daemon's memory budget; nothing was allocated"),
+    "too_large": (413, EXIT_USAGE, "a request, header or argument is over its size limit"),
+    "request_timeout": (408, EXIT_DAEMON, "the request did not arrive in time; the connection was closed"),
     "daemon_unavailable": (503, EXIT_DAEMON, "the daemon could not be reached or started"),
+    "overloaded": (503, EXIT_DAEMON, "the daemon is at its connection or thread limit; retry shortly"),
+    "untrusted": (403, EXIT_DAEMON, "the socket, its folder or a file beside it is not yours and private; nothing was sent"),
+    "forbidden": (403, EXIT_DAEMON, "the daemon serves only its own user"),
     "internal_error": (500, EXIT_INTERNAL, "a bug in torchsh; the daemon log has the traceback"),
 }
 

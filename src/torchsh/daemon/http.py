@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
 
 MAX_HEAD = 64 * 1024
-REASONS = {200: "OK", 204: "No Content", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-           409: "Conflict", 410: "Gone", 413: "Payload Too Large", 422: "Unprocessable Content",
-           500: "Internal Server Error", 503: "Service Unavailable"}
+REASONS = {200: "OK", 204: "No Content", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
+           405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 410: "Gone",
+           413: "Content Too Large", 422: "Unprocessable Content", 500: "Internal Server Error",
+           503: "Service Unavailable", 507: "Insufficient Storage"}
 
 
 class HTTPError(Exception):
