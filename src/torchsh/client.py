@@ -5,6 +5,11 @@ Every shell command pays for every import here, so this module uses builtins onl
 environment to POST /v1/cli and writes back what the daemon says. Three replies ask for more:
 "send N stdin lines" (the daemon found N tensor slots missing), "exec this command" (block forms
 such as `torch scope -- CMD`), and no daemon at all (start one, then retry).
+
+Nothing is sent before the daemon is proven ours (docs/security.md): the socket's folder must be a
+real folder of our uid that nobody else can write in, the socket ours, and the process serving it
+ours (SO_PEERCRED). Otherwise another local user could plant a server that receives our argv, cwd
+and environment and answers with an exec directive. That costs three syscalls per command.
 """
 import _socket
 import posix
@@ -51,18 +56,36 @@ def _cwd():
         return b"/"
 
 
+# struct ucred {pid_t pid; uid_t uid; gid_t gid;}: three native ints. Linux only (OpenBSD's
+# SO_PEERCRED has another layout); elsewhere the socket file's owner, checked before connect, must do.
+_PEERCRED = getattr(_socket, "SO_PEERCRED", None) if sys.platform.startswith("linux") else None
+
+
 def _connect(path):
+    """A connection to our own daemon. OSError when nobody serves `path`; refuses an impostor."""
+    _refuse_if(protocol.untrusted(path, protocol.S_IFSOCK))  # FileNotFoundError: no socket yet
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         s.connect(path)
+        uid = None if _PEERCRED is None else int.from_bytes(
+            s.getsockopt(_socket.SOL_SOCKET, _PEERCRED, 12)[4:8], sys.byteorder)
     except OSError:
         s.close()
         raise
+    if uid is not None and uid != posix.geteuid():  # the folder was swapped between our lstat and connect
+        s.close()
+        _refuse_if("the server on %s runs as uid %d, not as you (uid %d)" % (path, uid, posix.geteuid()))
     return s
+
+
+def _refuse_if(problem):
+    if problem:
+        _fail("untrusted", problem, protocol.UNTRUSTED_HINT)
 
 
 def _connect_or_start(path, args):
     try:
+        _refuse_if(protocol.untrusted(protocol.socket_folder(path), protocol.S_IFDIR))
         return _connect(path)
     except OSError:
         pass
@@ -90,12 +113,7 @@ def _start_daemon(path):
     the other exits 0, so both clients simply wait for the socket.
     """
     log = protocol.sibling(path, ".log")
-    folder = path.rsplit("/", 1)[0] or "/"
-    try:
-        _makedirs(folder)
-        log_fd = posix.open(log, posix.O_WRONLY | posix.O_CREAT | posix.O_APPEND, 0o600)
-    except OSError as e:
-        _fail("daemon_unavailable", "cannot create %s: %s" % (log, e.strerror), "check permissions")
+    log_fd = _open_log(_private_folder(protocol.socket_folder(path)), log)
     pid = posix.fork()
     if pid == 0:  # child: detach from the terminal and the caller's process group
         try:
@@ -130,13 +148,51 @@ def _wait_for_daemon(path, pid, log):
     _fail("daemon_unavailable", "torchd did not answer within %ds" % START_TIMEOUT_S, "see its log: %s" % log)
 
 
-def _makedirs(folder):
+def _private_folder(folder):
+    """Create the socket's folder 0700 (and missing parents), or check the one there is ours and private.
+
+    A folder that another user created first (the predictable ${TMPDIR:-/tmp}/torchsh-UID) is refused,
+    never used or changed. Returns an fd of the checked folder, so that the log is opened in that very folder.
+    """
     parts = folder.split("/")
-    for i in range(2, len(parts) + 1):
-        try:
-            posix.mkdir("/".join(parts[:i]) or "/", 0o700)
-        except FileExistsError:
+    try:
+        for i in range(2, len(parts) + 1):
+            try:
+                posix.mkdir("/".join(parts[:i]) or "/", 0o700)
+            except FileExistsError:
+                pass
+        xdg = posix.environ.get(b"XDG_RUNTIME_DIR")
+        if xdg and folder == protocol.runtime_dir():  # $XDG_RUNTIME_DIR/torchsh: its parent must be ours too
+            _refuse_if(protocol.untrusted(xdg.decode().rstrip("/") or "/", protocol.S_IFDIR))
+        fd = posix.open(folder, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_NOFOLLOW)
+    except OSError as e:
+        try:  # say why we cannot use it when that is a trust problem (a symlink, not ours)
+            _refuse_if(protocol.untrusted(folder, protocol.S_IFDIR))
+        except OSError:
             pass
+        _fail("daemon_unavailable", "cannot create %s: %s" % (folder, e.strerror), "check permissions")
+    _refuse_if(protocol.untrusted(folder, protocol.S_IFDIR, posix.fstat(fd)))
+    return fd
+
+
+def _open_log(folder_fd, log):
+    """torchd.log for appending, opened in the checked folder; a symlink or another's file is refused."""
+    try:
+        fd = posix.open(log.rsplit("/", 1)[-1], posix.O_WRONLY | posix.O_CREAT | posix.O_APPEND | posix.O_NOFOLLOW
+                        | posix.O_NONBLOCK, 0o600, dir_fd=folder_fd)  # O_NONBLOCK: a planted FIFO fails, not hangs
+    except OSError as e:
+        try:
+            _refuse_if(protocol.untrusted(log, protocol.S_IFREG))  # a symlink: O_NOFOLLOW said ELOOP
+        except OSError:
+            pass
+        _fail("daemon_unavailable", "cannot create %s: %s" % (log, e.strerror), "check permissions")
+    finally:
+        posix.close(folder_fd)
+    problem = protocol.untrusted(log, protocol.S_IFREG, posix.fstat(fd))
+    if problem:
+        posix.close(fd)
+        _refuse_if(problem)
+    return fd
 
 
 def _call(conn, request):
@@ -213,15 +269,43 @@ def _run_exec(path, request, body):
     for pair in env_add:
         k, _, v = pair.partition(b"=")
         env[k] = v
-    old = _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # Ctrl-C goes to CMD; we still clean up
+    # A signal meant for us (kill, timeout(1), a closed terminal) is passed on to CMD, and we wait for
+    # CMD and end the scope as usual, so CMD is not orphaned. Ctrl-C on a terminal already reaches CMD
+    # (same foreground process group), so SIGINT is passed on only when we are not that group.
+    # SIGKILL cannot be caught: then the daemon ends the scope once it sees we are gone.
+    child, pending = [], []
+
+    def forward(signum, frame):
+        if signum == _signal.SIGINT:
+            try:
+                if posix.tcgetpgrp(0) == posix.getpgrp():
+                    return  # a terminal's Ctrl-C, which CMD got too
+            except OSError:
+                pass
+        if child:
+            try:
+                posix.kill(child[0], signum)
+            except OSError:
+                pass
+        else:
+            pending.append(signum)  # arrived before CMD started: pass it on at once afterwards
+
+    # A SIGHUP or SIGTERM ignored by whoever started us (nohup) stays ignored, for us and for CMD.
+    forwarded = [_signal.SIGINT] + [sig for sig in (_signal.SIGTERM, _signal.SIGHUP)
+                                    if _signal.getsignal(sig) != _signal.SIG_IGN]
+    old = {sig: _signal.signal(sig, forward) for sig in forwarded}
     try:
         pid = posix.posix_spawnp(argv[0], argv, env, setsigdef=(_signal.SIGINT,))
+        child.append(pid)
+        for signum in pending:
+            posix.kill(pid, signum)
         status = posix.waitstatus_to_exitcode(posix.waitpid(pid, 0)[1])
     except OSError as e:
         sys.stderr.write("torch: cannot run %s: %s\n" % (argv[0].decode(), e.strerror))
         status = 127
     finally:
-        _signal.signal(_signal.SIGINT, old)
+        for sig, handler in old.items():
+            _signal.signal(sig, handler)
     if then_argv:
         request = dict(request, argv=then_argv, stdin_lines=None)
         try:

@@ -14,6 +14,7 @@ class Context:
     env: dict = None            # the caller's TORCHSH_* variables
     stdin_is_tty: bool = True
     stdin: list = None          # stdin lines, once the client has sent them
+    peer_pid: int = None        # the client process (SO_PEERCRED on the Unix socket); None on the fast path
 
     def __post_init__(self):
         self.env = self.env or {}
@@ -40,7 +41,12 @@ class Context:
 
     @property
     def device(self):
-        return self.env.get("TORCHSH_DEVICE") or None
+        """TORCHSH_DEVICE, checked (a CUDA device on a CPU build is a device_error here, not deep in an op)."""
+        text = self.env.get("TORCHSH_DEVICE") or None
+        if text is not None:
+            from torchsh.cli.kinds import device_from_text  # kinds imports torch; Context stays light
+            device_from_text(text)
+        return text
 
     def put(self, obj, kind="tensor"):
         return self.app.registry.put(obj, kind, self.scope)

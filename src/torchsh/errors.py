@@ -37,6 +37,16 @@ def from_torch_exception(exc):
     """Classify an exception PyTorch raised into a stable code, keeping its first line."""
     text = str(exc).strip().split("\n")[0] or type(exc).__name__
     low = text.lower()
+    if "expected sequence of length" in low or "could not infer dtype" in low or "invalid data type" in low \
+            or "too many dimensions" in low:
+        # torch.tensor(data) refusing JSON: ragged rows, mixed types, objects, or nesting past PyTorch's limit
+        return TorchshError("bad_argument", "the data is not a rectangular array of numbers: %s" % text,
+                            "every row needs the same length and only numbers or booleans, e.g. '[[1,2],[3,4]]'")
+    if "overflow when unpacking" in low or "int too large" in low or "too large to convert" in low:
+        return TorchshError("bad_argument", "a number is out of range: %s" % text,
+                            "integers must fit in 64 bits (-2**63 .. 2**63-1)")
+    if "not compiled with" in low or "no cuda gpus are available" in low or "found no nvidia driver" in low:
+        return device_unavailable(text, "mps" if "mps" in low else "xpu" if "xpu" in low else "cuda")
     if "size of tensor" in low or "must match the size" in low or "broadcast" in low or "shape" in low \
             or "mat1 and mat2" in low or "dimension" in low and "expected" in low:
         code = "shape_mismatch"
@@ -50,6 +60,39 @@ def from_torch_exception(exc):
     else:
         code = "torch_error"
     return TorchshError(code, text)
+
+
+def raised_by_torch(exc):
+    """Did PyTorch's own Python code raise exc? Its meta kernels and linalg helpers check arguments with
+    AssertionError (`A must be square`) and its modules divide by arguments (GroupNorm(8, 0): modulo by
+    zero): the caller's mistake. The same exception raised in torchsh's code is a bug."""
+    import os
+    import torch
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename.startswith(os.path.dirname(torch.__file__) + os.sep)
+
+
+def device_unavailable(what, device_type="cuda"):
+    """device_error for a device this PyTorch build or machine lacks: say which devices exist and what to do."""
+    import torch  # daemon side only, imported lazily like everything else that needs PyTorch here
+    have = ["cpu"]
+    if torch.cuda.is_available():
+        have += ["cuda:%d" % i for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        have.append("mps")
+    build = "a CPU-only build" if torch.version.cuda is None and torch.version.hip is None else "a GPU build"
+    if device_type == "mps":
+        hint = "use --device cpu; mps needs macOS on Apple silicon with PyTorch's macOS wheel"
+    elif device_type in ("cuda", "xpu"):
+        hint = ("use --device cpu, or install a %s build of PyTorch (see https://pytorch.org/get-started/locally/)"
+                " and run `torch daemon restart`" % ("CUDA" if device_type == "cuda" else "XPU"))
+    else:
+        hint = "use --device cpu"
+    return TorchshError("device_error", "%s: PyTorch %s is %s; devices here: %s"
+                        % (what, torch.__version__, build, " ".join(have)), hint)
 
 
 def errors_markdown():

@@ -12,6 +12,14 @@ def _daemons(folder):
     return [int(x) for x in p.stdout.split()]
 
 
+def _all_threads_gone(pid):
+    """Reaped, or a zombie leader alone: its files, the listening socket among them, are closed."""
+    try:
+        return os.listdir("/proc/%d/task" % pid) == [str(pid)] and open("/proc/%d/stat" % pid).read().split()[2] == "Z"
+    except OSError:
+        return True
+
+
 def _wait(cond, timeout=30.0):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -81,7 +89,9 @@ def test_a_stale_socket_file_is_replaced(fresh_sh):
     s = fresh_sh()
     pid = json.loads(s("torch daemon status --json"))["pid"]
     os.kill(pid, signal.SIGKILL)
-    assert _wait(lambda: not _daemons(s.folder))
+    # Gone from /proc, not just from pgrep: a killed process's other threads keep its listening
+    # socket open (accepting into the backlog) until the last of them has unmapped its memory.
+    assert _wait(lambda: not _daemons(s.folder) and _all_threads_gone(pid))
     assert os.path.exists(s.socket)  # left behind by the killed daemon
     assert s("torch ones '[1]' | torch value") == "[1.0]"
 

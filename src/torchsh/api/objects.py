@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import torch
+from torch.nn.parameter import is_lazy
 
 from torchsh.context import Context
 from torchsh.daemon.http import Response
@@ -26,15 +27,19 @@ def get_status(app, request, params):
 
 def post_tensor(app, request, params):
     """Body: an .npy file. Query: requires_grad=true, scope=ID. Returns {"result": handle}."""
-    try:
-        array = np.load(io.BytesIO(request.body), allow_pickle=False)
-    except (ValueError, OSError, EOFError) as e:
-        raise TorchshError("bad_request", "body is not an .npy array: %s" % e)
+    from torchsh.fileio import npy_from_bytes
+    array = npy_from_bytes(request.body, "the body")
     env = {"TORCHSH_SCOPE": request.query["scope"]} if "scope" in request.query else {}
     ctx = Context(app, env=env)
     with app.tensor_lock("upload"):
-        t = torch.from_numpy(array.copy() if not array.flags.writeable else array)
+        try:
+            t = torch.from_numpy(array.copy() if not array.flags.writeable else array)
+        except TypeError as e:  # an .npy of a dtype PyTorch has no tensor for (strings, objects, structs)
+            raise TorchshError("bad_request", "cannot make a tensor of the .npy body: %s" % e) from None
         if request.query.get("requires_grad") in ("1", "true"):
+            if not (t.is_floating_point() or t.is_complex()):
+                raise TorchshError("dtype_error", "only floating point and complex tensors can require grad, "
+                                   "not %s" % str(t.dtype).replace("torch.", ""), "upload float32 or float64 data")
             t.requires_grad_(True)
         handle = ctx.put(t)
     return _json({"result": handle})
@@ -42,12 +47,23 @@ def post_tensor(app, request, params):
 
 def get_tensor(app, request, params):
     t = app.registry.get(params["handle"], "tensor")
+    if is_lazy(t):
+        raise TorchshError("torch_error", "%s is a lazy module's uninitialized parameter: it has no data yet"
+                           % params["handle"], "run the module once (`torch forward MODEL INPUT`) first")
+    if t.is_meta:
+        raise TorchshError("device_error", "%s is on the meta device: it has a shape but no data" % params["handle"],
+                           "make it on a real device (--device cpu)")
     if request.query.get("format") == "json":
         from torchsh.verbs.tensors import tensor_json
         return Response(200, b'{"result":' + tensor_json(t).encode() + b"}")
     buf = io.BytesIO()
     with app.tensor_lock("download"):
-        np.save(buf, t.detach().cpu().resolve_conj().numpy(), allow_pickle=False)
+        try:
+            array = t.detach().cpu().resolve_conj().numpy()
+        except TypeError as e:  # bfloat16, float8, uint types numpy lacks
+            raise TorchshError("dtype_error", "numpy has no %s: %s" % (str(t.dtype).replace("torch.", ""), e),
+                               "ask ?format=json, or `torch to` another dtype first") from None
+        np.save(buf, array, allow_pickle=False)
     return Response(200, buf.getvalue(), "application/octet-stream")
 
 

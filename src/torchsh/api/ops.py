@@ -21,9 +21,15 @@ def post_op(app, request, params):
         raise TorchshError("bad_request", "body is not JSON: %s" % e)
     if not isinstance(body, dict):
         raise TorchshError("bad_request", "body must be a JSON object")
-    ctx = Context(app, body.get("cwd") or "/", {k: str(v) for k, v in (body.get("env") or {}).items()})
-    positionals = [_token(v) for v in list(body.get("tensors") or []) + list(body.get("args") or [])]
-    kwargs = dict(fixed, **(body.get("kwargs") or {}))
+    tensors, args = _field(body, "tensors", list, []), _field(body, "args", list, [])
+    kwargs, env = _field(body, "kwargs", dict, {}), _field(body, "env", dict, {})
+    cwd = _field(body, "cwd", str, "/") or "/"
+    for k, v in env.items():
+        if not isinstance(v, (str, int, float, bool)):
+            raise TorchshError("bad_request", "env value %s must be a string, not %s" % (k[:60], _json_type(v)))
+    ctx = Context(app, cwd, {k: str(v) for k, v in env.items()}, peer_pid=getattr(request, "peer_pid", None))
+    positionals = [_token(v) for v in tensors + args]
+    kwargs = dict(fixed, **kwargs)
     flags = {k.replace("-", "_"): _flag_token(op, k.replace("-", "_"), v) for k, v in kwargs.items()}
     unknown = [k for k in flags if k not in op.flags()]
     if unknown:
@@ -49,6 +55,25 @@ def post_op(app, request, params):
         return Response(200, bytes(result), "application/octet-stream")
     wire = render.to_wire(result, ctx)
     return Response(200, json.dumps({"result": wire}, separators=(",", ":"), allow_nan=True).encode())
+
+
+def _field(body, name, want, default):
+    """body[name] if it has the JSON type the API documents (absent or null: the default), else bad_request."""
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, want):
+        raise TorchshError("bad_request", "%r must be a JSON %s, not %s"
+                           % (name, {list: "array", dict: "object", str: "string"}[want], _json_type(value)))
+    return value
+
+
+_JSON_TYPES = ((bool, "a boolean"), ((int, float), "a number"), (str, "a string"), (list, "an array"),
+               (dict, "an object"))
+
+
+def _json_type(value):
+    return next((name for t, name in _JSON_TYPES if isinstance(value, t)), "null")
 
 
 def _token(value):

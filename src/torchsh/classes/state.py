@@ -8,8 +8,6 @@ None, bool, int, float (NaN/Infinity included), str, list, tuple, dict and tenso
 else is refused rather than pickled.
 """
 import json
-import os
-import tempfile
 
 import torch
 
@@ -50,32 +48,26 @@ def decode(value, tensors):
 
 
 def write(path, tensors, meta=None):
-    """Write tensors (+ JSON metadata) to a safetensors file atomically: temp file, then rename."""
+    """Write tensors (+ JSON metadata) to a safetensors file atomically (fileio.atomic_write)."""
     from safetensors.torch import save_file
-    folder = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".torchsh-", suffix=".safetensors")
-    os.close(fd)
-    try:
-        metadata = {"torchsh": json.dumps(meta, allow_nan=True)} if meta is not None else None
-        save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, tmp, metadata=metadata)
-        os.replace(tmp, path)
-    except (OSError, ValueError, RuntimeError) as e:
-        os.unlink(tmp)
-        raise TorchshError("file_error", "cannot write %s: %s" % (path, str(e).split("\n")[0])) from None
+    from torchsh import fileio
+    metadata = {"torchsh": json.dumps(meta, allow_nan=True)} if meta is not None else None
+    data = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
+    fileio.atomic_write(path, lambda tmp: save_file(data, tmp, metadata=metadata))
 
 
 def read(path):
-    """(tensors, metadata or None) from a safetensors file."""
+    """(tensors, metadata or None) from a safetensors file; anything else (a pickle, a FIFO) is a file_error."""
     from safetensors import safe_open
+    from torchsh import fileio
+    fileio.regular_file(path)
     try:
         with safe_open(path, framework="pt") as f:
             tensors = {k: f.get_tensor(k) for k in f.keys()}
             meta = (f.metadata() or {}).get("torchsh")
-    except FileNotFoundError:
-        raise TorchshError("file_error", "no such file %s" % path) from None
-    except (OSError, ValueError, RuntimeError) as e:
-        raise TorchshError("file_error", "cannot read %s: %s" % (path, str(e).split("\n")[0])) from None
-    return tensors, (json.loads(meta) if meta else None)
+        return tensors, (json.loads(meta) if meta else None)
+    except fileio.WRITE_ERRORS as e:  # the same family: OSError, ValueError, RuntimeError, SafetensorError
+        raise fileio.file_error(path, "read", e) from None
 
 
 def model_tensors(model, prefix=""):

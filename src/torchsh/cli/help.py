@@ -86,7 +86,8 @@ def _types(specs):
 def _what(tok):
     kinds = {"handle": "a handle", "int": "the number", "float": "the number", "bool": "the boolean",
              "list": "the list", "str": "the text", "null": ""}
-    return ("%s %s" % (kinds.get(tok.cls, tok.cls), tok.text)).strip()
+    text = tok.text if len(tok.text) <= 80 else "%s… (%d characters)" % (tok.text[:60], len(tok.text))
+    return ("%s %s" % (kinds.get(tok.cls, tok.cls), text)).strip()
 
 
 def ops_table(ops):

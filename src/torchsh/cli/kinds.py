@@ -8,7 +8,7 @@ import re
 
 import torch
 
-from torchsh.errors import bad_argument
+from torchsh.errors import bad_argument, device_unavailable, from_torch_exception
 
 DTYPES = {
     "float32": torch.float32, "float": torch.float32, "float64": torch.float64, "double": torch.float64,
@@ -25,6 +25,7 @@ MEMORY_FORMATS = {"contiguous_format": torch.contiguous_format, "channels_last":
                   "preserve_format": torch.preserve_format, "channels_last_3d": torch.channels_last_3d}
 _DEVICE_RE = re.compile(r"^(cpu|cuda|mps|meta|xpu)(:\d+)?$")
 _HANDLE_KINDS = {"tensor": "tensor", "module": "nn", "optimizer": "optim", "scheduler": "sched"}
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 
 
 def dtype_name(dtype):
@@ -80,14 +81,16 @@ def convert(kind, tok, ctx):
     if kind == "tensor":
         if tok.cls in ("handle", "stdin"):
             return ctx.registry.get(value, "tensor")
-        return torch.tensor(value)
+        return tensor_from_json(check_int(value, tok.text) if tok.cls == "int" else value, tok.text)
     if kind in _HANDLE_KINDS:
         return ctx.registry.get(value, _HANDLE_KINDS[kind])
     if kind == "handle":
         ctx.registry.entry(value)  # validates: unknown, stale and malformed handles fail here
         return value.strip()
+    if kind in ("int", "scalar") and tok.cls == "int":
+        return check_int(value, tok.text)
     if kind == "float":
-        return float(value)
+        return _float(value, tok.text)
     if kind == "bool":
         return bool(value)
     if kind in ("int_list", "float_list", "bool_list"):
@@ -95,7 +98,7 @@ def convert(kind, tok, ctx):
     if kind == "dtype":
         return DTYPES[value.replace("torch.", "")]
     if kind == "device":
-        return torch.device("cuda:%d" % value if tok.cls == "int" else value)
+        return device_from_text("cuda:%d" % check_int(value, tok.text) if tok.cls == "int" else value)
     if kind == "layout":
         return LAYOUTS[value]
     if kind == "memory_format":
@@ -113,6 +116,56 @@ def convert(kind, tok, ctx):
     return value
 
 
+def check_int(value, text):
+    """An integer PyTorch can take (int64), or bad_argument naming the range (not `Overflow when unpacking`)."""
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+        shown = text if len(text) <= 40 else text[:20] + "…(%d characters)" % len(text)
+        raise bad_argument("%s is out of range for a 64-bit integer" % shown,
+                           "integers run from -2**63 to 2**63-1; write a float (1e23) where a float will do")
+    return value
+
+
+def _float(value, text):
+    try:
+        return float(value)
+    except OverflowError:
+        raise bad_argument("%s is out of range for a float" % text[:60], "floats reach about 1.8e308") from None
+
+
+def tensor_from_json(value, text):
+    """A number, boolean or nested list as a tensor; ragged, mixed or out-of-range data is a bad_argument."""
+    try:
+        return torch.tensor(value)
+    except (ValueError, TypeError, RuntimeError, OverflowError) as e:
+        err = from_torch_exception(e)
+        if err.code != "bad_argument":
+            err = bad_argument("cannot make a tensor of %s: %s" % (text[:60], err.message))
+        raise err from None
+
+
+def device_from_text(text):
+    """torch.device for a device name, checked against this build and machine (cuda on a CPU build fails here)."""
+    try:
+        device = torch.device(text)
+    except (RuntimeError, ValueError, TypeError) as e:
+        raise bad_argument("%r is not a device: %s" % (str(text)[:60], str(e).split("\n")[0][:200]),
+                           "devices look like cpu, cuda, cuda:1, mps, meta") from None
+    kind, index = device.type, device.index
+    if kind in ("cpu", "meta"):
+        return device
+    if kind == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count and (index is None or index < count):
+            return device
+        what = "no CUDA device" if not count else "no device %s (this machine has %d CUDA devices)" % (device, count)
+        raise device_unavailable(what, "cuda")
+    backend = getattr(torch.backends, kind, None) or getattr(torch, kind, None)
+    available = getattr(backend, "is_available", None)
+    if available is not None and available() and not index:
+        return device
+    raise device_unavailable("no %s device" % kind, kind)
+
+
 def _as_list(kind, tok):
     if tok.cls == "list":
         items = tok.value
@@ -121,9 +174,12 @@ def _as_list(kind, tok):
             items = [float(x) if kind == "float_list" else int(x) for x in tok.value.split(",") if x.strip()]
         except ValueError:
             raise bad_argument("cannot read %r as a list of numbers" % tok.text, "write it as JSON: '[1,2]'") from None
-    else:
-        return tok.value  # a single int for int[]: PyTorch takes it as is (dim=1, size=5)
+    else:  # a single int for int[]: PyTorch takes it as is (dim=1, size=5)
+        return check_int(tok.value, tok.text) if tok.cls == "int" else tok.value
     want = {"int_list": int, "float_list": (int, float), "bool_list": bool}[kind]
     if not all(isinstance(x, want) and not (kind == "int_list" and isinstance(x, bool)) for x in items):
-        raise bad_argument("%s holds values that are not %s" % (tok.text, kind.replace("_list", "s")))
-    return [float(x) for x in items] if kind == "float_list" else items
+        raise bad_argument("%s holds values that are not %s" % (tok.text[:60], kind.replace("_list", "s")))
+    if kind == "int_list":
+        for x in items:
+            check_int(x, str(x))
+    return [_float(x, tok.text) for x in items] if kind == "float_list" else items

@@ -13,14 +13,19 @@ from dataclasses import dataclass
 
 import torch
 
-from torchsh import protocol
+from torchsh import memory, protocol
 from torchsh.cli import bind, help as cli_help, parse, render
 from torchsh.cli import kinds
 from torchsh.cli.tokens import Token
 from torchsh.context import Context
-from torchsh.errors import TorchshError, from_torch_exception
+from torchsh.errors import TorchshError, from_torch_exception, raised_by_torch
 
 log = logging.getLogger("torchd")
+
+# One command-line word may hold at most this much (a JSON tensor literal, a path). Bigger data goes
+# through a file (`torch load`) or the JSON API's .npy upload; refusing early keeps a 1 MiB word from
+# costing a JSON parse, a binder pass and an error message that quotes it.
+MAX_WORD_BYTES = 256 * 1024
 
 
 @dataclass
@@ -41,10 +46,12 @@ class ExecRequest(Exception):
 
 
 def run_cli(app, request):
-    ctx = Context(app, request["cwd"], request["env"], request["stdin_is_tty"], request["stdin"])
+    ctx = Context(app, request["cwd"], request["env"], request["stdin_is_tty"], request["stdin"],
+                  peer_pid=request.get("peer_pid"))
     argv = request["argv"]
-    op_name = argv[0] if argv else None
+    op_name = argv[0][:60] if argv else None
     try:
+        _check_word_sizes(argv)
         if not argv or argv[0] in ("-h", "--help", "help"):
             return CliReply(stdout=cli_help.overview(app.table))
         if argv[0] in ("--version", "version"):
@@ -62,6 +69,14 @@ def run_cli(app, request):
         err = TorchshError("internal_error", "internal error", "the daemon log %s has the traceback" % app.log_path,
                            op=op_name)
         return CliReply(stderr=err.line() + "\n", exit=protocol.EXIT_INTERNAL)
+
+
+def _check_word_sizes(argv):
+    for i, word in enumerate(argv):
+        if len(word) > MAX_WORD_BYTES // 4 and len(word.encode(errors="surrogateescape")) > MAX_WORD_BYTES:
+            raise TorchshError("too_large", "word %d of the command line is %d bytes, over the %d KiB limit"
+                               % (i + 1, len(word.encode(errors="surrogateescape")), MAX_WORD_BYTES // 1024),
+                               "put bulk data in a file and `torch load` it (or POST an .npy to /v1/tensors)")
 
 
 def _run_op(ctx, op, fixed, words):
@@ -132,13 +147,26 @@ def invoke(ctx, op, binding, globals_=None):
         values = convert_all(ctx, binding)
         with _grad_mode(ctx, globals_):
             try:
+                budget = getattr(ctx.app, "memory", None)  # out_of_memory before allocating (torchsh.memory)
                 if op.verb:
+                    if budget is not None:
+                        budget.admit_verb(op, ctx, values)
                     return op.call(ctx, **values)
                 args, kwargs = _call_args(op, binding.overload, values, ctx)
+                if budget is not None:
+                    budget.admit(op, binding.overload, args, kwargs)
                 return op.call(*args, **kwargs)
             except TorchshError:
                 raise
-            except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
+            except MemoryError as e:
+                raise memory.allocation_failure(e) from None
+            except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError, AssertionError,
+                    ArithmeticError) as e:
+                if isinstance(e, (AssertionError, ArithmeticError)) and not raised_by_torch(e):
+                    raise  # our own assert or arithmetic failed: a bug, for run_cli's catch-all
+                oom = memory.allocation_failure(e)  # PyTorch's allocator error, a CUDA OOM
+                if oom is not None:
+                    raise oom from None
                 err = _explain(from_torch_exception(e), values)
                 usage = "usage: torch " + op.usage_line(binding.overload)  # the form that ran
                 err.hint = "%s; %s" % (err.hint, usage) if err.hint else usage

@@ -12,6 +12,11 @@ from torchsh.registry.handles import looks_like_handle
 _INT_RE = re.compile(r"^[+-]?\d+$")
 _FLOAT_RE = re.compile(r"^[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|nan|NaN|inf|Infinity)$")
 _NONFINITE = {"nan": "NaN", "NaN": "NaN", "inf": "Infinity", "Infinity": "Infinity"}
+# JSON deeper than this is refused as a whole: PyTorch tensors have at most a few dozen dimensions, and
+# Python's recursive encoders (json.dumps, torch.tensor) would otherwise hit the interpreter's limit.
+MAX_JSON_DEPTH = 100
+# An integer word longer than this is no int64 (19 digits); Python refuses int() of >4300 digits anyway.
+_MAX_INT_DIGITS = 64
 
 
 @dataclass
@@ -30,6 +35,8 @@ def from_word(word):
     if looks_like_handle(w):
         return Token("handle", w, word)
     if _INT_RE.match(w):
+        if len(w) > _MAX_INT_DIGITS:  # kinds.py names the range; here only keep int() cheap and legal
+            return Token("int", (-1 if w[0] == "-" else 1) * 10 ** _MAX_INT_DIGITS, word)
         return Token("int", int(w), word)
     if _FLOAT_RE.match(w):
         return Token("float", float(w.lstrip("+").replace("Infinity", "inf")), word)
@@ -70,5 +77,29 @@ def from_json(value, text=None):
 
 
 def loads(text):
-    """JSON with the non-finite tokens NaN, Infinity and -Infinity (as Python's json reads them)."""
-    return json.loads(text)
+    """JSON with the non-finite tokens NaN, Infinity and -Infinity (as Python's json reads them).
+
+    Raises ValueError for anything that is not JSON, including nesting deeper than MAX_JSON_DEPTH.
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested more than %d levels deep" % MAX_JSON_DEPTH) from None
+    _check_depth(value)
+    return value
+
+
+def _check_depth(value):
+    """Refuse nesting deeper than MAX_JSON_DEPTH, level by level without recursion (one pass over the items)."""
+    level = [value]
+    for _ in range(MAX_JSON_DEPTH):
+        nested = []
+        for v in level:
+            if isinstance(v, list):
+                nested.extend(x for x in v if isinstance(x, (list, dict)))
+            elif isinstance(v, dict):
+                nested.extend(x for x in v.values() if isinstance(x, (list, dict)))
+        if not nested:
+            return
+        level = nested
+    raise ValueError("JSON nested more than %d levels deep" % MAX_JSON_DEPTH)

@@ -1,3 +1,5 @@
+import sys
+
 from torchsh.daemon.main import main
 
-main()
+sys.exit(main())  # 1: refused an untrusted folder (the client reports it); 0: another torchd serves

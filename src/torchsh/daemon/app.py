@@ -2,8 +2,10 @@
 
 The tensor lock serializes every piece of tensor work (PyTorch state such as the RNG and grad
 mode is process-wide); status and the census read the registry under its own lock, so they answer
-while a long op runs.
+while a long op runs. The lock is FIFO-fair (a plain Lock lets a late request overtake ones that
+waited longer), and a request whose client left while it waited is dropped on acquiring it.
 """
+import collections
 import contextlib
 import os
 import threading
@@ -11,7 +13,7 @@ import time
 
 import torch
 
-from torchsh import __version__, protocol
+from torchsh import __version__, memory, protocol
 from torchsh.registry import Registry
 from torchsh.table import build_table
 
@@ -26,22 +28,31 @@ class App:
         self.ttl = ttl_seconds
         self.started = time.time()
         self._last_activity = time.monotonic()
-        self._lock = threading.Lock()
+        self._lock = FairLock()
         self.busy_since = None
         self.busy_op = None
         self.stop_event = threading.Event()
         self.restart_requested = False
         self.fastpath = None  # daemon.fastpath.FastPath when `torch init bash` enabled it
+        self.memory = memory.Budget.from_env()  # TORCHSH_MAX_MEMORY (torchd --max-memory sets it)
+        self.io_stats = None  # set by daemon.server: callable -> {"connections", "connection_limit", "queued", ...}
+        self.request_state = threading.local()  # .client_gone: callable set by the server around each request
 
     @contextlib.contextmanager
     def tensor_lock(self, op=None):
-        with self._lock:
+        with self._lock as waited:
+            gone = getattr(self.request_state, "client_gone", None) if waited else None
+            if gone is not None and gone():
+                raise Cancelled(op)
             self.busy_since, self.busy_op = time.monotonic(), op
             try:
                 yield
             finally:
                 self.busy_since = self.busy_op = None
                 self.touch()
+
+    def lock_waiters(self):
+        return self._lock.waiting()
 
     def touch(self):
         self._last_activity = time.monotonic()
@@ -69,3 +80,47 @@ class App:
 
     def pid(self):
         return os.getpid()
+
+
+class Cancelled(BaseException):
+    """The client left while its request waited for the tensor lock: nothing ran, nobody to answer.
+    A BaseException, like asyncio.CancelledError, so the handlers' `except Exception` nets that turn
+    failures into replies let it through to the server, which logs it and closes the connection."""
+
+
+class FairLock:
+    """A lock granted in arrival order: release hands it straight to the longest waiter."""
+
+    def __init__(self):
+        self._mutex = threading.Lock()
+        self._waiters = collections.deque()
+        self._held = False
+
+    def acquire(self):
+        """Returns True when it had to wait (the caller may check its request is still wanted)."""
+        self._mutex.acquire()
+        if not self._held:
+            self._held = True
+            self._mutex.release()
+            return False
+        turn = threading.Lock()
+        turn.acquire()
+        self._waiters.append(turn)
+        self._mutex.release()
+        turn.acquire()  # released by the holder before us; _held stays True through the hand-over
+        return True
+
+    def release(self):
+        with self._mutex:
+            if self._waiters:
+                self._waiters.popleft().release()
+            else:
+                self._held = False
+
+    def waiting(self):
+        return len(self._waiters)
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc):
+        self.release()

@@ -2,8 +2,11 @@
 
 Bash can open TCP connections itself (`/dev/tcp/127.0.0.1/PORT`) but not Unix sockets, so a shell
 function can run `torch …` with no process per command if the daemon also listens on a loopback
-port. This module is that listener. It serves one thing, POST /v1/cli, through the same dispatch as
-the Unix socket, and re-frames the reply so bash can read it with two `read -N` calls.
+port. This module is that listener's setup, token check and reply framing; the server's event loop
+(daemon/server.py) accepts and reads its connections, with the same limits and workers as the Unix
+socket. It serves one thing, POST /v1/cli, through the same dispatch, and re-frames the reply so
+bash can read it with two `read -N` calls. The token-bearing head must arrive within
+server.FAST_HEAD_S (5 s) of the connection; idle connections never hold a worker.
 
 Security model (docs/fast-path.md): the port is bound to 127.0.0.1 only; a file in the private
 runtime folder (mode 0600, folder 0700) holds "PORT CLIENT_TOKEN SERVER_TOKEN". Every request must
@@ -27,18 +30,13 @@ import os
 import secrets
 import socket
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from torchsh import protocol
-from torchsh.daemon import http
 
 log = logging.getLogger("torchd")
 TOKEN_HEADER = b"torchsh-token:"
-MAX_BODY = 64 << 20        # argv and stdin handles only; bulk data goes through the Unix socket
-READ_TIMEOUT_S = 30.0      # a connection that does not finish its request in time is dropped
-WORKERS = 16
 ENV_FLAG = "TORCHSH_FASTPATH"  # in torchd's environment or a command's: turn the fast path on
 
 REFUSED = (b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 25\r\n"
@@ -75,12 +73,10 @@ class FastPath:
         self.server_token = secrets.token_hex(protocol.FAST_TOKEN_LEN // 2).encode()
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.bind(("127.0.0.1", 0))  # loopback only: no other machine can connect
-        self.listener.listen(64)
+        self.listener.listen(128)
         self.port = self.listener.getsockname()[1]
         self.path = token_file(app)
         _write_private(self.path, b"%d %s %s\n" % (self.port, self.client_token, self.server_token))
-        self.pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="torchd-fast")
-        threading.Thread(target=self._accept, name="torchd-fast-accept", daemon=True).start()
         log.info("fast path on 127.0.0.1:%d (token file %s)", self.port, self.path)
 
     def close(self):
@@ -95,58 +91,14 @@ class FastPath:
             except OSError:
                 pass
 
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return  # closed at daemon stop
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn.settimeout(READ_TIMEOUT_S)
-            self.pool.submit(self._serve, conn)
-
-    def _serve(self, conn):
-        """One request per connection: check the token, run the command, reply, close."""
-        try:
-            request = self._read_request(conn)
-            if request is None:
-                return
-            if request.method != "POST" or request.path != protocol.CLI_PATH:
-                conn.sendall(NOT_FOUND)
-                return
-            from torchsh.daemon.routes import dispatch  # routes imports the whole CLI; fastpath stays light
-            self.app.touch()
-            conn.sendall(self.reply_for_bash(dispatch(self.app, request)))
-        except (OSError, http.HTTPError):
-            pass  # the peer left, idled out or sent garbage: nothing was run, nothing to tell
-        except Exception:
-            log.exception("fast path: internal error")
-        finally:
-            conn.close()
-
-    def _read_request(self, conn):
-        buf = bytearray()
-        while (end := buf.find(b"\r\n\r\n")) < 0:
-            if len(buf) > http.MAX_HEAD:
-                return None
-            chunk = _recv(conn, 65536)
-            if not chunk:
-                return None
-            buf += chunk
-        head = bytes(buf[:end])
+    def check_head(self, head):
+        """The server's loop calls this with a request head: None when the token is wrong or missing
+        (answer REFUSED and close), else the bytes to send before the body (a 100 Continue, or b"")."""
         if not self.authorized(head):  # before the body is read or anything is parsed
-            conn.sendall(REFUSED)
             return None
         if b"\r\nexpect: 100-continue" in head.lower():  # the caller waits for proof before sending argv
-            conn.sendall((protocol.FAST_CONTINUE % self.server_token.decode()).encode())
-        while True:
-            parsed = http.parse_request(buf, MAX_BODY)
-            if parsed is not None:
-                return parsed[0]
-            chunk = _recv(conn, 1 << 20)
-            if not chunk:
-                return None
-            buf += chunk
+            return (protocol.FAST_CONTINUE % self.server_token.decode()).encode()
+        return b""
 
     def authorized(self, head):
         for line in head.split(b"\r\n")[1:]:
@@ -176,12 +128,11 @@ class FastPath:
         return head.encode() + body
 
 
-def _recv(conn, size):
-    """recv, acknowledging at once. Bash writes a request line by line and cannot turn Nagle off, so
-    each small write waits for the previous one's ACK; a delayed ACK would cost 40 ms per command."""
+def quickack(conn):
+    """Call before each recv: acknowledge at once. Bash writes a request line by line and cannot turn
+    Nagle off, so each small write waits for the previous one's ACK; a delayed ACK costs 40 ms."""
     if _QUICKACK is not None:
         conn.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)  # not sticky: set before every recv
-    return conn.recv(size)
 
 
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux

@@ -2,6 +2,9 @@
 
 Enough of RFC 9112 for a private socket: Content-Length bodies (no chunked requests), keep-alive
 by default, `Connection: close` honoured. Shaped after h11: the server owns the I/O.
+Strict where leniency lets two parsers disagree on where a request ends (request smuggling):
+Content-Length is plain digits and said once; the head (request line, headers and the blank line
+that ends them) is at most MAX_HEAD bytes, exactly.
 """
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
@@ -14,7 +17,12 @@ REASONS = {200: "OK", 204: "No Content", 400: "Bad Request", 403: "Forbidden", 4
 
 
 class HTTPError(Exception):
-    """The bytes are not an HTTP request we can serve; the connection must close."""
+    """The bytes are not an HTTP request we can serve; the connection must close.
+    code: a protocol.ERRORS code (bad_request, or too_large for a head or body over its limit)."""
+
+    def __init__(self, message, code="bad_request"):
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass
@@ -23,6 +31,8 @@ class Request:
     target: str
     headers: dict
     body: bytes = b""
+    peer_pid: int = None  # SO_PEERCRED of a Unix-socket connection; None on the fast path (TCP)
+    peer_uid: int = None
 
     @property
     def path(self):
@@ -56,10 +66,10 @@ class Response:
 
 def parse_request(buf, max_body):
     """Return (Request, bytes consumed) if buf holds a whole request, else None."""
-    end = buf.find(b"\r\n\r\n")
+    end = buf.find(b"\r\n\r\n", 0, MAX_HEAD)
     if end < 0:
-        if len(buf) > MAX_HEAD:
-            raise HTTPError("request head too large")
+        if len(buf) >= MAX_HEAD:  # even one more byte could not end a head within the limit
+            raise HTTPError("request head over %d bytes" % MAX_HEAD, "too_large")
         return None
     head = buf[:end].decode("latin-1").split("\r\n")
     try:
@@ -73,15 +83,18 @@ def parse_request(buf, max_body):
         name, sep, value = line.partition(":")
         if not sep:
             raise HTTPError("malformed header line")
-        headers[name.strip().lower()] = value.strip()
+        name = name.strip().lower()
+        if name == "content-length" and name in headers:
+            raise HTTPError("Content-Length given twice")
+        headers[name] = value.strip(" \t")  # RFC 9110 optional whitespace: space and tab, nothing else
     if "chunked" in headers.get("transfer-encoding", "").lower():
         raise HTTPError("chunked request bodies are not supported; send Content-Length")
-    try:
-        length = int(headers.get("content-length", "0"))
-    except ValueError:
-        raise HTTPError("bad Content-Length") from None
-    if length < 0 or length > max_body:
-        raise HTTPError("body of %d bytes is over the %d-byte limit" % (length, max_body))
+    text = headers.get("content-length", "0")
+    if not (text.isdigit() and text.isascii()):  # int() would take "+5", " 5", "5_0", "٥"
+        raise HTTPError("bad Content-Length %r: plain digits only" % text[:20])
+    length = int(text) if len(text) <= 18 else max_body + 1  # int() refuses over 4,300 digits
+    if length > max_body:
+        raise HTTPError("body of %d bytes is over the %d-byte limit" % (length, max_body), "too_large")
     start = end + 4
     if len(buf) - start < length:
         return None

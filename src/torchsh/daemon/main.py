@@ -1,7 +1,9 @@
 """`torchd`: take the start lock, build the table, bind the private socket, serve, exit cleanly.
 
 Run by the client's auto-start (detached, output to torchd.log) or by hand in the foreground.
-Exit 0 when another daemon already serves the socket: that is the race's expected loser.
+Exit 0 when another daemon already serves the socket: that is the race's expected loser. Exit 1,
+with the reason in the log, when the socket's folder, lock or socket path is not ours and private
+(lifecycle.Untrusted). The log handler rotates torchd.log past $TORCHSH_LOG_MAX_BYTES (10 MiB).
 """
 import argparse
 import gc
@@ -19,21 +21,37 @@ def main(argv=None):
     parser.add_argument("--socket", default=None, help="Unix socket path (default: $TORCHSH_SOCKET or the runtime dir)")
     parser.add_argument("--ttl", default=os.environ.get("TORCHSH_TTL", "1h"),
                         help="idle time before exiting: 90s, 30m, 2h, none (default: $TORCHSH_TTL or 1h)")
+    parser.add_argument("--max-memory", default=os.environ.get("TORCHSH_MAX_MEMORY"),
+                        help="memory budget: 512M, 2G, 50%%, none (default: $TORCHSH_MAX_MEMORY or 50%% of "
+                             "min(RAM, cgroup limit)); an op whose output would not fit is refused")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s torchd[%(process)d] %(levelname)s %(message)s")
-    log = logging.getLogger("torchd")
+    if args.max_memory is not None:
+        from torchsh.memory import parse_size
+        try:
+            parse_size(args.max_memory, 1)
+        except ValueError as e:
+            parser.error(str(e))
+        os.environ["TORCHSH_MAX_MEMORY"] = args.max_memory  # App reads it; a restart (execv) keeps it
     from torchsh.daemon import lifecycle
+    sock = protocol.socket_path(args.socket)
+    handler = lifecycle.RotatingLog(protocol.sibling(sock, ".log"),
+                                    int(os.environ.get("TORCHSH_LOG_MAX_BYTES") or lifecycle.LOG_MAX_BYTES))
+    handler.setFormatter(logging.Formatter("%(asctime)s torchd[%(process)d] %(levelname)s %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    log = logging.getLogger("torchd")
     try:
         ttl = lifecycle.parse_ttl(args.ttl)
     except ValueError as e:
         parser.error(str(e))
-    sock = protocol.socket_path(args.socket)
-    lifecycle.ensure_private_dir(os.path.dirname(sock) or ".")
     try:
+        lifecycle.ensure_private_dir(protocol.socket_folder(sock))
         lock_fd = lifecycle.take_start_lock(sock)
     except lifecycle.AlreadyServing as e:
         log.info("%s; exiting", e)
         return 0
+    except (lifecycle.Untrusted, OSError) as e:  # refuse a folder or lock another user could have planted
+        log.error("refusing to serve %s: %s", sock, e)
+        return 1
     t0 = time.perf_counter()
     from torchsh.daemon.app import App
     from torchsh.daemon.server import Server
@@ -44,6 +62,9 @@ def main(argv=None):
     except lifecycle.AlreadyServing as e:
         log.info("%s; exiting", e)
         return 0
+    except lifecycle.Untrusted as e:
+        log.error("refusing to serve %s: %s", sock, e)
+        return 1
     log.info("serving %s (epoch %s, %d ops, table %.0f ms, ready in %.2fs)", sock, app.registry.epoch,
              len(app.table), app.table_seconds * 1000, time.perf_counter() - t0)
     server = Server(app, listener)
@@ -53,17 +74,18 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda *_: app.request_stop())
     signal.signal(signal.SIGINT, lambda *_: app.request_stop())
     try:
-        server.serve()
+        server.serve()  # returns once stopped and the requests in flight are answered (grace period)
     finally:
         fastpath.disable(app)  # remove the token file: a stale port must not look alive
-        _unlink_quietly(sock)
+        if server.watch.ours():  # never unlink a file that replaced our socket
+            _unlink_quietly(sock)
         server.close()
         os.close(lock_fd)
     if app.restart_requested:
         log.info("restarting")
         os.execv(sys.executable, [sys.executable, "-m", "torchsh.daemon", "--socket", sock, "--ttl", args.ttl])
     log.info("stopped")
-    os._exit(0)  # worker threads may be parked in recv() on idle keep-alive connections
+    os._exit(0)  # a request still running past the grace period must not hold the exit
 
 
 def _unlink_quietly(sock):

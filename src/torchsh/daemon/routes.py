@@ -2,6 +2,8 @@
 
 Handlers are named method+noun (moby's habit) and live in cli/ (the CLI face) and api/ (the JSON
 face). Any exception a handler lets through becomes a JSON error here; the daemon lives on.
+`lockfree` sorts requests before they take a worker: those that never wait for the tensor lock
+(status, census, free, daemon stop, ...) have workers of their own, so they answer behind any queue.
 """
 import json
 import logging
@@ -22,6 +24,7 @@ def post_cli(app, request, params):
         fields = protocol.decode_cli_request(request.body)
     except ValueError as e:
         raise TorchshError("bad_request", str(e))
+    fields["peer_pid"] = getattr(request, "peer_pid", None)  # owner of a `scope -- CMD` (SO_PEERCRED)
     if app.fastpath is None and fields["env"].get("TORCHSH_FASTPATH"):  # the bash function's fallback asks
         from torchsh.daemon import fastpath
         fastpath.enable(app)
@@ -70,8 +73,36 @@ def dispatch(app, request):
             log.error("internal error on %s %s\n%s", request.method, path, traceback.format_exc())
             return error_response(TorchshError("internal_error", "internal error", "see %s" % app.log_path))
     if allowed:
-        return error_response(TorchshError("bad_request", "%s takes %s" % (path, "/".join(allowed))), 405)
+        response = error_response(TorchshError("bad_request", "%s takes %s" % (path, "/".join(allowed))), 405)
+        response.headers["Allow"] = ", ".join(allowed)  # RFC 9110: a 405 says what the resource takes
+        return response
     return error_response(TorchshError("not_found", "no endpoint %s %s" % (request.method, path)))
+
+
+_LOCKFREE_GETS = {"/v1/status", "/v1/tensors", "/v1/ops", "/v1/openapi.json"}
+
+
+def lockfree(app, request):
+    """True when the request never takes the tensor lock: the op's own `lockfree` flag, which is what
+    cli/run.invoke goes by, or an endpoint that only reads metadata. In doubt, False (a tensor worker)."""
+    method, path = request.method, request.path
+    try:
+        if method == "GET":
+            return path in _LOCKFREE_GETS or path.startswith("/v1/ops/")
+        if method == "DELETE":
+            return True  # free one object: the registry has its own lock
+        if method != "POST":
+            return False
+        if path == protocol.CLI_PATH:
+            argv = [w.decode(errors="surrogateescape") for w in request.body.split(b"\0")[6:]]
+            op = app.table.resolve(argv)[0] if argv else None
+        elif path.startswith("/v1/ops/"):
+            op = app.table.lookup(path[len("/v1/ops/"):])[0]
+        else:
+            return False
+        return bool(op is not None and op.extra.get("lockfree"))
+    except Exception:  # unknown op, bad body: the handler will say so; it never needs the lock for that
+        return False
 
 
 def error_response(err, status=None):

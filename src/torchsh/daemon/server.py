@@ -1,102 +1,419 @@
-"""Accept loop and worker pool. Connections are served concurrently, requests on one connection
-in order (HTTP/1.1 keep-alive); tensor work serializes on App.tensor_lock inside the handlers.
+"""The daemon's I/O: one event-loop thread owns every socket while a request arrives; whole requests
+go to worker threads; tensor work serializes on App.tensor_lock inside the handlers.
 
-A pool of reused threads, not a thread per connection: starting a thread costs more than a whole
-small op. A bad request closes its connection with a 400 and never reaches the accept loop.
+Why a loop: a thread per connection lets idle or slow connections occupy every thread, and starting
+threads under load fails (`can't start new thread`) and killed the daemon. Here an idle connection
+costs a file descriptor and a buffer, and the worker threads are all started up front.
+
+Limits (docs/security.md), per connection:
+  - CONNECTION_LIMIT open Unix-socket connections (FAST_CONNECTION_LIMIT on the fast path); one more
+    is answered 503 `overloaded` and closed. Out of file descriptors (EMFILE), the same.
+  - REQUEST_S to deliver a whole request once its first byte arrived (a body that keeps arriving in
+    64 KiB pieces earns more time); then 408 `request_timeout` and closed. A slow drip is cut here.
+  - IDLE_S without a request (before the first one, or between kept-alive ones): closed quietly.
+  - FAST_HEAD_S for the fast path's token-bearing head, counted from accept.
+  - SEND_S for a client to take its reply (SO_SNDTIMEO): a client that stops reading is dropped.
+Unix-socket peers of another uid are refused (403 `forbidden`, logged): PostgreSQL's peer rule.
+
+Two worker pools, chosen before a request waits anywhere (routes.lockfree): requests that never take
+the tensor lock (status, census, free, daemon stop) have their own, so they answer behind any queue of
+tensor work; the tensor pool feeds the FIFO tensor lock. A request whose client left while it waited
+for the lock is dropped unrun (App.Cancelled). Stopping (daemon stop, SIGTERM, TTL): new connections
+get 503, idle ones close, requests already taken finish (GRACE_S at most) and get their answers.
 """
+import errno
 import logging
+import os
+import queue
+import selectors
 import socket
 import struct
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
 
+from torchsh import protocol
 from torchsh.daemon import http
-from torchsh.daemon.routes import dispatch
+from torchsh.daemon.app import Cancelled
+from torchsh.daemon.conn import Conn, error_bytes, refuse_now
+from torchsh.daemon.fastpath import NOT_FOUND, REFUSED, quickack
+from torchsh.daemon.routes import dispatch, lockfree
+from torchsh.daemon.watch import SocketWatch
 
 log = logging.getLogger("torchd")
 MAX_BODY = 4 << 30          # 4 GiB: bulk .npy uploads
-IDLE_CONNECTION_S = 600.0   # a kept-alive connection with no request for this long is closed
-WORKERS = 64
+FAST_MAX_BODY = 64 << 20    # argv and stdin handles only; bulk data goes through the Unix socket
+CONNECTION_LIMIT = 1024
+FAST_CONNECTION_LIMIT = 256
+REQUEST_S = 30.0
+IDLE_S = 600.0
+FAST_HEAD_S = 5.0
+SEND_S = 30.0
+GRACE_S = 10.0
+DRAIN_S, DRAIN_LIMIT = 1.0, 64  # a refused connection is read (and dropped) this long; this many at once
+LINGER_S = 0.002           # a worker waits this long for a kept-alive connection's next request
+TICK_S = 0.5                # deadlines, the socket file and the TTL are checked this often
+QUICK_WORKERS, TENSOR_WORKERS = 4, 8  # started up front; tensor work runs one at a time anyway
 
 
 class Server:
     def __init__(self, app, listener):
         self.app = app
+        self.uid = os.getuid()
+        self.sel = selectors.DefaultSelector()
+        self.reading = {}           # fd -> Conn the loop is reading a request from
+        self.draining = {}          # fd -> (socket, deadline): refused, reading what the client still sends
+        self.open = {False: 0, True: 0}   # open connections, Unix socket (False) and fast path (True)
+        self.busy = 0               # connections a worker holds
+        self.stopping_at = None     # monotonic deadline of the grace period once stopping
+        self.fast_listener = None
+        self._returned = queue.SimpleQueue()   # (conn, keep) handed back by workers
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._spare_fd = _open_spare()
+        self._last_shed_log = 0.0
         self.listener = listener
-        self.pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="torchd-conn")
-        self._conns = set()
-        self._conns_lock = threading.Lock()
+        self.watch = SocketWatch(app.socket_path)
+        self.quick = _Pool("torchd-quick", QUICK_WORKERS, self._work)
+        self.tensor = _Pool("torchd-tensor", TENSOR_WORKERS, self._work)
+        app.io_stats = self.stats
 
+    def stats(self):
+        return {"connections": self.open[False], "connection_limit": CONNECTION_LIMIT,
+                "fast_connections": self.open[True], "fast_connection_limit": FAST_CONNECTION_LIMIT,
+                "in_flight": self.busy, "queued": self.tensor.queue.qsize() + self.app.lock_waiters(),
+                "timeouts_s": {"request": REQUEST_S, "idle": IDLE_S, "fast_head": FAST_HEAD_S}}
+
+    # ---- the loop (one thread: the daemon's main thread)
     def serve(self):
-        """Accept until stop is requested or the idle TTL runs out."""
-        self.listener.settimeout(0.5)
-        while not self.app.stop_event.is_set():
-            if self.app.expired():
-                log.info("idle for %.0fs (ttl): exiting", self.app.idle_seconds())
-                break
-            try:
-                conn, _ = self.listener.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                if self.app.stop_event.is_set():
-                    break
-                raise
-            _idle_timeout(conn, IDLE_CONNECTION_S)
-            self.pool.submit(self._serve_connection, conn)
-        self.listener.close()
+        """Serve until stopped (daemon stop, SIGTERM, TTL) and the grace period is over."""
+        self._listen(self.listener, fast=False)
+        self.sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        next_tick = 0.0
+        while True:
+            if self.app.stop_event.is_set() and self.stopping_at is None:
+                self._begin_stop()
+            if self.stopping_at is not None and (self.busy == 0 or time.monotonic() > self.stopping_at):
+                return
+            if self.fast_listener is None and self.app.fastpath is not None and self.stopping_at is None:
+                self.fast_listener = self.app.fastpath.listener
+                self._listen(self.fast_listener, fast=True)
+            for key, _ in self.sel.select(TICK_S):
+                try:
+                    self._event(key)
+                except Exception:  # MemoryError on a buffer, a bug: lose that connection, never the daemon
+                    log.exception("server loop")
+                    if isinstance(key.data, Conn):
+                        self._close(key.data)
+            now = time.monotonic()
+            if now >= next_tick:
+                next_tick = now + TICK_S
+                self._tick(now)
 
-    def _serve_connection(self, conn):
-        with self._conns_lock:
-            self._conns.add(conn)
-        buf = bytearray()
-        try:
-            while True:
-                parsed = http.parse_request(buf, MAX_BODY)
-                if parsed is None:
-                    # A small request fits in 64 KiB; asking for 1 MiB up front costs an mmap per recv.
-                    chunk = conn.recv(1 << 20 if len(buf) >= 1 << 16 else 1 << 16)
-                    if not chunk:
-                        return
-                    buf += chunk
-                    continue
-                request, used = parsed
-                del buf[:used]
-                self.app.touch()
-                response = dispatch(self.app, request)
-                conn.sendall(response.to_bytes(request.keep_alive))
-                if not request.keep_alive:
+    def _listen(self, listener, fast):
+        listener.listen(1024)  # a burst of connects waits in the backlog, not in ECONNREFUSED/EAGAIN
+        listener.setblocking(False)
+        self.sel.register(listener, selectors.EVENT_READ, "fast" if fast else "unix")
+
+    def _event(self, key):
+        if key.data == "wake":
+            while os.read(self._wake_r, 4096) == 4096:
+                pass
+            while not self._returned.empty():
+                self._taken_back(*self._returned.get())
+        elif key.data in ("unix", "fast"):
+            self._accept(key.fileobj, key.data == "fast")
+        elif key.data == "drain":
+            self._drain(key.fileobj)
+        else:
+            self._readable(key.data)
+
+    def _tick(self, now):
+        for sock, deadline in [v for v in self.draining.values() if now >= v[1]]:
+            self._drain(sock, force=True)
+        for conn in [c for c in self.reading.values() if now >= c.deadline]:
+            if conn.buf and conn.authorized:  # a request had begun: say why it is cut
+                self._refuse(conn, error_bytes("request_timeout", "the request did not arrive within %gs" % REQUEST_S))
+            else:
+                self._close(conn)
+        if self.stopping_at is not None:
+            return
+        if self.app.expired():
+            log.info("idle for %.0fs (ttl): exiting", self.app.idle_seconds())
+            self.app.request_stop()
+        new = self.watch.check()
+        if new is False:
+            self.app.request_stop()
+        elif new is not None:
+            self.sel.unregister(self.listener)
+            self.listener.close()
+            self.listener = new
+            self._listen(new, fast=False)
+
+    def _begin_stop(self):
+        """Answer what was taken; take nothing new. New connections get 503 until the grace ends."""
+        self.stopping_at = time.monotonic() + GRACE_S
+        log.info("stopping: %d request(s) in flight, up to %gs to finish", self.busy, GRACE_S)
+        for conn in list(self.reading.values()):
+            self._close(conn)
+
+    # ---- accepting
+    def _accept(self, listener, fast):
+        for _ in range(64):  # a bounded batch: reads and timeouts get their turn under a flood
+            try:
+                sock, _ = listener.accept()
+            except BlockingIOError:
+                return
+            except OSError as e:
+                if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    self._shed(listener, e)
                     return
+                if e.errno in (errno.ECONNABORTED, errno.EINTR, errno.EPROTO):
+                    continue
+                raise
+            try:
+                self._admit(sock, fast)
+            except (OSError, MemoryError) as e:
+                log.warning("dropped a new connection: %s", e)
+                sock.close()
+
+    def _admit(self, sock, fast):
+        if self.stopping_at is not None:
+            return self._refuse_sock(sock, error_bytes("overloaded", "the daemon is stopping", "retry in a moment"))
+        if self.open[fast] >= (FAST_CONNECTION_LIMIT if fast else CONNECTION_LIMIT):
+            return self._refuse_sock(sock, b"" if fast else error_bytes(
+                "overloaded", "%d connections are open, the limit" % CONNECTION_LIMIT, "retry shortly"))
+        pid = uid = None
+        if fast:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        else:
+            pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+            if uid != self.uid:
+                log.warning("refused a connection from uid %d (pid %d): this daemon serves uid %d only",
+                            uid, pid, self.uid)
+                return self._refuse_sock(sock, error_bytes("forbidden", "this daemon serves uid %d only" % self.uid))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", int(SEND_S), 0))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, int(LINGER_S * 1e6)))
+        now = time.monotonic()
+        conn = Conn(sock, fast, now + (FAST_HEAD_S if fast else IDLE_S), pid, uid)
+        self.open[fast] += 1
+        self.reading[sock.fileno()] = conn
+        self.sel.register(sock, selectors.EVENT_READ, conn)
+
+    def _shed(self, listener, err):
+        """Out of descriptors: free the spare one, accept and refuse, so the backlog does not spin us."""
+        if time.monotonic() - self._last_shed_log > 1.0:
+            self._last_shed_log = time.monotonic()
+            log.warning("accept failed (%s): refusing connections until descriptors free up", err)
+        if self._spare_fd is not None:
+            os.close(self._spare_fd)
+            self._spare_fd = None
+        try:
+            sock, _ = listener.accept()
+            refuse_now(sock, error_bytes("overloaded", "the daemon is out of file descriptors", "retry shortly"))
+        except OSError:
+            time.sleep(0.01)  # nothing to do but not spin at full speed
+        self._spare_fd = _open_spare()
+
+    # ---- reading a request
+    def _readable(self, conn):
+        try:
+            if conn.fast:
+                quickack(conn.sock)
+            chunk = conn.sock.recv(1 << 20 if len(conn.buf) >= 1 << 16 else 1 << 16, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return self._close(conn)
+        if conn.authorized and (not conn.buf or len(chunk) >= 1 << 16):
+            conn.deadline = time.monotonic() + REQUEST_S  # the clock starts at a request's first byte
+        conn.buf += chunk
+        self._parse(conn)
+
+    def _parse(self, conn):
+        try:
+            if not conn.authorized and not self._fast_gate(conn):
+                return
+            parsed = http.parse_request(conn.buf, FAST_MAX_BODY if conn.fast else MAX_BODY)
         except http.HTTPError as e:
-            body = ('{"error":{"code":"bad_request","message":"%s"}}' % str(e).replace('"', "'")).encode()
-            _send_quietly(conn, http.Response(400, body).to_bytes(keep_alive=False))
-        except (OSError, socket.timeout):
-            pass  # the peer went away or idled out; nothing to tell it
-        finally:
-            with self._conns_lock:
-                self._conns.discard(conn)
-            conn.close()
+            json_body = not conn.buf.startswith(b"POST %s " % protocol.CLI_PATH.encode())
+            return self._refuse(conn, b"" if conn.fast else error_bytes(e.code, str(e), json_body=json_body))
+        if parsed is None:
+            return
+        request, used = parsed
+        del conn.buf[:used]
+        request.peer_pid, request.peer_uid = conn.peer_pid, conn.peer_uid
+        if conn.fast and (request.method != "POST" or request.path != protocol.CLI_PATH):
+            return self._refuse(conn, NOT_FOUND)
+        self.sel.unregister(conn.sock)
+        del self.reading[conn.sock.fileno()]
+        self.busy += 1
+        (self.quick if lockfree(self.app, request) else self.tensor).queue.put((conn, request))
+
+    def _fast_gate(self, conn):
+        """The fast path's token is checked on the head alone, before any body is read."""
+        end = conn.buf.find(b"\r\n\r\n", 0, http.MAX_HEAD)
+        if end < 0:
+            if len(conn.buf) >= http.MAX_HEAD:
+                self._close(conn)
+            return False
+        fastpath = self.app.fastpath
+        reply = fastpath.check_head(bytes(conn.buf[:end])) if fastpath is not None else None
+        if reply is None:
+            self._refuse(conn, REFUSED)
+            return False
+        if reply:
+            conn.sock.send(reply, socket.MSG_DONTWAIT)  # a 100 Continue: far less than a socket buffer
+        conn.authorized = True
+        conn.deadline = time.monotonic() + REQUEST_S
+        return True
+
+    # ---- connections coming back from workers, and closing
+    def _taken_back(self, conn, keep):
+        self.busy -= 1
+        if not keep or self.stopping_at is not None:
+            return self._close(conn, registered=False)
+        conn.deadline = time.monotonic() + IDLE_S
+        self.reading[conn.sock.fileno()] = conn
+        self.sel.register(conn.sock, selectors.EVENT_READ, conn)
+        if conn.buf:  # a pipelined request already here
+            conn.deadline = time.monotonic() + REQUEST_S
+            self._parse(conn)
+
+    def _refuse(self, conn, data):
+        if self.reading.pop(conn.sock.fileno(), None) is not None:
+            self.sel.unregister(conn.sock)
+        self.open[conn.fast] -= 1
+        self._refuse_sock(conn.sock, data)
+
+    def _refuse_sock(self, sock, data):
+        """Send a last reply and half-close, then read and drop what the client still sends for up to
+        DRAIN_S: closing at once would fail its write (EPIPE) before it could read the reply."""
+        try:
+            if data:
+                sock.send(data, socket.MSG_DONTWAIT)
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            return sock.close()
+        if len(self.draining) >= DRAIN_LIMIT:
+            return sock.close()
+        self.draining[sock.fileno()] = (sock, time.monotonic() + DRAIN_S)
+        self.sel.register(sock, selectors.EVENT_READ, "drain")
+
+    def _drain(self, sock, force=False):
+        try:
+            more = not force and sock.recv(1 << 16, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
+        except OSError:
+            more = False
+        if not more:
+            self.sel.unregister(sock)
+            del self.draining[sock.fileno()]
+            sock.close()
+
+    def _close(self, conn, registered=True):
+        if registered and self.reading.pop(conn.sock.fileno(), None) is not None:
+            self.sel.unregister(conn.sock)
+        self.open[conn.fast] -= 1
+        conn.sock.close()
 
     def close(self):
-        with self._conns_lock:
-            for c in list(self._conns):
-                try:
-                    c.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        """After serve(): close the listener and the loop's own descriptors."""
+        self.listener.close()
+        self.quick.stop()
+        self.tensor.stop()
+
+    # ---- workers
+    def _work(self, conn, request, pool):
+        """Worker thread: answer, then linger for the connection's next request and answer it here
+        too; hand the connection back to the loop when it goes quiet."""
+        keep = False
+        state = self.app.request_state
+        state.client_gone = conn.client_gone  # asked by App.tensor_lock after a wait
+        try:
+            while True:
+                keep = self._answer(conn, request)
+                request = self._next_request(conn) if keep else None
+                if request is None:
+                    break
+                if pool is self.quick and not lockfree(self.app, request):
+                    self.tensor.queue.put((conn, request))  # a quick worker never waits for the tensor lock
+                    return
+        except Exception:  # a bug here must not lose the connection's slot or the worker
+            log.exception("worker")
+            keep = False
+        finally:
+            state.client_gone = None
+        self._returned.put((conn, keep))
+        try:
+            os.write(self._wake_w, b"x")
+        except BlockingIOError:
+            pass  # the pipe is full of wake-ups already
+
+    def _answer(self, conn, request):
+        """Run one request and send its reply. True when the connection stays open for another."""
+        try:
+            self.app.touch()
+            response = dispatch(self.app, request)
+            if conn.fast:
+                conn.sock.sendall(self.app.fastpath.reply_for_bash(response))
+                return False
+            keep = request.keep_alive and self.stopping_at is None
+            conn.sock.sendall(response.to_bytes(keep))
+            return keep
+        except Cancelled:
+            log.info("dropped %s %s (peer pid %s): its client left while it waited for the tensor lock",
+                     request.method, request.path, conn.peer_pid)
+        except OSError:
+            pass  # the client left, or stopped reading for SEND_S
+        except Exception:  # MemoryError building a reply, a bug: this request fails, the daemon lives
+            log.exception("worker: %s %s", request.method, request.path)
+        return False
+
+    def _next_request(self, conn):
+        """The next request if it arrives whole within LINGER_S. A client in a loop sends it within
+        microseconds; handing every request through the loop thread would cost two thread switches.
+        Anything else (nothing yet, a partial or bad request) goes back to the loop with the bytes."""
+        try:
+            if not conn.buf:
+                chunk = conn.sock.recv(1 << 16)  # blocking, for SO_RCVTIMEO = LINGER_S at most
+                if not chunk:
+                    return None  # EOF: the loop closes it
+                conn.buf += chunk
+            parsed = http.parse_request(conn.buf, MAX_BODY)
+        except (OSError, http.HTTPError):  # BlockingIOError when LINGER_S passed
+            return None
+        if parsed is None:
+            return None
+        request, used = parsed
+        del conn.buf[:used]
+        request.peer_pid, request.peer_uid = conn.peer_pid, conn.peer_uid
+        return request
 
 
-def _idle_timeout(conn, seconds):
-    """Drop a connection idle this long, timed by the kernel (SO_RCVTIMEO/SO_SNDTIMEO): the socket stays
-    blocking, so a kept-alive request costs no extra poll() per recv as with Python's settimeout."""
-    timeval = struct.pack("ll", int(seconds), 0)
-    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
-    conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
+class _Pool:
+    """Worker threads started up front: no thread is ever started while serving."""
+
+    def __init__(self, name, size, work):
+        self.queue = queue.SimpleQueue()  # FIFO: with the FIFO lock, tensor requests run in arrival order
+        self.work = work
+        self.threads = [threading.Thread(target=self._run, name="%s-%d" % (name, i), daemon=True)
+                        for i in range(size)]
+        for t in self.threads:
+            t.start()
+
+    def _run(self):
+        while (item := self.queue.get()) is not None:
+            self.work(*item, self)
+
+    def stop(self):
+        for _ in self.threads:
+            self.queue.put(None)
 
 
-def _send_quietly(conn, data):
+def _open_spare():
     try:
-        conn.sendall(data)
+        return os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        pass
+        return None

@@ -1,28 +1,55 @@
-"""The status record behind `torch daemon status` and GET /v1/status. Lock-free."""
+"""The status record behind `torch daemon status` and GET /v1/status. Lock-free.
+
+Memory: rss (what the OOM killer counts) against the budget (torchsh.memory), and the bytes behind
+handles (what `torch free` can give back). Connections and the queue come from the server's
+io_stats when it has set them; the running op and its age from the tensor lock's bookkeeping.
+"""
+import logging
 import os
 import time
 
 import torch
 
+from torchsh import memory
 from torchsh.daemon.lifecycle import format_duration
 from torchsh.registry.census import bytes_held
+
+log = logging.getLogger("torchd")
 
 
 def rss_bytes():
     """Resident memory of the whole daemon: registry objects, autograd graphs, caches, PyTorch itself."""
+    return memory.rss_bytes()
+
+
+def _bytes_held(app):
     try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        import resource
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return bytes_held(app.registry)
+    except Exception:  # status must answer whatever the registry holds (a lazy module, a sparse tensor)
+        log.exception("bytes_held failed")
+        return None
+
+
+def _io(app):
+    stats = getattr(app, "io_stats", None)
+    if stats is None:
+        return {}
+    try:
+        return dict(stats())
+    except Exception:
+        log.exception("io_stats failed")
+        return {}
 
 
 def status_dict(app):
     busy = None
-    if app.busy_since is not None:
-        busy = {"op": app.busy_op, "for_s": round(time.monotonic() - app.busy_since, 3)}
+    busy_since, busy_op = app.busy_since, app.busy_op  # read once: the lock holder may clear them meanwhile
+    if busy_since is not None:
+        busy = {"op": busy_op, "for_s": round(time.monotonic() - busy_since, 3)}
     remaining = app.remaining_seconds()
+    budget = getattr(app, "memory", None)
+    rss = rss_bytes()
+    io = _io(app)
     return {
         "pid": os.getpid(),
         "version": app.version,
@@ -34,8 +61,15 @@ def status_dict(app):
         "ttl_s": app.ttl,
         "remaining_s": None if remaining is None else round(remaining, 3),
         "objects": app.registry.counts(),
-        "bytes_held": bytes_held(app.registry),
-        "rss_bytes": rss_bytes(),
+        "bytes_held": _bytes_held(app),
+        "rss_bytes": rss,
+        "memory_budget_bytes": budget.limit if budget else None,
+        "memory_budget_rule": budget.rule if budget else None,
+        "memory_refused": budget.refused if budget else 0,
+        "connections": io.get("connections"),
+        "connection_limit": io.get("connection_limit"),
+        "fast_connections": io.get("fast_connections") if app.fastpath else None,  # None: fast path off
+        "queued": io.get("queued"),
         "scopes": len(app.registry.open_scopes()),
         "ops": len(app.table),
         "table_build_ms": round(app.table_seconds * 1000, 1),
@@ -52,15 +86,30 @@ def status_text(s):
         ("devices", " ".join(s["devices"])), ("uptime", format_duration(s["uptime_s"])),
         ("idle", format_duration(s["idle_s"])),
         ("remaining", format_duration(s["remaining_s"]) + ("" if s["ttl_s"] is None else " (ttl %s)" % format_duration(s["ttl_s"]))),
-        ("objects", objects), ("bytes held", _human(s["bytes_held"])), ("memory (rss)", _human(s["rss_bytes"])),
+        ("objects", objects), ("bytes held", "?" if s["bytes_held"] is None else _human(s["bytes_held"])),
+        ("memory (rss)", _memory_text(s)), ("budget", s.get("memory_budget_rule") or "none"),
+        ("connections", _connections_text(s)),
         ("busy", "%s for %.1fs" % (s["busy"]["op"], s["busy"]["for_s"]) if s["busy"] else "no"),
+        ("queue", "?" if s.get("queued") is None else "%d waiting for the tensor lock" % s["queued"]),
         ("socket", s["socket"]), ("log", s["log"]),
     ]
     return "".join("%-13s %s\n" % (k + ":", v) for k, v in lines)
 
 
+def _connections_text(s):
+    if s.get("connections") is None:
+        return "?"
+    fast = "" if s.get("fast_connections") is None else " (+%d on the fast path)" % s["fast_connections"]
+    return "%s of %s%s" % (s["connections"], s["connection_limit"], fast)
+
+
+def _memory_text(s):
+    if s.get("memory_budget_bytes") is None:
+        return "%s, no budget" % _human(s["rss_bytes"])
+    refused = "; %d op(s) refused" % s["memory_refused"] if s.get("memory_refused") else ""
+    return "%s of a %s budget (%.0f%%)%s" % (_human(s["rss_bytes"]), _human(s["memory_budget_bytes"]),
+                                             100.0 * s["rss_bytes"] / s["memory_budget_bytes"], refused)
+
+
 def _human(n):
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return ("%d %s" if unit == "B" else "%.1f %s") % (n, unit)
-        n /= 1024
+    return memory.human(n)

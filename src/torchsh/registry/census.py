@@ -6,6 +6,7 @@ long op runs.
 import time
 
 import torch
+from torch.nn.parameter import is_lazy
 
 from torchsh.cli.kinds import dtype_name
 
@@ -13,14 +14,20 @@ from torchsh.cli.kinds import dtype_name
 def object_row(handle, entry, now=None):
     obj, now = entry.obj, now or time.time()
     row = {"handle": handle, "kind": entry.kind, "age_s": round(now - entry.created, 3), "scope": entry.scope}
-    if entry.kind == "tensor":
+    if entry.kind == "tensor" and is_lazy(obj):  # `nn parameters` of a lazy module: no shape or storage yet
+        row.update(shape=None, dtype=dtype_name(obj.dtype), device=str(obj.device), bytes=0,
+                   requires_grad=obj.requires_grad, uninitialized=True)
+    elif entry.kind == "tensor":
         row.update(shape=list(obj.shape), dtype=dtype_name(obj.dtype), device=str(obj.device),
                    bytes=obj.nelement() * obj.element_size(), requires_grad=obj.requires_grad)
     elif entry.kind == "nn":
         params = list(obj.parameters())
-        row.update(type=type(obj).__name__, parameters=sum(p.numel() for p in params),
-                   bytes=sum(p.nelement() * p.element_size() for p in params),
+        sized = [p for p in params if not is_lazy(p)]  # a lazy module's parameters have no shape until its first forward
+        row.update(type=type(obj).__name__, parameters=sum(p.numel() for p in sized),
+                   bytes=sum(p.nelement() * p.element_size() for p in sized),
                    device=str(params[0].device) if params else "cpu", training=obj.training)
+        if len(sized) < len(params):
+            row["uninitialized"] = len(params) - len(sized)
     else:
         row.update(type=type(obj).__name__)
     return row
@@ -38,7 +45,7 @@ def bytes_held(registry):
         tensors = [entry.obj] if entry.kind == "tensor" else (
             list(entry.obj.parameters()) + list(entry.obj.buffers()) if entry.kind == "nn" else [])
         for t in tensors:
-            if not isinstance(t, torch.Tensor) or t.is_meta:
+            if not isinstance(t, torch.Tensor) or t.is_meta or is_lazy(t):
                 continue
             try:
                 storage = t.untyped_storage()

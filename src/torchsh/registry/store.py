@@ -3,8 +3,15 @@
 Thread-safe by its own small lock, so `torch tensors` and `daemon status` can read it while the
 tensor lock is held by a long op. Lookups are kind-checked: a module handle in a tensor slot is a
 `wrong_kind` error, a handle of an earlier daemon is `stale_handle`, a freed one `unknown_handle`.
+
+A scope opened by `torch scope -- CMD` records its owner, the client process that waits for CMD and
+then ends the scope. If that client dies first (SIGKILL, OOM killer), a reaper thread ends the scope
+once the process is gone, so its objects do not leak. The owner is known by pid plus the process's
+start time (from /proc), so a recycled pid never keeps a dead client's scope alive.
 """
 import itertools
+import logging
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -13,6 +20,8 @@ from torchsh.errors import TorchshError
 from torchsh.registry.handles import KINDS, base36, format_handle, new_epoch, parse_handle
 
 _KIND_WORDS = {"tensor": "a tensor", "nn": "a module", "optim": "an optimizer", "sched": "a scheduler"}
+REAP_INTERVAL_S = 1.0   # how often the reaper looks for scopes whose client is gone
+log = logging.getLogger("torchd")
 
 
 @dataclass
@@ -28,6 +37,36 @@ class Scope:
     id: str
     parent: str = None
     handles: set = field(default_factory=set)
+    owner: tuple = None   # (pid, start time) of the client process that will end it, if any
+
+
+def process_identity(pid):
+    """(pid, start time) of a live process, or None if there is no such process (or only its zombie).
+
+    The start time (clock ticks since boot, /proc/PID/stat field 22) tells a recycled pid apart. Where
+    /proc is missing, kill(pid, 0) says whether the pid exists at all.
+    """
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return _exists(pid)
+    fields = data[data.rindex(b")") + 2:].split()   # the command name may hold spaces and parentheses
+    if fields[0] in (b"Z", b"X"):                      # exited, waiting to be reaped by its parent
+        return None
+    return (pid, int(fields[19]))                      # fields[0] is field 3 (state); starttime is field 22
+
+
+def _exists(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return (pid, None)
 
 
 class Registry:
@@ -37,6 +76,7 @@ class Registry:
         self._scopes = {}
         self._serial = itertools.count(1)
         self._lock = threading.Lock()
+        self._reaper = None
 
     # -- objects ---------------------------------------------------------------------------
     def put(self, obj, kind="tensor", scope=None):
@@ -108,13 +148,41 @@ class Registry:
         return out
 
     # -- scopes ------------------------------------------------------------------------------
-    def begin_scope(self, parent=None):
+    def begin_scope(self, parent=None, owner_pid=None):
+        """Open a scope; with owner_pid, the scope also ends when that process is gone (see reap_orphans)."""
+        owner = (process_identity(owner_pid) or (owner_pid, -1)) if owner_pid else None  # gone already: reap
         with self._lock:
             if parent is not None and parent not in self._scopes:
                 parent = None
             scope_id = "scope-%s%s" % (self.epoch, base36(next(self._serial)))
-            self._scopes[scope_id] = Scope(scope_id, parent)
+            self._scopes[scope_id] = Scope(scope_id, parent, owner=owner)
+            if owner is not None and self._reaper is None:
+                self._reaper = threading.Thread(target=self._reap_forever, name="scope-reaper", daemon=True)
+                self._reaper.start()
             return scope_id
+
+    def reap_orphans(self):
+        """End every scope whose owning client process is gone; return {scope id: objects freed}."""
+        with self._lock:
+            owned = [(s.id, s.owner) for s in self._scopes.values() if s.owner is not None]
+        gone = [sid for sid, owner in owned if process_identity(owner[0]) != owner]
+        freed = {}
+        for sid in gone:
+            try:
+                freed[sid] = self.end_scope(sid)
+            except TorchshError:
+                continue  # ended meanwhile (its client's `scope end`, or a parent's reaping)
+            log.info("ended scope %s: its client (pid %d) is gone; freed %d objects", sid, dict(owned)[sid][0],
+                     freed[sid])
+        return freed
+
+    def _reap_forever(self):
+        while True:
+            time.sleep(REAP_INTERVAL_S)
+            try:
+                self.reap_orphans()
+            except Exception:  # never let the reaper die: the next round may succeed
+                log.exception("scope reaper")
 
     def end_scope(self, scope_id):
         """Free every handle made in the scope and in scopes still open inside it; return the count."""

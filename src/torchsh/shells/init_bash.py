@@ -7,6 +7,10 @@ no fast path to talk to (no daemon yet, a daemon started without it, an untruste
 real client for that one command with TORCHSH_FASTPATH=1, which auto-starts the daemon and turns
 the fast path on, so the next command is fast again.
 
+The token file is trusted only when it and its folder are ours, not symlinks, and the folder is
+private (see __torchsh_private); otherwise one line says so and the real client, which refuses an
+untrusted socket with the full reason, runs the command. Nothing is sent to a port another user named.
+
 Everything is a builtin: no `$(…)`, no pipes, no external programs on the normal path. Byte counts
 need LC_ALL=C (bash counts characters otherwise), so that is local to __torchsh_rpc.
 Builtins only (protocol): the client prints this text itself when no daemon is running, so that
@@ -15,15 +19,36 @@ Builtins only (protocol): the client prints this text itself when no daemon is r
 from torchsh import protocol
 
 _TEMPLATE = r'''# torchsh fast path for bash (torch init bash): `torch` runs in this shell, no process per command.
-__torchsh_file= __torchsh_port= __torchsh_ctok= __torchsh_stok=
+__torchsh_file= __torchsh_port= __torchsh_ctok= __torchsh_stok= __torchsh_okdir=
 __torchsh_kind= __torchsh_n1= __torchsh_out= __torchsh_err=
 
-__torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token file $1
-    local __p= __c= __k=
+__torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token file $1, if it is ours
+    local __p= __c= __k= __d=.
     __torchsh_file=$1 __torchsh_port= __torchsh_ctok= __torchsh_stok=
-    if [[ -r $1 ]]; then { read -r __p __c __k < "$1"; } 2>/dev/null || true; fi
+    if [[ ! -e $1 && ! -L $1 ]]; then return 1; fi
+    if [[ $1 == */* ]]; then __d=${1%/*}; __d=${__d:-/}; fi
+    # Trust the file only when it and its folder are ours (-O: owned by our euid) and not symlinks,
+    # and the folder is writable by us alone: another user's file would send our argv to their port.
+    if [[ -L $1 || ! -f $1 || ! -O $1 || -L $__d || ! -O $__d ]] || ! __torchsh_private "$__d"; then
+        printf 'torch: the fast path token file %s or its folder is not yours and private; ignoring it [untrusted]\n' "$1" >&2
+        return 1
+    fi
+    { read -r __p __c __k < "$1"; } 2>/dev/null || true
     if [[ ${#__k} != @TOKEN_LEN@ || -z $__c ]]; then return 1; fi
     __torchsh_port=$__p __torchsh_ctok=$__c __torchsh_stok=$__k
+}
+
+# Is folder $1 writable by its owner only? Bash has no builtin that reads permission bits, so this
+# runs `ls -ldn` (POSIX, unlike stat's flags), once per folder and shell: __torchsh_load runs on every
+# command and must stay builtins-only. The cache is sound: once the folder is ours and private, only
+# we (or root) can change its mode or add files to it, and the -O/-L tests above still run every time
+# (a folder deleted and re-made by another user is theirs, and fails -O).
+__torchsh_private() {
+    local __m
+    if [[ $__torchsh_okdir == "$1" ]]; then return 0; fi
+    __m=$(PATH=/bin:/usr/bin:$PATH LC_ALL=C command ls -ldn -- "$1" 2>/dev/null) || return 1  # PATH: `PATH=x torch …`
+    if [[ ${__m:0:1} != d || ${__m:5:1} == w || ${__m:8:1} == w ]]; then return 1; fi
+    __torchsh_okdir=$1
 }
 
 __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv. 0 reply, 1 nothing ran, 2 lost
@@ -57,7 +82,9 @@ __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv
 __torchsh_call() {  # rpc, and once more with fresh tokens when the daemon changed under us
     local __r=0
     __torchsh_rpc "$@" || __r=$?
-    if (( __r == 1 )) && __torchsh_load "$__torchsh_file"; then __r=0; __torchsh_rpc "$@" || __r=$?; fi
+    if (( __r == 1 )) && [[ -n $__torchsh_port ]] && __torchsh_load "$__torchsh_file"; then
+        __r=0; __torchsh_rpc "$@" || __r=$?
+    fi
     return $__r
 }
 

@@ -3,20 +3,32 @@
 zsh's own modules do the I/O: zsh/net/tcp (`ztcp`) opens the loopback connection, zsh/system
 (`sysread`, `syswrite`) moves exact byte counts. zsh variables hold NUL bytes, so the request body
 is one string; `nomultibyte` makes ${#x} count bytes. Same wire, same replies, same fallback to the
-real client as the bash function. Builtins only (protocol): the client prints it with no daemon.
+real client as the bash function, and the same trust rule for the token file (zsh/stat's zstat is a
+builtin lstat). Builtins only (protocol): the client prints it with no daemon.
 """
 from torchsh import protocol
 
 _TEMPLATE = r'''# torchsh fast path for zsh (torch init zsh): `torch` runs in this shell, no process per command.
 zmodload zsh/net/tcp zsh/system || return 1
+zmodload -F zsh/stat b:zstat || return 1
 typeset -g __torchsh_port= __torchsh_ctok= __torchsh_stok= __torchsh_kind= __torchsh_n1= __torchsh_out= __torchsh_err=
 typeset -ga __torchsh_lines
 
-__torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token file $1
+__torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token file $1, if it is ours
     emulate -L zsh
-    local p= c= k=
+    local p= c= k= d=. fm= fu= dm= du=
     __torchsh_port= __torchsh_ctok= __torchsh_stok=
-    [[ -r $1 ]] && { read -r p c k < $1 } 2>/dev/null
+    [[ -e $1 || -L $1 ]] || return 1
+    [[ $1 == */* ]] && { d=${1%/*}; d=${d:-/} }
+    # Trust the file only when it and its folder are ours and not symlinks, and the folder is writable
+    # by us alone: another user's file would send our argv to their port. zstat -L is lstat, a builtin.
+    zstat -L -A fm +mode -- $1 2>/dev/null; zstat -L -A fu +uid -- $1 2>/dev/null
+    zstat -L -A dm +mode -- $d 2>/dev/null; zstat -L -A du +uid -- $d 2>/dev/null
+    if (( (fm & 8#170000) != 8#100000 || fu != EUID || (dm & 8#170000) != 8#040000 || du != EUID || dm & 8#022 )); then
+        print -ru2 -- "torch: the fast path token file $1 or its folder is not yours and private; ignoring it [untrusted]"
+        return 1
+    fi
+    { read -r p c k < $1 } 2>/dev/null
     (( ${#k} == @TOKEN_LEN@ )) && [[ -n $c ]] || return 1
     __torchsh_port=$p __torchsh_ctok=$c __torchsh_stok=$k
 }
@@ -67,7 +79,7 @@ __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv
 __torchsh_call() {  # rpc, and once more with fresh tokens when the daemon changed under us
     local r=0
     __torchsh_rpc "$@" || r=$?
-    if (( r == 1 )) && __torchsh_load $__torchsh_file; then r=0; __torchsh_rpc "$@" || r=$?; fi
+    if (( r == 1 )) && [[ -n $__torchsh_port ]] && __torchsh_load $__torchsh_file; then r=0; __torchsh_rpc "$@" || r=$?; fi
     return $r
 }
 

@@ -24,7 +24,7 @@ DEVICES = ("cpu", "cuda", "cuda:0", "cuda:1", "mps", "meta")
 # module (nu resolves names module-wide), so the generator refuses such a table.
 NU_BUILTINS_USED = ("complete", "default", "describe", "each", "get", "http", "ignore", "insert", "items",
                     "lines", "length", "reduce", "str", "with-env", "columns", "from", "try", "error", "into",
-                    "merge", "append", "parse", "is-empty", "is-not-empty", "do")
+                    "merge", "append", "parse", "is-empty", "is-not-empty", "do", "ls", "path")
 # Nu parser keywords cannot be command names even inside a module; `torch where` goes to main.
 NU_KEYWORDS = ("where", "if", "let", "mut", "def", "use", "for", "loop", "while", "match", "module",
                "export", "const", "alias", "source", "overlay", "hide", "return", "break", "continue")

@@ -8,6 +8,33 @@
 export-env {
     # The per-user fallback folder needs the uid; ask once, at `use`, not per call.
     if ($env.TORCHSH_NU_UID? | is-empty) { $env.TORCHSH_NU_UID = (^id -u | str trim) }
+    if ($env.TORCHSH_NU_USER? | is-empty) { $env.TORCHSH_NU_USER = (^id -un | str trim) }
+}
+
+# The client's trust rule (docs/security.md): nothing is sent unless the socket's folder is a real
+# folder of ours that nobody else can write in, so no other user can have planted the socket. nu's
+# `http --unix-socket` cannot ask for the peer's uid (SO_PEERCRED) as the client does; inside a private
+# folder only we (or root) can have bound the socket. A missing folder passes: `torch daemon start`
+# creates it and checks it, and the next send checks again.
+def "torchsh trust" [sock: string]: nothing -> nothing {
+    let folder = ($sock | path dirname)
+    let found = (try { ls --long --directory $folder } catch { [] })
+    if ($found | is-empty) { return }
+    let st = ($found | get 0)
+    let problem = if $st.type != "dir" {
+        $"is a ($st.type), not a folder"
+    } else if ($st.user != $env.TORCHSH_NU_USER) and ($st.user != $env.TORCHSH_NU_UID) {
+        $"belongs to ($st.user), not to you"
+    } else if (($st.mode | str substring 4..4) == "w") or (($st.mode | str substring 7..7) == "w") {
+        $"has mode ($st.mode): others can write in it"
+    } else { "" }
+    if ($problem | is-not-empty) {
+        error make --unspanned {
+            msg: $"torch: ($folder) ($problem)"
+            help: "remove it if it is yours, or set XDG_RUNTIME_DIR or TORCHSH_SOCKET to a folder of your own with mode 0700"
+            code: "torchsh::untrusted"
+        }
+    }
 }
 
 # protocol.runtime_dir(): $TORCHSH_SOCKET, else $XDG_RUNTIME_DIR/torchsh, else $TMPDIR/torchsh-UID.

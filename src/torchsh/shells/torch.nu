@@ -12,6 +12,33 @@
 export-env {
     # The per-user fallback folder needs the uid; ask once, at `use`, not per call.
     if ($env.TORCHSH_NU_UID? | is-empty) { $env.TORCHSH_NU_UID = (^id -u | str trim) }
+    if ($env.TORCHSH_NU_USER? | is-empty) { $env.TORCHSH_NU_USER = (^id -un | str trim) }
+}
+
+# The client's trust rule (docs/security.md): nothing is sent unless the socket's folder is a real
+# folder of ours that nobody else can write in, so no other user can have planted the socket. nu's
+# `http --unix-socket` cannot ask for the peer's uid (SO_PEERCRED) as the client does; inside a private
+# folder only we (or root) can have bound the socket. A missing folder passes: `torch daemon start`
+# creates it and checks it, and the next send checks again.
+def "torchsh trust" [sock: string]: nothing -> nothing {
+    let folder = ($sock | path dirname)
+    let found = (try { ls --long --directory $folder } catch { [] })
+    if ($found | is-empty) { return }
+    let st = ($found | get 0)
+    let problem = if $st.type != "dir" {
+        $"is a ($st.type), not a folder"
+    } else if ($st.user != $env.TORCHSH_NU_USER) and ($st.user != $env.TORCHSH_NU_UID) {
+        $"belongs to ($st.user), not to you"
+    } else if (($st.mode | str substring 4..4) == "w") or (($st.mode | str substring 7..7) == "w") {
+        $"has mode ($st.mode): others can write in it"
+    } else { "" }
+    if ($problem | is-not-empty) {
+        error make --unspanned {
+            msg: $"torch: ($folder) ($problem)"
+            help: "remove it if it is yours, or set XDG_RUNTIME_DIR or TORCHSH_SOCKET to a folder of your own with mode 0700"
+            code: "torchsh::untrusted"
+        }
+    }
 }
 
 # protocol.runtime_dir(): $TORCHSH_SOCKET, else $XDG_RUNTIME_DIR/torchsh, else $TMPDIR/torchsh-UID.
@@ -67,6 +94,7 @@ def "torchsh http" [method: string, path: string, body: string = ""]: nothing ->
 }
 
 def "torchsh send" [method: string, sock: string, url: string, body: string]: nothing -> any {
+    torchsh trust $sock
     if $method == "GET" {
         http get --unix-socket $sock --raw --allow-errors $url
     } else {
@@ -83,7 +111,9 @@ def "torchsh block" [op: string, block: closure, kw: record]: nothing -> any {
         args: [], kwargs: ($kw | insert command ["nu-closure"]), env: (torchsh env), cwd: $env.PWD, exec: true
     })
     let exec = (torchsh result $op (torchsh http POST $"/v1/ops/($op)" $body) | get exec)
-    let out = try { {ok: (with-env $exec.env $block)} } catch {|err| {err: $err} }
+    # Only TORCHSH_* settings reach the block: a reply never sets PATH or anything else of the caller's.
+    let settings = ($exec.env | items {|k, v| if ($k starts-with "TORCHSH_") { {$k: $v} } else { {} } } | reduce --fold {} {|it, acc| $acc | merge $it })
+    let out = try { {ok: (with-env $settings $block)} } catch {|err| {err: $err} }
     if $exec.then != null { torchsh request $exec.then.op {args: $exec.then.args, kwargs: {}} | ignore }
     if "err" in $out { $out.err.raw } else { $out.ok }
 }
@@ -1794,6 +1824,19 @@ export def cumulative_trapezoid [
     --inference_mode  # run in inference mode
 ]: any -> any {
     torchsh call "cumulative_trapezoid" $in $args {y: $y, x: $x, dim: $dim, dx: $dx} {dim: -1, dx: 1} --no_grad=$no_grad --inference_mode=$inference_mode
+}
+
+# Print the last lines of the daemon's log (-n N, default 50); -f (--follow) keeps printing until Ctrl-C.
+#
+# daemon.log(Argv? options=None, *, bool follow=False, int lines=50) -> str
+export def "daemon log" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
+    --follow  # bool
+    --lines: int = 50  # int
+    --no_grad  # run without recording gradients
+    --inference_mode  # run in inference mode
+]: any -> any {
+    torchsh call "daemon.log" $in $args {follow: $follow, lines: $lines} {follow: false, lines: 50} --no_grad=$no_grad --inference_mode=$inference_mode
 }
 
 # Restart the daemon in place: a fresh PyTorch, an empty registry; old handles become stale.

@@ -33,6 +33,7 @@ def "torchsh http" [method: string, path: string, body: string = ""]: nothing ->
 }
 
 def "torchsh send" [method: string, sock: string, url: string, body: string]: nothing -> any {
+    torchsh trust $sock
     if $method == "GET" {
         http get --unix-socket $sock --raw --allow-errors $url
     } else {
@@ -49,7 +50,9 @@ def "torchsh block" [op: string, block: closure, kw: record]: nothing -> any {
         args: [], kwargs: ($kw | insert command ["nu-closure"]), env: (torchsh env), cwd: $env.PWD, exec: true
     })
     let exec = (torchsh result $op (torchsh http POST $"/v1/ops/($op)" $body) | get exec)
-    let out = try { {ok: (with-env $exec.env $block)} } catch {|err| {err: $err} }
+    # Only TORCHSH_* settings reach the block: a reply never sets PATH or anything else of the caller's.
+    let settings = ($exec.env | items {|k, v| if ($k starts-with "TORCHSH_") { {$k: $v} } else { {} } } | reduce --fold {} {|it, acc| $acc | merge $it })
+    let out = try { {ok: (with-env $settings $block)} } catch {|err| {err: $err} }
     if $exec.then != null { torchsh request $exec.then.op {args: $exec.then.args, kwargs: {}} | ignore }
     if "err" in $out { $out.err.raw } else { $out.ok }
 }

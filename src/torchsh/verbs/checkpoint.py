@@ -38,14 +38,18 @@ def save(ctx, file, model, optimizer=None, scheduler=None):
 def load(ctx, file, model, optimizer=None, scheduler=None, rng=True):
     """Restore a checkpoint into a model built the same way (and its optimizer and scheduler); strict and atomic."""
     tensors, meta = state_file.read(file)
-    if not meta or meta.get("format") != FORMAT:
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise TorchshError("file_error", "%s is not a torchsh checkpoint" % file, "`torch nn load` reads plain weights")
     weights = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
     state_file.check_fits(model, weights, "checkpoint")
-    opt_state = _part(meta, "optimizer", optimizer, tensors)
-    sched_state = _part(meta, "scheduler", scheduler, tensors)
-    if opt_state is not None:
-        _check_optimizer(optimizer, opt_state)
+    try:
+        opt_state = _part(meta, "optimizer", optimizer, tensors)
+        sched_state = _part(meta, "scheduler", scheduler, tensors)
+        if opt_state is not None:
+            _check_optimizer(optimizer, opt_state)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:  # metadata edited or cut short
+        raise TorchshError("file_error", "%s is a damaged torchsh checkpoint: bad state metadata (%s: %s)"
+                           % (file, type(e).__name__, str(e)[:100])) from None
     with torch.no_grad():
         model.load_state_dict(weights, strict=True)
     if opt_state is not None:

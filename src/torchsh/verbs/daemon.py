@@ -1,8 +1,10 @@
-"""The daemon from the shell: daemon status | start | stop | restart | ttl DUR."""
+"""The daemon from the shell: daemon status | start | stop | restart | ttl DUR | log."""
+from torchsh import protocol
 from torchsh.cli.render import Text
+from torchsh.cli.run import ExecRequest
 from torchsh.daemon import lifecycle
 from torchsh.daemon.status import status_dict, status_text
-from torchsh.errors import bad_argument
+from torchsh.errors import TorchshError, bad_argument
 from torchsh.verbs import verb
 
 
@@ -45,3 +47,54 @@ def ttl(ctx, duration):
     except ValueError as e:
         raise bad_argument(str(e)) from None
     return Text("ttl %s\n" % lifecycle.format_duration(ctx.app.ttl))
+
+
+@verb("daemon.log(Argv? options=None, *, bool follow=False, int lines=50) -> str", category="daemon", lockfree=True)
+def log(ctx, options=None, follow=False, lines=50):
+    """Print the last lines of the daemon's log (-n N, default 50); -f (--follow) keeps printing until Ctrl-C.
+
+    The log is torchd.log beside the socket, rotated to torchd.log.1 past 10 MiB ($TORCHSH_LOG_MAX_BYTES).
+    Following runs `tail -F` in the caller's shell (an exec directive, as `scope -- CMD` does), so no
+    daemon thread waits on it.
+    """
+    follow, lines = _log_options(options, follow, lines)
+    path = protocol.sibling(ctx.app.socket_path, ".log")
+    if not lifecycle.writes_to(path, 2):
+        raise TorchshError("file_error", "this daemon does not log to %s (started by hand, it logs to its own "
+                           "stderr)" % path, "see the terminal that started it")
+    if follow:
+        raise ExecRequest(["tail", "-n", str(lines), "-F", path], {})
+    try:
+        return Text(lifecycle.log_tail(path, lines).decode(errors="replace"))
+    except (OSError, lifecycle.Untrusted) as e:
+        raise TorchshError("file_error", "cannot read %s: %s" % (path, getattr(e, "strerror", None) or e),
+                           "check the runtime folder") from None
+
+
+def _log_options(options, follow, lines):
+    """tail's short options as words: -f, -n N, -nN (the flag parser knows long flags only)."""
+    words = [str(w) for w in options or ()]
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w in ("-f", "-F"):
+            follow = True
+        elif w == "-n" and i + 1 < len(words):
+            i += 1
+            lines = words[i]
+        elif w.startswith("-n") and len(w) > 2:
+            lines = w[2:]
+        else:
+            raise bad_argument("daemon log takes -f, -n N, --follow and --lines N, not %r" % w)
+        i += 1
+    return follow, _count(lines)
+
+
+def _count(text):
+    try:
+        n = int(text)
+    except ValueError:
+        raise bad_argument("-n needs a number of lines, not %r" % text) from None
+    if not 0 <= n <= 100000:
+        raise bad_argument("-n must be between 0 and 100000, not %d" % n)
+    return n

@@ -1,17 +1,29 @@
 """load and save by file extension: .npy, .npz, .safetensors, .pt/.pth (weights_only), .csv.
 
-Paths resolve against the caller's working directory. Writes go to a temporary file renamed into
-place, so a failed save never leaves half a file. Nothing is ever unpickled.
+Paths resolve against the caller's working directory. Writes go through fileio.atomic_write (temp
+file, fsync, rename), so a failed save never leaves half a file or a temp file. Reads open regular
+files only and check headers before allocating (fileio). Nothing is ever unpickled: .pt files go
+through torch.load(weights_only=True), whose restricted unpickler builds tensors and plain containers only.
 """
 import os
 import pickle  # only for its exception type: torch.load(weights_only=True) raises UnpicklingError
-import tempfile
+import struct
+import zipfile
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 
+from torchsh import fileio
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.verbs import verb
+
+# What a corrupt or hostile file makes the readers raise (found by fuzzing damaged files: torch.load's
+# weights-only unpickler raises IndexError and KeyError when its stack or memo runs dry, struct.error on
+# a cut record, and TypeError or AssertionError when a damaged record rebuilds a tensor from arguments
+# of the wrong types). Only library readers run inside these handlers.
+READ_ERRORS = (OSError, ValueError, RuntimeError, KeyError, IndexError, TypeError, AssertionError, EOFError,
+               NotImplementedError, struct.error, pickle.UnpicklingError, zipfile.BadZipFile, SafetensorError)
 
 FORMATS = (".npy", ".npz", ".safetensors", ".pt", ".pth", ".csv")
 
@@ -27,12 +39,14 @@ def _ext(path):
 def load(ctx, file, dtype=None):
     """Load tensors from a file; one handle per line (npz/safetensors/pt dicts: --json keeps the names)."""
     ext = _ext(file)
+    fileio.regular_file(file)  # a FIFO or /dev/zero would hold the tensor lock forever
     try:
         loaded = _read(file, ext)
-    except FileNotFoundError:
-        raise TorchshError("file_error", "no such file %s" % file) from None
-    except (OSError, ValueError, RuntimeError, KeyError, pickle.UnpicklingError) as e:
-        raise TorchshError("file_error", "cannot read %s: %s" % (file, str(e).split("\n")[0])) from None
+    except MemoryError:
+        raise TorchshError("out_of_memory", "%s does not fit in memory" % file,
+                           "`torch tensors` lists what is held; `torch free` frees it") from None
+    except READ_ERRORS as e:
+        raise fileio.file_error(file, "read", e) from None
     if dtype is not None:
         loaded = {k: v.to(dtype) for k, v in loaded.items()}
     if list(loaded) == [""]:
@@ -42,10 +56,9 @@ def load(ctx, file, dtype=None):
 
 def _read(path, ext):
     if ext == ".npy":
-        return {"": _from_numpy(np.load(path, allow_pickle=False))}
+        return {"": _from_numpy(fileio.load_npy(path))}
     if ext == ".npz":
-        with np.load(path, allow_pickle=False) as z:
-            return {k: _from_numpy(z[k]) for k in z.files}
+        return {k: _from_numpy(v) for k, v in fileio.load_npz(path).items()}
     if ext == ".safetensors":
         from safetensors.torch import load_file
         return load_file(path)
@@ -65,7 +78,10 @@ def _read(path, ext):
 def _from_numpy(array):
     if not array.flags.writeable:
         array = array.copy()
-    return torch.from_numpy(array)
+    try:
+        return torch.from_numpy(array)
+    except TypeError as e:  # strings, structs, datetimes: numpy dtypes with no tensor twin
+        raise ValueError("numpy dtype %s has no PyTorch equivalent (%s)" % (array.dtype, e)) from None
 
 
 @verb("save(Tensor[] tensors, Path file, *, str[]? names=None) -> None", category="files")
@@ -77,18 +93,8 @@ def save(ctx, tensors, file, names=None):
         raise bad_argument("%d names for %d tensors" % (len(names), len(tensors)))
     if ext in (".npy", ".csv") and len(tensors) != 1:
         raise bad_argument("%s holds one tensor, got %d" % (ext, len(tensors)), "use .npz, .safetensors or .pt")
-    data = [t.detach().cpu() for t in tensors]
-    folder = os.path.dirname(file) or "."
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".torchsh-", suffix=ext)
-    os.close(fd)
-    try:
-        _write(tmp, ext, dict(zip(names, data)))
-        os.replace(tmp, file)
-    except Exception as e:
-        os.unlink(tmp)
-        if isinstance(e, (OSError, ValueError, RuntimeError, TypeError)):
-            raise TorchshError("file_error", "cannot write %s: %s" % (file, str(e).split("\n")[0])) from None
-        raise
+    data = dict(zip(names, [t.detach().cpu() for t in tensors]))
+    fileio.atomic_write(file, lambda tmp: _write(tmp, ext, data))
     return None
 
 

@@ -9,6 +9,7 @@ import os
 
 import torch
 
+from torchsh import fileio
 from torchsh.classes import state as state_file
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.verbs import verb
@@ -37,12 +38,12 @@ def nn_load(ctx, model, file):
 
 
 def _read_pt(file):
+    from torchsh.verbs.files import READ_ERRORS
+    fileio.regular_file(file)
     try:
-        obj = torch.load(file, weights_only=True, map_location="cpu")
-    except FileNotFoundError:
-        raise TorchshError("file_error", "no such file %s" % file) from None
-    except (OSError, RuntimeError, ValueError) as e:
-        raise TorchshError("file_error", "cannot read %s: %s" % (file, str(e).split("\n")[0])) from None
+        obj = torch.load(file, weights_only=True, map_location="cpu")  # restricted unpickler: tensors and plain data
+    except READ_ERRORS as e:
+        raise fileio.file_error(file, "read", e) from None
     if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
         raise TorchshError("file_error", "%s holds %s, not a state_dict" % (file, type(obj).__name__))
     return dict(obj)
@@ -54,8 +55,7 @@ def jit_load(ctx, file):
 
     TorchScript archives hold TorchScript code and tensors; torch.jit.load runs no Python pickle code.
     """
-    if not os.path.exists(file):
-        raise TorchshError("file_error", "no such file %s" % file)
+    fileio.regular_file(file)
     try:
         return torch.jit.load(file, map_location=ctx.device or "cpu")
     except (RuntimeError, ValueError) as e:

@@ -28,7 +28,7 @@ class CensusRows(list):
         return "\n".join(lines) + "\n"
 
 
-@verb("free(Handle[] handles) -> None", "free(*, bool all) -> None", category="objects")
+@verb("free(Handle[] handles) -> None", "free(*, bool all) -> None", category="objects", lockfree=True)
 def free(ctx, handles=None, all=False):
     """Free objects by handle (atomic: all or none), or every object with --all. Reads handles from stdin."""
     if all:

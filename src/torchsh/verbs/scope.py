@@ -5,6 +5,10 @@ and the client runs CMD with a TORCHSH_* variable added. Every `torch` call insi
 that variable, so the setting reaches exactly the commands CMD runs and ends when CMD exits, however
 it exits: the shell's own process tree is the scope. For memory scopes the client then sends
 `scope end ID`, which frees every handle made inside that was not passed to `torch keep`.
+
+The client passes SIGTERM, SIGHUP and SIGINT on to CMD and still ends the scope. If the client is
+killed outright (SIGKILL), the daemon ends the scope itself once that process is gone: the scope
+records its owner, the client's pid from SO_PEERCRED (registry/store.py reaps it).
 """
 from torchsh.cli.run import ExecRequest
 from torchsh.errors import TorchshError
@@ -25,7 +29,8 @@ def scope(ctx, command):
     Scopes nest: the new scope lives inside the caller's (TORCHSH_SCOPE). Exits with CMD's status.
     """
     _command(command, "scope")
-    scope_id = ctx.registry.begin_scope(ctx.scope)
+    # The client that asked waits for CMD and then ends the scope; if it dies first, the daemon ends it.
+    scope_id = ctx.registry.begin_scope(ctx.scope, owner_pid=ctx.peer_pid)
     raise ExecRequest(command, {"TORCHSH_SCOPE": scope_id}, ["scope", "end", scope_id])
 
 

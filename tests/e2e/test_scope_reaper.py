@@ -1,0 +1,102 @@
+"""Scopes of a killed client: the daemon ends `torch scope -- CMD`'s scope once its client process is gone.
+
+The client waits for CMD and then ends the scope itself; SIGTERM (and SIGHUP, timeout(1)) is passed
+on to CMD first, so CMD is not orphaned. SIGKILL cannot be caught: then the daemon's reaper, which
+knows the client's pid from SO_PEERCRED, ends the scope within a couple of seconds.
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+BASH_SCOPE = 'x=$(torch ones "[2]"); echo "$$ $x" > {ready}.tmp; mv {ready}.tmp {ready}; sleep 30'
+
+
+def status(s):
+    return json.loads(s("torch daemon status --json"))
+
+
+def count(s):
+    return sum(status(s)["objects"].values())
+
+
+def wait_for(predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+def start_scope_client(s, tmp_path):
+    """`torch scope -- bash -c …` in a session of its own; returns (client, bash pid, handle made inside)."""
+    ready = tmp_path / "ready"
+    client = subprocess.Popen(["torch", "scope", "--", "bash", "-c", BASH_SCOPE.format(ready=ready)],
+                              env=s.env, cwd=s.folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    assert wait_for(ready.exists, 60), "the scope's command never started"
+    bash_pid, handle = ready.read_text().split()
+    return client, int(bash_pid), handle
+
+
+@pytest.fixture
+def daemon(fresh_sh):
+    s = fresh_sh()
+    groups = []
+    yield s, groups
+    for pgid in groups:  # only the sessions this test started: the client, its bash and sleep
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
+def test_the_scope_of_a_killed_client_is_ended_and_its_objects_freed(daemon, tmp_path, sig):
+    s, groups = daemon
+    before = count(s)
+    client, bash_pid, handle = start_scope_client(s, tmp_path)
+    groups.append(client.pid)
+    assert count(s) == before + 1 and status(s)["scopes"], status(s)
+    client.send_signal(sig)
+    client.wait(timeout=30)
+    assert wait_for(lambda: count(s) == before and not status(s)["scopes"]), status(s)
+    r = s.run("torch value %s" % handle)
+    assert r.code == 3 and "[unknown_handle]" in r.err
+    if sig != signal.SIGKILL:  # passed on: CMD is gone too, and the client exits as CMD did
+        assert wait_for(lambda: not alive(bash_pid), 10)
+        assert client.returncode == 128 + sig
+    assert s("torch ones '[1]' | torch value") == "[1.0]"
+
+
+def test_a_timeout_of_the_client_ends_cmd_and_the_scope(daemon, tmp_path):
+    s, groups = daemon
+    before = count(s)
+    p = subprocess.Popen(["timeout", "3", "torch", "scope", "--", "bash", "-c",
+                          'x=$(torch ones "[2]"); echo $$ > %s; sleep 30' % (tmp_path / "pid")],
+                         env=s.env, cwd=s.folder, stdin=subprocess.DEVNULL, start_new_session=True)
+    groups.append(p.pid)
+    assert p.wait(timeout=60) == 124
+    assert wait_for(lambda: count(s) == before and not status(s)["scopes"]), status(s)
+    assert wait_for(lambda: not alive(int((tmp_path / "pid").read_text())), 10)
+
+
+def test_a_live_client_keeps_its_scope(daemon, tmp_path):
+    s, groups = daemon
+    before = count(s)
+    client, _, handle = start_scope_client(s, tmp_path)
+    groups.append(client.pid)
+    time.sleep(2.5)  # more than two rounds of the reaper
+    assert count(s) == before + 1 and s.run("torch value %s" % handle).code == 0
