@@ -384,3 +384,18 @@ def test_argument_checks_pytorch_makes_with_assert_or_arithmetic_are_structured(
         code, line = _line(sh, script)
         assert code == 4 and _code(line) in ("torch_error", "shape_mismatch"), (script, line)
         assert "must" in line, line
+
+
+def test_inputs_on_which_pytorch_never_returns_are_refused_and_the_daemon_goes_on(sh):
+    """torch.binomial with a NaN count and a 2**62-layer stack never return in PyTorch 2.13; under the one
+    tensor lock that would wedge every shell. Found by tests/fuzz; refused by torchsh.guards."""
+    count = sh("torch tensor '[NaN, 3.0]'")
+    prob = sh("torch full '[2]' 0.5")
+    r = sh.run("torch binomial %s %s" % (count, prob), timeout=60)
+    assert r.code == 2 and "[bad_argument]" in r.err and "NaN" in r.err, r.err
+    layer = sh("torch nn transformer_decoder_layer 8 2")
+    for script in ("torch nn transformer_decoder %s %d" % (layer, 2 ** 62), "torch nn lstm 2 3 %d" % 2 ** 40):
+        r = sh.run(script, timeout=60)
+        assert r.code == 2 and "[bad_argument]" in r.err and "layers" in r.err, (script, r.err)
+    fine = sh("torch binomial $(torch full '[2]' 4.0) %s" % prob)  # finite counts still sample
+    assert sh("torch value %s --meta" % fine)

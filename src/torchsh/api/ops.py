@@ -27,7 +27,9 @@ def post_op(app, request, params):
     for k, v in env.items():
         if not isinstance(v, (str, int, float, bool)):
             raise TorchshError("bad_request", "env value %s must be a string, not %s" % (k[:60], _json_type(v)))
-    ctx = Context(app, cwd, {k: str(v) for k, v in env.items()}, peer_pid=getattr(request, "peer_pid", None))
+    # No peer_pid: an API caller that runs a block itself (`"exec": true`) may be a one-shot process
+    # (curl) that is gone before the block ends, so its scope must not be reaped with it.
+    ctx = Context(app, cwd, {k: str(v) for k, v in env.items()})
     positionals = [_token(v) for v in tensors + args]
     kwargs = dict(fixed, **kwargs)
     flags = {k.replace("-", "_"): _flag_token(op, k.replace("-", "_"), v) for k, v in kwargs.items()}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from torchsh import memory, protocol
+from torchsh import guards, memory, protocol
 from torchsh.cli import bind, help as cli_help, parse, render
 from torchsh.cli import kinds
 from torchsh.cli.tokens import Token
@@ -145,6 +145,7 @@ def invoke(ctx, op, binding, globals_=None):
     lock = contextlib.nullcontext() if op.extra.get("lockfree") else ctx.app.tensor_lock(op.name)
     with lock:
         values = convert_all(ctx, binding)
+        guards.check(op.name, values)  # inputs on which PyTorch never returns
         with _grad_mode(ctx, globals_):
             try:
                 budget = getattr(ctx.app, "memory", None)  # out_of_memory before allocating (torchsh.memory)
