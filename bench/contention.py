@@ -42,6 +42,38 @@ def _during_long_op(daemon, m, argv):
     return samples
 
 
+def _idle_connections(daemon, n):
+    """n connections to the daemon's socket that never send a byte (each holds a descriptor there)."""
+    import socket
+    out = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(daemon.socket)
+        out.append(s)
+    return out
+
+
+def idle_rows(daemon, quick=False):
+    """`torch add` while 500 connections sit idle on the socket, against the same command without them."""
+    a = daemon.cli("randn", "[3]")
+    add = [CLIENT, "add", a, a]
+    rounds = 3 if quick else 10
+    idle = _idle_connections(daemon, IDLE)
+    try:
+        with_idle = [spawn_ms(add, daemon.env) for _ in range(rounds * 5)]
+    finally:
+        for s in idle:
+            s.close()
+    time.sleep(0.5)
+    without = [spawn_ms(add, daemon.env) for _ in range(rounds * 5)]
+    return [row("`torch add` with %d idle connections open" % IDLE, with_idle, "no idle connections", without,
+                target="p99 <= 100 ms", met=percentile(with_idle, 0.99) <= 100.0,
+                note="p99 %.1f ms" % percentile(with_idle, 0.99))]
+
+
+IDLE = 500
+
+
 def run(daemon, quick=False):
     a, b = daemon.cli("randn", "[3]"), daemon.cli("randn", "[3]")
     m = daemon.cli("randn", "[2000,2000]")
@@ -71,7 +103,7 @@ def run(daemon, quick=False):
                   note="lock-free: never waits for the tensor lock; n=%d" % len(status_loaded)),
     ]
     rows[2]["met"] = rows[2]["ratio"] is not None and rows[2]["ratio"] <= 3.0
-    return rows
+    return rows + idle_rows(daemon, quick)
 
 
 if __name__ == "__main__":

@@ -140,7 +140,7 @@ def _memory_cgroup(limit):
     try:
         with open("/proc/self/cgroup") as f:
             lines = f.read().splitlines()
-        mounts = memory._cgroup_mounts("/proc/self/mountinfo")
+        mounts = memory.budget._cgroup_mounts("/proc/self/mountinfo")
     except OSError as e:
         return None, "cannot read cgroups: %s" % e
     name = "torchsh-test-%d-%d" % (os.getpid(), time.monotonic_ns())

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from torchsh import memory
+from torchsh.memory import sizes
 from torchsh.errors import TorchshError
 from torchsh.table import build_table
 
@@ -128,7 +129,7 @@ def test_views_allocate_nothing_and_are_admitted(table):
 def test_small_everyday_ops_pass_without_running_meta(table, monkeypatch):
     def no_meta(*a):
         raise AssertionError("meta run for a small op")
-    monkeypatch.setattr(memory, "exact_bytes", no_meta)
+    monkeypatch.setattr(sizes, "exact_bytes", no_meta)
     b = budget_with_room(100 * MiB)
     a, m = torch.randn(3), torch.randn(3, 3)
     for name, ov_name, args in [("add", "Tensor", [a, a]), ("sum", None, [a]), ("matmul", None, [m, m]),
