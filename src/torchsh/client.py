@@ -268,7 +268,8 @@ def _run_exec(path, request, body):
     env = dict(posix.environ)
     for pair in env_add:
         k, _, v = pair.partition(b"=")
-        env[k] = v
+        if k.startswith(b"TORCHSH_"):  # a reply sets torchsh's own settings for CMD, never PATH or LD_*
+            env[k] = v
     # A signal meant for us (kill, timeout(1), a closed terminal) is passed on to CMD, and we wait for
     # CMD and end the scope as usual, so CMD is not orphaned. Ctrl-C on a terminal already reaches CMD
     # (same foreground process group), so SIGINT is passed on only when we are not that group.

@@ -110,3 +110,30 @@ def test_an_xdg_runtime_dir_that_others_can_write_is_refused(folder):
     _refused(r, xdg, "mode 0777")
     assert not os.path.exists(os.path.join(xdg, "torchsh", "torchd.sock"))
 
+
+
+def test_an_exec_reply_sets_only_torchsh_variables_for_the_command(folder):
+    """Even a server of ours may only set TORCHSH_* for a block's command, never PATH or LD_PRELOAD."""
+    import threading
+    from torchsh import protocol
+    sock = os.path.join(folder, "torchd.sock")
+    listener = _listener(sock)
+    out = os.path.join(folder, "seen")
+    body = protocol.encode_exec(["sh", "-c", 'echo "$PATH|$TORCHSH_SCOPE" > %s' % out],
+                                {"PATH": "/planted", "TORCHSH_SCOPE": "s1"}, [])
+
+    def serve():
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s: 1\r\n\r\n" % (len(body), protocol.H_EXEC.encode())
+                     + body)
+        conn.close()
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    r = _torch(["--socket", sock, "scope", "--", "true"])
+    t.join(10)
+    listener.close()
+    assert r.returncode == 0, r
+    with open(out) as f:
+        path, scope = f.read().strip().split("|")
+    assert path == os.environ["PATH"] and scope == "s1"

@@ -113,7 +113,7 @@ __torchsh_exec() {  # an exec directive (block forms): run argv with env added, 
     if [[ $__argv == */* && -x $__argv && ! -d $__argv ]] || type -P -- "$__argv" >/dev/null; then
         __old=$(trap -p INT)
         trap '' INT  # Ctrl-C goes to the command; this function still sends the clean-up command
-        ( trap - INT; for __x in "${__envs[@]}"; do export "$__x"; done; exec "${__argv[@]}" ) || __st=$?
+        ( trap - INT; for __x in "${__envs[@]}"; do [[ $__x == TORCHSH_* ]] && export "$__x"; done; exec "${__argv[@]}" ) || __st=$?
         if [[ -n $__old ]]; then eval "$__old"; else trap - INT; fi
     else
         printf 'torch: cannot run %s: No such file or directory\n' "$__argv" >&2; __st=127

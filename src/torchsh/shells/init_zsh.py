@@ -106,7 +106,7 @@ __torchsh_exec() {  # an exec directive (block forms): run argv with env added, 
     envs=("${(@)f[2,ne+1]}"); then=("${(@)f[ne+3,ne+2+nt]}"); cmd=("${(@)f[ne+3+nt,-1]}")
     if [[ $cmd[1] == */* && -x $cmd[1] && ! -d $cmd[1] ]] || (( ${+commands[$cmd[1]]} )); then
         trap '' INT  # Ctrl-C goes to the command; this function still sends the clean-up command
-        ( trap - INT; for x in $envs; do export "$x"; done; exec "${(@)cmd}" ) || st=$?
+        ( trap - INT; for x in $envs; do [[ $x == TORCHSH_* ]] && export "$x"; done; exec "${(@)cmd}" ) || st=$?
     else
         print -ru2 -- "torch: cannot run $cmd[1]: No such file or directory"; st=127
     fi
