@@ -7,6 +7,7 @@ Use: `from twouid import other_user, run_as  # noqa: F401` in a test module (tes
 """
 import os
 import pwd
+import shutil
 import subprocess
 
 import pytest
@@ -19,6 +20,8 @@ def other_user():
     """(uid, gid) of a second real user."""
     if os.getuid() != 0:
         pytest.skip("needs root to create a second user (useradd); run as root to cover two uids")
+    if not (shutil.which("useradd") and shutil.which("userdel")):
+        pytest.skip("needs useradd and userdel to play a second user")
     created = False
     try:
         pw = pwd.getpwnam(NAME)

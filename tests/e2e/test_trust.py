@@ -1,12 +1,12 @@
 """Another local user cannot make your `torch` run commands, read your argv or grow your files.
 
-Two real uids (issue 10, Critical): as root, the module creates a throwaway system user, the
+Two real uids (issue 10, Critical): as root, tests/twouid.py provides a throwaway system user, the
 "intruder", that plants what a second user of a shared machine could plant in a /tmp-like folder
 (TMPDIR points at a fresh 1777 folder, so the victim's fallback runtime folder is $TMPDIR/torchsh-0):
 a socket folder with a server that answers with an exec directive, a fast-path token file naming its
 own port, a torchd.log symlink, an empty squatted folder, and a server behind the victim's own socket
 file (SO_PEERCRED). The victim is the test's uid running the real client and the bash/zsh functions.
-Every planted server is a process of this module, killed at the end, and the user is deleted.
+Every planted server is a process of this module, killed at the end; twouid deletes the user.
 """
 import os
 import pwd
@@ -24,6 +24,7 @@ import pytest
 
 from torchsh import protocol
 from torchsh.shells import init_bash, init_zsh
+from twouid import other_user  # noqa: F401  (a fixture)
 
 BIN = os.path.dirname(sys.executable)
 CLIENT = os.path.join(BIN, "torch")
@@ -122,23 +123,15 @@ class Intruder:
 
 
 @pytest.fixture(scope="module")
-def intruder():
-    if os.geteuid() != 0:
-        pytest.skip("needs root: a throwaway second user is created to plant files (run the suite as root)")
-    if not (shutil.which("useradd") and shutil.which("userdel") and os.path.exists(SYSTEM_PYTHON)):
-        pytest.skip("needs useradd, userdel and %s to play a second user" % SYSTEM_PYTHON)
-    name = "torchsh-test-%d" % os.getpid()
-    made = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-                          capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.skip("useradd failed: %s" % made.stderr.strip())
-    pw = pwd.getpwnam(name)
-    who = Intruder(name, pw.pw_uid, pw.pw_gid)
+def intruder(other_user):
+    if not os.path.exists(SYSTEM_PYTHON):
+        pytest.skip("needs %s to run the second user's servers" % SYSTEM_PYTHON)
+    uid, gid = other_user
+    who = Intruder(pwd.getpwuid(uid).pw_name, uid, gid)
     try:
         yield who
     finally:
         who.stop()
-        subprocess.run(["userdel", name], capture_output=True)
 
 
 @pytest.fixture
