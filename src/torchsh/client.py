@@ -6,6 +6,9 @@ environment to POST /v1/cli and writes back what the daemon says. Three replies 
 "send N stdin lines" (the daemon found N tensor slots missing), "exec this command" (block forms
 such as `torch scope -- CMD`), and no daemon at all (start one, then retry).
 
+The daemon's own lifecycle (`daemon stop|restart`, and `tensors`/`daemon status`, which never start
+a daemon) is synchronous, and lives in daemonctl.py, imported only on those paths.
+
 Nothing is sent before the daemon is proven ours (docs/security.md): the socket's folder must be a
 real folder of our uid that nobody else can write in, the socket ours, and the process serving it
 ours (SO_PEERCRED). Otherwise another local user could plant a server that receives our argv, cwd
@@ -18,7 +21,6 @@ import sys
 from torchsh import protocol
 
 START_TIMEOUT_S = 120.0   # import torch takes ~1.5 s, but a loaded CI machine can be much slower
-_NO_START = (b"daemon", b"stop"), (b"daemon", b"status")
 
 
 def main(argv=None):
@@ -35,17 +37,27 @@ def main(argv=None):
     if sock:
         env.append(b"TORCHSH_SOCKET=" + sock.encode())
     request = dict(argv=args, cwd=_cwd(), stdin_is_tty=tty, env_pairs=env)
+    try:
+        _run(path, args, request)
+    except KeyboardInterrupt:  # Ctrl-C while we wait: one line, never a traceback
+        _interrupted(args)
+
+
+def _run(path, args, request):
+    if args in ([b"daemon", b"stop"], [b"daemon", b"restart"]):
+        from torchsh import daemonctl  # the rare lifecycle path: its code is paid for only here
+        sys.exit(daemonctl.stop(path, request, restart=args[1] == b"restart"))
     conn = _connect_or_start(path, args)
-    status, headers, body = _call(conn, request)
+    status, headers, body = call(conn, request)
     if protocol.H_STDIN in headers:
         request["stdin_lines"] = _read_stdin_lines(int(headers[protocol.H_STDIN]))
-        status, headers, body = _call(conn, request)
+        status, headers, body = call(conn, request)
     if protocol.H_EXEC in headers:
         conn.close()
         sys.exit(_run_exec(path, request, body))
     out_len = int(headers.get(protocol.H_STDOUT, len(body)))
-    _write(1, body[:out_len])
-    _write(2, body[out_len:])
+    write(1, body[:out_len])
+    write(2, body[out_len:])
     sys.exit(int(headers.get(protocol.H_EXIT, protocol.EXIT_INTERNAL)))
 
 
@@ -80,21 +92,28 @@ def _connect(path):
 
 def _refuse_if(problem):
     if problem:
-        _fail("untrusted", problem, protocol.UNTRUSTED_HINT)
+        fail("untrusted", problem, protocol.UNTRUSTED_HINT)
 
 
-def _connect_or_start(path, args):
+def connect_or_none(path):
+    """A connection to our daemon, or None when none answers (no folder, no socket, nobody listening)."""
     try:
         _refuse_if(protocol.untrusted(protocol.socket_folder(path), protocol.S_IFDIR))
         return _connect(path)
     except OSError:
-        pass
-    if tuple(args[:2]) in _NO_START:
-        _fail("daemon_unavailable", "no daemon is running on %s" % path,
-              "`torch daemon start` starts one; any other command starts one too")
+        return None
+
+
+def _connect_or_start(path, args):
+    if args[:2] == [b"daemon", b"status"] or args[:1] == [b"tensors"]:
+        from torchsh import daemonctl
+        return daemonctl.connect_without_start(path, args)  # they never start a daemon
+    conn = connect_or_none(path)
+    if conn is not None:
+        return conn
     if len(args) == 2 and args[0] == b"init" and args[1] in (b"bash", b"zsh"):
         _print_shell_function(args[1])  # a .bashrc's eval must not start torchd; the function's first command does
-    return _start_daemon(path)
+    return start_daemon(path)
 
 
 def _print_shell_function(shell):
@@ -102,15 +121,16 @@ def _print_shell_function(shell):
         from torchsh.shells.init_bash import script
     else:
         from torchsh.shells.init_zsh import script
-    _write(1, script().encode())
+    write(1, script().encode())
     sys.exit(0)
 
 
-def _start_daemon(path):
+def start_daemon(path, env=None):
     """Start torchd detached, logging beside the socket, and wait until it answers.
 
     Two commands racing here both spawn; torchd's start lock lets exactly one of them serve and
-    the other exits 0, so both clients simply wait for the socket.
+    the other exits 0, so both clients simply wait for the socket. `env`: the daemon's environment
+    (default: ours; a restart passes the old daemon's settings, see daemonctl.restart_env).
     """
     log = protocol.sibling(path, ".log")
     log_fd = _open_log(_private_folder(protocol.socket_folder(path)), log)
@@ -122,7 +142,8 @@ def _start_daemon(path):
             posix.dup2(null, 0)
             posix.dup2(log_fd, 1)
             posix.dup2(log_fd, 2)
-            posix.execv(sys.executable, [sys.executable, "-m", "torchsh.daemon", "--socket", path])
+            posix.execve(sys.executable, [sys.executable, "-m", "torchsh.daemon", "--socket", path],
+                         posix.environ if env is None else env)
         finally:
             posix._exit(127)
     posix.close(log_fd)
@@ -143,9 +164,9 @@ def _wait_for_daemon(path, pid, log):
             if done:
                 child_alive = False
                 if posix.waitstatus_to_exitcode(status) != 0:
-                    _fail("daemon_unavailable", "torchd failed to start", "see its log: %s" % log)
+                    fail("daemon_unavailable", "torchd failed to start", "see its log: %s" % log)
         time.sleep(0.02)
-    _fail("daemon_unavailable", "torchd did not answer within %ds" % START_TIMEOUT_S, "see its log: %s" % log)
+    fail("daemon_unavailable", "torchd did not answer within %ds" % START_TIMEOUT_S, "see its log: %s" % log)
 
 
 def _private_folder(folder):
@@ -170,7 +191,7 @@ def _private_folder(folder):
             _refuse_if(protocol.untrusted(folder, protocol.S_IFDIR))
         except OSError:
             pass
-        _fail("daemon_unavailable", "cannot create %s: %s" % (folder, e.strerror), "check permissions")
+        fail("daemon_unavailable", "cannot create %s: %s" % (folder, e.strerror), "check permissions")
     _refuse_if(protocol.untrusted(folder, protocol.S_IFDIR, posix.fstat(fd)))
     return fd
 
@@ -185,7 +206,7 @@ def _open_log(folder_fd, log):
             _refuse_if(protocol.untrusted(log, protocol.S_IFREG))  # a symlink: O_NOFOLLOW said ELOOP
         except OSError:
             pass
-        _fail("daemon_unavailable", "cannot create %s: %s" % (log, e.strerror), "check permissions")
+        fail("daemon_unavailable", "cannot create %s: %s" % (log, e.strerror), "check permissions")
     finally:
         posix.close(folder_fd)
     problem = protocol.untrusted(log, protocol.S_IFREG, posix.fstat(fd))
@@ -195,7 +216,7 @@ def _open_log(folder_fd, log):
     return fd
 
 
-def _call(conn, request):
+def call(conn, request):
     body = protocol.encode_cli_request(**request)
     head = b"POST %s HTTP/1.1\r\nHost: torchd\r\nContent-Length: %d\r\n\r\n" % (
         protocol.CLI_PATH.encode(), len(body))
@@ -203,7 +224,7 @@ def _call(conn, request):
         conn.sendall(head + body)
         return _read_response(conn)
     except OSError as e:
-        _fail("daemon_unavailable", "lost the daemon mid-request: %s" % e, "retry; see the daemon log")
+        fail("daemon_unavailable", "lost the daemon mid-request: %s" % e, "retry; see the daemon log")
 
 
 def _read_response(conn):
@@ -312,13 +333,13 @@ def _run_exec(path, request, body):
         try:
             conn = _connect(path)
         except OSError:
-            _fail("daemon_unavailable", "the daemon went away while the command ran", "its objects are gone")
-        _, headers, reply = _call(conn, request)
-        _write(2, reply[int(headers.get(protocol.H_STDOUT, 0)):])
+            fail("daemon_unavailable", "the daemon went away while the command ran", "its objects are gone")
+        _, headers, reply = call(conn, request)
+        write(2, reply[int(headers.get(protocol.H_STDOUT, 0)):])
     return 128 - status if status < 0 else status
 
 
-def _write(fd, data):
+def write(fd, data):
     try:
         while data:
             data = data[posix.write(fd, data):]
@@ -326,7 +347,18 @@ def _write(fd, data):
         pass  # `torch value $t | head -1`: the reader left; that is not our failure
 
 
-def _fail(code, message, hint):
+def _interrupted(args):
+    """Ctrl-C: one line, then die of SIGINT as the shell expects ($? is 130, and a script's loop stops)."""
+    import _signal
+    op = b" ".join(args[:2] if args[:1] in ([b"daemon"], [b"scope"]) else args[:1]).decode(errors="replace")
+    sys.stderr.write("torch: %s: interrupted\n" % op if op else "torch: interrupted\n")
+    sys.stderr.flush()
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+    posix.kill(posix.getpid(), _signal.SIGINT)
+    posix._exit(130)  # only if SIGINT was blocked
+
+
+def fail(code, message, hint):
     sys.stderr.write("torch: %s; %s [%s]\n" % (message, hint, code))
     sys.exit(protocol.exit_status(code))
 

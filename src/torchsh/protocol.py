@@ -16,6 +16,8 @@ H_EXIT = "torchsh-exit"        # the exit status the client must return
 H_STDOUT = "torchsh-stdout"    # how many body bytes are stdout; the rest is stderr
 H_STDIN = "torchsh-stdin"      # N: resend with N stdin lines; -1: with all of stdin
 H_EXEC = "torchsh-exec"        # present: body is an exec directive (see encode_exec)
+H_PID = "torchsh-pid"          # `daemon stop`: the stopping daemon's pid, which the client waits on
+H_SETTINGS = "torchsh-settings"  # `daemon stop`: "K=V K=V" of TORCHSH_TTL, _MAX_MEMORY, _FASTPATH for a restart
 
 # Exit statuses by class. Documented in the README and docs/errors.md.
 EXIT_OK = 0

@@ -104,8 +104,8 @@ def test_failed_start_names_the_log(fresh_sh):
 
 def test_status_and_census_answer_while_a_long_op_runs(fresh_sh):
     s = fresh_sh()
-    m = s("torch randn '[1200,1200]'")
-    proc = subprocess.Popen(["bash", "-c", "torch matrix_power %s 40 >/dev/null" % m], env=s.env)
+    m = s("torch randn '[2000,2000]'")  # 23 products of 2000x2000: about 1.7 s alone, longer on a busy machine
+    proc = subprocess.Popen(["bash", "-c", "torch matrix_power %s 4095 >/dev/null" % m], env=s.env)
     try:
         def busy():
             st = json.loads(s("torch daemon status --json"))

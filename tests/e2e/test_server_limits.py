@@ -11,14 +11,14 @@ import resource
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 import pytest
 
-from conftest import BIN, Result
 from twouid import other_user, run_as  # noqa: F401  (other_user is a fixture)
 
-TORCH = os.path.join(BIN, "torch")
+TORCH = os.path.join(os.path.dirname(sys.executable), "torch")  # the venv's launcher, as conftest.BIN
 LONG = ["matrix_power", None, "16777215"]
 
 
@@ -84,11 +84,10 @@ def test_connection_limit_gives_the_client_a_one_line_overloaded_error(fresh_sh)
     try:
         wait_for(lambda: _daemon_fds(sh) >= base + limit, "the daemon to accept them all")
         # The standalone client itself (through the fast bash path this would not touch the full socket).
-        p = subprocess.run([os.path.join(BIN, "torch"), "randn", "[3]"], env=sh.env, capture_output=True,
+        p = subprocess.run([TORCH, "randn", "[3]"], env=sh.env, capture_output=True,
                            text=True, stdin=subprocess.DEVNULL, timeout=60)
-        r = Result(p.stdout, p.stderr, p.returncode)
-        assert r.code == 5 and r.out == ""
-        assert r.err.count("\n") == 1 and "[overloaded]" in r.err and r.err.startswith("torch: "), r.err
+        assert p.returncode == 5 and p.stdout == ""
+        assert p.stderr.count("\n") == 1 and "[overloaded]" in p.stderr and p.stderr.startswith("torch: "), p.stderr
     finally:
         for s in idle:
             s.close()
@@ -147,17 +146,21 @@ def test_a_request_whose_client_left_while_queued_is_dropped_unrun(fresh_sh):
     assert "its client left while it waited for the tensor lock" in log
 
 
-def test_daemon_stop_lets_the_running_op_answer_first(fresh_sh):
+def test_daemon_stop_lets_the_running_op_answer_first_and_returns_once_the_daemon_has_exited(fresh_sh):
     sh = fresh_sh()
     long = start_long_op(sh)
-    r = sh.run("torch daemon stop")
-    assert r.code == 0 and "stopping" in r.out
-    assert long.poll() is None, "daemon stop waited for the tensor lock"
+    stop = bg(sh, "daemon", "stop")
+
+    # A lock-free probe: the daemon took the stop without waiting for the tensor lock.
+    wait_for(lambda: "stopping" in sh.run("torch daemon status").err, "the daemon to take the stop")
     late = sh.run("torch randn '[2]'")  # during the grace period: a clear refusal, not a hang
     assert late.code == 5 and "stopping" in late.err and "[overloaded]" in late.err, late.err
+    assert long.poll() is None and stop.poll() is None, "daemon stop waited for the tensor lock, or did not wait"
     out, err = long.communicate(timeout=60)
     assert long.returncode == 0 and out.startswith("tensor://"), err
-    wait_for(lambda: not os.path.exists(sh.socket), "the socket to go")
+    out, err = stop.communicate(timeout=60)
+    assert stop.returncode == 0 and "stopped" in out, err
+    assert not os.path.exists(sh.socket)  # gone by the time `stop` returned
 
 
 def test_sigterm_lets_the_running_op_answer_first(fresh_sh):

@@ -6,7 +6,8 @@ import sys
 import tempfile
 
 CLIENT = os.path.join(os.path.dirname(sys.executable), "torch")
-ALLOWED = {"torchsh", "torchsh.client", "torchsh.protocol", "_socket"}  # _socket: the C module, not socket.py
+# _socket: the C module, not socket.py; daemonctl: builtins only, and loaded on the lifecycle path alone
+ALLOWED = {"torchsh", "torchsh.client", "torchsh.protocol", "torchsh.daemonctl", "_socket"}
 
 
 def _imported(args):
@@ -27,3 +28,10 @@ def test_the_client_imports_only_builtins_and_the_protocol_module():
 def test_the_launcher_names_the_real_interpreter_with_isolated_no_site_flags():
     first = open(CLIENT).readline().strip()
     assert first == "#!%s -IS" % sys.executable
+
+
+def test_an_ordinary_command_does_not_load_the_lifecycle_module():
+    """daemonctl (stop, restart, the commands that never start a daemon) is paid for on its path only."""
+    src = os.path.dirname(os.path.dirname(os.path.abspath(__import__("torchsh").__file__)))
+    code = "import sys; sys.path.insert(0, %r); import torchsh.client" % src
+    assert "torchsh.daemonctl" not in _imported(["-c", code])

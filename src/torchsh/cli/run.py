@@ -35,6 +35,7 @@ class CliReply:
     exit: int = 0
     need_stdin: int = None    # ask the client for N lines (-1: all) and resend
     exec_body: bytes = None   # ask the client to run a command (block forms)
+    headers: dict = None      # extra reply headers a verb sets (`daemon stop`: pid and settings)
 
 
 class ExecRequest(Exception):
@@ -104,7 +105,8 @@ def _run_op(ctx, op, fixed, words):
             raise no_binding(op, partials, parsed.positionals, flags)
     result = invoke(ctx, op, binding, parsed.globals)
     wire = render.to_wire(result, ctx)
-    return CliReply(stdout=render.cli_text(result, wire, parsed.globals.get("json", False)))
+    return CliReply(stdout=render.cli_text(result, wire, parsed.globals.get("json", False)),
+                    headers=getattr(result, "reply_headers", None))
 
 
 def no_binding(op, partials, positionals, flags=None):

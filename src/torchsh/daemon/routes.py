@@ -35,8 +35,9 @@ def post_cli(app, request, params):
         return Response(200, reply.exec_body, "application/octet-stream", {protocol.H_EXEC: "1"})
     out = reply.stdout if isinstance(reply.stdout, bytes) else reply.stdout.encode(errors="surrogateescape")
     err = reply.stderr.encode(errors="surrogateescape")
-    return Response(200, out + err, "application/octet-stream",
-                    {protocol.H_EXIT: str(reply.exit), protocol.H_STDOUT: str(len(out))})
+    headers = {protocol.H_EXIT: str(reply.exit), protocol.H_STDOUT: str(len(out))}
+    headers.update(reply.headers or {})
+    return Response(200, out + err, "application/octet-stream", headers)
 
 
 # (method, path regex, handler, summary)

@@ -9,7 +9,8 @@ import secrets
 KINDS = ("tensor", "nn", "optim", "sched")
 EPOCH_LEN = 3
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
-HANDLE_RE = re.compile(r"^([a-z]+)://([0-9a-z]{%d})([0-9a-z]+)$" % EPOCH_LEN)
+SERIAL_LEN = 5  # base36(n) is zero-padded to this width, so a shorter id (`tensor://nope`) is malformed
+HANDLE_RE = re.compile(r"^([a-z]+)://([0-9a-z]{%d})([0-9a-z]{%d,})$" % (EPOCH_LEN, SERIAL_LEN))
 _LOOSE_RE = re.compile(r"^[a-z]+://")
 
 
@@ -17,7 +18,7 @@ def new_epoch():
     return "".join(secrets.choice(_ALPHABET) for _ in range(EPOCH_LEN))
 
 
-def base36(n, width=5):
+def base36(n, width=SERIAL_LEN):
     digits = []
     while n:
         n, r = divmod(n, 36)

@@ -130,6 +130,11 @@ torch() {
     for v in ${(k)parameters[(I)TORCHSH_*]}; do [[ ${parameters[$v]} == *export* ]] && e+=("$v=${(P)v}"); done
     argv2=("$@")
     if [[ ${1-} == --socket && $# -ge 2 ]]; then s=$2; e+=("TORCHSH_SOCKET=$2"); argv2=("${(@)argv2[3,-1]}"); fi
+    if [[ ${argv2[1]-} == daemon && ${argv2[2]-} == (stop|start|restart) ]]; then
+        # They wait until the daemon has exited or answers, which the real client does (rare: speed is moot).
+        if [[ ${argv2[2]} == stop ]]; then command torch "$@"; else TORCHSH_FASTPATH=1 command torch "$@"; fi
+        return
+    fi
     if [[ $s == *.sock ]]; then f=${s%.sock}.fast; else f=$s.fast; fi
     __torchsh_file=$f
     __torchsh_load $f

@@ -28,6 +28,9 @@ NU_BUILTINS_USED = ("complete", "default", "describe", "each", "get", "http", "i
 # Nu parser keywords cannot be command names even inside a module; `torch where` goes to main.
 NU_KEYWORDS = ("where", "if", "let", "mut", "def", "use", "for", "loop", "while", "match", "module",
                "export", "const", "alias", "source", "overlay", "hide", "return", "break", "continue")
+# Verbs that return only once the daemon has exited or answers: only the `torch` client can wait for
+# that (a daemon cannot report its own exit), so the module runs it for them.
+BY_CLIENT = ("daemon.start", "daemon.stop", "daemon.restart")
 # Variables nu reserves: an argument of that name is positional only (no table row has one today).
 NU_RESERVED_VARS = ("in", "env", "nu", "it")
 
@@ -107,6 +110,8 @@ def command_text(op, name=None, fixed=None):
     kw = "{%s}" % ", ".join("%s: $%s" % (f["name"], f["name"]) for f in flags)
     if block:
         lines.append("    torchsh block %s $block %s" % (json.dumps(name), kw))
+    elif op.name in BY_CLIENT:
+        lines.append("    ^torch %s" % op.name.replace(".", " "))
     else:
         defaults = "{%s}" % ", ".join("%s: %s" % (f["name"], f["nu_default"]) for f in flags if f["nu_default"])
         whole = " --whole" if _takes_whole_input(op) else ""

@@ -74,7 +74,8 @@ def "torchsh handles" []: nothing -> list<string> {
     torchsh parse (torchsh http GET "/v1/tensors") | get objects | get handle
 }
 
-# One HTTP request; a socket that does not answer starts the daemon (`torch daemon start`) once.
+# One HTTP request; a socket that does not answer starts the daemon (`torch daemon start`) once,
+# except for the census and status (and completion), which never start one: as the `torch` client.
 def "torchsh http" [method: string, path: string, body: string = ""]: nothing -> any {
     let sock = (torchsh socket)
     let url = $"http://localhost($path)"
@@ -82,6 +83,14 @@ def "torchsh http" [method: string, path: string, body: string = ""]: nothing ->
         {reply: (torchsh send $method $sock $url $body)}
     } catch {|err| {failed: $err.msg} }
     if "reply" in $first { return $first.reply }
+    if $path in ["/v1/ops/tensors", "/v1/tensors"] { return '{"result": [], "objects": []}' }  # nothing is held
+    if $path in ["/v1/ops/daemon.status", "/v1/status"] {
+        error make --unspanned {
+            msg: $"torch daemon status: no daemon is running on ($sock)"
+            help: "`torch daemon start` starts one; any other command starts one too"
+            code: "torchsh::daemon_unavailable"
+        }
+    }
     let started = (do { ^torch daemon start } | complete)
     if $started.exit_code != 0 {
         error make --unspanned {
@@ -1839,7 +1848,7 @@ export def "daemon log" [
     torchsh call "daemon.log" $in $args {follow: $follow, lines: $lines} {follow: false, lines: 50} --no_grad=$no_grad --inference_mode=$inference_mode
 }
 
-# Restart the daemon in place: a fresh PyTorch, an empty registry; old handles become stale.
+# Restart the daemon: a fresh PyTorch, an empty registry; old handles become stale.
 #
 # daemon.restart() -> str
 export def "daemon restart" [
@@ -1847,7 +1856,7 @@ export def "daemon restart" [
     --no_grad  # run without recording gradients
     --inference_mode  # run in inference mode
 ]: any -> any {
-    torchsh call "daemon.restart" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
+    ^torch daemon restart
 }
 
 # Start the daemon (any command does); says so when one is already running.
@@ -1858,7 +1867,7 @@ export def "daemon start" [
     --no_grad  # run without recording gradients
     --inference_mode  # run in inference mode
 ]: any -> any {
-    torchsh call "daemon.start" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
+    ^torch daemon start
 }
 
 # pid, version, devices, uptime, idle, remaining TTL, objects by kind, bytes held, memory, socket, log.
@@ -1872,15 +1881,16 @@ export def "daemon status" [
     torchsh call "daemon.status" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
 }
 
-# Stop the daemon; every object it holds is freed.
+# Stop the daemon; every object it holds is freed. `torch daemon stop` returns once it has exited.
 #
-# daemon.stop() -> str
+# daemon.stop(*, bool restart=False) -> str
 export def "daemon stop" [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
+    --restart  # bool
     --no_grad  # run without recording gradients
     --inference_mode  # run in inference mode
 ]: any -> any {
-    torchsh call "daemon.stop" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
+    ^torch daemon stop
 }
 
 # Set the sliding idle TTL: 90s, 30m, 2h, 1d or none.

@@ -13,7 +13,8 @@ def "torchsh handles" []: nothing -> list<string> {
     torchsh parse (torchsh http GET "/v1/tensors") | get objects | get handle
 }
 
-# One HTTP request; a socket that does not answer starts the daemon (`torch daemon start`) once.
+# One HTTP request; a socket that does not answer starts the daemon (`torch daemon start`) once,
+# except for the census and status (and completion), which never start one: as the `torch` client.
 def "torchsh http" [method: string, path: string, body: string = ""]: nothing -> any {
     let sock = (torchsh socket)
     let url = $"http://localhost($path)"
@@ -21,6 +22,14 @@ def "torchsh http" [method: string, path: string, body: string = ""]: nothing ->
         {reply: (torchsh send $method $sock $url $body)}
     } catch {|err| {failed: $err.msg} }
     if "reply" in $first { return $first.reply }
+    if $path in ["/v1/ops/tensors", "/v1/tensors"] { return '{"result": [], "objects": []}' }  # nothing is held
+    if $path in ["/v1/ops/daemon.status", "/v1/status"] {
+        error make --unspanned {
+            msg: $"torch daemon status: no daemon is running on ($sock)"
+            help: "`torch daemon start` starts one; any other command starts one too"
+            code: "torchsh::daemon_unavailable"
+        }
+    }
     let started = (do { ^torch daemon start } | complete)
     if $started.exit_code != 0 {
         error make --unspanned {

@@ -1,4 +1,12 @@
-"""The daemon from the shell: daemon status | start | stop | restart | ttl DUR | log."""
+"""The daemon from the shell: daemon status | start | stop | restart | ttl DUR | log.
+
+A daemon cannot report its own exit, so the `torch` client makes stop and restart synchronous:
+the stop reply names the pid to wait for and the settings a restart carries to the new daemon
+(client.py: `daemon restart` is `daemon stop --restart`, a wait, and a start).
+"""
+import logging
+import os
+
 from torchsh import protocol
 from torchsh.cli.render import Text
 from torchsh.cli.run import ExecRequest
@@ -6,6 +14,17 @@ from torchsh.daemon import lifecycle
 from torchsh.daemon.status import status_dict, status_text
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.verbs import verb
+
+log_ = logging.getLogger("torchd")  # `log` is the verb below
+
+
+class ReplyText(Text):
+    """Text plus reply headers for the client (POST /v1/cli copies `reply_headers` into the reply)."""
+
+    def __new__(cls, text, headers):
+        self = super().__new__(cls, text)
+        self.reply_headers = headers
+        return self
 
 
 class StatusRecord(dict):
@@ -25,16 +44,38 @@ def start(ctx):
     return Text("torchd is running (pid %d, %s)\n" % (ctx.app.pid(), ctx.app.socket_path))
 
 
-@verb("daemon.stop() -> str", category="daemon", lockfree=True)
-def stop(ctx):
-    """Stop the daemon; every object it holds is freed."""
+@verb("daemon.stop(*, bool restart=False) -> str", category="daemon", lockfree=True)
+def stop(ctx, restart=False):
+    """Stop the daemon; every object it holds is freed. `torch daemon stop` returns once it has exited.
+
+    --restart: the caller starts a fresh daemon with this one's settings; `torch daemon restart` does that.
+    """
+    if restart:
+        log_.info("restarting")  # the client starts a fresh daemon once this one has exited
     ctx.app.request_stop()
-    return Text("torchd stopping (pid %d)\n" % ctx.app.pid())
+    return ReplyText("torchd %s (pid %d)\n" % ("restarting" if restart else "stopping", ctx.app.pid()),
+                     {protocol.H_PID: str(ctx.app.pid()), protocol.H_SETTINGS: restart_settings(ctx.app)})
+
+
+def restart_settings(app):
+    """What a restart keeps, as "K=V K=V": the TTL now in force, the memory budget, the fast path."""
+    ttl = "none" if app.ttl is None else "%.3fs" % app.ttl
+    pairs = ["TORCHSH_TTL=" + ttl]
+    budget = "".join((os.environ.get("TORCHSH_MAX_MEMORY") or "").split())  # torchd --max-memory sets it
+    if budget:
+        pairs.append("TORCHSH_MAX_MEMORY=" + budget)
+    if app.fastpath is not None:
+        pairs.append("TORCHSH_FASTPATH=1")
+    return " ".join(pairs)
 
 
 @verb("daemon.restart() -> str", category="daemon", lockfree=True)
 def restart(ctx):
-    """Restart the daemon in place: a fresh PyTorch, an empty registry; old handles become stale."""
+    """Restart the daemon: a fresh PyTorch, an empty registry; old handles become stale.
+
+    `torch daemon restart` returns once the new daemon answers. (Through the JSON API the daemon
+    re-executes itself in place, and the next request may find it still starting.)
+    """
     ctx.app.request_stop(restart=True)
     return Text("torchd restarting (pid %d)\n" % ctx.app.pid())
 

@@ -1,0 +1,152 @@
+"""The client's side of the daemon's lifecycle: `daemon stop` and `daemon restart` are synchronous,
+and `tensors` and `daemon status` never start a daemon. Imported by client.py only on those paths.
+
+Synchronous because a daemon cannot report its own exit: `stop` asks it to stop, then waits until the
+process is gone (its socket goes first); `restart` is that stop, then a start with the old daemon's
+settings (TTL, memory budget, fast path), and returns once the new daemon answers. Builtins only, like
+the client: `posix`, `sys`, and the client's own helpers.
+"""
+import posix
+
+from torchsh import client, protocol
+
+STOP_TIMEOUT_S = 20.0     # the daemon's shutdown grace (server.GRACE_S, 10 s) plus a margin
+WAIT_RUNNING_S = 15.0     # `tensors`, `daemon status|stop`: how long a daemon that holds the lock may take to answer
+# Settings a restart carries from the old daemon to the new one (the stop reply's H_SETTINGS header).
+_KEPT = (b"TORCHSH_TTL", b"TORCHSH_MAX_MEMORY", b"TORCHSH_FASTPATH")
+
+
+def connect_without_start(path, args):
+    """`tensors` and `daemon status`: a connection to the running daemon; never start one."""
+    conn = _connect_if_running(path)
+    if conn is not None:
+        return conn
+    if args[:2] == [b"daemon", b"status"]:
+        client.fail("daemon_unavailable", "no daemon is running on %s" % path,
+                     "`torch daemon start` starts one; any other command starts one too")
+    if any(a in (b"-h", b"--help") for a in args):
+        return client.start_daemon(path)  # help comes from the op table, which lives in the daemon
+    # A census never starts a daemon just to report that it holds nothing (docker ps without dockerd).
+    posix.write(2, b"torch: tensors: no daemon is running on %s; nothing is held\n" % path.encode())
+    client.write(1, b"[]\n" if b"--json" in args else b"")
+    raise SystemExit(0)
+
+
+def restart_env(settings):
+    """Our environment with the old daemon's TORCHSH_TTL, _MAX_MEMORY and _FASTPATH in place of ours;
+    nothing else from the reply (never PATH or LD_*)."""
+    env = {k: v for k, v in posix.environ.items() if k not in _KEPT}
+    for pair in settings:
+        k, _, v = pair.partition(b"=")
+        if k in _KEPT:
+            env[k] = v
+    return env
+
+
+def _connect_if_running(path):
+    """For the commands that never start a daemon: a connection, or None when no daemon runs.
+
+    A torchd that holds the start lock without answering yet (starting, or binding its deleted socket
+    again) is running: wait for it, while it lives, up to WAIT_RUNNING_S.
+    """
+    conn = client.connect_or_none(path)
+    pid = None if conn is not None else _lock_holder(path)
+    if pid is not None:
+        import time
+        deadline = time.monotonic() + WAIT_RUNNING_S
+        while conn is None and _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+            conn = client.connect_or_none(path)
+    return conn
+
+
+def _lock_holder(path):
+    """The live torchd whose pid is in torchd.lock (written when it took the lock), else None."""
+    try:
+        fd = posix.open(protocol.sibling(path, ".lock"), posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK)
+        try:
+            pid = int(posix.read(fd, 32).strip() or b"0")
+        finally:
+            posix.close(fd)
+    except (OSError, ValueError):
+        return None
+    if pid <= 0 or not _alive(pid):
+        return None
+    try:  # a stale pid that another program reuses is not a daemon
+        fd = posix.open("/proc/%d/cmdline" % pid, posix.O_RDONLY)
+        try:
+            if b"torchsh.daemon" not in posix.read(fd, 4096):
+                return None
+        finally:
+            posix.close(fd)
+    except OSError:
+        pass  # no /proc (macOS): the live pid must do
+    return pid
+
+
+def stop(path, request, restart):
+    """`daemon stop` and `daemon restart`: ask the daemon to stop, wait until it has exited and its
+    socket is gone, then (restart) start a new one with the old one's settings and wait until it answers."""
+    conn = _connect_if_running(path)
+    if conn is None:
+        if not restart:
+            client.write(1, b"no torchd is running on %s\n" % path.encode())
+            return 0
+        conn = client.start_daemon(path)  # restart with nothing running: a start, as `systemctl restart` does
+    else:
+        request = dict(request, argv=[b"daemon", b"stop"] + ([b"--restart"] if restart else []))
+        _, headers, body = client.call(conn, request)
+        conn.close()
+        code = int(headers.get(protocol.H_EXIT, protocol.EXIT_INTERNAL))
+        out_len = int(headers.get(protocol.H_STDOUT, len(body)))
+        if code != 0 or protocol.H_PID not in headers:  # refused (or an old daemon): say what it said
+            client.write(1, body[:out_len])
+            client.write(2, body[out_len:])
+            return code or protocol.EXIT_INTERNAL
+        pid = int(headers[protocol.H_PID])
+        _wait_until_gone(path, pid)
+        if not restart:
+            client.write(1, b"torchd stopped (pid %d)\n" % pid)  # the reply said "stopping"; now it is true
+            return 0
+        client.write(1, body[:out_len])
+        conn = client.start_daemon(path, restart_env(headers.get(protocol.H_SETTINGS, "").encode().split()))
+    status, headers, body = client.call(conn, dict(request, argv=[b"daemon", b"start"]))
+    out_len = int(headers.get(protocol.H_STDOUT, len(body)))
+    client.write(1, body[:out_len])
+    client.write(2, body[out_len:])
+    return int(headers.get(protocol.H_EXIT, protocol.EXIT_INTERNAL))
+
+
+def _wait_until_gone(path, pid):
+    """Until process `pid` has exited; daemon_unavailable past STOP_TIMEOUT_S.
+
+    torchd unlinks its socket before it releases its start lock and exits, so once the process is gone
+    its socket is too; a daemon answering on the path by then is a new one (another shell started it).
+    """
+    import time  # builtin module, only paid on the rare stop path
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return
+        time.sleep(0.01)
+    client.fail("daemon_unavailable", "torchd (pid %d) has not exited %ds after it was asked to stop" % (pid, STOP_TIMEOUT_S),
+          "a long op may still be running; see `torch daemon log`, or kill %d" % pid)
+
+
+def _alive(pid):
+    """Is `pid` a live process? A zombie counts as gone: it holds no memory, socket or lock any more."""
+    try:
+        posix.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: the pid now belongs to another user's process, so ours is gone
+        return False
+    try:
+        fd = posix.open("/proc/%d/stat" % pid, posix.O_RDONLY)
+    except OSError:
+        return True  # no /proc (macOS): kill(0) is all we have
+    try:
+        stat = posix.read(fd, 512)
+    finally:
+        posix.close(fd)
+    return stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] not in (b"Z", b"X")
