@@ -4,20 +4,12 @@ import os
 import select
 import signal
 import subprocess
-import time
+
+from waiting import wait_until
 
 
 def _log_lines(s, n):
     return s("torch daemon log -n %d" % n).split("\n")
-
-
-def _wait(cond, timeout=30.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_daemon_log_prints_the_last_lines_of_the_log(fresh_sh):
@@ -41,9 +33,9 @@ def test_daemon_log_follow_prints_new_lines_until_ctrl_c(fresh_sh):
             seen += os.read(follower.stdout.fileno(), 65536)
         return text in seen
     try:
-        assert _wait(lambda: heard(b"INFO serving")), seen  # tail runs: the last line is there
+        assert wait_until(lambda: heard(b"INFO serving")), seen  # tail runs: the last line is there
         s("torch daemon restart")  # a new line: "restarting"
-        assert _wait(lambda: heard(b"INFO restarting")), seen
+        assert wait_until(lambda: heard(b"INFO restarting")), seen
         os.killpg(follower.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole foreground group
         assert follower.wait(timeout=15) == 130
     finally:
@@ -66,7 +58,7 @@ def test_the_log_is_rotated_past_its_size_limit(fresh_sh):
     for _ in range(3):  # each restart logs two lines of ~150 bytes: past 600 bytes at least once
         before = _epoch(s)
         s("torch daemon restart")
-        assert _wait(lambda: _epoch(s) not in (None, before))
+        assert wait_until(lambda: _epoch(s) not in (None, before))
     assert os.path.exists(log + ".1")
     assert os.path.getsize(log) <= 600 + 400 and os.path.getsize(log + ".1") <= 600 + 400
     assert oct(os.stat(log).st_mode & 0o777) == oct(0o600)

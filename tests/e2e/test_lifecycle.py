@@ -4,7 +4,8 @@ import os
 import signal
 import stat
 import subprocess
-import time
+
+from waiting import wait_until
 
 
 def _daemons(folder):
@@ -18,15 +19,6 @@ def _all_threads_gone(pid):
         return os.listdir("/proc/%d/task" % pid) == [str(pid)] and open("/proc/%d/stat" % pid).read().split()[2] == "Z"
     except OSError:
         return True
-
-
-def _wait(cond, timeout=30.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_first_command_starts_the_daemon_with_private_modes(fresh_sh):
@@ -60,8 +52,8 @@ def test_status_reports_the_daemon(fresh_sh):
 def test_idle_ttl_expiry_stops_the_daemon(fresh_sh):
     s = fresh_sh(start=False)
     s("torch ones '[1]'", env={"TORCHSH_TTL": "2s"})
-    assert _wait(lambda: not os.path.exists(s.socket), 30)
-    assert _wait(lambda: not _daemons(s.folder), 10)
+    assert wait_until(lambda: not os.path.exists(s.socket), 30)
+    assert wait_until(lambda: not _daemons(s.folder), 10)
     assert s.run("torch daemon status").code == 5
 
 
@@ -77,11 +69,11 @@ def test_stop_removes_the_socket_and_restart_makes_handles_stale(fresh_sh):
     s = fresh_sh()
     h = s("torch ones '[1]'")
     s("torch daemon restart")
-    assert _wait(lambda: s.run("torch daemon status").code == 0)
+    assert wait_until(lambda: s.run("torch daemon status").code == 0)
     r = s.run("torch value %s" % h)
     assert r.code == 3 and "[stale_handle]" in r.err
     s("torch daemon stop")
-    assert _wait(lambda: not os.path.exists(s.socket))
+    assert wait_until(lambda: not os.path.exists(s.socket))
     assert s.run("torch daemon status").code == 5
 
 
@@ -91,7 +83,7 @@ def test_a_stale_socket_file_is_replaced(fresh_sh):
     os.kill(pid, signal.SIGKILL)
     # Gone from /proc, not just from pgrep: a killed process's other threads keep its listening
     # socket open (accepting into the backlog) until the last of them has unmapped its memory.
-    assert _wait(lambda: not _daemons(s.folder) and _all_threads_gone(pid))
+    assert wait_until(lambda: not _daemons(s.folder) and _all_threads_gone(pid))
     assert os.path.exists(s.socket)  # left behind by the killed daemon
     assert s("torch ones '[1]' | torch value") == "[1.0]"
 
@@ -110,7 +102,7 @@ def test_status_and_census_answer_while_a_long_op_runs(fresh_sh):
         def busy():
             st = json.loads(s("torch daemon status --json"))
             return st["busy"] is not None and st["busy"]["op"] == "matrix_power"
-        assert _wait(busy, 20), "the long op never showed as busy"
+        assert wait_until(busy, 20), "the long op never showed as busy"
         assert proc.poll() is None, "the op finished before status answered: make it longer"
         assert json.loads(s("torch tensors --json"))
     finally:

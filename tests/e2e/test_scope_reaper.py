@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from waiting import process_gone, wait_until
+
 BASH_SCOPE = 'x=$(torch ones "[2]"); echo "$$ $x" > {ready}.tmp; mv {ready}.tmp {ready}; sleep 30'
 
 
@@ -23,30 +25,13 @@ def count(s):
     return sum(status(s)["objects"].values())
 
 
-def wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except FileNotFoundError:
-        return False
-
-
 def start_scope_client(s, tmp_path):
     """`torch scope -- bash -c …` in a session of its own; returns (client, bash pid, handle made inside)."""
     ready = tmp_path / "ready"
     client = subprocess.Popen(["torch", "scope", "--", "bash", "-c", BASH_SCOPE.format(ready=ready)],
                               env=s.env, cwd=s.folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
-    assert wait_for(ready.exists, 60), "the scope's command never started"
+    assert wait_until(ready.exists, 60), "the scope's command never started"
     bash_pid, handle = ready.read_text().split()
     return client, int(bash_pid), handle
 
@@ -72,11 +57,11 @@ def test_the_scope_of_a_killed_client_is_ended_and_its_objects_freed(daemon, tmp
     assert count(s) == before + 1 and status(s)["scopes"], status(s)
     client.send_signal(sig)
     client.wait(timeout=30)
-    assert wait_for(lambda: count(s) == before and not status(s)["scopes"]), status(s)
+    assert wait_until(lambda: count(s) == before and not status(s)["scopes"]), status(s)
     r = s.run("torch value %s" % handle)
     assert r.code == 3 and "[unknown_handle]" in r.err
     if sig != signal.SIGKILL:  # passed on: CMD is gone too, and the client exits as CMD did
-        assert wait_for(lambda: not alive(bash_pid), 10)
+        assert wait_until(lambda: process_gone(bash_pid), 10)
         assert client.returncode == 128 + sig
     assert s("torch ones '[1]' | torch value") == "[1.0]"
 
@@ -89,8 +74,8 @@ def test_a_timeout_of_the_client_ends_cmd_and_the_scope(daemon, tmp_path):
                          env=s.env, cwd=s.folder, stdin=subprocess.DEVNULL, start_new_session=True)
     groups.append(p.pid)
     assert p.wait(timeout=60) == 124
-    assert wait_for(lambda: count(s) == before and not status(s)["scopes"]), status(s)
-    assert wait_for(lambda: not alive(int((tmp_path / "pid").read_text())), 10)
+    assert wait_until(lambda: count(s) == before and not status(s)["scopes"]), status(s)
+    assert wait_until(lambda: process_gone(int((tmp_path / "pid").read_text())), 10)
 
 
 def test_a_live_client_keeps_its_scope(daemon, tmp_path):

@@ -5,15 +5,12 @@ CUDA/MPS on a CPU build, saves into missing or read-only folders, corrupt files,
 pickles, a .pt posted as .npy, a word over the size limit, a FIFO given to load, lazy modules in
 the census, and failing saves that must leave no temp file.
 """
-import glob
 import http.client
 import io
 import json
 import os
 import pickle
 import socket
-import stat
-import subprocess
 import time
 import zipfile
 

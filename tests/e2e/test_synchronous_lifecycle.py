@@ -16,7 +16,8 @@ import json
 import os
 import signal
 import subprocess
-import time
+
+from waiting import process_gone, wait_until
 
 RESTART_ROUNDS = int(os.environ.get("TORCHSH_LIFECYCLE_ROUNDS", "200"))
 STOP_START_ROUNDS = int(os.environ.get("TORCHSH_LIFECYCLE_ROUNDS", "50"))  # the issue's figure is 200 (see above)
@@ -25,24 +26,6 @@ STOP_START_ROUNDS = int(os.environ.get("TORCHSH_LIFECYCLE_ROUNDS", "50"))  # the
 def _daemons(folder):
     p = subprocess.run(["pgrep", "-f", "torchsh.daemon --socket %s/" % folder], capture_output=True, text=True)
     return [int(x) for x in p.stdout.split()]
-
-
-def _gone(pid):
-    """Exited: no such process, or a zombie (it holds no memory, socket or lock any more)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except OSError:
-        return True
-
-
-def _wait(cond, timeout=30.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_tensors_with_no_daemon_prints_an_empty_census_and_starts_none(fresh_sh):
@@ -73,7 +56,7 @@ def test_stop_returns_only_once_the_daemon_has_exited_and_its_socket_is_gone(fre
     pid = json.loads(s("torch daemon status --json"))["pid"]
     out = s("torch daemon stop")
     assert "stopped (pid %d)" % pid in out
-    assert _gone(pid) and not os.path.exists(s.socket)  # at once, not eventually
+    assert process_gone(pid) and not os.path.exists(s.socket)  # at once, not eventually
     assert s.run("torch daemon stop").out.startswith("no torchd is running")  # idempotent
 
 
@@ -96,7 +79,7 @@ def test_restart_returns_once_the_new_daemon_answers_and_keeps_its_settings(fres
     r = s.run("torch daemon restart && torch value %s" % h)
     assert r.code == 3 and "[stale_handle]" in r.err, r  # the new daemon answered, with a new epoch
     assert "restarting (pid %d)" % old["pid"] in r.out and "torchd is running" in r.out
-    assert _gone(old["pid"])
+    assert process_gone(old["pid"])
     new = json.loads(s("torch daemon status --json"))
     assert new["pid"] != old["pid"] and new["epoch"] != old["epoch"]
     assert new["ttl_s"] == 7200 and new["memory_budget_bytes"] == 3 << 30 == old["memory_budget_bytes"]
@@ -143,7 +126,7 @@ def test_ctrl_c_on_a_waiting_client_prints_one_line_and_exits_130(fresh_sh):
         def busy():
             st = json.loads(s("torch daemon status --json"))
             return st["busy"] is not None and st["busy"]["op"] == "matrix_power"
-        assert _wait(busy, 30), "the long op never started"
+        assert wait_until(busy, 30), "the long op never started"
         with open("/proc/%d/task/%d/children" % (shell.pid, shell.pid)) as f:
             (client,) = [int(p) for p in f.read().split()]
         os.kill(client, signal.SIGINT)

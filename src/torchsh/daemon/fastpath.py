@@ -158,9 +158,13 @@ def exec_lines(body):
 def _write_private(path, data):
     """Write atomically with mode 0600 from the start: the token is never readable by others."""
     tmp = "%s.%d.tmp" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.fchmod(fd, 0o600)
+        os.unlink(tmp)  # a leftover of an earlier daemon with our pid; the folder is verified private
+    except FileNotFoundError:
+        pass
+    # O_EXCL|O_NOFOLLOW: a fresh file of ours, never one planted under that name or a symlink's target
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
         os.write(fd, data)
     finally:
         os.close(fd)
