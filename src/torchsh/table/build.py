@@ -30,7 +30,7 @@ class OpTable:
                 if short in self.ops:
                     continue
                 self.bare.setdefault(short, []).append(name)
-        self.aliases = {k: v for k, v in aliases.ALIASES.items() if v[0] in self.ops or v[0] in self.bare}
+        self.aliases = {k: v for k, v in _all_aliases().items() if v[0] in self.ops or v[0] in self.bare}
         for alias, (target, _) in self.aliases.items():  # `torch linalg.svd --help` lists `svd`
             op = self.ops.get(target) or self.ops[self.bare[target][0]]
             if alias not in op.aliases:
@@ -177,6 +177,13 @@ def _close(word, words):
     return [lowered[w] for w in difflib.get_close_matches(word.lower(), list(lowered), n=3, cutoff=0.7)]
 
 
+def _all_aliases():
+    """aliases.ALIASES and the dtype casts PyTorch documents as `self.to(torch.DTYPE)` (`torch float $x`)."""
+    from torchsh.cli.kinds import DTYPES
+    from torchsh.table.from_torch import cast_aliases
+    return dict(cast_aliases(DTYPES), **aliases.ALIASES)
+
+
 def group_op(table, group):
     """A row that prints the group's listing (not in the table: `torch ops` and the shell modules never see it)."""
     from torchsh.table.spec import Overload
@@ -204,7 +211,7 @@ def build_table():
     was_enabled = gc.isenabled()
     gc.disable()  # thousands of small rows: with torch loaded, cyclic-GC passes cost more than the build
     try:
-        rows = cache.cached_rows(from_torch.torch_ops) + verbs.all_verbs()
+        rows = cache.cached_rows(from_torch.torch_ops) + from_torch.tensor_properties() + verbs.all_verbs()
         table = OpTable(rows)
     finally:
         if was_enabled:

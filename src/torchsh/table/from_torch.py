@@ -47,6 +47,43 @@ def torch_ops():
     return categories.with_alias_categories([r for r in rows if r])
 
 
+def tensor_properties():
+    """One row per aliases.TENSOR_PROPERTIES (`torch T $x` is x.T): a tensor in, the property out.
+    Built on every start (not cached: a property is no function the cache can name)."""
+    rows = []
+    for attr in aliases.TENSOR_PROPERTIES:
+        descriptor = getattr(torch.Tensor, attr, None)
+        if descriptor is None:
+            continue
+        doc = first_paragraph(descriptor)
+        arg = ArgSpec("input", "tensor", type_text="Tensor")
+        rows.append(OpSpec(name=attr, category="shape", summary=summary_line(doc), call=_property(attr), doc=doc,
+                           overloads=[Overload(args=(arg,), returns="Tensor")]))
+    return rows
+
+
+def _property(attr):
+    def get(input):
+        return getattr(input, attr)
+    get.__name__ = attr
+    return get
+
+
+_CAST_DOC = re.compile(r"``self\.(\w+)\(\)`` is equivalent to ``self\.to\(torch\.(\w+)\)``")
+
+
+def cast_aliases(known_dtypes):
+    """{method: ("to", {"dtype": name})} for each Tensor method whose docstring says
+    "``self.float()`` is equivalent to ``self.to(torch.float32)``" (float, double, half, long, int, bool…),
+    for the dtypes the shell can name."""
+    out = {}
+    for attr in dir(torch.Tensor):
+        m = _CAST_DOC.search(getattr(getattr(torch.Tensor, attr, None), "__doc__", None) or "")
+        if m and m.group(1) == attr and m.group(2) in known_dtypes:
+            out[attr] = ("to", {"dtype": m.group(2)})
+    return out
+
+
 def _row(name, attr, fn, aten, overloads):
     if not overloads:
         return None
