@@ -1,9 +1,11 @@
 """Usage lines, `torch OP --help`, the overview, and `torch ops` listings, all rendered from table rows."""
 import json
+import textwrap
 
+from torchsh.cli import examples
 from torchsh.cli.render import Text
 from torchsh.table import aliases
-from torchsh.table.spec import VARIADIC_KINDS
+from torchsh.table.spec import MISSING, VARIADIC_KINDS
 from torchsh.table.categories import CATEGORIES
 
 VERB_CATEGORIES = ("tensors", "files", "autograd", "nn", "optim", "objects", "daemon", "shell")
@@ -106,11 +108,16 @@ def op_help(op):
     for name, specs in _arguments(op).items():
         types = " | ".join(dict.fromkeys(a.type_text or a.kind for a in specs))
         where = "flag" if all(a.keyword_only for a in specs) else "positional or flag"
-        defaults = [a.default for a in specs if not a.required]
+        defaults = [None if a.default is MISSING else a.default for a in specs if not a.required]  # T?: None
         default = "  (default: %s)" % _default_text(defaults[0]) if defaults and len(specs) == len(defaults) else ""
         lines.append("  %-22s %-14s %s%s" % ("--" + name, types, where, default))
+        if op.arg_docs.get(name):  # PyTorch's own words for it (table/docargs.py)
+            lines += textwrap.wrap(op.arg_docs[name], 100, initial_indent=" " * 6, subsequent_indent=" " * 6)
     for peer, (flag, values) in aliases.FLAG_ALIASES.get(op.name, {}).items():
         lines.append("  %-22s %-14s same as --%s%s" % ("--" + peer, "", flag, " negated" if values else ""))
+    shown = examples.example(op)
+    if shown:
+        lines += ["", "example:", "  " + shown]
     lines += ["", "category: %s" % op.category]
     if op.aliases:
         lines.append("aliases: %s" % ", ".join(op.aliases))

@@ -12,7 +12,7 @@ import re
 
 import torch
 
-from torchsh.table import aliases, categories, exclusions
+from torchsh.table import aliases, categories, docargs, exclusions
 from torchsh.table.spec import MISSING, ArgSpec, OpSpec, Overload, UnsupportedType, parse_schema
 
 # (prefix users type, Python module, ATen name prefix)
@@ -92,7 +92,13 @@ def _row(name, attr, fn, aten, overloads):
         overloads = [_with_requires_grad(ov) for ov in overloads]
     doc = first_paragraph(fn)
     return OpSpec(name=name, category=categories.category_of(name, attr, aten or [], doc),
-                  summary=summary_line(doc), overloads=overloads, call=fn, doc=doc, factory=factory)
+                  summary=summary_line(doc), overloads=overloads, call=fn, doc=doc, factory=factory,
+                  arg_docs=_arg_docs(fn, overloads))
+
+
+def _arg_docs(fn, overloads):
+    """PyTorch's descriptions of the arguments; ATen's `self` is the docs' `input` already (spec.py)."""
+    return docargs.arg_docs(_dispatch_target(fn), overloads) or docargs.arg_docs(fn, overloads)
 
 
 def _overloads(fn, aten):
