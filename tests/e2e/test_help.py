@@ -126,3 +126,13 @@ def test_every_example_shown_by_help_runs(sh, rows):
         r = sh.run("TMPDIR_ERR=$(mktemp)\n" + script + "\nrm -f $TMPDIR_ERR", timeout=600)
         failures += [ln for ln in r.out.split("\n") if ln.startswith("FAIL")]
     assert not failures, "\n".join(failures[:30])
+
+
+def test_help_leaves_the_random_stream_alone(sh):
+    """Examples are tried in the daemon; asking for help between seeding and drawing changes nothing."""
+    import torch
+    torch.manual_seed(7)
+    want = torch.randn(4)
+    got = sh.fetch(sh("torch manual_seed 7; torch randn --help >/dev/null; torch dropout --help >/dev/null;"
+                      " torch manual_seed --help >/dev/null; torch randn 4"))
+    assert torch.equal(got, want)

@@ -32,6 +32,7 @@ PROFILES = (
     [[[0.5, -1.0, 2.0]]],
     [[[[[0.5, -1.0], [2.0, 1.5]], [[0.25, -0.75], [1.0, 0.0]]]]],
     [1, 0, 2],
+    [2.5],
 )
 VECTOR = [0.5, -1.0, 2.0]
 INDEX_LIKE = ("index", "indices", "target", "labels", "mask", "condition", "offsets", "weight")
@@ -64,6 +65,8 @@ _FAKE_HANDLE = "tensor://0aa%05x"
 
 
 class _NoContext:
+    """The request a trial runs in: no device setting, and nothing else (a verb that reads files or
+    handles fails its trial, and shows no example)."""
     device = None  # layers are built on the default device, as with no TORCHSH_DEVICE
 
 
@@ -79,7 +82,8 @@ def example(op):
 
 
 def _example(op):
-    with warnings.catch_warnings(), torch.no_grad():
+    # trials draw random numbers (randn, dropout) and may seed: the daemon's RNG must not notice them
+    with warnings.catch_warnings(), torch.no_grad(), torch.random.fork_rng(devices=[]):
         warnings.simplefilter("ignore")
         if op.extra.get("group"):
             return None
@@ -91,8 +95,8 @@ def _example(op):
         if op.extra.get("sched_class"):
             cls = getattr(torch.optim.lr_scheduler, op.extra["sched_class"])
             return _class_example(op, "sched", lambda v: cls(_sgd(), **v))
-        if op.verb:
-            return None  # hand-written verbs change state (files, the daemon): their docs carry examples
+        if op.verb and op.extra.get("lockfree"):
+            return None  # the daemon's own verbs (stop, free, ops): their docs say how to use them
         return _op_example(op)
 
 
@@ -184,7 +188,10 @@ def _runs(op, ov, args, values):
         else:
             positional.append(v)
     try:
-        op.call(*positional, **keywords)
+        if op.verb:  # a hand-written verb is tried only if it needs nothing of the request (files, handles)
+            op.call(_NoContext(), **{a.name: _pytorch(a, v) for a, v in zip(args, values)})
+        else:
+            op.call(*positional, **keywords)
         return True
     except Exception:  # noqa: BLE001 - PyTorch refusing a candidate is the answer we are looking for
         return False
