@@ -87,7 +87,7 @@ class OpTable:
         own = self._own_op(group)
         if rest in ([], ["-h"], ["--help"]) and (rest or own is None or _needs_command(own)):
             return group_op(self, group), {}, []
-        if rest and _NAME_RE.match(rest[0]) and not (own is not None and self._words_taken(own, rest)):
+        if rest and _NAME_RE.match(rest[0]) and not (own is not None and _takes_a_word_first(own)):
             raise self.unknown_in_group(group, rest[0])
         if own is None:
             raise TorchshError("unknown_op", "`torch %s` needs a command before %r" % (group.replace(".", " "),
@@ -99,12 +99,6 @@ class OpTable:
             return self.lookup(group)[0]
         except TorchshError:
             return None
-
-    @staticmethod
-    def _words_taken(op, rest):
-        """Would op read the word rest[0] as its first argument? (`torch fft` takes a tensor first)"""
-        firsts = [next((a for a in ov.args if not a.keyword_only), None) for ov in op.overloads]
-        return any(a is not None and a.kind in ("str", "json", "path", "str_list") for a in firsts)
 
     def members(self, group):
         """The next words under a group: {word: OpSpec or None (a sub-group)}."""
@@ -165,6 +159,12 @@ def _groups(ops):
 def _needs_command(op):
     """A block form (`scope -- CMD`) cannot run without its command: alone, its group listing shows."""
     return all(any(a.kind == "argv" and a.required for a in ov.args) for ov in op.overloads)
+
+
+def _takes_a_word_first(op):
+    """Would op read a bare word as its first argument? (`torch fft` takes a tensor first: `fft rfftt` is a typo)"""
+    firsts = [next((a for a in ov.args if not a.keyword_only), None) for ov in op.overloads]
+    return any(a is not None and a.kind in ("str", "json", "path", "str_list") for a in firsts)
 
 
 def _snake(word):
