@@ -3,6 +3,8 @@
 Handlers raise these and nothing else; the edges (cli/render.py for text, api/ for JSON) turn them
 into a one-line message or a JSON body. Codes and their HTTP/exit statuses live in protocol.ERRORS.
 """
+import re
+
 from torchsh import protocol
 
 
@@ -47,12 +49,10 @@ def from_torch_exception(exc):
                             "integers must fit in 64 bits (-2**63 .. 2**63-1)")
     if "not compiled with" in low or "no cuda gpus are available" in low or "found no nvidia driver" in low:
         return device_unavailable(text, "mps" if "mps" in low else "xpu" if "xpu" in low else "cuda")
-    if "size of tensor" in low or "must match the size" in low or "broadcast" in low or "shape" in low \
-            or "mat1 and mat2" in low or "dimension" in low and "expected" in low:
-        code = "shape_mismatch"
-    elif "dtype" in low or "not implemented for" in low or "expected scalar type" in low \
-            or "only tensors of floating point" in low or "result type" in low:
+    if _DTYPE.search(text):
         code = "dtype_error"
+    elif _SHAPE.search(text) and not _INDEX_VALUE.search(text):
+        code = "shape_mismatch"
     elif "backward" in low or "grad" in low:
         code = "autograd_error"
     elif "device" in low or "cuda" in low:
@@ -60,6 +60,24 @@ def from_torch_exception(exc):
     else:
         code = "torch_error"
     return TorchshError(code, text)
+
+
+# PyTorch's wording for dtypes it cannot use (checked first: "mat1 and mat2 must have the same dtype")
+_DTYPE = re.compile(r"dtype|scalar type|not implemented for '|only tensors of floating point|result type|"
+                    r"floating point and complex dtype|can't be cast to the desired output type", re.I)
+# PyTorch's wording for tensor shapes that do not fit the op or each other (seen on 2.13; tests/unit/test_errors.py)
+_SHAPE = re.compile("|".join((
+    r"\b\d-?D\b",                                   # "batch1 must be a 3D tensor", "Expected 1-D argument"
+    r"must be an? (matrix|vector|square)|expected a matrix|batches of square matrices|must be square",
+    r"shape|size mismatch|sizes? (of tensors )?must match|must match the (existing )?size|same size|equal size",
+    r"cannot be multiplied|invalid for input of size|number of (elements|dimensions|sizes)|same number of",
+    r"\bdimensions?\b.*\b(expected|must|got)\b|\b(expected|must|got)\b.*\bdimensions?\b",
+    r"tensor size|input size|output size|kernel size|batch_size|dimension size|size of dim|channels?\b",
+    r"don't multiply up|split_sizes|should contain \d+ elements|input\.size|divisible",
+    r"padding length|does not match weight size|does not broadcast|broadcast|last dimension of size",
+)), re.I)
+# an index value outside a tensor: the index is wrong, not the shapes
+_INDEX_VALUE = re.compile(r"\bindex -?\d+ (is )?out of (bounds|range)|selected index", re.I)
 
 
 def raised_by_torch(exc):

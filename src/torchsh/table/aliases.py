@@ -14,14 +14,19 @@ ALIASES = {
     "svd": ("linalg.svd", {"full_matrices": False}),  # reduced U, S, Vh (PyTorch's current convention)
     "solve": ("linalg.solve", {}),                    # torch.solve was removed in 1.9
     "norm": ("linalg.vector_norm", {}),               # torch.norm is deprecated; --p still works (below)
+    "tolist": ("value", {}),                          # Tensor.tolist(): the data as (nested) lists
 }
 # peer flag spellings: resolved op -> {peer flag: (PyTorch flag, value map or None)}
 FLAG_ALIASES = {
     "topk": {"smallest": ("largest", {True: False, False: True})},  # NuTorch's `topk --smallest`
     "linalg.vector_norm": {"p": ("ord", None)},                     # torch.norm's `p`
 }
-# Tensor methods with no torch.* function that shell users (and the peer) expect as ops
-TENSOR_METHODS = ("repeat", "expand", "expand_as", "type_as")
+# Tensor methods with no torch.* function that shell users (and the peer, and PyTorch users) expect as
+# ops, typed by their ATen schemas. The dtype casts (float, long, bool…) are derived from their docstrings
+# (from_torch.cast_aliases); tolist is `value` (above).
+TENSOR_METHODS = ("repeat", "expand", "expand_as", "type_as", "view", "size", "dim", "cpu", "cuda")
+# Tensor properties a PyTorch user types as words: t.T, t.mT, t.H, t.mH
+TENSOR_PROPERTIES = ("T", "mT", "H", "mH")
 
 
 def flag_alias(op_name, flag):

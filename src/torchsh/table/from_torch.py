@@ -12,7 +12,7 @@ import re
 
 import torch
 
-from torchsh.table import aliases, categories, exclusions
+from torchsh.table import aliases, categories, docargs, exclusions
 from torchsh.table.spec import MISSING, ArgSpec, OpSpec, Overload, UnsupportedType, parse_schema
 
 # (prefix users type, Python module, ATen name prefix)
@@ -47,6 +47,43 @@ def torch_ops():
     return categories.with_alias_categories([r for r in rows if r])
 
 
+def tensor_properties():
+    """One row per aliases.TENSOR_PROPERTIES (`torch T $x` is x.T): a tensor in, the property out.
+    Built on every start (not cached: a property is no function the cache can name)."""
+    rows = []
+    for attr in aliases.TENSOR_PROPERTIES:
+        descriptor = getattr(torch.Tensor, attr, None)
+        if descriptor is None:
+            continue
+        doc = first_paragraph(descriptor)
+        arg = ArgSpec("input", "tensor", type_text="Tensor")
+        rows.append(OpSpec(name=attr, category="shape", summary=summary_line(doc), call=_property(attr), doc=doc,
+                           overloads=[Overload(args=(arg,), returns="Tensor")]))
+    return rows
+
+
+def _property(attr):
+    def get(input):
+        return getattr(input, attr)
+    get.__name__ = attr
+    return get
+
+
+_CAST_DOC = re.compile(r"``self\.(\w+)\(\)`` is equivalent to ``self\.to\(torch\.(\w+)\)``")
+
+
+def cast_aliases(known_dtypes):
+    """{method: ("to", {"dtype": name})} for each Tensor method whose docstring says
+    "``self.float()`` is equivalent to ``self.to(torch.float32)``" (float, double, half, long, int, bool…),
+    for the dtypes the shell can name."""
+    out = {}
+    for attr in dir(torch.Tensor):
+        m = _CAST_DOC.search(getattr(getattr(torch.Tensor, attr, None), "__doc__", None) or "")
+        if m and m.group(1) == attr and m.group(2) in known_dtypes:
+            out[attr] = ("to", {"dtype": m.group(2)})
+    return out
+
+
 def _row(name, attr, fn, aten, overloads):
     if not overloads:
         return None
@@ -55,7 +92,13 @@ def _row(name, attr, fn, aten, overloads):
         overloads = [_with_requires_grad(ov) for ov in overloads]
     doc = first_paragraph(fn)
     return OpSpec(name=name, category=categories.category_of(name, attr, aten or [], doc),
-                  summary=summary_line(doc), overloads=overloads, call=fn, doc=doc, factory=factory)
+                  summary=summary_line(doc), overloads=overloads, call=fn, doc=doc, factory=factory,
+                  arg_docs=_arg_docs(fn, overloads))
+
+
+def _arg_docs(fn, overloads):
+    """PyTorch's descriptions of the arguments; ATen's `self` is the docs' `input` already (spec.py)."""
+    return docargs.arg_docs(_dispatch_target(fn), overloads) or docargs.arg_docs(fn, overloads)
 
 
 def _overloads(fn, aten):

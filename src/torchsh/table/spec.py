@@ -81,6 +81,7 @@ class OpSpec:
     aliases: tuple = ()
     factory: bool = False     # makes a tensor from nothing: takes --requires_grad and the default device
     extra: dict = field(default_factory=dict)
+    arg_docs: dict = field(default_factory=dict)  # argument name -> PyTorch's description (table/docargs.py)
     _flags: dict = field(default=None, init=False, repr=False, compare=False)
 
     def flags(self):

@@ -4,8 +4,10 @@ A verb's schema uses ATen's syntax (table/spec.py) so parsing, help, `torch ops`
 the shell modules treat verbs and PyTorch ops alike. Handlers take the request Context first.
 """
 import importlib
+import inspect
 import pkgutil
 
+from torchsh.table import docargs
 from torchsh.table.spec import OpSpec, Overload, parse_schema
 
 _VERB_ATTR = "__torchsh_verbs__"
@@ -26,7 +28,7 @@ def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(),
         first = summary or doc.split("\n")[0]
         spec = OpSpec(name=name, category=category, summary=first, overloads=overloads, call=fn, verb=True,
                       doc=" ".join(doc.split("\n\n")[0].split()), aliases=tuple(aliases),
-                      extra={"lockfree": lockfree, "block": block})
+                      extra={"lockfree": lockfree, "block": block}, arg_docs=docargs.parse(inspect.cleandoc(doc)))
         setattr(fn, _VERB_ATTR, getattr(fn, _VERB_ATTR, []) + [spec])
         return fn
     return deco

@@ -20,6 +20,7 @@ from torchsh.classes.signature import WordsOpSpec, class_args, fit_values
 from torchsh.registry.handles import looks_like_handle
 from torchsh.table.from_torch import first_paragraph, summary_line
 from torchsh.table.spec import ArgSpec, OpSpec, Overload, parse_schema
+from torchsh.table import docargs
 from torchsh.verbs import verb
 
 # words of hand-written `nn` verbs: a layer class of the same snake_case name would be shadowed
@@ -40,7 +41,7 @@ def generated_rows():
         rows.append(OpSpec(
             name="nn." + word, category="nn", summary=summary_line(doc) or "torch.nn.%s" % cls.__name__,
             overloads=[Overload(args=args, returns="Module")], call=_builder(cls, args), verb=True, doc=doc,
-            aliases=(cls.__name__,),
+            aliases=(cls.__name__,), arg_docs=docargs.arg_docs(cls, [Overload(args=args)]),
             extra={"words_only": True, "word_aliases": ("nn." + cls.__name__,), "nn_class": cls.__name__}))
     return rows + [_sequential_row()]
 

@@ -31,6 +31,7 @@ from torchsh.classes.signature import WordsOpSpec, class_args
 from torchsh.registry.handles import looks_like_handle
 from torchsh.table.from_torch import first_paragraph, summary_line
 from torchsh.table.spec import ArgSpec, Overload, parse_schema
+from torchsh.table import docargs
 from torchsh.verbs import verb
 
 DOCUMENTED = {
@@ -62,6 +63,7 @@ def generated_rows():
             name="optim." + word, category="optim", summary=summary_line(doc) or "torch.optim.%s" % cls.__name__,
             overloads=[Overload(args=by_handles, returns="Optimizer"), Overload(args=by_groups, returns="Optimizer")],
             call=_builder(word, cls, opts), verb=True, doc=doc, aliases=(cls.__name__,),
+            arg_docs=docargs.arg_docs(cls, [Overload(args=by_handles)]),
             extra={"words_only": True, "word_aliases": ("optim." + cls.__name__,), "optim_class": cls.__name__,
                    "words": "'HANDLE… key=value…'"}))
     return rows

@@ -17,6 +17,7 @@ from torchsh.errors import TorchshError, bad_argument
 from torchsh.classes.signature import class_args, fit_values
 from torchsh.table.from_torch import first_paragraph, summary_line
 from torchsh.table.spec import OpSpec, Overload
+from torchsh.table import docargs
 from torchsh.verbs import verb
 
 _VERB_WORDS = {"step", "lr", "list"}
@@ -35,6 +36,7 @@ def generated_rows():
             name="sched." + word, category="optim",
             summary=summary_line(doc) or "torch.optim.lr_scheduler.%s" % cls.__name__,
             overloads=[Overload(args=args, returns="Scheduler")], call=_builder(cls, args), verb=True, doc=doc,
+            arg_docs=docargs.arg_docs(cls, [Overload(args=args)]),
             aliases=(cls.__name__,) + tuple(a[6:] for a in short.get(word, ())),
             extra={"words_only": True, "word_aliases": ("sched." + cls.__name__,) + tuple(short.get(word, ())),
                    "sched_class": cls.__name__}))

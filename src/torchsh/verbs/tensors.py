@@ -1,4 +1,4 @@
-"""Tensors in and out: tensor, value, shape, dtype, item, print, to, contiguous, index, index_put, manual_seed.
+"""Tensors in and out: tensor, value, shape, dtype, item, print (of any object), to, contiguous, index, index_put, manual_seed.
 
 Floats print as the shortest text that reads back to the same value in the tensor's own dtype
 (0.1 in float32 prints 0.1); non-finite values as NaN, Infinity, -Infinity, both ways.
@@ -180,10 +180,33 @@ def item(ctx, input):
     return v
 
 
-@verb("print(Tensor input) -> str")
+@verb("print(Handle input) -> str")
 def print_(ctx, input):
-    """PyTorch's own display of the tensor."""
-    return Text(str(input) + "\n")
+    """PyTorch's own display of any object: print(tensor), print(model), print(optimizer); a scheduler's state.
+
+    A scheduler has no display of its own in PyTorch: it prints like an optimizer does, its class and
+    its state_dict() entries (T_max, base_lrs, last_epoch, last_lr…) and the optimizer it drives.
+    """
+    obj = ctx.registry.get(input)
+    if isinstance(obj, (torch.optim.lr_scheduler.LRScheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)):
+        return Text(scheduler_text(obj) + "\n")
+    return Text(str(obj) + "\n")
+
+
+_SCHED_BOOKKEEPING = ("_step_count", "_is_initial", "_get_lr_called_within_step")
+
+
+def scheduler_text(sched):
+    """`CosineAnnealingLR (` then `    key: value` per state_dict entry, in the layout of Optimizer.__repr__."""
+    lines = [type(sched).__name__ + " ("]
+    for key, value in sorted(sched.state_dict().items(), key=lambda kv: kv[0].lstrip("_").lower()):
+        if key in _SCHED_BOOKKEEPING:
+            continue
+        if key == "_schedulers":  # SequentialLR, ChainedScheduler: the schedulers by class
+            value = "[%s]" % ", ".join(type(s).__name__ for s in sched._schedulers)
+        lines.append("    %s: %s" % (key.lstrip("_"), value))
+    lines.append("    optimizer: %s" % type(sched.optimizer).__name__)
+    return "\n".join(lines + [")"])
 
 
 @verb("to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor")

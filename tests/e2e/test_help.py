@@ -1,0 +1,138 @@
+"""Help a PyTorch user expects: the overview, every group's listing, and op help with PyTorch's argument
+descriptions and one runnable example per op (every example shown is run here)."""
+import itertools
+import json
+
+import pytest
+
+GROUPS = ("nn", "nn functional", "optim", "sched", "daemon", "scope", "checkpoint", "linalg", "fft", "special")
+
+
+@pytest.fixture(scope="module")
+def rows(sh):
+    return json.loads(sh("torch ops --json"))
+
+
+@pytest.mark.parametrize("argv", ["", "help", "-h", "--help"])
+def test_overview_lists_the_groups_and_the_common_commands(sh, argv):
+    out = sh("torch " + argv)
+    groups = out.split("command groups")[1].split("\n\n")[0]
+    for group in ("nn", "optim", "sched", "daemon", "scope", "checkpoint", "linalg", "fft", "special"):
+        assert "\n  %s " % group in groups
+    common = out.split("common commands:")[1].split("\n\n")[0]
+    for name in ("tensor", "value", "print", "forward", "train_step"):
+        assert "\n  %s " % name in common
+
+
+def _members(rows, group):
+    """The next word of every row under a group, from `torch ops --json`."""
+    prefix = group.replace(" ", ".") + "."
+    return {r["name"][len(prefix):].split(".")[0] for r in rows if r["name"].startswith(prefix)}
+
+
+@pytest.mark.parametrize("group", GROUPS)
+@pytest.mark.parametrize("flag", ["", "-h", "--help"])
+def test_group_alone_or_with_help_lists_each_subcommand_on_one_line(sh, rows, group, flag):
+    if group == "fft" and flag == "":
+        pytest.skip("`torch fft` alone is torch.fft.fft (its bare name), reading a piped tensor")
+    r = sh.run("torch %s %s" % (group, flag))
+    assert r.code == 0 and r.err == ""
+    assert r.out.startswith("usage: torch %s COMMAND" % group)
+    lines = r.out.split("\n")
+    members = _members(rows, group)
+    assert members
+    for word in members:
+        listed = [ln for ln in lines if ln.startswith("  %s " % word) or ln == "  " + word]
+        assert len(listed) == 1, (word, r.out)
+
+
+def test_scope_listing_shows_its_block_form_and_the_block_form_still_runs(sh):
+    out = sh("torch scope")
+    assert "torch scope -- CMD" in out and "\n  begin " in out and "\n  end " in out
+    assert sh("torch scope -- true; echo $?") == "0"
+
+
+def test_fft_alone_is_still_the_fft_op(sh):
+    assert sh("torch tensor '[1.0, 2.0]' | torch fft | torch value") == "[[3.0,0.0],[-1.0,0.0]]"
+
+
+# -- op help: PyTorch's argument descriptions and a runnable example ----------------------------------
+
+def _section(text, title):
+    """The indented lines under `title:` in help output."""
+    lines = text.split("\n")
+    start = lines.index(title + ":") + 1
+    out = []
+    for line in lines[start:]:
+        if not line.startswith("  "):
+            break
+        out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("argv, arg, owner", [
+    ("add", "alpha", "torch.add"),
+    ("sum", "dim", "torch.sum"),
+    ("nn.functional.mse_loss", "target", "torch.nn.functional.mse_loss"),
+    ("linalg solve", "B", "torch.linalg.solve"),
+    ("nn linear", "in_features", "torch.nn.Linear"),
+    ("optim adam", "betas", "torch.optim.Adam"),
+    ("sched cosine", "T_max", "torch.optim.lr_scheduler.CosineAnnealingLR"),
+])
+def test_op_help_describes_each_argument_in_pytorchs_words(sh, argv, arg, owner):
+    """The description is the entry of PyTorch's own "Args:" section, parsed in-process here too."""
+    import inspect
+
+    import torch  # noqa: F401 - `owner` names an object of it
+    doc = inspect.getdoc(eval(owner))
+    lines = doc[doc.index("\n    %s" % arg) + 1:].split("\n")  # `    T_max (int): Maximum number of iterations.`
+    entry = [lines[0]] + [ln for ln in itertools.takewhile(lambda ln: ln.startswith("     "), lines[1:])]
+    first_words = " ".join(entry).split(":", 1)[1].split()[:3]
+    lines = _section(sh("torch %s --help" % argv), "arguments")
+    at = next(i for i, ln in enumerate(lines) if ln.split()[0] == "--" + arg)
+    described = []
+    for ln in lines[at + 1:]:
+        if ln.strip().startswith("--"):
+            break
+        described.append(ln.strip())
+    assert " ".join(described).split()[:3] == [w.replace("`", "").replace(":attr:", "") for w in first_words]
+
+
+def _help_examples(sh, names):
+    """{op name: the example its --help shows}, asking `torch NAME --help` for every name."""
+    script = "\n".join("printf '%%s\\t' %s; torch %s --help | sed -n '/^example:$/{n;p;}' | sed 's/^  //'; echo"
+                       % (n, n) for n in names)
+    out = {}
+    for line in sh(script, timeout=600).split("\n"):
+        name, _, example = line.partition("\t")
+        if example.strip():
+            out[name] = example.strip()
+    return out
+
+
+def test_every_example_shown_by_help_runs(sh, rows):
+    names = sorted(r["name"] for r in rows if not r["name"].startswith("_"))
+    shown = _help_examples(sh, names)
+    ops = [r["name"] for r in rows if not r["verb"]]
+    assert len([n for n in ops if n in shown]) >= 0.9 * len(ops), "most PyTorch ops show an example"
+    for kind in ("nn.linear", "optim.adam", "sched.cosine_annealing_lr", "matmul", "linalg.solve"):
+        assert kind in shown
+    failures = []
+    items = sorted(shown.items())
+    for i in range(0, len(items), 100):  # one bash script per chunk
+        chunk = items[i:i + 100]
+        script = "\n".join("( %s ) >/dev/null 2>$TMPDIR_ERR || echo \"FAIL %s: $(head -c 300 $TMPDIR_ERR)\""
+                           % (example, name) for name, example in chunk)
+        r = sh.run("TMPDIR_ERR=$(mktemp)\n" + script + "\nrm -f $TMPDIR_ERR", timeout=600)
+        failures += [ln for ln in r.out.split("\n") if ln.startswith("FAIL")]
+    assert not failures, "\n".join(failures[:30])
+
+
+def test_help_leaves_the_random_stream_alone(sh):
+    """Examples are tried in the daemon; asking for help between seeding and drawing changes nothing."""
+    import torch
+    torch.manual_seed(7)
+    want = torch.randn(4)
+    got = sh.fetch(sh("torch manual_seed 7; torch randn --help >/dev/null; torch dropout --help >/dev/null;"
+                      " torch manual_seed --help >/dev/null; torch randn 4"))
+    assert torch.equal(got, want)
