@@ -69,3 +69,9 @@ def test_install_into_an_unwritable_place_is_one_file_error_line(sh, tmp_path):
     r = sh.run("torch nu-module --install", env=_env(sh, tmp_path))
     assert r.code == protocol.exit_status("file_error") and r.out == ""
     assert r.err.count("\n") == 1 and r.err.startswith("torch: nu-module: ") and "[file_error]" in r.err
+
+
+def test_install_through_the_fast_bash_function_uses_the_callers_home(sh, tmp_path):
+    r = sh.run('eval "$(torch init bash)"; torch nu-module --install', env=_env(sh, tmp_path))
+    assert r.code == 0, r.err
+    assert (tmp_path / ".config" / "nushell" / "scripts" / "torch.nu").exists()
