@@ -100,6 +100,14 @@ def test_pip_installed_torch_starts_the_venv_python_with_IS(user_shell, venv):
     assert "+ exec %s -IS %s version" % (python, os.path.join(venv, "bin", "torch")) in r.stderr
 
 
+def test_pip_installed_package_carries_the_nushell_module(user_shell):
+    r = user_shell("torch nu-module --install")
+    assert r.returncode == 0 and r.stdout.startswith("use torch.nu"), r.stderr
+    home = r.stdout.split("# ", 1)[1].strip()
+    with open(os.path.join(ROOT, "src", "torchsh", "shells", "torch.nu")) as want, open(home) as got:
+        assert got.read() == want.read()
+
+
 def test_pip_installed_torchd_serves_a_socket(user_shell):
     r = user_shell('torchd --socket "$HOME/own.sock" & pid=$!; for i in $(seq 600); do [ -S "$HOME/own.sock" ] && break; '
                    'sleep 0.1; done; TORCHSH_SOCKET=$HOME/own.sock torch ones 2 | TORCHSH_SOCKET=$HOME/own.sock torch value; '
