@@ -11,7 +11,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 if ! .venv/bin/python -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null; then
-  .venv/bin/pip install -q torch==2.13.0
+  # PyPI's default Linux wheel of torch is the CUDA build (GBs). For the CPU build elsewhere:
+  # TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu scripts/bootstrap.sh (this machine has it locally).
+  .venv/bin/pip install -q torch==2.13.0 ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
 fi
 .venv/bin/pip install -q -e '.[test]'
 .venv/bin/python -m torchsh.install >/dev/null

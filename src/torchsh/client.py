@@ -34,6 +34,8 @@ def main(argv=None):
     except OSError:
         tty = True  # no stdin at all: never wait on it
     env = [k + b"=" + v for k, v in posix.environ.items() if k.startswith(b"TORCHSH_")]
+    if args[:1] == [b"nu-module"]:  # --install writes into the caller's Nushell folder, found from these
+        env += [k + b"=" + v for k, v in posix.environ.items() if k in (b"HOME", b"XDG_CONFIG_HOME")]
     if sock:
         env.append(b"TORCHSH_SOCKET=" + sock.encode())
     request = dict(argv=args, cwd=_cwd(), stdin_is_tty=tty, env_pairs=env)

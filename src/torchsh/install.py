@@ -3,6 +3,9 @@
 `torch` gets a shebang naming the real interpreter with `-IS` as one word (Linux passes the rest
 of the line as a single argument) and puts the package folder on sys.path itself, since -S skips
 site. A pip console-script wrapper would cost ~15 ms per command.
+
+For the editable dev tree (scripts/bootstrap.sh runs it after `pip install -e`). A wheel (`pip install .`,
+`pipx install .`) carries its own pair, scripts/launchers/, which pip installs with no further step.
 """
 import os
 import stat

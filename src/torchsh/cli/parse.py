@@ -45,6 +45,8 @@ def split_argv(op, words, fixed=None):
                 tok = tokens.from_json(renamed[1].get(tok.value, tok.value), tok.text)
             if spec is None:
                 glob[name] = bool(tok.value)
+            elif name in flags and name in op.extra.get("repeatable", ()):  # one value per occurrence
+                flags[name] = (flags[name] if isinstance(flags[name], list) else [flags[name]]) + [tok]
             else:
                 flags[name] = tok
         else:

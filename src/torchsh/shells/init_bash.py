@@ -146,6 +146,9 @@ torch() {
         if [[ ${__argv[1]} == stop ]]; then command torch "$@" || return $?; return 0; fi
         TORCHSH_FASTPATH=1 command torch "$@" || return $?; return 0
     fi
+    if [[ ${__argv[0]-} == nu-module ]]; then  # --install writes into the caller's HOME, which the real client sends
+        TORCHSH_FASTPATH=1 command torch "$@" || return $?; return 0
+    fi
     __torchsh_call "$__tty" "$__envtext" 0 "" "${__argv[@]}" || __r=$?
     if (( __r == 0 )) && [[ $__torchsh_kind == i ]]; then
         __torchsh_stdin "$__torchsh_n1"

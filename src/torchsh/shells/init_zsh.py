@@ -135,6 +135,9 @@ torch() {
         if [[ ${argv2[2]} == stop ]]; then command torch "$@"; else TORCHSH_FASTPATH=1 command torch "$@"; fi
         return
     fi
+    if [[ ${argv2[1]-} == nu-module ]]; then  # --install writes into the caller's HOME, which the real client sends
+        TORCHSH_FASTPATH=1 command torch "$@"; return
+    fi
     if [[ $s == *.sock ]]; then f=${s%.sock}.fast; else f=$s.fast; fi
     __torchsh_file=$f
     __torchsh_load $f

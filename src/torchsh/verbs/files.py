@@ -5,6 +5,7 @@ file, fsync, rename), so a failed save never leaves half a file or a temp file. 
 files only and check headers before allocating (fileio). Nothing is ever unpickled: .pt files go
 through torch.load(weights_only=True), whose restricted unpickler builds tensors and plain containers only.
 """
+import json
 import os
 import pickle  # only for its exception type: torch.load(weights_only=True) raises UnpicklingError
 import struct
@@ -35,12 +36,23 @@ def _ext(path):
     return ext
 
 
-@verb("load(Path file, *, ScalarType? dtype=None) -> Tensor[]", category="files")
-def load(ctx, file, dtype=None):
-    """Load tensors from a file; one handle per line (npz/safetensors/pt dicts: --json keeps the names)."""
+@verb("load(Path file, *, ScalarType? dtype=None, str? columns=None, bool? header=None, bool no_header=False, "
+      "str? delimiter=None) -> Tensor[]", category="files", repeatable=("columns",))
+def load(ctx, file, dtype=None, columns=None, header=None, no_header=False, delimiter=None):
+    """Load tensors from a file; one handle per line (npz/safetensors/pt dicts: --json keeps the names).
+    A .csv gives float32 (or --dtype); its header row is detected (or say --header / --no-header);
+    --columns x1,x2 picks columns by name or 0-based index, each further --columns one more tensor.
+
+    `torch load data.csv --columns x1,x2 --columns y` prints two handles. Empty cells read as NaN
+    (an error for integer dtypes); a cell that is no number is named by row, line and column.
+    """
     ext = _ext(file)
+    csv_options = _csv_options(ext, columns, header, no_header, delimiter)
     fileio.regular_file(file)  # a FIFO or /dev/zero would hold the tensor lock forever
     try:
+        if ext == ".csv":
+            tensors = _read_csv(file, dtype, **csv_options)
+            return tensors if csv_options["several"] else tensors[0]
         loaded = _read(file, ext)
     except MemoryError:
         raise TorchshError("out_of_memory", "%s does not fit in memory" % file,
@@ -54,6 +66,55 @@ def load(ctx, file, dtype=None):
     return loaded
 
 
+def _csv_options(ext, columns, header, no_header, delimiter):
+    """The CSV flags, checked: column groups (lists of names or indices), header (None: detect), delimiter."""
+    given = [name for name, value in (("columns", columns), ("header", header), ("delimiter", delimiter))
+             if value is not None and value is not False] + (["no-header"] if no_header else [])
+    if ext != ".csv":
+        if given:
+            raise bad_argument("--%s applies to .csv files only" % given[0])
+        return {}
+    if no_header and header:
+        raise bad_argument("--header and --no-header contradict each other")
+    delimiter = {None: ",", "\\t": "\t", "tab": "\t"}.get(delimiter, delimiter)
+    if len(delimiter) != 1 or delimiter in "\"\r\n":
+        raise bad_argument("--delimiter must be one character other than a quote or newline, got %r" % delimiter,
+                           "e.g. --delimiter ';', or --delimiter tab")
+    if isinstance(columns, str) and columns.startswith("["):  # the JSON API's list: {"columns": ["x1,x2", "y"]}
+        columns = _json_list(columns)
+    groups, several = None, isinstance(columns, list)  # a repeated --columns arrives as a list
+    if columns is not None:
+        groups = [_column_group(g) for g in (columns if several else [columns])]
+    return {"groups": groups, "several": several, "header": False if no_header else header, "delimiter": delimiter}
+
+
+def _column_group(group):
+    """One --columns value (`x1,x2`, `0,3`, or a JSON list of names/indices) as a list of names or indices."""
+    items = group if isinstance(group, list) else str(group).split(",")
+    items = [str(c).strip() for c in items if str(c).strip()]
+    if not items:
+        raise bad_argument("--columns needs column names or indices", "e.g. --columns x1,x2 or --columns 0,1")
+    return items
+
+
+def _json_list(text):
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, list):
+        raise bad_argument("--columns %s is not a list of column groups" % text[:60], 'e.g. ["x1,x2", "y"]')
+    return value
+
+
+def _read_csv(path, dtype, groups=None, header=None, delimiter=",", several=False):
+    """[Tensor] of a CSV, one per column group: parsed as int64 for integer dtypes, else float64, then cast."""
+    dtype = dtype or torch.float32
+    integer = not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
+    arrays = fileio.load_csv(path, groups, header, delimiter, integer)
+    return [torch.from_numpy(a).to(dtype) for a in arrays]
+
+
 def _read(path, ext):
     if ext == ".npy":
         return {"": _from_numpy(fileio.load_npy(path))}
@@ -62,9 +123,6 @@ def _read(path, ext):
     if ext == ".safetensors":
         from safetensors.torch import load_file
         return load_file(path)
-    if ext == ".csv":
-        array = np.loadtxt(path, delimiter=",", dtype=np.float32, ndmin=1, comments="#")
-        return {"": torch.from_numpy(array)}
     obj = torch.load(path, weights_only=True, map_location="cpu")
     if isinstance(obj, torch.Tensor):
         return {"": obj}

@@ -1,4 +1,8 @@
 """Shell integration verbs: `torch init bash|zsh` (the fast path shell function)."""
+import os
+import sys
+
+from torchsh import fileio
 from torchsh.cli.render import Text
 from torchsh.errors import bad_argument
 from torchsh.verbs import verb
@@ -23,20 +27,48 @@ def init(ctx, shell):
 
 
 # -- Nushell module and TAB completion (shells/nushell.py, shells/completions.py, shells/complete.py) --
-@verb("nu-module(*, str transport=\"socket\") -> str", category="shell", lockfree=True)
-def nu_module(ctx, transport="socket"):
-    """Print torch.nu, the Nushell module: `torch nu-module | save -f torch.nu`, then `use torch.nu`.
+@verb("nu-module(*, str transport=\"socket\", bool install=False) -> str", category="shell", lockfree=True)
+def nu_module(ctx, transport="socket", install=False):
+    """Print torch.nu, the Nushell module; --install writes it into Nushell's scripts folder instead.
 
-    --transport socket (default) talks to the daemon with nu's `http --unix-socket`; external runs
-    the `torch` client per op, for a nu without --unix-socket.
+    --install creates ($nu.default-config-dir)/scripts (on NU_LIB_DIRS by default) if needed, writes
+    torch.nu there and prints the line for config.nu: `use torch.nu`. --transport socket (default)
+    talks to the daemon with nu's `http --unix-socket`; external runs the `torch` client per op.
     """
     from torchsh.shells import nushell
     if transport not in nushell.TRANSPORTS:
         raise bad_argument("unknown transport %r" % transport, "use socket or external")
     if transport == "socket":
         with open(nushell.MODULE) as f:
-            return Text(f.read())   # the checked-in file (the staleness test keeps it equal to the table)
-    return Text(nushell.module_text(ctx.table, transport))
+            text = f.read()   # the checked-in file (the staleness test keeps it equal to the table)
+    else:
+        text = nushell.module_text(ctx.table, transport)
+    if not install:
+        return Text(text)
+    path = os.path.join(nu_config_dir(ctx.env if "HOME" in ctx.env else os.environ), "scripts", "torch.nu")
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    except OSError as e:
+        raise fileio.file_error(os.path.dirname(path), "create", e) from None
+    fileio.atomic_write(path, lambda tmp: _write_text(tmp, text))
+    return Text("use torch.nu  # %s\n" % path)
+
+
+def nu_config_dir(env):
+    """Nushell's $nu.default-config-dir for a caller's environment (the client sends HOME and XDG_CONFIG_HOME
+    with nu-module; other callers get the daemon's own): $XDG_CONFIG_HOME/nushell, else the platform's."""
+    xdg = env.get("XDG_CONFIG_HOME")
+    if xdg and os.path.isabs(xdg):
+        return os.path.join(xdg, "nushell")
+    home = env.get("HOME") or os.path.expanduser("~")
+    if sys.platform == "darwin":
+        return os.path.join(home, "Library", "Application Support", "nushell")
+    return os.path.join(home, ".config", "nushell")
+
+
+def _write_text(path, text):
+    with open(path, "w") as f:
+        f.write(text)
 
 
 @verb("completions(str shell) -> str", category="shell", lockfree=True)
