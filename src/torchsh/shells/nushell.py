@@ -24,7 +24,11 @@ DEVICES = ("cpu", "cuda", "cuda:0", "cuda:1", "mps", "meta")
 # module (nu resolves names module-wide), so the generator refuses such a table.
 NU_BUILTINS_USED = ("complete", "default", "describe", "each", "get", "http", "ignore", "insert", "items",
                     "lines", "length", "reduce", "str", "with-env", "columns", "from", "try", "error", "into",
-                    "merge", "append", "parse", "is-empty", "is-not-empty", "do", "ls", "path")
+                    "merge", "append", "parse", "is-empty", "is-not-empty", "do", "ls", "path", "reject",
+                    "values", "wrap", "zip", "open")
+# Ops named after a builtin prelude.nu needs (`print --stderr` for warnings): their command is an
+# internal def and an `export alias` at the end of the module, where it no longer shadows the builtin.
+LATE_ALIASED = ("print",)
 # Nu parser keywords cannot be command names even inside a module; `torch where` goes to main.
 NU_KEYWORDS = ("where", "if", "let", "mut", "def", "use", "for", "loop", "while", "match", "module",
                "export", "const", "alias", "source", "overlay", "hide", "return", "break", "continue")
@@ -49,10 +53,15 @@ def module_text(table, transport="socket"):
     """The whole torch.nu for an OpTable; transport "external" runs `^torch` per op (nu without --unix-socket)."""
     _check_names(table)
     parts = [HEADER, _prelude(transport)]
+    late = []
     for name in sorted(table.ops):
         if name.startswith("_") or name in NU_KEYWORDS or not _API_NAME.match(name):
             continue
-        parts.append(command_text(table.ops[name]))
+        if name in LATE_ALIASED:
+            parts.append(command_text(table.ops[name], command="torchsh op %s" % name))
+            late.append("export alias %s = torchsh op %s\n" % (name, name))
+        else:
+            parts.append(command_text(table.ops[name]))
     for alias, (target, fixed) in sorted(table.aliases.items()):
         op = _lookup(table, target)
         if alias not in table.ops and op is not None:
@@ -60,7 +69,7 @@ def module_text(table, transport="socket"):
     for short, full in sorted(table.bare.items()):
         if len(full) == 1 and short not in table.ops and short not in table.aliases and short not in NU_KEYWORDS:
             parts.append("export alias %s = %s\n" % (_nu_name(short), full[0].replace(".", " ")))
-    return "".join(parts)
+    return "".join(parts + late)
 
 
 def _lookup(table, name):
@@ -85,40 +94,58 @@ def _check_names(table):
         raise ValueError("ops %s shadow builtins prelude.nu calls; rename the calls there" % ", ".join(clash))
 
 
-def command_text(op, name=None, fixed=None):
-    """One `export def` for an op: description, signature lines, typed flags, and the call."""
+def command_text(op, name=None, fixed=None, command=None):
+    """One `export def` for an op: description, signature lines, typed flags, and a one-line call.
+
+    Compact on purpose: nu parses every command at `use`, so each costs start-up time. The body is
+    one call of the shared wrapper, and a tensor argument that every overload requires gets no flag
+    (it is given positionally or piped; `help` still shows it in the signatures and positional help).
+    """
     name = name or op.name
     fixed = fixed or {}
     flags = [f for f in merged_flags(op) if f["name"] not in fixed]
     block = _is_block(op)
     lines = _description(op)
-    words = _nu_name(name.replace(".", " "))
-    lines.append("export def %s [" % words)
+    flags = [f for f in flags if "argv" not in f["kinds"] and f["name"] not in NU_RESERVED_VARS
+             and not _positional_only(f)]
+    rest = "args" if all(f["name"] != "args" for f in flags) else "positional"
+    params = ["block: closure  # the commands to run inside"] if block else [
+        # number first: `-1` is a value, not a flag
+        "...%s: oneof<number, any>@\"nu-complete torch handles\"  # %s" % (rest, _positional_help(op))]
+    params += [_flag_decl(f) for f in flags]
+    kw = ["%s: $%s" % (f["name"], f["name"]) for f in flags]
+    if not block and op.name not in BY_CLIENT:
+        # The bash global --no_grad on every command; --inference_mode is the block form only in nu
+        # (`torch inference_mode { … }`): a flag on every command costs a tenth of the load time.
+        params.append("--no_grad  # run without recording gradients")
+        kw.append("no_grad: $no_grad")
+    kw = "{%s}" % ", ".join(kw)
     if block:
-        lines.append("    block: closure  # the commands to run inside")
-        flags = [f for f in flags if f["kinds"] != {"argv"}]
-    else:
-        rest = "args" if all(f["name"] != "args" for f in flags) else "positional"
-        lines.append("    ...%s: oneof<number, any>@\"nu-complete torch handles\"  # %s" % (rest, _positional_help(op)))  # number first: `-1` is a value, not a flag
-    flags = [f for f in flags if "argv" not in f["kinds"] and f["name"] not in NU_RESERVED_VARS]
-    for f in flags:
-        lines.append("    " + _flag_decl(f))
-    if not block:
-        lines.append("    --no_grad  # run without recording gradients")
-        lines.append("    --inference_mode  # run in inference mode")
-    lines.append("]: any -> any {")
-    kw = "{%s}" % ", ".join("%s: $%s" % (f["name"], f["name"]) for f in flags)
-    if block:
-        lines.append("    torchsh block %s $block %s" % (json.dumps(name), kw))
+        call = "torchsh block %s $block %s" % (json.dumps(name), kw)
     elif op.name in BY_CLIENT:
-        lines.append("    ^torch %s" % op.name.replace(".", " "))
+        call = "^torch %s" % op.name.replace(".", " ")
     else:
         defaults = "{%s}" % ", ".join("%s: %s" % (f["name"], f["nu_default"]) for f in flags if f["nu_default"])
-        whole = " --whole" if _takes_whole_input(op) else ""
-        lines.append("    torchsh call %s $in $%s %s %s%s --no_grad=$no_grad --inference_mode=$inference_mode"
-                     % (json.dumps(name), rest, kw, defaults, whole))
-    lines.append("}\n\n")
+        marks = (" --whole" if _takes_whole_input(op) else "") + (" --values" if _returns_values(op) else "")
+        call = "torchsh call %s $in $%s %s %s%s" % (json.dumps(name), rest, kw, defaults, marks)
+        if op.name == "value":  # nu's own view of a value: `torch value $t --table`
+            params.append("--table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)")
+            call = "let v = (%s); if $table { torchsh table $v } else { $v }" % call
+    if command:
+        lines.append("def %s [" % json.dumps(command))
+    else:
+        lines.append("export def %s [" % _nu_name(name.replace(".", " ")))
+    lines += ["    " + p for p in params]
+    lines.append("]: any -> any { %s }\n\n" % call)
     return "\n".join(lines)
+
+
+_HANDLE_KINDS = {"tensor", "tensors", "handle", "handles", "module", "modules", "optimizer", "scheduler"}
+
+
+def _positional_only(f):
+    """A handle argument every overload requires positionally: given as a word or piped, not by name."""
+    return f["kinds"] <= _HANDLE_KINDS and all(d is MISSING for d in f["defaults"]) and not f["keyword_only"]
 
 
 def merged_flags(op):
@@ -126,8 +153,10 @@ def merged_flags(op):
     merged = {}
     for ov in op.overloads:
         for a in ov.args:
-            f = merged.setdefault(a.name, {"name": a.name, "kinds": set(), "types": [], "defaults": []})
+            f = merged.setdefault(a.name, {"name": a.name, "kinds": set(), "types": [], "defaults": [],
+                                           "keyword_only": False})
             f["kinds"].add(a.kind)
+            f["keyword_only"] = f["keyword_only"] or a.keyword_only
             if a.type_text not in f["types"]:
                 f["types"].append(a.type_text)
             f["defaults"].append(a.default)
@@ -198,6 +227,11 @@ def _positional_help(op):
         if text not in forms:
             forms.append(text)
     return "positional: %s; piped input fills the leftmost tensor slots" % " | ".join(forms)
+
+
+def _returns_values(op):
+    """A tensor's value comes back (not a handle): `torch value`, `item`, a loss from train_step."""
+    return op.name == "value" or any(ov.returns == "Scalar" for ov in op.overloads)
 
 
 def _is_block(op):

@@ -2,10 +2,13 @@
 # per op. (tools/regen.py splices this into torch.nu; `torch nu-module --transport external` uses
 # wire_external.nu instead, for a nu without --unix-socket.)
 
-# One op call: {tensors, args, kwargs, no_grad, inference_mode} -> the result, or a nu error.
+# One op call: {tensors, args, kwargs, no_grad, values} -> the result, or a nu error. `values`: the
+# result is a tensor value, asked for with bare NaN/±Infinity tokens (?nan=bare) to read as floats.
 def "torchsh request" [op: string, req: record]: nothing -> any {
-    let body = (torchsh json ($req | merge {env: (torchsh env), cwd: $env.PWD}))
-    torchsh result $op (torchsh http POST $"/v1/ops/($op)" $body) | get result
+    let values = ($req.values? | default false)
+    let body = (torchsh json ($req | reject --optional values | merge {env: (torchsh env), cwd: $env.PWD}))
+    let path = if $values { $"/v1/ops/($op)?nan=bare" } else { $"/v1/ops/($op)" }
+    torchsh result $op (torchsh http POST $path $body) --values=$values | get result
 }
 
 # The handles the daemon holds (for completion).
