@@ -153,3 +153,30 @@ let opt = (torch optim adam $m)
 """))
     assert out["big"] in out["hits"] and out["small"] not in out["hits"]
     assert {"tensor", "nn", "optim"} <= set(out["kinds"])
+
+
+def test_every_op_is_reachable_as_a_command_or_alias(nu):
+    from torchsh.shells.nushell import NU_KEYWORDS, _API_NAME
+    from torchsh.table import build_table
+    table = build_table()[0]
+    names = set(nu.json("(scope commands | get name) ++ (scope aliases | get name)"))
+    missing = [op for op in table.ops if not op.startswith("_") and op not in NU_KEYWORDS and _API_NAME.match(op)
+               and "torch " + op.replace(".", " ") not in names]
+    assert not missing
+    assert "torch print" in names   # an alias, so prelude.nu can still call nu's own print
+
+
+def test_help_shows_flags_types_and_the_positional_tensors_in_the_signatures(nu):
+    out = nu("help torch add | print")
+    assert "torch.add(Tensor input, Tensor other, *, Scalar alpha=1)" in out
+    assert "--alpha <number>" in out and "--no_grad" in out
+    assert "--input" not in out   # required by position in every signature: no flag
+    assert "--dtype <string>" in nu("help torch sum | print")
+    assert "--table" in nu("help torch value | print")
+
+
+def test_inference_mode_is_a_block_in_nu(nu):
+    out = nu("let w = (torch ones [2] --requires_grad)\n"
+             "[(torch inference_mode { torch mul $w 2 | torch requires_grad }) (torch mul $w 2 | torch requires_grad)]"
+             " | to json --raw | print")
+    assert json.loads(out) == [False, True]

@@ -1,10 +1,12 @@
 """torch.nu, the Nushell module, generated from the op table: one typed command per op and verb.
 
-`use torch.nu` gives `torch OP` for every row (`torch linalg qr`, `torch nn linear`), with a flag
-for every argument (typed, with its default and the schema's type as help) so `help torch add`
-and nu's completion know them. Positional words go through as in bash (`...args`), so the daemon's
-binder chooses the overload exactly as for the command line; piped input fills the leftmost tensor
-slots. The wire (HTTP over the daemon's socket) is the hand-written prelude.nu.
+`use torch.nu` gives `torch OP` for every row (`torch linalg qr`, `torch nn linear`), with a typed
+flag (its default, the schema's type as help) for every argument but the handles each overload
+requires positionally, so `help torch add` and nu's completion know them. Positional words go
+through as in bash (`...args`), so the daemon's binder chooses the overload exactly as for the
+command line; piped handles go to the API's `tensors` (the binder's stdin). nu parses every command
+at `use`, so each is kept small: one line calling the shared wrapper in prelude.nu (the wire: HTTP
+over the daemon's socket).
 """
 import json
 import os
@@ -95,20 +97,18 @@ def _check_names(table):
 
 
 def command_text(op, name=None, fixed=None, command=None):
-    """One `export def` for an op: description, signature lines, typed flags, and a one-line call.
+    """One `export def` for an op (`command`: an internal def of that name): description, signature
+    lines, typed flags, and a one-line call.
 
     Compact on purpose: nu parses every command at `use`, so each costs start-up time. The body is
-    one call of the shared wrapper, and a tensor argument that every overload requires gets no flag
-    (it is given positionally or piped; `help` still shows it in the signatures and positional help).
+    one call of the shared wrapper, and a handle argument that every overload requires positionally
+    gets no flag (given as a word or piped; `help` shows it in the signatures and positional help).
     """
     name = name or op.name
-    fixed = fixed or {}
-    flags = [f for f in merged_flags(op) if f["name"] not in fixed]
-    block = _is_block(op)
-    lines = _description(op)
-    flags = [f for f in flags if "argv" not in f["kinds"] and f["name"] not in NU_RESERVED_VARS
-             and not _positional_only(f)]
+    flags = [f for f in merged_flags(op) if f["name"] not in (fixed or {}) and "argv" not in f["kinds"]
+             and f["name"] not in NU_RESERVED_VARS and not _positional_only(f)]
     rest = "args" if all(f["name"] != "args" for f in flags) else "positional"
+    block = _is_block(op)
     params = ["block: closure  # the commands to run inside"] if block else [
         # number first: `-1` is a value, not a flag
         "...%s: oneof<number, any>@\"nu-complete torch handles\"  # %s" % (rest, _positional_help(op))]
@@ -119,25 +119,26 @@ def command_text(op, name=None, fixed=None, command=None):
         # (`torch inference_mode { … }`): a flag on every command costs a tenth of the load time.
         params.append("--no_grad  # run without recording gradients")
         kw.append("no_grad: $no_grad")
-    kw = "{%s}" % ", ".join(kw)
-    if block:
-        call = "torchsh block %s $block %s" % (json.dumps(name), kw)
-    elif op.name in BY_CLIENT:
-        call = "^torch %s" % op.name.replace(".", " ")
-    else:
-        defaults = "{%s}" % ", ".join("%s: %s" % (f["name"], f["nu_default"]) for f in flags if f["nu_default"])
-        marks = (" --whole" if _takes_whole_input(op) else "") + (" --values" if _returns_values(op) else "")
-        call = "torchsh call %s $in $%s %s %s%s" % (json.dumps(name), rest, kw, defaults, marks)
-        if op.name == "value":  # nu's own view of a value: `torch value $t --table`
-            params.append("--table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)")
-            call = "let v = (%s); if $table { torchsh table $v } else { $v }" % call
-    if command:
-        lines.append("def %s [" % json.dumps(command))
-    else:
-        lines.append("export def %s [" % _nu_name(name.replace(".", " ")))
-    lines += ["    " + p for p in params]
-    lines.append("]: any -> any { %s }\n\n" % call)
+    if op.name == "value":  # nu's own view of a value: `torch value $t --table`
+        params.append("--table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)")
+    head = "def %s [" % json.dumps(command) if command else "export def %s [" % _nu_name(name.replace(".", " "))
+    lines = _description(op) + [head] + ["    " + p for p in params]
+    lines.append("]: any -> any { %s }\n\n" % _call(op, name, rest, flags, "{%s}" % ", ".join(kw), block))
     return "\n".join(lines)
+
+
+def _call(op, name, rest, flags, kw, block):
+    """The body: the shared wrapper with the op's name, the piped input, the words and the flags."""
+    if block:
+        return "torchsh block %s $block %s" % (json.dumps(name), kw)
+    if op.name in BY_CLIENT:
+        return "^torch %s" % op.name.replace(".", " ")
+    defaults = "{%s}" % ", ".join("%s: %s" % (f["name"], f["nu_default"]) for f in flags if f["nu_default"])
+    marks = (" --whole" if _takes_whole_input(op) else "") + (" --values" if _returns_values(op) else "")
+    call = "torchsh call %s $in $%s %s %s%s" % (json.dumps(name), rest, kw, defaults, marks)
+    if op.name == "value":
+        return "let v = (%s); if $table { torchsh table $v } else { $v }" % call
+    return call
 
 
 _HANDLE_KINDS = {"tensor", "tensors", "handle", "handles", "module", "modules", "optimizer", "scheduler"}
@@ -226,7 +227,7 @@ def _positional_help(op):
         text = " ".join(words) or "(none)"
         if text not in forms:
             forms.append(text)
-    return "positional: %s; piped input fills the leftmost tensor slots" % " | ".join(forms)
+    return "positional: %s; piped handles fill the tensor slots still missing" % " | ".join(forms)
 
 
 def _returns_values(op):

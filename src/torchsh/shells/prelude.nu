@@ -129,7 +129,7 @@ def "torchsh nonfinite" [value: any]: nothing -> any {
 # the bash command line. `kw` holds the op's flags and the global switch no_grad; `--values` marks an
 # op whose result is a tensor value (NaN and ±inf come back as floats).
 def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: record, --whole, --values]: nothing -> any {
-    let lead = if $whole { torchsh data $piped } else { torchsh handles-in $piped }
+    let lead = if $piped == null { [] } else if $whole { torchsh data $piped } else { torchsh handles-in $piped }
     mut kwargs = {}
     for name in ($kw | columns) {
         let v = ($kw | get $name)
@@ -141,8 +141,9 @@ def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: re
 
 # The handles in piped input: a handle, or the handles of a piped list; anything else is none.
 def "torchsh handles-in" [piped: any]: nothing -> list {
-    if ($piped | describe) == "string" { return (if ($piped =~ '^[a-z]+://\S+$') { [$piped] } else { [] }) }
-    if not (($piped | describe) starts-with "list") { return [] }
+    let kind = ($piped | describe)
+    if $kind == "string" { return (if ($piped =~ '^[a-z]+://\S+$') { [$piped] } else { [] }) }
+    if not ($kind starts-with "list") { return [] }
     $piped | where {|v| ($v | describe) == "string" and ($v =~ '^[a-z]+://\S+$') }
 }
 
