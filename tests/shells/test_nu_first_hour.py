@@ -180,3 +180,12 @@ def test_inference_mode_is_a_block_in_nu(nu):
              "[(torch inference_mode { torch mul $w 2 | torch requires_grad }) (torch mul $w 2 | torch requires_grad)]"
              " | to json --raw | print")
     assert json.loads(out) == [False, True]
+
+
+def test_external_transport_reads_ops_search_as_json_and_values_as_floats(nu, sh, tmp_path):
+    path = tmp_path / "torch.nu"
+    path.write_text(sh("torch nu-module --transport external") + "\n")
+    out = json.loads(nu("{names: (torch ops --search nan | get name), v: (torch tensor [NaN 2.0] | torch value | to nuon),"
+                        " piped: (7 | torch ones [2] | torch value)} | to json --raw | print", module=str(path)))
+    assert out["names"] == _bash_names(sh, "--search nan")
+    assert out["v"] == "[NaN, 2.0]" and out["piped"] == [1.0, 1.0]
