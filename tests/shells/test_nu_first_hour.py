@@ -189,3 +189,8 @@ def test_external_transport_reads_ops_search_as_json_and_values_as_floats(nu, sh
                         " piped: (7 | torch ones [2] | torch value)} | to json --raw | print", module=str(path)))
     assert out["names"] == _bash_names(sh, "--search nan")
     assert out["v"] == "[NaN, 2.0]" and out["piped"] == [1.0, 1.0]
+
+
+def test_handle_lines_from_the_external_client_fill_variadic_slots(nu, sh):
+    out = nu("^torch chunk (^torch arange 6) 3 | torch cat | to json --raw | print")
+    assert torch.equal(sh.fetch(json.loads(out)), torch.arange(6))

@@ -139,10 +139,14 @@ def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: re
     torchsh request $op {tensors: $lead, args: $args, kwargs: ($kwargs | reject --optional no_grad), no_grad: $no_grad, values: $values}
 }
 
-# The handles in piped input: a handle, or the handles of a piped list; anything else is none.
+# The handles in piped input: a handle, the handle lines of a text (`^torch chunk …` prints one a
+# line), or the handles of a piped list; anything else is none.
 def "torchsh handles-in" [piped: any]: nothing -> list {
     let kind = ($piped | describe)
-    if $kind == "string" { return (if ($piped =~ '^[a-z]+://\S+$') { [$piped] } else { [] }) }
+    if $kind == "string" {
+        if ($piped =~ '^[a-z]+://\S+$') { return [$piped] }
+        return ($piped | lines | str trim | where {|l| $l =~ '^[a-z]+://\S+$' })
+    }
     if not ($kind starts-with "list") { return [] }
     $piped | where {|v| ($v | describe) == "string" and ($v =~ '^[a-z]+://\S+$') }
 }
