@@ -155,15 +155,42 @@ let opt = (torch optim adam $m)
     assert {"tensor", "nn", "optim"} <= set(out["kinds"])
 
 
-def test_every_op_is_reachable_as_a_command_or_alias(nu):
-    from torchsh.shells.nushell import NU_KEYWORDS, _API_NAME
+def test_typed_commands_are_the_top_level_ops_and_verbs_and_the_rest_run_by_name(nu):
+    from torchsh.shells.nushell import NU_KEYWORDS, _API_NAME, typed
     from torchsh.table import build_table
     table = build_table()[0]
     names = set(nu.json("(scope commands | get name) ++ (scope aliases | get name)"))
-    missing = [op for op in table.ops if not op.startswith("_") and op not in NU_KEYWORDS and _API_NAME.match(op)
-               and "torch " + op.replace(".", " ") not in names]
-    assert not missing
-    assert "torch print" in names   # an alias, so prelude.nu can still call nu's own print
+    ops = [op for name, op in table.ops.items()
+           if not name.startswith("_") and name not in NU_KEYWORDS and _API_NAME.match(name)]
+    have = {op.name for op in ops if "torch " + op.name.replace(".", " ") in names}
+    assert have == {op.name for op in ops if typed(op)}
+    assert {"add", "value", "print", "optim.sgd", "nn.info"} <= have   # print: an alias, so nu's print stays usable
+    assert {"linalg.qr", "nn.linear", "nn.functional.gelu", "special.erfcx", "fft.rfft"}.isdisjoint(have)
+
+
+def test_ops_without_a_typed_command_run_by_name_with_the_command_line_grammar(nu, sh):
+    a_t = torch.tensor([[1.0, 5.0], [7.0, 2.0]])
+    out = json.loads(nu("""
+let a = '%s'
+torch manual_seed 0
+let m = (torch nn linear 2 3 --bias false)
+{
+  qr: (torch linalg qr $a), gelu: ($a | torch gelu), erfcx: (torch special erfcx $a),
+  fft: (torch fft fftn $a --dim [0 1] | torch abs), m: $m, y: (torch forward $m $a), info: (torch nn info $m),
+  err: (try { torch linalg det (torch ones [2 3]) } catch {|e| {msg: $e.msg, code: $e.details.code} }),
+  help: (torch special erfcx --help | describe), ignored: (7 | torch special erfcx $a)
+} | to json --raw | print
+""" % sh.put(a_t)))
+    q, r = torch.linalg.qr(a_t)
+    assert torch.equal(sh.fetch(out["qr"]["Q"]), q) and torch.equal(sh.fetch(out["qr"]["R"]), r)
+    assert torch.equal(sh.fetch(out["gelu"]), torch.nn.functional.gelu(a_t))
+    assert torch.equal(sh.fetch(out["erfcx"]), torch.special.erfcx(a_t))
+    assert torch.equal(sh.fetch(out["ignored"]), torch.special.erfcx(a_t))
+    assert torch.equal(sh.fetch(out["fft"]), torch.fft.fftn(a_t, dim=[0, 1]).abs())
+    assert out["m"].startswith("nn://") and out["info"]["parameters"] == 6
+    assert sh.fetch(out["y"]).shape == (2, 3)
+    assert out["err"]["msg"].startswith("torch linalg.det: ") and out["err"]["code"] == "torchsh::torch_error"
+    assert out["help"] == "string"
 
 
 def test_help_shows_flags_types_and_the_positional_tensors_in_the_signatures(nu):

@@ -1,12 +1,14 @@
-"""torch.nu, the Nushell module, generated from the op table: one typed command per op and verb.
+"""torch.nu, the Nushell module, generated from the op table: a typed command per top-level op and verb.
 
-`use torch.nu` gives `torch OP` for every row (`torch linalg qr`, `torch nn linear`), with a typed
-flag (its default, the schema's type as help) for every argument but the handles each overload
-requires positionally, so `help torch add` and nu's completion know them. Positional words go
-through as in bash (`...args`), so the daemon's binder chooses the overload exactly as for the
-command line; piped handles go to the API's `tensors` (the binder's stdin). nu parses every command
-at `use`, so each is kept small: one line calling the shared wrapper in prelude.nu (the wire: HTTP
-over the daemon's socket).
+`use torch.nu` gives `torch OP` for every row. The top-level ops and the verbs (`torch add`,
+`torch value`, `torch optim sgd`; see `typed`) are typed commands, with a flag (its default, the
+schema's type as help) for every argument but the handles each overload requires positionally, so
+`help torch add` and nu's completion know them. Positional words go through as in bash (`...args`),
+so the daemon's binder chooses the overload exactly as for the command line; piped handles go to
+the API's `tensors` (the binder's stdin). Every other row (nn module kinds, nn.functional, linalg,
+fft, special) runs by name through prelude.nu's `main`, with the command line's grammar: nu parses
+every typed command at `use`, so there are only as many as users type most, each one line calling
+the shared wrapper in prelude.nu (the wire: HTTP over the daemon's socket).
 """
 import json
 import os
@@ -27,7 +29,7 @@ DEVICES = ("cpu", "cuda", "cuda:0", "cuda:1", "mps", "meta")
 NU_BUILTINS_USED = ("complete", "default", "describe", "each", "get", "http", "ignore", "insert", "items",
                     "lines", "length", "reduce", "str", "with-env", "columns", "from", "try", "error", "into",
                     "merge", "append", "parse", "is-empty", "is-not-empty", "do", "ls", "path", "reject",
-                    "values", "wrap", "zip", "open")
+                    "values", "wrap", "zip", "open", "bytes", "decode", "char", "first")
 # Ops named after a builtin prelude.nu needs (`print --stderr` for warnings): their command is an
 # internal def and an `export alias` at the end of the module, where it no longer shadows the builtin.
 LATE_ALIASED = ("print",)
@@ -57,7 +59,7 @@ def module_text(table, transport="socket"):
     parts = [HEADER, _prelude(transport)]
     late = []
     for name in sorted(table.ops):
-        if name.startswith("_") or name in NU_KEYWORDS or not _API_NAME.match(name):
+        if name.startswith("_") or name in NU_KEYWORDS or not _API_NAME.match(name) or not typed(table.ops[name]):
             continue
         if name in LATE_ALIASED:
             parts.append(command_text(table.ops[name], command="torchsh op %s" % name))
@@ -66,12 +68,22 @@ def module_text(table, transport="socket"):
             parts.append(command_text(table.ops[name]))
     for alias, (target, fixed) in sorted(table.aliases.items()):
         op = _lookup(table, target)
-        if alias not in table.ops and op is not None:
+        if alias not in table.ops and op is not None and typed(op):
             parts.append(command_text(op, name=alias, fixed=fixed))
     for short, full in sorted(table.bare.items()):
-        if len(full) == 1 and short not in table.ops and short not in table.aliases and short not in NU_KEYWORDS:
+        if len(full) == 1 and short not in table.ops and short not in table.aliases and short not in NU_KEYWORDS \
+                and full[0] in table.ops and typed(table.ops[full[0]]):
             parts.append("export alias %s = %s\n" % (_nu_name(short), full[0].replace(".", " ")))
     return "".join(parts + late)
+
+
+def typed(op):
+    """Has a typed command: the top-level ops and the verbs, but not the nn module kinds. The rest
+    (nn module kinds, nn.functional, linalg, fft, special: about 400) run by name through `main`
+    with the command line's grammar, since nu parses every typed command at `use` (~0.1 ms each)."""
+    if op.verb:
+        return not (op.name.startswith("nn.") and any(ov.returns == "Module" for ov in op.overloads))
+    return "." not in op.name
 
 
 def _lookup(table, name):

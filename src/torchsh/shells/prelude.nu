@@ -180,13 +180,33 @@ def "nu-complete torch dtypes" [] { TORCHSH_DTYPES }
 def "nu-complete torch devices" [] { TORCHSH_DEVICES }
 def "nu-complete torch handles" [] { try { torchsh handles } catch { [] } }
 
-# Ops the module has no command for (made after it was generated) go to the external client.
-export def --wrapped main [...words]: any -> any {
-    let run = (^torch ...$words | complete)
-    if $run.exit_code != 0 {
-        error make --unspanned {msg: ($run.stderr | str trim), code: "torchsh::cli"}
+# A nu value as one command-line word: strings as they are, everything else as JSON.
+def "torchsh word" [v: any]: nothing -> string {
+    if ($v | describe) == "string" { $v } else { torchsh json $v }
+}
+
+# A command line's outcome -> its JSON result (or its text: help), or a nu error with the stable code.
+def "torchsh cli-result" [argv: list, code: int, out: string, err: string, --text]: nothing -> any {
+    if $code != 0 {
+        let line = ($err | str trim)
+        let tag = ($line | parse --regex '\[(?<c>\w+)\]$' | get c.0? | default "cli")
+        let msg = ($line | str replace --regex '^torch: ([\w.]+): ' 'torch $1: ' | str replace --regex ' \[\w+\]$' '')
+        error make --unspanned {msg: $msg, code: $"torchsh::($tag)"}
     }
-    if ($run.stderr | is-not-empty) { torchsh warn ($run.stderr | str trim --right) }   # its warnings
-    let lines = ($run.stdout | lines)
-    try { torchsh parse $run.stdout } catch { if ($lines | length) == 1 { $lines.0 } else { $lines } }
+    if ($err | is-not-empty) { torchsh warn ($err | str trim --right) }   # PyTorch's warnings
+    if $text { return $out }
+    if ($out | is-empty) { return null }
+    let lines = ($out | lines)
+    try { torchsh parse $out } catch { if ($lines | length) == 1 { $lines.0 } else { $lines } }
+}
+
+# Every op without a typed command above runs by name with the command line's grammar, over the
+# same wire: the nn module kinds (`torch nn linear 3 2 --bias false`), the namespaces nn.functional,
+# linalg, fft and special (`torch linalg qr $a`, `torch gelu $x`), and ops newer than this file.
+# `torch OP --help` prints the op's help. (nu parses every typed command at `use`; these ~400 would
+# double that.) Results are JSON (`--json`), piped handles its stdin.
+export def --wrapped main [...words]: any -> any {
+    let argv = ($words | each {|w| torchsh word $w })
+    let help = ($argv | is-empty) or ($argv | where {|w| $w in ["--help" "-h" "help"] } | is-not-empty)
+    torchsh cli (if $help { $argv } else { $argv | append "--json" }) (torchsh handles-in $in) --text=$help
 }

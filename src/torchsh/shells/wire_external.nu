@@ -26,9 +26,10 @@ def "torchsh request" [op: string, req: record]: nothing -> any {
     try { torchsh parse $run.stdout --values=($req.values? | default false) } catch { $run.stdout }
 }
 
-# A nu value as one command-line word: strings as they are, everything else as JSON.
-def "torchsh word" [v: any]: nothing -> string {
-    if ($v | describe) == "string" { $v } else { torchsh json $v }
+# A command line by name (ops without a typed command): the client with the handles as its stdin.
+def "torchsh cli" [argv: list, stdin: list, --text]: nothing -> any {
+    let run = if ($stdin | is-empty) { ^torch ...$argv | complete } else { $stdin | str join "\n" | ^torch ...$argv | complete }
+    torchsh cli-result $argv $run.exit_code $run.stdout $run.stderr --text=$text
 }
 
 def "torchsh handles" []: nothing -> list<string> {

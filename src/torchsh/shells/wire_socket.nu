@@ -18,11 +18,11 @@ def "torchsh handles" []: nothing -> list<string> {
 
 # One HTTP request; a socket that does not answer starts the daemon (`torch daemon start`) once,
 # except for the census and status (and completion), which never start one: as the `torch` client.
-def "torchsh http" [method: string, path: string, body: string = ""]: nothing -> any {
+def "torchsh http" [method: string, path: string, body: string = "", --full]: nothing -> any {
     let sock = (torchsh socket)
     let url = $"http://localhost($path)"
     let first = try {
-        {reply: (torchsh send $method $sock $url $body)}
+        {reply: (torchsh send $method $sock $url $body --full=$full)}
     } catch {|err| {failed: $err.msg} }
     if "reply" in $first { return $first.reply }
     if $path in ["/v1/ops/tensors", "/v1/tensors"] { return '{"result": [], "objects": []}' }  # nothing is held
@@ -41,12 +41,14 @@ def "torchsh http" [method: string, path: string, body: string = ""]: nothing ->
             code: "torchsh::daemon_unavailable"
         }
     }
-    torchsh send $method $sock $url $body
+    torchsh send $method $sock $url $body --full=$full
 }
 
-def "torchsh send" [method: string, sock: string, url: string, body: string]: nothing -> any {
+def "torchsh send" [method: string, sock: string, url: string, body: string, --full]: nothing -> any {
     torchsh trust $sock
-    if $method == "GET" {
+    if $full {
+        http post --unix-socket $sock --full --raw --allow-errors $url $body
+    } else if $method == "GET" {
         http get --unix-socket $sock --raw --allow-errors $url
     } else {
         # no --content-type application/json: nu would re-encode a body holding NaN as a JSON string
@@ -67,4 +69,22 @@ def "torchsh block" [op: string, block: closure, kw: record]: nothing -> any {
     let out = try { {ok: (with-env $settings $block)} } catch {|err| {err: $err} }
     if $exec.then != null { torchsh request $exec.then.op {args: $exec.then.args, kwargs: {}} | ignore }
     if "err" in $out { $out.err.raw } else { $out.ok }
+}
+
+# A command line by name (ops without a typed command): POST /v1/cli, the bash client's own request
+# (NUL-separated: format, cwd, tty, env lines, has-stdin, stdin lines, argv), the handles as stdin.
+def "torchsh cli" [argv: list, stdin: list, --text]: nothing -> any {
+    let settings = (torchsh env | items {|k, v| $"($k)=($v)" } | str join "\n")
+    let piped = if ($stdin | is-empty) { ["1" "0" ""] } else { ["0" "1" ($stdin | str join "\n")] }
+    let body = (["torchsh-cli-1" $env.PWD $piped.0 $settings $piped.1 $piped.2] ++ $argv | str join (char nul))
+    let reply = (torchsh http POST "/v1/cli" $body --full)
+    let headers = ($reply.headers.response | reduce --fold {} {|h, acc| $acc | insert $h.name $h.value })
+    if ($headers.torchsh-stdin? | is-not-empty) {
+        error make --unspanned {msg: $"torch ($argv | first): needs a piped handle", code: "torchsh::usage"}
+    }
+    let bytes = ($reply.body | into binary)
+    let n = ($headers.torchsh-stdout? | default ($bytes | bytes length) | into int)
+    let out = ($bytes | bytes at 0..<$n | decode utf-8)
+    let err = ($bytes | bytes at $n.. | decode utf-8)
+    torchsh cli-result $argv ($headers.torchsh-exit? | default "0" | into int) $out $err --text=$text
 }
