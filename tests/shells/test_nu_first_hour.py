@@ -115,11 +115,13 @@ def test_a_table_piped_into_tensor_is_2d_in_column_order(nu, sh, tmp_path):
 let t = (open '%s' | select x1 x2 | torch tensor)
 let l = ([0.5 1.5 2.5] | torch tensor)
 let r = ([[a b]; [1 2] [3 4]] | torch tensor)
-[$t $l $r] | to json --raw | print
+let row = ({b: 2.5, a: 1} | torch tensor)
+[$t $l $r $row] | to json --raw | print
 """ % csv))
     assert torch.equal(sh.fetch(out[0]), torch.tensor([[100, 10], [200, 20], [300, 30]]))
     assert torch.equal(sh.fetch(out[1]), torch.tensor([0.5, 1.5, 2.5]))
     assert torch.equal(sh.fetch(out[2]), torch.tensor([[1, 2], [3, 4]]))
+    assert torch.equal(sh.fetch(out[3]), torch.tensor([2.5, 1]))
 
 
 def test_value_table_gives_a_2d_tensor_as_a_table_and_back(nu, sh):

@@ -16,6 +16,7 @@ import re
 
 from torchsh.cli.kinds import DTYPES
 from torchsh.errors import TorchshError
+from torchsh.protocol import CLI_FORMAT
 from torchsh.table.spec import MISSING
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -98,7 +99,7 @@ def _prelude(transport):
         text = f.read()
     with open(TRANSPORTS[transport]) as f:
         text = text.replace("TORCHSH_TRANSPORT\n", f.read())
-    text = text.replace("TORCHSH_DTYPES", _nu_list(sorted(DTYPES)))
+    text = text.replace("TORCHSH_DTYPES", _nu_list(sorted(DTYPES))).replace("TORCHSH_CLI_FORMAT", CLI_FORMAT.decode())
     return text.replace("TORCHSH_DEVICES", _nu_list(DEVICES)) + "\n# -- generated: one command per op-table row --\n\n"
 
 

@@ -151,11 +151,13 @@ def "torchsh handles-in" [piped: any]: nothing -> list {
     $piped | where {|v| ($v | describe) == "string" and ($v =~ '^[a-z]+://\S+$') }
 }
 
-# Piped data for an op that takes data (`torch tensor`): a table as a list of its rows' values.
+# Piped data for an op that takes data (`torch tensor`): a table as a list of its rows' values
+# (columns in table order), a record as its values.
 def "torchsh data" [piped: any]: nothing -> list {
     if $piped == null { return [] }
     let kind = ($piped | describe)
     if ($kind starts-with "table") { return [($piped | each {|row| $row | values })] }
+    if ($kind starts-with "record") { return [($piped | values)] }   # one row: 1-D
     if ($kind starts-with "range") { return [($piped | each {|x| $x })] }
     [$piped]
 }

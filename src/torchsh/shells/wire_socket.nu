@@ -76,9 +76,12 @@ def "torchsh block" [op: string, block: closure, kw: record]: nothing -> any {
 def "torchsh cli" [argv: list, stdin: list, --text]: nothing -> any {
     let settings = (torchsh env | items {|k, v| $"($k)=($v)" } | str join "\n")
     let piped = if ($stdin | is-empty) { ["1" "0" ""] } else { ["0" "1" ($stdin | str join "\n")] }
-    let body = (["torchsh-cli-1" $env.PWD $piped.0 $settings $piped.1 $piped.2] ++ $argv | str join (char nul))
+    let body = (["TORCHSH_CLI_FORMAT" $env.PWD $piped.0 $settings $piped.1 $piped.2] ++ $argv | str join (char nul))
     let reply = (torchsh http POST "/v1/cli" $body --full)
     let headers = ($reply.headers.response | reduce --fold {} {|h, acc| $acc | insert $h.name $h.value })
+    if ($headers.torchsh-exit? | is-empty) {   # the daemon refused the request itself: a JSON error
+        return (torchsh result ($argv | first) ($reply.body | into binary | decode utf-8))
+    }
     if ($headers.torchsh-stdin? | is-not-empty) {
         error make --unspanned {msg: $"torch ($argv | first): needs a piped handle", code: "torchsh::usage"}
     }
