@@ -91,7 +91,7 @@ def _flag_token(op, name, value):
             return [tokens.from_json(v) for v in value]
         if spec.kind == "argv":
             return tokens.Token("argv", [str(v) for v in value], "--")
-    return tokens.from_json(value)
+    return _token(value)  # a string flag keeps its own text: `--search nan` is the word, not a float
 
 
 def _exec_reply(app, e):

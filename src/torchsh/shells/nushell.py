@@ -1,10 +1,14 @@
-"""torch.nu, the Nushell module, generated from the op table: one typed command per op and verb.
+"""torch.nu, the Nushell module, generated from the op table: a typed command per top-level op and verb.
 
-`use torch.nu` gives `torch OP` for every row (`torch linalg qr`, `torch nn linear`), with a flag
-for every argument (typed, with its default and the schema's type as help) so `help torch add`
-and nu's completion know them. Positional words go through as in bash (`...args`), so the daemon's
-binder chooses the overload exactly as for the command line; piped input fills the leftmost tensor
-slots. The wire (HTTP over the daemon's socket) is the hand-written prelude.nu.
+`use torch.nu` gives `torch OP` for every row. The top-level ops and the verbs (`torch add`,
+`torch value`, `torch optim sgd`; see `typed`) are typed commands, with a flag (its default, the
+schema's type as help) for every argument but the handles each overload requires positionally, so
+`help torch add` and nu's completion know them. Positional words go through as in bash (`...args`),
+so the daemon's binder chooses the overload exactly as for the command line; piped handles go to
+the API's `tensors` (the binder's stdin). Every other row (nn module kinds, nn.functional, linalg,
+fft, special) runs by name through prelude.nu's `main`, with the command line's grammar: nu parses
+every typed command at `use`, so there are only as many as users type most, each one line calling
+the shared wrapper in prelude.nu (the wire: HTTP over the daemon's socket).
 """
 import json
 import os
@@ -12,6 +16,7 @@ import re
 
 from torchsh.cli.kinds import DTYPES
 from torchsh.errors import TorchshError
+from torchsh.protocol import CLI_FORMAT
 from torchsh.table.spec import MISSING
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -24,7 +29,11 @@ DEVICES = ("cpu", "cuda", "cuda:0", "cuda:1", "mps", "meta")
 # module (nu resolves names module-wide), so the generator refuses such a table.
 NU_BUILTINS_USED = ("complete", "default", "describe", "each", "get", "http", "ignore", "insert", "items",
                     "lines", "length", "reduce", "str", "with-env", "columns", "from", "try", "error", "into",
-                    "merge", "append", "parse", "is-empty", "is-not-empty", "do", "ls", "path")
+                    "merge", "append", "parse", "is-empty", "is-not-empty", "do", "ls", "path", "reject",
+                    "values", "wrap", "zip", "open", "bytes", "decode", "char", "first")
+# Ops named after a builtin prelude.nu needs (`print --stderr` for warnings): their command is an
+# internal def and an `export alias` at the end of the module, where it no longer shadows the builtin.
+LATE_ALIASED = ("print",)
 # Nu parser keywords cannot be command names even inside a module; `torch where` goes to main.
 NU_KEYWORDS = ("where", "if", "let", "mut", "def", "use", "for", "loop", "while", "match", "module",
                "export", "const", "alias", "source", "overlay", "hide", "return", "break", "continue")
@@ -49,18 +58,33 @@ def module_text(table, transport="socket"):
     """The whole torch.nu for an OpTable; transport "external" runs `^torch` per op (nu without --unix-socket)."""
     _check_names(table)
     parts = [HEADER, _prelude(transport)]
+    late = []
     for name in sorted(table.ops):
-        if name.startswith("_") or name in NU_KEYWORDS or not _API_NAME.match(name):
+        if name.startswith("_") or name in NU_KEYWORDS or not _API_NAME.match(name) or not typed(table.ops[name]):
             continue
-        parts.append(command_text(table.ops[name]))
+        if name in LATE_ALIASED:
+            parts.append(command_text(table.ops[name], command="torchsh op %s" % name))
+            late.append("export alias %s = torchsh op %s\n" % (name, name))
+        else:
+            parts.append(command_text(table.ops[name]))
     for alias, (target, fixed) in sorted(table.aliases.items()):
         op = _lookup(table, target)
-        if alias not in table.ops and op is not None:
+        if alias not in table.ops and op is not None and typed(op):
             parts.append(command_text(op, name=alias, fixed=fixed))
     for short, full in sorted(table.bare.items()):
-        if len(full) == 1 and short not in table.ops and short not in table.aliases and short not in NU_KEYWORDS:
+        if len(full) == 1 and short not in table.ops and short not in table.aliases and short not in NU_KEYWORDS \
+                and full[0] in table.ops and typed(table.ops[full[0]]):
             parts.append("export alias %s = %s\n" % (_nu_name(short), full[0].replace(".", " ")))
-    return "".join(parts)
+    return "".join(parts + late)
+
+
+def typed(op):
+    """Has a typed command: the top-level ops and the verbs, but not the nn module kinds. The rest
+    (nn module kinds, nn.functional, linalg, fft, special: about 400) run by name through `main`
+    with the command line's grammar, since nu parses every typed command at `use` (~0.1 ms each)."""
+    if op.verb:
+        return not (op.name.startswith("nn.") and any(ov.returns == "Module" for ov in op.overloads))
+    return "." not in op.name
 
 
 def _lookup(table, name):
@@ -75,7 +99,7 @@ def _prelude(transport):
         text = f.read()
     with open(TRANSPORTS[transport]) as f:
         text = text.replace("TORCHSH_TRANSPORT\n", f.read())
-    text = text.replace("TORCHSH_DTYPES", _nu_list(sorted(DTYPES)))
+    text = text.replace("TORCHSH_DTYPES", _nu_list(sorted(DTYPES))).replace("TORCHSH_CLI_FORMAT", CLI_FORMAT.decode())
     return text.replace("TORCHSH_DEVICES", _nu_list(DEVICES)) + "\n# -- generated: one command per op-table row --\n\n"
 
 
@@ -85,40 +109,57 @@ def _check_names(table):
         raise ValueError("ops %s shadow builtins prelude.nu calls; rename the calls there" % ", ".join(clash))
 
 
-def command_text(op, name=None, fixed=None):
-    """One `export def` for an op: description, signature lines, typed flags, and the call."""
+def command_text(op, name=None, fixed=None, command=None):
+    """One `export def` for an op (`command`: an internal def of that name): description, signature
+    lines, typed flags, and a one-line call.
+
+    Compact on purpose: nu parses every command at `use`, so each costs start-up time. The body is
+    one call of the shared wrapper, and a handle argument that every overload requires positionally
+    gets no flag (given as a word or piped; `help` shows it in the signatures and positional help).
+    """
     name = name or op.name
-    fixed = fixed or {}
-    flags = [f for f in merged_flags(op) if f["name"] not in fixed]
+    flags = [f for f in merged_flags(op) if f["name"] not in (fixed or {}) and "argv" not in f["kinds"]
+             and f["name"] not in NU_RESERVED_VARS and not _positional_only(f)]
+    rest = "args" if all(f["name"] != "args" for f in flags) else "positional"
     block = _is_block(op)
-    lines = _description(op)
-    words = _nu_name(name.replace(".", " "))
-    lines.append("export def %s [" % words)
-    if block:
-        lines.append("    block: closure  # the commands to run inside")
-        flags = [f for f in flags if f["kinds"] != {"argv"}]
-    else:
-        rest = "args" if all(f["name"] != "args" for f in flags) else "positional"
-        lines.append("    ...%s: oneof<number, any>@\"nu-complete torch handles\"  # %s" % (rest, _positional_help(op)))  # number first: `-1` is a value, not a flag
-    flags = [f for f in flags if "argv" not in f["kinds"] and f["name"] not in NU_RESERVED_VARS]
-    for f in flags:
-        lines.append("    " + _flag_decl(f))
-    if not block:
-        lines.append("    --no_grad  # run without recording gradients")
-        lines.append("    --inference_mode  # run in inference mode")
-    lines.append("]: any -> any {")
-    kw = "{%s}" % ", ".join("%s: $%s" % (f["name"], f["name"]) for f in flags)
-    if block:
-        lines.append("    torchsh block %s $block %s" % (json.dumps(name), kw))
-    elif op.name in BY_CLIENT:
-        lines.append("    ^torch %s" % op.name.replace(".", " "))
-    else:
-        defaults = "{%s}" % ", ".join("%s: %s" % (f["name"], f["nu_default"]) for f in flags if f["nu_default"])
-        whole = " --whole" if _takes_whole_input(op) else ""
-        lines.append("    torchsh call %s $in $%s %s %s%s --no_grad=$no_grad --inference_mode=$inference_mode"
-                     % (json.dumps(name), rest, kw, defaults, whole))
-    lines.append("}\n\n")
+    params = ["block: closure  # the commands to run inside"] if block else [
+        # number first: `-1` is a value, not a flag
+        "...%s: oneof<number, any>@\"nu-complete torch handles\"  # %s" % (rest, _positional_help(op))]
+    params += [_flag_decl(f) for f in flags]
+    kw = ["%s: $%s" % (f["name"], f["name"]) for f in flags]
+    if not block and op.name not in BY_CLIENT:
+        # The bash global --no_grad on every command; --inference_mode is the block form only in nu
+        # (`torch inference_mode { … }`): a flag on every command costs a tenth of the load time.
+        params.append("--no_grad  # run without recording gradients")
+        kw.append("no_grad: $no_grad")
+    if op.name == "value":  # nu's own view of a value: `torch value $t --table`
+        params.append("--table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)")
+    head = "def %s [" % json.dumps(command) if command else "export def %s [" % _nu_name(name.replace(".", " "))
+    lines = _description(op) + [head] + ["    " + p for p in params]
+    lines.append("]: any -> any { %s }\n\n" % _call(op, name, rest, flags, "{%s}" % ", ".join(kw), block))
     return "\n".join(lines)
+
+
+def _call(op, name, rest, flags, kw, block):
+    """The body: the shared wrapper with the op's name, the piped input, the words and the flags."""
+    if block:
+        return "torchsh block %s $block %s" % (json.dumps(name), kw)
+    if op.name in BY_CLIENT:
+        return "^torch %s" % op.name.replace(".", " ")
+    defaults = "{%s}" % ", ".join("%s: %s" % (f["name"], f["nu_default"]) for f in flags if f["nu_default"])
+    marks = (" --whole" if _takes_whole_input(op) else "") + (" --values" if _returns_values(op) else "")
+    call = "torchsh call %s $in $%s %s %s%s" % (json.dumps(name), rest, kw, defaults, marks)
+    if op.name == "value":
+        return "let v = (%s); if $table { torchsh table $v } else { $v }" % call
+    return call
+
+
+_HANDLE_KINDS = {"tensor", "tensors", "handle", "handles", "module", "modules", "optimizer", "scheduler"}
+
+
+def _positional_only(f):
+    """A handle argument every overload requires positionally: given as a word or piped, not by name."""
+    return f["kinds"] <= _HANDLE_KINDS and all(d is MISSING for d in f["defaults"]) and not f["keyword_only"]
 
 
 def merged_flags(op):
@@ -126,8 +167,10 @@ def merged_flags(op):
     merged = {}
     for ov in op.overloads:
         for a in ov.args:
-            f = merged.setdefault(a.name, {"name": a.name, "kinds": set(), "types": [], "defaults": []})
+            f = merged.setdefault(a.name, {"name": a.name, "kinds": set(), "types": [], "defaults": [],
+                                           "keyword_only": False})
             f["kinds"].add(a.kind)
+            f["keyword_only"] = f["keyword_only"] or a.keyword_only
             if a.type_text not in f["types"]:
                 f["types"].append(a.type_text)
             f["defaults"].append(a.default)
@@ -197,7 +240,12 @@ def _positional_help(op):
         text = " ".join(words) or "(none)"
         if text not in forms:
             forms.append(text)
-    return "positional: %s; piped input fills the leftmost tensor slots" % " | ".join(forms)
+    return "positional: %s; piped handles fill the tensor slots still missing" % " | ".join(forms)
+
+
+def _returns_values(op):
+    """A tensor's value comes back (not a handle): `torch value`, `item`, a loss from train_step."""
+    return op.name == "value" or any(ov.returns == "Scalar" for ov in op.overloads)
 
 
 def _is_block(op):

@@ -6,9 +6,16 @@
 # only calls builtins that no op is named after; the generator checks that list (NU_BUILTINS_USED).
 
 export-env {
-    # The per-user fallback folder needs the uid; ask once, at `use`, not per call.
-    if ($env.TORCHSH_NU_UID? | is-empty) { $env.TORCHSH_NU_UID = (^id -u | str trim) }
-    if ($env.TORCHSH_NU_USER? | is-empty) { $env.TORCHSH_NU_USER = (^id -un | str trim) }
+    # The per-user fallback folder needs the uid and the trust check our user name: found once, at
+    # `use`, not per call; from /proc where there is one (no process started), else from `id`.
+    if ($env.TORCHSH_NU_UID? | is-empty) or ($env.TORCHSH_NU_USER? | is-empty) {
+        let me = (try { ls --long --directory /proc/self | get 0.user } catch { null })
+        let uid = if $me == null { null } else {
+            try { open --raw /proc/self/status | parse --regex 'Uid:\s+(?<uid>\d+)' | get 0.uid } catch { null }
+        }
+        $env.TORCHSH_NU_UID = if $uid != null { $uid } else { ^id -u | str trim }
+        $env.TORCHSH_NU_USER = if $me != null { $me } else { ^id -un | str trim }
+    }
 }
 
 # The client's trust rule (docs/security.md): nothing is sent unless the socket's folder is a real
@@ -56,19 +63,24 @@ def "torchsh env" []: nothing -> record {
 }
 
 TORCHSH_TRANSPORT
-# JSON text -> nu value. NaN and ±Infinity are not JSON to nu's parser; NUON reads them as floats.
-def "torchsh parse" [text: string]: nothing -> any {
-    if ($text =~ 'NaN|Infinity') {
-        $text | str replace --all --regex '([\[,:])(-?)Infinity' '${1}${2}inf' | from nuon
+# Reply text -> nu value. Replies are JSON (RFC 8259; a non-finite float is the string "NaN",
+# "Infinity" or "-Infinity"), read by `from json`: a string stays a string, so an op summary that
+# says NaN is text. Only a tensor value (`--values`: torch value, item, a loss) holds no free text;
+# asked for with ?nan=bare it has bare NaN and ±Infinity tokens, which NUON reads as floats (the
+# quoted forms too, from a daemon or client that writes strict JSON).
+def "torchsh parse" [text: string, --values]: nothing -> any {
+    if $values and ($text =~ 'NaN|Infinity') {
+        $text | str replace --all --regex '"(-?)(NaN|Infinity)"' '${1}${2}' | str replace --all --regex '([\[,:]\s*)(-?)Infinity' '${1}${2}inf' | from nuon
     } else {
         $text | from json
     }
 }
 
 # A reply -> its result, or a nu error with the op, the message, the hint and the stable code.
-def "torchsh result" [op: string, reply: any]: nothing -> any {
+# PyTorch's warnings (`"warnings": [...]`) go to stderr, one line each, as the bash client prints them.
+def "torchsh result" [op: string, reply: any, --values]: nothing -> any {
     if ($reply | describe) == "binary" { return $reply }
-    let value = (torchsh parse $reply)
+    let value = (torchsh parse $reply --values=$values)
     if "error" in $value {
         let e = $value.error
         error make --unspanned {
@@ -77,8 +89,12 @@ def "torchsh result" [op: string, reply: any]: nothing -> any {
             code: $"torchsh::($e.code)"
         }
     }
+    for w in ($value.warnings? | default []) { torchsh warn $"torch: ($op): warning: ($w)" }
     $value
 }
+
+# One line on stderr. (`print` is the builtin here: torch.nu defines `torch print` last, as an alias.)
+def "torchsh warn" [line: string]: nothing -> nothing { print --stderr $line }
 
 # nu values -> request JSON. `to json` writes NaN and ±inf as null; the daemon reads the bare
 # tokens NaN, Infinity and -Infinity (Python's json), so mark them and swap the marks for the tokens
@@ -105,17 +121,60 @@ def "torchsh nonfinite" [value: any]: nothing -> any {
     $value
 }
 
-# What every generated command runs: piped input fills the leftmost tensor slots (a piped list
-# fills several: `[$a $b] | torch cat`), then the positional words; flags equal to their default
-# (or not given) are left out so the daemon chooses the overload as for the bash command line.
-def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: record, --whole, --no_grad, --inference_mode]: nothing -> any {
-    let lead = if $piped == null { [] } else if $whole or not (($piped | describe) =~ '^(list|table)') { [$piped] } else { $piped }
+# What every generated command runs. Piped handles fill the leftmost tensor slots still missing
+# (a piped list of handles fills several: `[$a $b] | torch cat`); piped data that is no handle (the
+# number `each` gives its closure) is not an argument. Ops whose first argument is data (`torch
+# tensor`, `--whole`) take the piped value itself; a table becomes its rows, columns in table order.
+# Flags equal to their default (or not given) are left out so the daemon chooses the overload as for
+# the bash command line. `kw` holds the op's flags and the global switch no_grad; `--values` marks an
+# op whose result is a tensor value (NaN and ±inf come back as floats).
+def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: record, --whole, --values]: nothing -> any {
+    let lead = if $piped == null { [] } else if $whole { torchsh data $piped } else { torchsh handles-in $piped }
     mut kwargs = {}
     for name in ($kw | columns) {
         let v = ($kw | get $name)
         if $v != null and $v != ($defaults | get --optional $name) { $kwargs = ($kwargs | insert $name $v) }
     }
-    torchsh request $op {tensors: $lead, args: $args, kwargs: $kwargs, no_grad: $no_grad, inference_mode: $inference_mode}
+    let no_grad = ($kwargs.no_grad? | default false)
+    torchsh request $op {tensors: $lead, args: $args, kwargs: ($kwargs | reject --optional no_grad), no_grad: $no_grad, values: $values}
+}
+
+# The handles in piped input: a handle, the handle lines of a text (`^torch chunk …` prints one a
+# line), or the handles of a piped list; anything else is none.
+def "torchsh handles-in" [piped: any]: nothing -> list {
+    let kind = ($piped | describe)
+    if $kind == "string" {
+        if ($piped =~ '^[a-z]+://\S+$') { return [$piped] }
+        return ($piped | lines | str trim | where {|l| $l =~ '^[a-z]+://\S+$' })
+    }
+    if not ($kind starts-with "list") { return [] }
+    $piped | where {|v| ($v | describe) == "string" and ($v =~ '^[a-z]+://\S+$') }
+}
+
+# Piped data for an op that takes data (`torch tensor`): a table as a list of its rows' values
+# (columns in table order), a record as its values.
+def "torchsh data" [piped: any]: nothing -> list {
+    if $piped == null { return [] }
+    let kind = ($piped | describe)
+    if ($kind starts-with "table") { return [($piped | each {|row| $row | values })] }
+    if ($kind starts-with "record") { return [($piped | values)] }   # one row: 1-D
+    if ($kind starts-with "range") { return [($piped | each {|x| $x })] }
+    [$piped]
+}
+
+# `torch value --table`: a 2-D tensor's rows as a nu table, columns column0, column1, … (as nu's
+# `from csv --noheaders` names them); a 1-D tensor is one column.
+def "torchsh table" [value: any]: nothing -> any {
+    let kind = ($value | describe)
+    if not ($kind starts-with "list") or ($value | is-empty) {
+        error make --unspanned {msg: "torch value: --table needs a 1-D or 2-D tensor", code: "torchsh::usage"}
+    }
+    if not (($value | get 0 | describe) starts-with "list") { return ($value | wrap column0) }
+    if (($value | get 0 | get --optional 0 | describe) starts-with "list") {
+        error make --unspanned {msg: "torch value: --table needs a 1-D or 2-D tensor, not 3-D or more", help: "reshape it to 2-D first", code: "torchsh::usage"}
+    }
+    let names = (0..<($value | get 0 | length) | each {|i| $"column($i)" })
+    $value | each {|row| $names | zip $row | into record }
 }
 
 # Completion lists for flags and positions (nu's own completer; bash/zsh/fish use `torch __complete`).
@@ -123,12 +182,33 @@ def "nu-complete torch dtypes" [] { TORCHSH_DTYPES }
 def "nu-complete torch devices" [] { TORCHSH_DEVICES }
 def "nu-complete torch handles" [] { try { torchsh handles } catch { [] } }
 
-# Ops the module has no command for (made after it was generated) go to the external client.
-export def --wrapped main [...words]: any -> any {
-    let run = (^torch ...$words | complete)
-    if $run.exit_code != 0 {
-        error make --unspanned {msg: ($run.stderr | str trim), code: "torchsh::cli"}
+# A nu value as one command-line word: strings as they are, everything else as JSON.
+def "torchsh word" [v: any]: nothing -> string {
+    if ($v | describe) == "string" { $v } else { torchsh json $v }
+}
+
+# A command line's outcome -> its JSON result (or its text: help), or a nu error with the stable code.
+def "torchsh cli-result" [argv: list, code: int, out: string, err: string, --text]: nothing -> any {
+    if $code != 0 {
+        let line = ($err | str trim)
+        let tag = ($line | parse --regex '\[(?<c>\w+)\]$' | get c.0? | default "cli")
+        let msg = ($line | str replace --regex '^torch: ([\w.]+): ' 'torch $1: ' | str replace --regex ' \[\w+\]$' '')
+        error make --unspanned {msg: $msg, code: $"torchsh::($tag)"}
     }
-    let lines = ($run.stdout | lines)
-    try { torchsh parse $run.stdout } catch { if ($lines | length) == 1 { $lines.0 } else { $lines } }
+    if ($err | is-not-empty) { torchsh warn ($err | str trim --right) }   # PyTorch's warnings
+    if $text { return $out }
+    if ($out | is-empty) { return null }
+    let lines = ($out | lines)
+    try { torchsh parse $out } catch { if ($lines | length) == 1 { $lines.0 } else { $lines } }
+}
+
+# Every op without a typed command above runs by name with the command line's grammar, over the
+# same wire: the nn module kinds (`torch nn linear 3 2 --bias false`), the namespaces nn.functional,
+# linalg, fft and special (`torch linalg qr $a`, `torch gelu $x`), and ops newer than this file.
+# `torch OP --help` prints the op's help. (nu parses every typed command at `use`; these ~400 would
+# double that.) Results are JSON (`--json`), piped handles its stdin.
+export def --wrapped main [...words]: any -> any {
+    let argv = ($words | each {|w| torchsh word $w })
+    let help = ($argv | is-empty) or ($argv | where {|w| $w in ["--help" "-h" "help"] } | is-not-empty)
+    torchsh cli (if $help { $argv } else { $argv | append "--json" }) (torchsh handles-in $in) --text=$help
 }

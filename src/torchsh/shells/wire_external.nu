@@ -1,7 +1,7 @@
 # torch.nu's transport for a nu without `http --unix-socket`: every op runs the external `^torch`
 # client (one process per op: slower, same results). `torch nu-module --transport external` picks it.
 
-# One op call: {tensors, args, kwargs, no_grad, inference_mode} -> the result, or a nu error.
+# One op call: {tensors, args, kwargs, no_grad} -> the result, or a nu error.
 def "torchsh request" [op: string, req: record]: nothing -> any {
     mut words = ($op | split row ".")
     for v in (($req.tensors? | default []) ++ ($req.args? | default [])) { $words = ($words | append (torchsh word $v)) }
@@ -14,7 +14,6 @@ def "torchsh request" [op: string, req: record]: nothing -> any {
         }
     }
     if ($req.no_grad? | default false) { $words = ($words | append "--no_grad") }
-    if ($req.inference_mode? | default false) { $words = ($words | append "--inference_mode") }
     let argv = $words
     let run = (^torch ...$argv --json | complete)
     if $run.exit_code != 0 {
@@ -22,13 +21,15 @@ def "torchsh request" [op: string, req: record]: nothing -> any {
         let code = ($line | parse --regex '\[(?<c>\w+)\]$' | get c.0? | default "cli")
         error make --unspanned {msg: ($line | str replace --regex '^torch: ([\w.]+): ' 'torch $1: '), code: $"torchsh::($code)"}
     }
+    if ($run.stderr | is-not-empty) { torchsh warn ($run.stderr | str trim --right) }   # PyTorch's warnings
     if ($run.stdout | is-empty) { return null }
-    try { torchsh parse $run.stdout } catch { $run.stdout }
+    try { torchsh parse $run.stdout --values=($req.values? | default false) } catch { $run.stdout }
 }
 
-# A nu value as one command-line word: strings as they are, everything else as JSON.
-def "torchsh word" [v: any]: nothing -> string {
-    if ($v | describe) == "string" { $v } else { torchsh json $v }
+# A command line by name (ops without a typed command): the client with the handles as its stdin.
+def "torchsh cli" [argv: list, stdin: list, --text]: nothing -> any {
+    let run = if ($stdin | is-empty) { ^torch ...$argv | complete } else { $stdin | str join "\n" | ^torch ...$argv | complete }
+    torchsh cli-result $argv $run.exit_code $run.stdout $run.stderr --text=$text
 }
 
 def "torchsh handles" []: nothing -> list<string> {

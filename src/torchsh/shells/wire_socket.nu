@@ -2,10 +2,13 @@
 # per op. (tools/regen.py splices this into torch.nu; `torch nu-module --transport external` uses
 # wire_external.nu instead, for a nu without --unix-socket.)
 
-# One op call: {tensors, args, kwargs, no_grad, inference_mode} -> the result, or a nu error.
+# One op call: {tensors, args, kwargs, no_grad, values} -> the result, or a nu error. `values`: the
+# result is a tensor value, asked for with bare NaN/±Infinity tokens (?nan=bare) to read as floats.
 def "torchsh request" [op: string, req: record]: nothing -> any {
-    let body = (torchsh json ($req | merge {env: (torchsh env), cwd: $env.PWD}))
-    torchsh result $op (torchsh http POST $"/v1/ops/($op)" $body) | get result
+    let values = ($req.values? | default false)
+    let body = (torchsh json ($req | reject --optional values | merge {env: (torchsh env), cwd: $env.PWD}))
+    let path = if $values { $"/v1/ops/($op)?nan=bare" } else { $"/v1/ops/($op)" }
+    torchsh result $op (torchsh http POST $path $body) --values=$values | get result
 }
 
 # The handles the daemon holds (for completion).
@@ -15,11 +18,11 @@ def "torchsh handles" []: nothing -> list<string> {
 
 # One HTTP request; a socket that does not answer starts the daemon (`torch daemon start`) once,
 # except for the census and status (and completion), which never start one: as the `torch` client.
-def "torchsh http" [method: string, path: string, body: string = ""]: nothing -> any {
+def "torchsh http" [method: string, path: string, body: string = "", --full]: nothing -> any {
     let sock = (torchsh socket)
     let url = $"http://localhost($path)"
     let first = try {
-        {reply: (torchsh send $method $sock $url $body)}
+        {reply: (torchsh send $method $sock $url $body --full=$full)}
     } catch {|err| {failed: $err.msg} }
     if "reply" in $first { return $first.reply }
     if $path in ["/v1/ops/tensors", "/v1/tensors"] { return '{"result": [], "objects": []}' }  # nothing is held
@@ -38,12 +41,14 @@ def "torchsh http" [method: string, path: string, body: string = ""]: nothing ->
             code: "torchsh::daemon_unavailable"
         }
     }
-    torchsh send $method $sock $url $body
+    torchsh send $method $sock $url $body --full=$full
 }
 
-def "torchsh send" [method: string, sock: string, url: string, body: string]: nothing -> any {
+def "torchsh send" [method: string, sock: string, url: string, body: string, --full]: nothing -> any {
     torchsh trust $sock
-    if $method == "GET" {
+    if $full {
+        http post --unix-socket $sock --full --raw --allow-errors $url $body
+    } else if $method == "GET" {
         http get --unix-socket $sock --raw --allow-errors $url
     } else {
         # no --content-type application/json: nu would re-encode a body holding NaN as a JSON string
@@ -64,4 +69,25 @@ def "torchsh block" [op: string, block: closure, kw: record]: nothing -> any {
     let out = try { {ok: (with-env $settings $block)} } catch {|err| {err: $err} }
     if $exec.then != null { torchsh request $exec.then.op {args: $exec.then.args, kwargs: {}} | ignore }
     if "err" in $out { $out.err.raw } else { $out.ok }
+}
+
+# A command line by name (ops without a typed command): POST /v1/cli, the bash client's own request
+# (NUL-separated: format, cwd, tty, env lines, has-stdin, stdin lines, argv), the handles as stdin.
+def "torchsh cli" [argv: list, stdin: list, --text]: nothing -> any {
+    let settings = (torchsh env | items {|k, v| $"($k)=($v)" } | str join "\n")
+    let piped = if ($stdin | is-empty) { ["1" "0" ""] } else { ["0" "1" ($stdin | str join "\n")] }
+    let body = (["TORCHSH_CLI_FORMAT" $env.PWD $piped.0 $settings $piped.1 $piped.2] ++ $argv | str join (char nul))
+    let reply = (torchsh http POST "/v1/cli" $body --full)
+    let headers = ($reply.headers.response | reduce --fold {} {|h, acc| $acc | insert $h.name $h.value })
+    if ($headers.torchsh-exit? | is-empty) {   # the daemon refused the request itself: a JSON error
+        return (torchsh result ($argv | first) ($reply.body | into binary | decode utf-8))
+    }
+    if ($headers.torchsh-stdin? | is-not-empty) {
+        error make --unspanned {msg: $"torch ($argv | first): needs a piped handle", code: "torchsh::usage"}
+    }
+    let bytes = ($reply.body | into binary)
+    let n = ($headers.torchsh-stdout? | default ($bytes | bytes length) | into int)
+    let out = ($bytes | bytes at 0..<$n | decode utf-8)
+    let err = ($bytes | bytes at $n.. | decode utf-8)
+    torchsh cli-result $argv ($headers.torchsh-exit? | default "0" | into int) $out $err --text=$text
 }
