@@ -2,6 +2,7 @@
 `-` marks the slot explicitly; a variadic op given its tensors leaves stdin alone. Against PyTorch."""
 import http.client
 import json
+import shutil
 import socket
 
 import pytest
@@ -150,3 +151,12 @@ def test_api_tensors_go_before_given_tensors_of_a_variadic_slot(sh):
     a, b = sh.put(X), sh.put(X + 1)
     status, out = post(sh, "cat", {"tensors": [a], "args": [b]})
     assert status == 200 and torch.equal(sh.fetch(out["result"]), torch.cat([X, X + 1]))
+
+
+@pytest.mark.skipif(not shutil.which("zsh"), reason="zsh is not installed")
+def test_zsh_fast_path_reads_one_line_per_dash_and_pipes_into_open_slots(sh):
+    hs = [sh.put(X + i) for i in range(3)]
+    script = "zsh -fc 'eval \"$(torch init zsh)\"; torch cat - - | torch shape; cat'"
+    assert sh(script, stdin="\n".join(hs) + "\n").split("\n") == ["[4,3]", hs[2]]
+    script = "echo %s | zsh -fc 'eval \"$(torch init zsh)\"; torch reshape 3 2 | torch shape'" % hs[0]
+    assert sh(script) == "[3,2]"

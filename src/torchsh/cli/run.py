@@ -110,7 +110,9 @@ def _bind_with_stdin(ctx, op, parsed, flags):
     if parse.stdin_marks(parsed):
         return _bind_marked(ctx, op, parsed, flags)
     binding, partials = bind.choose(op, parsed.positionals, flags)
-    open_ = None if ctx.stdin_is_tty else bind.stdin_choice(op, parsed.positionals, flags)
+    # every word fits its slot exactly: stdin could fit nothing better, so skip the search (it is per command)
+    exact = binding is not None and binding.score >= 3 * (len(parsed.positionals) + len(flags))
+    open_ = None if ctx.stdin_is_tty or exact else bind.stdin_choice(op, parsed.positionals, flags)
     if open_ is None or (binding is not None and binding.score >= open_.score):
         if binding is None:
             raise no_binding(op, partials, parsed.positionals, flags)
