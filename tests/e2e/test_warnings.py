@@ -68,3 +68,13 @@ def test_api_reply_carries_the_warnings_beside_the_result(sh):
     assert len(out["warnings"]) == 1 and out["warnings"][0].startswith(LINE.split("warning: ")[1])
     status, out = post(sh, "mse_loss", {"args": [a, a]})
     assert status == 200 and "warnings" not in out
+
+
+def test_a_verb_passes_on_the_warnings_of_the_ops_it_runs(sh):
+    """train_step with a [64] target for a [64,1] output: the loss's broadcasting warning, the loss on stdout."""
+    x, y = sh.put(torch.randn(64, 2)), sh.put(torch.randn(64))
+    m = sh("torch nn linear 2 1")
+    opt = sh("torch optim sgd %s --lr 0.01" % m)
+    r = sh.run("torch train_step %s %s %s %s --loss mse_loss" % (m, opt, x, y))
+    assert r.code == 0 and float(r.out) >= 0
+    assert r.err.startswith("torch: train_step: warning: Using a target size") and r.err.count("\n") == 1
