@@ -110,3 +110,35 @@ def test_default_device_comes_from_the_environment(sh):
     r = sh.run("torch ones '[2]'", env={"TORCHSH_DEVICE": "meta"})
     assert r.code == 0
     assert "meta" in sh("torch tensors --json | grep -o '\"device\":\"meta\"' | head -1")
+
+
+def test_sizes_as_separate_words_equal_the_json_shape_and_pytorch(sh):
+    for op in ("zeros", "ones", "empty"):
+        assert sh("torch %s 2 3 | torch shape" % op) == sh("torch %s '[2,3]' | torch shape" % op) == "[2,3]"
+    for op in ("rand", "randn"):
+        got = sh.fetch(sh("torch manual_seed 0 >/dev/null; torch %s 2 3" % op))
+        torch.manual_seed(0)
+        assert torch.equal(got, getattr(torch, op)(2, 3))
+
+
+def test_tensor_methods_take_sizes_as_separate_words_like_pytorch(sh):
+    x = torch.arange(6.0).reshape(2, 3)
+    h = sh.put(x)
+    cases = {"reshape %s 3 2": x.reshape(3, 2), "permute %s 1 0": x.permute(1, 0),
+             "expand %s 2 2 3": x.expand(2, 2, 3), "repeat %s 2 1": x.repeat(2, 1), "flip %s 0 1": x.flip(0, 1)}
+    for words, want in cases.items():
+        assert torch.equal(sh.fetch(sh("torch " + words % h)), want), words
+        piped = "echo %s | torch %s" % (h, words.replace(" %s", ""))
+        assert torch.equal(sh.fetch(sh(piped)), want), piped
+
+
+def test_full_takes_no_sizes_as_words_as_pytorch_refuses_them(sh):
+    assert sh("torch full '[2,3]' 1.5 | torch value") == "[[1.5,1.5,1.5],[1.5,1.5,1.5]]"
+    r = sh.run("torch full 2 3 1.5")
+    assert r.code != 0 and r.err.count("\n") == 1 and r.err.startswith("torch: full:")
+
+
+def test_dash_h_is_help_for_ops(sh):
+    for op in ("add", "reshape", "nn.functional.mse_loss"):
+        assert sh("torch %s -h" % op) == sh("torch %s --help" % op)
+        assert sh("torch %s -h" % op).startswith("usage: torch")

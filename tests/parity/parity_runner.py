@@ -5,6 +5,7 @@ Batching keeps ~700 ops at a few bash processes: inputs go in as one .pt file (`
 each op is one `torch …` line of one script, results come back as one .pt file (`torch save`).
 """
 import json
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -164,6 +165,9 @@ def run_batch(sh, cases):
     return _split(out, cases)
 
 
+_WARNING = re.compile(r"^torch: [\w. ]+: warning: ")
+
+
 def _split(out, cases):
     results, current, body = [], None, []
     for line in out.split("\n"):
@@ -172,7 +176,7 @@ def _split(out, cases):
             current, body = None, []
         elif line.startswith("@@") and line[2:].isdigit():
             current, body = int(line[2:]), []
-        elif current is not None:
+        elif current is not None and not _WARNING.match(line):  # PyTorch's warnings are not the result
             body.append(line)
     return results
 

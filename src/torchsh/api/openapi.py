@@ -9,8 +9,8 @@ _ERROR = {"type": "object", "properties": {"error": {"type": "object", "properti
     "code": {"type": "string", "enum": sorted(protocol.ERRORS)}, "message": {"type": "string"},
     "hint": {"type": ["string", "null"]}, "op": {"type": ["string", "null"]}}, "required": ["code", "message"]}}}
 _OP_REQUEST = {"type": "object", "properties": {
-    "tensors": {"type": "array", "items": {"type": "string"}, "description": "handles filling the leftmost tensor slots"},
-    "args": {"type": "array", "description": "positional arguments after the tensors"},
+    "tensors": {"type": "array", "items": {"type": "string"}, "description": "the API's stdin: handles filling the tensor slots the args leave open, leftmost first"},
+    "args": {"type": "array", "description": "positional arguments, bound by kind first"},
     "kwargs": {"type": "object", "description": "flags by name"},
     "cwd": {"type": "string", "description": "folder for relative paths"},
     "env": {"type": "object", "description": "TORCHSH_* settings (TORCHSH_SCOPE, TORCHSH_DEVICE, TORCHSH_NO_GRAD)"},

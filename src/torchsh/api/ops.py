@@ -1,7 +1,9 @@
 """POST /v1/ops/{op}: {"tensors": [...], "args": [...], "kwargs": {...}} -> {"result": ...}.
 
-`tensors` fill the leftmost tensor slots (the API's stdin), `args` follow positionally, `kwargs`
-are flags. The same binder and invoker as the CLI, so both faces resolve overloads identically.
+`args` bind positionally by kind and `kwargs` are flags; `tensors` (the API's stdin) then fill the
+tensor slots the args left open, leftmost first: {"tensors": [x], "args": [m]} runs forward(m, x).
+The same binder and invoker as the CLI, so both faces resolve overloads identically. PyTorch's
+warnings come back as "warnings": [first line of each], beside "result".
 Optional body fields: "cwd" (for relative paths), "env" (TORCHSH_* settings), "no_grad".
 """
 import json
@@ -30,13 +32,16 @@ def post_op(app, request, params):
     # No peer_pid: an API caller that runs a block itself (`"exec": true`) may be a one-shot process
     # (curl) that is gone before the block ends, so its scope must not be reaped with it.
     ctx = Context(app, cwd, {k: str(v) for k, v in env.items()})
-    positionals = [_token(v) for v in tensors + args]
+    positionals, piped = [_token(v) for v in args], [_token(v) for v in tensors]
     kwargs = dict(fixed, **kwargs)
     flags = {k.replace("-", "_"): _flag_token(op, k.replace("-", "_"), v) for k, v in kwargs.items()}
     unknown = [k for k in flags if k not in op.flags()]
     if unknown:
         raise TorchshError("unknown_flag", "%s takes no argument %s" % (op.name, ", ".join(unknown)), op=op.name)
-    binding, partials = bind.choose(op, positionals, flags)
+    binding, partials = (bind.fill_stdin(op, positionals, flags, piped), []) if piped else (None, [])
+    if binding is None:  # no tensors, or no open slot takes them: then they go before the args, in order
+        positionals = piped + positionals
+        binding, partials = bind.choose(op, positionals, flags)
     if binding is None:
         err = no_binding(op, partials, positionals, flags)
         err.op = op.name
@@ -44,19 +49,21 @@ def post_op(app, request, params):
     if op.extra.get("block") and not body.get("exec"):  # refuse before the verb opens a scope nobody would end
         raise TorchshError("usage", "%s runs a command; use the CLI, or send \"exec\": true" % op.name, op=op.name)
     globals_ = {"no_grad": bool(body.get("no_grad")), "inference_mode": bool(body.get("inference_mode"))}
+    warned = []
     try:
-        result = invoke(ctx, op, binding, globals_)
+        result = invoke(ctx, op, binding, globals_, warned)
     except TorchshError as e:
         e.op = e.op or op.name
         raise
     except ExecRequest as e:  # the caller runs the block itself (torch.nu's `torch scope { … }`)
         return _exec_reply(app, e)
+    extra = b',"warnings":' + json.dumps(warned).encode() if warned else b""
     if isinstance(result, render.JsonText):
-        return Response(200, b'{"result":' + result.encode() + b"}")
+        return Response(200, b'{"result":' + result.encode() + extra + b"}")
     if isinstance(result, render.Binary):
         return Response(200, bytes(result), "application/octet-stream")
     wire = render.to_wire(result, ctx)
-    return Response(200, json.dumps({"result": wire}, separators=(",", ":"), allow_nan=True).encode())
+    return Response(200, json.dumps({"result": wire}, separators=(",", ":"), allow_nan=True).encode()[:-1] + extra + b"}")
 
 
 def _field(body, name, want, default):

@@ -1,75 +1,137 @@
 """Choose an overload and bind tokens to its arguments, as PyTorch's argument parser does. Pure.
 
-The stdin prefix rule lives here: when no overload is complete, the leftmost missing tensor slots
-are filled from stdin (one handle per line), i.e. stdin lines go in front of the positionals, so
-`torch forward $m $x | torch mse_loss $y` is mse_loss(prediction, y).
+The stdin rule lives here. Given arguments bind by kind first; stdin (the client's stdin lines, or
+the JSON API's `tensors`) then fills the tensor slots they left open, leftmost first. So
+`torch forward $m $x | torch mse_loss $y` is mse_loss(prediction, y), `echo $t | torch reshape
+'[2,3]'` reshapes $t (a shape never takes a tensor slot while the shape slot waits for it), and
+`echo $x | torch forward $m` runs $m on $x (a module handle fits the model slot, not the inputs).
+`-` marks the spot explicitly; parse.py and run.py put the stdin handles there before binding.
 """
 from dataclasses import dataclass
 
-from torchsh.cli import kinds, tokens
+import torch
+
+from torchsh.cli import kinds
 from torchsh.cli.tokens import Token
 from torchsh.table.spec import VARIADIC_KINDS
 
 STDIN_TENSOR_KINDS = ("tensor", "tensors", "handle", "handles", "module", "modules", "optimizer", "scheduler")
 STDIN_TEXT_KINDS = ("json",)   # `echo '[1,2]' | torch tensor`: all of stdin is one value
 ALL = -1
+_ITEM_KINDS = {"tensors": "tensor", "handles": "handle", "modules": "module"}
+_SCHEMES = {"tensor": "tensor", "module": "nn", "optimizer": "optim", "scheduler": "sched"}
 
 
 @dataclass
 class Binding:
     overload: object
     values: dict          # arg name -> Token, or list of Tokens for variadic kinds
-    score: int
-    missing: list         # required ArgSpecs not given
+    score: int            # how well the given words fit their slots (kinds.score summed)
+    missing: list         # required ArgSpecs not given (and not left open for stdin)
+    holes: tuple = ()     # required tensor-like ArgSpecs left open for stdin, in schema order
 
     @property
     def complete(self):
-        return not self.missing
+        return not self.missing and not self.holes
 
-    def stdin_need(self):
-        """How many stdin lines would complete this binding: N, ALL, or None if stdin cannot help."""
-        need = 0
-        for a in self.missing:
-            if a.kind in STDIN_TEXT_KINDS or a.kind in VARIADIC_KINDS:
-                return ALL if a.kind in STDIN_TENSOR_KINDS + STDIN_TEXT_KINDS else None
-            if a.kind not in STDIN_TENSOR_KINDS:
-                return None
-            need += 1
-        return need
+    def need(self):
+        """How many stdin lines fill the holes: N, or ALL when a hole takes a list or a text."""
+        if any(a.kind in VARIADIC_KINDS or a.kind in STDIN_TEXT_KINDS for a in self.holes):
+            return ALL
+        return len(self.holes)
+
+    def fill(self, toks, text=None):
+        """This binding with its holes filled from stdin tokens in order (a variadic hole takes what the
+        holes after it leave; `text`, when given, is all of stdin for a JSON hole), or None if they don't fit."""
+        values, score, rest = dict(self.values), self.score, list(toks)
+        for i, a in enumerate(self.holes):
+            if a.kind in STDIN_TEXT_KINDS and text is not None:
+                values[a.name], score, rest = Token("str", text, "<stdin>"), score + 2, []
+            elif a.kind in VARIADIC_KINDS:
+                n = len(rest) - len(self.holes[i + 1:])
+                fits = [_fit_item(a.kind, t) for t in rest[:max(n, 0)]]
+                if n < 1 or min(fits) == 0:
+                    return None
+                values[a.name] = rest[:n] + values.get(a.name, [])  # stdin first, then given handles
+                score, rest = score + sum(fits), rest[n:]
+            else:
+                s = _fit(a, rest[0]) if rest else 0
+                if s == 0:
+                    return None
+                values[a.name], score = rest.pop(0), score + s
+        if rest:
+            return None
+        return Binding(self.overload, values, score, self.missing)
 
 
 def bind(overload, positionals, flags):
+    """The binding of these words alone (no stdin), or None when they fit no way."""
+    found = _bindings(overload, positionals, flags, holes_ok=False)
+    return found[0] if found else None
+
+
+def _bindings(overload, positionals, flags, holes_ok, varargs=False):
+    """Every way the words bind to this overload, in order; with holes_ok, required tensor-like slots
+    may also be left open for stdin (each such slot is tried open first, so leftmost holes come first)."""
     args = overload.args
     names = {a.name: a for a in args}
     if any(f not in names for f in flags):
-        return None
-    values, total = {}, 0
+        return []
+    base, total = {}, 0
     for name, tok in flags.items():
         s = _fit(names[name], tok)
         if s == 0:
-            return None
-        values[name], total = tok, total + s
-    pending = list(positionals)
-    for a in args:
-        if a.keyword_only or a.name in flags or not pending:
-            continue
+            return []
+        base[name], total = tok, total + s
+    slots = [a for a in args if not a.keyword_only and a.name not in flags]
+    sizes = varargs and _varargs_slot(slots)
+    out = []
+
+    def walk(k, pending, values, score, holes):
+        if k == len(slots) or (not pending and not holes_ok):
+            if not pending:
+                missing = [a for a in args if a.required and a.name not in values and a not in holes]
+                out.append(Binding(overload, values, score, missing, tuple(holes)))
+            return
+        a = slots[k]
+        open_ = [holes + [a]] if holes_ok and a.required and a.kind in STDIN_TENSOR_KINDS + STDIN_TEXT_KINDS else []
         if a.kind in VARIADIC_KINDS:
-            take = []
-            while pending and (a.kind == "argv" or _fit_item(a.kind, pending[0]) == 3):
-                take.append(pending.pop(0))
-            if take:
-                values[a.name] = take
-                total += 3 * len(take)
-            continue
-        s = _fit(a, pending[0])
-        if s == 0:
-            return None
-        values[a.name] = pending.pop(0)
-        total += s
-    if pending:
-        return None
-    missing = [a for a in args if a.required and a.name not in values]
-    return Binding(overload, values, total, missing)
+            take = _take_items(a.kind, pending)
+            got = dict(values, **{a.name: take}) if take else values
+            for h in open_ + [holes]:
+                walk(k + 1, pending[len(take):], got, score + 3 * len(take), h)
+            return
+        for h in open_:
+            walk(k + 1, pending, values, score, h)
+        if not pending:
+            walk(k + 1, pending, values, score, holes)
+        elif a is sizes and len(pending) > 1 and all(t.cls == "int" for t in pending):
+            # `torch zeros 2 3`, `torch reshape $t 2 3`: the sizes as varargs, as PyTorch reads them
+            words = [t.value for t in pending]
+            walk(k + 1, [], dict(values, **{a.name: Token("list", words, " ".join(t.text for t in pending))}),
+                 score + 3 * len(words), holes)
+        else:
+            s = _fit(a, pending[0])
+            if s:
+                walk(k + 1, pending[1:], dict(values, **{a.name: pending[0]}), score + s, holes)
+
+    walk(0, list(positionals), base, total, [])
+    return out
+
+
+def _take_items(kind, pending):
+    """The leading words that are items of a variadic slot (all the words for argv)."""
+    n = 0
+    while n < len(pending) and (kind == "argv" or _fit_item(kind, pending[n]) == 3):
+        n += 1
+    return pending[:n]
+
+
+def _varargs_slot(slots):
+    """The size slot that takes its sizes as separate words, where PyTorch does: the only positional
+    argument is a required int list (torch.zeros(2, 3)), or the only one after self (Tensor.reshape(2, 3))."""
+    rest = slots[1:] if slots and slots[0].kind == "tensor" and slots[0].name == "input" else slots
+    return rest[0] if len(rest) == 1 and rest[0].kind == "int_list" and rest[0].required else None
 
 
 def _fit(arg, tok):
@@ -77,34 +139,58 @@ def _fit(arg, tok):
         return min((_fit_item(arg.kind, t) for t in tok), default=0)
     if tok.cls == "null" and (arg.optional or arg.default is None):
         return 3
-    return kinds.score(arg.kind, tok)
+    return _kind_fit(arg.kind, tok)
 
 
 def _fit_item(kind, tok):
-    item = {"tensors": "tensor", "handles": "handle", "modules": "module"}.get(kind, kind)
-    return kinds.score(item, tok)
+    return _kind_fit(_ITEM_KINDS.get(kind, kind), tok)
+
+
+def _kind_fit(kind, tok):
+    """kinds.score, but a handle of another kind (nn:// in a tensor slot) fits only as a last resort,
+    so it never takes a slot that a later word fits better; converting it still names the mix-up."""
+    s = kinds.score(kind, tok)
+    want = _SCHEMES.get(kind)
+    if s and want and tok.cls == "handle" and tok.value.partition("://")[0] != want:
+        return 1
+    return s
+
+
+def _takes_varargs(op):
+    """Sizes as varargs: factories by their Python signature, ops with a Tensor method of the same
+    name by the method's (torch.reshape(t, 2, 3) is refused, t.reshape(2, 3) is not)."""
+    return not op.verb and (op.factory or hasattr(torch.Tensor, op.name))
 
 
 def choose(op, positionals, flags):
-    """Return the best complete Binding, or (None, partial bindings) so the caller can use stdin."""
-    found = [b for b in (bind(ov, positionals, flags) for ov in op.overloads) if b is not None]
+    """Return the best complete Binding of the words alone, or (None, partial bindings)."""
+    varargs = _takes_varargs(op)
+    found = [b for ov in op.overloads for b in _bindings(ov, positionals, flags, False, varargs)[:1]]
     complete = [b for b in found if b.complete]
     if complete:
         return max(complete, key=lambda b: b.score), found
     return None, found
 
 
-def stdin_need(partials):
-    """The fewest stdin lines that would complete some overload; None if none can be completed."""
-    needs = [n for n in (b.stdin_need() for b in partials) if n is not None]
-    if not needs:
-        return None
-    finite = [n for n in needs if n != ALL]
-    return min(finite) if finite else ALL
+def _open(op, positionals, flags):
+    """Bindings that leave tensor slots open for stdin and lack nothing else, in overload order."""
+    varargs = _takes_varargs(op)
+    return [b for ov in op.overloads for b in _bindings(ov, positionals, flags, True, varargs)
+            if b.holes and not b.missing]
 
 
-def with_stdin(lines, positionals, partials):
-    """Tokens for stdin lines, put in front of the positionals (or as one text value)."""
-    if any(a.kind in STDIN_TEXT_KINDS for b in partials for a in b.missing):
-        return [Token("str", "\n".join(lines), "<stdin>")] + positionals
-    return [tokens.from_word(line) for line in lines if line.strip()] + positionals
+def _leftmost(b):
+    return [b.overload.args.index(a) for a in b.holes]
+
+
+def stdin_choice(op, positionals, flags):
+    """The binding stdin would complete: the words placed best by kind, then the fewest and
+    leftmost open slots. None when stdin cannot help."""
+    found = _open(op, positionals, flags)
+    return min(found, key=lambda b: (-b.score, len(b.holes), _leftmost(b))) if found else None
+
+
+def fill_stdin(op, positionals, flags, toks, text=None):
+    """The best complete binding whose open slots take exactly these stdin tokens (or None)."""
+    filled = [f for f in (b.fill(toks, text) for b in _open(op, positionals, flags)) if f is not None]
+    return max(filled, key=lambda b: b.score) if filled else None

@@ -1,7 +1,9 @@
 """argv words -> positional tokens and flags, using the op's flag kinds. Pure.
 
 `-` and `_` fold in flag names; `--flag value`, `--flag=value`, and bare `--flag` for booleans
-(followed optionally by true/false). `--` ends flags: the rest is one Argv (block forms).
+(followed optionally by true/false). `-h` is `--help`. `--` ends flags: the rest is one Argv (block
+forms). A lone `-` where a handle goes means "one handle from stdin here": a `stdin` token numbered
+in argv order, which put_stdin replaces with the line the client read for it.
 """
 from dataclasses import dataclass, field
 
@@ -11,6 +13,8 @@ from torchsh.table.aliases import flag_alias
 
 GLOBAL_FLAGS = {"no_grad": "bool", "inference_mode": "bool", "json": "bool", "help": "bool"}
 LIST_FLAG_KINDS = ("tensors", "handles", "modules")  # Tensor[] as a flag takes several words
+HANDLE_FLAG_KINDS = LIST_FLAG_KINDS + ("tensor", "handle", "module", "optimizer", "scheduler")
+STDIN_WORD = "-"
 
 
 @dataclass
@@ -24,12 +28,17 @@ class Parsed:
 def split_argv(op, words, fixed=None):
     flag_specs = op.flags()
     positionals, flags, glob, rest = [], {}, {}, None
+    marks = _StdinMarks()
     i = 0
     while i < len(words):
         w = words[i]
         if w == "--":
             rest = words[i + 1:]
             break
+        if w == "-h":
+            glob["help"] = True
+            i += 1
+            continue
         if w.startswith("--") and len(w) > 2:
             name, eq, value = w[2:].partition("=")
             name = name.replace("-", "_")
@@ -48,13 +57,42 @@ def split_argv(op, words, fixed=None):
             elif name in flags and name in op.extra.get("repeatable", ()):  # one value per occurrence
                 flags[name] = (flags[name] if isinstance(flags[name], list) else [flags[name]]) + [tok]
             else:
-                flags[name] = tok
+                flags[name] = marks.mark(tok) if spec.kind in HANDLE_FLAG_KINDS else tok
         else:
-            positionals.append(tokens.from_word(w))
+            positionals.append(marks.mark(tokens.from_word(w)))
         i += 1
     for name, value in (fixed or {}).items():
         flags.setdefault(name, tokens.from_json(value))
     return Parsed(positionals, flags, glob, rest)
+
+
+class _StdinMarks:
+    """Numbers each lone `-` in a handle position (a positional, a handle flag) in argv order."""
+
+    def __init__(self):
+        self.count = 0
+
+    def mark(self, tok):
+        if isinstance(tok, list):
+            return [self.mark(t) for t in tok]
+        if tok.cls == "str" and tok.value.strip() == STDIN_WORD:
+            self.count += 1
+            return tokens.Token("stdin", self.count - 1, tok.text)
+        return tok
+
+
+def stdin_marks(parsed):
+    """How many `-` the command line holds."""
+    toks = parsed.positionals + [t for v in parsed.flags.values() for t in (v if isinstance(v, list) else [v])]
+    return sum(1 for t in toks if t.cls == "stdin")
+
+
+def put_stdin(parsed, lines, flags):
+    """Positionals and flags with each `-` replaced by its stdin line (lines[n] for the n-th `-`)."""
+    def put(tok):
+        return tokens.from_word(lines[tok.value]) if tok.cls == "stdin" else tok
+    flags = {k: [put(t) for t in v] if isinstance(v, list) else put(v) for k, v in flags.items()}
+    return [put(t) for t in parsed.positionals], flags
 
 
 def _flag_value(op, name, kind, words, i, inline):
@@ -87,5 +125,5 @@ def _list_flag(op, name, words, i, inline):
 
 
 def _valid_flags(op, flag_specs):
-    names = sorted("--" + n for n in flag_specs) + ["--no_grad", "--inference_mode", "--json", "--help"]
+    names = sorted("--" + n for n in flag_specs) + ["--no_grad", "--inference_mode", "--json", "--help", "-h"]
     return "valid flags for %s: %s" % (op.name, " ".join(names))

@@ -8,14 +8,16 @@ import contextlib
 import functools
 import inspect
 import logging
+import re
 import traceback
+import warnings
 from dataclasses import dataclass
 
 import torch
 
 from torchsh import guards, memory, protocol
 from torchsh.cli import bind, help as cli_help, parse, render
-from torchsh.cli import kinds
+from torchsh.cli import kinds, tokens
 from torchsh.cli.tokens import Token
 from torchsh.context import Context
 from torchsh.errors import TorchshError, from_torch_exception, raised_by_torch
@@ -90,23 +92,64 @@ def _run_op(ctx, op, fixed, words):
         if argv_arg is None:
             raise TorchshError("usage", "%s takes no command after --" % op.name, op.usage())
         flags[argv_arg.name] = Token("argv", parsed.argv_rest, "--")
-    binding, partials = bind.choose(op, parsed.positionals, flags)
-    if binding is None:
-        need = None if ctx.stdin_is_tty else bind.stdin_need(partials)
-        if need is not None and ctx.stdin is None:
-            return CliReply(need_stdin=need)
-        if ctx.stdin is not None:
-            positionals = bind.with_stdin(ctx.stdin, parsed.positionals, partials)
-            binding, _ = bind.choose(op, positionals, flags)
-            if binding is None and need not in (None, bind.ALL) and len(ctx.stdin) < need:
-                raise TorchshError("missing_argument", "expected %d handle(s) on stdin, got %d" % (need, len(ctx.stdin)),
-                                   op.usage())
-        if binding is None:
-            raise no_binding(op, partials, parsed.positionals, flags)
-    result = invoke(ctx, op, binding, parsed.globals)
+    binding = _bind_with_stdin(ctx, op, parsed, flags)
+    if isinstance(binding, CliReply):
+        return binding
+    warned = []
+    result = invoke(ctx, op, binding, parsed.globals, warned)
     wire = render.to_wire(result, ctx)
     return CliReply(stdout=render.cli_text(result, wire, parsed.globals.get("json", False)),
+                    stderr="".join("torch: %s: warning: %s\n" % (op.display_name, w) for w in warned),
                     headers=getattr(result, "reply_headers", None))
+
+
+def _bind_with_stdin(ctx, op, parsed, flags):
+    """The binding to run, or a CliReply asking the client for stdin lines (then the request comes again
+    with them). `-` takes exactly one line each; without `-`, stdin fills the tensor slots the given words
+    left open, and is read only when that fits the words better than any binding of the words alone."""
+    if parse.stdin_marks(parsed):
+        return _bind_marked(ctx, op, parsed, flags)
+    binding, partials = bind.choose(op, parsed.positionals, flags)
+    # every word fits its slot exactly: stdin could fit nothing better, so skip the search (it is per command)
+    exact = binding is not None and binding.score >= 3 * (len(parsed.positionals) + len(flags))
+    open_ = None if ctx.stdin_is_tty or exact else bind.stdin_choice(op, parsed.positionals, flags)
+    if open_ is None or (binding is not None and binding.score >= open_.score):
+        if binding is None:
+            raise no_binding(op, partials, parsed.positionals, flags)
+        return binding
+    need = open_.need()
+    if ctx.stdin is None:
+        return CliReply(need_stdin=need)
+    toks = [tokens.from_word(line) for line in ctx.stdin if line.strip()]
+    text = "\n".join(ctx.stdin) if any(a.kind in bind.STDIN_TEXT_KINDS for a in open_.holes) else None
+    filled = bind.fill_stdin(op, parsed.positionals, flags, [] if text is not None else toks, text) if toks else None
+    if filled is not None:
+        return filled
+    if binding is not None and not toks:  # stdin was empty (</dev/null): the words alone it is
+        return binding
+    if need != bind.ALL and len(toks) < need:
+        raise TorchshError("missing_argument", "expected %d handle(s) on stdin, got %d" % (need, len(toks)),
+                           op.usage())
+    raise no_binding(op, partials, toks + parsed.positionals, flags)
+
+
+def _bind_marked(ctx, op, parsed, flags):
+    """Each `-` is one stdin line, in order; nothing else comes from stdin."""
+    need = parse.stdin_marks(parsed)
+    if ctx.stdin is None:
+        if ctx.stdin_is_tty:
+            raise TorchshError("usage", "`-` stands for a handle on stdin, but stdin is a terminal",
+                               "pipe one in: echo $t | torch %s -" % op.display_name)
+        return CliReply(need_stdin=need)
+    lines = [line for line in ctx.stdin if line.strip()]
+    if len(lines) < need:
+        raise TorchshError("missing_argument", "expected %d handle(s) on stdin for `-`, got %d" % (need, len(lines)),
+                           op.usage())
+    positionals, flags = parse.put_stdin(parsed, lines, flags)
+    binding, partials = bind.choose(op, positionals, flags)
+    if binding is None:
+        raise no_binding(op, partials, positionals, flags)
+    return binding
 
 
 def no_binding(op, partials, positionals, flags=None):
@@ -141,11 +184,15 @@ def convert_all(ctx, binding):
     return out
 
 
-def invoke(ctx, op, binding, globals_=None):
-    """Run one bound op: under the tensor lock (unless lock-free), with the caller's grad mode."""
+def invoke(ctx, op, binding, globals_=None, warned=None):
+    """Run one bound op: under the tensor lock (unless lock-free), with the caller's grad mode.
+
+    The first line of each distinct Python warning the op raised is appended to `warned`.
+    """
     globals_ = globals_ or {}
-    lock = contextlib.nullcontext() if op.extra.get("lockfree") else ctx.app.tensor_lock(op.name)
-    with lock:
+    lockfree = op.extra.get("lockfree")
+    lock = contextlib.nullcontext() if lockfree else ctx.app.tensor_lock(op.name)
+    with lock, _warnings_to(None if lockfree else warned):
         values = convert_all(ctx, binding)
         guards.check(op.name, values)  # inputs on which PyTorch never returns
         with _grad_mode(ctx, globals_):
@@ -174,6 +221,28 @@ def invoke(ctx, op, binding, globals_=None):
                 usage = "usage: torch " + op.usage_line(binding.overload)  # the form that ran
                 err.hint = "%s; %s" % (err.hint, usage) if err.hint else usage
                 raise err from None
+
+
+_TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)?\s*$")  # where in ATen's C++: noise to a user
+
+
+@contextlib.contextmanager
+def _warnings_to(warned):
+    """Record the warnings raised meanwhile, every one (not once per code location, Python's default).
+
+    Only under the tensor lock: catch_warnings swaps process-wide state, so two threads must never
+    be inside it at once. Warnings of an op that fails are dropped: the failure is the one line.
+    """
+    if warned is None:
+        yield
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        line = _TRIGGERED.sub("", str(w.message).strip().split("\n")[0])
+        if line and line not in warned:
+            warned.append(line)
 
 
 def _explain(err, values):

@@ -136,8 +136,7 @@ def test_peer_flag_smallest_means_largest_false():
 def test_stdin_is_needed_only_when_a_tensor_slot_is_missing():
     op, binding, parsed = choose(["sub", H])
     assert binding is None
-    partials = [b for b in (bind.bind(ov, parsed.positionals, parsed.flags) for ov in op.overloads) if b]
-    assert bind.stdin_need(partials) == 1
+    assert bind.stdin_choice(op, parsed.positionals, parsed.flags).need() == 1
 
 
 def test_misfit_names_the_argument_and_what_it_got():
