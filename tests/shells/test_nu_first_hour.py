@@ -191,7 +191,7 @@ let m = (torch nn linear 2 3 --bias false)
     assert torch.equal(sh.fetch(out["fft"]), torch.fft.fftn(a_t, dim=[0, 1]).abs())
     assert out["m"].startswith("nn://") and out["info"]["parameters"] == 6
     assert sh.fetch(out["y"]).shape == (2, 3)
-    assert out["err"]["msg"].startswith("torch linalg.det: ") and out["err"]["code"] == "torchsh::torch_error"
+    assert out["err"]["msg"].startswith("torch linalg.det: ") and out["err"]["code"] == "torchsh::shape_mismatch"
     assert out["help"] == "string"
 
 

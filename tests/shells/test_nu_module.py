@@ -44,6 +44,15 @@ def test_top_level_ops_and_verbs_have_commands_with_their_flags_typed_and_defaul
     assert len(names) > 450
 
 
+def test_no_command_shadows_a_builtin_the_module_calls_and_such_names_run_by_name(nu, sh):
+    # `char` is both nu's builtin (the module's wire uses it) and PyTorch's int8 cast, Tensor.char
+    from torchsh.shells.nushell import NU_BUILTINS_USED
+    names = set(nu.json("scope commands | where name starts-with 'torch ' | get name"))
+    assert not [b for b in NU_BUILTINS_USED if "torch " + b in names]
+    assert nu.json("torch tensor [1.0 -2.7] | torch char | torch value") == [1, -2]
+    assert nu.json("torch nn linear 2 3 | torch nn info | get kind") == "Linear"
+
+
 def test_help_shows_summary_signatures_and_flag_defaults(nu):
     out = nu("help torch sum | print")
     assert "Returns the sum of all elements" in out

@@ -69,10 +69,13 @@ def module_text(table, transport="socket"):
             parts.append(command_text(table.ops[name]))
     for alias, (target, fixed) in sorted(table.aliases.items()):
         op = _lookup(table, target)
-        if alias not in table.ops and op is not None and typed(op):
+        # an alias named like a builtin prelude.nu calls (`char`, the int8 cast) would shadow it
+        # module-wide; such names run by name through `main`
+        if alias not in table.ops and alias not in NU_BUILTINS_USED and op is not None and typed(op):
             parts.append(command_text(op, name=alias, fixed=fixed))
     for short, full in sorted(table.bare.items()):
-        if len(full) == 1 and short not in table.ops and short not in table.aliases and short not in NU_KEYWORDS \
+        if len(full) == 1 and short not in table.ops and short not in table.aliases \
+                and short not in NU_KEYWORDS + NU_BUILTINS_USED \
                 and full[0] in table.ops and typed(table.ops[full[0]]):
             parts.append("export alias %s = %s\n" % (_nu_name(short), full[0].replace(".", " ")))
     return "".join(parts + late)

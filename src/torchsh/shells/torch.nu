@@ -10,9 +10,16 @@
 # only calls builtins that no op is named after; the generator checks that list (NU_BUILTINS_USED).
 
 export-env {
-    # The per-user fallback folder needs the uid; ask once, at `use`, not per call.
-    if ($env.TORCHSH_NU_UID? | is-empty) { $env.TORCHSH_NU_UID = (^id -u | str trim) }
-    if ($env.TORCHSH_NU_USER? | is-empty) { $env.TORCHSH_NU_USER = (^id -un | str trim) }
+    # The per-user fallback folder needs the uid and the trust check our user name: found once, at
+    # `use`, not per call; from /proc where there is one (no process started), else from `id`.
+    if ($env.TORCHSH_NU_UID? | is-empty) or ($env.TORCHSH_NU_USER? | is-empty) {
+        let me = (try { ls --long --directory /proc/self | get 0.user } catch { null })
+        let uid = if $me == null { null } else {
+            try { open --raw /proc/self/status | parse --regex 'Uid:\s+(?<uid>\d+)' | get 0.uid } catch { null }
+        }
+        $env.TORCHSH_NU_UID = if $uid != null { $uid } else { ^id -u | str trim }
+        $env.TORCHSH_NU_USER = if $me != null { $me } else { ^id -un | str trim }
+    }
 }
 
 # The client's trust rule (docs/security.md): nothing is sent unless the socket's folder is a real
@@ -63,10 +70,13 @@ def "torchsh env" []: nothing -> record {
 # per op. (tools/regen.py splices this into torch.nu; `torch nu-module --transport external` uses
 # wire_external.nu instead, for a nu without --unix-socket.)
 
-# One op call: {tensors, args, kwargs, no_grad, inference_mode} -> the result, or a nu error.
+# One op call: {tensors, args, kwargs, no_grad, values} -> the result, or a nu error. `values`: the
+# result is a tensor value, asked for with bare NaN/±Infinity tokens (?nan=bare) to read as floats.
 def "torchsh request" [op: string, req: record]: nothing -> any {
-    let body = (torchsh json ($req | merge {env: (torchsh env), cwd: $env.PWD}))
-    torchsh result $op (torchsh http POST $"/v1/ops/($op)" $body) | get result
+    let values = ($req.values? | default false)
+    let body = (torchsh json ($req | reject --optional values | merge {env: (torchsh env), cwd: $env.PWD}))
+    let path = if $values { $"/v1/ops/($op)?nan=bare" } else { $"/v1/ops/($op)" }
+    torchsh result $op (torchsh http POST $path $body) --values=$values | get result
 }
 
 # The handles the daemon holds (for completion).
@@ -76,11 +86,11 @@ def "torchsh handles" []: nothing -> list<string> {
 
 # One HTTP request; a socket that does not answer starts the daemon (`torch daemon start`) once,
 # except for the census and status (and completion), which never start one: as the `torch` client.
-def "torchsh http" [method: string, path: string, body: string = ""]: nothing -> any {
+def "torchsh http" [method: string, path: string, body: string = "", --full]: nothing -> any {
     let sock = (torchsh socket)
     let url = $"http://localhost($path)"
     let first = try {
-        {reply: (torchsh send $method $sock $url $body)}
+        {reply: (torchsh send $method $sock $url $body --full=$full)}
     } catch {|err| {failed: $err.msg} }
     if "reply" in $first { return $first.reply }
     if $path in ["/v1/ops/tensors", "/v1/tensors"] { return '{"result": [], "objects": []}' }  # nothing is held
@@ -99,12 +109,14 @@ def "torchsh http" [method: string, path: string, body: string = ""]: nothing ->
             code: "torchsh::daemon_unavailable"
         }
     }
-    torchsh send $method $sock $url $body
+    torchsh send $method $sock $url $body --full=$full
 }
 
-def "torchsh send" [method: string, sock: string, url: string, body: string]: nothing -> any {
+def "torchsh send" [method: string, sock: string, url: string, body: string, --full]: nothing -> any {
     torchsh trust $sock
-    if $method == "GET" {
+    if $full {
+        http post --unix-socket $sock --full --raw --allow-errors $url $body
+    } else if $method == "GET" {
         http get --unix-socket $sock --raw --allow-errors $url
     } else {
         # no --content-type application/json: nu would re-encode a body holding NaN as a JSON string
@@ -126,19 +138,45 @@ def "torchsh block" [op: string, block: closure, kw: record]: nothing -> any {
     if $exec.then != null { torchsh request $exec.then.op {args: $exec.then.args, kwargs: {}} | ignore }
     if "err" in $out { $out.err.raw } else { $out.ok }
 }
-# JSON text -> nu value. NaN and ±Infinity are not JSON to nu's parser; NUON reads them as floats.
-def "torchsh parse" [text: string]: nothing -> any {
-    if ($text =~ 'NaN|Infinity') {
-        $text | str replace --all --regex '([\[,:])(-?)Infinity' '${1}${2}inf' | from nuon
+
+# A command line by name (ops without a typed command): POST /v1/cli, the bash client's own request
+# (NUL-separated: format, cwd, tty, env lines, has-stdin, stdin lines, argv), the handles as stdin.
+def "torchsh cli" [argv: list, stdin: list, --text]: nothing -> any {
+    let settings = (torchsh env | items {|k, v| $"($k)=($v)" } | str join "\n")
+    let piped = if ($stdin | is-empty) { ["1" "0" ""] } else { ["0" "1" ($stdin | str join "\n")] }
+    let body = (["torchsh-cli-1" $env.PWD $piped.0 $settings $piped.1 $piped.2] ++ $argv | str join (char nul))
+    let reply = (torchsh http POST "/v1/cli" $body --full)
+    let headers = ($reply.headers.response | reduce --fold {} {|h, acc| $acc | insert $h.name $h.value })
+    if ($headers.torchsh-exit? | is-empty) {   # the daemon refused the request itself: a JSON error
+        return (torchsh result ($argv | first) ($reply.body | into binary | decode utf-8))
+    }
+    if ($headers.torchsh-stdin? | is-not-empty) {
+        error make --unspanned {msg: $"torch ($argv | first): needs a piped handle", code: "torchsh::usage"}
+    }
+    let bytes = ($reply.body | into binary)
+    let n = ($headers.torchsh-stdout? | default ($bytes | bytes length) | into int)
+    let out = ($bytes | bytes at 0..<$n | decode utf-8)
+    let err = ($bytes | bytes at $n.. | decode utf-8)
+    torchsh cli-result $argv ($headers.torchsh-exit? | default "0" | into int) $out $err --text=$text
+}
+# Reply text -> nu value. Replies are JSON (RFC 8259; a non-finite float is the string "NaN",
+# "Infinity" or "-Infinity"), read by `from json`: a string stays a string, so an op summary that
+# says NaN is text. Only a tensor value (`--values`: torch value, item, a loss) holds no free text;
+# asked for with ?nan=bare it has bare NaN and ±Infinity tokens, which NUON reads as floats (the
+# quoted forms too, from a daemon or client that writes strict JSON).
+def "torchsh parse" [text: string, --values]: nothing -> any {
+    if $values and ($text =~ 'NaN|Infinity') {
+        $text | str replace --all --regex '"(-?)(NaN|Infinity)"' '${1}${2}' | str replace --all --regex '([\[,:]\s*)(-?)Infinity' '${1}${2}inf' | from nuon
     } else {
         $text | from json
     }
 }
 
 # A reply -> its result, or a nu error with the op, the message, the hint and the stable code.
-def "torchsh result" [op: string, reply: any]: nothing -> any {
+# PyTorch's warnings (`"warnings": [...]`) go to stderr, one line each, as the bash client prints them.
+def "torchsh result" [op: string, reply: any, --values]: nothing -> any {
     if ($reply | describe) == "binary" { return $reply }
-    let value = (torchsh parse $reply)
+    let value = (torchsh parse $reply --values=$values)
     if "error" in $value {
         let e = $value.error
         error make --unspanned {
@@ -147,8 +185,12 @@ def "torchsh result" [op: string, reply: any]: nothing -> any {
             code: $"torchsh::($e.code)"
         }
     }
+    for w in ($value.warnings? | default []) { torchsh warn $"torch: ($op): warning: ($w)" }
     $value
 }
+
+# One line on stderr. (`print` is the builtin here: torch.nu defines `torch print` last, as an alias.)
+def "torchsh warn" [line: string]: nothing -> nothing { print --stderr $line }
 
 # nu values -> request JSON. `to json` writes NaN and ±inf as null; the daemon reads the bare
 # tokens NaN, Infinity and -Infinity (Python's json), so mark them and swap the marks for the tokens
@@ -175,17 +217,60 @@ def "torchsh nonfinite" [value: any]: nothing -> any {
     $value
 }
 
-# What every generated command runs: piped input fills the leftmost tensor slots (a piped list
-# fills several: `[$a $b] | torch cat`), then the positional words; flags equal to their default
-# (or not given) are left out so the daemon chooses the overload as for the bash command line.
-def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: record, --whole, --no_grad, --inference_mode]: nothing -> any {
-    let lead = if $piped == null { [] } else if $whole or not (($piped | describe) =~ '^(list|table)') { [$piped] } else { $piped }
+# What every generated command runs. Piped handles fill the leftmost tensor slots still missing
+# (a piped list of handles fills several: `[$a $b] | torch cat`); piped data that is no handle (the
+# number `each` gives its closure) is not an argument. Ops whose first argument is data (`torch
+# tensor`, `--whole`) take the piped value itself; a table becomes its rows, columns in table order.
+# Flags equal to their default (or not given) are left out so the daemon chooses the overload as for
+# the bash command line. `kw` holds the op's flags and the global switch no_grad; `--values` marks an
+# op whose result is a tensor value (NaN and ±inf come back as floats).
+def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: record, --whole, --values]: nothing -> any {
+    let lead = if $piped == null { [] } else if $whole { torchsh data $piped } else { torchsh handles-in $piped }
     mut kwargs = {}
     for name in ($kw | columns) {
         let v = ($kw | get $name)
         if $v != null and $v != ($defaults | get --optional $name) { $kwargs = ($kwargs | insert $name $v) }
     }
-    torchsh request $op {tensors: $lead, args: $args, kwargs: $kwargs, no_grad: $no_grad, inference_mode: $inference_mode}
+    let no_grad = ($kwargs.no_grad? | default false)
+    torchsh request $op {tensors: $lead, args: $args, kwargs: ($kwargs | reject --optional no_grad), no_grad: $no_grad, values: $values}
+}
+
+# The handles in piped input: a handle, the handle lines of a text (`^torch chunk …` prints one a
+# line), or the handles of a piped list; anything else is none.
+def "torchsh handles-in" [piped: any]: nothing -> list {
+    let kind = ($piped | describe)
+    if $kind == "string" {
+        if ($piped =~ '^[a-z]+://\S+$') { return [$piped] }
+        return ($piped | lines | str trim | where {|l| $l =~ '^[a-z]+://\S+$' })
+    }
+    if not ($kind starts-with "list") { return [] }
+    $piped | where {|v| ($v | describe) == "string" and ($v =~ '^[a-z]+://\S+$') }
+}
+
+# Piped data for an op that takes data (`torch tensor`): a table as a list of its rows' values
+# (columns in table order), a record as its values.
+def "torchsh data" [piped: any]: nothing -> list {
+    if $piped == null { return [] }
+    let kind = ($piped | describe)
+    if ($kind starts-with "table") { return [($piped | each {|row| $row | values })] }
+    if ($kind starts-with "record") { return [($piped | values)] }   # one row: 1-D
+    if ($kind starts-with "range") { return [($piped | each {|x| $x })] }
+    [$piped]
+}
+
+# `torch value --table`: a 2-D tensor's rows as a nu table, columns column0, column1, … (as nu's
+# `from csv --noheaders` names them); a 1-D tensor is one column.
+def "torchsh table" [value: any]: nothing -> any {
+    let kind = ($value | describe)
+    if not ($kind starts-with "list") or ($value | is-empty) {
+        error make --unspanned {msg: "torch value: --table needs a 1-D or 2-D tensor", code: "torchsh::usage"}
+    }
+    if not (($value | get 0 | describe) starts-with "list") { return ($value | wrap column0) }
+    if (($value | get 0 | get --optional 0 | describe) starts-with "list") {
+        error make --unspanned {msg: "torch value: --table needs a 1-D or 2-D tensor, not 3-D or more", help: "reshape it to 2-D first", code: "torchsh::usage"}
+    }
+    let names = (0..<($value | get 0 | length) | each {|i| $"column($i)" })
+    $value | each {|row| $names | zip $row | into record }
 }
 
 # Completion lists for flags and positions (nu's own completer; bash/zsh/fish use `torch __complete`).
@@ -193,227 +278,192 @@ def "nu-complete torch dtypes" [] { ["bfloat16" "bool" "cdouble" "cfloat" "compl
 def "nu-complete torch devices" [] { ["cpu" "cuda" "cuda:0" "cuda:1" "mps" "meta"] }
 def "nu-complete torch handles" [] { try { torchsh handles } catch { [] } }
 
-# Ops the module has no command for (made after it was generated) go to the external client.
-export def --wrapped main [...words]: any -> any {
-    let run = (^torch ...$words | complete)
-    if $run.exit_code != 0 {
-        error make --unspanned {msg: ($run.stderr | str trim), code: "torchsh::cli"}
+# A nu value as one command-line word: strings as they are, everything else as JSON.
+def "torchsh word" [v: any]: nothing -> string {
+    if ($v | describe) == "string" { $v } else { torchsh json $v }
+}
+
+# A command line's outcome -> its JSON result (or its text: help), or a nu error with the stable code.
+def "torchsh cli-result" [argv: list, code: int, out: string, err: string, --text]: nothing -> any {
+    if $code != 0 {
+        let line = ($err | str trim)
+        let tag = ($line | parse --regex '\[(?<c>\w+)\]$' | get c.0? | default "cli")
+        let msg = ($line | str replace --regex '^torch: ([\w.]+): ' 'torch $1: ' | str replace --regex ' \[\w+\]$' '')
+        error make --unspanned {msg: $msg, code: $"torchsh::($tag)"}
     }
-    let lines = ($run.stdout | lines)
-    try { torchsh parse $run.stdout } catch { if ($lines | length) == 1 { $lines.0 } else { $lines } }
+    if ($err | is-not-empty) { torchsh warn ($err | str trim --right) }   # PyTorch's warnings
+    if $text { return $out }
+    if ($out | is-empty) { return null }
+    let lines = ($out | lines)
+    try { torchsh parse $out } catch { if ($lines | length) == 1 { $lines.0 } else { $lines } }
+}
+
+# Every op without a typed command above runs by name with the command line's grammar, over the
+# same wire: the nn module kinds (`torch nn linear 3 2 --bias false`), the namespaces nn.functional,
+# linalg, fft and special (`torch linalg qr $a`, `torch gelu $x`), and ops newer than this file.
+# `torch OP --help` prints the op's help. (nu parses every typed command at `use`; these ~400 would
+# double that.) Results are JSON (`--json`), piped handles its stdin.
+export def --wrapped main [...words]: any -> any {
+    let argv = ($words | each {|w| torchsh word $w })
+    let help = ($argv | is-empty) or ($argv | where {|w| $w in ["--help" "-h" "help"] } | is-not-empty)
+    torchsh cli (if $help { $argv } else { $argv | append "--json" }) (torchsh handles-in $in) --text=$help
 }
 
 # -- generated: one command per op-table row --
+
+# Returns a view of a matrix (2-D tensor) conjugated and transposed.
+#
+# torch.H(Tensor input) -> Tensor
+export def H [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "H" $in $args {no_grad: $no_grad} {} }
+
+# Returns a view of this tensor with its dimensions reversed.
+#
+# torch.T(Tensor input) -> Tensor
+export def T [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "T" $in $args {no_grad: $no_grad} {} }
 
 # Computes the absolute value of each element in input.
 #
 # torch.abs(Tensor input) -> Tensor
 export def abs [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "abs" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "abs" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.abs.
 #
 # torch.absolute(Tensor input) -> Tensor
 export def absolute [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "absolute" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "absolute" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the arccosine (in radians) of each element in input.
 #
 # torch.acos(Tensor input) -> Tensor
 export def acos [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "acos" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "acos" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the inverse hyperbolic cosine of the elements of input.
 #
 # torch.acosh(Tensor input) -> Tensor
 export def acosh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "acosh" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "acosh" $in $args {no_grad: $no_grad} {} }
 
 # Applies a 1D adaptive average pooling over an input signal composed of several input planes.
 #
 # torch.adaptive_avg_pool1d(Tensor input, int[] output_size) -> Tensor
 export def adaptive_avg_pool1d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input output_size; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input output_size; piped handles fill the tensor slots still missing
     --output_size: any  # int[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "adaptive_avg_pool1d" $in $args {input: $input, output_size: $output_size} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "adaptive_avg_pool1d" $in $args {output_size: $output_size, no_grad: $no_grad} {} }
 
 # Adds other, scaled by alpha, to input.
 #
 # torch.add(Tensor input, Tensor other, *, Scalar alpha=1) -> Tensor
 # torch.add(Tensor input, Scalar other, Scalar alpha=1) -> Tensor
 export def add [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input other alpha; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input other alpha; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --alpha: number = 1  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "add" $in $args {input: $input, other: $other, alpha: $alpha} {alpha: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "add" $in $args {other: $other, alpha: $alpha, no_grad: $no_grad} {alpha: 1} }
 
 # Performs a batch matrix-matrix product of matrices stored in batch1 and batch2, with a reduced add step (all matrix multiplications get accumulated along the first dimension).
 #
 # torch.addbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 export def addbmm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input batch1 batch2; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --batch1: any  # Tensor
-    --batch2: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input batch1 batch2; piped handles fill the tensor slots still missing
     --beta: number = 1  # Scalar
     --alpha: number = 1  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "addbmm" $in $args {input: $input, batch1: $batch1, batch2: $batch2, beta: $beta, alpha: $alpha} {beta: 1, alpha: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "addbmm" $in $args {beta: $beta, alpha: $alpha, no_grad: $no_grad} {beta: 1, alpha: 1} }
 
 # Performs the element-wise division of tensor1 by tensor2, multiplies the result by the scalar value and adds it to input.
 #
 # torch.addcdiv(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 export def addcdiv [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input tensor1 tensor2; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --tensor1: any  # Tensor
-    --tensor2: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input tensor1 tensor2; piped handles fill the tensor slots still missing
     --value: number = 1  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "addcdiv" $in $args {input: $input, tensor1: $tensor1, tensor2: $tensor2, value: $value} {value: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "addcdiv" $in $args {value: $value, no_grad: $no_grad} {value: 1} }
 
 # Performs the element-wise multiplication of tensor1 by tensor2, multiplies the result by the scalar value and adds it to input.
 #
 # torch.addcmul(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 export def addcmul [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input tensor1 tensor2; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --tensor1: any  # Tensor
-    --tensor2: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input tensor1 tensor2; piped handles fill the tensor slots still missing
     --value: number = 1  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "addcmul" $in $args {input: $input, tensor1: $tensor1, tensor2: $tensor2, value: $value} {value: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "addcmul" $in $args {value: $value, no_grad: $no_grad} {value: 1} }
 
 # Performs a matrix multiplication of the matrices mat1 and mat2.
 #
 # torch.addmm(Tensor input, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 # torch.addmm(Tensor input, Tensor mat1, Tensor mat2, ScalarType out_dtype, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 export def addmm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mat1 mat2 | input mat1 mat2 out_dtype; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --mat1: any  # Tensor
-    --mat2: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mat1 mat2 | input mat1 mat2 out_dtype; piped handles fill the tensor slots still missing
     --beta: number = 1  # Scalar
     --alpha: number = 1  # Scalar
     --out_dtype: string@"nu-complete torch dtypes"  # ScalarType
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "addmm" $in $args {input: $input, mat1: $mat1, mat2: $mat2, beta: $beta, alpha: $alpha, out_dtype: $out_dtype} {beta: 1, alpha: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "addmm" $in $args {beta: $beta, alpha: $alpha, out_dtype: $out_dtype, no_grad: $no_grad} {beta: 1, alpha: 1} }
 
 # Performs a matrix-vector product of the matrix mat and the vector vec.
 #
 # torch.addmv(Tensor input, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 export def addmv [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mat vec; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --mat: any  # Tensor
-    --vec: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mat vec; piped handles fill the tensor slots still missing
     --beta: number = 1  # Scalar
     --alpha: number = 1  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "addmv" $in $args {input: $input, mat: $mat, vec: $vec, beta: $beta, alpha: $alpha} {beta: 1, alpha: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "addmv" $in $args {beta: $beta, alpha: $alpha, no_grad: $no_grad} {beta: 1, alpha: 1} }
 
 # Performs the outer-product of vectors vec1 and vec2 and adds it to the matrix input.
 #
 # torch.addr(Tensor input, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 export def addr [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input vec1 vec2; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --vec1: any  # Tensor
-    --vec2: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input vec1 vec2; piped handles fill the tensor slots still missing
     --beta: number = 1  # Scalar
     --alpha: number = 1  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "addr" $in $args {input: $input, vec1: $vec1, vec2: $vec2, beta: $beta, alpha: $alpha} {beta: 1, alpha: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "addr" $in $args {beta: $beta, alpha: $alpha, no_grad: $no_grad} {beta: 1, alpha: 1} }
 
 # Returns a view of the tensor conjugated and with the last two dimensions transposed.
 #
 # torch.adjoint(Tensor input) -> Tensor(a)
 export def adjoint [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "adjoint" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "adjoint" $in $args {no_grad: $no_grad} {} }
 
 # affine_grid_generator
 #
 # torch.affine_grid_generator(Tensor theta, SymInt[] size, bool align_corners) -> Tensor
 export def affine_grid_generator [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: theta size align_corners; piped input fills the leftmost tensor slots
-    --theta: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: theta size align_corners; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --align_corners  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "affine_grid_generator" $in $args {theta: $theta, size: $size, align_corners: $align_corners} {align_corners: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "affine_grid_generator" $in $args {size: $size, align_corners: $align_corners, no_grad: $no_grad} {align_corners: false} }
 
 # Performs the same operation as torch.alias, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.alias_copy(Tensor input) -> Tensor
 export def alias_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "alias_copy" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "alias_copy" $in $args {no_grad: $no_grad} {} }
 
 # Tests if all elements in input evaluate to True.
 #
@@ -421,85 +471,60 @@ export def alias_copy [
 # torch.all(Tensor input, int dim, bool keepdim=False) -> Tensor
 # torch.all(Tensor input, int[]? dim=None, bool keepdim=False) -> Tensor
 export def all [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped handles fill the tensor slots still missing
     --dim: any  # int | int[]?
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "all" $in $args {input: $input, dim: $dim, keepdim: $keepdim} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "all" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
 
 # This function checks if input and other satisfy the condition:.
 #
 # torch.allclose(Tensor input, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool
 export def allclose [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other rtol atol equal_nan; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other rtol atol equal_nan; piped handles fill the tensor slots still missing
     --rtol: number = 1e-05  # float
     --atol: number = 1e-08  # float
     --equal_nan  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "allclose" $in $args {input: $input, other: $other, rtol: $rtol, atol: $atol, equal_nan: $equal_nan} {rtol: 1e-05, atol: 1e-08, equal_nan: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "allclose" $in $args {rtol: $rtol, atol: $atol, equal_nan: $equal_nan, no_grad: $no_grad} {rtol: 1e-05, atol: 1e-08, equal_nan: false} }
 
 # Returns the maximum value of each slice of the input tensor in the given dimension(s) dim.
 #
 # torch.amax(Tensor input, int[] dim=[], bool keepdim=False) -> Tensor
 export def amax [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
     --dim: any = []  # int[]
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "amax" $in $args {input: $input, dim: $dim, keepdim: $keepdim} {dim: [], keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "amax" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {dim: [], keepdim: false} }
 
 # Returns the minimum value of each slice of the input tensor in the given dimension(s) dim.
 #
 # torch.amin(Tensor input, int[] dim=[], bool keepdim=False) -> Tensor
 export def amin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
     --dim: any = []  # int[]
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "amin" $in $args {input: $input, dim: $dim, keepdim: $keepdim} {dim: [], keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "amin" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {dim: [], keepdim: false} }
 
 # Computes the minimum and maximum values of the input tensor.
 #
 # torch.aminmax(Tensor input, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)
 export def aminmax [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --dim: int  # int?
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "aminmax" $in $args {input: $input, dim: $dim, keepdim: $keepdim} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "aminmax" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
 
 # Computes the element-wise angle (in radians) of the given input tensor.
 #
 # torch.angle(Tensor input) -> Tensor
 export def angle [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "angle" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "angle" $in $args {no_grad: $no_grad} {} }
 
 # Tests if any element in input evaluates to True.
 #
@@ -507,15 +532,11 @@ export def angle [
 # torch.any(Tensor input, int dim, bool keepdim=False) -> Tensor
 # torch.any(Tensor input, int[]? dim=None, bool keepdim=False) -> Tensor
 export def any [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped handles fill the tensor slots still missing
     --dim: any  # int | int[]?
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "any" $in $args {input: $input, dim: $dim, keepdim: $keepdim} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "any" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
 
 # Returns a 1-D tensor of size \left\lceil \frac{\text{end} - \text{start}}{\text{step}} \right\rceil with values from the interval [start, end) taken with common difference step beginning from start.
 #
@@ -523,7 +544,7 @@ export def any [
 # torch.arange(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def arange [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: end | start end | start end step; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: end | start end | start end step; piped handles fill the tensor slots still missing
     --end: number  # Scalar
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -533,374 +554,259 @@ export def arange [
     --start: number  # Scalar
     --step: number = 1  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "arange" $in $args {end: $end, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, start: $start, step: $step} {pin_memory: false, requires_grad: false, step: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "arange" $in $args {end: $end, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, start: $start, step: $step, no_grad: $no_grad} {pin_memory: false, requires_grad: false, step: 1} }
 
 # Alias for torch.acos.
 #
 # torch.arccos(Tensor input) -> Tensor
 export def arccos [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "arccos" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "arccos" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.acosh.
 #
 # torch.arccosh(Tensor input) -> Tensor
 export def arccosh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "arccosh" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "arccosh" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.asin.
 #
 # torch.arcsin(Tensor input) -> Tensor
 export def arcsin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "arcsin" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "arcsin" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.asinh.
 #
 # torch.arcsinh(Tensor input) -> Tensor
 export def arcsinh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "arcsinh" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "arcsinh" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.atan.
 #
 # torch.arctan(Tensor input) -> Tensor
 export def arctan [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "arctan" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "arctan" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.atan2.
 #
 # torch.arctan2(Tensor input, Tensor other) -> Tensor
 export def arctan2 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "arctan2" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "arctan2" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.atanh.
 #
 # torch.arctanh(Tensor input) -> Tensor
 export def arctanh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "arctanh" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "arctanh" $in $args {no_grad: $no_grad} {} }
 
 # Returns the indices of the maximum value of all elements in the input tensor.
 #
 # torch.argmax(Tensor input, int? dim=None, bool keepdim=False) -> Tensor
 export def argmax [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
     --dim: int  # int?
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "argmax" $in $args {input: $input, dim: $dim, keepdim: $keepdim} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "argmax" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
 
 # Returns the indices of the minimum value(s) of the flattened tensor or along a dimension.
 #
 # torch.argmin(Tensor input, int? dim=None, bool keepdim=False) -> Tensor
 export def argmin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
     --dim: int  # int?
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "argmin" $in $args {input: $input, dim: $dim, keepdim: $keepdim} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "argmin" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
 
 # Returns the indices that sort a tensor along a given dimension in ascending order by value.
 #
 # torch.argsort(Tensor input, int dim=-1, bool descending=False) -> Tensor
 # torch.argsort(Tensor input, *, bool stable, int dim=-1, bool descending=False) -> Tensor
 export def argsort [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim descending | input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim descending | input; piped handles fill the tensor slots still missing
     --dim: int = -1  # int
     --descending  # bool
     --stable  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "argsort" $in $args {input: $input, dim: $dim, descending: $descending, stable: $stable} {dim: -1, descending: false, stable: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "argsort" $in $args {dim: $dim, descending: $descending, stable: $stable, no_grad: $no_grad} {dim: -1, descending: false, stable: false} }
 
 # Returns a tensor containing the indices of all non-zero elements of input.
 #
 # torch.argwhere(Tensor input) -> Tensor
 export def argwhere [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "argwhere" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "argwhere" $in $args {no_grad: $no_grad} {} }
 
 # Create a view of an existing torch.Tensor input with specified size, stride and storage_offset.
 #
 # torch.as_strided(Tensor input, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)
 export def as_strided [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size stride storage_offset; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size stride storage_offset; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --stride: any  # SymInt[]
     --storage_offset: int  # SymInt?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "as_strided" $in $args {input: $input, size: $size, stride: $stride, storage_offset: $storage_offset} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "as_strided" $in $args {size: $size, stride: $stride, storage_offset: $storage_offset, no_grad: $no_grad} {} }
 
 # Performs the same operation as torch.as_strided, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.as_strided_copy(Tensor input, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor
 export def as_strided_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size stride storage_offset; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size stride storage_offset; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --stride: any  # SymInt[]
     --storage_offset: int  # SymInt?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "as_strided_copy" $in $args {input: $input, size: $size, stride: $stride, storage_offset: $storage_offset} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "as_strided_copy" $in $args {size: $size, stride: $stride, storage_offset: $storage_offset, no_grad: $no_grad} {} }
 
 # Embeds the values of the src tensor into input along the elements corresponding to the result of calling input.as_strided(size, stride, storage_offset).
 #
 # torch.as_strided_scatter(Tensor input, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor
 export def as_strided_scatter [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input src size stride storage_offset; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --src: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input src size stride storage_offset; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --stride: any  # SymInt[]
     --storage_offset: int  # SymInt?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "as_strided_scatter" $in $args {input: $input, src: $src, size: $size, stride: $stride, storage_offset: $storage_offset} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "as_strided_scatter" $in $args {size: $size, stride: $stride, storage_offset: $storage_offset, no_grad: $no_grad} {} }
 
 # Returns a new tensor with the arcsine of the elements (in radians) in the input tensor.
 #
 # torch.asin(Tensor input) -> Tensor
 export def asin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "asin" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "asin" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the inverse hyperbolic sine of the elements of input.
 #
 # torch.asinh(Tensor input) -> Tensor
 export def asinh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "asinh" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "asinh" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the arctangent of the elements (in radians) in the input tensor.
 #
 # torch.atan(Tensor input) -> Tensor
 export def atan [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "atan" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "atan" $in $args {no_grad: $no_grad} {} }
 
 # Element-wise arctangent of \text{input}_{i} / \text{other}_{i} with consideration of the quadrant.
 #
 # torch.atan2(Tensor input, Tensor other) -> Tensor
 export def atan2 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "atan2" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "atan2" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the inverse hyperbolic tangent of the elements of input.
 #
 # torch.atanh(Tensor input) -> Tensor
 export def atanh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "atanh" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "atanh" $in $args {no_grad: $no_grad} {} }
 
 # Returns a 1-dimensional view of each input tensor with zero dimensions.
 #
 # torch.atleast_1d(Tensor input) -> Tensor
 # torch.atleast_1d(*Tensor tensors) -> Tensor[]
 export def atleast_1d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | tensors…; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --tensors: any  # *Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "atleast_1d" $in $args {input: $input, tensors: $tensors} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "atleast_1d" $in $args {no_grad: $no_grad} {} }
 
 # Returns a 2-dimensional view of each input tensor with zero dimensions.
 #
 # torch.atleast_2d(Tensor input) -> Tensor
 # torch.atleast_2d(*Tensor tensors) -> Tensor[]
 export def atleast_2d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | tensors…; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --tensors: any  # *Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "atleast_2d" $in $args {input: $input, tensors: $tensors} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "atleast_2d" $in $args {no_grad: $no_grad} {} }
 
 # Returns a 3-dimensional view of each input tensor with zero dimensions.
 #
 # torch.atleast_3d(Tensor input) -> Tensor
 # torch.atleast_3d(*Tensor tensors) -> Tensor[]
 export def atleast_3d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | tensors…; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --tensors: any  # *Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "atleast_3d" $in $args {input: $input, tensors: $tensors} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "atleast_3d" $in $args {no_grad: $no_grad} {} }
 
 # torch.autograd.grad: d(sum of OUTPUTS)/d(each of --inputs), one handle per input; .grad is untouched.
 #
 # autograd_grad(Tensor[] outputs, *, Tensor[] inputs, Tensor[]? grad_outputs=None, bool? retain_graph=None, bool create_graph=False, bool materialize_grads=False) -> Tensor[]
 export def autograd_grad [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: outputs…; piped input fills the leftmost tensor slots
-    --outputs: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: outputs…; piped handles fill the tensor slots still missing
     --inputs: any  # Tensor[]
     --grad_outputs: any  # Tensor[]?
     --retain_graph  # bool?
     --create_graph  # bool
     --materialize_grads  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "autograd_grad" $in $args {outputs: $outputs, inputs: $inputs, grad_outputs: $grad_outputs, retain_graph: $retain_graph, create_graph: $create_graph, materialize_grads: $materialize_grads} {retain_graph: false, create_graph: false, materialize_grads: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "autograd_grad" $in $args {inputs: $inputs, grad_outputs: $grad_outputs, retain_graph: $retain_graph, create_graph: $create_graph, materialize_grads: $materialize_grads, no_grad: $no_grad} {retain_graph: false, create_graph: false, materialize_grads: false} }
 
 # Applies a 1D average pooling over an input signal composed of several input planes.
 #
 # torch.avg_pool1d(Tensor input, int[] kernel_size, int[] stride=[], int[] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor
 export def avg_pool1d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size stride padding ceil_mode count_include_pad; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size stride padding ceil_mode count_include_pad; piped handles fill the tensor slots still missing
     --kernel_size: any  # int[]
     --stride: any = []  # int[]
     --padding: any = [0]  # int[]
     --ceil_mode  # bool
     --count_include_pad: any = true  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "avg_pool1d" $in $args {input: $input, kernel_size: $kernel_size, stride: $stride, padding: $padding, ceil_mode: $ceil_mode, count_include_pad: $count_include_pad} {stride: [], padding: [0], ceil_mode: false, count_include_pad: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "avg_pool1d" $in $args {kernel_size: $kernel_size, stride: $stride, padding: $padding, ceil_mode: $ceil_mode, count_include_pad: $count_include_pad, no_grad: $no_grad} {stride: [], padding: [0], ceil_mode: false, count_include_pad: true} }
 
 # Back-propagate from LOSS; gradients accumulate in the leaves' .grad until zero_grad.
 #
 # backward(Tensor loss, *, Tensor? gradient=None, bool? retain_graph=None, bool create_graph=False) -> None
 export def backward [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loss; piped input fills the leftmost tensor slots
-    --loss: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loss; piped handles fill the tensor slots still missing
     --gradient: any  # Tensor?
     --retain_graph  # bool?
     --create_graph  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "backward" $in $args {loss: $loss, gradient: $gradient, retain_graph: $retain_graph, create_graph: $create_graph} {retain_graph: false, create_graph: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "backward" $in $args {gradient: $gradient, retain_graph: $retain_graph, create_graph: $create_graph, no_grad: $no_grad} {retain_graph: false, create_graph: false} }
 
 # Performs a batch matrix-matrix product of matrices in batch1 and batch2.
 #
 # torch.baddbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 # torch.baddbmm(Tensor input, Tensor batch1, Tensor batch2, ScalarType out_dtype, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 export def baddbmm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input batch1 batch2 | input batch1 batch2 out_dtype; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --batch1: any  # Tensor
-    --batch2: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input batch1 batch2 | input batch1 batch2 out_dtype; piped handles fill the tensor slots still missing
     --beta: number = 1  # Scalar
     --alpha: number = 1  # Scalar
     --out_dtype: string@"nu-complete torch dtypes"  # ScalarType
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "baddbmm" $in $args {input: $input, batch1: $batch1, batch2: $batch2, beta: $beta, alpha: $alpha, out_dtype: $out_dtype} {beta: 1, alpha: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "baddbmm" $in $args {beta: $beta, alpha: $alpha, out_dtype: $out_dtype, no_grad: $no_grad} {beta: 1, alpha: 1} }
 
 # Bartlett window function.
 #
 # torch.bartlett_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.bartlett_window(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def bartlett_window [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: window_length | window_length periodic; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: window_length | window_length periodic; piped handles fill the tensor slots still missing
     --window_length: int  # int
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -909,10 +815,7 @@ export def bartlett_window [
     --requires_grad  # bool
     --periodic  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "bartlett_window" $in $args {window_length: $window_length, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, periodic: $periodic} {pin_memory: false, requires_grad: false, periodic: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "bartlett_window" $in $args {window_length: $window_length, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, periodic: $periodic, no_grad: $no_grad} {pin_memory: false, requires_grad: false, periodic: false} }
 
 # Draws binary random numbers (0 or 1) from a Bernoulli distribution.
 #
@@ -920,56 +823,37 @@ export def bartlett_window [
 # torch.bernoulli(Tensor input, float p) -> Tensor
 # torch.bernoulli(Tensor input, Tensor p) -> Tensor
 export def bernoulli [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input p; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input p; piped handles fill the tensor slots still missing
     --p: any  # float | Tensor
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "bernoulli" $in $args {input: $input, p: $p} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "bernoulli" $in $args {p: $p, no_grad: $no_grad} {} }
 
 # Applies a bilinear transformation to the incoming data: y = x_1^T A x_2 + b.
 #
 # torch.bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor
 export def bilinear [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input1 input2 weight bias; piped input fills the leftmost tensor slots
-    --input1: any  # Tensor
-    --input2: any  # Tensor
-    --weight: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input1 input2 weight bias; piped handles fill the tensor slots still missing
     --bias: any  # Tensor?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "bilinear" $in $args {input1: $input1, input2: $input2, weight: $weight, bias: $bias} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "bilinear" $in $args {bias: $bias, no_grad: $no_grad} {} }
 
 # Count the frequency of each value in an array of non-negative ints.
 #
 # torch.bincount(Tensor input, Tensor? weights=None, SymInt minlength=0) -> Tensor
 export def bincount [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weights minlength; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weights minlength; piped handles fill the tensor slots still missing
     --weights: any  # Tensor?
     --minlength: int = 0  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "bincount" $in $args {input: $input, weights: $weights, minlength: $minlength} {minlength: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "bincount" $in $args {weights: $weights, minlength: $minlength, no_grad: $no_grad} {minlength: 0} }
 
 # binomial
 #
 # torch.binomial(Tensor count, Tensor prob) -> Tensor
 export def binomial [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: count prob; piped input fills the leftmost tensor slots
-    --count: any  # Tensor
-    --prob: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: count prob; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "binomial" $in $args {count: $count, prob: $prob} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "binomial" $in $args {no_grad: $no_grad} {} }
 
 # Computes the bitwise AND of input and other.
 #
@@ -977,14 +861,11 @@ export def binomial [
 # torch.bitwise_and(Tensor input, Scalar other) -> Tensor
 # torch.bitwise_and(Scalar input, Tensor other) -> Tensor
 export def bitwise_and [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --input: any  # Tensor | Scalar
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "bitwise_and" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "bitwise_and" $in $args {input: $input, other: $other, no_grad: $no_grad} {} }
 
 # Computes the left arithmetic shift of input by other bits.
 #
@@ -992,26 +873,19 @@ export def bitwise_and [
 # torch.bitwise_left_shift(Tensor input, Scalar other) -> Tensor
 # torch.bitwise_left_shift(Scalar input, Tensor other) -> Tensor
 export def bitwise_left_shift [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --input: any  # Tensor | Scalar
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "bitwise_left_shift" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "bitwise_left_shift" $in $args {input: $input, other: $other, no_grad: $no_grad} {} }
 
 # Computes the bitwise NOT of the given input tensor.
 #
 # torch.bitwise_not(Tensor input) -> Tensor
 export def bitwise_not [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "bitwise_not" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "bitwise_not" $in $args {no_grad: $no_grad} {} }
 
 # Computes the bitwise OR of input and other.
 #
@@ -1019,14 +893,11 @@ export def bitwise_not [
 # torch.bitwise_or(Tensor input, Scalar other) -> Tensor
 # torch.bitwise_or(Scalar input, Tensor other) -> Tensor
 export def bitwise_or [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --input: any  # Tensor | Scalar
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "bitwise_or" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "bitwise_or" $in $args {input: $input, other: $other, no_grad: $no_grad} {} }
 
 # Computes the right arithmetic shift of input by other bits.
 #
@@ -1034,14 +905,11 @@ export def bitwise_or [
 # torch.bitwise_right_shift(Tensor input, Scalar other) -> Tensor
 # torch.bitwise_right_shift(Scalar input, Tensor other) -> Tensor
 export def bitwise_right_shift [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --input: any  # Tensor | Scalar
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "bitwise_right_shift" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "bitwise_right_shift" $in $args {input: $input, other: $other, no_grad: $no_grad} {} }
 
 # Computes the bitwise XOR of input and other.
 #
@@ -1049,21 +917,18 @@ export def bitwise_right_shift [
 # torch.bitwise_xor(Tensor input, Scalar other) -> Tensor
 # torch.bitwise_xor(Scalar input, Tensor other) -> Tensor
 export def bitwise_xor [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --input: any  # Tensor | Scalar
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "bitwise_xor" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "bitwise_xor" $in $args {input: $input, other: $other, no_grad: $no_grad} {} }
 
 # Blackman window function.
 #
 # torch.blackman_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.blackman_window(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def blackman_window [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: window_length | window_length periodic; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: window_length | window_length periodic; piped handles fill the tensor slots still missing
     --window_length: int  # int
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -1072,521 +937,364 @@ export def blackman_window [
     --requires_grad  # bool
     --periodic  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "blackman_window" $in $args {window_length: $window_length, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, periodic: $periodic} {pin_memory: false, requires_grad: false, periodic: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "blackman_window" $in $args {window_length: $window_length, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, periodic: $periodic, no_grad: $no_grad} {pin_memory: false, requires_grad: false, periodic: false} }
 
 # Create a block diagonal matrix from provided tensors.
 #
 # torch.block_diag(*Tensor tensors) -> Tensor
 export def block_diag [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped input fills the leftmost tensor slots
-    --tensors: any  # *Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "block_diag" $in $args {tensors: $tensors} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "block_diag" $in $args {no_grad: $no_grad} {} }
 
 # Performs a batch matrix-matrix product of matrices stored in input and mat2.
 #
 # torch.bmm(Tensor input, Tensor mat2) -> Tensor
 # torch.bmm(Tensor input, Tensor mat2, ScalarType out_dtype) -> Tensor
 export def bmm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mat2 | input mat2 out_dtype; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --mat2: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mat2 | input mat2 out_dtype; piped handles fill the tensor slots still missing
     --out_dtype: string@"nu-complete torch dtypes"  # ScalarType
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "bmm" $in $args {input: $input, mat2: $mat2, out_dtype: $out_dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "bmm" $in $args {out_dtype: $out_dtype, no_grad: $no_grad} {} }
 
 # Broadcasts the given tensors according to broadcasting-semantics.
 #
 # torch.broadcast_tensors(*Tensor tensors) -> Tensor[]
 export def broadcast_tensors [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped input fills the leftmost tensor slots
-    --tensors: any  # *Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "broadcast_tensors" $in $args {tensors: $tensors} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "broadcast_tensors" $in $args {no_grad: $no_grad} {} }
 
 # Broadcasts input to the shape \shape.
 #
 # torch.broadcast_to(Tensor input, SymInt[] size) -> Tensor(a)
 export def broadcast_to [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "broadcast_to" $in $args {input: $input, size: $size} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "broadcast_to" $in $args {size: $size, no_grad: $no_grad} {} }
 
 # Returns the indices of the buckets to which each value in the input belongs, where the boundaries of the buckets are set by boundaries.
 #
 # torch.bucketize(Tensor input, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor
 # torch.bucketize(Scalar input, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor
 export def bucketize [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input boundaries; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input boundaries; piped handles fill the tensor slots still missing
     --input: any  # Tensor | Scalar
-    --boundaries: any  # Tensor
     --out_int32  # bool
     --right  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "bucketize" $in $args {input: $input, boundaries: $boundaries, out_int32: $out_int32, right: $right} {out_int32: false, right: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "bucketize" $in $args {input: $input, out_int32: $out_int32, right: $right, no_grad: $no_grad} {out_int32: false, right: false} }
 
 # Do cartesian product of the given sequence of tensors.
 #
 # torch.cartesian_prod(*Tensor tensors) -> Tensor
 export def cartesian_prod [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped input fills the leftmost tensor slots
-    --tensors: any  # *Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "cartesian_prod" $in $args {tensors: $tensors} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cartesian_prod" $in $args {no_grad: $no_grad} {} }
 
 # Concatenates the given sequence of tensors in tensors in the given dimension.
 #
 # torch.cat(Tensor[] tensors, int dim=0) -> Tensor
 export def cat [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… dim; piped input fills the leftmost tensor slots
-    --tensors: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… dim; piped handles fill the tensor slots still missing
     --dim: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "cat" $in $args {tensors: $tensors, dim: $dim} {dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cat" $in $args {dim: $dim, no_grad: $no_grad} {dim: 0} }
 
 # Computes batched the p-norm distance between each pair of the two collections of row vectors.
 #
 # torch.cdist(Tensor x1, Tensor x2, float p=2.0, str compute_mode=use_mm_for_euclid_dist_if_necessary)
 export def cdist [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x1 x2 p compute_mode; piped input fills the leftmost tensor slots
-    --x1: any  # Tensor
-    --x2: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x1 x2 p compute_mode; piped handles fill the tensor slots still missing
     --p: number = 2.0  # float
     --compute_mode: string = "use_mm_for_euclid_dist_if_necessary"  # str
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "cdist" $in $args {x1: $x1, x2: $x2, p: $p, compute_mode: $compute_mode} {p: 2.0, compute_mode: "use_mm_for_euclid_dist_if_necessary"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cdist" $in $args {p: $p, compute_mode: $compute_mode, no_grad: $no_grad} {p: 2.0, compute_mode: "use_mm_for_euclid_dist_if_necessary"} }
 
 # Returns a new tensor with the ceil of the elements of input, the smallest integer greater than or equal to each element.
 #
 # torch.ceil(Tensor input) -> Tensor
 export def ceil [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "ceil" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "ceil" $in $args {no_grad: $no_grad} {} }
 
 # Divide the channels in a tensor of shape (*, C , H, W) into g groups and rearrange them as (*, C \frac g, g, H, W), while keeping the original tensor shape.
 #
 # torch.channel_shuffle(Tensor input, SymInt groups) -> Tensor
 export def channel_shuffle [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input groups; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input groups; piped handles fill the tensor slots still missing
     --groups: int  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "channel_shuffle" $in $args {input: $input, groups: $groups} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "channel_shuffle" $in $args {groups: $groups, no_grad: $no_grad} {} }
 
 # Restore a checkpoint into a model built the same way (and its optimizer and scheduler); strict and atomic.
 #
 # checkpoint.load(Path file, Module model, Optimizer? optimizer=None, Scheduler? scheduler=None, *, bool rng=True) -> None
 export def "checkpoint load" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: file model optimizer scheduler; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: file model optimizer scheduler; piped handles fill the tensor slots still missing
     --file: path  # Path
-    --model: string@"nu-complete torch handles"  # Module
     --optimizer: string@"nu-complete torch handles"  # Optimizer?
     --scheduler: string@"nu-complete torch handles"  # Scheduler?
     --rng: any = true  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "checkpoint.load" $in $args {file: $file, model: $model, optimizer: $optimizer, scheduler: $scheduler, rng: $rng} {rng: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "checkpoint.load" $in $args {file: $file, optimizer: $optimizer, scheduler: $scheduler, rng: $rng, no_grad: $no_grad} {rng: true} }
 
 # Save model, optimizer and scheduler state (and the RNG state) to one .safetensors file, atomically.
 #
 # checkpoint.save(Path file, Module model, Optimizer? optimizer=None, Scheduler? scheduler=None) -> None
 export def "checkpoint save" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: file model optimizer scheduler; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: file model optimizer scheduler; piped handles fill the tensor slots still missing
     --file: path  # Path
-    --model: string@"nu-complete torch handles"  # Module
     --optimizer: string@"nu-complete torch handles"  # Optimizer?
     --scheduler: string@"nu-complete torch handles"  # Scheduler?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "checkpoint.save" $in $args {file: $file, model: $model, optimizer: $optimizer, scheduler: $scheduler} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "checkpoint.save" $in $args {file: $file, optimizer: $optimizer, scheduler: $scheduler, no_grad: $no_grad} {} }
 
 # Computes the inverse of a complex Hermitian or real symmetric positive-definite matrix given its Cholesky decomposition.
 #
 # torch.cholesky_inverse(Tensor input, bool upper=False) -> Tensor
 export def cholesky_inverse [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input upper; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input upper; piped handles fill the tensor slots still missing
     --upper  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "cholesky_inverse" $in $args {input: $input, upper: $upper} {upper: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cholesky_inverse" $in $args {upper: $upper, no_grad: $no_grad} {upper: false} }
 
 # Computes the solution of a system of linear equations with complex Hermitian or real symmetric positive-definite lhs given its Cholesky decomposition.
 #
 # torch.cholesky_solve(Tensor input, Tensor input2, bool upper=False) -> Tensor
 export def cholesky_solve [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input input2 upper; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --input2: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input input2 upper; piped handles fill the tensor slots still missing
     --upper  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "cholesky_solve" $in $args {input: $input, input2: $input2, upper: $upper} {upper: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cholesky_solve" $in $args {upper: $upper, no_grad: $no_grad} {upper: false} }
 
 # Attempts to split a tensor into the specified number of chunks.
 #
 # torch.chunk(Tensor input, int chunks, int dim=0) -> Tensor(a)[]
 export def chunk [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input chunks dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input chunks dim; piped handles fill the tensor slots still missing
     --chunks: int  # int
     --dim: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "chunk" $in $args {input: $input, chunks: $chunks, dim: $dim} {dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "chunk" $in $args {chunks: $chunks, dim: $dim, no_grad: $no_grad} {dim: 0} }
 
 # Clamps all elements in input into the range [ min, max ].
 #
 # torch.clamp(Tensor input, Scalar? min=None, Scalar? max=None) -> Tensor
 # torch.clamp(Tensor input, Tensor? min=None, Tensor? max=None) -> Tensor
 export def clamp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input min max; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input min max; piped handles fill the tensor slots still missing
     --min: any  # Scalar? | Tensor?
     --max: any  # Scalar? | Tensor?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "clamp" $in $args {input: $input, min: $min, max: $max} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "clamp" $in $args {min: $min, max: $max, no_grad: $no_grad} {} }
 
 # clamp_max
 #
 # torch.clamp_max(Tensor input, Scalar max) -> Tensor
 # torch.clamp_max(Tensor input, Tensor max) -> Tensor
 export def clamp_max [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input max; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input max; piped handles fill the tensor slots still missing
     --max: any  # Scalar | Tensor
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "clamp_max" $in $args {input: $input, max: $max} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "clamp_max" $in $args {max: $max, no_grad: $no_grad} {} }
 
 # clamp_min
 #
 # torch.clamp_min(Tensor input, Scalar min) -> Tensor
 # torch.clamp_min(Tensor input, Tensor min) -> Tensor
 export def clamp_min [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input min; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input min; piped handles fill the tensor slots still missing
     --min: any  # Scalar | Tensor
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "clamp_min" $in $args {input: $input, min: $min} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "clamp_min" $in $args {min: $min, no_grad: $no_grad} {} }
 
 # Alias for torch.clamp.
 #
 # torch.clip(Tensor input, Scalar? min=None, Scalar? max=None) -> Tensor
 # torch.clip(Tensor input, Tensor? min=None, Tensor? max=None) -> Tensor
 export def clip [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input min max; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input min max; piped handles fill the tensor slots still missing
     --min: any  # Scalar? | Tensor?
     --max: any  # Scalar? | Tensor?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "clip" $in $args {input: $input, min: $min, max: $max} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "clip" $in $args {min: $min, max: $max, no_grad: $no_grad} {} }
 
 # torch.nn.utils.clip_grad_norm_ over the parameters of models, optimizers or tensors; prints the total
 #
 # clip_grad_norm(Handle[] targets, *, float max_norm, float norm_type=2.0, bool error_if_nonfinite=False) -> Scalar
 export def clip_grad_norm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: targets…; piped input fills the leftmost tensor slots
-    --targets: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: targets…; piped handles fill the tensor slots still missing
     --max_norm: number  # float
     --norm_type: number = 2.0  # float
     --error_if_nonfinite  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "clip_grad_norm" $in $args {targets: $targets, max_norm: $max_norm, norm_type: $norm_type, error_if_nonfinite: $error_if_nonfinite} {norm_type: 2.0, error_if_nonfinite: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "clip_grad_norm" $in $args {max_norm: $max_norm, norm_type: $norm_type, error_if_nonfinite: $error_if_nonfinite, no_grad: $no_grad} {norm_type: 2.0, error_if_nonfinite: false} --values }
 
 # torch.nn.utils.clip_grad_value_: clamp every gradient element into [-clip_value, clip_value].
 #
 # clip_grad_value(Handle[] targets, *, float clip_value) -> None
 export def clip_grad_value [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: targets…; piped input fills the leftmost tensor slots
-    --targets: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: targets…; piped handles fill the tensor slots still missing
     --clip_value: number  # float
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "clip_grad_value" $in $args {targets: $targets, clip_value: $clip_value} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "clip_grad_value" $in $args {clip_value: $clip_value, no_grad: $no_grad} {} }
 
 # Returns a copy of input.
 #
 # torch.clone(Tensor input, *, MemoryFormat? memory_format=None) -> Tensor
 export def clone [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --memory_format: string  # MemoryFormat?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "clone" $in $args {input: $input, memory_format: $memory_format} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "clone" $in $args {memory_format: $memory_format, no_grad: $no_grad} {} }
 
 # Creates a new tensor by horizontally stacking the tensors in tensors.
 #
 # torch.column_stack(Tensor[] tensors) -> Tensor
 export def column_stack [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped input fills the leftmost tensor slots
-    --tensors: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "column_stack" $in $args {tensors: $tensors} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "column_stack" $in $args {no_grad: $no_grad} {} }
 
 # Compute combinations of length r of the given tensor.
 #
 # torch.combinations(Tensor input, int r=2, bool with_replacement=False) -> Tensor
 export def combinations [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input r with_replacement; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input r with_replacement; piped handles fill the tensor slots still missing
     --r: int = 2  # int
     --with_replacement  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "combinations" $in $args {input: $input, r: $r, with_replacement: $with_replacement} {r: 2, with_replacement: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "combinations" $in $args {r: $r, with_replacement: $with_replacement, no_grad: $no_grad} {r: 2, with_replacement: false} }
 
 # Print the TAB completion script for bash, zsh or fish: eval "$(torch completions bash)".
 #
 # completions(str shell) -> str
 export def completions [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: shell; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: shell; piped handles fill the tensor slots still missing
     --shell: string  # str
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "completions" $in $args {shell: $shell} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "completions" $in $args {shell: $shell, no_grad: $no_grad} {} }
 
 # Constructs a complex tensor with its real part equal to real and its imaginary part equal to imag.
 #
 # torch.complex(Tensor real, Tensor imag) -> Tensor
 export def complex [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: real imag; piped input fills the leftmost tensor slots
-    --real: any  # Tensor
-    --imag: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: real imag; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "complex" $in $args {real: $real, imag: $imag} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "complex" $in $args {no_grad: $no_grad} {} }
 
 # Alias of torch.cat.
 #
 # torch.concat(Tensor[] tensors, int dim=0) -> Tensor
 export def concat [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… dim; piped input fills the leftmost tensor slots
-    --tensors: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… dim; piped handles fill the tensor slots still missing
     --dim: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "concat" $in $args {tensors: $tensors, dim: $dim} {dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "concat" $in $args {dim: $dim, no_grad: $no_grad} {dim: 0} }
 
 # Alias of torch.cat.
 #
 # torch.concatenate(Tensor[] tensors, int dim=0) -> Tensor
 export def concatenate [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… dim; piped input fills the leftmost tensor slots
-    --tensors: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… dim; piped handles fill the tensor slots still missing
     --dim: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "concatenate" $in $args {tensors: $tensors, dim: $dim} {dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "concatenate" $in $args {dim: $dim, no_grad: $no_grad} {dim: 0} }
 
 # Returns a view of input with a flipped conjugate bit.
 #
 # torch.conj(Tensor input) -> Tensor(a)
 export def conj [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "conj" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "conj" $in $args {no_grad: $no_grad} {} }
 
 # Computes the element-wise conjugate of the given input tensor.
 #
 # torch.conj_physical(Tensor input) -> Tensor
 export def conj_physical [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "conj_physical" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "conj_physical" $in $args {no_grad: $no_grad} {} }
 
 # constant_pad_nd
 #
 # torch.constant_pad_nd(Tensor input, SymInt[] pad, Scalar value=0) -> Tensor
 export def constant_pad_nd [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input pad value; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input pad value; piped handles fill the tensor slots still missing
     --pad: any  # SymInt[]
     --value: number = 0  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "constant_pad_nd" $in $args {input: $input, pad: $pad, value: $value} {value: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "constant_pad_nd" $in $args {pad: $pad, value: $value, no_grad: $no_grad} {value: 0} }
 
 # A contiguous tensor with the same data (the input itself when already contiguous).
 #
 # contiguous(Tensor input) -> Tensor
 export def contiguous [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "contiguous" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "contiguous" $in $args {no_grad: $no_grad} {} }
 
 # Applies a 1D convolution over an input signal composed of several input planes.
 #
 # torch.conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1], SymInt[] padding=[0], SymInt[] dilation=[1], SymInt groups=1) -> Tensor
 # torch.conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1], str padding=valid, SymInt[] dilation=[1], SymInt groups=1) -> Tensor
 export def conv1d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding dilation groups; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding dilation groups; piped handles fill the tensor slots still missing
     --bias: any  # Tensor?
     --stride: any = [1]  # SymInt[]
     --padding: any  # SymInt[] | str
     --dilation: any = [1]  # SymInt[]
     --groups: int = 1  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "conv1d" $in $args {input: $input, weight: $weight, bias: $bias, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups} {stride: [1], dilation: [1], groups: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "conv1d" $in $args {bias: $bias, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups, no_grad: $no_grad} {stride: [1], dilation: [1], groups: 1} }
 
 # Applies a 2D convolution over an input image composed of several input planes.
 #
 # torch.conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1], SymInt[] padding=[0, 0], SymInt[] dilation=[1, 1], SymInt groups=1) -> Tensor
 # torch.conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1], str padding=valid, SymInt[] dilation=[1, 1], SymInt groups=1) -> Tensor
 export def conv2d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding dilation groups; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding dilation groups; piped handles fill the tensor slots still missing
     --bias: any  # Tensor?
     --stride: any = [1, 1]  # SymInt[]
     --padding: any  # SymInt[] | str
     --dilation: any = [1, 1]  # SymInt[]
     --groups: int = 1  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "conv2d" $in $args {input: $input, weight: $weight, bias: $bias, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups} {stride: [1, 1], dilation: [1, 1], groups: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "conv2d" $in $args {bias: $bias, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups, no_grad: $no_grad} {stride: [1, 1], dilation: [1, 1], groups: 1} }
 
 # Applies a 3D convolution over an input image composed of several input planes.
 #
 # torch.conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1, 1], SymInt[] padding=[0, 0, 0], SymInt[] dilation=[1, 1, 1], SymInt groups=1) -> Tensor
 # torch.conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1, 1], str padding=valid, SymInt[] dilation=[1, 1, 1], SymInt groups=1) -> Tensor
 export def conv3d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding dilation groups; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding dilation groups; piped handles fill the tensor slots still missing
     --bias: any  # Tensor?
     --stride: any = [1, 1, 1]  # SymInt[]
     --padding: any  # SymInt[] | str
     --dilation: any = [1, 1, 1]  # SymInt[]
     --groups: int = 1  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "conv3d" $in $args {input: $input, weight: $weight, bias: $bias, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups} {stride: [1, 1, 1], dilation: [1, 1, 1], groups: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "conv3d" $in $args {bias: $bias, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups, no_grad: $no_grad} {stride: [1, 1, 1], dilation: [1, 1, 1], groups: 1} }
 
 # Applies a 1-dimensional sequence convolution over an input sequence.
 #
 # torch.conv_tbc(Tensor input, Tensor weight, Tensor bias, int pad=0) -> Tensor
 export def conv_tbc [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias pad; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
-    --bias: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias pad; piped handles fill the tensor slots still missing
     --pad: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "conv_tbc" $in $args {input: $input, weight: $weight, bias: $bias, pad: $pad} {pad: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "conv_tbc" $in $args {pad: $pad, no_grad: $no_grad} {pad: 0} }
 
 # Applies a 1D transposed convolution operator over an input signal composed of several input planes, sometimes also called "deconvolution".
 #
 # torch.conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1], SymInt[] padding=[0], SymInt[] output_padding=[0], SymInt groups=1, SymInt[] dilation=[1]) -> Tensor
 export def conv_transpose1d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding output_padding groups dilation; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding output_padding groups dilation; piped handles fill the tensor slots still missing
     --bias: any  # Tensor?
     --stride: any = [1]  # SymInt[]
     --padding: any = [0]  # SymInt[]
@@ -1594,18 +1302,13 @@ export def conv_transpose1d [
     --groups: int = 1  # SymInt
     --dilation: any = [1]  # SymInt[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "conv_transpose1d" $in $args {input: $input, weight: $weight, bias: $bias, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, dilation: $dilation} {stride: [1], padding: [0], output_padding: [0], groups: 1, dilation: [1]} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "conv_transpose1d" $in $args {bias: $bias, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, dilation: $dilation, no_grad: $no_grad} {stride: [1], padding: [0], output_padding: [0], groups: 1, dilation: [1]} }
 
 # Applies a 2D transposed convolution operator over an input image composed of several input planes, sometimes also called "deconvolution".
 #
 # torch.conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1], SymInt[] padding=[0, 0], SymInt[] output_padding=[0, 0], SymInt groups=1, SymInt[] dilation=[1, 1]) -> Tensor
 export def conv_transpose2d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding output_padding groups dilation; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding output_padding groups dilation; piped handles fill the tensor slots still missing
     --bias: any  # Tensor?
     --stride: any = [1, 1]  # SymInt[]
     --padding: any = [0, 0]  # SymInt[]
@@ -1613,18 +1316,13 @@ export def conv_transpose2d [
     --groups: int = 1  # SymInt
     --dilation: any = [1, 1]  # SymInt[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "conv_transpose2d" $in $args {input: $input, weight: $weight, bias: $bias, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, dilation: $dilation} {stride: [1, 1], padding: [0, 0], output_padding: [0, 0], groups: 1, dilation: [1, 1]} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "conv_transpose2d" $in $args {bias: $bias, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, dilation: $dilation, no_grad: $no_grad} {stride: [1, 1], padding: [0, 0], output_padding: [0, 0], groups: 1, dilation: [1, 1]} }
 
 # Applies a 3D transposed convolution operator over an input image composed of several input planes, sometimes also called "deconvolution".
 #
 # torch.conv_transpose3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1, 1], SymInt[] padding=[0, 0, 0], SymInt[] output_padding=[0, 0, 0], SymInt groups=1, SymInt[] dilation=[1, 1, 1]) -> Tensor
 export def conv_transpose3d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding output_padding groups dilation; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding output_padding groups dilation; piped handles fill the tensor slots still missing
     --bias: any  # Tensor?
     --stride: any = [1, 1, 1]  # SymInt[]
     --padding: any = [0, 0, 0]  # SymInt[]
@@ -1632,19 +1330,13 @@ export def conv_transpose3d [
     --groups: int = 1  # SymInt
     --dilation: any = [1, 1, 1]  # SymInt[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "conv_transpose3d" $in $args {input: $input, weight: $weight, bias: $bias, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, dilation: $dilation} {stride: [1, 1, 1], padding: [0, 0, 0], output_padding: [0, 0, 0], groups: 1, dilation: [1, 1, 1]} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "conv_transpose3d" $in $args {bias: $bias, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, dilation: $dilation, no_grad: $no_grad} {stride: [1, 1, 1], padding: [0, 0, 0], output_padding: [0, 0, 0], groups: 1, dilation: [1, 1, 1]} }
 
 # convolution
 #
 # torch.convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor
 export def convolution [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding dilation transposed output_padding groups; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
-    --bias: any  # Tensor?
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding dilation transposed output_padding groups; piped handles fill the tensor slots still missing
     --stride: any  # SymInt[]
     --padding: any  # SymInt[]
     --dilation: any  # SymInt[]
@@ -1652,435 +1344,326 @@ export def convolution [
     --output_padding: any  # SymInt[]
     --groups: int  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "convolution" $in $args {input: $input, weight: $weight, bias: $bias, stride: $stride, padding: $padding, dilation: $dilation, transposed: $transposed, output_padding: $output_padding, groups: $groups} {transposed: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "convolution" $in $args {stride: $stride, padding: $padding, dilation: $dilation, transposed: $transposed, output_padding: $output_padding, groups: $groups, no_grad: $no_grad} {transposed: false} }
 
 # Create a new floating-point tensor with the magnitude of input and the sign of other, elementwise.
 #
 # torch.copysign(Tensor input, Tensor other) -> Tensor
 # torch.copysign(Tensor input, Scalar other) -> Tensor
 export def copysign [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "copysign" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "copysign" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # Estimates the Pearson product-moment correlation coefficient matrix of the variables given by the input matrix, where rows are the variables and columns are the observations.
 #
 # torch.corrcoef(Tensor input) -> Tensor
 export def corrcoef [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "corrcoef" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "corrcoef" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the cosine of the elements of input given in radians.
 #
 # torch.cos(Tensor input) -> Tensor
 export def cos [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "cos" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cos" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the hyperbolic cosine of the elements of input.
 #
 # torch.cosh(Tensor input) -> Tensor
 export def cosh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "cosh" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cosh" $in $args {no_grad: $no_grad} {} }
 
 # Returns cosine similarity between x1 and x2, computed along dim.
 #
 # torch.cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor
 export def cosine_similarity [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x1 x2 dim eps; piped input fills the leftmost tensor slots
-    --x1: any  # Tensor
-    --x2: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x1 x2 dim eps; piped handles fill the tensor slots still missing
     --dim: int = 1  # int
     --eps: number = 1e-08  # float
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "cosine_similarity" $in $args {x1: $x1, x2: $x2, dim: $dim, eps: $eps} {dim: 1, eps: 1e-08} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cosine_similarity" $in $args {dim: $dim, eps: $eps, no_grad: $no_grad} {dim: 1, eps: 1e-08} }
 
 # Counts the number of non-zero values in the tensor input along the given dim.
 #
 # torch.count_nonzero(Tensor input, int? dim=None) -> Tensor
 # torch.count_nonzero(Tensor input, int[] dim) -> Tensor
 export def count_nonzero [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
     --dim: any  # int? | int[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "count_nonzero" $in $args {input: $input, dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "count_nonzero" $in $args {dim: $dim, no_grad: $no_grad} {} }
 
 # Estimates the covariance matrix of the variables given by the input matrix, where rows are the variables and columns are the observations.
 #
 # torch.cov(Tensor input, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor
 export def cov [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --correction: int = 1  # int
     --fweights: any  # Tensor?
     --aweights: any  # Tensor?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "cov" $in $args {input: $input, correction: $correction, fweights: $fweights, aweights: $aweights} {correction: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cov" $in $args {correction: $correction, fweights: $fweights, aweights: $aweights, no_grad: $no_grad} {correction: 1} }
+
+# Returns a copy of this object in CPU memory.
+#
+# torch.cpu(Tensor input) -> Tensor(b|a)
+export def cpu [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "cpu" $in $args {no_grad: $no_grad} {} }
 
 # Returns the cross product of vectors in dimension dim of input and other.
 #
 # torch.cross(Tensor input, Tensor other, int? dim=None) -> Tensor
 export def cross [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other dim; piped handles fill the tensor slots still missing
     --dim: int  # int?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "cross" $in $args {input: $input, other: $other, dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cross" $in $args {dim: $dim, no_grad: $no_grad} {} }
+
+# Returns a copy of this object in CUDA memory.
+#
+# torch.cuda(Tensor input) -> Tensor(b|a)
+export def cuda [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "cuda" $in $args {no_grad: $no_grad} {} }
 
 # Returns a namedtuple (values, indices) where values is the cumulative maximum of elements of input in the dimension dim.
 #
 # torch.cummax(Tensor input, int dim) -> (Tensor values, Tensor indices)
 export def cummax [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
     --dim: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "cummax" $in $args {input: $input, dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cummax" $in $args {dim: $dim, no_grad: $no_grad} {} }
 
 # Returns a namedtuple (values, indices) where values is the cumulative minimum of elements of input in the dimension dim.
 #
 # torch.cummin(Tensor input, int dim) -> (Tensor values, Tensor indices)
 export def cummin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
     --dim: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "cummin" $in $args {input: $input, dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cummin" $in $args {dim: $dim, no_grad: $no_grad} {} }
 
 # Returns the cumulative product of elements of input in the dimension dim.
 #
 # torch.cumprod(Tensor input, int dim, *, ScalarType? dtype=None) -> Tensor
 export def cumprod [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
     --dim: int  # int
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "cumprod" $in $args {input: $input, dim: $dim, dtype: $dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cumprod" $in $args {dim: $dim, dtype: $dtype, no_grad: $no_grad} {} }
 
 # Returns the cumulative sum of elements of input in the dimension dim.
 #
 # torch.cumsum(Tensor input, int dim, *, ScalarType? dtype=None) -> Tensor
 export def cumsum [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
     --dim: int  # int
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "cumsum" $in $args {input: $input, dim: $dim, dtype: $dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cumsum" $in $args {dim: $dim, dtype: $dtype, no_grad: $no_grad} {} }
 
 # Cumulatively computes the trapezoidal rule <https://en.wikipedia.org/wiki/Trapezoidal_rule>_ along dim.
 #
 # torch.cumulative_trapezoid(Tensor y, Tensor x, *, int dim=-1) -> Tensor
 # torch.cumulative_trapezoid(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor
 export def cumulative_trapezoid [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: y x | y; piped input fills the leftmost tensor slots
-    --y: any  # Tensor
-    --x: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: y x | y; piped handles fill the tensor slots still missing
     --dim: int = -1  # int
     --dx: number = 1  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "cumulative_trapezoid" $in $args {y: $y, x: $x, dim: $dim, dx: $dx} {dim: -1, dx: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cumulative_trapezoid" $in $args {dim: $dim, dx: $dx, no_grad: $no_grad} {dim: -1, dx: 1} }
 
 # Print the last lines of the daemon's log (-n N, default 50); -f (--follow) keeps printing until Ctrl-C.
 #
 # daemon.log(Argv? options=None, *, bool follow=False, int lines=50) -> str
 export def "daemon log" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
     --follow  # bool
     --lines: int = 50  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "daemon.log" $in $args {follow: $follow, lines: $lines} {follow: false, lines: 50} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "daemon.log" $in $args {follow: $follow, lines: $lines, no_grad: $no_grad} {follow: false, lines: 50} }
 
 # Restart the daemon: a fresh PyTorch, an empty registry; old handles become stale.
 #
 # daemon.restart() -> str
 export def "daemon restart" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    ^torch daemon restart
-}
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+]: any -> any { ^torch daemon restart }
 
 # Start the daemon (any command does); says so when one is already running.
 #
 # daemon.start() -> str
 export def "daemon start" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    ^torch daemon start
-}
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+]: any -> any { ^torch daemon start }
 
 # pid, version, devices, uptime, idle, remaining TTL, objects by kind, bytes held, memory, socket, log.
 #
 # daemon.status() -> Json
 export def "daemon status" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "daemon.status" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "daemon.status" $in $args {no_grad: $no_grad} {} }
 
 # Stop the daemon; every object it holds is freed. `torch daemon stop` returns once it has exited.
 #
 # daemon.stop(*, bool restart=False) -> str
 export def "daemon stop" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
     --restart  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    ^torch daemon stop
-}
+]: any -> any { ^torch daemon stop }
 
 # Set the sliding idle TTL: 90s, 30m, 2h, 1d or none.
 #
 # daemon.ttl(str duration) -> str
 export def "daemon ttl" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: duration; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: duration; piped handles fill the tensor slots still missing
     --duration: string  # str
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "daemon.ttl" $in $args {duration: $duration} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "daemon.ttl" $in $args {duration: $duration, no_grad: $no_grad} {} }
 
 # Returns a new tensor with each of the elements of input converted from angles in degrees to radians.
 #
 # torch.deg2rad(Tensor input) -> Tensor
 export def deg2rad [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "deg2rad" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "deg2rad" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.linalg.det.
 #
 # torch.det(Tensor input) -> Tensor
 export def det [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "det" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "det" $in $args {no_grad: $no_grad} {} }
 
 # A new handle for the same data, cut from the graph. Shares storage: in-place changes show in both.
 #
 # detach(Tensor input) -> Tensor
 export def detach [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "detach" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "detach" $in $args {no_grad: $no_grad} {} }
 
 # Performs the same operation as torch.detach, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.detach_copy(Tensor input) -> Tensor
 export def detach_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "detach_copy" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "detach_copy" $in $args {no_grad: $no_grad} {} }
 
 # - If input is a vector (1-D tensor), then returns a 2-D square tensor with the elements of input as the diagonal.
 #
 # torch.diag(Tensor input, int diagonal=0) -> Tensor
 export def diag [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input diagonal; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input diagonal; piped handles fill the tensor slots still missing
     --diagonal: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "diag" $in $args {input: $input, diagonal: $diagonal} {diagonal: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "diag" $in $args {diagonal: $diagonal, no_grad: $no_grad} {diagonal: 0} }
 
 # Creates a tensor whose diagonals of certain 2D planes (specified by dim1 and dim2) are filled by input.
 #
 # torch.diag_embed(Tensor input, int offset=0, int dim1=-2, int dim2=-1) -> Tensor
 export def diag_embed [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input offset dim1 dim2; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input offset dim1 dim2; piped handles fill the tensor slots still missing
     --offset: int = 0  # int
     --dim1: int = -2  # int
     --dim2: int = -1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "diag_embed" $in $args {input: $input, offset: $offset, dim1: $dim1, dim2: $dim2} {offset: 0, dim1: -2, dim2: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "diag_embed" $in $args {offset: $offset, dim1: $dim1, dim2: $dim2, no_grad: $no_grad} {offset: 0, dim1: -2, dim2: -1} }
 
 # - If input is a vector (1-D tensor), then returns a 2-D square tensor with the elements of input as the diagonal.
 #
 # torch.diagflat(Tensor input, int offset=0) -> Tensor
 export def diagflat [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input offset; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input offset; piped handles fill the tensor slots still missing
     --offset: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "diagflat" $in $args {input: $input, offset: $offset} {offset: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "diagflat" $in $args {offset: $offset, no_grad: $no_grad} {offset: 0} }
 
 # Returns a partial view of input with the its diagonal elements with respect to dim1 and dim2 appended as a dimension at the end of the shape.
 #
 # torch.diagonal(Tensor input, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)
 export def diagonal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input offset dim1 dim2; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input offset dim1 dim2; piped handles fill the tensor slots still missing
     --offset: int = 0  # int
     --dim1: int = 0  # int
     --dim2: int = 1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "diagonal" $in $args {input: $input, offset: $offset, dim1: $dim1, dim2: $dim2} {offset: 0, dim1: 0, dim2: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "diagonal" $in $args {offset: $offset, dim1: $dim1, dim2: $dim2, no_grad: $no_grad} {offset: 0, dim1: 0, dim2: 1} }
 
 # Performs the same operation as torch.diagonal, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.diagonal_copy(Tensor input, int offset=0, int dim1=0, int dim2=1) -> Tensor
 export def diagonal_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input offset dim1 dim2; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input offset dim1 dim2; piped handles fill the tensor slots still missing
     --offset: int = 0  # int
     --dim1: int = 0  # int
     --dim2: int = 1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "diagonal_copy" $in $args {input: $input, offset: $offset, dim1: $dim1, dim2: $dim2} {offset: 0, dim1: 0, dim2: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "diagonal_copy" $in $args {offset: $offset, dim1: $dim1, dim2: $dim2, no_grad: $no_grad} {offset: 0, dim1: 0, dim2: 1} }
 
 # Embeds the values of the src tensor into input along the diagonal elements of input, with respect to dim1 and dim2.
 #
 # torch.diagonal_scatter(Tensor input, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor
 export def diagonal_scatter [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input src offset dim1 dim2; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --src: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input src offset dim1 dim2; piped handles fill the tensor slots still missing
     --offset: int = 0  # int
     --dim1: int = 0  # int
     --dim2: int = 1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "diagonal_scatter" $in $args {input: $input, src: $src, offset: $offset, dim1: $dim1, dim2: $dim2} {offset: 0, dim1: 0, dim2: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "diagonal_scatter" $in $args {offset: $offset, dim1: $dim1, dim2: $dim2, no_grad: $no_grad} {offset: 0, dim1: 0, dim2: 1} }
 
 # Computes the n-th forward difference along the given dimension.
 #
 # torch.diff(Tensor input, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor
 export def diff [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n dim prepend append; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n dim prepend append; piped handles fill the tensor slots still missing
     --n: int = 1  # int
     --dim: int = -1  # int
     --prepend: any  # Tensor?
     --append: any  # Tensor?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "diff" $in $args {input: $input, n: $n, dim: $dim, prepend: $prepend, append: $append} {n: 1, dim: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "diff" $in $args {n: $n, dim: $dim, prepend: $prepend, append: $append, no_grad: $no_grad} {n: 1, dim: -1} }
 
 # Alias for torch.special.digamma.
 #
 # torch.digamma(Tensor input) -> Tensor
 export def digamma [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "digamma" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "digamma" $in $args {no_grad: $no_grad} {} }
+
+# Returns the number of dimensions of self tensor.
+#
+# torch.dim(Tensor input) -> int
+export def dim [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dim" $in $args {no_grad: $no_grad} {} }
 
 # Returns the p-norm of (input - other).
 #
 # torch.dist(Tensor input, Tensor other, Scalar p=2) -> Tensor
 export def dist [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other p; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other p; piped handles fill the tensor slots still missing
     --p: number = 2  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "dist" $in $args {input: $input, other: $other, p: $p} {p: 2} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "dist" $in $args {p: $p, no_grad: $no_grad} {p: 2} }
 
 # Divides each element of the input input by the corresponding element of other.
 #
@@ -2089,15 +1672,11 @@ export def dist [
 # torch.div(Tensor input, Tensor other, *, str? rounding_mode) -> Tensor
 # torch.div(Tensor input, Scalar other, *, str? rounding_mode) -> Tensor
 export def div [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --rounding_mode: string  # str?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "div" $in $args {input: $input, other: $other, rounding_mode: $rounding_mode} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "div" $in $args {other: $other, rounding_mode: $rounding_mode, no_grad: $no_grad} {} }
 
 # Alias for torch.div.
 #
@@ -2106,87 +1685,62 @@ export def div [
 # torch.divide(Tensor input, Tensor other, *, str? rounding_mode) -> Tensor
 # torch.divide(Tensor input, Scalar other, *, str? rounding_mode) -> Tensor
 export def divide [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --rounding_mode: string  # str?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "divide" $in $args {input: $input, other: $other, rounding_mode: $rounding_mode} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "divide" $in $args {other: $other, rounding_mode: $rounding_mode, no_grad: $no_grad} {} }
 
 # Computes the dot product of two 1D tensors.
 #
 # torch.dot(Tensor input, Tensor tensor) -> Tensor
 export def dot [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input tensor; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --tensor: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "dot" $in $args {input: $input, tensor: $tensor} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "dot" $in $args {no_grad: $no_grad} {} }
 
 # Splits input, a tensor with three or more dimensions, into multiple tensors depthwise according to indices_or_sections.
 #
 # torch.dsplit(Tensor input, int sections) -> Tensor(a)[]
 # torch.dsplit(Tensor input, int[] indices) -> Tensor(a)[]
 export def dsplit [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input sections | input indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input sections | input indices; piped handles fill the tensor slots still missing
     --sections: int  # int
     --indices: any  # int[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "dsplit" $in $args {input: $input, sections: $sections, indices: $indices} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "dsplit" $in $args {sections: $sections, indices: $indices, no_grad: $no_grad} {} }
 
 # Stack tensors in sequence depthwise (along third axis).
 #
 # torch.dstack(Tensor[] tensors) -> Tensor
 export def dstack [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped input fills the leftmost tensor slots
-    --tensors: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "dstack" $in $args {tensors: $tensors} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "dstack" $in $args {no_grad: $no_grad} {} }
 
 # The tensor's dtype name (float32, int64, …).
 #
 # dtype(Tensor input) -> str
 export def dtype [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "dtype" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "dtype" $in $args {no_grad: $no_grad} {} }
 
 # Sums the product of the elements of the input operands along dimensions specified using a notation based on the Einstein summation convention.
 #
 # torch.einsum(str equation, *Tensor tensors, *, int[]? path=None) -> Tensor
 export def einsum [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: equation tensors…; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: equation tensors…; piped handles fill the tensor slots still missing
     --equation: string  # str
-    --tensors: any  # *Tensor
     --path: any  # int[]?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "einsum" $in $args {equation: $equation, tensors: $tensors, path: $path} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "einsum" $in $args {equation: $equation, path: $path, no_grad: $no_grad} {} }
 
 # Returns a tensor filled with uninitialized data.
 #
 # torch.empty(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def empty [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -2195,17 +1749,13 @@ export def empty [
     --memory_format: string  # MemoryFormat?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "empty" $in $args {size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "empty" $in $args {size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Returns an uninitialized tensor with the same size as input.
 #
 # torch.empty_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def empty_like [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
     --device: string@"nu-complete torch devices"  # Device?
@@ -2213,16 +1763,13 @@ export def empty_like [
     --memory_format: string  # MemoryFormat?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "empty_like" $in $args {input: $input, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "empty_like" $in $args {dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Creates an uninitialized, non-overlapping and dense tensor with the specified size, with physical_layout specifying how the dimensions are physically laid out in memory (each logical dimension is listed from outermost to innermost).
 #
 # torch.empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def empty_permuted [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size physical_layout; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size physical_layout; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --physical_layout: any  # int[]
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
@@ -2231,16 +1778,13 @@ export def empty_permuted [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "empty_permuted" $in $args {size: $size, physical_layout: $physical_layout, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "empty_permuted" $in $args {size: $size, physical_layout: $physical_layout, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Creates a tensor with the specified size and stride and filled with undefined data.
 #
 # torch.empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def empty_strided [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size stride; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size stride; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --stride: any  # SymInt[]
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
@@ -2249,19 +1793,14 @@ export def empty_strided [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "empty_strided" $in $args {size: $size, stride: $stride, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "empty_strided" $in $args {size: $size, stride: $stride, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Run CMD with gradients recorded again, inside a no_grad block (PyTorch's torch.enable_grad).
 #
 # enable_grad(*, Argv command) -> None
 export def enable_grad [
     block: closure  # the commands to run inside
-]: any -> any {
-    torchsh block "enable_grad" $block {}
-}
+]: any -> any { torchsh block "enable_grad" $block {} }
 
 # Computes element-wise equality.
 #
@@ -2269,149 +1808,101 @@ export def enable_grad [
 # torch.eq(Tensor input, Scalar other) -> Tensor
 # torch.eq(Tensor[] a, Tensor[] b) -> bool
 export def eq [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | a… b…; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | a… b…; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
-    --a: any  # Tensor[]
-    --b: any  # Tensor[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "eq" $in $args {input: $input, other: $other, a: $a, b: $b} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "eq" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # True if two tensors have the same size and elements, False otherwise.
 #
 # torch.equal(Tensor input, Tensor other) -> bool
 export def equal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "equal" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "equal" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.special.erf.
 #
 # torch.erf(Tensor input) -> Tensor
 export def erf [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "erf" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "erf" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.special.erfc.
 #
 # torch.erfc(Tensor input) -> Tensor
 export def erfc [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "erfc" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "erfc" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.special.erfinv.
 #
 # torch.erfinv(Tensor input) -> Tensor
 export def erfinv [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "erfinv" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "erfinv" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the exponential of the elements of the input tensor input.
 #
 # torch.exp(Tensor input) -> Tensor
 export def exp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "exp" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "exp" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.special.exp2.
 #
 # torch.exp2(Tensor input) -> Tensor
 export def exp2 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "exp2" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "exp2" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new view of the self tensor with singleton dimensions expanded to a larger size.
 #
 # torch.expand(Tensor input, SymInt[] size, *, bool implicit=False) -> Tensor(a)
 export def expand [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --implicit  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "expand" $in $args {input: $input, size: $size, implicit: $implicit} {implicit: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "expand" $in $args {size: $size, implicit: $implicit, no_grad: $no_grad} {implicit: false} }
 
 # Expand this tensor to the same size as other.
 #
 # torch.expand_as(Tensor input, Tensor other) -> Tensor(a)
 export def expand_as [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "expand_as" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "expand_as" $in $args {no_grad: $no_grad} {} }
 
 # Performs the same operation as torch.Tensor.expand, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.expand_copy(Tensor input, SymInt[] size, *, bool implicit=False) -> Tensor
 export def expand_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --implicit  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "expand_copy" $in $args {input: $input, size: $size, implicit: $implicit} {implicit: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "expand_copy" $in $args {size: $size, implicit: $implicit, no_grad: $no_grad} {implicit: false} }
 
 # Alias for torch.special.expm1.
 #
 # torch.expm1(Tensor input) -> Tensor
 export def expm1 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "expm1" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "expm1" $in $args {no_grad: $no_grad} {} }
 
 # Returns a 2-D tensor with ones on the diagonal and zeros elsewhere.
 #
 # torch.eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.eye(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def eye [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: n | n m; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: n | n m; piped handles fill the tensor slots still missing
     --n: int  # SymInt
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -2420,433 +1911,70 @@ export def eye [
     --requires_grad  # bool
     --m: int  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "eye" $in $args {n: $n, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, m: $m} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "eye" $in $args {n: $n, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, m: $m, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # feature_dropout
 #
 # torch.feature_dropout(Tensor input, float p, bool train) -> Tensor
 export def feature_dropout [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p train; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p train; piped handles fill the tensor slots still missing
     --p: number  # float
     --train  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "feature_dropout" $in $args {input: $input, p: $p, train: $train} {train: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the one dimensional discrete Fourier transform of input.
-#
-# torch.fft.fft(Tensor input, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor
-export def "fft fft" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --n: int  # SymInt?
-    --dim: int = -1  # int
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.fft" $in $args {input: $input, n: $n, dim: $dim, norm: $norm} {dim: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the 2 dimensional discrete Fourier transform of input.
-#
-# torch.fft.fft2(Tensor input, SymInt[]? s=None, int[] dim=[-2, -1], str? norm=None) -> Tensor
-export def "fft fft2" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input s dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --s: any  # SymInt[]?
-    --dim: any = [-2, -1]  # int[]
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.fft2" $in $args {input: $input, s: $s, dim: $dim, norm: $norm} {dim: [-2, -1]} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the discrete Fourier Transform sample frequencies for a signal of size n.
-#
-# torch.fft.fftfreq(int n, float d=1., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
-export def "fft fftfreq" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: n d; piped input fills the leftmost tensor slots
-    --n: int  # int
-    --d: number  # float
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
-    --pin_memory  # bool?
-    --requires_grad  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.fftfreq" $in $args {n: $n, d: $d, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the N dimensional discrete Fourier transform of input.
-#
-# torch.fft.fftn(Tensor input, SymInt[]? s=None, int[]? dim=None, str? norm=None) -> Tensor
-export def "fft fftn" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input s dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --s: any  # SymInt[]?
-    --dim: any  # int[]?
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.fftn" $in $args {input: $input, s: $s, dim: $dim, norm: $norm} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Reorders n-dimensional FFT data, as provided by torch.fft.fftn, to have negative frequency terms first.
-#
-# torch.fft.fftshift(Tensor input, int[]? dim=None) -> Tensor
-export def "fft fftshift" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --dim: any  # int[]?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.fftshift" $in $args {input: $input, dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the one dimensional discrete Fourier transform of a Hermitian symmetric input signal.
-#
-# torch.fft.hfft(Tensor input, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor
-export def "fft hfft" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --n: int  # SymInt?
-    --dim: int = -1  # int
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.hfft" $in $args {input: $input, n: $n, dim: $dim, norm: $norm} {dim: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the 2-dimensional discrete Fourier transform of a Hermitian symmetric input signal.
-#
-# torch.fft.hfft2(Tensor input, SymInt[]? s=None, int[] dim=[-2, -1], str? norm=None) -> Tensor
-export def "fft hfft2" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input s dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --s: any  # SymInt[]?
-    --dim: any = [-2, -1]  # int[]
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.hfft2" $in $args {input: $input, s: $s, dim: $dim, norm: $norm} {dim: [-2, -1]} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the n-dimensional discrete Fourier transform of a Hermitian symmetric input signal.
-#
-# torch.fft.hfftn(Tensor input, SymInt[]? s=None, int[]? dim=None, str? norm=None) -> Tensor
-export def "fft hfftn" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input s dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --s: any  # SymInt[]?
-    --dim: any  # int[]?
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.hfftn" $in $args {input: $input, s: $s, dim: $dim, norm: $norm} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the one dimensional inverse discrete Fourier transform of input.
-#
-# torch.fft.ifft(Tensor input, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor
-export def "fft ifft" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --n: int  # SymInt?
-    --dim: int = -1  # int
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.ifft" $in $args {input: $input, n: $n, dim: $dim, norm: $norm} {dim: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the 2 dimensional inverse discrete Fourier transform of input.
-#
-# torch.fft.ifft2(Tensor input, SymInt[]? s=None, int[] dim=[-2, -1], str? norm=None) -> Tensor
-export def "fft ifft2" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input s dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --s: any  # SymInt[]?
-    --dim: any = [-2, -1]  # int[]
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.ifft2" $in $args {input: $input, s: $s, dim: $dim, norm: $norm} {dim: [-2, -1]} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the N dimensional inverse discrete Fourier transform of input.
-#
-# torch.fft.ifftn(Tensor input, SymInt[]? s=None, int[]? dim=None, str? norm=None) -> Tensor
-export def "fft ifftn" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input s dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --s: any  # SymInt[]?
-    --dim: any  # int[]?
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.ifftn" $in $args {input: $input, s: $s, dim: $dim, norm: $norm} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Inverse of torch.fft.fftshift.
-#
-# torch.fft.ifftshift(Tensor input, int[]? dim=None) -> Tensor
-export def "fft ifftshift" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --dim: any  # int[]?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.ifftshift" $in $args {input: $input, dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the inverse of torch.fft.hfft.
-#
-# torch.fft.ihfft(Tensor input, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor
-export def "fft ihfft" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --n: int  # SymInt?
-    --dim: int = -1  # int
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.ihfft" $in $args {input: $input, n: $n, dim: $dim, norm: $norm} {dim: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the 2-dimensional inverse discrete Fourier transform of real input.
-#
-# torch.fft.ihfft2(Tensor input, SymInt[]? s=None, int[] dim=[-2, -1], str? norm=None) -> Tensor
-export def "fft ihfft2" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input s dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --s: any  # SymInt[]?
-    --dim: any = [-2, -1]  # int[]
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.ihfft2" $in $args {input: $input, s: $s, dim: $dim, norm: $norm} {dim: [-2, -1]} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the N-dimensional inverse discrete Fourier transform of real input.
-#
-# torch.fft.ihfftn(Tensor input, SymInt[]? s=None, int[]? dim=None, str? norm=None) -> Tensor
-export def "fft ihfftn" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input s dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --s: any  # SymInt[]?
-    --dim: any  # int[]?
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.ihfftn" $in $args {input: $input, s: $s, dim: $dim, norm: $norm} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the inverse of torch.fft.rfft.
-#
-# torch.fft.irfft(Tensor input, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor
-export def "fft irfft" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --n: int  # SymInt?
-    --dim: int = -1  # int
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.irfft" $in $args {input: $input, n: $n, dim: $dim, norm: $norm} {dim: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the inverse of torch.fft.rfft2.
-#
-# torch.fft.irfft2(Tensor input, SymInt[]? s=None, int[] dim=[-2, -1], str? norm=None) -> Tensor
-export def "fft irfft2" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input s dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --s: any  # SymInt[]?
-    --dim: any = [-2, -1]  # int[]
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.irfft2" $in $args {input: $input, s: $s, dim: $dim, norm: $norm} {dim: [-2, -1]} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the inverse of torch.fft.rfftn.
-#
-# torch.fft.irfftn(Tensor input, SymInt[]? s=None, int[]? dim=None, str? norm=None) -> Tensor
-export def "fft irfftn" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input s dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --s: any  # SymInt[]?
-    --dim: any  # int[]?
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.irfftn" $in $args {input: $input, s: $s, dim: $dim, norm: $norm} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the one dimensional Fourier transform of real-valued input.
-#
-# torch.fft.rfft(Tensor input, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor
-export def "fft rfft" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --n: int  # SymInt?
-    --dim: int = -1  # int
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.rfft" $in $args {input: $input, n: $n, dim: $dim, norm: $norm} {dim: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the 2-dimensional discrete Fourier transform of real input.
-#
-# torch.fft.rfft2(Tensor input, SymInt[]? s=None, int[] dim=[-2, -1], str? norm=None) -> Tensor
-export def "fft rfft2" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input s dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --s: any  # SymInt[]?
-    --dim: any = [-2, -1]  # int[]
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.rfft2" $in $args {input: $input, s: $s, dim: $dim, norm: $norm} {dim: [-2, -1]} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the sample frequencies for torch.fft.rfft with a signal of size n.
-#
-# torch.fft.rfftfreq(int n, float d=1., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
-export def "fft rfftfreq" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: n d; piped input fills the leftmost tensor slots
-    --n: int  # int
-    --d: number  # float
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
-    --pin_memory  # bool?
-    --requires_grad  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.rfftfreq" $in $args {n: $n, d: $d, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the N-dimensional discrete Fourier transform of real input.
-#
-# torch.fft.rfftn(Tensor input, SymInt[]? s=None, int[]? dim=None, str? norm=None) -> Tensor
-export def "fft rfftn" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input s dim norm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --s: any  # SymInt[]?
-    --dim: any  # int[]?
-    --norm: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fft.rfftn" $in $args {input: $input, s: $s, dim: $dim, norm: $norm} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "feature_dropout" $in $args {p: $p, train: $train, no_grad: $no_grad} {train: false} }
 
 # fill
 #
 # torch.fill(Tensor input, Scalar value) -> Tensor
 # torch.fill(Tensor input, Tensor value) -> Tensor
 export def fill [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input value; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input value; piped handles fill the tensor slots still missing
     --value: any  # Scalar | Tensor
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fill" $in $args {input: $input, value: $value} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "fill" $in $args {value: $value, no_grad: $no_grad} {} }
 
 # Alias for torch.trunc.
 #
 # torch.fix(Tensor input) -> Tensor
 export def fix [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fix" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "fix" $in $args {no_grad: $no_grad} {} }
 
 # Flattens input by reshaping it into a one-dimensional tensor.
 #
 # torch.flatten(Tensor input, int start_dim=0, int end_dim=-1) -> Tensor(a)
 export def flatten [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input start_dim end_dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input start_dim end_dim; piped handles fill the tensor slots still missing
     --start_dim: int = 0  # int
     --end_dim: int = -1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "flatten" $in $args {input: $input, start_dim: $start_dim, end_dim: $end_dim} {start_dim: 0, end_dim: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "flatten" $in $args {start_dim: $start_dim, end_dim: $end_dim, no_grad: $no_grad} {start_dim: 0, end_dim: -1} }
 
 # Reverse the order of an n-D tensor along given axis in dims.
 #
 # torch.flip(Tensor input, int[] dims) -> Tensor
 export def flip [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dims; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dims; piped handles fill the tensor slots still missing
     --dims: any  # int[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "flip" $in $args {input: $input, dims: $dims} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "flip" $in $args {dims: $dims, no_grad: $no_grad} {} }
 
 # Flip tensor in the left/right direction, returning a new tensor.
 #
 # torch.fliplr(Tensor input) -> Tensor
 export def fliplr [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fliplr" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "fliplr" $in $args {no_grad: $no_grad} {} }
 
 # Flip tensor in the up/down direction, returning a new tensor.
 #
 # torch.flipud(Tensor input) -> Tensor
 export def flipud [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "flipud" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "flipud" $in $args {no_grad: $no_grad} {} }
 
 # Raises input to the power of exponent, elementwise, in double precision.
 #
@@ -2854,151 +1982,105 @@ export def flipud [
 # torch.float_power(Tensor input, Scalar exponent) -> Tensor
 # torch.float_power(Scalar input, Tensor exponent) -> Tensor
 export def float_power [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input exponent; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input exponent; piped handles fill the tensor slots still missing
     --input: any  # Tensor | Scalar
     --exponent: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "float_power" $in $args {input: $input, exponent: $exponent} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "float_power" $in $args {input: $input, exponent: $exponent, no_grad: $no_grad} {} }
 
 # Returns a new tensor with the floor of the elements of input, the largest integer less than or equal to each element.
 #
 # torch.floor(Tensor input) -> Tensor
 export def floor [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "floor" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "floor" $in $args {no_grad: $no_grad} {} }
 
 # .
 #
 # torch.floor_divide(Tensor input, Tensor other) -> Tensor
 # torch.floor_divide(Tensor input, Scalar other) -> Tensor
 export def floor_divide [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "floor_divide" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "floor_divide" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # Computes the element-wise maximum of input and other.
 #
 # torch.fmax(Tensor input, Tensor other) -> Tensor
 export def fmax [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fmax" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "fmax" $in $args {no_grad: $no_grad} {} }
 
 # Computes the element-wise minimum of input and other.
 #
 # torch.fmin(Tensor input, Tensor other) -> Tensor
 export def fmin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fmin" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "fmin" $in $args {no_grad: $no_grad} {} }
 
 # Applies C++'s std::fmod <https://en.cppreference.com/w/cpp/numeric/math/fmod>_ entrywise.
 #
 # torch.fmod(Tensor input, Tensor other) -> Tensor
 # torch.fmod(Tensor input, Scalar other) -> Tensor
 export def fmod [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "fmod" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "fmod" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # Call the model on the inputs: model(*inputs). Several outputs print one per line (LSTM: output, h, c).
 #
 # forward(Module model, Tensor[] inputs) -> Tensor[]
 export def forward [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model inputs…; piped input fills the leftmost tensor slots
-    --model: string@"nu-complete torch handles"  # Module
-    --inputs: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model inputs…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "forward" $in $args {model: $model, inputs: $inputs} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "forward" $in $args {no_grad: $no_grad} {} }
 
 # Computes the fractional portion of each element in input.
 #
 # torch.frac(Tensor input) -> Tensor
 export def frac [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "frac" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "frac" $in $args {no_grad: $no_grad} {} }
 
 # Free objects by handle (atomic: all or none), or every object with --all. Reads handles from stdin.
 #
 # free(Handle[] handles) -> None
 # free(*, bool all) -> None
 export def free [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: handles… | (none); piped input fills the leftmost tensor slots
-    --handles: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: handles… | (none); piped handles fill the tensor slots still missing
     --all  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "free" $in $args {handles: $handles, all: $all} {all: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "free" $in $args {all: $all, no_grad: $no_grad} {all: false} }
 
 # Decomposes input into mantissa and exponent tensors such that \text{input} = \text{mantissa} \times 2^{\text{exponent}}.
 #
 # torch.frexp(Tensor input) -> (Tensor mantissa, Tensor exponent)
 export def frexp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "frexp" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "frexp" $in $args {no_grad: $no_grad} {} }
 
 # frobenius_norm
 #
 # torch.frobenius_norm(Tensor input, int[] dim, bool keepdim=False) -> Tensor
 export def frobenius_norm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
     --dim: any  # int[]
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "frobenius_norm" $in $args {input: $input, dim: $dim, keepdim: $keepdim} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "frobenius_norm" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
 
 # Creates a tensor of size size filled with fill_value.
 #
 # torch.full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def full [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size fill_value; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size fill_value; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --fill_value: number  # Scalar
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
@@ -3007,17 +2089,13 @@ export def full [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "full" $in $args {size: $size, fill_value: $fill_value, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "full" $in $args {size: $size, fill_value: $fill_value, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Returns a tensor with the same size as input filled with fill_value.
 #
 # torch.full_like(Tensor input, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def full_like [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input fill_value; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input fill_value; piped handles fill the tensor slots still missing
     --fill_value: number  # Scalar
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -3026,88 +2104,59 @@ export def full_like [
     --memory_format: string  # MemoryFormat?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "full_like" $in $args {input: $input, fill_value: $fill_value, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "full_like" $in $args {fill_value: $fill_value, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Gathers values along an axis specified by dim.
 #
 # torch.gather(Tensor input, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
 export def gather [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index; piped handles fill the tensor slots still missing
     --dim: int  # int
-    --index: any  # Tensor
     --sparse_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "gather" $in $args {input: $input, dim: $dim, index: $index, sparse_grad: $sparse_grad} {sparse_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "gather" $in $args {dim: $dim, sparse_grad: $sparse_grad, no_grad: $no_grad} {sparse_grad: false} }
 
 # Computes the element-wise greatest common divisor (GCD) of input and other.
 #
 # torch.gcd(Tensor input, Tensor other) -> Tensor
 export def gcd [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "gcd" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "gcd" $in $args {no_grad: $no_grad} {} }
 
 # Computes \text{input} \geq \text{other} element-wise.
 #
 # torch.ge(Tensor input, Tensor other) -> Tensor
 # torch.ge(Tensor input, Scalar other) -> Tensor
 export def ge [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "ge" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "ge" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # This is a low-level function for calling LAPACK's geqrf directly.
 #
 # torch.geqrf(Tensor input) -> (Tensor a, Tensor tau)
 export def geqrf [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "geqrf" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "geqrf" $in $args {no_grad: $no_grad} {} }
 
 # A snapshot copy of input's .grad as a new handle: later backwards do not change it.
 #
 # grad(Tensor input) -> Tensor
 export def grad [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "grad" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "grad" $in $args {no_grad: $no_grad} {} }
 
 # The name of the graph node that made input (MulBackward0, SumBackward0...); nothing for a leaf.
 #
 # grad_fn(Tensor input) -> str
 export def grad_fn [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "grad_fn" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "grad_fn" $in $args {no_grad: $no_grad} {} }
 
 # Estimates the gradient of a function g : \mathbb{R}^n \rightarrow \mathbb{R} in one or more dimensions using the second-order accurate central differences method <https://www.ams.org/journals/mcom/1988-51-184/S0025-5718-1988-0935077-0/S0025-5718-1988-0935077-0.pdf>_ and either first or second order estimates at the boundaries.
 #
@@ -3119,146 +2168,100 @@ export def grad_fn [
 # torch.gradient(Tensor input, *, Tensor[] spacing, int? dim=None, int edge_order=1) -> Tensor[]
 # torch.gradient(Tensor input, *, Tensor[] spacing, int[] dim, int edge_order=1) -> Tensor[]
 export def gradient [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --spacing: any  # Scalar? | Scalar | Scalar[] | Tensor[]
     --dim: any  # int? | int[]
     --edge_order: int = 1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "gradient" $in $args {input: $input, spacing: $spacing, dim: $dim, edge_order: $edge_order} {edge_order: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "gradient" $in $args {spacing: $spacing, dim: $dim, edge_order: $edge_order, no_grad: $no_grad} {edge_order: 1} }
 
 # Alias for torch.gt.
 #
 # torch.greater(Tensor input, Tensor other) -> Tensor
 # torch.greater(Tensor input, Scalar other) -> Tensor
 export def greater [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "greater" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "greater" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # Alias for torch.ge.
 #
 # torch.greater_equal(Tensor input, Tensor other) -> Tensor
 # torch.greater_equal(Tensor input, Scalar other) -> Tensor
 export def greater_equal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "greater_equal" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "greater_equal" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # grid_sampler
 #
 # torch.grid_sampler(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor
 export def grid_sampler [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input grid interpolation_mode padding_mode align_corners; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --grid: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input grid interpolation_mode padding_mode align_corners; piped handles fill the tensor slots still missing
     --interpolation_mode: int  # int
     --padding_mode: int  # int
     --align_corners  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "grid_sampler" $in $args {input: $input, grid: $grid, interpolation_mode: $interpolation_mode, padding_mode: $padding_mode, align_corners: $align_corners} {align_corners: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "grid_sampler" $in $args {interpolation_mode: $interpolation_mode, padding_mode: $padding_mode, align_corners: $align_corners, no_grad: $no_grad} {align_corners: false} }
 
 # grid_sampler_2d
 #
 # torch.grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor
 export def grid_sampler_2d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input grid interpolation_mode padding_mode align_corners; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --grid: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input grid interpolation_mode padding_mode align_corners; piped handles fill the tensor slots still missing
     --interpolation_mode: int  # int
     --padding_mode: int  # int
     --align_corners  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "grid_sampler_2d" $in $args {input: $input, grid: $grid, interpolation_mode: $interpolation_mode, padding_mode: $padding_mode, align_corners: $align_corners} {align_corners: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "grid_sampler_2d" $in $args {interpolation_mode: $interpolation_mode, padding_mode: $padding_mode, align_corners: $align_corners, no_grad: $no_grad} {align_corners: false} }
 
 # grid_sampler_3d
 #
 # torch.grid_sampler_3d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor
 export def grid_sampler_3d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input grid interpolation_mode padding_mode align_corners; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --grid: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input grid interpolation_mode padding_mode align_corners; piped handles fill the tensor slots still missing
     --interpolation_mode: int  # int
     --padding_mode: int  # int
     --align_corners  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "grid_sampler_3d" $in $args {input: $input, grid: $grid, interpolation_mode: $interpolation_mode, padding_mode: $padding_mode, align_corners: $align_corners} {align_corners: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "grid_sampler_3d" $in $args {interpolation_mode: $interpolation_mode, padding_mode: $padding_mode, align_corners: $align_corners, no_grad: $no_grad} {align_corners: false} }
 
 # gru
 #
 # torch.gru(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)
 # torch.gru(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)
 export def gru [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx params… has_biases num_layers dropout train bidirectional; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --hx: any  # Tensor
-    --params: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx params… has_biases num_layers dropout train bidirectional; piped handles fill the tensor slots still missing
     --has_biases  # bool
     --num_layers: int  # int
     --dropout: number  # float
     --train  # bool
     --bidirectional  # bool
     --batch_first  # bool
-    --data: any  # Tensor
-    --batch_sizes: any  # Tensor
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "gru" $in $args {input: $input, hx: $hx, params: $params, has_biases: $has_biases, num_layers: $num_layers, dropout: $dropout, train: $train, bidirectional: $bidirectional, batch_first: $batch_first, data: $data, batch_sizes: $batch_sizes} {has_biases: false, train: false, bidirectional: false, batch_first: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "gru" $in $args {has_biases: $has_biases, num_layers: $num_layers, dropout: $dropout, train: $train, bidirectional: $bidirectional, batch_first: $batch_first, no_grad: $no_grad} {has_biases: false, train: false, bidirectional: false, batch_first: false} }
 
 # gru_cell
 #
 # torch.gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor
 export def gru_cell [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx w_ih w_hh b_ih b_hh; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --hx: any  # Tensor
-    --w_ih: any  # Tensor
-    --w_hh: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx w_ih w_hh b_ih b_hh; piped handles fill the tensor slots still missing
     --b_ih: any  # Tensor?
     --b_hh: any  # Tensor?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "gru_cell" $in $args {input: $input, hx: $hx, w_ih: $w_ih, w_hh: $w_hh, b_ih: $b_ih, b_hh: $b_hh} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "gru_cell" $in $args {b_ih: $b_ih, b_hh: $b_hh, no_grad: $no_grad} {} }
 
 # Computes \text{input} > \text{other} element-wise.
 #
 # torch.gt(Tensor input, Tensor other) -> Tensor
 # torch.gt(Tensor input, Scalar other) -> Tensor
 export def gt [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "gt" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "gt" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # Hamming window function.
 #
@@ -3267,7 +2270,7 @@ export def gt [
 # torch.hamming_window(int window_length, bool periodic, float alpha, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.hamming_window(int window_length, bool periodic, float alpha, float beta, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def hamming_window [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: window_length | window_length periodic | window_length periodic alpha | window_length periodic alpha beta; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: window_length | window_length periodic | window_length periodic alpha | window_length periodic alpha beta; piped handles fill the tensor slots still missing
     --window_length: int  # int
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -3278,17 +2281,14 @@ export def hamming_window [
     --alpha: number  # float
     --beta: number  # float
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "hamming_window" $in $args {window_length: $window_length, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, periodic: $periodic, alpha: $alpha, beta: $beta} {pin_memory: false, requires_grad: false, periodic: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "hamming_window" $in $args {window_length: $window_length, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, periodic: $periodic, alpha: $alpha, beta: $beta, no_grad: $no_grad} {pin_memory: false, requires_grad: false, periodic: false} }
 
 # Hann window function.
 #
 # torch.hann_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.hann_window(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def hann_window [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: window_length | window_length periodic; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: window_length | window_length periodic; piped handles fill the tensor slots still missing
     --window_length: int  # int
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -3297,83 +2297,59 @@ export def hann_window [
     --requires_grad  # bool
     --periodic  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "hann_window" $in $args {window_length: $window_length, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, periodic: $periodic} {pin_memory: false, requires_grad: false, periodic: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "hann_window" $in $args {window_length: $window_length, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, periodic: $periodic, no_grad: $no_grad} {pin_memory: false, requires_grad: false, periodic: false} }
 
 # Applies the hard shrinkage function element-wise.
 #
 # torch.hardshrink(Tensor input, Scalar lambd=0.5) -> Tensor
 export def hardshrink [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input lambd; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input lambd; piped handles fill the tensor slots still missing
     --lambd: number = 0.5  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "hardshrink" $in $args {input: $input, lambd: $lambd} {lambd: 0.5} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "hardshrink" $in $args {lambd: $lambd, no_grad: $no_grad} {lambd: 0.5} }
 
 # Returns a hash of all elements in the input tensor.
 #
 # torch.hash_tensor(Tensor input, int[] dim=[], *, bool keepdim=False, int mode=0) -> Tensor
 export def hash_tensor [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
     --dim: any = []  # int[]
     --keepdim  # bool
     --mode: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "hash_tensor" $in $args {input: $input, dim: $dim, keepdim: $keepdim, mode: $mode} {dim: [], keepdim: false, mode: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "hash_tensor" $in $args {dim: $dim, keepdim: $keepdim, mode: $mode, no_grad: $no_grad} {dim: [], keepdim: false, mode: 0} }
 
 # Computes the Heaviside step function for each element in input.
 #
 # torch.heaviside(Tensor input, Tensor values) -> Tensor
 export def heaviside [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input values; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --values: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input values; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "heaviside" $in $args {input: $input, values: $values} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "heaviside" $in $args {no_grad: $no_grad} {} }
 
 # Computes the histogram of a tensor.
 #
 # torch.histc(Tensor input, int bins=100, Scalar min=0, Scalar max=0) -> Tensor
 export def histc [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input bins min max; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input bins min max; piped handles fill the tensor slots still missing
     --bins: int = 100  # int
     --min: number = 0  # Scalar
     --max: number = 0  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "histc" $in $args {input: $input, bins: $bins, min: $min, max: $max} {bins: 100, min: 0, max: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "histc" $in $args {bins: $bins, min: $min, max: $max, no_grad: $no_grad} {bins: 100, min: 0, max: 0} }
 
 # Computes a histogram of the values in a tensor.
 #
 # torch.histogram(Tensor input, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)
 # torch.histogram(Tensor input, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)
 export def histogram [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input bins; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input bins; piped handles fill the tensor slots still missing
     --bins: any  # Tensor | int
     --weight: any  # Tensor?
     --density  # bool
     --range: any  # float[]?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "histogram" $in $args {input: $input, bins: $bins, weight: $weight, density: $density, range: $range} {density: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "histogram" $in $args {bins: $bins, weight: $weight, density: $density, range: $range, no_grad: $no_grad} {density: false} }
 
 # Computes a multi-dimensional histogram of the values in a tensor.
 #
@@ -3381,396 +2357,264 @@ export def histogram [
 # torch.histogramdd(Tensor input, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)
 # torch.histogramdd(Tensor input, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)
 export def histogramdd [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input bins range weight density | input bins… range weight density; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input bins range weight density | input bins… range weight density; piped handles fill the tensor slots still missing
     --bins: any  # int[] | int | Tensor[]
     --range: any  # float[]?
     --weight: any  # Tensor?
     --density  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "histogramdd" $in $args {input: $input, bins: $bins, range: $range, weight: $weight, density: $density} {density: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "histogramdd" $in $args {bins: $bins, range: $range, weight: $weight, density: $density, no_grad: $no_grad} {density: false} }
 
 # Splits input, a tensor with one or more dimensions, into multiple tensors horizontally according to indices_or_sections.
 #
 # torch.hsplit(Tensor input, int sections) -> Tensor(a)[]
 # torch.hsplit(Tensor input, int[] indices) -> Tensor(a)[]
 export def hsplit [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input sections | input indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input sections | input indices; piped handles fill the tensor slots still missing
     --sections: int  # int
     --indices: any  # int[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "hsplit" $in $args {input: $input, sections: $sections, indices: $indices} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "hsplit" $in $args {sections: $sections, indices: $indices, no_grad: $no_grad} {} }
 
 # Stack tensors in sequence horizontally (column wise).
 #
 # torch.hstack(Tensor[] tensors) -> Tensor
 export def hstack [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped input fills the leftmost tensor slots
-    --tensors: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "hstack" $in $args {tensors: $tensors} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "hstack" $in $args {no_grad: $no_grad} {} }
 
 # Given the legs of a right triangle, return its hypotenuse.
 #
 # torch.hypot(Tensor input, Tensor other) -> Tensor
 export def hypot [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "hypot" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "hypot" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.special.i0.
 #
 # torch.i0(Tensor input) -> Tensor
 export def i0 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "i0" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "i0" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.special.gammainc.
 #
 # torch.igamma(Tensor input, Tensor other) -> Tensor
 export def igamma [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "igamma" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "igamma" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.special.gammaincc.
 #
 # torch.igammac(Tensor input, Tensor other) -> Tensor
 export def igammac [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "igammac" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "igammac" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor containing imaginary values of the self tensor.
 #
 # torch.imag(Tensor input) -> Tensor(a)
 export def imag [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "imag" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "imag" $in $args {no_grad: $no_grad} {} }
 
 # Python indexing with a slice string: torch index $t '[1:3, ::2, None, -1]' (handles index too).
 #
 # index(Tensor input, str index) -> Tensor
 export def index [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input index; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input index; piped handles fill the tensor slots still missing
     --index: string  # str
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "index" $in $args {input: $input, index: $index} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "index" $in $args {index: $index, no_grad: $no_grad} {} }
 
 # See Tensor.index_add_ for function description.
 #
 # torch.index_add(Tensor input, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
 export def index_add [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index source; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index source; piped handles fill the tensor slots still missing
     --dim: int  # int
-    --index: any  # Tensor
-    --source: any  # Tensor
     --alpha: number = 1  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "index_add" $in $args {input: $input, dim: $dim, index: $index, source: $source, alpha: $alpha} {alpha: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "index_add" $in $args {dim: $dim, alpha: $alpha, no_grad: $no_grad} {alpha: 1} }
 
 # See Tensor.index_copy_ for function description.
 #
 # torch.index_copy(Tensor input, int dim, Tensor index, Tensor source) -> Tensor
 export def index_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index source; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index source; piped handles fill the tensor slots still missing
     --dim: int  # int
-    --index: any  # Tensor
-    --source: any  # Tensor
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "index_copy" $in $args {input: $input, dim: $dim, index: $index, source: $source} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "index_copy" $in $args {dim: $dim, no_grad: $no_grad} {} }
 
 # index_fill
 #
 # torch.index_fill(Tensor input, int dim, Tensor index, Tensor value) -> Tensor
 # torch.index_fill(Tensor input, int dim, Tensor index, Scalar value) -> Tensor
 export def index_fill [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index value; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index value; piped handles fill the tensor slots still missing
     --dim: int  # int
-    --index: any  # Tensor
     --value: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "index_fill" $in $args {input: $input, dim: $dim, index: $index, value: $value} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "index_fill" $in $args {dim: $dim, value: $value, no_grad: $no_grad} {} }
 
 # A copy of input with input[index] = values (or += with --accumulate). The input is not changed.
 #
 # index_put(Tensor input, str index, Tensor values, *, bool accumulate=False) -> Tensor
 export def index_put [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input index values; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input index values; piped handles fill the tensor slots still missing
     --index: string  # str
-    --values: any  # Tensor
     --accumulate  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "index_put" $in $args {input: $input, index: $index, values: $values, accumulate: $accumulate} {accumulate: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "index_put" $in $args {index: $index, accumulate: $accumulate, no_grad: $no_grad} {accumulate: false} }
 
 # See Tensor.index_reduce_ for function description.
 #
 # torch.index_reduce(Tensor input, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor
 export def index_reduce [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index source reduce; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index source reduce; piped handles fill the tensor slots still missing
     --dim: int  # int
-    --index: any  # Tensor
-    --source: any  # Tensor
     --reduce: string  # str
     --include_self: any = true  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "index_reduce" $in $args {input: $input, dim: $dim, index: $index, source: $source, reduce: $reduce, include_self: $include_self} {include_self: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "index_reduce" $in $args {dim: $dim, reduce: $reduce, include_self: $include_self, no_grad: $no_grad} {include_self: true} }
 
 # Returns a new tensor which indexes the input tensor along dimension dim using the entries in index.
 #
 # torch.index_select(Tensor input, int dim, Tensor index) -> Tensor
 export def index_select [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index; piped handles fill the tensor slots still missing
     --dim: int  # int
-    --index: any  # Tensor
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "index_select" $in $args {input: $input, dim: $dim, index: $index} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "index_select" $in $args {dim: $dim, no_grad: $no_grad} {} }
 
 # Run CMD in inference mode: like no_grad, and its results can never join a graph later.
 #
 # inference_mode(*, Argv command) -> None
 export def inference_mode [
     block: closure  # the commands to run inside
-]: any -> any {
-    torchsh block "inference_mode" $block {}
-}
+]: any -> any { torchsh block "inference_mode" $block {} }
 
 # Print a `torch` shell function that runs commands with no process each: eval "$(torch init bash)".
 #
 # init(str shell) -> str
 export def init [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: shell; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: shell; piped handles fill the tensor slots still missing
     --shell: string  # str
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "init" $in $args {shell: $shell} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "init" $in $args {shell: $shell, no_grad: $no_grad} {} }
 
 # Computes the dot product for 1D tensors.
 #
 # torch.inner(Tensor input, Tensor other) -> Tensor
 export def inner [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "inner" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "inner" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.linalg.inv.
 #
 # torch.inverse(Tensor input) -> Tensor
 export def inverse [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "inverse" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "inverse" $in $args {no_grad: $no_grad} {} }
 
 # Returns True if the data type of input is a complex data type i.e., one of torch.complex64, and torch.complex128.
 #
 # torch.is_complex(Tensor input) -> bool
 export def is_complex [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "is_complex" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "is_complex" $in $args {no_grad: $no_grad} {} }
 
 # Returns True if the input is a conjugated tensor, i.e.
 #
 # torch.is_conj(Tensor input) -> bool
 export def is_conj [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "is_conj" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "is_conj" $in $args {no_grad: $no_grad} {} }
 
 # Returns True if the data type of input is a floating point data type i.e., one of torch.float64, torch.float32, torch.float16, and torch.bfloat16.
 #
 # torch.is_floating_point(Tensor input) -> bool
 export def is_floating_point [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "is_floating_point" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "is_floating_point" $in $args {no_grad: $no_grad} {} }
 
 # Returns True if input is an inference tensor.
 #
 # torch.is_inference(Tensor input) -> bool
 export def is_inference [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "is_inference" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "is_inference" $in $args {no_grad: $no_grad} {} }
 
 # true for tensors made by the user (or under no-grad), false for results of recorded ops.
 #
 # is_leaf(Tensor input) -> bool
 export def is_leaf [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "is_leaf" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "is_leaf" $in $args {no_grad: $no_grad} {} }
 
 # is_neg
 #
 # torch.is_neg(Tensor input) -> bool
 export def is_neg [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "is_neg" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "is_neg" $in $args {no_grad: $no_grad} {} }
 
 # Returns True if the input is a single element tensor which is not equal to zero after type conversions.
 #
 # torch.is_nonzero(Tensor input) -> bool
 export def is_nonzero [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "is_nonzero" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "is_nonzero" $in $args {no_grad: $no_grad} {} }
 
 # is_same_size
 #
 # torch.is_same_size(Tensor input, Tensor other) -> bool
 export def is_same_size [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "is_same_size" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "is_same_size" $in $args {no_grad: $no_grad} {} }
 
 # is_signed
 #
 # torch.is_signed(Tensor input) -> bool
 export def is_signed [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "is_signed" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "is_signed" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with boolean elements representing if each element of input is "close" to the corresponding element of other.
 #
 # torch.isclose(Tensor input, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor
 export def isclose [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other rtol atol equal_nan; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other rtol atol equal_nan; piped handles fill the tensor slots still missing
     --rtol: number = 1e-05  # float
     --atol: number = 1e-08  # float
     --equal_nan  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "isclose" $in $args {input: $input, other: $other, rtol: $rtol, atol: $atol, equal_nan: $equal_nan} {rtol: 1e-05, atol: 1e-08, equal_nan: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "isclose" $in $args {rtol: $rtol, atol: $atol, equal_nan: $equal_nan, no_grad: $no_grad} {rtol: 1e-05, atol: 1e-08, equal_nan: false} }
 
 # Returns a new tensor with boolean elements representing if each element is finite or not.
 #
 # torch.isfinite(Tensor input) -> Tensor
 export def isfinite [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "isfinite" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "isfinite" $in $args {no_grad: $no_grad} {} }
 
 # Tests if each element of elements is in test_elements.
 #
@@ -3778,85 +2622,59 @@ export def isfinite [
 # torch.isin(Tensor elements, Scalar test_element, *, bool assume_unique=False, bool invert=False) -> Tensor
 # torch.isin(Scalar element, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor
 export def isin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: elements test_elements | elements test_element | element test_elements; piped input fills the leftmost tensor slots
-    --elements: any  # Tensor
-    --test_elements: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: elements test_elements | elements test_element | element test_elements; piped handles fill the tensor slots still missing
     --assume_unique  # bool
     --invert  # bool
     --test_element: number  # Scalar
     --element: number  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "isin" $in $args {elements: $elements, test_elements: $test_elements, assume_unique: $assume_unique, invert: $invert, test_element: $test_element, element: $element} {assume_unique: false, invert: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "isin" $in $args {assume_unique: $assume_unique, invert: $invert, test_element: $test_element, element: $element, no_grad: $no_grad} {assume_unique: false, invert: false} }
 
 # Tests if each element of input is infinite (positive or negative infinity) or not.
 #
 # torch.isinf(Tensor input) -> Tensor
 export def isinf [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "isinf" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "isinf" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with boolean elements representing if each element of input is NaN or not.
 #
 # torch.isnan(Tensor input) -> Tensor
 export def isnan [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "isnan" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "isnan" $in $args {no_grad: $no_grad} {} }
 
 # Tests if each element of input is negative infinity or not.
 #
 # torch.isneginf(Tensor input) -> Tensor
 export def isneginf [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "isneginf" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "isneginf" $in $args {no_grad: $no_grad} {} }
 
 # Tests if each element of input is positive infinity or not.
 #
 # torch.isposinf(Tensor input) -> Tensor
 export def isposinf [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "isposinf" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "isposinf" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with boolean elements representing if each element of input is real-valued or not.
 #
 # torch.isreal(Tensor input) -> Tensor
 export def isreal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "isreal" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "isreal" $in $args {no_grad: $no_grad} {} }
 
 # Inverse short time Fourier Transform.
 #
 # torch.istft(Tensor input, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor
 export def istft [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n_fft hop_length win_length window center normalized onesided length return_complex; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n_fft hop_length win_length window center normalized onesided length return_complex; piped handles fill the tensor slots still missing
     --n_fft: int  # int
     --hop_length: int  # int?
     --win_length: int  # int?
@@ -3867,22 +2685,15 @@ export def istft [
     --length: int  # int?
     --return_complex  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "istft" $in $args {input: $input, n_fft: $n_fft, hop_length: $hop_length, win_length: $win_length, window: $window, center: $center, normalized: $normalized, onesided: $onesided, length: $length, return_complex: $return_complex} {center: true, normalized: false, onesided: false, return_complex: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "istft" $in $args {n_fft: $n_fft, hop_length: $hop_length, win_length: $win_length, window: $window, center: $center, normalized: $normalized, onesided: $onesided, length: $length, return_complex: $return_complex, no_grad: $no_grad} {center: true, normalized: false, onesided: false, return_complex: false} }
 
 # The single value of a one-element tensor, as a JSON number (or true/false).
 #
 # item(Tensor input) -> Scalar
 export def item [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "item" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "item" $in $args {no_grad: $no_grad} {} --values }
 
 # Computes the Kaiser window with window length window_length and shape parameter beta.
 #
@@ -3890,7 +2701,7 @@ export def item [
 # torch.kaiser_window(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.kaiser_window(int window_length, bool periodic, float beta, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def kaiser_window [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: window_length | window_length periodic | window_length periodic beta; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: window_length | window_length periodic | window_length periodic beta; piped handles fill the tensor slots still missing
     --window_length: int  # int
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -3900,703 +2711,98 @@ export def kaiser_window [
     --periodic  # bool
     --beta: number  # float
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "kaiser_window" $in $args {window_length: $window_length, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, periodic: $periodic, beta: $beta} {pin_memory: false, requires_grad: false, periodic: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "kaiser_window" $in $args {window_length: $window_length, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, periodic: $periodic, beta: $beta, no_grad: $no_grad} {pin_memory: false, requires_grad: false, periodic: false} }
 
 # Let handles outlive the current scope: they move to the enclosing scope, or to the global registry.
 #
 # keep(Handle[] handles) -> None
 export def keep [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: handles…; piped input fills the leftmost tensor slots
-    --handles: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: handles…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "keep" $in $args {handles: $handles} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "keep" $in $args {no_grad: $no_grad} {} }
 
 # Computes the Kronecker product, denoted by \otimes, of input and other.
 #
 # torch.kron(Tensor input, Tensor other) -> Tensor
 export def kron [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "kron" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "kron" $in $args {no_grad: $no_grad} {} }
 
 # Returns a namedtuple (values, indices) where values is the k th smallest element of each row of the input tensor in the given dimension dim.
 #
 # torch.kthvalue(Tensor input, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)
 export def kthvalue [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input k dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input k dim keepdim; piped handles fill the tensor slots still missing
     --k: int  # SymInt
     --dim: int = -1  # int
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "kthvalue" $in $args {input: $input, k: $k, dim: $dim, keepdim: $keepdim} {dim: -1, keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "kthvalue" $in $args {k: $k, dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {dim: -1, keepdim: false} }
 
 # Computes the element-wise least common multiple (LCM) of input and other.
 #
 # torch.lcm(Tensor input, Tensor other) -> Tensor
 export def lcm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "lcm" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "lcm" $in $args {no_grad: $no_grad} {} }
 
 # Multiplies input by 2 ** other.
 #
 # torch.ldexp(Tensor input, Tensor other) -> Tensor
 export def ldexp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "ldexp" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "ldexp" $in $args {no_grad: $no_grad} {} }
 
 # Computes \text{input} \leq \text{other} element-wise.
 #
 # torch.le(Tensor input, Tensor other) -> Tensor
 # torch.le(Tensor input, Scalar other) -> Tensor
 export def le [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "le" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "le" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # Does a linear interpolation of two tensors start (given by input) and end based on a scalar or tensor weight and returns the resulting out tensor.
 #
 # torch.lerp(Tensor input, Tensor end, Scalar weight) -> Tensor
 # torch.lerp(Tensor input, Tensor end, Tensor weight) -> Tensor
 export def lerp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input end weight; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --end: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input end weight; piped handles fill the tensor slots still missing
     --weight: any  # Scalar | Tensor
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "lerp" $in $args {input: $input, end: $end, weight: $weight} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "lerp" $in $args {weight: $weight, no_grad: $no_grad} {} }
 
 # Alias for torch.lt.
 #
 # torch.less(Tensor input, Tensor other) -> Tensor
 # torch.less(Tensor input, Scalar other) -> Tensor
 export def less [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "less" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "less" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # Alias for torch.le.
 #
 # torch.less_equal(Tensor input, Tensor other) -> Tensor
 # torch.less_equal(Tensor input, Scalar other) -> Tensor
 export def less_equal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "less_equal" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "less_equal" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # Computes the natural logarithm of the absolute value of the gamma function on input.
 #
 # torch.lgamma(Tensor input) -> Tensor
 export def lgamma [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "lgamma" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the Cholesky decomposition of a complex Hermitian or real symmetric positive-definite matrix.
-#
-# torch.linalg.cholesky(Tensor input, *, bool upper=False) -> Tensor
-export def "linalg cholesky" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --upper  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.cholesky" $in $args {input: $input, upper: $upper} {upper: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the Cholesky decomposition of a complex Hermitian or real symmetric positive-definite matrix.
-#
-# torch.linalg.cholesky_ex(Tensor input, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)
-export def "linalg cholesky_ex" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --upper  # bool
-    --check_errors  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.cholesky_ex" $in $args {input: $input, upper: $upper, check_errors: $check_errors} {upper: false, check_errors: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the cross product of two 3-dimensional vectors.
-#
-# torch.linalg.cross(Tensor input, Tensor other, *, int dim=-1) -> Tensor
-export def "linalg cross" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
-    --dim: int = -1  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.cross" $in $args {input: $input, other: $other, dim: $dim} {dim: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the determinant of a square matrix.
-#
-# torch.linalg.det(Tensor A) -> Tensor
-export def "linalg det" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.det" $in $args {A: $A} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Alias for torch.diagonal with defaults dim1\ = -2, dim2\ = -1.
-#
-# torch.linalg.diagonal(Tensor A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)
-export def "linalg diagonal" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
-    --offset: int = 0  # int
-    --dim1: int = -2  # int
-    --dim2: int = -1  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.diagonal" $in $args {A: $A, offset: $offset, dim1: $dim1, dim2: $dim2} {offset: 0, dim1: -2, dim2: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the eigenvalue decomposition of a square matrix if it exists.
-#
-# torch.linalg.eig(Tensor input) -> (Tensor eigenvalues, Tensor eigenvectors)
-export def "linalg eig" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.eig" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the eigenvalue decomposition of a complex Hermitian or real symmetric matrix.
-#
-# torch.linalg.eigh(Tensor input, str UPLO=L) -> (Tensor eigenvalues, Tensor eigenvectors)
-export def "linalg eigh" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input UPLO; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --UPLO: string = "L"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.eigh" $in $args {input: $input, UPLO: $UPLO} {UPLO: "L"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the eigenvalues of a square matrix.
-#
-# torch.linalg.eigvals(Tensor input) -> Tensor
-export def "linalg eigvals" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.eigvals" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the eigenvalues of a complex Hermitian or real symmetric matrix.
-#
-# torch.linalg.eigvalsh(Tensor input, str UPLO=L) -> Tensor
-export def "linalg eigvalsh" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input UPLO; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --UPLO: string = "L"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.eigvalsh" $in $args {input: $input, UPLO: $UPLO} {UPLO: "L"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the first n columns of a product of Householder matrices.
-#
-# torch.linalg.householder_product(Tensor input, Tensor tau) -> Tensor
-export def "linalg householder_product" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input tau; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --tau: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.householder_product" $in $args {input: $input, tau: $tau} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the inverse of a square matrix if it exists.
-#
-# torch.linalg.inv(Tensor A) -> Tensor
-export def "linalg inv" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.inv" $in $args {A: $A} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the inverse of a square matrix if it is invertible.
-#
-# torch.linalg.inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)
-export def "linalg inv_ex" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
-    --check_errors  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.inv_ex" $in $args {A: $A, check_errors: $check_errors} {check_errors: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes a compact representation of the LDL factorization of a Hermitian or symmetric (possibly indefinite) matrix.
-#
-# torch.linalg.ldl_factor(Tensor input, *, bool hermitian=False) -> (Tensor LD, Tensor pivots)
-export def "linalg ldl_factor" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --hermitian  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.ldl_factor" $in $args {input: $input, hermitian: $hermitian} {hermitian: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# This is a version of ldl_factor that does not perform error checks unless check_errors\ = True.
-#
-# torch.linalg.ldl_factor_ex(Tensor input, *, bool hermitian=False, bool check_errors=False) -> (Tensor LD, Tensor pivots, Tensor info)
-export def "linalg ldl_factor_ex" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --hermitian  # bool
-    --check_errors  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.ldl_factor_ex" $in $args {input: $input, hermitian: $hermitian, check_errors: $check_errors} {hermitian: false, check_errors: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the solution of a system of linear equations using the LDL factorization.
-#
-# torch.linalg.ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor
-export def "linalg ldl_solve" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: LD pivots B; piped input fills the leftmost tensor slots
-    --LD: any  # Tensor
-    --pivots: any  # Tensor
-    --B: any  # Tensor
-    --hermitian  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.ldl_solve" $in $args {LD: $LD, pivots: $pivots, B: $B, hermitian: $hermitian} {hermitian: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes a solution to the least squares problem of a system of linear equations.
-#
-# torch.linalg.lstsq(Tensor input, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)
-export def "linalg lstsq" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input b rcond; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --b: any  # Tensor
-    --rcond: number  # float?
-    --driver: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.lstsq" $in $args {input: $input, b: $b, rcond: $rcond, driver: $driver} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the LU decomposition with partial pivoting of a matrix.
-#
-# torch.linalg.lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)
-export def "linalg lu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
-    --pivot: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.lu" $in $args {A: $A, pivot: $pivot} {pivot: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes a compact representation of the LU factorization with partial pivoting of a matrix.
-#
-# torch.linalg.lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)
-export def "linalg lu_factor" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
-    --pivot: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.lu_factor" $in $args {A: $A, pivot: $pivot} {pivot: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# This is a version of lu_factor that does not perform error checks unless check_errors\ = True.
-#
-# torch.linalg.lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)
-export def "linalg lu_factor_ex" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
-    --pivot: any = true  # bool
-    --check_errors  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.lu_factor_ex" $in $args {A: $A, pivot: $pivot, check_errors: $check_errors} {pivot: true, check_errors: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the solution of a square system of linear equations with a unique solution given an LU decomposition.
-#
-# torch.linalg.lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor
-export def "linalg lu_solve" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: LU pivots B; piped input fills the leftmost tensor slots
-    --LU: any  # Tensor
-    --pivots: any  # Tensor
-    --B: any  # Tensor
-    --left: any = true  # bool
-    --adjoint  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.lu_solve" $in $args {LU: $LU, pivots: $pivots, B: $B, left: $left, adjoint: $adjoint} {left: true, adjoint: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Alias for torch.matmul.
-#
-# torch.linalg.matmul(Tensor input, Tensor other) -> Tensor
-export def "linalg matmul" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.matmul" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the matrix exponential of a square matrix.
-#
-# torch.linalg.matrix_exp(Tensor input) -> Tensor
-export def "linalg matrix_exp" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.matrix_exp" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes a matrix norm.
-#
-# torch.linalg.matrix_norm(Tensor input, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
-# torch.linalg.matrix_norm(Tensor input, str ord=fro, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
-export def "linalg matrix_norm" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input ord dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --ord: any  # Scalar | str
-    --dim: any = [-2, -1]  # int[]
-    --keepdim  # bool
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.matrix_norm" $in $args {input: $input, ord: $ord, dim: $dim, keepdim: $keepdim, dtype: $dtype} {dim: [-2, -1], keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the n-th power of a square matrix for an integer n.
-#
-# torch.linalg.matrix_power(Tensor input, int n) -> Tensor
-export def "linalg matrix_power" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --n: int  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.matrix_power" $in $args {input: $input, n: $n} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the numerical rank of a matrix.
-#
-# torch.linalg.matrix_rank(Tensor input, float tol, bool hermitian=False) -> Tensor
-# torch.linalg.matrix_rank(Tensor input, Tensor tol, bool hermitian=False) -> Tensor
-# torch.linalg.matrix_rank(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor
-# torch.linalg.matrix_rank(Tensor input, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor
-export def "linalg matrix_rank" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input tol hermitian | input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --tol: any  # float | Tensor
-    --hermitian  # bool
-    --atol: any  # Tensor? | float?
-    --rtol: any  # Tensor? | float?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.matrix_rank" $in $args {input: $input, tol: $tol, hermitian: $hermitian, atol: $atol, rtol: $rtol} {hermitian: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Efficiently multiplies two or more matrices by reordering the multiplications so that the fewest arithmetic operations are performed.
-#
-# torch.linalg.multi_dot(Tensor[] tensors) -> Tensor
-export def "linalg multi_dot" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped input fills the leftmost tensor slots
-    --tensors: any  # Tensor[]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.multi_dot" $in $args {tensors: $tensors} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes a vector or matrix norm.
-#
-# torch.linalg.norm(Tensor input, Scalar? ord=None, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
-# torch.linalg.norm(Tensor input, str ord, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
-export def "linalg norm" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input ord dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --ord: any  # Scalar? | str
-    --dim: any  # int[]?
-    --keepdim  # bool
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.norm" $in $args {input: $input, ord: $ord, dim: $dim, keepdim: $keepdim, dtype: $dtype} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the pseudoinverse (Moore-Penrose inverse) of a matrix.
-#
-# torch.linalg.pinv(Tensor input, float rcond, bool hermitian=False) -> Tensor
-# torch.linalg.pinv(Tensor input, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor
-# torch.linalg.pinv(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor
-# torch.linalg.pinv(Tensor input, Tensor rcond, bool hermitian=False) -> Tensor
-export def "linalg pinv" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input rcond hermitian | input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --rcond: any  # float | Tensor
-    --hermitian  # bool
-    --atol: any  # float? | Tensor?
-    --rtol: any  # float? | Tensor?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.pinv" $in $args {input: $input, rcond: $rcond, hermitian: $hermitian, atol: $atol, rtol: $rtol} {hermitian: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the QR decomposition of a matrix.
-#
-# torch.linalg.qr(Tensor A, str mode=reduced) -> (Tensor Q, Tensor R)
-export def "linalg qr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A mode; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
-    --mode: string = "reduced"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.qr" $in $args {A: $A, mode: $mode} {mode: "reduced"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the sign and natural logarithm of the absolute value of the determinant of a square matrix.
-#
-# torch.linalg.slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)
-export def "linalg slogdet" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.slogdet" $in $args {A: $A} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the solution of a square system of linear equations with a unique solution.
-#
-# torch.linalg.solve(Tensor A, Tensor B, *, bool left=True) -> Tensor
-export def "linalg solve" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A B; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
-    --B: any  # Tensor
-    --left: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.solve" $in $args {A: $A, B: $B, left: $left} {left: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A version of solve that does not perform error checks unless check_errors\ = True.
-#
-# torch.linalg.solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)
-export def "linalg solve_ex" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A B; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
-    --B: any  # Tensor
-    --left: any = true  # bool
-    --check_errors  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.solve_ex" $in $args {A: $A, B: $B, left: $left, check_errors: $check_errors} {left: true, check_errors: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the solution of a triangular system of linear equations with a unique solution.
-#
-# torch.linalg.solve_triangular(Tensor input, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor
-export def "linalg solve_triangular" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input B; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --B: any  # Tensor
-    --upper  # bool
-    --left: any = true  # bool
-    --unitriangular  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.solve_triangular" $in $args {input: $input, B: $B, upper: $upper, left: $left, unitriangular: $unitriangular} {upper: false, left: true, unitriangular: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the singular value decomposition (SVD) of a matrix.
-#
-# torch.linalg.svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)
-export def "linalg svd" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A full_matrices; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
-    --full_matrices: any = true  # bool
-    --driver: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.svd" $in $args {A: $A, full_matrices: $full_matrices, driver: $driver} {full_matrices: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the singular values of a matrix.
-#
-# torch.linalg.svdvals(Tensor A, *, str? driver=None) -> Tensor
-export def "linalg svdvals" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
-    --driver: string  # str?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.svdvals" $in $args {A: $A, driver: $driver} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the multiplicative inverse of torch.tensordot.
-#
-# torch.linalg.tensorinv(Tensor input, int ind=2) -> Tensor
-export def "linalg tensorinv" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input ind; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --ind: int = 2  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.tensorinv" $in $args {input: $input, ind: $ind} {ind: 2} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the solution X to the system torch.tensordot(A, X) = B.
-#
-# torch.linalg.tensorsolve(Tensor input, Tensor other, int[]? dims=None) -> Tensor
-export def "linalg tensorsolve" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other dims; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
-    --dims: any  # int[]?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.tensorsolve" $in $args {input: $input, other: $other, dims: $dims} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Generates a Vandermonde matrix.
-#
-# torch.linalg.vander(Tensor x, *, SymInt? N=None) -> Tensor
-export def "linalg vander" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x; piped input fills the leftmost tensor slots
-    --x: any  # Tensor
-    --N: int  # SymInt?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.vander" $in $args {x: $x, N: $N} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the dot product of two batches of vectors along a dimension.
-#
-# torch.linalg.vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor
-export def "linalg vecdot" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x y; piped input fills the leftmost tensor slots
-    --x: any  # Tensor
-    --y: any  # Tensor
-    --dim: int = -1  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.vecdot" $in $args {x: $x, y: $y, dim: $dim} {dim: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes a vector norm.
-#
-# torch.linalg.vector_norm(Tensor input, Scalar ord=2, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
-export def "linalg vector_norm" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input ord dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --ord: number = 2  # Scalar
-    --dim: any  # int[]?
-    --keepdim  # bool
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linalg.vector_norm" $in $args {input: $input, ord: $ord, dim: $dim, keepdim: $keepdim, dtype: $dtype} {ord: 2, keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "lgamma" $in $args {no_grad: $no_grad} {} }
 
 # Creates a one-dimensional tensor of size steps whose values are evenly spaced from start to end, inclusive.
 #
@@ -4605,7 +2811,7 @@ export def "linalg vector_norm" [
 # torch.linspace(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def linspace [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: start end steps; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: start end steps; piped handles fill the tensor slots still missing
     --start: any  # Tensor | Scalar
     --end: any  # Tensor | Scalar
     --steps: int  # int
@@ -4615,30 +2821,27 @@ export def linspace [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "linspace" $in $args {start: $start, end: $end, steps: $steps, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "linspace" $in $args {start: $start, end: $end, steps: $steps, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Load tensors from a file; one handle per line (npz/safetensors/pt dicts: --json keeps the names).
 #
-# load(Path file, *, ScalarType? dtype=None) -> Tensor[]
+# load(Path file, *, ScalarType? dtype=None, str? columns=None, bool? header=None, bool no_header=False, str? delimiter=None) -> Tensor[]
 export def load [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: file; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: file; piped handles fill the tensor slots still missing
     --file: path  # Path
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
+    --columns: string  # str?
+    --header  # bool?
+    --no_header  # bool
+    --delimiter: string  # str?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "load" $in $args {file: $file, dtype: $dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "load" $in $args {file: $file, dtype: $dtype, columns: $columns, header: $header, no_header: $no_header, delimiter: $delimiter, no_grad: $no_grad} {header: false, no_header: false} }
 
 # Find the k largest (or smallest) eigenvalues and the corresponding eigenvectors of a symmetric positive definite generalized eigenvalue problem using matrix-free LOBPCG methods.
 #
 # torch.lobpcg(Tensor A, int | None k=None, Tensor | None B=None, Tensor | None X=None, int | None n=None, Tensor | None iK=None, int | None niter=None, float | None tol=None, bool | None largest=None, str | None method=None, int[]? tracker=None, Any ortho_iparams=None, Any ortho_fparams=None, Any ortho_bparams=None) -> tuple[Tensor, Tensor]
 export def lobpcg [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A k B X n iK niter tol largest method tracker ortho_iparams ortho_fparams ortho_bparams; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A k B X n iK niter tol largest method tracker ortho_iparams ortho_fparams ortho_bparams; piped handles fill the tensor slots still missing
     --k: int  # int | None
     --B: any  # Tensor | None
     --X: any  # Tensor | None
@@ -4653,173 +2856,113 @@ export def lobpcg [
     --ortho_fparams: any  # Any
     --ortho_bparams: any  # Any
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "lobpcg" $in $args {A: $A, k: $k, B: $B, X: $X, n: $n, iK: $iK, niter: $niter, tol: $tol, largest: $largest, method: $method, tracker: $tracker, ortho_iparams: $ortho_iparams, ortho_fparams: $ortho_fparams, ortho_bparams: $ortho_bparams} {largest: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "lobpcg" $in $args {k: $k, B: $B, X: $X, n: $n, iK: $iK, niter: $niter, tol: $tol, largest: $largest, method: $method, tracker: $tracker, ortho_iparams: $ortho_iparams, ortho_fparams: $ortho_fparams, ortho_bparams: $ortho_bparams, no_grad: $no_grad} {largest: false} }
 
 # Returns a new tensor with the natural logarithm of the elements of input.
 #
 # torch.log(Tensor input) -> Tensor
 export def log [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "log" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "log" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the logarithm to the base 10 of the elements of input.
 #
 # torch.log10(Tensor input) -> Tensor
 export def log10 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "log10" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "log10" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the natural logarithm of (1 + input).
 #
 # torch.log1p(Tensor input) -> Tensor
 export def log1p [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "log1p" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "log1p" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the logarithm to the base 2 of the elements of input.
 #
 # torch.log2(Tensor input) -> Tensor
 export def log2 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "log2" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "log2" $in $args {no_grad: $no_grad} {} }
 
 # Logarithm of the sum of exponentiations of the inputs.
 #
 # torch.logaddexp(Tensor input, Tensor other) -> Tensor
 export def logaddexp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "logaddexp" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "logaddexp" $in $args {no_grad: $no_grad} {} }
 
 # Logarithm of the sum of exponentiations of the inputs in base-2.
 #
 # torch.logaddexp2(Tensor input, Tensor other) -> Tensor
 export def logaddexp2 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "logaddexp2" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "logaddexp2" $in $args {no_grad: $no_grad} {} }
 
 # Returns the logarithm of the cumulative summation of the exponentiation of elements of input in the dimension dim.
 #
 # torch.logcumsumexp(Tensor input, int dim) -> Tensor
 export def logcumsumexp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
     --dim: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "logcumsumexp" $in $args {input: $input, dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "logcumsumexp" $in $args {dim: $dim, no_grad: $no_grad} {} }
 
 # Calculates log determinant of a square matrix or batches of square matrices.
 #
 # torch.logdet(Tensor input) -> Tensor
 export def logdet [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "logdet" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "logdet" $in $args {no_grad: $no_grad} {} }
 
 # Computes the element-wise logical AND of the given input tensors.
 #
 # torch.logical_and(Tensor input, Tensor other) -> Tensor
 export def logical_and [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "logical_and" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "logical_and" $in $args {no_grad: $no_grad} {} }
 
 # Computes the element-wise logical NOT of the given input tensor.
 #
 # torch.logical_not(Tensor input) -> Tensor
 export def logical_not [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "logical_not" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "logical_not" $in $args {no_grad: $no_grad} {} }
 
 # Computes the element-wise logical OR of the given input tensors.
 #
 # torch.logical_or(Tensor input, Tensor other) -> Tensor
 export def logical_or [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "logical_or" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "logical_or" $in $args {no_grad: $no_grad} {} }
 
 # Computes the element-wise logical XOR of the given input tensors.
 #
 # torch.logical_xor(Tensor input, Tensor other) -> Tensor
 export def logical_xor [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "logical_xor" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "logical_xor" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.special.logit.
 #
 # torch.logit(Tensor input, float? eps=None) -> Tensor
 export def logit [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input eps; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input eps; piped handles fill the tensor slots still missing
     --eps: number  # float?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "logit" $in $args {input: $input, eps: $eps} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "logit" $in $args {eps: $eps, no_grad: $no_grad} {} }
 
 # Creates a one-dimensional tensor of size steps whose values are evenly spaced from {{\text{{base}}}}^{{\text{{start}}}} to {{\text{{base}}}}^{{\text{{end}}}}, inclusive, on a logarithmic scale with base base.
 #
@@ -4828,7 +2971,7 @@ export def logit [
 # torch.logspace(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def logspace [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: start end steps base; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: start end steps base; piped handles fill the tensor slots still missing
     --start: any  # Tensor | Scalar
     --end: any  # Tensor | Scalar
     --steps: int  # int
@@ -4839,185 +2982,138 @@ export def logspace [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "logspace" $in $args {start: $start, end: $end, steps: $steps, base: $base, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "logspace" $in $args {start: $start, end: $end, steps: $steps, base: $base, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Returns the log of summed exponentials of each row of the input tensor in the given dimension dim.
 #
 # torch.logsumexp(Tensor input, int[] dim, bool keepdim=False) -> Tensor
 export def logsumexp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
     --dim: any  # int[]
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "logsumexp" $in $args {input: $input, dim: $dim, keepdim: $keepdim} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "logsumexp" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
 
 # lstm
 #
 # torch.lstm(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)
 # torch.lstm(Tensor data, Tensor batch_sizes, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor, Tensor)
 export def lstm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx… params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx… params… has_biases num_layers dropout train bidirectional; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --hx: any  # Tensor[]
-    --params: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx… params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx… params… has_biases num_layers dropout train bidirectional; piped handles fill the tensor slots still missing
     --has_biases  # bool
     --num_layers: int  # int
     --dropout: number  # float
     --train  # bool
     --bidirectional  # bool
     --batch_first  # bool
-    --data: any  # Tensor
-    --batch_sizes: any  # Tensor
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "lstm" $in $args {input: $input, hx: $hx, params: $params, has_biases: $has_biases, num_layers: $num_layers, dropout: $dropout, train: $train, bidirectional: $bidirectional, batch_first: $batch_first, data: $data, batch_sizes: $batch_sizes} {has_biases: false, train: false, bidirectional: false, batch_first: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "lstm" $in $args {has_biases: $has_biases, num_layers: $num_layers, dropout: $dropout, train: $train, bidirectional: $bidirectional, batch_first: $batch_first, no_grad: $no_grad} {has_biases: false, train: false, bidirectional: false, batch_first: false} }
 
 # lstm_cell
 #
 # torch.lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)
 export def lstm_cell [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx… w_ih w_hh b_ih b_hh; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --hx: any  # Tensor[]
-    --w_ih: any  # Tensor
-    --w_hh: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx… w_ih w_hh b_ih b_hh; piped handles fill the tensor slots still missing
     --b_ih: any  # Tensor?
     --b_hh: any  # Tensor?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "lstm_cell" $in $args {input: $input, hx: $hx, w_ih: $w_ih, w_hh: $w_hh, b_ih: $b_ih, b_hh: $b_hh} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "lstm_cell" $in $args {b_ih: $b_ih, b_hh: $b_hh, no_grad: $no_grad} {} }
 
 # Computes :math:\text{input} < \text{other} element-wise.
 #
 # torch.lt(Tensor input, Tensor other) -> Tensor
 # torch.lt(Tensor input, Scalar other) -> Tensor
 export def lt [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "lt" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "lt" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # Unpacks the LU decomposition returned by linalg.lu_factor into the P, L, U matrices.
 #
 # torch.lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)
 export def lu_unpack [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: LU_data LU_pivots unpack_data unpack_pivots; piped input fills the leftmost tensor slots
-    --LU_data: any  # Tensor
-    --LU_pivots: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: LU_data LU_pivots unpack_data unpack_pivots; piped handles fill the tensor slots still missing
     --unpack_data: any = true  # bool
     --unpack_pivots: any = true  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "lu_unpack" $in $args {LU_data: $LU_data, LU_pivots: $LU_pivots, unpack_data: $unpack_data, unpack_pivots: $unpack_pivots} {unpack_data: true, unpack_pivots: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "lu_unpack" $in $args {unpack_data: $unpack_data, unpack_pivots: $unpack_pivots, no_grad: $no_grad} {unpack_data: true, unpack_pivots: true} }
+
+# Accessing this property is equivalent to calling adjoint.
+#
+# torch.mH(Tensor input) -> Tensor
+export def mH [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "mH" $in $args {no_grad: $no_grad} {} }
+
+# Returns a view of this tensor with the last two dimensions transposed.
+#
+# torch.mT(Tensor input) -> Tensor
+export def mT [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "mT" $in $args {no_grad: $no_grad} {} }
 
 # Seed PyTorch's global RNG: later draws equal Python's torch.manual_seed(N) then the same calls.
 #
 # manual_seed(int seed) -> None
 export def manual_seed [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: seed; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: seed; piped handles fill the tensor slots still missing
     --seed: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "manual_seed" $in $args {seed: $seed} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "manual_seed" $in $args {seed: $seed, no_grad: $no_grad} {} }
 
 # masked_fill
 #
 # torch.masked_fill(Tensor input, Tensor mask, Scalar value) -> Tensor
 # torch.masked_fill(Tensor input, Tensor mask, Tensor value) -> Tensor
 export def masked_fill [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mask value; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --mask: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mask value; piped handles fill the tensor slots still missing
     --value: any  # Scalar | Tensor
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "masked_fill" $in $args {input: $input, mask: $mask, value: $value} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "masked_fill" $in $args {value: $value, no_grad: $no_grad} {} }
 
 # masked_scatter
 #
 # torch.masked_scatter(Tensor input, Tensor mask, Tensor source) -> Tensor
 export def masked_scatter [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mask source; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --mask: any  # Tensor
-    --source: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mask source; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "masked_scatter" $in $args {input: $input, mask: $mask, source: $source} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "masked_scatter" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new 1-D tensor which indexes the input tensor according to the boolean mask mask which is a BoolTensor.
 #
 # torch.masked_select(Tensor input, Tensor mask) -> Tensor
 export def masked_select [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mask; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --mask: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mask; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "masked_select" $in $args {input: $input, mask: $mask} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "masked_select" $in $args {no_grad: $no_grad} {} }
 
 # Matrix product of two tensors.
 #
 # torch.matmul(Tensor input, Tensor other) -> Tensor
 export def matmul [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "matmul" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "matmul" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.linalg.matrix_exp.
 #
 # torch.matrix_exp(Tensor input) -> Tensor
 export def matrix_exp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "matrix_exp" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "matrix_exp" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.linalg.matrix_power.
 #
 # torch.matrix_power(Tensor input, int n) -> Tensor
 export def matrix_power [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n; piped handles fill the tensor slots still missing
     --n: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "matrix_power" $in $args {input: $input, n: $n} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "matrix_power" $in $args {n: $n, no_grad: $no_grad} {} }
 
 # Returns the maximum value of all elements in the input tensor.
 #
@@ -5025,74 +3121,52 @@ export def matrix_power [
 # torch.max(Tensor input) -> Tensor
 # torch.max(Tensor input, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 export def max [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input | input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input | input dim keepdim; piped handles fill the tensor slots still missing
     --dim: int  # int
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "max" $in $args {input: $input, other: $other, dim: $dim, keepdim: $keepdim} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "max" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
 
 # Computes the element-wise maximum of input and other.
 #
 # torch.maximum(Tensor input, Tensor other) -> Tensor
 export def maximum [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "maximum" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "maximum" $in $args {no_grad: $no_grad} {} }
 
 # .
 #
 # torch.mean(Tensor input, *, ScalarType? dtype=None) -> Tensor
 # torch.mean(Tensor input, int[]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 export def mean [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped handles fill the tensor slots still missing
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --dim: any  # int[]?
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "mean" $in $args {input: $input, dtype: $dtype, dim: $dim, keepdim: $keepdim} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "mean" $in $args {dtype: $dtype, dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
 
 # Returns the median of the values in input.
 #
 # torch.median(Tensor input) -> Tensor
 # torch.median(Tensor input, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 export def median [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped handles fill the tensor slots still missing
     --dim: int  # int
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "median" $in $args {input: $input, dim: $dim, keepdim: $keepdim} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "median" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
 
 # Creates grids of coordinates specified by the 1D inputs in attr:tensors.
 #
 # torch.meshgrid(*Tensor tensors) -> Tensor[]
 # torch.meshgrid(*Tensor tensors, *, str indexing) -> Tensor[]
 export def meshgrid [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped input fills the leftmost tensor slots
-    --tensors: any  # *Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
     --indexing: string  # str
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "meshgrid" $in $args {tensors: $tensors, indexing: $indexing} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "meshgrid" $in $args {indexing: $indexing, no_grad: $no_grad} {} }
 
 # Returns the minimum value of all elements in the input tensor.
 #
@@ -5100,276 +3174,196 @@ export def meshgrid [
 # torch.min(Tensor input) -> Tensor
 # torch.min(Tensor input, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 export def min [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input | input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input | input dim keepdim; piped handles fill the tensor slots still missing
     --dim: int  # int
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "min" $in $args {input: $input, other: $other, dim: $dim, keepdim: $keepdim} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "min" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
 
 # Computes the element-wise minimum of input and other.
 #
 # torch.minimum(Tensor input, Tensor other) -> Tensor
 export def minimum [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "minimum" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "minimum" $in $args {no_grad: $no_grad} {} }
 
 # Performs a matrix multiplication of the matrices input and mat2.
 #
 # torch.mm(Tensor input, Tensor mat2) -> Tensor
 # torch.mm(Tensor input, Tensor mat2, ScalarType out_dtype) -> Tensor
 export def mm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mat2 | input mat2 out_dtype; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --mat2: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mat2 | input mat2 out_dtype; piped handles fill the tensor slots still missing
     --out_dtype: string@"nu-complete torch dtypes"  # ScalarType
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "mm" $in $args {input: $input, mat2: $mat2, out_dtype: $out_dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "mm" $in $args {out_dtype: $out_dtype, no_grad: $no_grad} {} }
 
 # Returns a namedtuple (values, indices) where values is the mode value of each row of the input tensor in the given dimension dim, i.e.
 #
 # torch.mode(Tensor input, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)
 export def mode [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
     --dim: int = -1  # int
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "mode" $in $args {input: $input, dim: $dim, keepdim: $keepdim} {dim: -1, keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "mode" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {dim: -1, keepdim: false} }
 
 # Alias for torch.movedim.
 #
 # torch.moveaxis(Tensor input, int[] source, int[] destination) -> Tensor(a)
 # torch.moveaxis(Tensor input, int source, int destination) -> Tensor(a)
 export def moveaxis [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input source destination; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input source destination; piped handles fill the tensor slots still missing
     --source: any  # int[] | int
     --destination: any  # int[] | int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "moveaxis" $in $args {input: $input, source: $source, destination: $destination} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "moveaxis" $in $args {source: $source, destination: $destination, no_grad: $no_grad} {} }
 
 # Moves the dimension(s) of input at the position(s) in source to the position(s) in destination.
 #
 # torch.movedim(Tensor input, int source, int destination) -> Tensor(a)
 # torch.movedim(Tensor input, int[] source, int[] destination) -> Tensor(a)
 export def movedim [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input source destination; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input source destination; piped handles fill the tensor slots still missing
     --source: any  # int | int[]
     --destination: any  # int | int[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "movedim" $in $args {input: $input, source: $source, destination: $destination} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "movedim" $in $args {source: $source, destination: $destination, no_grad: $no_grad} {} }
 
 # Sorts the elements of the input tensor along its first dimension in ascending order by value.
 #
 # torch.msort(Tensor input) -> Tensor
 export def msort [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "msort" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "msort" $in $args {no_grad: $no_grad} {} }
 
 # Multiplies input by other.
 #
 # torch.mul(Tensor input, Tensor other) -> Tensor
 # torch.mul(Tensor input, Scalar other) -> Tensor
 export def mul [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "mul" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "mul" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # Returns a tensor where each row contains num_samples indices sampled from the multinomial (a stricter definition would be multivariate, refer to torch.distributions.multinomial.Multinomial for more details) probability distribution located in the corresponding row of tensor input.
 #
 # torch.multinomial(Tensor input, SymInt num_samples, bool replacement=False) -> Tensor
 export def multinomial [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input num_samples replacement; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input num_samples replacement; piped handles fill the tensor slots still missing
     --num_samples: int  # SymInt
     --replacement  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "multinomial" $in $args {input: $input, num_samples: $num_samples, replacement: $replacement} {replacement: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "multinomial" $in $args {num_samples: $num_samples, replacement: $replacement, no_grad: $no_grad} {replacement: false} }
 
 # Alias for torch.mul.
 #
 # torch.multiply(Tensor input, Tensor other) -> Tensor
 # torch.multiply(Tensor input, Scalar other) -> Tensor
 export def multiply [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "multiply" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "multiply" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # Performs a matrix-vector product of the matrix input and the vector vec.
 #
 # torch.mv(Tensor input, Tensor vec) -> Tensor
 export def mv [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input vec; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --vec: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input vec; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "mv" $in $args {input: $input, vec: $vec} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "mv" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.special.multigammaln.
 #
 # torch.mvlgamma(Tensor input, int p) -> Tensor
 export def mvlgamma [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p; piped handles fill the tensor slots still missing
     --p: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "mvlgamma" $in $args {input: $input, p: $p} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "mvlgamma" $in $args {p: $p, no_grad: $no_grad} {} }
 
 # Replaces :literal:NaN, positive infinity, and negative infinity values in input with the values specified by nan, posinf, and neginf, respectively.
 #
 # torch.nan_to_num(Tensor input, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
 export def nan_to_num [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input nan posinf neginf; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input nan posinf neginf; piped handles fill the tensor slots still missing
     --nan: number  # float?
     --posinf: number  # float?
     --neginf: number  # float?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nan_to_num" $in $args {input: $input, nan: $nan, posinf: $posinf, neginf: $neginf} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nan_to_num" $in $args {nan: $nan, posinf: $posinf, neginf: $neginf, no_grad: $no_grad} {} }
 
 # Computes the mean of all non-NaN elements along the specified dimensions.
 #
 # torch.nanmean(Tensor input, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 export def nanmean [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
     --dim: any  # int[]?
     --keepdim  # bool
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nanmean" $in $args {input: $input, dim: $dim, keepdim: $keepdim, dtype: $dtype} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nanmean" $in $args {dim: $dim, keepdim: $keepdim, dtype: $dtype, no_grad: $no_grad} {keepdim: false} }
 
 # Returns the median of the values in input, ignoring NaN values.
 #
 # torch.nanmedian(Tensor input) -> Tensor
 # torch.nanmedian(Tensor input, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 export def nanmedian [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped handles fill the tensor slots still missing
     --dim: int  # int
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nanmedian" $in $args {input: $input, dim: $dim, keepdim: $keepdim} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nanmedian" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
 
 # This is a variant of torch.quantile that "ignores" NaN values, computing the quantiles q as if NaN values in input did not exist.
 #
 # torch.nanquantile(Tensor input, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation=linear) -> Tensor
 # torch.nanquantile(Tensor input, float q, int? dim=None, bool keepdim=False, *, str interpolation=linear) -> Tensor
 export def nanquantile [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input q dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input q dim keepdim; piped handles fill the tensor slots still missing
     --q: any  # Tensor | float
     --dim: int  # int?
     --keepdim  # bool
     --interpolation: string = "linear"  # str
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nanquantile" $in $args {input: $input, q: $q, dim: $dim, keepdim: $keepdim, interpolation: $interpolation} {keepdim: false, interpolation: "linear"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nanquantile" $in $args {q: $q, dim: $dim, keepdim: $keepdim, interpolation: $interpolation, no_grad: $no_grad} {keepdim: false, interpolation: "linear"} }
 
 # Returns the sum of all elements, treating Not a Numbers (NaNs) as zero.
 #
 # torch.nansum(Tensor input, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 export def nansum [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
     --dim: any  # int[]?
     --keepdim  # bool
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nansum" $in $args {input: $input, dim: $dim, keepdim: $keepdim, dtype: $dtype} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nansum" $in $args {dim: $dim, keepdim: $keepdim, dtype: $dtype, no_grad: $no_grad} {keepdim: false} }
 
 # Returns a new tensor that is a narrowed version of input tensor.
 #
 # torch.narrow(Tensor input, int dim, SymInt start, SymInt length) -> Tensor(a)
 # torch.narrow(Tensor input, int dim, Tensor start, SymInt length) -> Tensor(a)
 export def narrow [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim start length; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim start length; piped handles fill the tensor slots still missing
     --dim: int  # int
     --start: any  # SymInt | Tensor
     --length: int  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "narrow" $in $args {input: $input, dim: $dim, start: $start, length: $length} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "narrow" $in $args {dim: $dim, start: $start, length: $length, no_grad: $no_grad} {} }
 
 # Same as Tensor.narrow except this returns a copy rather than shared storage.
 #
 # torch.narrow_copy(Tensor input, int dim, SymInt start, SymInt length) -> Tensor
 export def narrow_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim start length; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim start length; piped handles fill the tensor slots still missing
     --dim: int  # int
     --start: int  # SymInt
     --length: int  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "narrow_copy" $in $args {input: $input, dim: $dim, start: $start, length: $length} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "narrow_copy" $in $args {dim: $dim, start: $start, length: $length, no_grad: $no_grad} {} }
 
 # Computes \text{input} \neq \text{other} element-wise.
 #
@@ -5377,2824 +3371,57 @@ export def narrow_copy [
 # torch.ne(Tensor input, Scalar other) -> Tensor
 # torch.ne(Tensor[] a, Tensor[] b) -> bool
 export def ne [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | a… b…; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | a… b…; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
-    --a: any  # Tensor[]
-    --b: any  # Tensor[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "ne" $in $args {input: $input, other: $other, a: $a, b: $b} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "ne" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # Returns a new tensor with the negative of the elements of input.
 #
 # torch.neg(Tensor input) -> Tensor
 export def neg [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "neg" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "neg" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.neg.
 #
 # torch.negative(Tensor input) -> Tensor
 export def negative [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "negative" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "negative" $in $args {no_grad: $no_grad} {} }
 
 # Return the next floating-point value after input towards other, elementwise.
 #
 # torch.nextafter(Tensor input, Tensor other) -> Tensor
 export def nextafter [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nextafter" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1D adaptive average pooling over an input signal composed of several input planes.
-#
-# nn.adaptive_avg_pool1d(int | None | tuple[int | None, ...] output_size) -> Module
-export def "nn adaptive_avg_pool1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: output_size; piped input fills the leftmost tensor slots
-    --output_size: any  # int | None | tuple[int | None, ...]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.adaptive_avg_pool1d" $in $args {output_size: $output_size} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D adaptive average pooling over an input signal composed of several input planes.
-#
-# nn.adaptive_avg_pool2d(int | None | tuple[int | None, ...] output_size) -> Module
-export def "nn adaptive_avg_pool2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: output_size; piped input fills the leftmost tensor slots
-    --output_size: any  # int | None | tuple[int | None, ...]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.adaptive_avg_pool2d" $in $args {output_size: $output_size} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 3D adaptive average pooling over an input signal composed of several input planes.
-#
-# nn.adaptive_avg_pool3d(int | None | tuple[int | None, ...] output_size) -> Module
-export def "nn adaptive_avg_pool3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: output_size; piped input fills the leftmost tensor slots
-    --output_size: any  # int | None | tuple[int | None, ...]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.adaptive_avg_pool3d" $in $args {output_size: $output_size} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Efficient softmax approximation.
-#
-# nn.adaptive_log_softmax_with_loss(int in_features, int n_classes, int[] cutoffs, float div_value=4.0, bool head_bias=False, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn adaptive_log_softmax_with_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: in_features n_classes cutoffs div_value head_bias device dtype; piped input fills the leftmost tensor slots
-    --in_features: int  # int
-    --n_classes: int  # int
-    --cutoffs: any  # int[]
-    --div_value: number = 4.0  # float
-    --head_bias  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.adaptive_log_softmax_with_loss" $in $args {in_features: $in_features, n_classes: $n_classes, cutoffs: $cutoffs, div_value: $div_value, head_bias: $head_bias, device: $device, dtype: $dtype} {div_value: 4.0, head_bias: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1D adaptive max pooling over an input signal composed of several input planes.
-#
-# nn.adaptive_max_pool1d(int | None | tuple[int | None, ...] output_size, bool return_indices=False) -> Module
-export def "nn adaptive_max_pool1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: output_size return_indices; piped input fills the leftmost tensor slots
-    --output_size: any  # int | None | tuple[int | None, ...]
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.adaptive_max_pool1d" $in $args {output_size: $output_size, return_indices: $return_indices} {return_indices: false} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D adaptive max pooling over an input signal composed of several input planes.
-#
-# nn.adaptive_max_pool2d(int | None | tuple[int | None, ...] output_size, bool return_indices=False) -> Module
-export def "nn adaptive_max_pool2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: output_size return_indices; piped input fills the leftmost tensor slots
-    --output_size: any  # int | None | tuple[int | None, ...]
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.adaptive_max_pool2d" $in $args {output_size: $output_size, return_indices: $return_indices} {return_indices: false} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 3D adaptive max pooling over an input signal composed of several input planes.
-#
-# nn.adaptive_max_pool3d(int | None | tuple[int | None, ...] output_size, bool return_indices=False) -> Module
-export def "nn adaptive_max_pool3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: output_size return_indices; piped input fills the leftmost tensor slots
-    --output_size: any  # int | None | tuple[int | None, ...]
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.adaptive_max_pool3d" $in $args {output_size: $output_size, return_indices: $return_indices} {return_indices: false} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies Alpha Dropout over the input.
-#
-# nn.alpha_dropout(float p=0.5) -> Module
-export def "nn alpha_dropout" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: p; piped input fills the leftmost tensor slots
-    --p: number = 0.5  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.alpha_dropout" $in $args {p: $p} {p: 0.5} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1D average pooling over an input signal composed of several input planes.
-#
-# nn.avg_pool1d(int | tuple[int] kernel_size, int | tuple[int] stride=None, int | tuple[int] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Module
-export def "nn avg_pool1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: kernel_size stride padding ceil_mode count_include_pad; piped input fills the leftmost tensor slots
-    --kernel_size: any  # int | tuple[int]
-    --stride: any  # int | tuple[int]
-    --padding: any = 0  # int | tuple[int]
-    --ceil_mode  # bool
-    --count_include_pad: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.avg_pool1d" $in $args {kernel_size: $kernel_size, stride: $stride, padding: $padding, ceil_mode: $ceil_mode, count_include_pad: $count_include_pad} {padding: 0, ceil_mode: false, count_include_pad: true} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D average pooling over an input signal composed of several input planes.
-#
-# nn.avg_pool2d(int | tuple[int, int] kernel_size, int | tuple[int, int] | None stride=None, int | tuple[int, int] padding=0, bool ceil_mode=False, bool count_include_pad=True, int divisor_override=None) -> Module
-export def "nn avg_pool2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: kernel_size stride padding ceil_mode count_include_pad divisor_override; piped input fills the leftmost tensor slots
-    --kernel_size: any  # int | tuple[int, int]
-    --stride: any  # int | tuple[int, int] | None
-    --padding: any = 0  # int | tuple[int, int]
-    --ceil_mode  # bool
-    --count_include_pad: any = true  # bool
-    --divisor_override: int  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.avg_pool2d" $in $args {kernel_size: $kernel_size, stride: $stride, padding: $padding, ceil_mode: $ceil_mode, count_include_pad: $count_include_pad, divisor_override: $divisor_override} {padding: 0, ceil_mode: false, count_include_pad: true} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 3D average pooling over an input signal composed of several input planes.
-#
-# nn.avg_pool3d(int | tuple[int, int, int] kernel_size, int | tuple[int, int, int] | None stride=None, int | tuple[int, int, int] padding=0, bool ceil_mode=False, bool count_include_pad=True, int divisor_override=None) -> Module
-export def "nn avg_pool3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: kernel_size stride padding ceil_mode count_include_pad divisor_override; piped input fills the leftmost tensor slots
-    --kernel_size: any  # int | tuple[int, int, int]
-    --stride: any  # int | tuple[int, int, int] | None
-    --padding: any = 0  # int | tuple[int, int, int]
-    --ceil_mode  # bool
-    --count_include_pad: any = true  # bool
-    --divisor_override: int  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.avg_pool3d" $in $args {kernel_size: $kernel_size, stride: $stride, padding: $padding, ceil_mode: $ceil_mode, count_include_pad: $count_include_pad, divisor_override: $divisor_override} {padding: 0, ceil_mode: false, count_include_pad: true} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies Batch Normalization over a 2D or 3D input.
-#
-# nn.batch_norm1d(int num_features, float eps=1e-05, float momentum=0.1, bool affine=True, bool track_running_stats=True, Device? device=None, ScalarType? dtype=None, *, bool bias=True) -> Module
-export def "nn batch_norm1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: num_features eps momentum affine track_running_stats device dtype; piped input fills the leftmost tensor slots
-    --num_features: int  # int
-    --eps: number = 1e-05  # float
-    --momentum: number = 0.1  # float
-    --affine: any = true  # bool
-    --track_running_stats: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --bias: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.batch_norm1d" $in $args {num_features: $num_features, eps: $eps, momentum: $momentum, affine: $affine, track_running_stats: $track_running_stats, device: $device, dtype: $dtype, bias: $bias} {eps: 1e-05, momentum: 0.1, affine: true, track_running_stats: true, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies Batch Normalization over a 4D input.
-#
-# nn.batch_norm2d(int num_features, float eps=1e-05, float momentum=0.1, bool affine=True, bool track_running_stats=True, Device? device=None, ScalarType? dtype=None, *, bool bias=True) -> Module
-export def "nn batch_norm2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: num_features eps momentum affine track_running_stats device dtype; piped input fills the leftmost tensor slots
-    --num_features: int  # int
-    --eps: number = 1e-05  # float
-    --momentum: number = 0.1  # float
-    --affine: any = true  # bool
-    --track_running_stats: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --bias: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.batch_norm2d" $in $args {num_features: $num_features, eps: $eps, momentum: $momentum, affine: $affine, track_running_stats: $track_running_stats, device: $device, dtype: $dtype, bias: $bias} {eps: 1e-05, momentum: 0.1, affine: true, track_running_stats: true, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies Batch Normalization over a 5D input.
-#
-# nn.batch_norm3d(int num_features, float eps=1e-05, float momentum=0.1, bool affine=True, bool track_running_stats=True, Device? device=None, ScalarType? dtype=None, *, bool bias=True) -> Module
-export def "nn batch_norm3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: num_features eps momentum affine track_running_stats device dtype; piped input fills the leftmost tensor slots
-    --num_features: int  # int
-    --eps: number = 1e-05  # float
-    --momentum: number = 0.1  # float
-    --affine: any = true  # bool
-    --track_running_stats: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --bias: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.batch_norm3d" $in $args {num_features: $num_features, eps: $eps, momentum: $momentum, affine: $affine, track_running_stats: $track_running_stats, device: $device, dtype: $dtype, bias: $bias} {eps: 1e-05, momentum: 0.1, affine: true, track_running_stats: true, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Creates a criterion that measures the Binary Cross Entropy between the target and the input probabilities:.
-#
-# nn.bce_loss(Tensor? weight=None, str reduction=mean) -> Module
-export def "nn bce_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: weight reduction; piped input fills the leftmost tensor slots
-    --weight: any  # Tensor?
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.bce_loss" $in $args {weight: $weight, reduction: $reduction} {reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# This loss combines a Sigmoid layer and the BCELoss in one single class.
-#
-# nn.bce_with_logits_loss(Tensor? weight=None, str reduction=mean, Tensor? pos_weight=None) -> Module
-export def "nn bce_with_logits_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: weight reduction pos_weight; piped input fills the leftmost tensor slots
-    --weight: any  # Tensor?
-    --reduction: string = "mean"  # str
-    --pos_weight: any  # Tensor?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.bce_with_logits_loss" $in $args {weight: $weight, reduction: $reduction, pos_weight: $pos_weight} {reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a bilinear transformation to the incoming data: y = x_1^T A x_2 + b.
-#
-# nn.bilinear(int in1_features, int in2_features, int out_features, bool bias=True, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn bilinear" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: in1_features in2_features out_features bias device dtype; piped input fills the leftmost tensor slots
-    --in1_features: int  # int
-    --in2_features: int  # int
-    --out_features: int  # int
-    --bias: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.bilinear" $in $args {in1_features: $in1_features, in2_features: $in2_features, out_features: $out_features, bias: $bias, device: $device, dtype: $dtype} {bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the CELU function element-wise.
-#
-# nn.celu(float alpha=1.0) -> Module
-export def "nn celu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: alpha; piped input fills the leftmost tensor slots
-    --alpha: number = 1.0  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.celu" $in $args {alpha: $alpha} {alpha: 1.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Divides and rearranges the channels in a tensor.
-#
-# nn.channel_shuffle(int groups) -> Module
-export def "nn channel_shuffle" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: groups; piped input fills the leftmost tensor slots
-    --groups: int  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.channel_shuffle" $in $args {groups: $groups} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads the input tensor using circular padding of the input boundary.
-#
-# nn.circular_pad1d(int | tuple[int, int] padding) -> Module
-export def "nn circular_pad1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: padding; piped input fills the leftmost tensor slots
-    --padding: any  # int | tuple[int, int]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.circular_pad1d" $in $args {padding: $padding} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads the input tensor using circular padding of the input boundary.
-#
-# nn.circular_pad2d(int | tuple[int, int, int, int] padding) -> Module
-export def "nn circular_pad2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: padding; piped input fills the leftmost tensor slots
-    --padding: any  # int | tuple[int, int, int, int]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.circular_pad2d" $in $args {padding: $padding} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads the input tensor using circular padding of the input boundary.
-#
-# nn.circular_pad3d(int | tuple[int, int, int, int, int, int] padding) -> Module
-export def "nn circular_pad3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: padding; piped input fills the leftmost tensor slots
-    --padding: any  # int | tuple[int, int, int, int, int, int]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.circular_pad3d" $in $args {padding: $padding} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads the input tensor boundaries with a constant value.
-#
-# nn.constant_pad1d(int | tuple[int, int] padding, float value) -> Module
-export def "nn constant_pad1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: padding value; piped input fills the leftmost tensor slots
-    --padding: any  # int | tuple[int, int]
-    --value: number  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.constant_pad1d" $in $args {padding: $padding, value: $value} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads the input tensor boundaries with a constant value.
-#
-# nn.constant_pad2d(int | tuple[int, int, int, int] padding, float value) -> Module
-export def "nn constant_pad2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: padding value; piped input fills the leftmost tensor slots
-    --padding: any  # int | tuple[int, int, int, int]
-    --value: number  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.constant_pad2d" $in $args {padding: $padding, value: $value} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads the input tensor boundaries with a constant value.
-#
-# nn.constant_pad3d(int | tuple[int, int, int, int, int, int] padding, float value) -> Module
-export def "nn constant_pad3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: padding value; piped input fills the leftmost tensor slots
-    --padding: any  # int | tuple[int, int, int, int, int, int]
-    --value: number  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.constant_pad3d" $in $args {padding: $padding, value: $value} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1D convolution over an input signal composed of several input planes.
-#
-# nn.conv1d(int in_channels, int out_channels, int | tuple[int] kernel_size, int | tuple[int] stride=1, str | int | tuple[int] padding=0, int | tuple[int] dilation=1, int groups=1, bool bias=True, str padding_mode=zeros, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn conv1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: in_channels out_channels kernel_size stride padding dilation groups bias padding_mode device dtype; piped input fills the leftmost tensor slots
-    --in_channels: int  # int
-    --out_channels: int  # int
-    --kernel_size: any  # int | tuple[int]
-    --stride: any = 1  # int | tuple[int]
-    --padding: any = 0  # str | int | tuple[int]
-    --dilation: any = 1  # int | tuple[int]
-    --groups: int = 1  # int
-    --bias: any = true  # bool
-    --padding_mode: string = "zeros"  # str
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.conv1d" $in $args {in_channels: $in_channels, out_channels: $out_channels, kernel_size: $kernel_size, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups, bias: $bias, padding_mode: $padding_mode, device: $device, dtype: $dtype} {stride: 1, padding: 0, dilation: 1, groups: 1, bias: true, padding_mode: "zeros"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D convolution over an input signal composed of several input planes.
-#
-# nn.conv2d(int in_channels, int out_channels, int | tuple[int, int] kernel_size, int | tuple[int, int] stride=1, str | int | tuple[int, int] padding=0, int | tuple[int, int] dilation=1, int groups=1, bool bias=True, str padding_mode=zeros, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn conv2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: in_channels out_channels kernel_size stride padding dilation groups bias padding_mode device dtype; piped input fills the leftmost tensor slots
-    --in_channels: int  # int
-    --out_channels: int  # int
-    --kernel_size: any  # int | tuple[int, int]
-    --stride: any = 1  # int | tuple[int, int]
-    --padding: any = 0  # str | int | tuple[int, int]
-    --dilation: any = 1  # int | tuple[int, int]
-    --groups: int = 1  # int
-    --bias: any = true  # bool
-    --padding_mode: string = "zeros"  # str
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.conv2d" $in $args {in_channels: $in_channels, out_channels: $out_channels, kernel_size: $kernel_size, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups, bias: $bias, padding_mode: $padding_mode, device: $device, dtype: $dtype} {stride: 1, padding: 0, dilation: 1, groups: 1, bias: true, padding_mode: "zeros"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 3D convolution over an input signal composed of several input planes.
-#
-# nn.conv3d(int in_channels, int out_channels, int | tuple[int, int, int] kernel_size, int | tuple[int, int, int] stride=1, str | int | tuple[int, int, int] padding=0, int | tuple[int, int, int] dilation=1, int groups=1, bool bias=True, str padding_mode=zeros, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn conv3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: in_channels out_channels kernel_size stride padding dilation groups bias padding_mode device dtype; piped input fills the leftmost tensor slots
-    --in_channels: int  # int
-    --out_channels: int  # int
-    --kernel_size: any  # int | tuple[int, int, int]
-    --stride: any = 1  # int | tuple[int, int, int]
-    --padding: any = 0  # str | int | tuple[int, int, int]
-    --dilation: any = 1  # int | tuple[int, int, int]
-    --groups: int = 1  # int
-    --bias: any = true  # bool
-    --padding_mode: string = "zeros"  # str
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.conv3d" $in $args {in_channels: $in_channels, out_channels: $out_channels, kernel_size: $kernel_size, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups, bias: $bias, padding_mode: $padding_mode, device: $device, dtype: $dtype} {stride: 1, padding: 0, dilation: 1, groups: 1, bias: true, padding_mode: "zeros"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1D transposed convolution operator over an input image composed of several input planes.
-#
-# nn.conv_transpose1d(int in_channels, int out_channels, int | tuple[int] kernel_size, int | tuple[int] stride=1, int | tuple[int] padding=0, int | tuple[int] output_padding=0, int groups=1, bool bias=True, int | tuple[int] dilation=1, str padding_mode=zeros, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn conv_transpose1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: in_channels out_channels kernel_size stride padding output_padding groups bias dilation padding_mode device dtype; piped input fills the leftmost tensor slots
-    --in_channels: int  # int
-    --out_channels: int  # int
-    --kernel_size: any  # int | tuple[int]
-    --stride: any = 1  # int | tuple[int]
-    --padding: any = 0  # int | tuple[int]
-    --output_padding: any = 0  # int | tuple[int]
-    --groups: int = 1  # int
-    --bias: any = true  # bool
-    --dilation: any = 1  # int | tuple[int]
-    --padding_mode: string = "zeros"  # str
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.conv_transpose1d" $in $args {in_channels: $in_channels, out_channels: $out_channels, kernel_size: $kernel_size, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, bias: $bias, dilation: $dilation, padding_mode: $padding_mode, device: $device, dtype: $dtype} {stride: 1, padding: 0, output_padding: 0, groups: 1, bias: true, dilation: 1, padding_mode: "zeros"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D transposed convolution operator over an input image composed of several input planes.
-#
-# nn.conv_transpose2d(int in_channels, int out_channels, int | tuple[int, int] kernel_size, int | tuple[int, int] stride=1, int | tuple[int, int] padding=0, int | tuple[int, int] output_padding=0, int groups=1, bool bias=True, int | tuple[int, int] dilation=1, str padding_mode=zeros, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn conv_transpose2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: in_channels out_channels kernel_size stride padding output_padding groups bias dilation padding_mode device dtype; piped input fills the leftmost tensor slots
-    --in_channels: int  # int
-    --out_channels: int  # int
-    --kernel_size: any  # int | tuple[int, int]
-    --stride: any = 1  # int | tuple[int, int]
-    --padding: any = 0  # int | tuple[int, int]
-    --output_padding: any = 0  # int | tuple[int, int]
-    --groups: int = 1  # int
-    --bias: any = true  # bool
-    --dilation: any = 1  # int | tuple[int, int]
-    --padding_mode: string = "zeros"  # str
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.conv_transpose2d" $in $args {in_channels: $in_channels, out_channels: $out_channels, kernel_size: $kernel_size, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, bias: $bias, dilation: $dilation, padding_mode: $padding_mode, device: $device, dtype: $dtype} {stride: 1, padding: 0, output_padding: 0, groups: 1, bias: true, dilation: 1, padding_mode: "zeros"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 3D transposed convolution operator over an input image composed of several input planes.
-#
-# nn.conv_transpose3d(int in_channels, int out_channels, int | tuple[int, int, int] kernel_size, int | tuple[int, int, int] stride=1, int | tuple[int, int, int] padding=0, int | tuple[int, int, int] output_padding=0, int groups=1, bool bias=True, int | tuple[int, int, int] dilation=1, str padding_mode=zeros, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn conv_transpose3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: in_channels out_channels kernel_size stride padding output_padding groups bias dilation padding_mode device dtype; piped input fills the leftmost tensor slots
-    --in_channels: int  # int
-    --out_channels: int  # int
-    --kernel_size: any  # int | tuple[int, int, int]
-    --stride: any = 1  # int | tuple[int, int, int]
-    --padding: any = 0  # int | tuple[int, int, int]
-    --output_padding: any = 0  # int | tuple[int, int, int]
-    --groups: int = 1  # int
-    --bias: any = true  # bool
-    --dilation: any = 1  # int | tuple[int, int, int]
-    --padding_mode: string = "zeros"  # str
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.conv_transpose3d" $in $args {in_channels: $in_channels, out_channels: $out_channels, kernel_size: $kernel_size, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, bias: $bias, dilation: $dilation, padding_mode: $padding_mode, device: $device, dtype: $dtype} {stride: 1, padding: 0, output_padding: 0, groups: 1, bias: true, dilation: 1, padding_mode: "zeros"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Creates a criterion that measures the loss given input tensors x_1, x_2 and a Tensor label y with values 1 or -1.
-#
-# nn.cosine_embedding_loss(float margin=0.0, str reduction=mean) -> Module
-export def "nn cosine_embedding_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: margin reduction; piped input fills the leftmost tensor slots
-    --margin: number = 0.0  # float
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.cosine_embedding_loss" $in $args {margin: $margin, reduction: $reduction} {margin: 0.0, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Returns cosine similarity between x_1 and x_2, computed along dim.
-#
-# nn.cosine_similarity(int dim=1, float eps=1e-08) -> Module
-export def "nn cosine_similarity" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dim eps; piped input fills the leftmost tensor slots
-    --dim: int = 1  # int
-    --eps: number = 1e-08  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.cosine_similarity" $in $args {dim: $dim, eps: $eps} {dim: 1, eps: 1e-08} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# This criterion computes the cross entropy loss between input logits and target.
-#
-# nn.cross_entropy_loss(Tensor? weight=None, int ignore_index=-100, str reduction=mean, float label_smoothing=0.0) -> Module
-export def "nn cross_entropy_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: weight ignore_index reduction label_smoothing; piped input fills the leftmost tensor slots
-    --weight: any  # Tensor?
-    --ignore_index: int = -100  # int
-    --reduction: string = "mean"  # str
-    --label_smoothing: number = 0.0  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.cross_entropy_loss" $in $args {weight: $weight, ignore_index: $ignore_index, reduction: $reduction, label_smoothing: $label_smoothing} {ignore_index: -100, reduction: "mean", label_smoothing: 0.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Base class for all neural network modules.
-#
-# nn.cross_map_lrn2d(int size, float alpha=0.0001, float beta=0.75, float k=1) -> Module
-export def "nn cross_map_lrn2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size alpha beta k; piped input fills the leftmost tensor slots
-    --size: int  # int
-    --alpha: number = 0.0001  # float
-    --beta: number = 0.75  # float
-    --k: number = 1  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.cross_map_lrn2d" $in $args {size: $size, alpha: $alpha, beta: $beta, k: $k} {alpha: 0.0001, beta: 0.75, k: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# The Connectionist Temporal Classification loss.
-#
-# nn.ctc_loss(int blank=0, str reduction=mean, bool zero_infinity=False) -> Module
-export def "nn ctc_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: blank reduction zero_infinity; piped input fills the leftmost tensor slots
-    --blank: int = 0  # int
-    --reduction: string = "mean"  # str
-    --zero_infinity  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.ctc_loss" $in $args {blank: $blank, reduction: $reduction, zero_infinity: $zero_infinity} {blank: 0, reduction: "mean", zero_infinity: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# During training, randomly zeroes some of the elements of the input tensor with probability p.
-#
-# nn.dropout(float p=0.5) -> Module
-export def "nn dropout" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: p; piped input fills the leftmost tensor slots
-    --p: number = 0.5  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.dropout" $in $args {p: $p} {p: 0.5} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Randomly zero out entire channels.
-#
-# nn.dropout1d(float p=0.5) -> Module
-export def "nn dropout1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: p; piped input fills the leftmost tensor slots
-    --p: number = 0.5  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.dropout1d" $in $args {p: $p} {p: 0.5} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Randomly zero out entire channels.
-#
-# nn.dropout2d(float p=0.5) -> Module
-export def "nn dropout2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: p; piped input fills the leftmost tensor slots
-    --p: number = 0.5  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.dropout2d" $in $args {p: $p} {p: 0.5} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Randomly zero out entire channels.
-#
-# nn.dropout3d(float p=0.5) -> Module
-export def "nn dropout3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: p; piped input fills the leftmost tensor slots
-    --p: number = 0.5  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.dropout3d" $in $args {p: $p} {p: 0.5} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the Exponential Linear Unit (ELU) function, element-wise.
-#
-# nn.elu(float alpha=1.0) -> Module
-export def "nn elu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: alpha; piped input fills the leftmost tensor slots
-    --alpha: number = 1.0  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.elu" $in $args {alpha: $alpha} {alpha: 1.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A simple lookup table that stores embeddings of a fixed dictionary and size.
-#
-# nn.embedding(int num_embeddings, int embedding_dim, int padding_idx=None, float max_norm=None, float norm_type=2.0, bool scale_grad_by_freq=False, bool sparse=False, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn embedding" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: num_embeddings embedding_dim padding_idx max_norm norm_type scale_grad_by_freq sparse device dtype; piped input fills the leftmost tensor slots
-    --num_embeddings: int  # int
-    --embedding_dim: int  # int
-    --padding_idx: int  # int
-    --max_norm: number  # float
-    --norm_type: number = 2.0  # float
-    --scale_grad_by_freq  # bool
-    --sparse  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.embedding" $in $args {num_embeddings: $num_embeddings, embedding_dim: $embedding_dim, padding_idx: $padding_idx, max_norm: $max_norm, norm_type: $norm_type, scale_grad_by_freq: $scale_grad_by_freq, sparse: $sparse, device: $device, dtype: $dtype} {norm_type: 2.0, scale_grad_by_freq: false, sparse: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute sums or means of 'bags' of embeddings, without instantiating the intermediate embeddings.
-#
-# nn.embedding_bag(int num_embeddings, int embedding_dim, float max_norm=None, float norm_type=2.0, bool scale_grad_by_freq=False, str mode=mean, bool sparse=False, bool include_last_offset=False, int padding_idx=None, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn embedding_bag" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: num_embeddings embedding_dim max_norm norm_type scale_grad_by_freq mode sparse include_last_offset padding_idx device dtype; piped input fills the leftmost tensor slots
-    --num_embeddings: int  # int
-    --embedding_dim: int  # int
-    --max_norm: number  # float
-    --norm_type: number = 2.0  # float
-    --scale_grad_by_freq  # bool
-    --mode: string = "mean"  # str
-    --sparse  # bool
-    --include_last_offset  # bool
-    --padding_idx: int  # int
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.embedding_bag" $in $args {num_embeddings: $num_embeddings, embedding_dim: $embedding_dim, max_norm: $max_norm, norm_type: $norm_type, scale_grad_by_freq: $scale_grad_by_freq, mode: $mode, sparse: $sparse, include_last_offset: $include_last_offset, padding_idx: $padding_idx, device: $device, dtype: $dtype} {norm_type: 2.0, scale_grad_by_freq: false, mode: "mean", sparse: false, include_last_offset: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nextafter" $in $args {no_grad: $no_grad} {} }
 
 # Put the model in evaluation mode (dropout off, batch-norm uses its running statistics).
 #
 # nn.eval(Module model) -> None
 export def "nn eval" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped input fills the leftmost tensor slots
-    --model: string@"nu-complete torch handles"  # Module
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.eval" $in $args {model: $model} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Randomly masks out entire channels.
-#
-# nn.feature_alpha_dropout(float p=0.5) -> Module
-export def "nn feature_alpha_dropout" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: p; piped input fills the leftmost tensor slots
-    --p: number = 0.5  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.feature_alpha_dropout" $in $args {p: $p} {p: 0.5} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Flattens a contiguous range of dims into a tensor.
-#
-# nn.flatten(int start_dim=1, int end_dim=-1) -> Module
-export def "nn flatten" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: start_dim end_dim; piped input fills the leftmost tensor slots
-    --start_dim: int = 1  # int
-    --end_dim: int = -1  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.flatten" $in $args {start_dim: $start_dim, end_dim: $end_dim} {start_dim: 1, end_dim: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Combines an array of sliding local blocks into a large containing tensor.
-#
-# nn.fold(int | tuple[int, ...] output_size, int | tuple[int, ...] kernel_size, int | tuple[int, ...] dilation=1, int | tuple[int, ...] padding=0, int | tuple[int, ...] stride=1) -> Module
-export def "nn fold" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: output_size kernel_size dilation padding stride; piped input fills the leftmost tensor slots
-    --output_size: any  # int | tuple[int, ...]
-    --kernel_size: any  # int | tuple[int, ...]
-    --dilation: any = 1  # int | tuple[int, ...]
-    --padding: any = 0  # int | tuple[int, ...]
-    --stride: any = 1  # int | tuple[int, ...]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.fold" $in $args {output_size: $output_size, kernel_size: $kernel_size, dilation: $dilation, padding: $padding, stride: $stride} {dilation: 1, padding: 0, stride: 1} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D fractional max pooling over an input signal composed of several input planes.
-#
-# nn.fractional_max_pool2d(int | tuple[int, int] kernel_size, int | tuple[int, int] | None output_size=None, float | tuple[float, float] | None output_ratio=None, bool return_indices=False) -> Module
-export def "nn fractional_max_pool2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: kernel_size output_size output_ratio return_indices; piped input fills the leftmost tensor slots
-    --kernel_size: any  # int | tuple[int, int]
-    --output_size: any  # int | tuple[int, int] | None
-    --output_ratio: any  # float | tuple[float, float] | None
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.fractional_max_pool2d" $in $args {kernel_size: $kernel_size, output_size: $output_size, output_ratio: $output_ratio, return_indices: $return_indices} {return_indices: false} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 3D fractional max pooling over an input signal composed of several input planes.
-#
-# nn.fractional_max_pool3d(int | tuple[int, int, int] kernel_size, int | tuple[int, int, int] | None output_size=None, float | tuple[float, float, float] | None output_ratio=None, bool return_indices=False) -> Module
-export def "nn fractional_max_pool3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: kernel_size output_size output_ratio return_indices; piped input fills the leftmost tensor slots
-    --kernel_size: any  # int | tuple[int, int, int]
-    --output_size: any  # int | tuple[int, int, int] | None
-    --output_ratio: any  # float | tuple[float, float, float] | None
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.fractional_max_pool3d" $in $args {kernel_size: $kernel_size, output_size: $output_size, output_ratio: $output_ratio, return_indices: $return_indices} {return_indices: false} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1D adaptive average pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.adaptive_avg_pool1d(Tensor input, int[] output_size) -> Tensor
-export def "nn functional adaptive_avg_pool1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input output_size; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --output_size: any  # int[]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.adaptive_avg_pool1d" $in $args {input: $input, output_size: $output_size} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply a 2D adaptive average pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.adaptive_avg_pool2d(Tensor input, int[] output_size) -> Tensor
-export def "nn functional adaptive_avg_pool2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input output_size; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --output_size: any  # int[]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.adaptive_avg_pool2d" $in $args {input: $input, output_size: $output_size} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply a 3D adaptive average pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.adaptive_avg_pool3d(Tensor input, int[] output_size) -> Tensor
-export def "nn functional adaptive_avg_pool3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input output_size; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --output_size: any  # int[]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.adaptive_avg_pool3d" $in $args {input: $input, output_size: $output_size} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1D adaptive max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.adaptive_max_pool1d(Tensor input, int[] output_size, bool return_indices=False) -> Tensor
-export def "nn functional adaptive_max_pool1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input output_size return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --output_size: any  # int[]
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.adaptive_max_pool1d" $in $args {input: $input, output_size: $output_size, return_indices: $return_indices} {return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1D adaptive max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.adaptive_max_pool1d_with_indices(Tensor input, int[] output_size, bool return_indices=False) -> tuple[Tensor, Tensor]
-export def "nn functional adaptive_max_pool1d_with_indices" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input output_size return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --output_size: any  # int[]
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.adaptive_max_pool1d_with_indices" $in $args {input: $input, output_size: $output_size, return_indices: $return_indices} {return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D adaptive max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.adaptive_max_pool2d(Tensor input, int[] output_size, bool return_indices=False) -> Tensor
-export def "nn functional adaptive_max_pool2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input output_size return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --output_size: any  # int[]
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.adaptive_max_pool2d" $in $args {input: $input, output_size: $output_size, return_indices: $return_indices} {return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D adaptive max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.adaptive_max_pool2d_with_indices(Tensor input, int[] output_size, bool return_indices=False) -> tuple[Tensor, Tensor]
-export def "nn functional adaptive_max_pool2d_with_indices" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input output_size return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --output_size: any  # int[]
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.adaptive_max_pool2d_with_indices" $in $args {input: $input, output_size: $output_size, return_indices: $return_indices} {return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 3D adaptive max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.adaptive_max_pool3d(Tensor input, int[] output_size, bool return_indices=False) -> Tensor
-export def "nn functional adaptive_max_pool3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input output_size return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --output_size: any  # int[]
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.adaptive_max_pool3d" $in $args {input: $input, output_size: $output_size, return_indices: $return_indices} {return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 3D adaptive max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.adaptive_max_pool3d_with_indices(Tensor input, int[] output_size, bool return_indices=False) -> tuple[Tensor, Tensor]
-export def "nn functional adaptive_max_pool3d_with_indices" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input output_size return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --output_size: any  # int[]
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.adaptive_max_pool3d_with_indices" $in $args {input: $input, output_size: $output_size, return_indices: $return_indices} {return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Generate 2D or 3D flow field (sampling grid), given a batch of affine matrices theta.
-#
-# torch.nn.functional.affine_grid(Tensor theta, list[int] size, bool | None align_corners=None) -> Tensor
-export def "nn functional affine_grid" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: theta size align_corners; piped input fills the leftmost tensor slots
-    --theta: any  # Tensor
-    --size: any  # list[int]
-    --align_corners  # bool | None
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.affine_grid" $in $args {theta: $theta, size: $size, align_corners: $align_corners} {align_corners: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply alpha dropout to the input.
-#
-# torch.nn.functional.alpha_dropout(Tensor input, float p=0.5, bool training=False) -> Tensor
-export def "nn functional alpha_dropout" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p training; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --p: number = 0.5  # float
-    --training  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.alpha_dropout" $in $args {input: $input, p: $p, training: $training} {p: 0.5, training: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1D average pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.avg_pool1d(Tensor input, int[] kernel_size, int[] stride=[], int[] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor
-export def "nn functional avg_pool1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size stride padding ceil_mode count_include_pad; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --kernel_size: any  # int[]
-    --stride: any = []  # int[]
-    --padding: any = [0]  # int[]
-    --ceil_mode  # bool
-    --count_include_pad: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.avg_pool1d" $in $args {input: $input, kernel_size: $kernel_size, stride: $stride, padding: $padding, ceil_mode: $ceil_mode, count_include_pad: $count_include_pad} {stride: [], padding: [0], ceil_mode: false, count_include_pad: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies 2D average-pooling operation in kH \times kW regions by step size sH \times sW steps.
-#
-# torch.nn.functional.avg_pool2d(Tensor input, int[] kernel_size, int[] stride=[], int[] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
-export def "nn functional avg_pool2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size stride padding ceil_mode count_include_pad divisor_override; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --kernel_size: any  # int[]
-    --stride: any = []  # int[]
-    --padding: any = 0  # int[]
-    --ceil_mode  # bool
-    --count_include_pad: any = true  # bool
-    --divisor_override: int  # int?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.avg_pool2d" $in $args {input: $input, kernel_size: $kernel_size, stride: $stride, padding: $padding, ceil_mode: $ceil_mode, count_include_pad: $count_include_pad, divisor_override: $divisor_override} {stride: [], padding: 0, ceil_mode: false, count_include_pad: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies 3D average-pooling operation in kT \times kH \times kW regions by step size sT \times sH \times sW steps.
-#
-# torch.nn.functional.avg_pool3d(Tensor input, int[] kernel_size, int[] stride=[], int[] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
-export def "nn functional avg_pool3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size stride padding ceil_mode count_include_pad divisor_override; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --kernel_size: any  # int[]
-    --stride: any = []  # int[]
-    --padding: any = 0  # int[]
-    --ceil_mode  # bool
-    --count_include_pad: any = true  # bool
-    --divisor_override: int  # int?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.avg_pool3d" $in $args {input: $input, kernel_size: $kernel_size, stride: $stride, padding: $padding, ceil_mode: $ceil_mode, count_include_pad: $count_include_pad, divisor_override: $divisor_override} {stride: [], padding: 0, ceil_mode: false, count_include_pad: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply Batch Normalization for each channel across a batch of data.
-#
-# torch.nn.functional.batch_norm(Tensor input, Tensor | None running_mean, Tensor | None running_var, Tensor | None weight=None, Tensor | None bias=None, bool training=False, float momentum=0.1, float eps=1e-05) -> Tensor
-export def "nn functional batch_norm" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input running_mean running_var weight bias training momentum eps; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --running_mean: any  # Tensor | None
-    --running_var: any  # Tensor | None
-    --weight: any  # Tensor | None
-    --bias: any  # Tensor | None
-    --training  # bool
-    --momentum: number = 0.1  # float
-    --eps: number = 1e-05  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.batch_norm" $in $args {input: $input, running_mean: $running_mean, running_var: $running_var, weight: $weight, bias: $bias, training: $training, momentum: $momentum, eps: $eps} {training: false, momentum: 0.1, eps: 1e-05} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a bilinear transformation to the incoming data: y = x_1^T A x_2 + b.
-#
-# torch.nn.functional.bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor
-export def "nn functional bilinear" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input1 input2 weight bias; piped input fills the leftmost tensor slots
-    --input1: any  # Tensor
-    --input2: any  # Tensor
-    --weight: any  # Tensor
-    --bias: any  # Tensor?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.bilinear" $in $args {input1: $input1, input2: $input2, weight: $weight, bias: $bias} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute Binary Cross Entropy between the target and input probabilities.
-#
-# torch.nn.functional.binary_cross_entropy(Tensor input, Tensor target, Tensor | None weight=None, str reduction=mean) -> Tensor
-export def "nn functional binary_cross_entropy" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target weight reduction; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --weight: any  # Tensor | None
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.binary_cross_entropy" $in $args {input: $input, target: $target, weight: $weight, reduction: $reduction} {reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute Binary Cross Entropy between target and input logits.
-#
-# torch.nn.functional.binary_cross_entropy_with_logits(Tensor input, Tensor target, Tensor | None weight=None, str reduction=mean, Tensor | None pos_weight=None) -> Tensor
-export def "nn functional binary_cross_entropy_with_logits" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target weight reduction pos_weight; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --weight: any  # Tensor | None
-    --reduction: string = "mean"  # str
-    --pos_weight: any  # Tensor | None
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.binary_cross_entropy_with_logits" $in $args {input: $input, target: $target, weight: $weight, reduction: $reduction, pos_weight: $pos_weight} {reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies element-wise, \text{CELU}(x) = \max(0,x) + \min(0, \alpha * (\exp(x/\alpha) - 1)).
-#
-# torch.nn.functional.celu(Tensor input, float alpha=1.0) -> Tensor
-export def "nn functional celu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input alpha; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --alpha: number = 1.0  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.celu" $in $args {input: $input, alpha: $alpha} {alpha: 1.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Divide the channels in a tensor of shape (*, C , H, W) into g groups and rearrange them as (*, C \frac g, g, H, W), while keeping the original tensor shape.
-#
-# torch.nn.functional.channel_shuffle(Tensor input, SymInt groups) -> Tensor
-export def "nn functional channel_shuffle" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input groups; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --groups: int  # SymInt
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.channel_shuffle" $in $args {input: $input, groups: $groups} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1D convolution over an input signal composed of several input planes.
-#
-# torch.nn.functional.conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1], SymInt[] padding=[0], SymInt[] dilation=[1], SymInt groups=1) -> Tensor
-# torch.nn.functional.conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1], str padding=valid, SymInt[] dilation=[1], SymInt groups=1) -> Tensor
-export def "nn functional conv1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding dilation groups; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
-    --bias: any  # Tensor?
-    --stride: any = [1]  # SymInt[]
-    --padding: any  # SymInt[] | str
-    --dilation: any = [1]  # SymInt[]
-    --groups: int = 1  # SymInt
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.conv1d" $in $args {input: $input, weight: $weight, bias: $bias, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups} {stride: [1], dilation: [1], groups: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D convolution over an input image composed of several input planes.
-#
-# torch.nn.functional.conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1], SymInt[] padding=[0, 0], SymInt[] dilation=[1, 1], SymInt groups=1) -> Tensor
-# torch.nn.functional.conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1], str padding=valid, SymInt[] dilation=[1, 1], SymInt groups=1) -> Tensor
-export def "nn functional conv2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding dilation groups; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
-    --bias: any  # Tensor?
-    --stride: any = [1, 1]  # SymInt[]
-    --padding: any  # SymInt[] | str
-    --dilation: any = [1, 1]  # SymInt[]
-    --groups: int = 1  # SymInt
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.conv2d" $in $args {input: $input, weight: $weight, bias: $bias, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups} {stride: [1, 1], dilation: [1, 1], groups: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 3D convolution over an input image composed of several input planes.
-#
-# torch.nn.functional.conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1, 1], SymInt[] padding=[0, 0, 0], SymInt[] dilation=[1, 1, 1], SymInt groups=1) -> Tensor
-# torch.nn.functional.conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1, 1], str padding=valid, SymInt[] dilation=[1, 1, 1], SymInt groups=1) -> Tensor
-export def "nn functional conv3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding dilation groups; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
-    --bias: any  # Tensor?
-    --stride: any = [1, 1, 1]  # SymInt[]
-    --padding: any  # SymInt[] | str
-    --dilation: any = [1, 1, 1]  # SymInt[]
-    --groups: int = 1  # SymInt
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.conv3d" $in $args {input: $input, weight: $weight, bias: $bias, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups} {stride: [1, 1, 1], dilation: [1, 1, 1], groups: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1-dimensional sequence convolution over an input sequence.
-#
-# torch.nn.functional.conv_tbc(Tensor input, Tensor weight, Tensor bias, int pad=0) -> Tensor
-export def "nn functional conv_tbc" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias pad; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
-    --bias: any  # Tensor
-    --pad: int = 0  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.conv_tbc" $in $args {input: $input, weight: $weight, bias: $bias, pad: $pad} {pad: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1D transposed convolution operator over an input signal composed of several input planes, sometimes also called "deconvolution".
-#
-# torch.nn.functional.conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1], SymInt[] padding=[0], SymInt[] output_padding=[0], SymInt groups=1, SymInt[] dilation=[1]) -> Tensor
-export def "nn functional conv_transpose1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding output_padding groups dilation; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
-    --bias: any  # Tensor?
-    --stride: any = [1]  # SymInt[]
-    --padding: any = [0]  # SymInt[]
-    --output_padding: any = [0]  # SymInt[]
-    --groups: int = 1  # SymInt
-    --dilation: any = [1]  # SymInt[]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.conv_transpose1d" $in $args {input: $input, weight: $weight, bias: $bias, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, dilation: $dilation} {stride: [1], padding: [0], output_padding: [0], groups: 1, dilation: [1]} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D transposed convolution operator over an input image composed of several input planes, sometimes also called "deconvolution".
-#
-# torch.nn.functional.conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1], SymInt[] padding=[0, 0], SymInt[] output_padding=[0, 0], SymInt groups=1, SymInt[] dilation=[1, 1]) -> Tensor
-export def "nn functional conv_transpose2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding output_padding groups dilation; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
-    --bias: any  # Tensor?
-    --stride: any = [1, 1]  # SymInt[]
-    --padding: any = [0, 0]  # SymInt[]
-    --output_padding: any = [0, 0]  # SymInt[]
-    --groups: int = 1  # SymInt
-    --dilation: any = [1, 1]  # SymInt[]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.conv_transpose2d" $in $args {input: $input, weight: $weight, bias: $bias, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, dilation: $dilation} {stride: [1, 1], padding: [0, 0], output_padding: [0, 0], groups: 1, dilation: [1, 1]} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 3D transposed convolution operator over an input image composed of several input planes, sometimes also called "deconvolution".
-#
-# torch.nn.functional.conv_transpose3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1, 1], SymInt[] padding=[0, 0, 0], SymInt[] output_padding=[0, 0, 0], SymInt groups=1, SymInt[] dilation=[1, 1, 1]) -> Tensor
-export def "nn functional conv_transpose3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding output_padding groups dilation; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
-    --bias: any  # Tensor?
-    --stride: any = [1, 1, 1]  # SymInt[]
-    --padding: any = [0, 0, 0]  # SymInt[]
-    --output_padding: any = [0, 0, 0]  # SymInt[]
-    --groups: int = 1  # SymInt
-    --dilation: any = [1, 1, 1]  # SymInt[]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.conv_transpose3d" $in $args {input: $input, weight: $weight, bias: $bias, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, dilation: $dilation} {stride: [1, 1, 1], padding: [0, 0, 0], output_padding: [0, 0, 0], groups: 1, dilation: [1, 1, 1]} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the cosine embedding loss.
-#
-# torch.nn.functional.cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0, str reduction=mean) -> Tensor
-export def "nn functional cosine_embedding_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input1 input2 target margin reduction; piped input fills the leftmost tensor slots
-    --input1: any  # Tensor
-    --input2: any  # Tensor
-    --target: any  # Tensor
-    --margin: number = 0  # float
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.cosine_embedding_loss" $in $args {input1: $input1, input2: $input2, target: $target, margin: $margin, reduction: $reduction} {margin: 0, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Returns cosine similarity between x1 and x2, computed along dim.
-#
-# torch.nn.functional.cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor
-export def "nn functional cosine_similarity" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x1 x2 dim eps; piped input fills the leftmost tensor slots
-    --x1: any  # Tensor
-    --x2: any  # Tensor
-    --dim: int = 1  # int
-    --eps: number = 1e-08  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.cosine_similarity" $in $args {x1: $x1, x2: $x2, dim: $dim, eps: $eps} {dim: 1, eps: 1e-08} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the cross entropy loss between input logits and target.
-#
-# torch.nn.functional.cross_entropy(Tensor input, Tensor target, Tensor | None weight=None, int ignore_index=-100, str reduction=mean, float label_smoothing=0.0) -> Tensor
-export def "nn functional cross_entropy" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target weight ignore_index reduction label_smoothing; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --weight: any  # Tensor | None
-    --ignore_index: int = -100  # int
-    --reduction: string = "mean"  # str
-    --label_smoothing: number = 0.0  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.cross_entropy" $in $args {input: $input, target: $target, weight: $weight, ignore_index: $ignore_index, reduction: $reduction, label_smoothing: $label_smoothing} {ignore_index: -100, reduction: "mean", label_smoothing: 0.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the Connectionist Temporal Classification loss.
-#
-# torch.nn.functional.ctc_loss(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank=0, str reduction=mean, bool zero_infinity=False) -> Tensor
-export def "nn functional ctc_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: log_probs targets input_lengths target_lengths blank reduction zero_infinity; piped input fills the leftmost tensor slots
-    --log_probs: any  # Tensor
-    --targets: any  # Tensor
-    --input_lengths: any  # Tensor
-    --target_lengths: any  # Tensor
-    --blank: int = 0  # int
-    --reduction: string = "mean"  # str
-    --zero_infinity  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.ctc_loss" $in $args {log_probs: $log_probs, targets: $targets, input_lengths: $input_lengths, target_lengths: $target_lengths, blank: $blank, reduction: $reduction, zero_infinity: $zero_infinity} {blank: 0, reduction: "mean", zero_infinity: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# During training, randomly zeroes some elements of the input tensor with probability p.
-#
-# torch.nn.functional.dropout(Tensor input, float p=0.5, bool training=True) -> Tensor
-export def "nn functional dropout" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p training; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --p: number = 0.5  # float
-    --training: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.dropout" $in $args {input: $input, p: $p, training: $training} {p: 0.5, training: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Randomly zero out entire channels (a channel is a 1D feature map).
-#
-# torch.nn.functional.dropout1d(Tensor input, float p=0.5, bool training=True) -> Tensor
-export def "nn functional dropout1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p training; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --p: number = 0.5  # float
-    --training: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.dropout1d" $in $args {input: $input, p: $p, training: $training} {p: 0.5, training: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Randomly zero out entire channels (a channel is a 2D feature map).
-#
-# torch.nn.functional.dropout2d(Tensor input, float p=0.5, bool training=True) -> Tensor
-export def "nn functional dropout2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p training; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --p: number = 0.5  # float
-    --training: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.dropout2d" $in $args {input: $input, p: $p, training: $training} {p: 0.5, training: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Randomly zero out entire channels (a channel is a 3D feature map).
-#
-# torch.nn.functional.dropout3d(Tensor input, float p=0.5, bool training=True) -> Tensor
-export def "nn functional dropout3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p training; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --p: number = 0.5  # float
-    --training: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.dropout3d" $in $args {input: $input, p: $p, training: $training} {p: 0.5, training: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply the Exponential Linear Unit (ELU) function element-wise.
-#
-# torch.nn.functional.elu(Tensor input, float alpha=1.0) -> Tensor
-export def "nn functional elu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input alpha; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --alpha: number = 1.0  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.elu" $in $args {input: $input, alpha: $alpha} {alpha: 1.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Generate a simple lookup table that looks up embeddings in a fixed dictionary and size.
-#
-# torch.nn.functional.embedding(Tensor input, Tensor weight, int | None padding_idx=None, float | None max_norm=None, float norm_type=2.0, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
-export def "nn functional embedding" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight padding_idx max_norm norm_type scale_grad_by_freq sparse; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
-    --padding_idx: int  # int | None
-    --max_norm: number  # float | None
-    --norm_type: number = 2.0  # float
-    --scale_grad_by_freq  # bool
-    --sparse  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.embedding" $in $args {input: $input, weight: $weight, padding_idx: $padding_idx, max_norm: $max_norm, norm_type: $norm_type, scale_grad_by_freq: $scale_grad_by_freq, sparse: $sparse} {norm_type: 2.0, scale_grad_by_freq: false, sparse: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute sums, means or maxes of bags of embeddings.
-#
-# torch.nn.functional.embedding_bag(Tensor input, Tensor weight, Tensor | None offsets=None, float | None max_norm=None, float norm_type=2, bool scale_grad_by_freq=False, str mode=mean, bool sparse=False, Tensor | None per_sample_weights=None, bool include_last_offset=False, int | None padding_idx=None) -> Tensor
-export def "nn functional embedding_bag" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight offsets max_norm norm_type scale_grad_by_freq mode sparse per_sample_weights include_last_offset padding_idx; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
-    --offsets: any  # Tensor | None
-    --max_norm: number  # float | None
-    --norm_type: number = 2  # float
-    --scale_grad_by_freq  # bool
-    --mode: string = "mean"  # str
-    --sparse  # bool
-    --per_sample_weights: any  # Tensor | None
-    --include_last_offset  # bool
-    --padding_idx: int  # int | None
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.embedding_bag" $in $args {input: $input, weight: $weight, offsets: $offsets, max_norm: $max_norm, norm_type: $norm_type, scale_grad_by_freq: $scale_grad_by_freq, mode: $mode, sparse: $sparse, per_sample_weights: $per_sample_weights, include_last_offset: $include_last_offset, padding_idx: $padding_idx} {norm_type: 2, scale_grad_by_freq: false, mode: "mean", sparse: false, include_last_offset: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Randomly masks out entire channels (a channel is a feature map).
-#
-# torch.nn.functional.feature_alpha_dropout(Tensor input, float p=0.5, bool training=False) -> Tensor
-export def "nn functional feature_alpha_dropout" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p training; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --p: number = 0.5  # float
-    --training  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.feature_alpha_dropout" $in $args {input: $input, p: $p, training: $training} {p: 0.5, training: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Combine an array of sliding local blocks into a large containing tensor.
-#
-# torch.nn.functional.fold(Tensor input, int[] output_size, int[] kernel_size, int[] dilation=1, int[] padding=0, int[] stride=1) -> Tensor
-export def "nn functional fold" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input output_size kernel_size dilation padding stride; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --output_size: any  # int[]
-    --kernel_size: any  # int[]
-    --dilation: any = 1  # int[]
-    --padding: any = 0  # int[]
-    --stride: any = 1  # int[]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.fold" $in $args {input: $input, output_size: $output_size, kernel_size: $kernel_size, dilation: $dilation, padding: $padding, stride: $stride} {dilation: 1, padding: 0, stride: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies 2D fractional max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.fractional_max_pool2d(Tensor input, int[] kernel_size, int[]? output_size=None, int[]? output_ratio=None, bool return_indices=False) -> Tensor
-export def "nn functional fractional_max_pool2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size output_size output_ratio return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --kernel_size: any  # int[]
-    --output_size: any  # int[]?
-    --output_ratio: any  # int[]?
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.fractional_max_pool2d" $in $args {input: $input, kernel_size: $kernel_size, output_size: $output_size, output_ratio: $output_ratio, return_indices: $return_indices} {return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies 2D fractional max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.fractional_max_pool2d_with_indices(Tensor input, int[] kernel_size, int[]? output_size=None, int[]? output_ratio=None, bool return_indices=False) -> tuple[Tensor, Tensor]
-export def "nn functional fractional_max_pool2d_with_indices" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size output_size output_ratio return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --kernel_size: any  # int[]
-    --output_size: any  # int[]?
-    --output_ratio: any  # int[]?
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.fractional_max_pool2d_with_indices" $in $args {input: $input, kernel_size: $kernel_size, output_size: $output_size, output_ratio: $output_ratio, return_indices: $return_indices} {return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies 3D fractional max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.fractional_max_pool3d(Tensor input, int[] kernel_size, int[]? output_size=None, int[]? output_ratio=None, bool return_indices=False) -> Tensor
-export def "nn functional fractional_max_pool3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size output_size output_ratio return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --kernel_size: any  # int[]
-    --output_size: any  # int[]?
-    --output_ratio: any  # int[]?
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.fractional_max_pool3d" $in $args {input: $input, kernel_size: $kernel_size, output_size: $output_size, output_ratio: $output_ratio, return_indices: $return_indices} {return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies 3D fractional max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.fractional_max_pool3d_with_indices(Tensor input, int[] kernel_size, int[]? output_size=None, int[]? output_ratio=None, bool return_indices=False) -> tuple[Tensor, Tensor]
-export def "nn functional fractional_max_pool3d_with_indices" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size output_size output_ratio return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --kernel_size: any  # int[]
-    --output_size: any  # int[]?
-    --output_ratio: any  # int[]?
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.fractional_max_pool3d_with_indices" $in $args {input: $input, kernel_size: $kernel_size, output_size: $output_size, output_ratio: $output_ratio, return_indices: $return_indices} {return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the Gaussian negative log likelihood loss.
-#
-# torch.nn.functional.gaussian_nll_loss(Tensor input, Tensor target, Tensor | float var, bool full=False, float eps=1e-06, str reduction=mean) -> Tensor
-export def "nn functional gaussian_nll_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target var full eps reduction; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --var: any  # Tensor | float
-    --full  # bool
-    --eps: number = 1e-06  # float
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.gaussian_nll_loss" $in $args {input: $input, target: $target, var: $var, full: $full, eps: $eps, reduction: $reduction} {full: false, eps: 1e-06, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# When the approximate argument is 'none', it applies element-wise the function \text{GELU}(x) = x * \Phi(x).
-#
-# torch.nn.functional.gelu(Tensor input, *, str approximate=none) -> Tensor
-export def "nn functional gelu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --approximate: string = "none"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.gelu" $in $args {input: $input, approximate: $approximate} {approximate: "none"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# The gated linear unit.
-#
-# torch.nn.functional.glu(Tensor input, int dim=-1) -> Tensor
-export def "nn functional glu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --dim: int = -1  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.glu" $in $args {input: $input, dim: $dim} {dim: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute grid sample.
-#
-# torch.nn.functional.grid_sample(Tensor input, Tensor grid, str mode=bilinear, str padding_mode=zeros, bool | None align_corners=None) -> Tensor
-export def "nn functional grid_sample" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input grid mode padding_mode align_corners; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --grid: any  # Tensor
-    --mode: string = "bilinear"  # str
-    --padding_mode: string = "zeros"  # str
-    --align_corners  # bool | None
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.grid_sample" $in $args {input: $input, grid: $grid, mode: $mode, padding_mode: $padding_mode, align_corners: $align_corners} {mode: "bilinear", padding_mode: "zeros", align_corners: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply Group Normalization for last certain number of dimensions.
-#
-# torch.nn.functional.group_norm(Tensor input, int num_groups, Tensor | None weight=None, Tensor | None bias=None, float eps=1e-05) -> Tensor
-export def "nn functional group_norm" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input num_groups weight bias eps; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --num_groups: int  # int
-    --weight: any  # Tensor | None
-    --bias: any  # Tensor | None
-    --eps: number = 1e-05  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.group_norm" $in $args {input: $input, num_groups: $num_groups, weight: $weight, bias: $bias, eps: $eps} {eps: 1e-05} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes a grouped matrix multiply that shares weight shapes across experts but allows jagged token counts per expert, which is common in Mixture-of-Experts (MoE) layers.
-#
-# torch.nn.functional.grouped_mm(Tensor mat_a, Tensor mat_b, *, Tensor | None offs=None, Tensor | None bias=None, ScalarType? out_dtype=None) -> Tensor
-export def "nn functional grouped_mm" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: mat_a mat_b; piped input fills the leftmost tensor slots
-    --mat_a: any  # Tensor
-    --mat_b: any  # Tensor
-    --offs: any  # Tensor | None
-    --bias: any  # Tensor | None
-    --out_dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.grouped_mm" $in $args {mat_a: $mat_a, mat_b: $mat_b, offs: $offs, bias: $bias, out_dtype: $out_dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Sample from the Gumbel-Softmax distribution (Link 1_ Link 2_) and optionally discretize.
-#
-# torch.nn.functional.gumbel_softmax(Tensor logits, float tau=1, bool hard=False, float eps=1e-10, int dim=-1) -> Tensor
-export def "nn functional gumbel_softmax" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: logits tau hard eps dim; piped input fills the leftmost tensor slots
-    --logits: any  # Tensor
-    --tau: number = 1  # float
-    --hard  # bool
-    --eps: number = 1e-10  # float
-    --dim: int = -1  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.gumbel_softmax" $in $args {logits: $logits, tau: $tau, hard: $hard, eps: $eps, dim: $dim} {tau: 1, hard: false, eps: 1e-10, dim: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the hard shrinkage function element-wise.
-#
-# torch.nn.functional.hardshrink(Tensor input, Scalar lambd=0.5) -> Tensor
-export def "nn functional hardshrink" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input lambd; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --lambd: number = 0.5  # Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.hardshrink" $in $args {input: $input, lambd: $lambd} {lambd: 0.5} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply the Hardsigmoid function element-wise.
-#
-# torch.nn.functional.hardsigmoid(Tensor input) -> Tensor
-export def "nn functional hardsigmoid" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.hardsigmoid" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply hardswish function, element-wise.
-#
-# torch.nn.functional.hardswish(Tensor input) -> Tensor
-export def "nn functional hardswish" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.hardswish" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the HardTanh function element-wise.
-#
-# torch.nn.functional.hardtanh(Tensor input, float min_val=-1.0, float max_val=1.0) -> Tensor
-export def "nn functional hardtanh" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input min_val max_val; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --min_val: number = -1.0  # float
-    --max_val: number = 1.0  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.hardtanh" $in $args {input: $input, min_val: $min_val, max_val: $max_val} {min_val: -1.0, max_val: 1.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the hinge embedding loss.
-#
-# torch.nn.functional.hinge_embedding_loss(Tensor input, Tensor target, float margin=1.0, str reduction=mean) -> Tensor
-export def "nn functional hinge_embedding_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target margin reduction; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --margin: number = 1.0  # float
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.hinge_embedding_loss" $in $args {input: $input, target: $target, margin: $margin, reduction: $reduction} {margin: 1.0, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the Huber loss, with optional weighting.
-#
-# torch.nn.functional.huber_loss(Tensor input, Tensor target, str reduction=mean, float delta=1.0, Tensor | None weight=None) -> Tensor
-export def "nn functional huber_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target reduction delta weight; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --reduction: string = "mean"  # str
-    --delta: number = 1.0  # float
-    --weight: any  # Tensor | None
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.huber_loss" $in $args {input: $input, target: $target, reduction: $reduction, delta: $delta, weight: $weight} {reduction: "mean", delta: 1.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply Instance Normalization independently for each channel in every data sample within a batch.
-#
-# torch.nn.functional.instance_norm(Tensor input, Tensor | None running_mean=None, Tensor | None running_var=None, Tensor | None weight=None, Tensor | None bias=None, bool use_input_stats=True, float momentum=0.1, float eps=1e-05) -> Tensor
-export def "nn functional instance_norm" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input running_mean running_var weight bias use_input_stats momentum eps; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --running_mean: any  # Tensor | None
-    --running_var: any  # Tensor | None
-    --weight: any  # Tensor | None
-    --bias: any  # Tensor | None
-    --use_input_stats: any = true  # bool
-    --momentum: number = 0.1  # float
-    --eps: number = 1e-05  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.instance_norm" $in $args {input: $input, running_mean: $running_mean, running_var: $running_var, weight: $weight, bias: $bias, use_input_stats: $use_input_stats, momentum: $momentum, eps: $eps} {use_input_stats: true, momentum: 0.1, eps: 1e-05} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Down/up samples the input.
-#
-# torch.nn.functional.interpolate(Tensor input, int | None size=None, list[float] | None scale_factor=None, str mode=nearest, bool | None align_corners=None, bool | None recompute_scale_factor=None, bool antialias=False) -> Tensor
-export def "nn functional interpolate" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size scale_factor mode align_corners recompute_scale_factor antialias; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --size: int  # int | None
-    --scale_factor: any  # list[float] | None
-    --mode: string = "nearest"  # str
-    --align_corners  # bool | None
-    --recompute_scale_factor  # bool | None
-    --antialias  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.interpolate" $in $args {input: $input, size: $size, scale_factor: $scale_factor, mode: $mode, align_corners: $align_corners, recompute_scale_factor: $recompute_scale_factor, antialias: $antialias} {mode: "nearest", align_corners: false, recompute_scale_factor: false, antialias: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the KL Divergence loss.
-#
-# torch.nn.functional.kl_div(Tensor input, Tensor target, str reduction=mean, bool log_target=False) -> Tensor
-export def "nn functional kl_div" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target reduction log_target; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --reduction: string = "mean"  # str
-    --log_target  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.kl_div" $in $args {input: $input, target: $target, reduction: $reduction, log_target: $log_target} {reduction: "mean", log_target: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the L1 loss, with optional weighting.
-#
-# torch.nn.functional.l1_loss(Tensor input, Tensor target, str reduction=mean, Tensor | None weight=None) -> Tensor
-export def "nn functional l1_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target reduction weight; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --reduction: string = "mean"  # str
-    --weight: any  # Tensor | None
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.l1_loss" $in $args {input: $input, target: $target, reduction: $reduction, weight: $weight} {reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply Layer Normalization for last certain number of dimensions.
-#
-# torch.nn.functional.layer_norm(Tensor input, list[int] normalized_shape, Tensor | None weight=None, Tensor | None bias=None, float eps=1e-05) -> Tensor
-export def "nn functional layer_norm" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input normalized_shape weight bias eps; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --normalized_shape: any  # list[int]
-    --weight: any  # Tensor | None
-    --bias: any  # Tensor | None
-    --eps: number = 1e-05  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.layer_norm" $in $args {input: $input, normalized_shape: $normalized_shape, weight: $weight, bias: $bias, eps: $eps} {eps: 1e-05} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies element-wise, \text{LeakyReLU}(x) = \max(0, x) + \text{negative\_slope} * \min(0, x).
-#
-# torch.nn.functional.leaky_relu(Tensor input, float negative_slope=0.01) -> Tensor
-export def "nn functional leaky_relu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input negative_slope; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --negative_slope: number = 0.01  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.leaky_relu" $in $args {input: $input, negative_slope: $negative_slope} {negative_slope: 0.01} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a linear transformation to the incoming data: y = xA^T + b.
-#
-# torch.nn.functional.linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
-export def "nn functional linear" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
-    --bias: any  # Tensor?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.linear" $in $args {input: $input, weight: $weight, bias: $bias} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the cross entropy loss between inputs, transformed linearly, and target.
-#
-# torch.nn.functional.linear_cross_entropy(Tensor input, Tensor linear_weight, Tensor target, *, Tensor | None linear_bias=None, Tensor | None weight=None, str reduction=mean, int | None ignore_index=None, float label_smoothing=0.0, Any options=None) -> Tensor
-export def "nn functional linear_cross_entropy" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input linear_weight target; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --linear_weight: any  # Tensor
-    --target: any  # Tensor
-    --linear_bias: any  # Tensor | None
-    --weight: any  # Tensor | None
-    --reduction: string = "mean"  # str
-    --ignore_index: int  # int | None
-    --label_smoothing: number = 0.0  # float
-    --options: any  # Any
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.linear_cross_entropy" $in $args {input: $input, linear_weight: $linear_weight, target: $target, linear_bias: $linear_bias, weight: $weight, reduction: $reduction, ignore_index: $ignore_index, label_smoothing: $label_smoothing, options: $options} {reduction: "mean", label_smoothing: 0.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply local response normalization over an input signal.
-#
-# torch.nn.functional.local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0) -> Tensor
-export def "nn functional local_response_norm" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size alpha beta k; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --size: int  # int
-    --alpha: number = 0.0001  # float
-    --beta: number = 0.75  # float
-    --k: number = 1.0  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.local_response_norm" $in $args {input: $input, size: $size, alpha: $alpha, beta: $beta, k: $k} {alpha: 0.0001, beta: 0.75, k: 1.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply a softmax followed by a logarithm.
-#
-# torch.nn.functional.log_softmax(Tensor input, int | None dim=None, ScalarType? dtype=None) -> Tensor
-export def "nn functional log_softmax" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim dtype; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --dim: int  # int | None
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.log_softmax" $in $args {input: $input, dim: $dim, dtype: $dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies element-wise \text{LogSigmoid}(x_i) = \log \left(\frac{1}{1 + \exp(-x_i)}\right).
-#
-# torch.nn.functional.logsigmoid(Tensor input) -> Tensor
-export def "nn functional logsigmoid" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.logsigmoid" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply a 1D power-average pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.lp_pool1d(Tensor input, int | float norm_type, int kernel_size, int[]? stride=None, bool ceil_mode=False) -> Tensor
-export def "nn functional lp_pool1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input norm_type kernel_size stride ceil_mode; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --norm_type: number  # int | float
-    --kernel_size: int  # int
-    --stride: any  # int[]?
-    --ceil_mode  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.lp_pool1d" $in $args {input: $input, norm_type: $norm_type, kernel_size: $kernel_size, stride: $stride, ceil_mode: $ceil_mode} {ceil_mode: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply a 2D power-average pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.lp_pool2d(Tensor input, int | float norm_type, int[] kernel_size, int[]? stride=None, bool ceil_mode=False) -> Tensor
-export def "nn functional lp_pool2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input norm_type kernel_size stride ceil_mode; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --norm_type: number  # int | float
-    --kernel_size: any  # int[]
-    --stride: any  # int[]?
-    --ceil_mode  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.lp_pool2d" $in $args {input: $input, norm_type: $norm_type, kernel_size: $kernel_size, stride: $stride, ceil_mode: $ceil_mode} {ceil_mode: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply a 3D power-average pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.lp_pool3d(Tensor input, int | float norm_type, int[] kernel_size, int[]? stride=None, bool ceil_mode=False) -> Tensor
-export def "nn functional lp_pool3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input norm_type kernel_size stride ceil_mode; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --norm_type: number  # int | float
-    --kernel_size: any  # int[]
-    --stride: any  # int[]?
-    --ceil_mode  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.lp_pool3d" $in $args {input: $input, norm_type: $norm_type, kernel_size: $kernel_size, stride: $stride, ceil_mode: $ceil_mode} {ceil_mode: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the margin ranking loss.
-#
-# torch.nn.functional.margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0, str reduction=mean) -> Tensor
-export def "nn functional margin_ranking_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input1 input2 target margin reduction; piped input fills the leftmost tensor slots
-    --input1: any  # Tensor
-    --input2: any  # Tensor
-    --target: any  # Tensor
-    --margin: number = 0  # float
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.margin_ranking_loss" $in $args {input1: $input1, input2: $input2, target: $target, margin: $margin, reduction: $reduction} {margin: 0, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1D max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.max_pool1d(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0, int[] dilation=1, bool ceil_mode=False, bool return_indices=False) -> Tensor
-export def "nn functional max_pool1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size stride padding dilation ceil_mode return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --kernel_size: any  # int[]
-    --stride: any  # int[]?
-    --padding: any = 0  # int[]
-    --dilation: any = 1  # int[]
-    --ceil_mode  # bool
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.max_pool1d" $in $args {input: $input, kernel_size: $kernel_size, stride: $stride, padding: $padding, dilation: $dilation, ceil_mode: $ceil_mode, return_indices: $return_indices} {padding: 0, dilation: 1, ceil_mode: false, return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1D max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.max_pool1d_with_indices(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0, int[] dilation=1, bool ceil_mode=False, bool return_indices=False) -> tuple[Tensor, Tensor]
-export def "nn functional max_pool1d_with_indices" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size stride padding dilation ceil_mode return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --kernel_size: any  # int[]
-    --stride: any  # int[]?
-    --padding: any = 0  # int[]
-    --dilation: any = 1  # int[]
-    --ceil_mode  # bool
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.max_pool1d_with_indices" $in $args {input: $input, kernel_size: $kernel_size, stride: $stride, padding: $padding, dilation: $dilation, ceil_mode: $ceil_mode, return_indices: $return_indices} {padding: 0, dilation: 1, ceil_mode: false, return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.max_pool2d(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0, int[] dilation=1, bool ceil_mode=False, bool return_indices=False) -> Tensor
-export def "nn functional max_pool2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size stride padding dilation ceil_mode return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --kernel_size: any  # int[]
-    --stride: any  # int[]?
-    --padding: any = 0  # int[]
-    --dilation: any = 1  # int[]
-    --ceil_mode  # bool
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.max_pool2d" $in $args {input: $input, kernel_size: $kernel_size, stride: $stride, padding: $padding, dilation: $dilation, ceil_mode: $ceil_mode, return_indices: $return_indices} {padding: 0, dilation: 1, ceil_mode: false, return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.max_pool2d_with_indices(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0, int[] dilation=1, bool ceil_mode=False, bool return_indices=False) -> tuple[Tensor, Tensor]
-export def "nn functional max_pool2d_with_indices" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size stride padding dilation ceil_mode return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --kernel_size: any  # int[]
-    --stride: any  # int[]?
-    --padding: any = 0  # int[]
-    --dilation: any = 1  # int[]
-    --ceil_mode  # bool
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.max_pool2d_with_indices" $in $args {input: $input, kernel_size: $kernel_size, stride: $stride, padding: $padding, dilation: $dilation, ceil_mode: $ceil_mode, return_indices: $return_indices} {padding: 0, dilation: 1, ceil_mode: false, return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 3D max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.max_pool3d(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0, int[] dilation=1, bool ceil_mode=False, bool return_indices=False) -> Tensor
-export def "nn functional max_pool3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size stride padding dilation ceil_mode return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --kernel_size: any  # int[]
-    --stride: any  # int[]?
-    --padding: any = 0  # int[]
-    --dilation: any = 1  # int[]
-    --ceil_mode  # bool
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.max_pool3d" $in $args {input: $input, kernel_size: $kernel_size, stride: $stride, padding: $padding, dilation: $dilation, ceil_mode: $ceil_mode, return_indices: $return_indices} {padding: 0, dilation: 1, ceil_mode: false, return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 3D max pooling over an input signal composed of several input planes.
-#
-# torch.nn.functional.max_pool3d_with_indices(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0, int[] dilation=1, bool ceil_mode=False, bool return_indices=False) -> tuple[Tensor, Tensor]
-export def "nn functional max_pool3d_with_indices" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size stride padding dilation ceil_mode return_indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --kernel_size: any  # int[]
-    --stride: any  # int[]?
-    --padding: any = 0  # int[]
-    --dilation: any = 1  # int[]
-    --ceil_mode  # bool
-    --return_indices  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.max_pool3d_with_indices" $in $args {input: $input, kernel_size: $kernel_size, stride: $stride, padding: $padding, dilation: $dilation, ceil_mode: $ceil_mode, return_indices: $return_indices} {padding: 0, dilation: 1, ceil_mode: false, return_indices: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute a partial inverse of MaxPool1d.
-#
-# torch.nn.functional.max_unpool1d(Tensor input, Tensor indices, int[] kernel_size, int[]? stride=None, int[] padding=0, int[]? output_size=None) -> Tensor
-export def "nn functional max_unpool1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input indices kernel_size stride padding output_size; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --indices: any  # Tensor
-    --kernel_size: any  # int[]
-    --stride: any  # int[]?
-    --padding: any = 0  # int[]
-    --output_size: any  # int[]?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.max_unpool1d" $in $args {input: $input, indices: $indices, kernel_size: $kernel_size, stride: $stride, padding: $padding, output_size: $output_size} {padding: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute a partial inverse of MaxPool2d.
-#
-# torch.nn.functional.max_unpool2d(Tensor input, Tensor indices, int[] kernel_size, int[]? stride=None, int[] padding=0, int[]? output_size=None) -> Tensor
-export def "nn functional max_unpool2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input indices kernel_size stride padding output_size; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --indices: any  # Tensor
-    --kernel_size: any  # int[]
-    --stride: any  # int[]?
-    --padding: any = 0  # int[]
-    --output_size: any  # int[]?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.max_unpool2d" $in $args {input: $input, indices: $indices, kernel_size: $kernel_size, stride: $stride, padding: $padding, output_size: $output_size} {padding: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute a partial inverse of MaxPool3d.
-#
-# torch.nn.functional.max_unpool3d(Tensor input, Tensor indices, int[] kernel_size, int[]? stride=None, int[] padding=0, int[]? output_size=None) -> Tensor
-export def "nn functional max_unpool3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input indices kernel_size stride padding output_size; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --indices: any  # Tensor
-    --kernel_size: any  # int[]
-    --stride: any  # int[]?
-    --padding: any = 0  # int[]
-    --output_size: any  # int[]?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.max_unpool3d" $in $args {input: $input, indices: $indices, kernel_size: $kernel_size, stride: $stride, padding: $padding, output_size: $output_size} {padding: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply the Mish function, element-wise.
-#
-# torch.nn.functional.mish(Tensor input) -> Tensor
-export def "nn functional mish" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.mish" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the element-wise mean squared error, with optional weighting.
-#
-# torch.nn.functional.mse_loss(Tensor input, Tensor target, str reduction=mean, Tensor | None weight=None) -> Tensor
-export def "nn functional mse_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target reduction weight; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --reduction: string = "mean"  # str
-    --weight: any  # Tensor | None
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.mse_loss" $in $args {input: $input, target: $target, reduction: $reduction, weight: $weight} {reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Forward method for MultiHeadAttention.
-#
-# torch.nn.functional.multi_head_attention_forward(Tensor query, Tensor key, Tensor value, int embed_dim_to_check, int num_heads, Tensor | None in_proj_weight, Tensor | None in_proj_bias, Tensor | None bias_k, Tensor | None bias_v, bool add_zero_attn, float dropout_p, Tensor out_proj_weight, Tensor | None out_proj_bias, bool training=True, Tensor | None key_padding_mask=None, bool need_weights=True, Tensor | None attn_mask=None, bool use_separate_proj_weight=False, Tensor | None q_proj_weight=None, Tensor | None k_proj_weight=None, Tensor | None v_proj_weight=None, Tensor | None static_k=None, Tensor | None static_v=None, bool average_attn_weights=True, bool is_causal=False) -> tuple[Tensor, Tensor | None]
-export def "nn functional multi_head_attention_forward" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: query key value embed_dim_to_check num_heads in_proj_weight in_proj_bias bias_k bias_v add_zero_attn dropout_p out_proj_weight out_proj_bias training key_padding_mask need_weights attn_mask use_separate_proj_weight q_proj_weight k_proj_weight v_proj_weight static_k static_v average_attn_weights is_causal; piped input fills the leftmost tensor slots
-    --query: any  # Tensor
-    --key: any  # Tensor
-    --value: any  # Tensor
-    --embed_dim_to_check: int  # int
-    --num_heads: int  # int
-    --in_proj_weight: any  # Tensor | None
-    --in_proj_bias: any  # Tensor | None
-    --bias_k: any  # Tensor | None
-    --bias_v: any  # Tensor | None
-    --add_zero_attn  # bool
-    --dropout_p: number  # float
-    --out_proj_weight: any  # Tensor
-    --out_proj_bias: any  # Tensor | None
-    --training: any = true  # bool
-    --key_padding_mask: any  # Tensor | None
-    --need_weights: any = true  # bool
-    --attn_mask: any  # Tensor | None
-    --use_separate_proj_weight  # bool
-    --q_proj_weight: any  # Tensor | None
-    --k_proj_weight: any  # Tensor | None
-    --v_proj_weight: any  # Tensor | None
-    --static_k: any  # Tensor | None
-    --static_v: any  # Tensor | None
-    --average_attn_weights: any = true  # bool
-    --is_causal  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.multi_head_attention_forward" $in $args {query: $query, key: $key, value: $value, embed_dim_to_check: $embed_dim_to_check, num_heads: $num_heads, in_proj_weight: $in_proj_weight, in_proj_bias: $in_proj_bias, bias_k: $bias_k, bias_v: $bias_v, add_zero_attn: $add_zero_attn, dropout_p: $dropout_p, out_proj_weight: $out_proj_weight, out_proj_bias: $out_proj_bias, training: $training, key_padding_mask: $key_padding_mask, need_weights: $need_weights, attn_mask: $attn_mask, use_separate_proj_weight: $use_separate_proj_weight, q_proj_weight: $q_proj_weight, k_proj_weight: $k_proj_weight, v_proj_weight: $v_proj_weight, static_k: $static_k, static_v: $static_v, average_attn_weights: $average_attn_weights, is_causal: $is_causal} {add_zero_attn: false, training: true, need_weights: true, use_separate_proj_weight: false, average_attn_weights: true, is_causal: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the multi margin loss, with optional weighting.
-#
-# torch.nn.functional.multi_margin_loss(Tensor input, Tensor target, int p=1, float margin=1.0, Tensor | None weight=None, str reduction=mean) -> Tensor
-export def "nn functional multi_margin_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target p margin weight reduction; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --p: int = 1  # int
-    --margin: number = 1.0  # float
-    --weight: any  # Tensor | None
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.multi_margin_loss" $in $args {input: $input, target: $target, p: $p, margin: $margin, weight: $weight, reduction: $reduction} {p: 1, margin: 1.0, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the multilabel margin loss.
-#
-# torch.nn.functional.multilabel_margin_loss(Tensor input, Tensor target, str reduction=mean) -> Tensor
-export def "nn functional multilabel_margin_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target reduction; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.multilabel_margin_loss" $in $args {input: $input, target: $target, reduction: $reduction} {reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the multilabel soft margin loss.
-#
-# torch.nn.functional.multilabel_soft_margin_loss(Tensor input, Tensor target, Tensor | None weight=None, str reduction=mean) -> Tensor
-export def "nn functional multilabel_soft_margin_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target weight reduction; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --weight: any  # Tensor | None
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.multilabel_soft_margin_loss" $in $args {input: $input, target: $target, weight: $weight, reduction: $reduction} {reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the negative log likelihood loss.
-#
-# torch.nn.functional.nll_loss(Tensor input, Tensor target, Tensor | None weight=None, int ignore_index=-100, str reduction=mean) -> Tensor
-export def "nn functional nll_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target weight ignore_index reduction; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --weight: any  # Tensor | None
-    --ignore_index: int = -100  # int
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.nll_loss" $in $args {input: $input, target: $target, weight: $weight, ignore_index: $ignore_index, reduction: $reduction} {ignore_index: -100, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Perform L_p normalization of inputs over specified dimension.
-#
-# torch.nn.functional.normalize(Tensor input, float p=2.0, int dim=1, float eps=1e-12) -> Tensor
-export def "nn functional normalize" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p dim eps; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --p: number = 2.0  # float
-    --dim: int = 1  # int
-    --eps: number = 1e-12  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.normalize" $in $args {input: $input, p: $p, dim: $dim, eps: $eps} {p: 2.0, dim: 1, eps: 1e-12} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Takes LongTensor with index values of shape (*) and returns a tensor of shape (*, num_classes) that have zeros everywhere except where the index of last dimension matches the corresponding value of the input tensor, in which case it will be 1.
-#
-# torch.nn.functional.one_hot(Tensor input, int num_classes=-1) -> Tensor
-export def "nn functional one_hot" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input num_classes; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --num_classes: int = -1  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.one_hot" $in $args {input: $input, num_classes: $num_classes} {num_classes: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads tensor.
-#
-# torch.nn.functional.pad(Tensor input, list[int] pad, str mode=constant, float | None value=None) -> Tensor
-export def "nn functional pad" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input pad mode value; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --pad: any  # list[int]
-    --mode: string = "constant"  # str
-    --value: number  # float | None
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.pad" $in $args {input: $input, pad: $pad, mode: $mode, value: $value} {mode: "constant"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# See torch.nn.PairwiseDistance for details.
-#
-# torch.nn.functional.pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=1e-06, bool keepdim=False) -> Tensor
-export def "nn functional pairwise_distance" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x1 x2 p eps keepdim; piped input fills the leftmost tensor slots
-    --x1: any  # Tensor
-    --x2: any  # Tensor
-    --p: number  # float
-    --eps: number = 1e-06  # float
-    --keepdim  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.pairwise_distance" $in $args {x1: $x1, x2: $x2, p: $p, eps: $eps, keepdim: $keepdim} {eps: 1e-06, keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the p-norm distance between every pair of row vectors in the input.
-#
-# torch.nn.functional.pdist(Tensor input, float p=2.) -> Tensor
-export def "nn functional pdist" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --p: number  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.pdist" $in $args {input: $input, p: $p} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Rearranges elements in a tensor of shape (*, C \times r^2, H, W) to a tensor of shape (*, C, H \times r, W \times r), where r is the upscale_factor.
-#
-# torch.nn.functional.pixel_shuffle(Tensor input, int upscale_factor) -> Tensor
-export def "nn functional pixel_shuffle" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input upscale_factor; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --upscale_factor: int  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.pixel_shuffle" $in $args {input: $input, upscale_factor: $upscale_factor} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Reverses the torch.nn.PixelShuffle operation by rearranging elements in a tensor of shape (*, C, H \times r, W \times r) to a tensor of shape (*, C \times r^2, H, W), where r is the downscale_factor.
-#
-# torch.nn.functional.pixel_unshuffle(Tensor input, int downscale_factor) -> Tensor
-export def "nn functional pixel_unshuffle" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input downscale_factor; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --downscale_factor: int  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.pixel_unshuffle" $in $args {input: $input, downscale_factor: $downscale_factor} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the Poisson negative log likelihood loss.
-#
-# torch.nn.functional.poisson_nll_loss(Tensor input, Tensor target, bool log_input=True, bool full=False, float eps=1e-08, str reduction=mean) -> Tensor
-export def "nn functional poisson_nll_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target log_input full eps reduction; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --log_input: any = true  # bool
-    --full  # bool
-    --eps: number = 1e-08  # float
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.poisson_nll_loss" $in $args {input: $input, target: $target, log_input: $log_input, full: $full, eps: $eps, reduction: $reduction} {log_input: true, full: false, eps: 1e-08, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies element-wise the function \text{PReLU}(x) = \max(0,x) + \text{weight} * \min(0,x) where weight is a learnable parameter.
-#
-# torch.nn.functional.prelu(Tensor input, Tensor weight) -> Tensor
-export def "nn functional prelu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.prelu" $in $args {input: $input, weight: $weight} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the rectified linear unit function element-wise.
-#
-# torch.nn.functional.relu(Tensor input) -> Tensor
-export def "nn functional relu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.relu" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the element-wise function \text{ReLU6}(x) = \min(\max(0,x), 6).
-#
-# torch.nn.functional.relu6(Tensor input) -> Tensor
-export def "nn functional relu6" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.relu6" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply Root Mean Square Layer Normalization.
-#
-# torch.nn.functional.rms_norm(Tensor input, list[int] normalized_shape, Tensor | None weight=None, float | None eps=None) -> Tensor
-export def "nn functional rms_norm" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input normalized_shape weight eps; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --normalized_shape: any  # list[int]
-    --weight: any  # Tensor | None
-    --eps: number  # float | None
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.rms_norm" $in $args {input: $input, normalized_shape: $normalized_shape, weight: $weight, eps: $eps} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Randomized leaky ReLU.
-#
-# torch.nn.functional.rrelu(Tensor input, float lower=0.125, float upper=0.3333333333333333, bool training=False) -> Tensor
-export def "nn functional rrelu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input lower upper training; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --lower: number = 0.125  # float
-    --upper: number = 0.3333333333333333  # float
-    --training  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.rrelu" $in $args {input: $input, lower: $lower, upper: $upper, training: $training} {lower: 0.125, upper: 0.3333333333333333, training: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes scaled dot product attention on query, key and value tensors, using an optional attention mask if passed, and applying dropout if a probability greater than 0.0 is specified.
-#
-# torch.nn.functional.scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor
-export def "nn functional scaled_dot_product_attention" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: query key value attn_mask dropout_p is_causal; piped input fills the leftmost tensor slots
-    --query: any  # Tensor
-    --key: any  # Tensor
-    --value: any  # Tensor
-    --attn_mask: any  # Tensor?
-    --dropout_p: number  # float
-    --is_causal  # bool
-    --scale: number  # float?
-    --enable_gqa  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.scaled_dot_product_attention" $in $args {query: $query, key: $key, value: $value, attn_mask: $attn_mask, dropout_p: $dropout_p, is_causal: $is_causal, scale: $scale, enable_gqa: $enable_gqa} {is_causal: false, enable_gqa: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies element-wise, \text{SELU}(x) = scale * (\max(0,x) + \min(0, \alpha * (\exp(x) - 1))), with \alpha=1.6732632423543772848170429916717 and scale=1.0507009873554804934193349852946.
-#
-# torch.nn.functional.selu(Tensor input) -> Tensor
-export def "nn functional selu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.selu" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the element-wise function \text{Sigmoid}(x) = \frac{1}{1 + \exp(-x)}.
-#
-# torch.nn.functional.sigmoid(Tensor input)
-export def "nn functional sigmoid" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.sigmoid" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply the Sigmoid Linear Unit (SiLU) function, element-wise.
-#
-# torch.nn.functional.silu(Tensor input) -> Tensor
-export def "nn functional silu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.silu" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the Smooth L1 loss.
-#
-# torch.nn.functional.smooth_l1_loss(Tensor input, Tensor target, str reduction=mean, float beta=1.0) -> Tensor
-export def "nn functional smooth_l1_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target reduction beta; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --reduction: string = "mean"  # str
-    --beta: number = 1.0  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.smooth_l1_loss" $in $args {input: $input, target: $target, reduction: $reduction, beta: $beta} {reduction: "mean", beta: 1.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the soft margin loss.
-#
-# torch.nn.functional.soft_margin_loss(Tensor input, Tensor target, str reduction=mean) -> Tensor
-export def "nn functional soft_margin_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input target reduction; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --target: any  # Tensor
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.soft_margin_loss" $in $args {input: $input, target: $target, reduction: $reduction} {reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply a softmax function.
-#
-# torch.nn.functional.softmax(Tensor input, int | None dim=None, ScalarType? dtype=None) -> Tensor
-export def "nn functional softmax" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim dtype; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --dim: int  # int | None
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.softmax" $in $args {input: $input, dim: $dim, dtype: $dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply a softmin function.
-#
-# torch.nn.functional.softmin(Tensor input, int | None dim=None, ScalarType? dtype=None) -> Tensor
-export def "nn functional softmin" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim dtype; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --dim: int  # int | None
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.softmin" $in $args {input: $input, dim: $dim, dtype: $dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies element-wise, the function \text{Softplus}(x) = \frac{1}{\beta} * \log(1 + \exp(\beta * x)).
-#
-# torch.nn.functional.softplus(Tensor input, Scalar beta=1, Scalar threshold=20) -> Tensor
-export def "nn functional softplus" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input beta threshold; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --beta: number = 1  # Scalar
-    --threshold: number = 20  # Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.softplus" $in $args {input: $input, beta: $beta, threshold: $threshold} {beta: 1, threshold: 20} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the soft shrinkage function elementwise.
-#
-# torch.nn.functional.softshrink(Tensor input, Scalar lambd=0.5) -> Tensor
-export def "nn functional softshrink" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input lambd; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --lambd: number = 0.5  # Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.softshrink" $in $args {input: $input, lambd: $lambd} {lambd: 0.5} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies element-wise, the function \text{SoftSign}(x) = \frac{x}{1 + |x|}.
-#
-# torch.nn.functional.softsign(Tensor input)
-export def "nn functional softsign" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.softsign" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies element-wise, \text{Tanh}(x) = \tanh(x) = \frac{\exp(x) - \exp(-x)}{\exp(x) + \exp(-x)}.
-#
-# torch.nn.functional.tanh(Tensor input)
-export def "nn functional tanh" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.tanh" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies element-wise, \text{Tanhshrink}(x) = x - \text{Tanh}(x).
-#
-# torch.nn.functional.tanhshrink(Tensor input)
-export def "nn functional tanhshrink" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.tanhshrink" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply a threshold to each element of the input Tensor.
-#
-# torch.nn.functional.threshold(Tensor input, float threshold, float value) -> Tensor
-export def "nn functional threshold" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input threshold value; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --threshold: number  # float
-    --value: number  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.threshold" $in $args {input: $input, threshold: $threshold, value: $value} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the triplet loss between given input tensors and a margin greater than 0.
-#
-# torch.nn.functional.triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, str reduction=mean) -> Tensor
-export def "nn functional triplet_margin_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: anchor positive negative margin p eps swap reduction; piped input fills the leftmost tensor slots
-    --anchor: any  # Tensor
-    --positive: any  # Tensor
-    --negative: any  # Tensor
-    --margin: number = 1.0  # float
-    --p: number = 2  # float
-    --eps: number = 1e-06  # float
-    --swap  # bool
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.triplet_margin_loss" $in $args {anchor: $anchor, positive: $positive, negative: $negative, margin: $margin, p: $p, eps: $eps, swap: $swap, reduction: $reduction} {margin: 1.0, p: 2, eps: 1e-06, swap: false, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Compute the triplet margin loss for input tensors using a custom distance function.
-#
-# torch.nn.functional.triplet_margin_with_distance_loss(Tensor anchor, Tensor positive, Tensor negative, *, Any distance_function=None, float margin=1.0, bool swap=False, str reduction=mean) -> Tensor
-export def "nn functional triplet_margin_with_distance_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: anchor positive negative; piped input fills the leftmost tensor slots
-    --anchor: any  # Tensor
-    --positive: any  # Tensor
-    --negative: any  # Tensor
-    --distance_function: any  # Any
-    --margin: number = 1.0  # float
-    --swap  # bool
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.triplet_margin_with_distance_loss" $in $args {anchor: $anchor, positive: $positive, negative: $negative, distance_function: $distance_function, margin: $margin, swap: $swap, reduction: $reduction} {margin: 1.0, swap: false, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Extract sliding local blocks from a batched input tensor.
-#
-# torch.nn.functional.unfold(Tensor input, int[] kernel_size, int[] dilation=1, int[] padding=0, int[] stride=1) -> Tensor
-export def "nn functional unfold" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size dilation padding stride; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --kernel_size: any  # int[]
-    --dilation: any = 1  # int[]
-    --padding: any = 0  # int[]
-    --stride: any = 1  # int[]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.functional.unfold" $in $args {input: $input, kernel_size: $kernel_size, dilation: $dilation, padding: $padding, stride: $stride} {dilation: 1, padding: 0, stride: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Gaussian negative log likelihood loss.
-#
-# nn.gaussian_nll_loss(*, bool full=False, float eps=1e-06, str reduction=mean) -> Module
-export def "nn gaussian_nll_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --full  # bool
-    --eps: number = 1e-06  # float
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.gaussian_nll_loss" $in $args {full: $full, eps: $eps, reduction: $reduction} {full: false, eps: 1e-06, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the Gaussian Error Linear Units function.
-#
-# nn.gelu(str approximate=none) -> Module
-export def "nn gelu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: approximate; piped input fills the leftmost tensor slots
-    --approximate: string = "none"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.gelu" $in $args {approximate: $approximate} {approximate: "none"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the gated linear unit function.
-#
-# nn.glu(int dim=-1) -> Module
-export def "nn glu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dim; piped input fills the leftmost tensor slots
-    --dim: int = -1  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.glu" $in $args {dim: $dim} {dim: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies Group Normalization over a mini-batch of inputs.
-#
-# nn.group_norm(int num_groups, int num_channels, float eps=1e-05, bool affine=True, Device? device=None, ScalarType? dtype=None, *, bool bias=True) -> Module
-export def "nn group_norm" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: num_groups num_channels eps affine device dtype; piped input fills the leftmost tensor slots
-    --num_groups: int  # int
-    --num_channels: int  # int
-    --eps: number = 1e-05  # float
-    --affine: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --bias: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.group_norm" $in $args {num_groups: $num_groups, num_channels: $num_channels, eps: $eps, affine: $affine, device: $device, dtype: $dtype, bias: $bias} {eps: 1e-05, affine: true, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply a multi-layer gated recurrent unit (GRU) RNN to an input sequence.
-#
-# nn.gru(int input_size, int hidden_size, int num_layers=1, bool bias=True, bool batch_first=False, float dropout=0.0, bool bidirectional=False, int proj_size=0, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn gru" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input_size hidden_size num_layers bias batch_first dropout bidirectional proj_size device dtype; piped input fills the leftmost tensor slots
-    --input_size: int  # int
-    --hidden_size: int  # int
-    --num_layers: int = 1  # int
-    --bias: any = true  # bool
-    --batch_first  # bool
-    --dropout: number = 0.0  # float
-    --bidirectional  # bool
-    --proj_size: int = 0  # int
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.gru" $in $args {input_size: $input_size, hidden_size: $hidden_size, num_layers: $num_layers, bias: $bias, batch_first: $batch_first, dropout: $dropout, bidirectional: $bidirectional, proj_size: $proj_size, device: $device, dtype: $dtype} {num_layers: 1, bias: true, batch_first: false, dropout: 0.0, bidirectional: false, proj_size: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A gated recurrent unit (GRU) cell.
-#
-# nn.gru_cell(int input_size, int hidden_size, bool bias=True, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn gru_cell" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input_size hidden_size bias device dtype; piped input fills the leftmost tensor slots
-    --input_size: int  # int
-    --hidden_size: int  # int
-    --bias: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.gru_cell" $in $args {input_size: $input_size, hidden_size: $hidden_size, bias: $bias, device: $device, dtype: $dtype} {bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the Hard Shrinkage (Hardshrink) function element-wise.
-#
-# nn.hardshrink(float lambd=0.5) -> Module
-export def "nn hardshrink" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: lambd; piped input fills the leftmost tensor slots
-    --lambd: number = 0.5  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.hardshrink" $in $args {lambd: $lambd} {lambd: 0.5} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the Hardsigmoid function element-wise.
-#
-# nn.hardsigmoid() -> Module
-export def "nn hardsigmoid" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.hardsigmoid" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the Hardswish function, element-wise.
-#
-# nn.hardswish() -> Module
-export def "nn hardswish" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.hardswish" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the HardTanh function element-wise.
-#
-# nn.hardtanh(float min_val=-1.0, float max_val=1.0, float min_value=None, float max_value=None) -> Module
-export def "nn hardtanh" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: min_val max_val min_value max_value; piped input fills the leftmost tensor slots
-    --min_val: number = -1.0  # float
-    --max_val: number = 1.0  # float
-    --min_value: number  # float
-    --max_value: number  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.hardtanh" $in $args {min_val: $min_val, max_val: $max_val, min_value: $min_value, max_value: $max_value} {min_val: -1.0, max_val: 1.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Measures the loss given an input tensor x and a labels tensor y (containing 1 or -1).
-#
-# nn.hinge_embedding_loss(float margin=1.0, str reduction=mean) -> Module
-export def "nn hinge_embedding_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: margin reduction; piped input fills the leftmost tensor slots
-    --margin: number = 1.0  # float
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.hinge_embedding_loss" $in $args {margin: $margin, reduction: $reduction} {margin: 1.0, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Creates a criterion that uses a squared term if the absolute element-wise error falls below delta and a delta-scaled L1 term otherwise.
-#
-# nn.huber_loss(str reduction=mean, float delta=1.0) -> Module
-export def "nn huber_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: reduction delta; piped input fills the leftmost tensor slots
-    --reduction: string = "mean"  # str
-    --delta: number = 1.0  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.huber_loss" $in $args {reduction: $reduction, delta: $delta} {reduction: "mean", delta: 1.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A placeholder identity operator that is argument-insensitive.
-#
-# nn.identity() -> Module
-export def "nn identity" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.identity" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nn.eval" $in $args {no_grad: $no_grad} {} }
 
 # Kind, mode, parameter counts, and every parameter and buffer with shape and dtype (--json for data).
 #
 # nn.info(Module model) -> Json
 export def "nn info" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped input fills the leftmost tensor slots
-    --model: string@"nu-complete torch handles"  # Module
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.info" $in $args {model: $model} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nn.info" $in $args {no_grad: $no_grad} {} }
 
 # Fill parameters in place with torch.nn.init.KIND_: kaiming[_uniform|_normal], xavier[_uniform|_normal],
 #
 # nn.init(str kind, Handle[] targets, *, float? a=None, float? b=None, float? mean=None, float? std=None, float? val=None, float? gain=None, str? mode=None, str? nonlinearity=None) -> None
 export def "nn init" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: kind targets…; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: kind targets…; piped handles fill the tensor slots still missing
     --kind: string  # str
-    --targets: any  # Handle[]
     --a: number  # float?
     --b: number  # float?
     --mean: number  # float?
@@ -8204,1542 +3431,105 @@ export def "nn init" [
     --mode: string  # str?
     --nonlinearity: string  # str?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.init" $in $args {kind: $kind, targets: $targets, a: $a, b: $b, mean: $mean, std: $std, val: $val, gain: $gain, mode: $mode, nonlinearity: $nonlinearity} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies Instance Normalization.
-#
-# nn.instance_norm1d(int num_features, float eps=1e-05, float momentum=0.1, bool affine=False, bool track_running_stats=False, Device? device=None, ScalarType? dtype=None, *, bool bias=True) -> Module
-export def "nn instance_norm1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: num_features eps momentum affine track_running_stats device dtype; piped input fills the leftmost tensor slots
-    --num_features: int  # int
-    --eps: number = 1e-05  # float
-    --momentum: number = 0.1  # float
-    --affine  # bool
-    --track_running_stats  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --bias: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.instance_norm1d" $in $args {num_features: $num_features, eps: $eps, momentum: $momentum, affine: $affine, track_running_stats: $track_running_stats, device: $device, dtype: $dtype, bias: $bias} {eps: 1e-05, momentum: 0.1, affine: false, track_running_stats: false, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies Instance Normalization.
-#
-# nn.instance_norm2d(int num_features, float eps=1e-05, float momentum=0.1, bool affine=False, bool track_running_stats=False, Device? device=None, ScalarType? dtype=None, *, bool bias=True) -> Module
-export def "nn instance_norm2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: num_features eps momentum affine track_running_stats device dtype; piped input fills the leftmost tensor slots
-    --num_features: int  # int
-    --eps: number = 1e-05  # float
-    --momentum: number = 0.1  # float
-    --affine  # bool
-    --track_running_stats  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --bias: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.instance_norm2d" $in $args {num_features: $num_features, eps: $eps, momentum: $momentum, affine: $affine, track_running_stats: $track_running_stats, device: $device, dtype: $dtype, bias: $bias} {eps: 1e-05, momentum: 0.1, affine: false, track_running_stats: false, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies Instance Normalization.
-#
-# nn.instance_norm3d(int num_features, float eps=1e-05, float momentum=0.1, bool affine=False, bool track_running_stats=False, Device? device=None, ScalarType? dtype=None, *, bool bias=True) -> Module
-export def "nn instance_norm3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: num_features eps momentum affine track_running_stats device dtype; piped input fills the leftmost tensor slots
-    --num_features: int  # int
-    --eps: number = 1e-05  # float
-    --momentum: number = 0.1  # float
-    --affine  # bool
-    --track_running_stats  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --bias: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.instance_norm3d" $in $args {num_features: $num_features, eps: $eps, momentum: $momentum, affine: $affine, track_running_stats: $track_running_stats, device: $device, dtype: $dtype, bias: $bias} {eps: 1e-05, momentum: 0.1, affine: false, track_running_stats: false, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Load a TorchScript model saved from Python (torch.jit.save); runs with `torch forward`.
-#
-# nn.jit_load(Path file) -> Module
-export def "nn jit_load" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: file; piped input fills the leftmost tensor slots
-    --file: path  # Path
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.jit_load" $in $args {file: $file} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# The Kullback-Leibler divergence loss.
-#
-# nn.kl_div_loss(str reduction=mean, bool log_target=False) -> Module
-export def "nn kl_div_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: reduction log_target; piped input fills the leftmost tensor slots
-    --reduction: string = "mean"  # str
-    --log_target  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.kl_div_loss" $in $args {reduction: $reduction, log_target: $log_target} {reduction: "mean", log_target: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Creates a criterion that measures the mean absolute error (MAE) between each element in the input x and target y.
-#
-# nn.l1_loss(str reduction=mean) -> Module
-export def "nn l1_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: reduction; piped input fills the leftmost tensor slots
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.l1_loss" $in $args {reduction: $reduction} {reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies Layer Normalization over a mini-batch of inputs.
-#
-# nn.layer_norm(int | int[] normalized_shape, float eps=1e-05, bool elementwise_affine=True, bool bias=True, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn layer_norm" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: normalized_shape eps elementwise_affine bias device dtype; piped input fills the leftmost tensor slots
-    --normalized_shape: any  # int | int[]
-    --eps: number = 1e-05  # float
-    --elementwise_affine: any = true  # bool
-    --bias: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.layer_norm" $in $args {normalized_shape: $normalized_shape, eps: $eps, elementwise_affine: $elementwise_affine, bias: $bias, device: $device, dtype: $dtype} {eps: 1e-05, elementwise_affine: true, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A torch.nn.BatchNorm1d module with lazy initialization.
-#
-# nn.lazy_batch_norm1d(float eps=1e-05, float momentum=0.1, bool affine=True, bool track_running_stats=True, Device? device=None, ScalarType? dtype=None, *, bool bias=True) -> Module
-export def "nn lazy_batch_norm1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: eps momentum affine track_running_stats device dtype; piped input fills the leftmost tensor slots
-    --eps: number = 1e-05  # float
-    --momentum: number = 0.1  # float
-    --affine: any = true  # bool
-    --track_running_stats: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --bias: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lazy_batch_norm1d" $in $args {eps: $eps, momentum: $momentum, affine: $affine, track_running_stats: $track_running_stats, device: $device, dtype: $dtype, bias: $bias} {eps: 1e-05, momentum: 0.1, affine: true, track_running_stats: true, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A torch.nn.BatchNorm2d module with lazy initialization.
-#
-# nn.lazy_batch_norm2d(float eps=1e-05, float momentum=0.1, bool affine=True, bool track_running_stats=True, Device? device=None, ScalarType? dtype=None, *, bool bias=True) -> Module
-export def "nn lazy_batch_norm2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: eps momentum affine track_running_stats device dtype; piped input fills the leftmost tensor slots
-    --eps: number = 1e-05  # float
-    --momentum: number = 0.1  # float
-    --affine: any = true  # bool
-    --track_running_stats: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --bias: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lazy_batch_norm2d" $in $args {eps: $eps, momentum: $momentum, affine: $affine, track_running_stats: $track_running_stats, device: $device, dtype: $dtype, bias: $bias} {eps: 1e-05, momentum: 0.1, affine: true, track_running_stats: true, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A torch.nn.BatchNorm3d module with lazy initialization.
-#
-# nn.lazy_batch_norm3d(float eps=1e-05, float momentum=0.1, bool affine=True, bool track_running_stats=True, Device? device=None, ScalarType? dtype=None, *, bool bias=True) -> Module
-export def "nn lazy_batch_norm3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: eps momentum affine track_running_stats device dtype; piped input fills the leftmost tensor slots
-    --eps: number = 1e-05  # float
-    --momentum: number = 0.1  # float
-    --affine: any = true  # bool
-    --track_running_stats: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --bias: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lazy_batch_norm3d" $in $args {eps: $eps, momentum: $momentum, affine: $affine, track_running_stats: $track_running_stats, device: $device, dtype: $dtype, bias: $bias} {eps: 1e-05, momentum: 0.1, affine: true, track_running_stats: true, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A torch.nn.Conv1d module with lazy initialization of the in_channels argument.
-#
-# nn.lazy_conv1d(int out_channels, int | tuple[int] kernel_size, int | tuple[int] stride=1, int | tuple[int] padding=0, int | tuple[int] dilation=1, int groups=1, bool bias=True, str padding_mode=zeros, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn lazy_conv1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: out_channels kernel_size stride padding dilation groups bias padding_mode device dtype; piped input fills the leftmost tensor slots
-    --out_channels: int  # int
-    --kernel_size: any  # int | tuple[int]
-    --stride: any = 1  # int | tuple[int]
-    --padding: any = 0  # int | tuple[int]
-    --dilation: any = 1  # int | tuple[int]
-    --groups: int = 1  # int
-    --bias: any = true  # bool
-    --padding_mode: string = "zeros"  # str
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lazy_conv1d" $in $args {out_channels: $out_channels, kernel_size: $kernel_size, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups, bias: $bias, padding_mode: $padding_mode, device: $device, dtype: $dtype} {stride: 1, padding: 0, dilation: 1, groups: 1, bias: true, padding_mode: "zeros"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A torch.nn.Conv2d module with lazy initialization of the in_channels argument.
-#
-# nn.lazy_conv2d(int out_channels, int | tuple[int, int] kernel_size, int | tuple[int, int] stride=1, int | tuple[int, int] padding=0, int | tuple[int, int] dilation=1, int groups=1, bool bias=True, str padding_mode=zeros, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn lazy_conv2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: out_channels kernel_size stride padding dilation groups bias padding_mode device dtype; piped input fills the leftmost tensor slots
-    --out_channels: int  # int
-    --kernel_size: any  # int | tuple[int, int]
-    --stride: any = 1  # int | tuple[int, int]
-    --padding: any = 0  # int | tuple[int, int]
-    --dilation: any = 1  # int | tuple[int, int]
-    --groups: int = 1  # int
-    --bias: any = true  # bool
-    --padding_mode: string = "zeros"  # str
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lazy_conv2d" $in $args {out_channels: $out_channels, kernel_size: $kernel_size, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups, bias: $bias, padding_mode: $padding_mode, device: $device, dtype: $dtype} {stride: 1, padding: 0, dilation: 1, groups: 1, bias: true, padding_mode: "zeros"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A torch.nn.Conv3d module with lazy initialization of the in_channels argument.
-#
-# nn.lazy_conv3d(int out_channels, int | tuple[int, int, int] kernel_size, int | tuple[int, int, int] stride=1, int | tuple[int, int, int] padding=0, int | tuple[int, int, int] dilation=1, int groups=1, bool bias=True, str padding_mode=zeros, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn lazy_conv3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: out_channels kernel_size stride padding dilation groups bias padding_mode device dtype; piped input fills the leftmost tensor slots
-    --out_channels: int  # int
-    --kernel_size: any  # int | tuple[int, int, int]
-    --stride: any = 1  # int | tuple[int, int, int]
-    --padding: any = 0  # int | tuple[int, int, int]
-    --dilation: any = 1  # int | tuple[int, int, int]
-    --groups: int = 1  # int
-    --bias: any = true  # bool
-    --padding_mode: string = "zeros"  # str
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lazy_conv3d" $in $args {out_channels: $out_channels, kernel_size: $kernel_size, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups, bias: $bias, padding_mode: $padding_mode, device: $device, dtype: $dtype} {stride: 1, padding: 0, dilation: 1, groups: 1, bias: true, padding_mode: "zeros"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A torch.nn.ConvTranspose1d module with lazy initialization of the in_channels argument.
-#
-# nn.lazy_conv_transpose1d(int out_channels, int | tuple[int] kernel_size, int | tuple[int] stride=1, int | tuple[int] padding=0, int | tuple[int] output_padding=0, int groups=1, bool bias=True, int | tuple[int] dilation=1, str padding_mode=zeros, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn lazy_conv_transpose1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: out_channels kernel_size stride padding output_padding groups bias dilation padding_mode device dtype; piped input fills the leftmost tensor slots
-    --out_channels: int  # int
-    --kernel_size: any  # int | tuple[int]
-    --stride: any = 1  # int | tuple[int]
-    --padding: any = 0  # int | tuple[int]
-    --output_padding: any = 0  # int | tuple[int]
-    --groups: int = 1  # int
-    --bias: any = true  # bool
-    --dilation: any = 1  # int | tuple[int]
-    --padding_mode: string = "zeros"  # str
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lazy_conv_transpose1d" $in $args {out_channels: $out_channels, kernel_size: $kernel_size, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, bias: $bias, dilation: $dilation, padding_mode: $padding_mode, device: $device, dtype: $dtype} {stride: 1, padding: 0, output_padding: 0, groups: 1, bias: true, dilation: 1, padding_mode: "zeros"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A torch.nn.ConvTranspose2d module with lazy initialization of the in_channels argument.
-#
-# nn.lazy_conv_transpose2d(int out_channels, int | tuple[int, int] kernel_size, int | tuple[int, int] stride=1, int | tuple[int, int] padding=0, int | tuple[int, int] output_padding=0, int groups=1, bool bias=True, int dilation=1, str padding_mode=zeros, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn lazy_conv_transpose2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: out_channels kernel_size stride padding output_padding groups bias dilation padding_mode device dtype; piped input fills the leftmost tensor slots
-    --out_channels: int  # int
-    --kernel_size: any  # int | tuple[int, int]
-    --stride: any = 1  # int | tuple[int, int]
-    --padding: any = 0  # int | tuple[int, int]
-    --output_padding: any = 0  # int | tuple[int, int]
-    --groups: int = 1  # int
-    --bias: any = true  # bool
-    --dilation: int = 1  # int
-    --padding_mode: string = "zeros"  # str
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lazy_conv_transpose2d" $in $args {out_channels: $out_channels, kernel_size: $kernel_size, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, bias: $bias, dilation: $dilation, padding_mode: $padding_mode, device: $device, dtype: $dtype} {stride: 1, padding: 0, output_padding: 0, groups: 1, bias: true, dilation: 1, padding_mode: "zeros"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A torch.nn.ConvTranspose3d module with lazy initialization of the in_channels argument.
-#
-# nn.lazy_conv_transpose3d(int out_channels, int | tuple[int, int, int] kernel_size, int | tuple[int, int, int] stride=1, int | tuple[int, int, int] padding=0, int | tuple[int, int, int] output_padding=0, int groups=1, bool bias=True, int | tuple[int, int, int] dilation=1, str padding_mode=zeros, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn lazy_conv_transpose3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: out_channels kernel_size stride padding output_padding groups bias dilation padding_mode device dtype; piped input fills the leftmost tensor slots
-    --out_channels: int  # int
-    --kernel_size: any  # int | tuple[int, int, int]
-    --stride: any = 1  # int | tuple[int, int, int]
-    --padding: any = 0  # int | tuple[int, int, int]
-    --output_padding: any = 0  # int | tuple[int, int, int]
-    --groups: int = 1  # int
-    --bias: any = true  # bool
-    --dilation: any = 1  # int | tuple[int, int, int]
-    --padding_mode: string = "zeros"  # str
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lazy_conv_transpose3d" $in $args {out_channels: $out_channels, kernel_size: $kernel_size, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, bias: $bias, dilation: $dilation, padding_mode: $padding_mode, device: $device, dtype: $dtype} {stride: 1, padding: 0, output_padding: 0, groups: 1, bias: true, dilation: 1, padding_mode: "zeros"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A torch.nn.InstanceNorm1d module with lazy initialization of the num_features argument.
-#
-# nn.lazy_instance_norm1d(float eps=1e-05, float momentum=0.1, bool affine=True, bool track_running_stats=True, Device? device=None, ScalarType? dtype=None, *, bool bias=True) -> Module
-export def "nn lazy_instance_norm1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: eps momentum affine track_running_stats device dtype; piped input fills the leftmost tensor slots
-    --eps: number = 1e-05  # float
-    --momentum: number = 0.1  # float
-    --affine: any = true  # bool
-    --track_running_stats: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --bias: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lazy_instance_norm1d" $in $args {eps: $eps, momentum: $momentum, affine: $affine, track_running_stats: $track_running_stats, device: $device, dtype: $dtype, bias: $bias} {eps: 1e-05, momentum: 0.1, affine: true, track_running_stats: true, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A torch.nn.InstanceNorm2d module with lazy initialization of the num_features argument.
-#
-# nn.lazy_instance_norm2d(float eps=1e-05, float momentum=0.1, bool affine=True, bool track_running_stats=True, Device? device=None, ScalarType? dtype=None, *, bool bias=True) -> Module
-export def "nn lazy_instance_norm2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: eps momentum affine track_running_stats device dtype; piped input fills the leftmost tensor slots
-    --eps: number = 1e-05  # float
-    --momentum: number = 0.1  # float
-    --affine: any = true  # bool
-    --track_running_stats: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --bias: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lazy_instance_norm2d" $in $args {eps: $eps, momentum: $momentum, affine: $affine, track_running_stats: $track_running_stats, device: $device, dtype: $dtype, bias: $bias} {eps: 1e-05, momentum: 0.1, affine: true, track_running_stats: true, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A torch.nn.InstanceNorm3d module with lazy initialization of the num_features argument.
-#
-# nn.lazy_instance_norm3d(float eps=1e-05, float momentum=0.1, bool affine=True, bool track_running_stats=True, Device? device=None, ScalarType? dtype=None, *, bool bias=True) -> Module
-export def "nn lazy_instance_norm3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: eps momentum affine track_running_stats device dtype; piped input fills the leftmost tensor slots
-    --eps: number = 1e-05  # float
-    --momentum: number = 0.1  # float
-    --affine: any = true  # bool
-    --track_running_stats: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --bias: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lazy_instance_norm3d" $in $args {eps: $eps, momentum: $momentum, affine: $affine, track_running_stats: $track_running_stats, device: $device, dtype: $dtype, bias: $bias} {eps: 1e-05, momentum: 0.1, affine: true, track_running_stats: true, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A torch.nn.Linear module where in_features is inferred.
-#
-# nn.lazy_linear(int out_features, bool bias=True, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn lazy_linear" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: out_features bias device dtype; piped input fills the leftmost tensor slots
-    --out_features: int  # int
-    --bias: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lazy_linear" $in $args {out_features: $out_features, bias: $bias, device: $device, dtype: $dtype} {bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the LeakyReLU function element-wise.
-#
-# nn.leaky_relu(float negative_slope=0.01) -> Module
-export def "nn leaky_relu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: negative_slope; piped input fills the leftmost tensor slots
-    --negative_slope: number = 0.01  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.leaky_relu" $in $args {negative_slope: $negative_slope} {negative_slope: 0.01} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies an affine linear transformation to the incoming data: y = xA^T + b.
-#
-# nn.linear(int in_features, int out_features, bool bias=True, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn linear" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: in_features out_features bias device dtype; piped input fills the leftmost tensor slots
-    --in_features: int  # int
-    --out_features: int  # int
-    --bias: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.linear" $in $args {in_features: $in_features, out_features: $out_features, bias: $bias, device: $device, dtype: $dtype} {bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# This criterion computes the cross entropy loss between input, linearly transformed to logits, and target.
-#
-# nn.linear_cross_entropy_loss(int in_features, int num_classes, *, tuple[int, ...] out_features=[], bool bias=False, Device? device=None, ScalarType? dtype=None, str reduction=mean, Tensor? weight=None, int ignore_index=None, float label_smoothing=0.0, torch.nn.modules.linear_cross_entropy_options.LinearCrossEntropyOptions | None options=None) -> Module
-export def "nn linear_cross_entropy_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: in_features num_classes; piped input fills the leftmost tensor slots
-    --in_features: int  # int
-    --num_classes: int  # int
-    --out_features: any = []  # tuple[int, ...]
-    --bias  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --reduction: string = "mean"  # str
-    --weight: any  # Tensor?
-    --ignore_index: int  # int
-    --label_smoothing: number = 0.0  # float
-    --options: any  # torch.nn.modules.linear_cross_entropy_options.LinearCrossEntropyOptions | None
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.linear_cross_entropy_loss" $in $args {in_features: $in_features, num_classes: $num_classes, out_features: $out_features, bias: $bias, device: $device, dtype: $dtype, reduction: $reduction, weight: $weight, ignore_index: $ignore_index, label_smoothing: $label_smoothing, options: $options} {out_features: [], bias: false, reduction: "mean", label_smoothing: 0.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nn.init" $in $args {kind: $kind, a: $a, b: $b, mean: $mean, std: $std, val: $val, gain: $gain, mode: $mode, nonlinearity: $nonlinearity, no_grad: $no_grad} {} }
 
 # Every layer kind `torch nn KIND` builds, with its class and signature (--json for rows).
 #
 # nn.list() -> Json
 export def "nn list" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.list" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nn.list" $in $args {no_grad: $no_grad} {} }
 
 # Load a state_dict into the model (strict, atomic). Reads .safetensors, and .pt/.pth with weights_only.
 #
 # nn.load(Module model, Path file) -> None
 export def "nn load" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model file; piped input fills the leftmost tensor slots
-    --model: string@"nu-complete torch handles"  # Module
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model file; piped handles fill the tensor slots still missing
     --file: path  # Path
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.load" $in $args {model: $model, file: $file} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies local response normalization over an input signal.
-#
-# nn.local_response_norm(int size, float alpha=0.0001, float beta=0.75, float k=1.0) -> Module
-export def "nn local_response_norm" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size alpha beta k; piped input fills the leftmost tensor slots
-    --size: int  # int
-    --alpha: number = 0.0001  # float
-    --beta: number = 0.75  # float
-    --k: number = 1.0  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.local_response_norm" $in $args {size: $size, alpha: $alpha, beta: $beta, k: $k} {alpha: 0.0001, beta: 0.75, k: 1.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the Logsigmoid function element-wise.
-#
-# nn.log_sigmoid() -> Module
-export def "nn log_sigmoid" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.log_sigmoid" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the \log(\text{Softmax}(x)) function to an n-dimensional input Tensor.
-#
-# nn.log_softmax(int dim=None) -> Module
-export def "nn log_softmax" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dim; piped input fills the leftmost tensor slots
-    --dim: int  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.log_softmax" $in $args {dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1D power-average pooling over an input signal composed of several input planes.
-#
-# nn.lp_pool1d(float norm_type, int | tuple[int, ...] kernel_size, int | tuple[int, ...] | None stride=None, bool ceil_mode=False) -> Module
-export def "nn lp_pool1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: norm_type kernel_size stride ceil_mode; piped input fills the leftmost tensor slots
-    --norm_type: number  # float
-    --kernel_size: any  # int | tuple[int, ...]
-    --stride: any  # int | tuple[int, ...] | None
-    --ceil_mode  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lp_pool1d" $in $args {norm_type: $norm_type, kernel_size: $kernel_size, stride: $stride, ceil_mode: $ceil_mode} {ceil_mode: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D power-average pooling over an input signal composed of several input planes.
-#
-# nn.lp_pool2d(float norm_type, int | tuple[int, ...] kernel_size, int | tuple[int, ...] | None stride=None, bool ceil_mode=False) -> Module
-export def "nn lp_pool2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: norm_type kernel_size stride ceil_mode; piped input fills the leftmost tensor slots
-    --norm_type: number  # float
-    --kernel_size: any  # int | tuple[int, ...]
-    --stride: any  # int | tuple[int, ...] | None
-    --ceil_mode  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lp_pool2d" $in $args {norm_type: $norm_type, kernel_size: $kernel_size, stride: $stride, ceil_mode: $ceil_mode} {ceil_mode: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 3D power-average pooling over an input signal composed of several input planes.
-#
-# nn.lp_pool3d(float norm_type, int | tuple[int, ...] kernel_size, int | tuple[int, ...] | None stride=None, bool ceil_mode=False) -> Module
-export def "nn lp_pool3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: norm_type kernel_size stride ceil_mode; piped input fills the leftmost tensor slots
-    --norm_type: number  # float
-    --kernel_size: any  # int | tuple[int, ...]
-    --stride: any  # int | tuple[int, ...] | None
-    --ceil_mode  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lp_pool3d" $in $args {norm_type: $norm_type, kernel_size: $kernel_size, stride: $stride, ceil_mode: $ceil_mode} {ceil_mode: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply a multi-layer long short-term memory (LSTM) RNN to an input sequence.
-#
-# nn.lstm(int input_size, int hidden_size, int num_layers=1, bool bias=True, bool batch_first=False, float dropout=0.0, bool bidirectional=False, int proj_size=0, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn lstm" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input_size hidden_size num_layers bias batch_first dropout bidirectional proj_size device dtype; piped input fills the leftmost tensor slots
-    --input_size: int  # int
-    --hidden_size: int  # int
-    --num_layers: int = 1  # int
-    --bias: any = true  # bool
-    --batch_first  # bool
-    --dropout: number = 0.0  # float
-    --bidirectional  # bool
-    --proj_size: int = 0  # int
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lstm" $in $args {input_size: $input_size, hidden_size: $hidden_size, num_layers: $num_layers, bias: $bias, batch_first: $batch_first, dropout: $dropout, bidirectional: $bidirectional, proj_size: $proj_size, device: $device, dtype: $dtype} {num_layers: 1, bias: true, batch_first: false, dropout: 0.0, bidirectional: false, proj_size: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A long short-term memory (LSTM) cell.
-#
-# nn.lstm_cell(int input_size, int hidden_size, bool bias=True, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn lstm_cell" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input_size hidden_size bias device dtype; piped input fills the leftmost tensor slots
-    --input_size: int  # int
-    --hidden_size: int  # int
-    --bias: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.lstm_cell" $in $args {input_size: $input_size, hidden_size: $hidden_size, bias: $bias, device: $device, dtype: $dtype} {bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Creates a criterion that measures the loss given inputs x1, x2, two 1D mini-batch or 0D Tensors, and a label 1D mini-batch or 0D Tensor y (containing 1 or -1).
-#
-# nn.margin_ranking_loss(float margin=0.0, str reduction=mean) -> Module
-export def "nn margin_ranking_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: margin reduction; piped input fills the leftmost tensor slots
-    --margin: number = 0.0  # float
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.margin_ranking_loss" $in $args {margin: $margin, reduction: $reduction} {margin: 0.0, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 1D max pooling over an input signal composed of several input planes.
-#
-# nn.max_pool1d(int | tuple[int, ...] kernel_size, int | tuple[int, ...] | None stride=None, int | tuple[int, ...] padding=0, int | tuple[int, ...] dilation=1, bool return_indices=False, bool ceil_mode=False) -> Module
-export def "nn max_pool1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: kernel_size stride padding dilation return_indices ceil_mode; piped input fills the leftmost tensor slots
-    --kernel_size: any  # int | tuple[int, ...]
-    --stride: any  # int | tuple[int, ...] | None
-    --padding: any = 0  # int | tuple[int, ...]
-    --dilation: any = 1  # int | tuple[int, ...]
-    --return_indices  # bool
-    --ceil_mode  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.max_pool1d" $in $args {kernel_size: $kernel_size, stride: $stride, padding: $padding, dilation: $dilation, return_indices: $return_indices, ceil_mode: $ceil_mode} {padding: 0, dilation: 1, return_indices: false, ceil_mode: false} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D max pooling over an input signal composed of several input planes.
-#
-# nn.max_pool2d(int | tuple[int, ...] kernel_size, int | tuple[int, ...] | None stride=None, int | tuple[int, ...] padding=0, int | tuple[int, ...] dilation=1, bool return_indices=False, bool ceil_mode=False) -> Module
-export def "nn max_pool2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: kernel_size stride padding dilation return_indices ceil_mode; piped input fills the leftmost tensor slots
-    --kernel_size: any  # int | tuple[int, ...]
-    --stride: any  # int | tuple[int, ...] | None
-    --padding: any = 0  # int | tuple[int, ...]
-    --dilation: any = 1  # int | tuple[int, ...]
-    --return_indices  # bool
-    --ceil_mode  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.max_pool2d" $in $args {kernel_size: $kernel_size, stride: $stride, padding: $padding, dilation: $dilation, return_indices: $return_indices, ceil_mode: $ceil_mode} {padding: 0, dilation: 1, return_indices: false, ceil_mode: false} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 3D max pooling over an input signal composed of several input planes.
-#
-# nn.max_pool3d(int | tuple[int, ...] kernel_size, int | tuple[int, ...] | None stride=None, int | tuple[int, ...] padding=0, int | tuple[int, ...] dilation=1, bool return_indices=False, bool ceil_mode=False) -> Module
-export def "nn max_pool3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: kernel_size stride padding dilation return_indices ceil_mode; piped input fills the leftmost tensor slots
-    --kernel_size: any  # int | tuple[int, ...]
-    --stride: any  # int | tuple[int, ...] | None
-    --padding: any = 0  # int | tuple[int, ...]
-    --dilation: any = 1  # int | tuple[int, ...]
-    --return_indices  # bool
-    --ceil_mode  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.max_pool3d" $in $args {kernel_size: $kernel_size, stride: $stride, padding: $padding, dilation: $dilation, return_indices: $return_indices, ceil_mode: $ceil_mode} {padding: 0, dilation: 1, return_indices: false, ceil_mode: false} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes a partial inverse of MaxPool1d.
-#
-# nn.max_unpool1d(int | tuple[int] kernel_size, int | tuple[int] | None stride=None, int | tuple[int] padding=0) -> Module
-export def "nn max_unpool1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: kernel_size stride padding; piped input fills the leftmost tensor slots
-    --kernel_size: any  # int | tuple[int]
-    --stride: any  # int | tuple[int] | None
-    --padding: any = 0  # int | tuple[int]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.max_unpool1d" $in $args {kernel_size: $kernel_size, stride: $stride, padding: $padding} {padding: 0} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes a partial inverse of MaxPool2d.
-#
-# nn.max_unpool2d(int | tuple[int, int] kernel_size, int | tuple[int, int] | None stride=None, int | tuple[int, int] padding=0) -> Module
-export def "nn max_unpool2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: kernel_size stride padding; piped input fills the leftmost tensor slots
-    --kernel_size: any  # int | tuple[int, int]
-    --stride: any  # int | tuple[int, int] | None
-    --padding: any = 0  # int | tuple[int, int]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.max_unpool2d" $in $args {kernel_size: $kernel_size, stride: $stride, padding: $padding} {padding: 0} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes a partial inverse of MaxPool3d.
-#
-# nn.max_unpool3d(int | tuple[int, int, int] kernel_size, int | tuple[int, int, int] | None stride=None, int | tuple[int, int, int] padding=0) -> Module
-export def "nn max_unpool3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: kernel_size stride padding; piped input fills the leftmost tensor slots
-    --kernel_size: any  # int | tuple[int, int, int]
-    --stride: any  # int | tuple[int, int, int] | None
-    --padding: any = 0  # int | tuple[int, int, int]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.max_unpool3d" $in $args {kernel_size: $kernel_size, stride: $stride, padding: $padding} {padding: 0} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the Mish function, element-wise.
-#
-# nn.mish() -> Module
-export def "nn mish" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.mish" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Holds submodules in a list.
-#
-# nn.module_list(Module[] modules=None) -> Module
-export def "nn module_list" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: modules…; piped input fills the leftmost tensor slots
-    --modules: any  # Module[]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.module_list" $in $args {modules: $modules} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Creates a criterion that measures the mean squared error (squared L2 norm) between each element in the input x and target y.
-#
-# nn.mse_loss(str reduction=mean) -> Module
-export def "nn mse_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: reduction; piped input fills the leftmost tensor slots
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.mse_loss" $in $args {reduction: $reduction} {reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Creates a criterion that optimizes a multi-class multi-classification hinge loss (margin-based loss) between input x (a 2D mini-batch Tensor) and output y (which is a 2D Tensor of target class indices).
-#
-# nn.multi_label_margin_loss(str reduction=mean) -> Module
-export def "nn multi_label_margin_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: reduction; piped input fills the leftmost tensor slots
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.multi_label_margin_loss" $in $args {reduction: $reduction} {reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Creates a criterion that optimizes a multi-label one-versus-all loss based on max-entropy, between input x and target y of size (N, C).
-#
-# nn.multi_label_soft_margin_loss(Tensor? weight=None, str reduction=mean) -> Module
-export def "nn multi_label_soft_margin_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: weight reduction; piped input fills the leftmost tensor slots
-    --weight: any  # Tensor?
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.multi_label_soft_margin_loss" $in $args {weight: $weight, reduction: $reduction} {reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Creates a criterion that optimizes a multi-class classification hinge loss (margin-based loss) between input x (a 2D mini-batch Tensor) and output y (which is a 1D tensor of target class indices, 0 \leq y \leq \text{x.size}(1)-1):.
-#
-# nn.multi_margin_loss(int p=1, float margin=1.0, Tensor? weight=None, str reduction=mean) -> Module
-export def "nn multi_margin_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: p margin weight reduction; piped input fills the leftmost tensor slots
-    --p: int = 1  # int
-    --margin: number = 1.0  # float
-    --weight: any  # Tensor?
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.multi_margin_loss" $in $args {p: $p, margin: $margin, weight: $weight, reduction: $reduction} {p: 1, margin: 1.0, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Allows the model to jointly attend to information from different representation subspaces.
-#
-# nn.multihead_attention(Any embed_dim, Any num_heads, float dropout=0.0, bool bias=True, bool add_bias_kv=False, bool add_zero_attn=False, Any kdim=None, Any vdim=None, bool batch_first=False, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn multihead_attention" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: embed_dim num_heads dropout bias add_bias_kv add_zero_attn kdim vdim batch_first device dtype; piped input fills the leftmost tensor slots
-    --embed_dim: any  # Any
-    --num_heads: any  # Any
-    --dropout: number = 0.0  # float
-    --bias: any = true  # bool
-    --add_bias_kv  # bool
-    --add_zero_attn  # bool
-    --kdim: any  # Any
-    --vdim: any  # Any
-    --batch_first  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.multihead_attention" $in $args {embed_dim: $embed_dim, num_heads: $num_heads, dropout: $dropout, bias: $bias, add_bias_kv: $add_bias_kv, add_zero_attn: $add_zero_attn, kdim: $kdim, vdim: $vdim, batch_first: $batch_first, device: $device, dtype: $dtype} {dropout: 0.0, bias: true, add_bias_kv: false, add_zero_attn: false, batch_first: false} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# The negative log likelihood loss.
-#
-# nn.nll_loss(Tensor? weight=None, int ignore_index=-100, str reduction=mean) -> Module
-export def "nn nll_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: weight ignore_index reduction; piped input fills the leftmost tensor slots
-    --weight: any  # Tensor?
-    --ignore_index: int = -100  # int
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.nll_loss" $in $args {weight: $weight, ignore_index: $ignore_index, reduction: $reduction} {ignore_index: -100, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the pairwise distance between input vectors, or between columns of input matrices.
-#
-# nn.pairwise_distance(float p=2.0, float eps=1e-06, bool keepdim=False) -> Module
-export def "nn pairwise_distance" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: p eps keepdim; piped input fills the leftmost tensor slots
-    --p: number = 2.0  # float
-    --eps: number = 1e-06  # float
-    --keepdim  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.pairwise_distance" $in $args {p: $p, eps: $eps, keepdim: $keepdim} {p: 2.0, eps: 1e-06, keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nn.load" $in $args {file: $file, no_grad: $no_grad} {} }
 
 # The model's parameters as tensor handles (live views), in model.parameters() order; --named adds names.
 #
 # nn.parameters(Module model, *, bool named=False) -> Tensor[]
 export def "nn parameters" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped input fills the leftmost tensor slots
-    --model: string@"nu-complete torch handles"  # Module
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped handles fill the tensor slots still missing
     --named  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.parameters" $in $args {model: $model, named: $named} {named: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Rearrange elements in a tensor according to an upscaling factor.
-#
-# nn.pixel_shuffle(int upscale_factor) -> Module
-export def "nn pixel_shuffle" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: upscale_factor; piped input fills the leftmost tensor slots
-    --upscale_factor: int  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.pixel_shuffle" $in $args {upscale_factor: $upscale_factor} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Reverse the PixelShuffle operation.
-#
-# nn.pixel_unshuffle(int downscale_factor) -> Module
-export def "nn pixel_unshuffle" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: downscale_factor; piped input fills the leftmost tensor slots
-    --downscale_factor: int  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.pixel_unshuffle" $in $args {downscale_factor: $downscale_factor} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Negative log likelihood loss with Poisson distribution of target.
-#
-# nn.poisson_nll_loss(bool log_input=True, bool full=False, float eps=1e-08, str reduction=mean) -> Module
-export def "nn poisson_nll_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: log_input full eps reduction; piped input fills the leftmost tensor slots
-    --log_input: any = true  # bool
-    --full  # bool
-    --eps: number = 1e-08  # float
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.poisson_nll_loss" $in $args {log_input: $log_input, full: $full, eps: $eps, reduction: $reduction} {log_input: true, full: false, eps: 1e-08, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the element-wise PReLU function.
-#
-# nn.prelu(int num_parameters=1, float init=0.25, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn prelu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: num_parameters init device dtype; piped input fills the leftmost tensor slots
-    --num_parameters: int = 1  # int
-    --init: number = 0.25  # float
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.prelu" $in $args {num_parameters: $num_parameters, init: $init, device: $device, dtype: $dtype} {num_parameters: 1, init: 0.25} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads the input tensor using the reflection of the input boundary.
-#
-# nn.reflection_pad1d(int | tuple[int, int] padding) -> Module
-export def "nn reflection_pad1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: padding; piped input fills the leftmost tensor slots
-    --padding: any  # int | tuple[int, int]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.reflection_pad1d" $in $args {padding: $padding} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads the input tensor using the reflection of the input boundary.
-#
-# nn.reflection_pad2d(int | tuple[int, int, int, int] padding) -> Module
-export def "nn reflection_pad2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: padding; piped input fills the leftmost tensor slots
-    --padding: any  # int | tuple[int, int, int, int]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.reflection_pad2d" $in $args {padding: $padding} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads the input tensor using the reflection of the input boundary.
-#
-# nn.reflection_pad3d(int | tuple[int, int, int, int, int, int] padding) -> Module
-export def "nn reflection_pad3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: padding; piped input fills the leftmost tensor slots
-    --padding: any  # int | tuple[int, int, int, int, int, int]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.reflection_pad3d" $in $args {padding: $padding} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the rectified linear unit function element-wise.
-#
-# nn.relu() -> Module
-export def "nn relu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.relu" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the ReLU6 function element-wise.
-#
-# nn.relu6() -> Module
-export def "nn relu6" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.relu6" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads the input tensor using replication of the input boundary.
-#
-# nn.replication_pad1d(int | tuple[int, int] padding) -> Module
-export def "nn replication_pad1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: padding; piped input fills the leftmost tensor slots
-    --padding: any  # int | tuple[int, int]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.replication_pad1d" $in $args {padding: $padding} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads the input tensor using replication of the input boundary.
-#
-# nn.replication_pad2d(int | tuple[int, int, int, int] padding) -> Module
-export def "nn replication_pad2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: padding; piped input fills the leftmost tensor slots
-    --padding: any  # int | tuple[int, int, int, int]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.replication_pad2d" $in $args {padding: $padding} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads the input tensor using replication of the input boundary.
-#
-# nn.replication_pad3d(int | tuple[int, int, int, int, int, int] padding) -> Module
-export def "nn replication_pad3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: padding; piped input fills the leftmost tensor slots
-    --padding: any  # int | tuple[int, int, int, int, int, int]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.replication_pad3d" $in $args {padding: $padding} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies Root Mean Square Layer Normalization over a mini-batch of inputs.
-#
-# nn.rms_norm(int | int[] normalized_shape, float eps=None, bool elementwise_affine=True, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn rms_norm" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: normalized_shape eps elementwise_affine device dtype; piped input fills the leftmost tensor slots
-    --normalized_shape: any  # int | int[]
-    --eps: number  # float
-    --elementwise_affine: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.rms_norm" $in $args {normalized_shape: $normalized_shape, eps: $eps, elementwise_affine: $elementwise_affine, device: $device, dtype: $dtype} {elementwise_affine: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Apply a multi-layer Elman RNN with \tanh or \text{ReLU} non-linearity to an input sequence.
-#
-# nn.rnn(int input_size, int hidden_size, int num_layers=1, bool bias=True, bool batch_first=False, float dropout=0.0, bool bidirectional=False, int proj_size=0, Device? device=None, ScalarType? dtype=None, *, str nonlinearity=tanh) -> Module
-export def "nn rnn" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input_size hidden_size num_layers bias batch_first dropout bidirectional proj_size device dtype; piped input fills the leftmost tensor slots
-    --input_size: int  # int
-    --hidden_size: int  # int
-    --num_layers: int = 1  # int
-    --bias: any = true  # bool
-    --batch_first  # bool
-    --dropout: number = 0.0  # float
-    --bidirectional  # bool
-    --proj_size: int = 0  # int
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --nonlinearity: string = "tanh"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.rnn" $in $args {input_size: $input_size, hidden_size: $hidden_size, num_layers: $num_layers, bias: $bias, batch_first: $batch_first, dropout: $dropout, bidirectional: $bidirectional, proj_size: $proj_size, device: $device, dtype: $dtype, nonlinearity: $nonlinearity} {num_layers: 1, bias: true, batch_first: false, dropout: 0.0, bidirectional: false, proj_size: 0, nonlinearity: "tanh"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# An Elman RNN cell with tanh or ReLU non-linearity.
-#
-# nn.rnn_cell(int input_size, int hidden_size, bool bias=True, str nonlinearity=tanh, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn rnn_cell" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input_size hidden_size bias nonlinearity device dtype; piped input fills the leftmost tensor slots
-    --input_size: int  # int
-    --hidden_size: int  # int
-    --bias: any = true  # bool
-    --nonlinearity: string = "tanh"  # str
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.rnn_cell" $in $args {input_size: $input_size, hidden_size: $hidden_size, bias: $bias, nonlinearity: $nonlinearity, device: $device, dtype: $dtype} {bias: true, nonlinearity: "tanh"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the randomized leaky rectified linear unit function, element-wise.
-#
-# nn.rrelu(float lower=0.125, float upper=0.3333333333333333) -> Module
-export def "nn rrelu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: lower upper; piped input fills the leftmost tensor slots
-    --lower: number = 0.125  # float
-    --upper: number = 0.3333333333333333  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.rrelu" $in $args {lower: $lower, upper: $upper} {lower: 0.125, upper: 0.3333333333333333} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nn.parameters" $in $args {named: $named, no_grad: $no_grad} {named: false} }
 
 # Save the model's state_dict (parameters and buffers) to a .safetensors file, written atomically.
 #
 # nn.save(Module model, Path file) -> None
 export def "nn save" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model file; piped input fills the leftmost tensor slots
-    --model: string@"nu-complete torch handles"  # Module
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model file; piped handles fill the tensor slots still missing
     --file: path  # Path
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.save" $in $args {model: $model, file: $file} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the SELU function element-wise.
-#
-# nn.selu() -> Module
-export def "nn selu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.selu" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# torch.nn.Sequential of module handles or inline layer specs.
-#
-# nn.sequential(Handle[] modules) -> Module
-# nn.sequential(Argv layers) -> Module
-export def "nn sequential" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: modules… | (none); piped input fills the leftmost tensor slots
-    --modules: any  # Handle[]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.sequential" $in $args {modules: $modules} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the Sigmoid function element-wise.
-#
-# nn.sigmoid() -> Module
-export def "nn sigmoid" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.sigmoid" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the Sigmoid Linear Unit (SiLU) function, element-wise.
-#
-# nn.silu() -> Module
-export def "nn silu" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.silu" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Creates a criterion that uses a squared term if the absolute element-wise error falls below beta and an L1 term otherwise.
-#
-# nn.smooth_l1_loss(str reduction=mean, float beta=1.0) -> Module
-export def "nn smooth_l1_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: reduction beta; piped input fills the leftmost tensor slots
-    --reduction: string = "mean"  # str
-    --beta: number = 1.0  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.smooth_l1_loss" $in $args {reduction: $reduction, beta: $beta} {reduction: "mean", beta: 1.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Creates a criterion that optimizes a two-class classification logistic loss between input tensor x and target tensor y (containing 1 or -1).
-#
-# nn.soft_margin_loss(str reduction=mean) -> Module
-export def "nn soft_margin_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: reduction; piped input fills the leftmost tensor slots
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.soft_margin_loss" $in $args {reduction: $reduction} {reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the Softmax function to an n-dimensional input Tensor.
-#
-# nn.softmax(int dim=None) -> Module
-export def "nn softmax" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dim; piped input fills the leftmost tensor slots
-    --dim: int  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.softmax" $in $args {dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies SoftMax over features to each spatial location.
-#
-# nn.softmax2d() -> Module
-export def "nn softmax2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.softmax2d" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the Softmin function to an n-dimensional input Tensor.
-#
-# nn.softmin(int dim=None) -> Module
-export def "nn softmin" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dim; piped input fills the leftmost tensor slots
-    --dim: int  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.softmin" $in $args {dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the Softplus function element-wise.
-#
-# nn.softplus(float beta=1.0, float threshold=20.0) -> Module
-export def "nn softplus" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: beta threshold; piped input fills the leftmost tensor slots
-    --beta: number = 1.0  # float
-    --threshold: number = 20.0  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.softplus" $in $args {beta: $beta, threshold: $threshold} {beta: 1.0, threshold: 20.0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the soft shrinkage function element-wise.
-#
-# nn.softshrink(float lambd=0.5) -> Module
-export def "nn softshrink" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: lambd; piped input fills the leftmost tensor slots
-    --lambd: number = 0.5  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.softshrink" $in $args {lambd: $lambd} {lambd: 0.5} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the element-wise Softsign function.
-#
-# nn.softsign() -> Module
-export def "nn softsign" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.softsign" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nn.save" $in $args {file: $file, no_grad: $no_grad} {} }
 
 # Run zeros of --input_shape through the model (eval mode, no grad; mode restored) and list each
 #
 # nn.summary(Module model, *, int[] input_shape, ScalarType? dtype=None) -> Json
 export def "nn summary" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped input fills the leftmost tensor slots
-    --model: string@"nu-complete torch handles"  # Module
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped handles fill the tensor slots still missing
     --input_shape: any  # int[]
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.summary" $in $args {model: $model, input_shape: $input_shape, dtype: $dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the Hyperbolic Tangent (Tanh) function element-wise.
-#
-# nn.tanh() -> Module
-export def "nn tanh" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.tanh" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies the element-wise Tanhshrink function.
-#
-# nn.tanhshrink() -> Module
-export def "nn tanhshrink" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.tanhshrink" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Thresholds each element of the input Tensor.
-#
-# nn.threshold(float threshold, float value) -> Module
-export def "nn threshold" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: threshold value; piped input fills the leftmost tensor slots
-    --threshold: number  # float
-    --value: number  # float
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.threshold" $in $args {threshold: $threshold, value: $value} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nn.summary" $in $args {input_shape: $input_shape, dtype: $dtype, no_grad: $no_grad} {} }
 
 # Move/convert parameters and buffers in place (Module.to): handles and optimizers stay valid.
 #
 # nn.to(Module model, *, Device? device=None, ScalarType? dtype=None) -> None
 export def "nn to" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped input fills the leftmost tensor slots
-    --model: string@"nu-complete torch handles"  # Module
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped handles fill the tensor slots still missing
     --device: string@"nu-complete torch devices"  # Device?
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.to" $in $args {model: $model, device: $device, dtype: $dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nn.to" $in $args {device: $device, dtype: $dtype, no_grad: $no_grad} {} }
 
 # Put the model in training mode (dropout on, batch-norm updates its running statistics).
 #
 # nn.train(Module model) -> None
 export def "nn train" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped input fills the leftmost tensor slots
-    --model: string@"nu-complete torch handles"  # Module
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.train" $in $args {model: $model} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# A basic transformer layer.
-#
-# nn.transformer(int d_model=512, int nhead=8, int num_encoder_layers=6, int num_decoder_layers=6, int dim_feedforward=2048, float dropout=0.1, str activation=relu, Any | None custom_encoder=None, Any | None custom_decoder=None, float layer_norm_eps=1e-05, bool batch_first=False, bool norm_first=False, bool bias=True, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn transformer" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: d_model nhead num_encoder_layers num_decoder_layers dim_feedforward dropout activation custom_encoder custom_decoder layer_norm_eps batch_first norm_first bias device dtype; piped input fills the leftmost tensor slots
-    --d_model: int = 512  # int
-    --nhead: int = 8  # int
-    --num_encoder_layers: int = 6  # int
-    --num_decoder_layers: int = 6  # int
-    --dim_feedforward: int = 2048  # int
-    --dropout: number = 0.1  # float
-    --activation: string = "relu"  # str
-    --custom_encoder: any  # Any | None
-    --custom_decoder: any  # Any | None
-    --layer_norm_eps: number = 1e-05  # float
-    --batch_first  # bool
-    --norm_first  # bool
-    --bias: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.transformer" $in $args {d_model: $d_model, nhead: $nhead, num_encoder_layers: $num_encoder_layers, num_decoder_layers: $num_decoder_layers, dim_feedforward: $dim_feedforward, dropout: $dropout, activation: $activation, custom_encoder: $custom_encoder, custom_decoder: $custom_decoder, layer_norm_eps: $layer_norm_eps, batch_first: $batch_first, norm_first: $norm_first, bias: $bias, device: $device, dtype: $dtype} {d_model: 512, nhead: 8, num_encoder_layers: 6, num_decoder_layers: 6, dim_feedforward: 2048, dropout: 0.1, activation: "relu", layer_norm_eps: 1e-05, batch_first: false, norm_first: false, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# TransformerDecoder is a stack of N decoder layers.
-#
-# nn.transformer_decoder(Module decoder_layer, int num_layers, Module norm=None) -> Module
-export def "nn transformer_decoder" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: decoder_layer num_layers norm; piped input fills the leftmost tensor slots
-    --decoder_layer: string@"nu-complete torch handles"  # Module
-    --num_layers: int  # int
-    --norm: string@"nu-complete torch handles"  # Module
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.transformer_decoder" $in $args {decoder_layer: $decoder_layer, num_layers: $num_layers, norm: $norm} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# TransformerDecoderLayer is made up of self-attn, multi-head-attn and feedforward network.
-#
-# nn.transformer_decoder_layer(int d_model, int nhead, int dim_feedforward=2048, float dropout=0.1, str activation=relu, float layer_norm_eps=1e-05, bool batch_first=False, bool norm_first=False, bool bias=True, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn transformer_decoder_layer" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: d_model nhead dim_feedforward dropout activation layer_norm_eps batch_first norm_first bias device dtype; piped input fills the leftmost tensor slots
-    --d_model: int  # int
-    --nhead: int  # int
-    --dim_feedforward: int = 2048  # int
-    --dropout: number = 0.1  # float
-    --activation: string = "relu"  # str
-    --layer_norm_eps: number = 1e-05  # float
-    --batch_first  # bool
-    --norm_first  # bool
-    --bias: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.transformer_decoder_layer" $in $args {d_model: $d_model, nhead: $nhead, dim_feedforward: $dim_feedforward, dropout: $dropout, activation: $activation, layer_norm_eps: $layer_norm_eps, batch_first: $batch_first, norm_first: $norm_first, bias: $bias, device: $device, dtype: $dtype} {dim_feedforward: 2048, dropout: 0.1, activation: "relu", layer_norm_eps: 1e-05, batch_first: false, norm_first: false, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# TransformerEncoder is a stack of N encoder layers.
-#
-# nn.transformer_encoder(Module encoder_layer, int num_layers, Module norm=None, bool enable_nested_tensor=True, bool mask_check=True) -> Module
-export def "nn transformer_encoder" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: encoder_layer num_layers norm enable_nested_tensor mask_check; piped input fills the leftmost tensor slots
-    --encoder_layer: string@"nu-complete torch handles"  # Module
-    --num_layers: int  # int
-    --norm: string@"nu-complete torch handles"  # Module
-    --enable_nested_tensor: any = true  # bool
-    --mask_check: any = true  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.transformer_encoder" $in $args {encoder_layer: $encoder_layer, num_layers: $num_layers, norm: $norm, enable_nested_tensor: $enable_nested_tensor, mask_check: $mask_check} {enable_nested_tensor: true, mask_check: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# TransformerEncoderLayer is made up of self-attn and feedforward network.
-#
-# nn.transformer_encoder_layer(int d_model, int nhead, int dim_feedforward=2048, float dropout=0.1, str activation=relu, float layer_norm_eps=1e-05, bool batch_first=False, bool norm_first=False, bool bias=True, Device? device=None, ScalarType? dtype=None) -> Module
-export def "nn transformer_encoder_layer" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: d_model nhead dim_feedforward dropout activation layer_norm_eps batch_first norm_first bias device dtype; piped input fills the leftmost tensor slots
-    --d_model: int  # int
-    --nhead: int  # int
-    --dim_feedforward: int = 2048  # int
-    --dropout: number = 0.1  # float
-    --activation: string = "relu"  # str
-    --layer_norm_eps: number = 1e-05  # float
-    --batch_first  # bool
-    --norm_first  # bool
-    --bias: any = true  # bool
-    --device: string@"nu-complete torch devices"  # Device?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.transformer_encoder_layer" $in $args {d_model: $d_model, nhead: $nhead, dim_feedforward: $dim_feedforward, dropout: $dropout, activation: $activation, layer_norm_eps: $layer_norm_eps, batch_first: $batch_first, norm_first: $norm_first, bias: $bias, device: $device, dtype: $dtype} {dim_feedforward: 2048, dropout: 0.1, activation: "relu", layer_norm_eps: 1e-05, batch_first: false, norm_first: false, bias: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Creates a criterion that measures the triplet loss given an input tensors x1, x2, x3 and a margin with a value greater than 0.
-#
-# nn.triplet_margin_loss(float margin=1.0, float p=2.0, float eps=1e-06, bool swap=False, str reduction=mean) -> Module
-export def "nn triplet_margin_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: margin p eps swap reduction; piped input fills the leftmost tensor slots
-    --margin: number = 1.0  # float
-    --p: number = 2.0  # float
-    --eps: number = 1e-06  # float
-    --swap  # bool
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.triplet_margin_loss" $in $args {margin: $margin, p: $p, eps: $eps, swap: $swap, reduction: $reduction} {margin: 1.0, p: 2.0, eps: 1e-06, swap: false, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Creates a criterion that measures the triplet loss given input tensors a, p, and n (representing anchor, positive, and negative examples, respectively), and a nonnegative, real-valued function ("distance function") used to compute the relationship between the anchor and positive example ("positive distance") and the anchor and negative example ("negative distance").
-#
-# nn.triplet_margin_with_distance_loss(*, float margin=1.0, bool swap=False, str reduction=mean) -> Module
-export def "nn triplet_margin_with_distance_loss" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
-    --margin: number = 1.0  # float
-    --swap  # bool
-    --reduction: string = "mean"  # str
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.triplet_margin_with_distance_loss" $in $args {margin: $margin, swap: $swap, reduction: $reduction} {margin: 1.0, swap: false, reduction: "mean"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Unflattens a tensor dim expanding it to a desired shape.
-#
-# nn.unflatten(int dim, torch.Size | list[int] | tuple[int, ...] unflattened_size) -> Module
-export def "nn unflatten" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dim unflattened_size; piped input fills the leftmost tensor slots
-    --dim: int  # int
-    --unflattened_size: any  # torch.Size | list[int] | tuple[int, ...]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.unflatten" $in $args {dim: $dim, unflattened_size: $unflattened_size} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Extracts sliding local blocks from a batched input tensor.
-#
-# nn.unfold(int | tuple[int, ...] kernel_size, int | tuple[int, ...] dilation=1, int | tuple[int, ...] padding=0, int | tuple[int, ...] stride=1) -> Module
-export def "nn unfold" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: kernel_size dilation padding stride; piped input fills the leftmost tensor slots
-    --kernel_size: any  # int | tuple[int, ...]
-    --dilation: any = 1  # int | tuple[int, ...]
-    --padding: any = 0  # int | tuple[int, ...]
-    --stride: any = 1  # int | tuple[int, ...]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.unfold" $in $args {kernel_size: $kernel_size, dilation: $dilation, padding: $padding, stride: $stride} {dilation: 1, padding: 0, stride: 1} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Upsamples a given multi-channel 1D (temporal), 2D (spatial) or 3D (volumetric) data.
-#
-# nn.upsample(int | tuple[int, ...] | None size=None, float | tuple[float, ...] | None scale_factor=None, str mode=nearest, bool align_corners=None, bool recompute_scale_factor=None) -> Module
-export def "nn upsample" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size scale_factor mode align_corners recompute_scale_factor; piped input fills the leftmost tensor slots
-    --size: any  # int | tuple[int, ...] | None
-    --scale_factor: any  # float | tuple[float, ...] | None
-    --mode: string = "nearest"  # str
-    --align_corners  # bool
-    --recompute_scale_factor  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.upsample" $in $args {size: $size, scale_factor: $scale_factor, mode: $mode, align_corners: $align_corners, recompute_scale_factor: $recompute_scale_factor} {mode: "nearest", align_corners: false, recompute_scale_factor: false} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D bilinear upsampling to an input signal composed of several input channels.
-#
-# nn.upsampling_bilinear2d(int | tuple[int, int] | None size=None, float | tuple[float, float] | None scale_factor=None) -> Module
-export def "nn upsampling_bilinear2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size scale_factor; piped input fills the leftmost tensor slots
-    --size: any  # int | tuple[int, int] | None
-    --scale_factor: any  # float | tuple[float, float] | None
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.upsampling_bilinear2d" $in $args {size: $size, scale_factor: $scale_factor} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Applies a 2D nearest neighbor upsampling to an input signal composed of several input channels.
-#
-# nn.upsampling_nearest2d(int | tuple[int, int] | None size=None, float | tuple[float, float] | None scale_factor=None) -> Module
-export def "nn upsampling_nearest2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size scale_factor; piped input fills the leftmost tensor slots
-    --size: any  # int | tuple[int, int] | None
-    --scale_factor: any  # float | tuple[float, float] | None
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.upsampling_nearest2d" $in $args {size: $size, scale_factor: $scale_factor} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads the input tensor boundaries with zero.
-#
-# nn.zero_pad1d(int | tuple[int, int] padding) -> Module
-export def "nn zero_pad1d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: padding; piped input fills the leftmost tensor slots
-    --padding: any  # int | tuple[int, int]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.zero_pad1d" $in $args {padding: $padding} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads the input tensor boundaries with zero.
-#
-# nn.zero_pad2d(int | tuple[int, int, int, int] padding) -> Module
-export def "nn zero_pad2d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: padding; piped input fills the leftmost tensor slots
-    --padding: any  # int | tuple[int, int, int, int]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.zero_pad2d" $in $args {padding: $padding} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Pads the input tensor boundaries with zero.
-#
-# nn.zero_pad3d(int | tuple[int, int, int, int, int, int] padding) -> Module
-export def "nn zero_pad3d" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: padding; piped input fills the leftmost tensor slots
-    --padding: any  # int | tuple[int, int, int, int, int, int]
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nn.zero_pad3d" $in $args {padding: $padding} {} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nn.train" $in $args {no_grad: $no_grad} {} }
 
 # Run CMD with no-grad for every torch call inside it: results record no graph and do not require grad.
 #
 # no_grad(*, Argv command) -> None
 export def no_grad [
     block: closure  # the commands to run inside
-]: any -> any {
-    torchsh block "no_grad" $block {}
-}
+]: any -> any { torchsh block "no_grad" $block {} }
 
 # .
 #
 # torch.nonzero(Tensor input) -> Tensor
 export def nonzero [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nonzero" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nonzero" $in $args {no_grad: $no_grad} {} }
 
 # Returns a 2-D tensor where each row is the index for a non-zero value.
 #
 # torch.nonzero_static(Tensor input, *, SymInt size, int fill_value=-1) -> Tensor
 export def nonzero_static [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --size: int  # SymInt
     --fill_value: int = -1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nonzero_static" $in $args {input: $input, size: $size, fill_value: $fill_value} {fill_value: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nonzero_static" $in $args {size: $size, fill_value: $fill_value, no_grad: $no_grad} {fill_value: -1} }
 
 # norm_except_dim
 #
 # torch.norm_except_dim(Tensor v, int pow=2, int dim=0) -> Tensor
 export def norm_except_dim [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: v pow dim; piped input fills the leftmost tensor slots
-    --v: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: v pow dim; piped handles fill the tensor slots still missing
     --pow: int = 2  # int
     --dim: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "norm_except_dim" $in $args {v: $v, pow: $pow, dim: $dim} {pow: 2, dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "norm_except_dim" $in $args {pow: $pow, dim: $dim, no_grad: $no_grad} {pow: 2, dim: 0} }
 
 # Returns a tensor of random numbers drawn from separate normal distributions whose mean and standard deviation are given.
 #
@@ -9748,7 +3538,7 @@ export def norm_except_dim [
 # torch.normal(Tensor mean, Tensor std, *, bool requires_grad=False) -> Tensor
 # torch.normal(float mean, float std, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def normal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: mean std | mean std size; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: mean std | mean std size; piped handles fill the tensor slots still missing
     --mean: any  # Tensor | float
     --std: any  # float | Tensor
     --requires_grad  # bool
@@ -9758,57 +3548,42 @@ export def normal [
     --device: string@"nu-complete torch devices"  # Device?
     --pin_memory  # bool?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "normal" $in $args {mean: $mean, std: $std, requires_grad: $requires_grad, size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory} {requires_grad: false, pin_memory: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "normal" $in $args {mean: $mean, std: $std, requires_grad: $requires_grad, size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, no_grad: $no_grad} {requires_grad: false, pin_memory: false} }
 
 # Alias for torch.ne.
 #
 # torch.not_equal(Tensor input, Tensor other) -> Tensor
 # torch.not_equal(Tensor input, Scalar other) -> Tensor
 export def not_equal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "not_equal" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "not_equal" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # nuclear_norm
 #
 # torch.nuclear_norm(Tensor input, bool keepdim=False) -> Tensor
 # torch.nuclear_norm(Tensor input, int[] dim, bool keepdim=False) -> Tensor
 export def nuclear_norm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input keepdim | input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input keepdim | input dim keepdim; piped handles fill the tensor slots still missing
     --keepdim  # bool
     --dim: any  # int[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "nuclear_norm" $in $args {input: $input, keepdim: $keepdim, dim: $dim} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "nuclear_norm" $in $args {keepdim: $keepdim, dim: $dim, no_grad: $no_grad} {keepdim: false} }
 
 # Returns the total number of elements in the input tensor.
 #
 # torch.numel(Tensor input) -> int
 export def numel [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "numel" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "numel" $in $args {no_grad: $no_grad} {} }
 
 # Returns a tensor filled with the scalar value 1, with the shape defined by the variable argument size.
 #
 # torch.ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def ones [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -9816,17 +3591,13 @@ export def ones [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "ones" $in $args {size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "ones" $in $args {size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Returns a tensor filled with the scalar value 1, with the same size as input.
 #
 # torch.ones_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def ones_like [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
     --device: string@"nu-complete torch devices"  # Device?
@@ -9834,49 +3605,38 @@ export def ones_like [
     --memory_format: string  # MemoryFormat?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "ones_like" $in $args {input: $input, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "ones_like" $in $args {dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # List ops and verbs: name, category, summary (--json adds the typed signatures).
 #
 # ops(str? category=None, *, str? search=None) -> Json
 export def ops [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: category; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: category; piped handles fill the tensor slots still missing
     --category: string  # str?
     --search: string  # str?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "ops" $in $args {category: $category, search: $search} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "ops" $in $args {category: $category, search: $search, no_grad: $no_grad} {} }
 
 # Implements Adadelta algorithm.
 #
 # optim.adadelta(Handle[] params, *, float | torch.Tensor lr=1.0, float rho=0.9, float eps=1e-06, float weight_decay=0, bool maximize=False) -> Optimizer
 # optim.adadelta(Argv groups, *, float | torch.Tensor lr=1.0, float rho=0.9, float eps=1e-06, float weight_decay=0, bool maximize=False) -> Optimizer
 export def "optim adadelta" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped input fills the leftmost tensor slots
-    --params: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
     --lr: any = 1.0  # float | torch.Tensor
     --rho: number = 0.9  # float
     --eps: number = 1e-06  # float
     --weight_decay: number = 0  # float
     --maximize  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.adadelta" $in $args {params: $params, lr: $lr, rho: $rho, eps: $eps, weight_decay: $weight_decay, maximize: $maximize} {lr: 1.0, rho: 0.9, eps: 1e-06, weight_decay: 0, maximize: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.adadelta" $in $args {lr: $lr, rho: $rho, eps: $eps, weight_decay: $weight_decay, maximize: $maximize, no_grad: $no_grad} {lr: 1.0, rho: 0.9, eps: 1e-06, weight_decay: 0, maximize: false} }
 
 # Implements Adafactor algorithm.
 #
 # optim.adafactor(Handle[] params, *, float | torch.Tensor lr=0.01, float beta2_decay=-0.8, float[2] eps=[None, 0.001], float d=1.0, float weight_decay=0.0, bool maximize=False) -> Optimizer
 # optim.adafactor(Argv groups, *, float | torch.Tensor lr=0.01, float beta2_decay=-0.8, float[2] eps=[None, 0.001], float d=1.0, float weight_decay=0.0, bool maximize=False) -> Optimizer
 export def "optim adafactor" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped input fills the leftmost tensor slots
-    --params: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
     --lr: any = 0.01  # float | torch.Tensor
     --beta2_decay: number = -0.8  # float
     --eps: any  # float[2]
@@ -9884,90 +3644,70 @@ export def "optim adafactor" [
     --weight_decay: number = 0.0  # float
     --maximize  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.adafactor" $in $args {params: $params, lr: $lr, beta2_decay: $beta2_decay, eps: $eps, d: $d, weight_decay: $weight_decay, maximize: $maximize} {lr: 0.01, beta2_decay: -0.8, d: 1.0, weight_decay: 0.0, maximize: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.adafactor" $in $args {lr: $lr, beta2_decay: $beta2_decay, eps: $eps, d: $d, weight_decay: $weight_decay, maximize: $maximize, no_grad: $no_grad} {lr: 0.01, beta2_decay: -0.8, d: 1.0, weight_decay: 0.0, maximize: false} }
 
 # Implements Adagrad algorithm.
 #
 # optim.adagrad(Handle[] params, *, float lr=0.01, float lr_decay=0, float weight_decay=0, float initial_accumulator_value=0, float eps=1e-10) -> Optimizer
 # optim.adagrad(Argv groups, *, float lr=0.01, float lr_decay=0, float weight_decay=0, float initial_accumulator_value=0, float eps=1e-10) -> Optimizer
 export def "optim adagrad" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped input fills the leftmost tensor slots
-    --params: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
     --lr: number = 0.01  # float
     --lr_decay: number = 0  # float
     --weight_decay: number = 0  # float
     --initial_accumulator_value: number = 0  # float
     --eps: number = 1e-10  # float
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.adagrad" $in $args {params: $params, lr: $lr, lr_decay: $lr_decay, weight_decay: $weight_decay, initial_accumulator_value: $initial_accumulator_value, eps: $eps} {lr: 0.01, lr_decay: 0, weight_decay: 0, initial_accumulator_value: 0, eps: 1e-10} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.adagrad" $in $args {lr: $lr, lr_decay: $lr_decay, weight_decay: $weight_decay, initial_accumulator_value: $initial_accumulator_value, eps: $eps, no_grad: $no_grad} {lr: 0.01, lr_decay: 0, weight_decay: 0, initial_accumulator_value: 0, eps: 1e-10} }
 
 # Implements Adam algorithm.
 #
 # optim.adam(Handle[] params, *, float lr=0.001, float[] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, bool amsgrad=False) -> Optimizer
 # optim.adam(Argv groups, *, float lr=0.001, float[] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, bool amsgrad=False) -> Optimizer
 export def "optim adam" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped input fills the leftmost tensor slots
-    --params: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
     --lr: number = 0.001  # float
     --betas: any = [0.9, 0.999]  # float[]
     --eps: number = 1e-08  # float
     --weight_decay: number = 0  # float
     --amsgrad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.adam" $in $args {params: $params, lr: $lr, betas: $betas, eps: $eps, weight_decay: $weight_decay, amsgrad: $amsgrad} {lr: 0.001, betas: [0.9, 0.999], eps: 1e-08, weight_decay: 0, amsgrad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.adam" $in $args {lr: $lr, betas: $betas, eps: $eps, weight_decay: $weight_decay, amsgrad: $amsgrad, no_grad: $no_grad} {lr: 0.001, betas: [0.9, 0.999], eps: 1e-08, weight_decay: 0, amsgrad: false} }
 
 # Implements Adamax algorithm (a variant of Adam based on infinity norm).
 #
 # optim.adamax(Handle[] params, *, float | torch.Tensor lr=0.002, float[2] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, bool maximize=False) -> Optimizer
 # optim.adamax(Argv groups, *, float | torch.Tensor lr=0.002, float[2] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, bool maximize=False) -> Optimizer
 export def "optim adamax" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped input fills the leftmost tensor slots
-    --params: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
     --lr: any = 0.002  # float | torch.Tensor
     --betas: any = [0.9, 0.999]  # float[2]
     --eps: number = 1e-08  # float
     --weight_decay: number = 0  # float
     --maximize  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.adamax" $in $args {params: $params, lr: $lr, betas: $betas, eps: $eps, weight_decay: $weight_decay, maximize: $maximize} {lr: 0.002, betas: [0.9, 0.999], eps: 1e-08, weight_decay: 0, maximize: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.adamax" $in $args {lr: $lr, betas: $betas, eps: $eps, weight_decay: $weight_decay, maximize: $maximize, no_grad: $no_grad} {lr: 0.002, betas: [0.9, 0.999], eps: 1e-08, weight_decay: 0, maximize: false} }
 
 # Implements AdamW algorithm, where weight decay does not accumulate in the momentum nor variance.
 #
 # optim.adamw(Handle[] params, *, float lr=0.001, float[] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0.01, bool amsgrad=False) -> Optimizer
 # optim.adamw(Argv groups, *, float lr=0.001, float[] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0.01, bool amsgrad=False) -> Optimizer
 export def "optim adamw" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped input fills the leftmost tensor slots
-    --params: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
     --lr: number = 0.001  # float
     --betas: any = [0.9, 0.999]  # float[]
     --eps: number = 1e-08  # float
     --weight_decay: number = 0.01  # float
     --amsgrad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.adamw" $in $args {params: $params, lr: $lr, betas: $betas, eps: $eps, weight_decay: $weight_decay, amsgrad: $amsgrad} {lr: 0.001, betas: [0.9, 0.999], eps: 1e-08, weight_decay: 0.01, amsgrad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.adamw" $in $args {lr: $lr, betas: $betas, eps: $eps, weight_decay: $weight_decay, amsgrad: $amsgrad, no_grad: $no_grad} {lr: 0.001, betas: [0.9, 0.999], eps: 1e-08, weight_decay: 0.01, amsgrad: false} }
 
 # Implements Averaged Stochastic Gradient Descent.
 #
 # optim.asgd(Handle[] params, *, float | torch.Tensor lr=0.01, float lambd=0.0001, float alpha=0.75, float t0=1000000.0, float weight_decay=0, bool maximize=False) -> Optimizer
 # optim.asgd(Argv groups, *, float | torch.Tensor lr=0.01, float lambd=0.0001, float alpha=0.75, float t0=1000000.0, float weight_decay=0, bool maximize=False) -> Optimizer
 export def "optim asgd" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped input fills the leftmost tensor slots
-    --params: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
     --lr: any = 0.01  # float | torch.Tensor
     --lambd: number = 0.0001  # float
     --alpha: number = 0.75  # float
@@ -9975,30 +3715,22 @@ export def "optim asgd" [
     --weight_decay: number = 0  # float
     --maximize  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.asgd" $in $args {params: $params, lr: $lr, lambd: $lambd, alpha: $alpha, t0: $t0, weight_decay: $weight_decay, maximize: $maximize} {lr: 0.01, lambd: 0.0001, alpha: 0.75, t0: 1000000.0, weight_decay: 0, maximize: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.asgd" $in $args {lr: $lr, lambd: $lambd, alpha: $alpha, t0: $t0, weight_decay: $weight_decay, maximize: $maximize, no_grad: $no_grad} {lr: 0.01, lambd: 0.0001, alpha: 0.75, t0: 1000000.0, weight_decay: 0, maximize: false} }
 
 # Kind, parameter groups with their hyperparameters, and the size of the optimizer's state.
 #
 # optim.info(Optimizer optimizer) -> Json
 export def "optim info" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer; piped input fills the leftmost tensor slots
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.info" $in $args {optimizer: $optimizer} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.info" $in $args {no_grad: $no_grad} {} }
 
 # Implements L-BFGS algorithm.
 #
 # optim.lbfgs(Handle[] params, *, float | torch.Tensor lr=1, int max_iter=20, int max_eval=None, float tolerance_grad=1e-07, float tolerance_change=1e-09, int history_size=100, str | None line_search_fn=None) -> Optimizer
 # optim.lbfgs(Argv groups, *, float | torch.Tensor lr=1, int max_iter=20, int max_eval=None, float tolerance_grad=1e-07, float tolerance_change=1e-09, int history_size=100, str | None line_search_fn=None) -> Optimizer
 export def "optim lbfgs" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped input fills the leftmost tensor slots
-    --params: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
     --lr: any = 1  # float | torch.Tensor
     --max_iter: int = 20  # int
     --max_eval: int  # int
@@ -10007,42 +3739,31 @@ export def "optim lbfgs" [
     --history_size: int = 100  # int
     --line_search_fn: any  # str | None
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.lbfgs" $in $args {params: $params, lr: $lr, max_iter: $max_iter, max_eval: $max_eval, tolerance_grad: $tolerance_grad, tolerance_change: $tolerance_change, history_size: $history_size, line_search_fn: $line_search_fn} {lr: 1, max_iter: 20, tolerance_grad: 1e-07, tolerance_change: 1e-09, history_size: 100} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.lbfgs" $in $args {lr: $lr, max_iter: $max_iter, max_eval: $max_eval, tolerance_grad: $tolerance_grad, tolerance_change: $tolerance_change, history_size: $history_size, line_search_fn: $line_search_fn, no_grad: $no_grad} {lr: 1, max_iter: 20, tolerance_grad: 1e-07, tolerance_change: 1e-09, history_size: 100} }
 
 # Every optimizer kind `torch optim KIND` builds, with its options.
 #
 # optim.list() -> Json
 export def "optim list" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.list" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.list" $in $args {no_grad: $no_grad} {} }
 
 # Print the learning rate (one per group as a list when groups differ), or set every group's to VALUE.
 #
 # optim.lr(Optimizer optimizer, float? value=None) -> Json
 export def "optim lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer value; piped input fills the leftmost tensor slots
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer value; piped handles fill the tensor slots still missing
     --value: number  # float?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.lr" $in $args {optimizer: $optimizer, value: $value} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.lr" $in $args {value: $value, no_grad: $no_grad} {} }
 
 # Implements Muon algorithm.
 #
 # optim.muon(Handle[] params, *, float lr=0.001, float weight_decay=0.1, float momentum=0.95, bool nesterov=True, tuple[float, float, float] ns_coefficients=[3.4445, -4.775, 2.0315], float eps=1e-07, int ns_steps=5, str | None adjust_lr_fn=None) -> Optimizer
 # optim.muon(Argv groups, *, float lr=0.001, float weight_decay=0.1, float momentum=0.95, bool nesterov=True, tuple[float, float, float] ns_coefficients=[3.4445, -4.775, 2.0315], float eps=1e-07, int ns_steps=5, str | None adjust_lr_fn=None) -> Optimizer
 export def "optim muon" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped input fills the leftmost tensor slots
-    --params: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
     --lr: number = 0.001  # float
     --weight_decay: number = 0.1  # float
     --momentum: number = 0.95  # float
@@ -10052,18 +3773,14 @@ export def "optim muon" [
     --ns_steps: int = 5  # int
     --adjust_lr_fn: any  # str | None
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.muon" $in $args {params: $params, lr: $lr, weight_decay: $weight_decay, momentum: $momentum, nesterov: $nesterov, ns_coefficients: $ns_coefficients, eps: $eps, ns_steps: $ns_steps, adjust_lr_fn: $adjust_lr_fn} {lr: 0.001, weight_decay: 0.1, momentum: 0.95, nesterov: true, ns_coefficients: [3.4445, -4.775, 2.0315], eps: 1e-07, ns_steps: 5} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.muon" $in $args {lr: $lr, weight_decay: $weight_decay, momentum: $momentum, nesterov: $nesterov, ns_coefficients: $ns_coefficients, eps: $eps, ns_steps: $ns_steps, adjust_lr_fn: $adjust_lr_fn, no_grad: $no_grad} {lr: 0.001, weight_decay: 0.1, momentum: 0.95, nesterov: true, ns_coefficients: [3.4445, -4.775, 2.0315], eps: 1e-07, ns_steps: 5} }
 
 # Implements NAdam algorithm.
 #
 # optim.nadam(Handle[] params, *, float | torch.Tensor lr=0.002, float[2] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, float momentum_decay=0.004, bool decoupled_weight_decay=False, bool maximize=False) -> Optimizer
 # optim.nadam(Argv groups, *, float | torch.Tensor lr=0.002, float[2] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, float momentum_decay=0.004, bool decoupled_weight_decay=False, bool maximize=False) -> Optimizer
 export def "optim nadam" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped input fills the leftmost tensor slots
-    --params: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
     --lr: any = 0.002  # float | torch.Tensor
     --betas: any = [0.9, 0.999]  # float[2]
     --eps: number = 1e-08  # float
@@ -10072,18 +3789,14 @@ export def "optim nadam" [
     --decoupled_weight_decay  # bool
     --maximize  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.nadam" $in $args {params: $params, lr: $lr, betas: $betas, eps: $eps, weight_decay: $weight_decay, momentum_decay: $momentum_decay, decoupled_weight_decay: $decoupled_weight_decay, maximize: $maximize} {lr: 0.002, betas: [0.9, 0.999], eps: 1e-08, weight_decay: 0, momentum_decay: 0.004, decoupled_weight_decay: false, maximize: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.nadam" $in $args {lr: $lr, betas: $betas, eps: $eps, weight_decay: $weight_decay, momentum_decay: $momentum_decay, decoupled_weight_decay: $decoupled_weight_decay, maximize: $maximize, no_grad: $no_grad} {lr: 0.002, betas: [0.9, 0.999], eps: 1e-08, weight_decay: 0, momentum_decay: 0.004, decoupled_weight_decay: false, maximize: false} }
 
 # Implements RAdam algorithm.
 #
 # optim.radam(Handle[] params, *, float | torch.Tensor lr=0.001, float[2] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, bool decoupled_weight_decay=False, bool maximize=False) -> Optimizer
 # optim.radam(Argv groups, *, float | torch.Tensor lr=0.001, float[2] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, bool decoupled_weight_decay=False, bool maximize=False) -> Optimizer
 export def "optim radam" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped input fills the leftmost tensor slots
-    --params: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
     --lr: any = 0.001  # float | torch.Tensor
     --betas: any = [0.9, 0.999]  # float[2]
     --eps: number = 1e-08  # float
@@ -10091,18 +3804,14 @@ export def "optim radam" [
     --decoupled_weight_decay  # bool
     --maximize  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.radam" $in $args {params: $params, lr: $lr, betas: $betas, eps: $eps, weight_decay: $weight_decay, decoupled_weight_decay: $decoupled_weight_decay, maximize: $maximize} {lr: 0.001, betas: [0.9, 0.999], eps: 1e-08, weight_decay: 0, decoupled_weight_decay: false, maximize: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.radam" $in $args {lr: $lr, betas: $betas, eps: $eps, weight_decay: $weight_decay, decoupled_weight_decay: $decoupled_weight_decay, maximize: $maximize, no_grad: $no_grad} {lr: 0.001, betas: [0.9, 0.999], eps: 1e-08, weight_decay: 0, decoupled_weight_decay: false, maximize: false} }
 
 # Implements RMSprop algorithm.
 #
 # optim.rmsprop(Handle[] params, *, float lr=0.01, float alpha=0.99, float eps=1e-08, float weight_decay=0, float momentum=0, bool centered=False) -> Optimizer
 # optim.rmsprop(Argv groups, *, float lr=0.01, float alpha=0.99, float eps=1e-08, float weight_decay=0, float momentum=0, bool centered=False) -> Optimizer
 export def "optim rmsprop" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped input fills the leftmost tensor slots
-    --params: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
     --lr: number = 0.01  # float
     --alpha: number = 0.99  # float
     --eps: number = 1e-08  # float
@@ -10110,263 +3819,182 @@ export def "optim rmsprop" [
     --momentum: number = 0  # float
     --centered  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.rmsprop" $in $args {params: $params, lr: $lr, alpha: $alpha, eps: $eps, weight_decay: $weight_decay, momentum: $momentum, centered: $centered} {lr: 0.01, alpha: 0.99, eps: 1e-08, weight_decay: 0, momentum: 0, centered: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.rmsprop" $in $args {lr: $lr, alpha: $alpha, eps: $eps, weight_decay: $weight_decay, momentum: $momentum, centered: $centered, no_grad: $no_grad} {lr: 0.01, alpha: 0.99, eps: 1e-08, weight_decay: 0, momentum: 0, centered: false} }
 
 # Implements the resilient backpropagation algorithm.
 #
 # optim.rprop(Handle[] params, *, float | torch.Tensor lr=0.01, float[2] etas=[0.5, 1.2], float[2] step_sizes=[1e-06, 50], bool maximize=False) -> Optimizer
 # optim.rprop(Argv groups, *, float | torch.Tensor lr=0.01, float[2] etas=[0.5, 1.2], float[2] step_sizes=[1e-06, 50], bool maximize=False) -> Optimizer
 export def "optim rprop" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped input fills the leftmost tensor slots
-    --params: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
     --lr: any = 0.01  # float | torch.Tensor
     --etas: any = [0.5, 1.2]  # float[2]
     --step_sizes: any = [1e-06, 50]  # float[2]
     --maximize  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.rprop" $in $args {params: $params, lr: $lr, etas: $etas, step_sizes: $step_sizes, maximize: $maximize} {lr: 0.01, etas: [0.5, 1.2], step_sizes: [1e-06, 50], maximize: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.rprop" $in $args {lr: $lr, etas: $etas, step_sizes: $step_sizes, maximize: $maximize, no_grad: $no_grad} {lr: 0.01, etas: [0.5, 1.2], step_sizes: [1e-06, 50], maximize: false} }
 
 # Implements stochastic gradient descent (optionally with momentum).
 #
 # optim.sgd(Handle[] params, *, float lr=0.01, float momentum=0, float dampening=0, float weight_decay=0, bool nesterov=False) -> Optimizer
 # optim.sgd(Argv groups, *, float lr=0.01, float momentum=0, float dampening=0, float weight_decay=0, bool nesterov=False) -> Optimizer
 export def "optim sgd" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped input fills the leftmost tensor slots
-    --params: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
     --lr: number = 0.01  # float
     --momentum: number = 0  # float
     --dampening: number = 0  # float
     --weight_decay: number = 0  # float
     --nesterov  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.sgd" $in $args {params: $params, lr: $lr, momentum: $momentum, dampening: $dampening, weight_decay: $weight_decay, nesterov: $nesterov} {lr: 0.01, momentum: 0, dampening: 0, weight_decay: 0, nesterov: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.sgd" $in $args {lr: $lr, momentum: $momentum, dampening: $dampening, weight_decay: $weight_decay, nesterov: $nesterov, no_grad: $no_grad} {lr: 0.01, momentum: 0, dampening: 0, weight_decay: 0, nesterov: false} }
 
 # SparseAdam implements a masked version of the Adam algorithm suitable for sparse gradients.
 #
 # optim.sparseadam(Handle[] params, *, float | torch.Tensor lr=0.001, float[2] betas=[0.9, 0.999], float eps=1e-08, bool maximize=False) -> Optimizer
 # optim.sparseadam(Argv groups, *, float | torch.Tensor lr=0.001, float[2] betas=[0.9, 0.999], float eps=1e-08, bool maximize=False) -> Optimizer
 export def "optim sparseadam" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped input fills the leftmost tensor slots
-    --params: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
     --lr: any = 0.001  # float | torch.Tensor
     --betas: any = [0.9, 0.999]  # float[2]
     --eps: number = 1e-08  # float
     --maximize  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "optim.sparseadam" $in $args {params: $params, lr: $lr, betas: $betas, eps: $eps, maximize: $maximize} {lr: 0.001, betas: [0.9, 0.999], eps: 1e-08, maximize: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "optim.sparseadam" $in $args {lr: $lr, betas: $betas, eps: $eps, maximize: $maximize, no_grad: $no_grad} {lr: 0.001, betas: [0.9, 0.999], eps: 1e-08, maximize: false} }
 
 # Alias for torch.linalg.householder_product.
 #
 # torch.orgqr(Tensor input, Tensor input2) -> Tensor
 export def orgqr [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input input2; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --input2: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input input2; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "orgqr" $in $args {input: $input, input2: $input2} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "orgqr" $in $args {no_grad: $no_grad} {} }
 
 # Computes the matrix-matrix multiplication of a product of Householder matrices with a general matrix.
 #
 # torch.ormqr(Tensor input, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor
 export def ormqr [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input input2 input3 left transpose; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --input2: any  # Tensor
-    --input3: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input input2 input3 left transpose; piped handles fill the tensor slots still missing
     --left: any = true  # bool
     --transpose  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "ormqr" $in $args {input: $input, input2: $input2, input3: $input3, left: $left, transpose: $transpose} {left: true, transpose: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "ormqr" $in $args {left: $left, transpose: $transpose, no_grad: $no_grad} {left: true, transpose: false} }
 
 # Outer product of input and vec2.
 #
 # torch.outer(Tensor input, Tensor vec2) -> Tensor
 export def outer [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input vec2; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --vec2: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input vec2; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "outer" $in $args {input: $input, vec2: $vec2} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "outer" $in $args {no_grad: $no_grad} {} }
 
 # See torch.nn.PairwiseDistance for details.
 #
 # torch.pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=1e-06, bool keepdim=False) -> Tensor
 export def pairwise_distance [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x1 x2 p eps keepdim; piped input fills the leftmost tensor slots
-    --x1: any  # Tensor
-    --x2: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x1 x2 p eps keepdim; piped handles fill the tensor slots still missing
     --p: number  # float
     --eps: number = 1e-06  # float
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "pairwise_distance" $in $args {x1: $x1, x2: $x2, p: $p, eps: $eps, keepdim: $keepdim} {eps: 1e-06, keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "pairwise_distance" $in $args {p: $p, eps: $eps, keepdim: $keepdim, no_grad: $no_grad} {eps: 1e-06, keepdim: false} }
 
 # Performs linear Principal Component Analysis (PCA) on a low-rank matrix, batches of such matrices, or sparse matrix.
 #
 # torch.pca_lowrank(Tensor A, int | None q=None, bool center=True, int niter=2) -> tuple[Tensor, Tensor, Tensor]
 export def pca_lowrank [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A q center niter; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A q center niter; piped handles fill the tensor slots still missing
     --q: int  # int | None
     --center: any = true  # bool
     --niter: int = 2  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "pca_lowrank" $in $args {A: $A, q: $q, center: $center, niter: $niter} {center: true, niter: 2} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "pca_lowrank" $in $args {q: $q, center: $center, niter: $niter, no_grad: $no_grad} {center: true, niter: 2} }
 
 # Computes the p-norm distance between every pair of row vectors in the input.
 #
 # torch.pdist(Tensor input, float p=2.) -> Tensor
 export def pdist [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p; piped handles fill the tensor slots still missing
     --p: number  # float
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "pdist" $in $args {input: $input, p: $p} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "pdist" $in $args {p: $p, no_grad: $no_grad} {} }
 
 # Returns a view of the original tensor input with its dimensions permuted.
 #
 # torch.permute(Tensor input, int[] dims) -> Tensor(a)
 export def permute [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dims; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dims; piped handles fill the tensor slots still missing
     --dims: any  # int[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "permute" $in $args {input: $input, dims: $dims} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "permute" $in $args {dims: $dims, no_grad: $no_grad} {} }
 
 # Performs the same operation as torch.permute, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.permute_copy(Tensor input, int[] dims) -> Tensor
 export def permute_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dims; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dims; piped handles fill the tensor slots still missing
     --dims: any  # int[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "permute_copy" $in $args {input: $input, dims: $dims} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "permute_copy" $in $args {dims: $dims, no_grad: $no_grad} {} }
 
 # Alias for torch.linalg.pinv.
 #
 # torch.pinverse(Tensor input, float rcond=1e-15) -> Tensor
 export def pinverse [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input rcond; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input rcond; piped handles fill the tensor slots still missing
     --rcond: number = 1e-15  # float
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "pinverse" $in $args {input: $input, rcond: $rcond} {rcond: 1e-15} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "pinverse" $in $args {rcond: $rcond, no_grad: $no_grad} {rcond: 1e-15} }
 
 # Rearranges elements in a tensor of shape (*, C \times r^2, H, W) to a tensor of shape (*, C, H \times r, W \times r), where r is the upscale_factor.
 #
 # torch.pixel_shuffle(Tensor input, int upscale_factor) -> Tensor
 export def pixel_shuffle [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input upscale_factor; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input upscale_factor; piped handles fill the tensor slots still missing
     --upscale_factor: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "pixel_shuffle" $in $args {input: $input, upscale_factor: $upscale_factor} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "pixel_shuffle" $in $args {upscale_factor: $upscale_factor, no_grad: $no_grad} {} }
 
 # Reverses the torch.nn.PixelShuffle operation by rearranging elements in a tensor of shape (*, C, H \times r, W \times r) to a tensor of shape (*, C \times r^2, H, W), where r is the downscale_factor.
 #
 # torch.pixel_unshuffle(Tensor input, int downscale_factor) -> Tensor
 export def pixel_unshuffle [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input downscale_factor; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input downscale_factor; piped handles fill the tensor slots still missing
     --downscale_factor: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "pixel_unshuffle" $in $args {input: $input, downscale_factor: $downscale_factor} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "pixel_unshuffle" $in $args {downscale_factor: $downscale_factor, no_grad: $no_grad} {} }
 
 # Returns a tensor of the same size as input with each element sampled from a Poisson distribution with rate parameter given by the corresponding element in input i.e.,.
 #
 # torch.poisson(Tensor input) -> Tensor
 export def poisson [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "poisson" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "poisson" $in $args {no_grad: $no_grad} {} }
 
 # Constructs a complex tensor whose elements are Cartesian coordinates corresponding to the polar coordinates with absolute value abs and angle angle.
 #
 # torch.polar(Tensor abs, Tensor angle) -> Tensor
 export def polar [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: abs angle; piped input fills the leftmost tensor slots
-    --abs: any  # Tensor
-    --angle: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: abs angle; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "polar" $in $args {abs: $abs, angle: $angle} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "polar" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.special.polygamma.
 #
 # torch.polygamma(int n, Tensor input) -> Tensor
 export def polygamma [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: n input; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: n input; piped handles fill the tensor slots still missing
     --n: int  # int
-    --input: any  # Tensor
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "polygamma" $in $args {n: $n, input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "polygamma" $in $args {n: $n, no_grad: $no_grad} {} }
 
 # Returns input.
 #
 # torch.positive(Tensor input) -> Tensor(a)
 export def positive [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "positive" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "positive" $in $args {no_grad: $no_grad} {} }
 
 # Takes the power of each element in input with exponent and returns a tensor with the result.
 #
@@ -10374,118 +4002,83 @@ export def positive [
 # torch.pow(Tensor input, Scalar exponent) -> Tensor
 # torch.pow(Scalar input, Tensor exponent) -> Tensor
 export def pow [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input exponent; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input exponent; piped handles fill the tensor slots still missing
     --input: any  # Tensor | Scalar
     --exponent: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "pow" $in $args {input: $input, exponent: $exponent} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "pow" $in $args {input: $input, exponent: $exponent, no_grad: $no_grad} {} }
 
 # model(*inputs) under no-grad in eval mode (dropout off, batch-norm running stats); the mode is restored.
 #
 # predict(Module model, Tensor[] inputs) -> Tensor[]
 export def predict [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model inputs…; piped input fills the leftmost tensor slots
-    --model: string@"nu-complete torch handles"  # Module
-    --inputs: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model inputs…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "predict" $in $args {model: $model, inputs: $inputs} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "predict" $in $args {no_grad: $no_grad} {} }
 
 # Applies element-wise the function \text{PReLU}(x) = \max(0,x) + \text{weight} * \min(0,x) where weight is a learnable parameter.
 #
 # torch.prelu(Tensor input, Tensor weight) -> Tensor
 export def prelu [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --weight: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "prelu" $in $args {input: $input, weight: $weight} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "prelu" $in $args {no_grad: $no_grad} {} }
 
-# PyTorch's own display of the tensor.
+# PyTorch's own display of any object: print(tensor), print(model), print(optimizer); a scheduler's state.
 #
-# print(Tensor input) -> str
-export def print [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+# print(Handle input) -> str
+def "torchsh op print" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "print" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "print" $in $args {no_grad: $no_grad} {} }
 
 # Returns the product of all elements in the input tensor.
 #
 # torch.prod(Tensor input, *, ScalarType? dtype=None) -> Tensor
 # torch.prod(Tensor input, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 export def prod [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped handles fill the tensor slots still missing
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --dim: int  # int
     --keepdim  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "prod" $in $args {input: $input, dtype: $dtype, dim: $dim, keepdim: $keepdim} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "prod" $in $args {dtype: $dtype, dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
 
 # put
 #
 # torch.put(Tensor input, Tensor index, Tensor source, bool accumulate=False) -> Tensor
 export def put [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input index source accumulate; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --index: any  # Tensor
-    --source: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input index source accumulate; piped handles fill the tensor slots still missing
     --accumulate  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "put" $in $args {input: $input, index: $index, source: $source, accumulate: $accumulate} {accumulate: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "put" $in $args {accumulate: $accumulate, no_grad: $no_grad} {accumulate: false} }
 
 # Computes the q-th quantiles of each row of the input tensor along the dimension dim.
 #
 # torch.quantile(Tensor input, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation=linear) -> Tensor
 # torch.quantile(Tensor input, float q, int? dim=None, bool keepdim=False, *, str interpolation=linear) -> Tensor
 export def quantile [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input q dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input q dim keepdim; piped handles fill the tensor slots still missing
     --q: any  # Tensor | float
     --dim: int  # int?
     --keepdim  # bool
     --interpolation: string = "linear"  # str
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "quantile" $in $args {input: $input, q: $q, dim: $dim, keepdim: $keepdim, interpolation: $interpolation} {keepdim: false, interpolation: "linear"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "quantile" $in $args {q: $q, dim: $dim, keepdim: $keepdim, interpolation: $interpolation, no_grad: $no_grad} {keepdim: false, interpolation: "linear"} }
 
 # Returns a new tensor with each of the elements of input converted from angles in radians to degrees.
 #
 # torch.rad2deg(Tensor input) -> Tensor
 export def rad2deg [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "rad2deg" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "rad2deg" $in $args {no_grad: $no_grad} {} }
 
 # Returns a tensor filled with random numbers from a uniform distribution on the interval [0, 1).
 #
 # torch.rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def rand [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -10493,17 +4086,13 @@ export def rand [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "rand" $in $args {size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "rand" $in $args {size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Returns a tensor with the same size as input that is filled with random numbers from a uniform distribution on the interval [0, 1).
 #
 # torch.rand_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def rand_like [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
     --device: string@"nu-complete torch devices"  # Device?
@@ -10511,17 +4100,14 @@ export def rand_like [
     --memory_format: string  # MemoryFormat?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "rand_like" $in $args {input: $input, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "rand_like" $in $args {dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Returns a tensor filled with random integers generated uniformly between low (inclusive) and high (exclusive).
 #
 # torch.randint(SymInt high, SymInt[] size, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.randint(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def randint [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: high size | low high size; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: high size | low high size; piped handles fill the tensor slots still missing
     --high: int  # SymInt
     --size: any  # SymInt[]
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
@@ -10531,10 +4117,7 @@ export def randint [
     --requires_grad  # bool
     --low: int  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "randint" $in $args {high: $high, size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, low: $low} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "randint" $in $args {high: $high, size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, low: $low, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Returns a tensor with the same shape as Tensor input filled with random integers generated uniformly between low (inclusive) and high (exclusive).
 #
@@ -10542,8 +4125,7 @@ export def randint [
 # torch.randint_like(Tensor input, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 # torch.randint_like(Tensor input, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def randint_like [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input high | input low high; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input high | input low high; piped handles fill the tensor slots still missing
     --high: any  # SymInt | Tensor
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -10553,16 +4135,13 @@ export def randint_like [
     --requires_grad  # bool
     --low: int  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "randint_like" $in $args {input: $input, high: $high, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, low: $low} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "randint_like" $in $args {high: $high, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, low: $low, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Returns a tensor filled with random numbers from a normal distribution with mean 0 and variance 1 (also called the standard normal distribution).
 #
 # torch.randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def randn [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -10570,17 +4149,13 @@ export def randn [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "randn" $in $args {size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "randn" $in $args {size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Returns a tensor with the same size as input that is filled with random numbers from a normal distribution with mean 0 and variance 1.
 #
 # torch.randn_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def randn_like [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
     --device: string@"nu-complete torch devices"  # Device?
@@ -10588,16 +4163,13 @@ export def randn_like [
     --memory_format: string  # MemoryFormat?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "randn_like" $in $args {input: $input, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "randn_like" $in $args {dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Returns a random permutation of integers from 0 to n - 1.
 #
 # torch.randperm(SymInt n, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def randperm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: n; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: n; piped handles fill the tensor slots still missing
     --n: int  # SymInt
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -10605,46 +4177,31 @@ export def randperm [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "randperm" $in $args {n: $n, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "randperm" $in $args {n: $n, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Return a contiguous flattened tensor.
 #
 # torch.ravel(Tensor input) -> Tensor(a)
 export def ravel [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "ravel" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "ravel" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor containing real values of the self tensor.
 #
 # torch.real(Tensor input) -> Tensor(a)
 export def real [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "real" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "real" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the reciprocal of the elements of input.
 #
 # torch.reciprocal(Tensor input) -> Tensor
 export def reciprocal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "reciprocal" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "reciprocal" $in $args {no_grad: $no_grad} {} }
 
 # Computes Python's modulus operation <https://docs.python.org/3/reference/expressions.html#binary-arithmetic-operations>_ entrywise.
 #
@@ -10652,42 +4209,31 @@ export def reciprocal [
 # torch.remainder(Tensor input, Scalar other) -> Tensor
 # torch.remainder(Scalar input, Tensor other) -> Tensor
 export def remainder [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --input: any  # Tensor | Scalar
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "remainder" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "remainder" $in $args {input: $input, other: $other, no_grad: $no_grad} {} }
 
 # Returns a tensor where each sub-tensor of input along dimension dim is normalized such that the p-norm of the sub-tensor is lower than the value maxnorm.
 #
 # torch.renorm(Tensor input, Scalar p, int dim, Scalar maxnorm) -> Tensor
 export def renorm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p dim maxnorm; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p dim maxnorm; piped handles fill the tensor slots still missing
     --p: number  # Scalar
     --dim: int  # int
     --maxnorm: number  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "renorm" $in $args {input: $input, p: $p, dim: $dim, maxnorm: $maxnorm} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "renorm" $in $args {p: $p, dim: $dim, maxnorm: $maxnorm, no_grad: $no_grad} {} }
 
 # Repeats this tensor along the specified dimensions.
 #
 # torch.repeat(Tensor input, SymInt[] repeats) -> Tensor
 export def repeat [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input repeats; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input repeats; piped handles fill the tensor slots still missing
     --repeats: any  # SymInt[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "repeat" $in $args {input: $input, repeats: $repeats} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "repeat" $in $args {repeats: $repeats, no_grad: $no_grad} {} }
 
 # Repeat elements of a tensor.
 #
@@ -10695,66 +4241,46 @@ export def repeat [
 # torch.repeat_interleave(Tensor input, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor
 # torch.repeat_interleave(Tensor input, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor
 export def repeat_interleave [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: repeats | input repeats dim; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: repeats | input repeats dim; piped handles fill the tensor slots still missing
     --repeats: any  # Tensor | SymInt
     --output_size: int  # SymInt?
-    --input: any  # Tensor
     --dim: int  # int?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "repeat_interleave" $in $args {repeats: $repeats, output_size: $output_size, input: $input, dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "repeat_interleave" $in $args {repeats: $repeats, output_size: $output_size, dim: $dim, no_grad: $no_grad} {} }
 
 # Print whether a tensor (or every parameter of a module) requires grad, or set it with true|false.
 #
 # requires_grad(Handle target, bool? value=None) -> Json
 export def requires_grad [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: target value; piped input fills the leftmost tensor slots
-    --target: string@"nu-complete torch handles"  # Handle
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: target value; piped handles fill the tensor slots still missing
     --value  # bool?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "requires_grad" $in $args {target: $target, value: $value} {value: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "requires_grad" $in $args {value: $value, no_grad: $no_grad} {value: false} }
 
 # Returns a tensor with the same data and number of elements as input, but with the specified shape.
 #
 # torch.reshape(Tensor input, SymInt[] shape) -> Tensor(a)
 export def reshape [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input shape; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input shape; piped handles fill the tensor slots still missing
     --shape: any  # SymInt[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "reshape" $in $args {input: $input, shape: $shape} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "reshape" $in $args {shape: $shape, no_grad: $no_grad} {} }
 
 # Returns a new tensor with materialized conjugation if input's conjugate bit is set to True, else returns input.
 #
 # torch.resolve_conj(Tensor input) -> Tensor(a)
 export def resolve_conj [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "resolve_conj" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "resolve_conj" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with materialized negation if input's negative bit is set to True, else returns input.
 #
 # torch.resolve_neg(Tensor input) -> Tensor(a)
 export def resolve_neg [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "resolve_neg" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "resolve_neg" $in $args {no_grad: $no_grad} {} }
 
 # Returns the torch.dtype that would result from performing an arithmetic operation on the provided input tensors.
 #
@@ -10762,208 +4288,142 @@ export def resolve_neg [
 # torch.result_type(Tensor tensor, Scalar other) -> ScalarType
 # torch.result_type(Scalar scalar, Tensor tensor) -> ScalarType
 export def result_type [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensor other | scalar tensor; piped input fills the leftmost tensor slots
-    --tensor: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensor other | scalar tensor; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --scalar: number  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "result_type" $in $args {tensor: $tensor, other: $other, scalar: $scalar} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "result_type" $in $args {other: $other, scalar: $scalar, no_grad: $no_grad} {} }
 
 # Keep .grad for a non-leaf tensor at the next backward (leaves always keep theirs).
 #
 # retain_grad(Tensor input) -> None
 export def retain_grad [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "retain_grad" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "retain_grad" $in $args {no_grad: $no_grad} {} }
 
 # rnn_relu
 #
 # torch.rnn_relu(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)
 # torch.rnn_relu(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)
 export def rnn_relu [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx params… has_biases num_layers dropout train bidirectional; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --hx: any  # Tensor
-    --params: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx params… has_biases num_layers dropout train bidirectional; piped handles fill the tensor slots still missing
     --has_biases  # bool
     --num_layers: int  # int
     --dropout: number  # float
     --train  # bool
     --bidirectional  # bool
     --batch_first  # bool
-    --data: any  # Tensor
-    --batch_sizes: any  # Tensor
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "rnn_relu" $in $args {input: $input, hx: $hx, params: $params, has_biases: $has_biases, num_layers: $num_layers, dropout: $dropout, train: $train, bidirectional: $bidirectional, batch_first: $batch_first, data: $data, batch_sizes: $batch_sizes} {has_biases: false, train: false, bidirectional: false, batch_first: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "rnn_relu" $in $args {has_biases: $has_biases, num_layers: $num_layers, dropout: $dropout, train: $train, bidirectional: $bidirectional, batch_first: $batch_first, no_grad: $no_grad} {has_biases: false, train: false, bidirectional: false, batch_first: false} }
 
 # rnn_relu_cell
 #
 # torch.rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor
 export def rnn_relu_cell [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx w_ih w_hh b_ih b_hh; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --hx: any  # Tensor
-    --w_ih: any  # Tensor
-    --w_hh: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx w_ih w_hh b_ih b_hh; piped handles fill the tensor slots still missing
     --b_ih: any  # Tensor?
     --b_hh: any  # Tensor?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "rnn_relu_cell" $in $args {input: $input, hx: $hx, w_ih: $w_ih, w_hh: $w_hh, b_ih: $b_ih, b_hh: $b_hh} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "rnn_relu_cell" $in $args {b_ih: $b_ih, b_hh: $b_hh, no_grad: $no_grad} {} }
 
 # rnn_tanh
 #
 # torch.rnn_tanh(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)
 # torch.rnn_tanh(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)
 export def rnn_tanh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx params… has_biases num_layers dropout train bidirectional; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --hx: any  # Tensor
-    --params: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx params… has_biases num_layers dropout train bidirectional; piped handles fill the tensor slots still missing
     --has_biases  # bool
     --num_layers: int  # int
     --dropout: number  # float
     --train  # bool
     --bidirectional  # bool
     --batch_first  # bool
-    --data: any  # Tensor
-    --batch_sizes: any  # Tensor
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "rnn_tanh" $in $args {input: $input, hx: $hx, params: $params, has_biases: $has_biases, num_layers: $num_layers, dropout: $dropout, train: $train, bidirectional: $bidirectional, batch_first: $batch_first, data: $data, batch_sizes: $batch_sizes} {has_biases: false, train: false, bidirectional: false, batch_first: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "rnn_tanh" $in $args {has_biases: $has_biases, num_layers: $num_layers, dropout: $dropout, train: $train, bidirectional: $bidirectional, batch_first: $batch_first, no_grad: $no_grad} {has_biases: false, train: false, bidirectional: false, batch_first: false} }
 
 # rnn_tanh_cell
 #
 # torch.rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor
 export def rnn_tanh_cell [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx w_ih w_hh b_ih b_hh; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --hx: any  # Tensor
-    --w_ih: any  # Tensor
-    --w_hh: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx w_ih w_hh b_ih b_hh; piped handles fill the tensor slots still missing
     --b_ih: any  # Tensor?
     --b_hh: any  # Tensor?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "rnn_tanh_cell" $in $args {input: $input, hx: $hx, w_ih: $w_ih, w_hh: $w_hh, b_ih: $b_ih, b_hh: $b_hh} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "rnn_tanh_cell" $in $args {b_ih: $b_ih, b_hh: $b_hh, no_grad: $no_grad} {} }
 
 # Roll the tensor input along the given dimension(s).
 #
 # torch.roll(Tensor input, SymInt[] shifts, int[] dims=[]) -> Tensor
 export def roll [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input shifts dims; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input shifts dims; piped handles fill the tensor slots still missing
     --shifts: any  # SymInt[]
     --dims: any = []  # int[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "roll" $in $args {input: $input, shifts: $shifts, dims: $dims} {dims: []} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "roll" $in $args {shifts: $shifts, dims: $dims, no_grad: $no_grad} {dims: []} }
 
 # Rotate an n-D tensor by 90 degrees in the plane specified by dims axis.
 #
 # torch.rot90(Tensor input, int k=1, int[] dims=[0, 1]) -> Tensor
 export def rot90 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input k dims; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input k dims; piped handles fill the tensor slots still missing
     --k: int = 1  # int
     --dims: any = [0, 1]  # int[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "rot90" $in $args {input: $input, k: $k, dims: $dims} {k: 1, dims: [0, 1]} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "rot90" $in $args {k: $k, dims: $dims, no_grad: $no_grad} {k: 1, dims: [0, 1]} }
 
 # Rounds elements of input to the nearest integer.
 #
 # torch.round(Tensor input) -> Tensor
 # torch.round(Tensor input, *, int decimals) -> Tensor
 export def round [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --decimals: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "round" $in $args {input: $input, decimals: $decimals} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "round" $in $args {decimals: $decimals, no_grad: $no_grad} {} }
 
 # Alias of torch.vstack.
 #
 # torch.row_stack(Tensor[] tensors) -> Tensor
 export def row_stack [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped input fills the leftmost tensor slots
-    --tensors: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "row_stack" $in $args {tensors: $tensors} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "row_stack" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the reciprocal of the square-root of each of the elements of input.
 #
 # torch.rsqrt(Tensor input) -> Tensor
 export def rsqrt [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "rsqrt" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "rsqrt" $in $args {no_grad: $no_grad} {} }
 
 # rsub
 #
 # torch.rsub(Tensor input, Tensor other, *, Scalar alpha=1) -> Tensor
 # torch.rsub(Tensor input, Scalar other, Scalar alpha=1) -> Tensor
 export def rsub [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input other alpha; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input other alpha; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --alpha: number = 1  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "rsub" $in $args {input: $input, other: $other, alpha: $alpha} {alpha: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "rsub" $in $args {other: $other, alpha: $alpha, no_grad: $no_grad} {alpha: 1} }
 
 # Save tensors to a file chosen by extension; several tensors need npz, safetensors or pt.
 #
 # save(Tensor[] tensors, Path file, *, str[]? names=None) -> None
 export def save [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… file; piped input fills the leftmost tensor slots
-    --tensors: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… file; piped handles fill the tensor slots still missing
     --file: path  # Path
     --names: any  # str[]?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "save" $in $args {tensors: $tensors, file: $file, names: $names} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "save" $in $args {file: $file, names: $names, no_grad: $no_grad} {} }
 
 # scalar_tensor
 #
 # torch.scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def scalar_tensor [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: s; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: s; piped handles fill the tensor slots still missing
     --s: number  # Scalar
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -10971,10 +4431,7 @@ export def scalar_tensor [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "scalar_tensor" $in $args {s: $s, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "scalar_tensor" $in $args {s: $s, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Out-of-place version of torch.Tensor.scatter_.
 #
@@ -10983,116 +4440,81 @@ export def scalar_tensor [
 # torch.scatter(Tensor input, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor
 # torch.scatter(Tensor input, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor
 export def scatter [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index value | input dim index src; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index value | input dim index src; piped handles fill the tensor slots still missing
     --dim: int  # int
-    --index: any  # Tensor
     --value: number  # Scalar
-    --src: any  # Tensor
     --reduce: string  # str
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "scatter" $in $args {input: $input, dim: $dim, index: $index, value: $value, src: $src, reduce: $reduce} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "scatter" $in $args {dim: $dim, value: $value, reduce: $reduce, no_grad: $no_grad} {} }
 
 # Out-of-place version of torch.Tensor.scatter_add_.
 #
 # torch.scatter_add(Tensor input, int dim, Tensor index, Tensor src) -> Tensor
 export def scatter_add [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index src; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index src; piped handles fill the tensor slots still missing
     --dim: int  # int
-    --index: any  # Tensor
-    --src: any  # Tensor
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "scatter_add" $in $args {input: $input, dim: $dim, index: $index, src: $src} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "scatter_add" $in $args {dim: $dim, no_grad: $no_grad} {} }
 
 # Out-of-place version of torch.Tensor.scatter_reduce_.
 #
 # torch.scatter_reduce(Tensor input, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor
 export def scatter_reduce [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index src reduce; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index src reduce; piped handles fill the tensor slots still missing
     --dim: int  # int
-    --index: any  # Tensor
-    --src: any  # Tensor
     --reduce: string  # str
     --include_self: any = true  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "scatter_reduce" $in $args {input: $input, dim: $dim, index: $index, src: $src, reduce: $reduce, include_self: $include_self} {include_self: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "scatter_reduce" $in $args {dim: $dim, reduce: $reduce, include_self: $include_self, no_grad: $no_grad} {include_self: true} }
 
 # Chains a list of learning rate schedulers.
 #
 # sched.chained_scheduler(Scheduler[] schedulers, Optimizer optimizer=None) -> Scheduler
 export def "sched chained_scheduler" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: schedulers… optimizer; piped input fills the leftmost tensor slots
-    --schedulers: any  # Scheduler[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: schedulers… optimizer; piped handles fill the tensor slots still missing
     --optimizer: string@"nu-complete torch handles"  # Optimizer
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.chained_scheduler" $in $args {schedulers: $schedulers, optimizer: $optimizer} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.chained_scheduler" $in $args {optimizer: $optimizer, no_grad: $no_grad} {} }
 
 # Multiply the learning rate of each parameter group by a small constant factor.
 #
 # sched.constant_lr(Optimizer optimizer, float factor=0.3333333333333333, int total_iters=5, int last_epoch=-1) -> Scheduler
 export def "sched constant_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer factor total_iters last_epoch; piped input fills the leftmost tensor slots
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer factor total_iters last_epoch; piped handles fill the tensor slots still missing
     --factor: number = 0.3333333333333333  # float
     --total_iters: int = 5  # int
     --last_epoch: int = -1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.constant_lr" $in $args {optimizer: $optimizer, factor: $factor, total_iters: $total_iters, last_epoch: $last_epoch} {factor: 0.3333333333333333, total_iters: 5, last_epoch: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.constant_lr" $in $args {factor: $factor, total_iters: $total_iters, last_epoch: $last_epoch, no_grad: $no_grad} {factor: 0.3333333333333333, total_iters: 5, last_epoch: -1} }
 
 # Set the learning rate of each parameter group using a cosine annealing schedule.
 #
 # sched.cosine_annealing_lr(Optimizer optimizer, int T_max, float eta_min=0.0, int last_epoch=-1) -> Scheduler
 export def "sched cosine_annealing_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer T_max eta_min last_epoch; piped input fills the leftmost tensor slots
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer T_max eta_min last_epoch; piped handles fill the tensor slots still missing
     --T_max: int  # int
     --eta_min: number = 0.0  # float
     --last_epoch: int = -1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.cosine_annealing_lr" $in $args {optimizer: $optimizer, T_max: $T_max, eta_min: $eta_min, last_epoch: $last_epoch} {eta_min: 0.0, last_epoch: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.cosine_annealing_lr" $in $args {T_max: $T_max, eta_min: $eta_min, last_epoch: $last_epoch, no_grad: $no_grad} {eta_min: 0.0, last_epoch: -1} }
 
 # Set the learning rate of each parameter group using a cosine annealing schedule.
 #
 # sched.cosine_annealing_warm_restarts(Optimizer optimizer, int T_0, int T_mult=1, float eta_min=0.0, int last_epoch=-1) -> Scheduler
 export def "sched cosine_annealing_warm_restarts" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer T_0 T_mult eta_min last_epoch; piped input fills the leftmost tensor slots
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer T_0 T_mult eta_min last_epoch; piped handles fill the tensor slots still missing
     --T_0: int  # int
     --T_mult: int = 1  # int
     --eta_min: number = 0.0  # float
     --last_epoch: int = -1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.cosine_annealing_warm_restarts" $in $args {optimizer: $optimizer, T_0: $T_0, T_mult: $T_mult, eta_min: $eta_min, last_epoch: $last_epoch} {T_mult: 1, eta_min: 0.0, last_epoch: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.cosine_annealing_warm_restarts" $in $args {T_0: $T_0, T_mult: $T_mult, eta_min: $eta_min, last_epoch: $last_epoch, no_grad: $no_grad} {T_mult: 1, eta_min: 0.0, last_epoch: -1} }
 
 # Sets the learning rate of each parameter group according to cyclical learning rate policy (CLR).
 #
 # sched.cyclic_lr(Optimizer optimizer, float | list[float] base_lr, float | list[float] max_lr, int step_size_up=2000, int step_size_down=None, str mode=triangular, float gamma=1.0, str scale_mode=cycle, bool cycle_momentum=True, float base_momentum=0.8, float max_momentum=0.9, int last_epoch=-1) -> Scheduler
 export def "sched cyclic_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer base_lr max_lr step_size_up step_size_down mode gamma scale_mode cycle_momentum base_momentum max_momentum last_epoch; piped input fills the leftmost tensor slots
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer base_lr max_lr step_size_up step_size_down mode gamma scale_mode cycle_momentum base_momentum max_momentum last_epoch; piped handles fill the tensor slots still missing
     --base_lr: any  # float | list[float]
     --max_lr: any  # float | list[float]
     --step_size_up: int = 2000  # int
@@ -11105,85 +4527,62 @@ export def "sched cyclic_lr" [
     --max_momentum: number = 0.9  # float
     --last_epoch: int = -1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.cyclic_lr" $in $args {optimizer: $optimizer, base_lr: $base_lr, max_lr: $max_lr, step_size_up: $step_size_up, step_size_down: $step_size_down, mode: $mode, gamma: $gamma, scale_mode: $scale_mode, cycle_momentum: $cycle_momentum, base_momentum: $base_momentum, max_momentum: $max_momentum, last_epoch: $last_epoch} {step_size_up: 2000, mode: "triangular", gamma: 1.0, scale_mode: "cycle", cycle_momentum: true, base_momentum: 0.8, max_momentum: 0.9, last_epoch: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.cyclic_lr" $in $args {base_lr: $base_lr, max_lr: $max_lr, step_size_up: $step_size_up, step_size_down: $step_size_down, mode: $mode, gamma: $gamma, scale_mode: $scale_mode, cycle_momentum: $cycle_momentum, base_momentum: $base_momentum, max_momentum: $max_momentum, last_epoch: $last_epoch, no_grad: $no_grad} {step_size_up: 2000, mode: "triangular", gamma: 1.0, scale_mode: "cycle", cycle_momentum: true, base_momentum: 0.8, max_momentum: 0.9, last_epoch: -1} }
 
 # Decays the learning rate of each parameter group by gamma every epoch.
 #
 # sched.exponential_lr(Optimizer optimizer, float gamma, int last_epoch=-1) -> Scheduler
 export def "sched exponential_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer gamma last_epoch; piped input fills the leftmost tensor slots
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer gamma last_epoch; piped handles fill the tensor slots still missing
     --gamma: number  # float
     --last_epoch: int = -1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.exponential_lr" $in $args {optimizer: $optimizer, gamma: $gamma, last_epoch: $last_epoch} {last_epoch: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.exponential_lr" $in $args {gamma: $gamma, last_epoch: $last_epoch, no_grad: $no_grad} {last_epoch: -1} }
 
 # Decays the learning rate of each parameter group by linearly changing small multiplicative factor.
 #
 # sched.linear_lr(Optimizer optimizer, float start_factor=0.3333333333333333, float end_factor=1.0, int total_iters=5, int last_epoch=-1) -> Scheduler
 export def "sched linear_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer start_factor end_factor total_iters last_epoch; piped input fills the leftmost tensor slots
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer start_factor end_factor total_iters last_epoch; piped handles fill the tensor slots still missing
     --start_factor: number = 0.3333333333333333  # float
     --end_factor: number = 1.0  # float
     --total_iters: int = 5  # int
     --last_epoch: int = -1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.linear_lr" $in $args {optimizer: $optimizer, start_factor: $start_factor, end_factor: $end_factor, total_iters: $total_iters, last_epoch: $last_epoch} {start_factor: 0.3333333333333333, end_factor: 1.0, total_iters: 5, last_epoch: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.linear_lr" $in $args {start_factor: $start_factor, end_factor: $end_factor, total_iters: $total_iters, last_epoch: $last_epoch, no_grad: $no_grad} {start_factor: 0.3333333333333333, end_factor: 1.0, total_iters: 5, last_epoch: -1} }
 
 # Every scheduler kind `torch sched KIND` builds, with its short names and options.
 #
 # sched.list() -> Json
 export def "sched list" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.list" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.list" $in $args {no_grad: $no_grad} {} }
 
 # The learning rate the scheduler last set (get_last_lr): a number, or one per group as a list.
 #
 # sched.lr(Scheduler scheduler) -> Json
 export def "sched lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: scheduler; piped input fills the leftmost tensor slots
-    --scheduler: string@"nu-complete torch handles"  # Scheduler
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: scheduler; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.lr" $in $args {scheduler: $scheduler} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.lr" $in $args {no_grad: $no_grad} {} }
 
 # Decays the learning rate of each parameter group by gamma once the number of epoch reaches one of the milestones.
 #
 # sched.multi_step_lr(Optimizer optimizer, int[] milestones, float gamma=0.1, int last_epoch=-1) -> Scheduler
 export def "sched multi_step_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer milestones gamma last_epoch; piped input fills the leftmost tensor slots
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer milestones gamma last_epoch; piped handles fill the tensor slots still missing
     --milestones: any  # int[]
     --gamma: number = 0.1  # float
     --last_epoch: int = -1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.multi_step_lr" $in $args {optimizer: $optimizer, milestones: $milestones, gamma: $gamma, last_epoch: $last_epoch} {gamma: 0.1, last_epoch: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.multi_step_lr" $in $args {milestones: $milestones, gamma: $gamma, last_epoch: $last_epoch, no_grad: $no_grad} {gamma: 0.1, last_epoch: -1} }
 
 # Sets the learning rate of each parameter group according to the 1cycle learning rate policy.
 #
 # sched.one_cycle_lr(Optimizer optimizer, float | list[float] max_lr, int total_steps=None, int epochs=None, int steps_per_epoch=None, float pct_start=0.3, str anneal_strategy=cos, bool cycle_momentum=True, float | list[float] base_momentum=0.85, float | list[float] max_momentum=0.95, float div_factor=25.0, float final_div_factor=10000.0, bool three_phase=False, int last_epoch=-1) -> Scheduler
 export def "sched one_cycle_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer max_lr total_steps epochs steps_per_epoch pct_start anneal_strategy cycle_momentum base_momentum max_momentum div_factor final_div_factor three_phase last_epoch; piped input fills the leftmost tensor slots
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer max_lr total_steps epochs steps_per_epoch pct_start anneal_strategy cycle_momentum base_momentum max_momentum div_factor final_div_factor three_phase last_epoch; piped handles fill the tensor slots still missing
     --max_lr: any  # float | list[float]
     --total_steps: int  # int
     --epochs: int  # int
@@ -11198,32 +4597,24 @@ export def "sched one_cycle_lr" [
     --three_phase  # bool
     --last_epoch: int = -1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.one_cycle_lr" $in $args {optimizer: $optimizer, max_lr: $max_lr, total_steps: $total_steps, epochs: $epochs, steps_per_epoch: $steps_per_epoch, pct_start: $pct_start, anneal_strategy: $anneal_strategy, cycle_momentum: $cycle_momentum, base_momentum: $base_momentum, max_momentum: $max_momentum, div_factor: $div_factor, final_div_factor: $final_div_factor, three_phase: $three_phase, last_epoch: $last_epoch} {pct_start: 0.3, anneal_strategy: "cos", cycle_momentum: true, base_momentum: 0.85, max_momentum: 0.95, div_factor: 25.0, final_div_factor: 10000.0, three_phase: false, last_epoch: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.one_cycle_lr" $in $args {max_lr: $max_lr, total_steps: $total_steps, epochs: $epochs, steps_per_epoch: $steps_per_epoch, pct_start: $pct_start, anneal_strategy: $anneal_strategy, cycle_momentum: $cycle_momentum, base_momentum: $base_momentum, max_momentum: $max_momentum, div_factor: $div_factor, final_div_factor: $final_div_factor, three_phase: $three_phase, last_epoch: $last_epoch, no_grad: $no_grad} {pct_start: 0.3, anneal_strategy: "cos", cycle_momentum: true, base_momentum: 0.85, max_momentum: 0.95, div_factor: 25.0, final_div_factor: 10000.0, three_phase: false, last_epoch: -1} }
 
 # Decays the learning rate of each parameter group using a polynomial function in the given total_iters.
 #
 # sched.polynomial_lr(Optimizer optimizer, int total_iters=5, float power=1.0, int last_epoch=-1) -> Scheduler
 export def "sched polynomial_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer total_iters power last_epoch; piped input fills the leftmost tensor slots
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer total_iters power last_epoch; piped handles fill the tensor slots still missing
     --total_iters: int = 5  # int
     --power: number = 1.0  # float
     --last_epoch: int = -1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.polynomial_lr" $in $args {optimizer: $optimizer, total_iters: $total_iters, power: $power, last_epoch: $last_epoch} {total_iters: 5, power: 1.0, last_epoch: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.polynomial_lr" $in $args {total_iters: $total_iters, power: $power, last_epoch: $last_epoch, no_grad: $no_grad} {total_iters: 5, power: 1.0, last_epoch: -1} }
 
 # Reduce learning rate when a metric has stopped improving.
 #
 # sched.reduce_lr_on_plateau(Optimizer optimizer, str mode=min, float factor=0.1, int patience=10, float threshold=0.0001, str threshold_mode=rel, int cooldown=0, list[float] | float min_lr=0, float eps=1e-08) -> Scheduler
 export def "sched reduce_lr_on_plateau" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer mode factor patience threshold threshold_mode cooldown min_lr eps; piped input fills the leftmost tensor slots
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer mode factor patience threshold threshold_mode cooldown min_lr eps; piped handles fill the tensor slots still missing
     --mode: string = "min"  # str
     --factor: number = 0.1  # float
     --patience: int = 10  # int
@@ -11233,110 +4624,81 @@ export def "sched reduce_lr_on_plateau" [
     --min_lr: any = 0  # list[float] | float
     --eps: number = 1e-08  # float
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.reduce_lr_on_plateau" $in $args {optimizer: $optimizer, mode: $mode, factor: $factor, patience: $patience, threshold: $threshold, threshold_mode: $threshold_mode, cooldown: $cooldown, min_lr: $min_lr, eps: $eps} {mode: "min", factor: 0.1, patience: 10, threshold: 0.0001, threshold_mode: "rel", cooldown: 0, min_lr: 0, eps: 1e-08} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.reduce_lr_on_plateau" $in $args {mode: $mode, factor: $factor, patience: $patience, threshold: $threshold, threshold_mode: $threshold_mode, cooldown: $cooldown, min_lr: $min_lr, eps: $eps, no_grad: $no_grad} {mode: "min", factor: 0.1, patience: 10, threshold: 0.0001, threshold_mode: "rel", cooldown: 0, min_lr: 0, eps: 1e-08} }
 
 # Contains a list of schedulers expected to be called sequentially during the optimization process.
 #
 # sched.sequential_lr(Optimizer optimizer, Scheduler[] schedulers, int[] milestones, int last_epoch=-1) -> Scheduler
 export def "sched sequential_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer schedulers… milestones last_epoch; piped input fills the leftmost tensor slots
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
-    --schedulers: any  # Scheduler[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer schedulers… milestones last_epoch; piped handles fill the tensor slots still missing
     --milestones: any  # int[]
     --last_epoch: int = -1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.sequential_lr" $in $args {optimizer: $optimizer, schedulers: $schedulers, milestones: $milestones, last_epoch: $last_epoch} {last_epoch: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.sequential_lr" $in $args {milestones: $milestones, last_epoch: $last_epoch, no_grad: $no_grad} {last_epoch: -1} }
 
 # scheduler.step(): advance one step (call it after `torch step OPT`). ReduceLROnPlateau needs --metric.
 #
 # sched.step(Scheduler scheduler, *, float? metric=None) -> None
 export def "sched step" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: scheduler; piped input fills the leftmost tensor slots
-    --scheduler: string@"nu-complete torch handles"  # Scheduler
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: scheduler; piped handles fill the tensor slots still missing
     --metric: number  # float?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.step" $in $args {scheduler: $scheduler, metric: $metric} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.step" $in $args {metric: $metric, no_grad: $no_grad} {} }
 
 # Decays the learning rate of each parameter group by gamma every step_size epochs.
 #
 # sched.step_lr(Optimizer optimizer, int step_size, float gamma=0.1, int last_epoch=-1) -> Scheduler
 export def "sched step_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer step_size gamma last_epoch; piped input fills the leftmost tensor slots
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer step_size gamma last_epoch; piped handles fill the tensor slots still missing
     --step_size: int  # int
     --gamma: number = 0.1  # float
     --last_epoch: int = -1  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sched.step_lr" $in $args {optimizer: $optimizer, step_size: $step_size, gamma: $gamma, last_epoch: $last_epoch} {gamma: 0.1, last_epoch: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sched.step_lr" $in $args {step_size: $step_size, gamma: $gamma, last_epoch: $last_epoch, no_grad: $no_grad} {gamma: 0.1, last_epoch: -1} }
 
 # Run CMD; every handle made inside is freed when it exits (success or failure), except those kept.
 #
 # scope(*, Argv command) -> None
 export def scope [
     block: closure  # the commands to run inside
-]: any -> any {
-    torchsh block "scope" $block {}
-}
+]: any -> any { torchsh block "scope" $block {} }
 
 # Open a scope for interactive use and print its id: export TORCHSH_SCOPE=$(torch scope begin).
 #
 # scope.begin() -> str
 export def "scope begin" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "scope.begin" $in $args {} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "scope.begin" $in $args {no_grad: $no_grad} {} }
 
 # Free every handle made in scope ID (default: $TORCHSH_SCOPE) and in scopes opened inside it. Silent.
 #
 # scope.end(str? id=None) -> None
 export def "scope end" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: id; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: id; piped handles fill the tensor slots still missing
     --id: string  # str?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "scope.end" $in $args {id: $id} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "scope.end" $in $args {id: $id, no_grad: $no_grad} {} }
 
 # Find the indices from the *innermost* dimension of sorted_sequence such that, if the corresponding values in values were inserted before the indices, when sorted, the order of the corresponding *innermost* dimension within sorted_sequence would be preserved.
 #
 # torch.searchsorted(Tensor sorted_sequence, Tensor input, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor
 # torch.searchsorted(Tensor sorted_sequence, Scalar input, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor
 export def searchsorted [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: sorted_sequence input; piped input fills the leftmost tensor slots
-    --sorted_sequence: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: sorted_sequence input; piped handles fill the tensor slots still missing
     --input: any  # Tensor | Scalar
     --out_int32  # bool
     --right  # bool
     --side: string  # str?
     --sorter: any  # Tensor?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "searchsorted" $in $args {sorted_sequence: $sorted_sequence, input: $input, out_int32: $out_int32, right: $right, side: $side, sorter: $sorter} {out_int32: false, right: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "searchsorted" $in $args {input: $input, out_int32: $out_int32, right: $right, side: $side, sorter: $sorter, no_grad: $no_grad} {out_int32: false, right: false} }
 
 # Perform a segment reduction operation on the input tensor along the specified axis.
 #
 # torch.segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor
 export def segment_reduce [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: data reduce; piped input fills the leftmost tensor slots
-    --data: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: data reduce; piped handles fill the tensor slots still missing
     --reduce: string  # str
     --lengths: any  # Tensor?
     --indices: any  # Tensor?
@@ -11345,1050 +4707,233 @@ export def segment_reduce [
     --unsafe  # bool
     --initial: number  # Scalar?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "segment_reduce" $in $args {data: $data, reduce: $reduce, lengths: $lengths, indices: $indices, offsets: $offsets, axis: $axis, unsafe: $unsafe, initial: $initial} {axis: 0, unsafe: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "segment_reduce" $in $args {reduce: $reduce, lengths: $lengths, indices: $indices, offsets: $offsets, axis: $axis, unsafe: $unsafe, initial: $initial, no_grad: $no_grad} {axis: 0, unsafe: false} }
 
 # Slices the input tensor along the selected dimension at the given index.
 #
 # torch.select(Tensor input, int dim, SymInt index) -> Tensor(a)
 export def select [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index; piped handles fill the tensor slots still missing
     --dim: int  # int
     --index: int  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "select" $in $args {input: $input, dim: $dim, index: $index} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "select" $in $args {dim: $dim, index: $index, no_grad: $no_grad} {} }
 
 # Performs the same operation as torch.select, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.select_copy(Tensor input, int dim, SymInt index) -> Tensor
 export def select_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index; piped handles fill the tensor slots still missing
     --dim: int  # int
     --index: int  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "select_copy" $in $args {input: $input, dim: $dim, index: $index} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "select_copy" $in $args {dim: $dim, index: $index, no_grad: $no_grad} {} }
 
 # Embeds the values of the src tensor into input at the given index.
 #
 # torch.select_scatter(Tensor input, Tensor src, int dim, SymInt index) -> Tensor
 export def select_scatter [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input src dim index; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --src: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input src dim index; piped handles fill the tensor slots still missing
     --dim: int  # int
     --index: int  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "select_scatter" $in $args {input: $input, src: $src, dim: $dim, index: $index} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "select_scatter" $in $args {dim: $dim, index: $index, no_grad: $no_grad} {} }
 
 # This function is an extension of torch.sign() to complex tensors.
 #
 # torch.sgn(Tensor input) -> Tensor
 export def sgn [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sgn" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sgn" $in $args {no_grad: $no_grad} {} }
 
 # The tensor's shape as a JSON list.
 #
 # shape(Tensor input) -> int[]
 export def shape [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "shape" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "shape" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.special.expit.
 #
 # torch.sigmoid(Tensor input) -> Tensor
 export def sigmoid [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sigmoid" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sigmoid" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the signs of the elements of input.
 #
 # torch.sign(Tensor input) -> Tensor
 export def sign [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sign" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sign" $in $args {no_grad: $no_grad} {} }
 
 # Tests if each element of input has its sign bit set or not.
 #
 # torch.signbit(Tensor input) -> Tensor
 export def signbit [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "signbit" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "signbit" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the sine of the elements in the input tensor, where each value in this input tensor is in radians.
 #
 # torch.sin(Tensor input) -> Tensor
 export def sin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sin" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sin" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.special.sinc.
 #
 # torch.sinc(Tensor input) -> Tensor
 export def sinc [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sinc" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sinc" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the hyperbolic sine of the elements of input.
 #
 # torch.sinh(Tensor input) -> Tensor
 export def sinh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sinh" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sinh" $in $args {no_grad: $no_grad} {} }
+
+# Returns the size of the self tensor.
+#
+# torch.size(Tensor input, int dim) -> int
+# torch.size(Tensor input) -> int[]
+export def size [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim | input; piped handles fill the tensor slots still missing
+    --dim: int  # int
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "size" $in $args {dim: $dim, no_grad: $no_grad} {} }
 
 # Performs the same operation as torch.slice, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.slice_copy(Tensor input, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor
 export def slice_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim start end step; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim start end step; piped handles fill the tensor slots still missing
     --dim: int = 0  # int
     --start: int  # SymInt?
     --end: int  # SymInt?
     --step: int = 1  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "slice_copy" $in $args {input: $input, dim: $dim, start: $start, end: $end, step: $step} {dim: 0, step: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "slice_copy" $in $args {dim: $dim, start: $start, end: $end, step: $step, no_grad: $no_grad} {dim: 0, step: 1} }
 
 # slice_inverse
 #
 # torch.slice_inverse(Tensor input, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)
 export def slice_inverse [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input src dim start end step; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --src: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input src dim start end step; piped handles fill the tensor slots still missing
     --dim: int = 0  # int
     --start: int  # SymInt?
     --end: int  # SymInt?
     --step: int = 1  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "slice_inverse" $in $args {input: $input, src: $src, dim: $dim, start: $start, end: $end, step: $step} {dim: 0, step: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "slice_inverse" $in $args {dim: $dim, start: $start, end: $end, step: $step, no_grad: $no_grad} {dim: 0, step: 1} }
 
 # Embeds the values of the src tensor into input at the given dimension.
 #
 # torch.slice_scatter(Tensor input, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor
 export def slice_scatter [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input src dim start end step; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --src: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input src dim start end step; piped handles fill the tensor slots still missing
     --dim: int = 0  # int
     --start: int  # SymInt?
     --end: int  # SymInt?
     --step: int = 1  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "slice_scatter" $in $args {input: $input, src: $src, dim: $dim, start: $start, end: $end, step: $step} {dim: 0, step: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "slice_scatter" $in $args {dim: $dim, start: $start, end: $end, step: $step, no_grad: $no_grad} {dim: 0, step: 1} }
 
 # Alias for torch.linalg.slogdet.
 #
 # torch.slogdet(Tensor input) -> (Tensor sign, Tensor logabsdet)
 export def slogdet [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "slogdet" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "slogdet" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.nn.functional.softmax.
 #
 # torch.softmax(Tensor input, int dim, ScalarType? dtype=None) -> Tensor
 export def softmax [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim dtype; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim dtype; piped handles fill the tensor slots still missing
     --dim: int  # int
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "softmax" $in $args {input: $input, dim: $dim, dtype: $dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "softmax" $in $args {dim: $dim, dtype: $dtype, no_grad: $no_grad} {} }
 
 # Sorts the elements of the input tensor along a given dimension in ascending order by value.
 #
 # torch.sort(Tensor input, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
 # torch.sort(Tensor input, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
 export def sort [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim descending | input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim descending | input; piped handles fill the tensor slots still missing
     --dim: int = -1  # int
     --descending  # bool
     --stable  # bool?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sort" $in $args {input: $input, dim: $dim, descending: $descending, stable: $stable} {dim: -1, descending: false, stable: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Airy function \text{Ai}\left(\text{input}\right).
-#
-# torch.special.airy_ai(Tensor x) -> Tensor
-export def "special airy_ai" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x; piped input fills the leftmost tensor slots
-    --x: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.airy_ai" $in $args {x: $x} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Bessel function of the first kind of order 0.
-#
-# torch.special.bessel_j0(Tensor input) -> Tensor
-export def "special bessel_j0" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.bessel_j0" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Bessel function of the first kind of order 1.
-#
-# torch.special.bessel_j1(Tensor input) -> Tensor
-export def "special bessel_j1" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.bessel_j1" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Bessel function of the second kind of order 0.
-#
-# torch.special.bessel_y0(Tensor input) -> Tensor
-export def "special bessel_y0" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.bessel_y0" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Bessel function of the second kind of order 1.
-#
-# torch.special.bessel_y1(Tensor input) -> Tensor
-export def "special bessel_y1" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.bessel_y1" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Chebyshev polynomial of the first kind T_{n}(\text{input}).
-#
-# torch.special.chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor
-# torch.special.chebyshev_polynomial_t(Scalar x, Tensor n) -> Tensor
-# torch.special.chebyshev_polynomial_t(Tensor x, Scalar n) -> Tensor
-export def "special chebyshev_polynomial_t" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x n; piped input fills the leftmost tensor slots
-    --x: any  # Tensor | Scalar
-    --n: any  # Tensor | Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.chebyshev_polynomial_t" $in $args {x: $x, n: $n} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Chebyshev polynomial of the second kind U_{n}(\text{input}).
-#
-# torch.special.chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor
-# torch.special.chebyshev_polynomial_u(Scalar x, Tensor n) -> Tensor
-# torch.special.chebyshev_polynomial_u(Tensor x, Scalar n) -> Tensor
-export def "special chebyshev_polynomial_u" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x n; piped input fills the leftmost tensor slots
-    --x: any  # Tensor | Scalar
-    --n: any  # Tensor | Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.chebyshev_polynomial_u" $in $args {x: $x, n: $n} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Chebyshev polynomial of the third kind V_{n}^{\ast}(\text{input}).
-#
-# torch.special.chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor
-# torch.special.chebyshev_polynomial_v(Scalar x, Tensor n) -> Tensor
-# torch.special.chebyshev_polynomial_v(Tensor x, Scalar n) -> Tensor
-export def "special chebyshev_polynomial_v" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x n; piped input fills the leftmost tensor slots
-    --x: any  # Tensor | Scalar
-    --n: any  # Tensor | Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.chebyshev_polynomial_v" $in $args {x: $x, n: $n} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Chebyshev polynomial of the fourth kind W_{n}^{\ast}(\text{input}).
-#
-# torch.special.chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor
-# torch.special.chebyshev_polynomial_w(Scalar x, Tensor n) -> Tensor
-# torch.special.chebyshev_polynomial_w(Tensor x, Scalar n) -> Tensor
-export def "special chebyshev_polynomial_w" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x n; piped input fills the leftmost tensor slots
-    --x: any  # Tensor | Scalar
-    --n: any  # Tensor | Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.chebyshev_polynomial_w" $in $args {x: $x, n: $n} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the logarithmic derivative of the gamma function on input.
-#
-# torch.special.digamma(Tensor input) -> Tensor
-export def "special digamma" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.digamma" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the entropy on input (as defined below), elementwise.
-#
-# torch.special.entr(Tensor input) -> Tensor
-export def "special entr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.entr" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the error function of input.
-#
-# torch.special.erf(Tensor input) -> Tensor
-export def "special erf" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.erf" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the complementary error function of input.
-#
-# torch.special.erfc(Tensor input) -> Tensor
-export def "special erfc" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.erfc" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the scaled complementary error function for each element of input.
-#
-# torch.special.erfcx(Tensor input) -> Tensor
-export def "special erfcx" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.erfcx" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the inverse error function of input.
-#
-# torch.special.erfinv(Tensor input) -> Tensor
-export def "special erfinv" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.erfinv" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the base two exponential function of input.
-#
-# torch.special.exp2(Tensor input) -> Tensor
-export def "special exp2" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.exp2" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the expit (also known as the logistic sigmoid function) of the elements of input.
-#
-# torch.special.expit(Tensor input) -> Tensor
-export def "special expit" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.expit" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the exponential of the elements minus 1 of input.
-#
-# torch.special.expm1(Tensor input) -> Tensor
-export def "special expm1" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.expm1" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the regularized lower incomplete gamma function:.
-#
-# torch.special.gammainc(Tensor input, Tensor other) -> Tensor
-export def "special gammainc" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.gammainc" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the regularized upper incomplete gamma function:.
-#
-# torch.special.gammaincc(Tensor input, Tensor other) -> Tensor
-export def "special gammaincc" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.gammaincc" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the natural logarithm of the absolute value of the gamma function on input.
-#
-# torch.special.gammaln(Tensor input) -> Tensor
-export def "special gammaln" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.gammaln" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Physicist's Hermite polynomial H_{n}(\text{input}).
-#
-# torch.special.hermite_polynomial_h(Tensor x, Tensor n) -> Tensor
-# torch.special.hermite_polynomial_h(Scalar x, Tensor n) -> Tensor
-# torch.special.hermite_polynomial_h(Tensor x, Scalar n) -> Tensor
-export def "special hermite_polynomial_h" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x n; piped input fills the leftmost tensor slots
-    --x: any  # Tensor | Scalar
-    --n: any  # Tensor | Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.hermite_polynomial_h" $in $args {x: $x, n: $n} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Probabilist's Hermite polynomial He_{n}(\text{input}).
-#
-# torch.special.hermite_polynomial_he(Tensor x, Tensor n) -> Tensor
-# torch.special.hermite_polynomial_he(Scalar x, Tensor n) -> Tensor
-# torch.special.hermite_polynomial_he(Tensor x, Scalar n) -> Tensor
-export def "special hermite_polynomial_he" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x n; piped input fills the leftmost tensor slots
-    --x: any  # Tensor | Scalar
-    --n: any  # Tensor | Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.hermite_polynomial_he" $in $args {x: $x, n: $n} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the zeroth order modified Bessel function of the first kind for each element of input.
-#
-# torch.special.i0(Tensor input) -> Tensor
-export def "special i0" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.i0" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the exponentially scaled zeroth order modified Bessel function of the first kind (as defined below) for each element of input.
-#
-# torch.special.i0e(Tensor input) -> Tensor
-export def "special i0e" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.i0e" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the first order modified Bessel function of the first kind (as defined below) for each element of input.
-#
-# torch.special.i1(Tensor input) -> Tensor
-export def "special i1" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.i1" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the exponentially scaled first order modified Bessel function of the first kind (as defined below) for each element of input.
-#
-# torch.special.i1e(Tensor input) -> Tensor
-export def "special i1e" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.i1e" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Laguerre polynomial L_{n}(\text{input}).
-#
-# torch.special.laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor
-# torch.special.laguerre_polynomial_l(Scalar x, Tensor n) -> Tensor
-# torch.special.laguerre_polynomial_l(Tensor x, Scalar n) -> Tensor
-export def "special laguerre_polynomial_l" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x n; piped input fills the leftmost tensor slots
-    --x: any  # Tensor | Scalar
-    --n: any  # Tensor | Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.laguerre_polynomial_l" $in $args {x: $x, n: $n} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Legendre polynomial P_{n}(\text{input}).
-#
-# torch.special.legendre_polynomial_p(Tensor x, Tensor n) -> Tensor
-# torch.special.legendre_polynomial_p(Scalar x, Tensor n) -> Tensor
-# torch.special.legendre_polynomial_p(Tensor x, Scalar n) -> Tensor
-export def "special legendre_polynomial_p" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x n; piped input fills the leftmost tensor slots
-    --x: any  # Tensor | Scalar
-    --n: any  # Tensor | Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.legendre_polynomial_p" $in $args {x: $x, n: $n} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Alias for torch.log1p.
-#
-# torch.special.log1p(Tensor input) -> Tensor
-export def "special log1p" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.log1p" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the log of the area under the standard Gaussian probability density function, integrated from minus infinity to input, elementwise.
-#
-# torch.special.log_ndtr(Tensor input) -> Tensor
-export def "special log_ndtr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.log_ndtr" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes softmax followed by a logarithm.
-#
-# torch.special.log_softmax(Tensor input, int dim, *, ScalarType? dtype=None) -> Tensor
-export def "special log_softmax" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --dim: int  # int
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.log_softmax" $in $args {input: $input, dim: $dim, dtype: $dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Returns a new tensor with the logit of the elements of input.
-#
-# torch.special.logit(Tensor input, float? eps=None) -> Tensor
-export def "special logit" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input eps; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --eps: number  # float?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.logit" $in $args {input: $input, eps: $eps} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Alias for torch.logsumexp.
-#
-# torch.special.logsumexp(Tensor input, int[] dim, bool keepdim=False) -> Tensor
-export def "special logsumexp" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --dim: any  # int[]
-    --keepdim  # bool
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.logsumexp" $in $args {input: $input, dim: $dim, keepdim: $keepdim} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Modified Bessel function of the first kind of order 0.
-#
-# torch.special.modified_bessel_i0(Tensor input) -> Tensor
-export def "special modified_bessel_i0" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.modified_bessel_i0" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Modified Bessel function of the first kind of order 1.
-#
-# torch.special.modified_bessel_i1(Tensor input) -> Tensor
-export def "special modified_bessel_i1" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.modified_bessel_i1" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Modified Bessel function of the second kind of order 0.
-#
-# torch.special.modified_bessel_k0(Tensor input) -> Tensor
-export def "special modified_bessel_k0" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.modified_bessel_k0" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Modified Bessel function of the second kind of order 1.
-#
-# torch.special.modified_bessel_k1(Tensor input) -> Tensor
-export def "special modified_bessel_k1" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.modified_bessel_k1" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the multivariate log-gamma function <https://en.wikipedia.org/wiki/Multivariate_gamma_function>_ with dimension p element-wise, given by.
-#
-# torch.special.multigammaln(Tensor input, int p) -> Tensor
-export def "special multigammaln" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --p: int  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.multigammaln" $in $args {input: $input, p: $p} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the area under the standard Gaussian probability density function, integrated from minus infinity to input, elementwise.
-#
-# torch.special.ndtr(Tensor input) -> Tensor
-export def "special ndtr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.ndtr" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the argument, x, for which the area under the Gaussian probability density function (integrated from minus infinity to x) is equal to input, elementwise.
-#
-# torch.special.ndtri(Tensor input) -> Tensor
-export def "special ndtri" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.ndtri" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the n^{th} derivative of the digamma function on input.
-#
-# torch.special.polygamma(int n, Tensor input) -> Tensor
-export def "special polygamma" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: n input; piped input fills the leftmost tensor slots
-    --n: int  # int
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.polygamma" $in $args {n: $n, input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Alias for torch.special.digamma.
-#
-# torch.special.psi(Tensor input) -> Tensor
-export def "special psi" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.psi" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Alias for torch.round.
-#
-# torch.special.round(Tensor input, *, int decimals=0) -> Tensor
-export def "special round" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --decimals: int = 0  # int
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.round" $in $args {input: $input, decimals: $decimals} {decimals: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Scaled modified Bessel function of the second kind of order 0.
-#
-# torch.special.scaled_modified_bessel_k0(Tensor x) -> Tensor
-export def "special scaled_modified_bessel_k0" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x; piped input fills the leftmost tensor slots
-    --x: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.scaled_modified_bessel_k0" $in $args {x: $x} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Scaled modified Bessel function of the second kind of order 1.
-#
-# torch.special.scaled_modified_bessel_k1(Tensor x) -> Tensor
-export def "special scaled_modified_bessel_k1" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x; piped input fills the leftmost tensor slots
-    --x: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.scaled_modified_bessel_k1" $in $args {x: $x} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Chebyshev polynomial of the first kind T_{n}^{\ast}(\text{input}).
-#
-# torch.special.shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor
-# torch.special.shifted_chebyshev_polynomial_t(Scalar x, Tensor n) -> Tensor
-# torch.special.shifted_chebyshev_polynomial_t(Tensor x, Scalar n) -> Tensor
-export def "special shifted_chebyshev_polynomial_t" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x n; piped input fills the leftmost tensor slots
-    --x: any  # Tensor | Scalar
-    --n: any  # Tensor | Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.shifted_chebyshev_polynomial_t" $in $args {x: $x, n: $n} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Chebyshev polynomial of the second kind U_{n}^{\ast}(\text{input}).
-#
-# torch.special.shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor
-# torch.special.shifted_chebyshev_polynomial_u(Scalar x, Tensor n) -> Tensor
-# torch.special.shifted_chebyshev_polynomial_u(Tensor x, Scalar n) -> Tensor
-export def "special shifted_chebyshev_polynomial_u" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x n; piped input fills the leftmost tensor slots
-    --x: any  # Tensor | Scalar
-    --n: any  # Tensor | Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.shifted_chebyshev_polynomial_u" $in $args {x: $x, n: $n} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Chebyshev polynomial of the third kind V_{n}^{\ast}(\text{input}).
-#
-# torch.special.shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor
-# torch.special.shifted_chebyshev_polynomial_v(Scalar x, Tensor n) -> Tensor
-# torch.special.shifted_chebyshev_polynomial_v(Tensor x, Scalar n) -> Tensor
-export def "special shifted_chebyshev_polynomial_v" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x n; piped input fills the leftmost tensor slots
-    --x: any  # Tensor | Scalar
-    --n: any  # Tensor | Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.shifted_chebyshev_polynomial_v" $in $args {x: $x, n: $n} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Chebyshev polynomial of the fourth kind W_{n}^{\ast}(\text{input}).
-#
-# torch.special.shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor
-# torch.special.shifted_chebyshev_polynomial_w(Scalar x, Tensor n) -> Tensor
-# torch.special.shifted_chebyshev_polynomial_w(Tensor x, Scalar n) -> Tensor
-export def "special shifted_chebyshev_polynomial_w" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x n; piped input fills the leftmost tensor slots
-    --x: any  # Tensor | Scalar
-    --n: any  # Tensor | Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.shifted_chebyshev_polynomial_w" $in $args {x: $x, n: $n} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the normalized sinc of input.
-#
-# torch.special.sinc(Tensor input) -> Tensor
-export def "special sinc" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.sinc" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the softmax function.
-#
-# torch.special.softmax(Tensor input, int dim, ScalarType? dtype=None) -> Tensor
-export def "special softmax" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim dtype; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --dim: int  # int
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.softmax" $in $args {input: $input, dim: $dim, dtype: $dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Spherical Bessel function of the first kind of order 0.
-#
-# torch.special.spherical_bessel_j0(Tensor x) -> Tensor
-export def "special spherical_bessel_j0" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x; piped input fills the leftmost tensor slots
-    --x: any  # Tensor
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.spherical_bessel_j0" $in $args {x: $x} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes input * log1p(other) with the following cases.
-#
-# torch.special.xlog1py(Tensor input, Tensor other) -> Tensor
-# torch.special.xlog1py(Tensor input, Scalar other) -> Tensor
-# torch.special.xlog1py(Scalar input, Tensor other) -> Tensor
-export def "special xlog1py" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor | Scalar
-    --other: any  # Tensor | Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.xlog1py" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes input * log(other) with the following cases.
-#
-# torch.special.xlogy(Tensor input, Tensor other) -> Tensor
-# torch.special.xlogy(Tensor input, Scalar other) -> Tensor
-# torch.special.xlogy(Scalar input, Tensor other) -> Tensor
-export def "special xlogy" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor | Scalar
-    --other: any  # Tensor | Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.xlogy" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
-
-# Computes the Hurwitz zeta function, elementwise.
-#
-# torch.special.zeta(Tensor input, Tensor other) -> Tensor
-# torch.special.zeta(Tensor input, Scalar other) -> Tensor
-# torch.special.zeta(Scalar input, Tensor other) -> Tensor
-export def "special zeta" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor | Scalar
-    --other: any  # Tensor | Scalar
-    --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "special.zeta" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sort" $in $args {dim: $dim, descending: $descending, stable: $stable, no_grad: $no_grad} {dim: -1, descending: false, stable: false} }
 
 # Splits the tensor into chunks.
 #
 # torch.split(Tensor tensor, int | list[int] split_size_or_sections, int dim=0) -> tuple[Tensor, ...]
 export def split [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensor split_size_or_sections dim; piped input fills the leftmost tensor slots
-    --tensor: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensor split_size_or_sections dim; piped handles fill the tensor slots still missing
     --split_size_or_sections: any  # int | list[int]
     --dim: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "split" $in $args {tensor: $tensor, split_size_or_sections: $split_size_or_sections, dim: $dim} {dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "split" $in $args {split_size_or_sections: $split_size_or_sections, dim: $dim, no_grad: $no_grad} {dim: 0} }
 
 # Performs the same operation as torch.split, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.split_copy(Tensor input, SymInt split_size, int dim=0) -> Tensor[]
 export def split_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input split_size dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input split_size dim; piped handles fill the tensor slots still missing
     --split_size: int  # SymInt
     --dim: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "split_copy" $in $args {input: $input, split_size: $split_size, dim: $dim} {dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "split_copy" $in $args {split_size: $split_size, dim: $dim, no_grad: $no_grad} {dim: 0} }
 
 # split_with_sizes
 #
 # torch.split_with_sizes(Tensor input, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]
 export def split_with_sizes [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input split_sizes dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input split_sizes dim; piped handles fill the tensor slots still missing
     --split_sizes: any  # SymInt[]
     --dim: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "split_with_sizes" $in $args {input: $input, split_sizes: $split_sizes, dim: $dim} {dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "split_with_sizes" $in $args {split_sizes: $split_sizes, dim: $dim, no_grad: $no_grad} {dim: 0} }
 
 # Performs the same operation as torch.split_with_sizes, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.split_with_sizes_copy(Tensor input, SymInt[] split_sizes, int dim=0) -> Tensor[]
 export def split_with_sizes_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input split_sizes dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input split_sizes dim; piped handles fill the tensor slots still missing
     --split_sizes: any  # SymInt[]
     --dim: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "split_with_sizes_copy" $in $args {input: $input, split_sizes: $split_sizes, dim: $dim} {dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "split_with_sizes_copy" $in $args {split_sizes: $split_sizes, dim: $dim, no_grad: $no_grad} {dim: 0} }
 
 # Returns a new tensor with the square-root of the elements of input.
 #
 # torch.sqrt(Tensor input) -> Tensor
 export def sqrt [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sqrt" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sqrt" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the square of the elements of input.
 #
 # torch.square(Tensor input) -> Tensor
 export def square [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "square" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "square" $in $args {no_grad: $no_grad} {} }
 
 # Returns a tensor with all specified dimensions of input of size 1 removed.
 #
@@ -12396,14 +4941,10 @@ export def square [
 # torch.squeeze(Tensor input, int dim) -> Tensor(a)
 # torch.squeeze(Tensor input, int[] dim) -> Tensor(a)
 export def squeeze [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim; piped handles fill the tensor slots still missing
     --dim: any  # int | int[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "squeeze" $in $args {input: $input, dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "squeeze" $in $args {dim: $dim, no_grad: $no_grad} {} }
 
 # Performs the same operation as torch.squeeze, but all output tensors are freshly created instead of aliasing the input.
 #
@@ -12411,27 +4952,19 @@ export def squeeze [
 # torch.squeeze_copy(Tensor input, int dim) -> Tensor
 # torch.squeeze_copy(Tensor input, int[] dim) -> Tensor
 export def squeeze_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim; piped handles fill the tensor slots still missing
     --dim: any  # int | int[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "squeeze_copy" $in $args {input: $input, dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "squeeze_copy" $in $args {dim: $dim, no_grad: $no_grad} {} }
 
 # Concatenates a sequence of tensors along a new dimension.
 #
 # torch.stack(Tensor[] tensors, int dim=0) -> Tensor
 export def stack [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… dim; piped input fills the leftmost tensor slots
-    --tensors: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… dim; piped handles fill the tensor slots still missing
     --dim: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "stack" $in $args {tensors: $tensors, dim: $dim} {dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "stack" $in $args {dim: $dim, no_grad: $no_grad} {dim: 0} }
 
 # Calculates the standard deviation over the dimensions specified by dim.
 #
@@ -12439,17 +4972,13 @@ export def stack [
 # torch.std(Tensor input, int[]? dim, bool unbiased=True, bool keepdim=False) -> Tensor
 # torch.std(Tensor input, int[]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor
 export def std [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input unbiased | input dim unbiased keepdim | input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input unbiased | input dim unbiased keepdim | input dim; piped handles fill the tensor slots still missing
     --unbiased: any = true  # bool
     --dim: any  # int[]?
     --keepdim  # bool
     --correction: number  # Scalar?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "std" $in $args {input: $input, unbiased: $unbiased, dim: $dim, keepdim: $keepdim, correction: $correction} {unbiased: true, keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "std" $in $args {unbiased: $unbiased, dim: $dim, keepdim: $keepdim, correction: $correction, no_grad: $no_grad} {unbiased: true, keepdim: false} }
 
 # Calculates the standard deviation and mean over the dimensions specified by dim.
 #
@@ -12457,36 +4986,27 @@ export def std [
 # torch.std_mean(Tensor input, int[]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)
 # torch.std_mean(Tensor input, int[]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)
 export def std_mean [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input unbiased | input dim unbiased keepdim | input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input unbiased | input dim unbiased keepdim | input dim; piped handles fill the tensor slots still missing
     --unbiased: any = true  # bool
     --dim: any  # int[]?
     --keepdim  # bool
     --correction: number  # Scalar?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "std_mean" $in $args {input: $input, unbiased: $unbiased, dim: $dim, keepdim: $keepdim, correction: $correction} {unbiased: true, keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "std_mean" $in $args {unbiased: $unbiased, dim: $dim, keepdim: $keepdim, correction: $correction, no_grad: $no_grad} {unbiased: true, keepdim: false} }
 
 # optimizer.step(): update the parameters from their .grad (run backward first).
 #
 # step(Optimizer optimizer) -> None
 export def step [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer; piped input fills the leftmost tensor slots
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "step" $in $args {optimizer: $optimizer} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "step" $in $args {no_grad: $no_grad} {} }
 
 # Short-time Fourier transform (STFT).
 #
 # torch.stft(Tensor input, int n_fft, int | None hop_length=None, int | None win_length=None, Tensor | None window=None, bool center=True, str pad_mode=reflect, bool normalized=False, bool | None onesided=None, bool | None return_complex=None, bool | None align_to_window=None) -> Tensor
 export def stft [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n_fft hop_length win_length window center pad_mode normalized onesided return_complex align_to_window; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n_fft hop_length win_length window center pad_mode normalized onesided return_complex align_to_window; piped handles fill the tensor slots still missing
     --n_fft: int  # int
     --hop_length: int  # int | None
     --win_length: int  # int | None
@@ -12498,189 +5018,133 @@ export def stft [
     --return_complex  # bool | None
     --align_to_window  # bool | None
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "stft" $in $args {input: $input, n_fft: $n_fft, hop_length: $hop_length, win_length: $win_length, window: $window, center: $center, pad_mode: $pad_mode, normalized: $normalized, onesided: $onesided, return_complex: $return_complex, align_to_window: $align_to_window} {center: true, pad_mode: "reflect", normalized: false, onesided: false, return_complex: false, align_to_window: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "stft" $in $args {n_fft: $n_fft, hop_length: $hop_length, win_length: $win_length, window: $window, center: $center, pad_mode: $pad_mode, normalized: $normalized, onesided: $onesided, return_complex: $return_complex, align_to_window: $align_to_window, no_grad: $no_grad} {center: true, pad_mode: "reflect", normalized: false, onesided: false, return_complex: false, align_to_window: false} }
 
 # Subtracts other, scaled by alpha, from input.
 #
 # torch.sub(Tensor input, Tensor other, *, Scalar alpha=1) -> Tensor
 # torch.sub(Tensor input, Scalar other, Scalar alpha=1) -> Tensor
 export def sub [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input other alpha; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input other alpha; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --alpha: number = 1  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sub" $in $args {input: $input, other: $other, alpha: $alpha} {alpha: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sub" $in $args {other: $other, alpha: $alpha, no_grad: $no_grad} {alpha: 1} }
 
 # Alias for torch.sub.
 #
 # torch.subtract(Tensor input, Tensor other, *, Scalar alpha=1) -> Tensor
 # torch.subtract(Tensor input, Scalar other, Scalar alpha=1) -> Tensor
 export def subtract [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input other alpha; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input other alpha; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --alpha: number = 1  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "subtract" $in $args {input: $input, other: $other, alpha: $alpha} {alpha: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "subtract" $in $args {other: $other, alpha: $alpha, no_grad: $no_grad} {alpha: 1} }
 
 # Returns the sum of all elements in the input tensor.
 #
 # torch.sum(Tensor input, int[]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 # torch.sum(Tensor input, *, ScalarType? dtype=None) -> Tensor
 export def sum [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim | input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim | input; piped handles fill the tensor slots still missing
     --dim: any  # int[]?
     --keepdim  # bool
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "sum" $in $args {input: $input, dim: $dim, keepdim: $keepdim, dtype: $dtype} {keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "sum" $in $args {dim: $dim, keepdim: $keepdim, dtype: $dtype, no_grad: $no_grad} {keepdim: false} }
 
 # Return the singular value decomposition (U, S, V) of a matrix, batches of matrices, or a sparse matrix A such that A \approx U \operatorname{diag}(S) V^{\text{H}}.
 #
 # torch.svd_lowrank(Tensor A, int | None q=6, int | None niter=2, Tensor | None M=None) -> tuple[Tensor, Tensor, Tensor]
 export def svd_lowrank [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A q niter M; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A q niter M; piped handles fill the tensor slots still missing
     --q: int = 6  # int | None
     --niter: int = 2  # int | None
     --M: any  # Tensor | None
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "svd_lowrank" $in $args {A: $A, q: $q, niter: $niter, M: $M} {q: 6, niter: 2} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "svd_lowrank" $in $args {q: $q, niter: $niter, M: $M, no_grad: $no_grad} {q: 6, niter: 2} }
 
 # Alias for torch.transpose.
 #
 # torch.swapaxes(Tensor input, int axis0, int axis1) -> Tensor(a)
 export def swapaxes [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input axis0 axis1; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input axis0 axis1; piped handles fill the tensor slots still missing
     --axis0: int  # int
     --axis1: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "swapaxes" $in $args {input: $input, axis0: $axis0, axis1: $axis1} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "swapaxes" $in $args {axis0: $axis0, axis1: $axis1, no_grad: $no_grad} {} }
 
 # Alias for torch.transpose.
 #
 # torch.swapdims(Tensor input, int dim0, int dim1) -> Tensor(a)
 export def swapdims [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim0 dim1; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim0 dim1; piped handles fill the tensor slots still missing
     --dim0: int  # int
     --dim1: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "swapdims" $in $args {input: $input, dim0: $dim0, dim1: $dim1} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "swapdims" $in $args {dim0: $dim0, dim1: $dim1, no_grad: $no_grad} {} }
 
 # Expects input to be <= 2-D tensor and transposes dimensions 0 and 1.
 #
 # torch.t(Tensor input) -> Tensor(a)
 export def t [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "t" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "t" $in $args {no_grad: $no_grad} {} }
 
 # Performs the same operation as torch.t, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.t_copy(Tensor input) -> Tensor
 export def t_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "t_copy" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "t_copy" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the elements of input at the given indices.
 #
 # torch.take(Tensor input, Tensor index) -> Tensor
 export def take [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input index; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --index: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input index; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "take" $in $args {input: $input, index: $index} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "take" $in $args {no_grad: $no_grad} {} }
 
 # Selects values from input at the 1-dimensional indices from indices along the given dim.
 #
 # torch.take_along_dim(Tensor input, Tensor indices, int? dim=None) -> Tensor
 export def take_along_dim [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input indices dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --indices: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input indices dim; piped handles fill the tensor slots still missing
     --dim: int  # int?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "take_along_dim" $in $args {input: $input, indices: $indices, dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "take_along_dim" $in $args {dim: $dim, no_grad: $no_grad} {} }
 
 # Returns a new tensor with the tangent of the elements in the input tensor, where each value in this input tensor is in radians.
 #
 # torch.tan(Tensor input) -> Tensor
 export def tan [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "tan" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "tan" $in $args {no_grad: $no_grad} {} }
 
 # Returns a new tensor with the hyperbolic tangent of the elements of input.
 #
 # torch.tanh(Tensor input) -> Tensor
 export def tanh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "tanh" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "tanh" $in $args {no_grad: $no_grad} {} }
 
 # Make a tensor from JSON (argument or stdin): nested lists, or {dtype, shape, data} from `value --meta`.
 #
 # tensor(Json data, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor
 export def tensor [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: data; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: data; piped handles fill the tensor slots still missing
     --data: any  # Json
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --device: string@"nu-complete torch devices"  # Device?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "tensor" $in $args {data: $data, dtype: $dtype, device: $device, requires_grad: $requires_grad} {requires_grad: false} --whole --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "tensor" $in $args {data: $data, dtype: $dtype, device: $device, requires_grad: $requires_grad, no_grad: $no_grad} {requires_grad: false} --whole }
 
 # Splits a tensor into multiple sub-tensors, all of which are views of input, along dimension dim according to the indices or number of sections specified by indices_or_sections.
 #
@@ -12688,197 +5152,139 @@ export def tensor [
 # torch.tensor_split(Tensor input, SymInt[] indices, int dim=0) -> Tensor(a)[]
 # torch.tensor_split(Tensor input, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]
 export def tensor_split [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input sections dim | input indices dim | input tensor_indices_or_sections dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input sections dim | input indices dim | input tensor_indices_or_sections dim; piped handles fill the tensor slots still missing
     --sections: int  # SymInt
     --dim: int = 0  # int
     --indices: any  # SymInt[]
-    --tensor_indices_or_sections: any  # Tensor
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "tensor_split" $in $args {input: $input, sections: $sections, dim: $dim, indices: $indices, tensor_indices_or_sections: $tensor_indices_or_sections} {dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "tensor_split" $in $args {sections: $sections, dim: $dim, indices: $indices, no_grad: $no_grad} {dim: 0} }
 
 # Returns a contraction of a and b over multiple dimensions.
 #
 # torch.tensordot(Tensor a, Tensor b, Any dims=2)
 export def tensordot [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: a b dims; piped input fills the leftmost tensor slots
-    --a: any  # Tensor
-    --b: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: a b dims; piped handles fill the tensor slots still missing
     --dims: any = 2  # Any
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "tensordot" $in $args {a: $a, b: $b, dims: $dims} {dims: 2} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "tensordot" $in $args {dims: $dims, no_grad: $no_grad} {dims: 2} }
 
 # Every object held (all kinds): shape, dtype, device, bytes, requires_grad, age. --json for rows.
 #
 # tensors(*, str? kind=None) -> Json
 export def tensors [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
     --kind: string  # str?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "tensors" $in $args {kind: $kind} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "tensors" $in $args {kind: $kind, no_grad: $no_grad} {} }
 
 # Constructs a tensor by repeating the elements of input.
 #
 # torch.tile(Tensor input, SymInt[] dims) -> Tensor
 export def tile [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dims; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dims; piped handles fill the tensor slots still missing
     --dims: any  # SymInt[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "tile" $in $args {input: $input, dims: $dims} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "tile" $in $args {dims: $dims, no_grad: $no_grad} {} }
 
 # Convert to another dtype and/or device.
 #
 # to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
 export def to [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "to" $in $args {input: $input, dtype: $dtype, device: $device, copy: $copy} {copy: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "to" $in $args {dtype: $dtype, device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
 
 # Returns the k largest elements of the given input tensor along a given dimension.
 #
 # torch.topk(Tensor input, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
 export def topk [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input k dim largest sorted; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input k dim largest sorted; piped handles fill the tensor slots still missing
     --k: int  # SymInt
     --dim: int = -1  # int
     --largest: any = true  # bool
     --sorted: any = true  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "topk" $in $args {input: $input, k: $k, dim: $dim, largest: $largest, sorted: $sorted} {dim: -1, largest: true, sorted: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "topk" $in $args {k: $k, dim: $dim, largest: $largest, sorted: $sorted, no_grad: $no_grad} {dim: -1, largest: true, sorted: true} }
 
 # Returns the sum of the elements of the diagonal of the input 2-D matrix.
 #
 # torch.trace(Tensor input) -> Tensor
 export def trace [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "trace" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "trace" $in $args {no_grad: $no_grad} {} }
 
 # zero_grad, forward, loss, backward, [clip], step, [scheduler step] in one request; prints the loss.
 #
 # train_step(Module model, Optimizer optimizer, Tensor input, Tensor target, *, str loss=mse_loss, Json? loss_args=None, float? clip=None, Scheduler? sched=None) -> Scalar
 export def train_step [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model optimizer input target; piped input fills the leftmost tensor slots
-    --model: string@"nu-complete torch handles"  # Module
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
-    --input: any  # Tensor
-    --target: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model optimizer input target; piped handles fill the tensor slots still missing
     --loss: string = "mse_loss"  # str
     --loss_args: any  # Json?
     --clip: number  # float?
     --sched: string@"nu-complete torch handles"  # Scheduler?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "train_step" $in $args {model: $model, optimizer: $optimizer, input: $input, target: $target, loss: $loss, loss_args: $loss_args, clip: $clip, sched: $sched} {loss: "mse_loss"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "train_step" $in $args {loss: $loss, loss_args: $loss_args, clip: $clip, sched: $sched, no_grad: $no_grad} {loss: "mse_loss"} --values }
 
 # Returns a tensor that is a transposed version of input.
 #
 # torch.transpose(Tensor input, int dim0, int dim1) -> Tensor(a)
 export def transpose [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim0 dim1; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim0 dim1; piped handles fill the tensor slots still missing
     --dim0: int  # int
     --dim1: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "transpose" $in $args {input: $input, dim0: $dim0, dim1: $dim1} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "transpose" $in $args {dim0: $dim0, dim1: $dim1, no_grad: $no_grad} {} }
 
 # Performs the same operation as torch.transpose, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.transpose_copy(Tensor input, int dim0, int dim1) -> Tensor
 export def transpose_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim0 dim1; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim0 dim1; piped handles fill the tensor slots still missing
     --dim0: int  # int
     --dim1: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "transpose_copy" $in $args {input: $input, dim0: $dim0, dim1: $dim1} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "transpose_copy" $in $args {dim0: $dim0, dim1: $dim1, no_grad: $no_grad} {} }
 
 # Computes the trapezoidal rule <https://en.wikipedia.org/wiki/Trapezoidal_rule>_ along dim.
 #
 # torch.trapezoid(Tensor y, Tensor x, *, int dim=-1) -> Tensor
 # torch.trapezoid(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor
 export def trapezoid [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: y x | y; piped input fills the leftmost tensor slots
-    --y: any  # Tensor
-    --x: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: y x | y; piped handles fill the tensor slots still missing
     --dim: int = -1  # int
     --dx: number = 1  # Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "trapezoid" $in $args {y: $y, x: $x, dim: $dim, dx: $dx} {dim: -1, dx: 1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "trapezoid" $in $args {dim: $dim, dx: $dx, no_grad: $no_grad} {dim: -1, dx: 1} }
 
 # Alias for torch.trapezoid.
 #
 # torch.trapz(Tensor y, Tensor x, *, int dim=-1) -> Tensor
 # torch.trapz(Tensor y, *, float dx=1., int dim=-1) -> Tensor
 export def trapz [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: y x | y; piped input fills the leftmost tensor slots
-    --y: any  # Tensor
-    --x: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: y x | y; piped handles fill the tensor slots still missing
     --dim: int = -1  # int
     --dx: number  # float
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "trapz" $in $args {y: $y, x: $x, dim: $dim, dx: $dx} {dim: -1} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "trapz" $in $args {dim: $dim, dx: $dx, no_grad: $no_grad} {dim: -1} }
 
 # Returns the lower triangular part of the matrix (2-D tensor) or batch of matrices input, the other elements of the result tensor out are set to 0.
 #
 # torch.tril(Tensor input, SymInt diagonal=0) -> Tensor
 export def tril [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input diagonal; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input diagonal; piped handles fill the tensor slots still missing
     --diagonal: int = 0  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "tril" $in $args {input: $input, diagonal: $diagonal} {diagonal: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "tril" $in $args {diagonal: $diagonal, no_grad: $no_grad} {diagonal: 0} }
 
 # Returns the indices of the lower triangular part of a row-by- col matrix in a 2-by-N Tensor, where the first row contains row coordinates of all indices and the second row contains column coordinates.
 #
 # torch.tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def tril_indices [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: row col offset; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: row col offset; piped handles fill the tensor slots still missing
     --row: int  # int
     --col: int  # int
     --offset: int = 0  # int
@@ -12888,29 +5294,22 @@ export def tril_indices [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "tril_indices" $in $args {row: $row, col: $col, offset: $offset, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad} {offset: 0, pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "tril_indices" $in $args {row: $row, col: $col, offset: $offset, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {offset: 0, pin_memory: false, requires_grad: false} }
 
 # Returns the upper triangular part of a matrix (2-D tensor) or batch of matrices input, the other elements of the result tensor out are set to 0.
 #
 # torch.triu(Tensor input, SymInt diagonal=0) -> Tensor
 export def triu [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input diagonal; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input diagonal; piped handles fill the tensor slots still missing
     --diagonal: int = 0  # SymInt
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "triu" $in $args {input: $input, diagonal: $diagonal} {diagonal: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "triu" $in $args {diagonal: $diagonal, no_grad: $no_grad} {diagonal: 0} }
 
 # Returns the indices of the upper triangular part of a row by col matrix in a 2-by-N Tensor, where the first row contains row coordinates of all indices and the second row contains column coordinates.
 #
 # torch.triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def triu_indices [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: row col offset; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: row col offset; piped handles fill the tensor slots still missing
     --row: int  # int
     --col: int  # int
     --offset: int = 0  # int
@@ -12920,244 +5319,173 @@ export def triu_indices [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "triu_indices" $in $args {row: $row, col: $col, offset: $offset, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad} {offset: 0, pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "triu_indices" $in $args {row: $row, col: $col, offset: $offset, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {offset: 0, pin_memory: false, requires_grad: false} }
 
 # Alias for torch.div with rounding_mode=None.
 #
 # torch.true_divide(Tensor input, Tensor other) -> Tensor
 # torch.true_divide(Tensor input, Scalar other) -> Tensor
 export def true_divide [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "true_divide" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "true_divide" $in $args {other: $other, no_grad: $no_grad} {} }
 
 # Returns a new tensor with the truncated integer values of the elements of input.
 #
 # torch.trunc(Tensor input) -> Tensor
 export def trunc [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "trunc" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "trunc" $in $args {no_grad: $no_grad} {} }
 
 # Returns this tensor cast to the type of the given tensor.
 #
 # torch.type_as(Tensor input, Tensor other) -> Tensor
 export def type_as [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "type_as" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "type_as" $in $args {no_grad: $no_grad} {} }
 
 # Removes a tensor dimension.
 #
 # torch.unbind(Tensor input, int dim=0) -> Tensor(a)[]
 export def unbind [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
     --dim: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "unbind" $in $args {input: $input, dim: $dim} {dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "unbind" $in $args {dim: $dim, no_grad: $no_grad} {dim: 0} }
 
 # Performs the same operation as torch.unbind, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.unbind_copy(Tensor input, int dim=0) -> Tensor[]
 export def unbind_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
     --dim: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "unbind_copy" $in $args {input: $input, dim: $dim} {dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "unbind_copy" $in $args {dim: $dim, no_grad: $no_grad} {dim: 0} }
 
 # Expands a dimension of the input tensor over multiple dimensions.
 #
 # torch.unflatten(Tensor input, int dim, SymInt[] sizes) -> Tensor(a)
 export def unflatten [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim sizes; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim sizes; piped handles fill the tensor slots still missing
     --dim: int  # int
     --sizes: any  # SymInt[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "unflatten" $in $args {input: $input, dim: $dim, sizes: $sizes} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "unflatten" $in $args {dim: $dim, sizes: $sizes, no_grad: $no_grad} {} }
 
 # Performs the same operation as torch.unfold, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.unfold_copy(Tensor input, int dimension, int size, int step) -> Tensor
 export def unfold_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dimension size step; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dimension size step; piped handles fill the tensor slots still missing
     --dimension: int  # int
     --size: int  # int
     --step: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "unfold_copy" $in $args {input: $input, dimension: $dimension, size: $size, step: $step} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "unfold_copy" $in $args {dimension: $dimension, size: $size, step: $step, no_grad: $no_grad} {} }
 
 # Returns the unique elements of the input tensor.
 #
 # torch.unique(Tensor input, bool sorted=True, bool return_inverse=False, bool return_counts=False, Any dim=None)
 export def unique [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input sorted return_inverse return_counts dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input sorted return_inverse return_counts dim; piped handles fill the tensor slots still missing
     --sorted: any = true  # bool
     --return_inverse  # bool
     --return_counts  # bool
     --dim: any  # Any
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "unique" $in $args {input: $input, sorted: $sorted, return_inverse: $return_inverse, return_counts: $return_counts, dim: $dim} {sorted: true, return_inverse: false, return_counts: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "unique" $in $args {sorted: $sorted, return_inverse: $return_inverse, return_counts: $return_counts, dim: $dim, no_grad: $no_grad} {sorted: true, return_inverse: false, return_counts: false} }
 
 # Eliminates all but the first element from every consecutive group of equivalent elements.
 #
 # torch.unique_consecutive(Tensor input, bool return_inverse=False, bool return_counts=False, Any dim=None)
 export def unique_consecutive [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input return_inverse return_counts dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input return_inverse return_counts dim; piped handles fill the tensor slots still missing
     --return_inverse  # bool
     --return_counts  # bool
     --dim: any  # Any
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "unique_consecutive" $in $args {input: $input, return_inverse: $return_inverse, return_counts: $return_counts, dim: $dim} {return_inverse: false, return_counts: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "unique_consecutive" $in $args {return_inverse: $return_inverse, return_counts: $return_counts, dim: $dim, no_grad: $no_grad} {return_inverse: false, return_counts: false} }
 
 # Converts a tensor of flat indices into a tuple of coordinate tensors that index into an arbitrary tensor of the specified shape.
 #
 # torch.unravel_index(Tensor indices, int | collections.abc.Sequence[int] | Size shape) -> tuple[Tensor, ...]
 export def unravel_index [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: indices shape; piped input fills the leftmost tensor slots
-    --indices: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: indices shape; piped handles fill the tensor slots still missing
     --shape: any  # int | collections.abc.Sequence[int] | Size
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "unravel_index" $in $args {indices: $indices, shape: $shape} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "unravel_index" $in $args {shape: $shape, no_grad: $no_grad} {} }
 
 # Works like torch.chunk but without enforcing the autograd restrictions on inplace modification of the outputs.
 #
 # torch.unsafe_chunk(Tensor input, int chunks, int dim=0) -> Tensor[]
 export def unsafe_chunk [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input chunks dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input chunks dim; piped handles fill the tensor slots still missing
     --chunks: int  # int
     --dim: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "unsafe_chunk" $in $args {input: $input, chunks: $chunks, dim: $dim} {dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "unsafe_chunk" $in $args {chunks: $chunks, dim: $dim, no_grad: $no_grad} {dim: 0} }
 
 # Works like torch.split but without enforcing the autograd restrictions on inplace modification of the outputs.
 #
 # torch.unsafe_split(Tensor input, SymInt split_size, int dim=0) -> Tensor[]
 export def unsafe_split [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input split_size dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input split_size dim; piped handles fill the tensor slots still missing
     --split_size: int  # SymInt
     --dim: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "unsafe_split" $in $args {input: $input, split_size: $split_size, dim: $dim} {dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "unsafe_split" $in $args {split_size: $split_size, dim: $dim, no_grad: $no_grad} {dim: 0} }
 
 # unsafe_split_with_sizes
 #
 # torch.unsafe_split_with_sizes(Tensor input, SymInt[] split_sizes, int dim=0) -> Tensor[]
 export def unsafe_split_with_sizes [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input split_sizes dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input split_sizes dim; piped handles fill the tensor slots still missing
     --split_sizes: any  # SymInt[]
     --dim: int = 0  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "unsafe_split_with_sizes" $in $args {input: $input, split_sizes: $split_sizes, dim: $dim} {dim: 0} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "unsafe_split_with_sizes" $in $args {split_sizes: $split_sizes, dim: $dim, no_grad: $no_grad} {dim: 0} }
 
 # Returns a new tensor with a dimension of size one inserted at the specified position.
 #
 # torch.unsqueeze(Tensor input, int dim) -> Tensor(a)
 export def unsqueeze [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
     --dim: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "unsqueeze" $in $args {input: $input, dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "unsqueeze" $in $args {dim: $dim, no_grad: $no_grad} {} }
 
 # Performs the same operation as torch.unsqueeze, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.unsqueeze_copy(Tensor input, int dim) -> Tensor
 export def unsqueeze_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
     --dim: int  # int
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "unsqueeze_copy" $in $args {input: $input, dim: $dim} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "unsqueeze_copy" $in $args {dim: $dim, no_grad: $no_grad} {} }
 
 # A snapshot of a tensor's data: compact JSON (default), csv or npy.
 #
 # value(Tensor input, *, bool meta=False, str format=json) -> Json
 export def value [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --meta  # bool
     --format: string = "json"  # str
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "value" $in $args {input: $input, meta: $meta, format: $format} {meta: false, format: "json"} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+    --table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)
+]: any -> any { let v = (torchsh call "value" $in $args {meta: $meta, format: $format, no_grad: $no_grad} {meta: false, format: "json"} --values); if $table { torchsh table $v } else { $v } }
 
 # Generates a Vandermonde matrix.
 #
 # torch.vander(Tensor x, int? N=None, bool increasing=False) -> Tensor
 export def vander [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x N increasing; piped input fills the leftmost tensor slots
-    --x: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x N increasing; piped handles fill the tensor slots still missing
     --N: int  # int?
     --increasing  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "vander" $in $args {x: $x, N: $N, increasing: $increasing} {increasing: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "vander" $in $args {N: $N, increasing: $increasing, no_grad: $no_grad} {increasing: false} }
 
 # Calculates the variance over the dimensions specified by dim.
 #
@@ -13165,17 +5493,13 @@ export def vander [
 # torch.var(Tensor input, int[]? dim, bool unbiased=True, bool keepdim=False) -> Tensor
 # torch.var(Tensor input, int[]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor
 export def var [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input unbiased | input dim unbiased keepdim | input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input unbiased | input dim unbiased keepdim | input dim; piped handles fill the tensor slots still missing
     --unbiased: any = true  # bool
     --dim: any  # int[]?
     --keepdim  # bool
     --correction: number  # Scalar?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "var" $in $args {input: $input, unbiased: $unbiased, dim: $dim, keepdim: $keepdim, correction: $correction} {unbiased: true, keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "var" $in $args {unbiased: $unbiased, dim: $dim, keepdim: $keepdim, correction: $correction, no_grad: $no_grad} {unbiased: true, keepdim: false} }
 
 # Calculates the variance and mean over the dimensions specified by dim.
 #
@@ -13183,120 +5507,94 @@ export def var [
 # torch.var_mean(Tensor input, int[]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)
 # torch.var_mean(Tensor input, int[]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)
 export def var_mean [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input unbiased | input dim unbiased keepdim | input dim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input unbiased | input dim unbiased keepdim | input dim; piped handles fill the tensor slots still missing
     --unbiased: any = true  # bool
     --dim: any  # int[]?
     --keepdim  # bool
     --correction: number  # Scalar?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "var_mean" $in $args {input: $input, unbiased: $unbiased, dim: $dim, keepdim: $keepdim, correction: $correction} {unbiased: true, keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "var_mean" $in $args {unbiased: $unbiased, dim: $dim, keepdim: $keepdim, correction: $correction, no_grad: $no_grad} {unbiased: true, keepdim: false} }
 
 # Computes the dot product of two 1D vectors along a dimension.
 #
 # torch.vdot(Tensor input, Tensor other) -> Tensor
 export def vdot [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --other: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "vdot" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "vdot" $in $args {no_grad: $no_grad} {} }
+
+# Returns a new tensor with the same data as the self tensor but of a different shape.
+#
+# torch.view(Tensor input, SymInt[] size) -> Tensor(a)
+# torch.view(Tensor input, ScalarType dtype) -> Tensor(a)
+export def view [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size | input dtype; piped handles fill the tensor slots still missing
+    --size: any  # SymInt[]
+    --dtype: string@"nu-complete torch dtypes"  # ScalarType
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "view" $in $args {size: $size, dtype: $dtype, no_grad: $no_grad} {} }
 
 # Returns a view of input as a complex tensor.
 #
 # torch.view_as_complex(Tensor input) -> Tensor(a)
 export def view_as_complex [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "view_as_complex" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "view_as_complex" $in $args {no_grad: $no_grad} {} }
 
 # Performs the same operation as torch.view_as_complex, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.view_as_complex_copy(Tensor input) -> Tensor
 export def view_as_complex_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "view_as_complex_copy" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "view_as_complex_copy" $in $args {no_grad: $no_grad} {} }
 
 # Returns a view of input as a real tensor.
 #
 # torch.view_as_real(Tensor input) -> Tensor(a)
 export def view_as_real [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "view_as_real" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "view_as_real" $in $args {no_grad: $no_grad} {} }
 
 # Performs the same operation as torch.view_as_real, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.view_as_real_copy(Tensor input) -> Tensor
 export def view_as_real_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "view_as_real_copy" $in $args {input: $input} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "view_as_real_copy" $in $args {no_grad: $no_grad} {} }
 
 # Performs the same operation as torch.view, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.view_copy(Tensor input, SymInt[] size) -> Tensor
 # torch.view_copy(Tensor input, ScalarType dtype) -> Tensor
 export def view_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size | input dtype; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size | input dtype; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --dtype: string@"nu-complete torch dtypes"  # ScalarType
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "view_copy" $in $args {input: $input, size: $size, dtype: $dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "view_copy" $in $args {size: $size, dtype: $dtype, no_grad: $no_grad} {} }
 
 # Splits input, a tensor with two or more dimensions, into multiple tensors vertically according to indices_or_sections.
 #
 # torch.vsplit(Tensor input, int sections) -> Tensor(a)[]
 # torch.vsplit(Tensor input, int[] indices) -> Tensor(a)[]
 export def vsplit [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input sections | input indices; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input sections | input indices; piped handles fill the tensor slots still missing
     --sections: int  # int
     --indices: any  # int[]
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "vsplit" $in $args {input: $input, sections: $sections, indices: $indices} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "vsplit" $in $args {sections: $sections, indices: $indices, no_grad: $no_grad} {} }
 
 # Stack tensors in sequence vertically (row wise).
 #
 # torch.vstack(Tensor[] tensors) -> Tensor
 export def vstack [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped input fills the leftmost tensor slots
-    --tensors: any  # Tensor[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "vstack" $in $args {tensors: $tensors} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "vstack" $in $args {no_grad: $no_grad} {} }
 
 # Alias for torch.special.xlogy.
 #
@@ -13304,33 +5602,26 @@ export def vstack [
 # torch.xlogy(Tensor input, Scalar other) -> Tensor
 # torch.xlogy(Scalar input, Tensor other) -> Tensor
 export def xlogy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
     --input: any  # Tensor | Scalar
     --other: any  # Tensor | Scalar
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "xlogy" $in $args {input: $input, other: $other} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "xlogy" $in $args {input: $input, other: $other, no_grad: $no_grad} {} }
 
 # Reset gradients of tensors, modules and optimizers (reads handles from stdin too).
 #
 # zero_grad(Handle[] handles, *, bool? set_to_none=None) -> None
 export def zero_grad [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: handles…; piped input fills the leftmost tensor slots
-    --handles: any  # Handle[]
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: handles…; piped handles fill the tensor slots still missing
     --set_to_none  # bool?
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "zero_grad" $in $args {handles: $handles, set_to_none: $set_to_none} {set_to_none: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "zero_grad" $in $args {set_to_none: $set_to_none, no_grad: $no_grad} {set_to_none: false} }
 
 # Returns a tensor filled with the scalar value 0, with the shape defined by the variable argument size.
 #
 # torch.zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def zeros [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size; piped input fills the leftmost tensor slots
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
@@ -13338,17 +5629,13 @@ export def zeros [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "zeros" $in $args {size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "zeros" $in $args {size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
 # Returns a tensor filled with the scalar value 0, with the same size as input.
 #
 # torch.zeros_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def zeros_like [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --layout: string  # Layout?
     --device: string@"nu-complete torch devices"  # Device?
@@ -13356,279 +5643,138 @@ export def zeros_like [
     --memory_format: string  # MemoryFormat?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "zeros_like" $in $args {input: $input, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad} {pin_memory: false, requires_grad: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "zeros_like" $in $args {dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
 
-# Apply a softmax followed by a logarithm.
+# Convert to another dtype and/or device.
 #
-# torch.nn.functional.log_softmax(Tensor input, int | None dim=None, ScalarType? dtype=None) -> Tensor
-export def log_softmax [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim dtype; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --dim: int  # int | None
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
+# to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
+export def bfloat16 [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --device: string@"nu-complete torch devices"  # Device?
+    --copy  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "log_softmax" $in $args {input: $input, dim: $dim, dtype: $dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "bfloat16" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
 
-# Apply a softmax followed by a logarithm.
+# Convert to another dtype and/or device.
 #
-# torch.nn.functional.log_softmax(Tensor input, int | None dim=None, ScalarType? dtype=None) -> Tensor
-export def logsoftmax [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim dtype; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --dim: int  # int | None
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
+# to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
+export def bool [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --device: string@"nu-complete torch devices"  # Device?
+    --copy  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "logsoftmax" $in $args {input: $input, dim: $dim, dtype: $dtype} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "bool" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
 
-# Computes a vector norm.
+# Convert to another dtype and/or device.
 #
-# torch.linalg.vector_norm(Tensor input, Scalar ord=2, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
-export def norm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input ord dim keepdim; piped input fills the leftmost tensor slots
-    --input: any  # Tensor
-    --ord: number = 2  # Scalar
-    --dim: any  # int[]?
-    --keepdim  # bool
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
+# to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
+export def byte [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --device: string@"nu-complete torch devices"  # Device?
+    --copy  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "norm" $in $args {input: $input, ord: $ord, dim: $dim, keepdim: $keepdim, dtype: $dtype} {ord: 2, keepdim: false} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "byte" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
 
-# Computes the solution of a square system of linear equations with a unique solution.
+# Convert to another dtype and/or device.
 #
-# torch.linalg.solve(Tensor A, Tensor B, *, bool left=True) -> Tensor
-export def solve [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A B; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
-    --B: any  # Tensor
-    --left: any = true  # bool
+# to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
+export def cdouble [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --device: string@"nu-complete torch devices"  # Device?
+    --copy  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "solve" $in $args {A: $A, B: $B, left: $left} {left: true} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cdouble" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
 
-# Computes the singular value decomposition (SVD) of a matrix.
+# Convert to another dtype and/or device.
 #
-# torch.linalg.svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)
-export def svd [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A full_matrices; piped input fills the leftmost tensor slots
-    --A: any  # Tensor
-    --driver: string  # str?
+# to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
+export def cfloat [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --device: string@"nu-complete torch devices"  # Device?
+    --copy  # bool
     --no_grad  # run without recording gradients
-    --inference_mode  # run in inference mode
-]: any -> any {
-    torchsh call "svd" $in $args {A: $A, driver: $driver} {} --no_grad=$no_grad --inference_mode=$inference_mode
-}
+]: any -> any { torchsh call "cfloat" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
 
-export alias adaptive_avg_pool2d = nn functional adaptive_avg_pool2d
-export alias adaptive_avg_pool3d = nn functional adaptive_avg_pool3d
-export alias adaptive_max_pool1d = nn functional adaptive_max_pool1d
-export alias adaptive_max_pool1d_with_indices = nn functional adaptive_max_pool1d_with_indices
-export alias adaptive_max_pool2d = nn functional adaptive_max_pool2d
-export alias adaptive_max_pool2d_with_indices = nn functional adaptive_max_pool2d_with_indices
-export alias adaptive_max_pool3d = nn functional adaptive_max_pool3d
-export alias adaptive_max_pool3d_with_indices = nn functional adaptive_max_pool3d_with_indices
-export alias affine_grid = nn functional affine_grid
-export alias airy_ai = special airy_ai
-export alias alpha_dropout = nn functional alpha_dropout
-export alias avg_pool2d = nn functional avg_pool2d
-export alias avg_pool3d = nn functional avg_pool3d
-export alias batch_norm = nn functional batch_norm
+# Convert to another dtype and/or device.
+#
+# to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
+export def double [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --device: string@"nu-complete torch devices"  # Device?
+    --copy  # bool
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "double" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+
+# Convert to another dtype and/or device.
+#
+# to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
+export def float [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --device: string@"nu-complete torch devices"  # Device?
+    --copy  # bool
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "float" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+
+# Convert to another dtype and/or device.
+#
+# to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
+export def half [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --device: string@"nu-complete torch devices"  # Device?
+    --copy  # bool
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "half" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+
+# Convert to another dtype and/or device.
+#
+# to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
+export def int [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --device: string@"nu-complete torch devices"  # Device?
+    --copy  # bool
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "int" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+
+# Convert to another dtype and/or device.
+#
+# to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
+export def long [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --device: string@"nu-complete torch devices"  # Device?
+    --copy  # bool
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "long" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+
+# Convert to another dtype and/or device.
+#
+# to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
+export def short [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --device: string@"nu-complete torch devices"  # Device?
+    --copy  # bool
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "short" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+
+# A snapshot of a tensor's data: compact JSON (default), csv or npy.
+#
+# value(Tensor input, *, bool meta=False, str format=json) -> Json
+export def tolist [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    --meta  # bool
+    --format: string = "json"  # str
+    --no_grad  # run without recording gradients
+    --table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)
+]: any -> any { let v = (torchsh call "tolist" $in $args {meta: $meta, format: $format, no_grad: $no_grad} {meta: false, format: "json"} --values); if $table { torchsh table $v } else { $v } }
+
 export alias begin = scope begin
-export alias bessel_j0 = special bessel_j0
-export alias bessel_j1 = special bessel_j1
-export alias bessel_y0 = special bessel_y0
-export alias bessel_y1 = special bessel_y1
-export alias binary_cross_entropy = nn functional binary_cross_entropy
-export alias binary_cross_entropy_with_logits = nn functional binary_cross_entropy_with_logits
-export alias celu = nn functional celu
-export alias chebyshev_polynomial_t = special chebyshev_polynomial_t
-export alias chebyshev_polynomial_u = special chebyshev_polynomial_u
-export alias chebyshev_polynomial_v = special chebyshev_polynomial_v
-export alias chebyshev_polynomial_w = special chebyshev_polynomial_w
-export alias cholesky = linalg cholesky
-export alias cholesky_ex = linalg cholesky_ex
-export alias cosine_embedding_loss = nn functional cosine_embedding_loss
-export alias cross_entropy = nn functional cross_entropy
-export alias ctc_loss = nn functional ctc_loss
-export alias dropout = nn functional dropout
-export alias dropout1d = nn functional dropout1d
-export alias dropout2d = nn functional dropout2d
-export alias dropout3d = nn functional dropout3d
-export alias eig = linalg eig
-export alias eigh = linalg eigh
-export alias eigvals = linalg eigvals
-export alias eigvalsh = linalg eigvalsh
-export alias elu = nn functional elu
-export alias embedding = nn functional embedding
-export alias embedding_bag = nn functional embedding_bag
 export alias end = scope end
-export alias entr = special entr
-export alias erfcx = special erfcx
 export alias eval = nn eval
-export alias expit = special expit
-export alias feature_alpha_dropout = nn functional feature_alpha_dropout
-export alias fft = fft fft
-export alias fft2 = fft fft2
-export alias fftfreq = fft fftfreq
-export alias fftn = fft fftn
-export alias fftshift = fft fftshift
-export alias fold = nn functional fold
-export alias fractional_max_pool2d = nn functional fractional_max_pool2d
-export alias fractional_max_pool2d_with_indices = nn functional fractional_max_pool2d_with_indices
-export alias fractional_max_pool3d = nn functional fractional_max_pool3d
-export alias fractional_max_pool3d_with_indices = nn functional fractional_max_pool3d_with_indices
-export alias gammainc = special gammainc
-export alias gammaincc = special gammaincc
-export alias gammaln = special gammaln
-export alias gaussian_nll_loss = nn functional gaussian_nll_loss
-export alias gelu = nn functional gelu
-export alias glu = nn functional glu
-export alias grid_sample = nn functional grid_sample
-export alias group_norm = nn functional group_norm
-export alias grouped_mm = nn functional grouped_mm
-export alias gumbel_softmax = nn functional gumbel_softmax
-export alias hardsigmoid = nn functional hardsigmoid
-export alias hardswish = nn functional hardswish
-export alias hardtanh = nn functional hardtanh
-export alias hermite_polynomial_h = special hermite_polynomial_h
-export alias hermite_polynomial_he = special hermite_polynomial_he
-export alias hfft = fft hfft
-export alias hfft2 = fft hfft2
-export alias hfftn = fft hfftn
-export alias hinge_embedding_loss = nn functional hinge_embedding_loss
-export alias householder_product = linalg householder_product
-export alias huber_loss = nn functional huber_loss
-export alias i0e = special i0e
-export alias i1 = special i1
-export alias i1e = special i1e
-export alias ifft = fft ifft
-export alias ifft2 = fft ifft2
-export alias ifftn = fft ifftn
-export alias ifftshift = fft ifftshift
-export alias ihfft = fft ihfft
-export alias ihfft2 = fft ihfft2
-export alias ihfftn = fft ihfftn
-export alias instance_norm = nn functional instance_norm
-export alias interpolate = nn functional interpolate
-export alias inv = linalg inv
-export alias inv_ex = linalg inv_ex
-export alias irfft = fft irfft
-export alias irfft2 = fft irfft2
-export alias irfftn = fft irfftn
-export alias jit_load = nn jit_load
-export alias kl_div = nn functional kl_div
-export alias l1_loss = nn functional l1_loss
-export alias laguerre_polynomial_l = special laguerre_polynomial_l
-export alias layer_norm = nn functional layer_norm
-export alias ldl_factor = linalg ldl_factor
-export alias ldl_factor_ex = linalg ldl_factor_ex
-export alias ldl_solve = linalg ldl_solve
-export alias leaky_relu = nn functional leaky_relu
-export alias legendre_polynomial_p = special legendre_polynomial_p
-export alias linear = nn functional linear
-export alias linear_cross_entropy = nn functional linear_cross_entropy
-export alias local_response_norm = nn functional local_response_norm
-export alias log_ndtr = special log_ndtr
-export alias logsigmoid = nn functional logsigmoid
-export alias lp_pool1d = nn functional lp_pool1d
-export alias lp_pool2d = nn functional lp_pool2d
-export alias lp_pool3d = nn functional lp_pool3d
-export alias lstsq = linalg lstsq
-export alias lu = linalg lu
-export alias lu_factor = linalg lu_factor
-export alias lu_factor_ex = linalg lu_factor_ex
-export alias lu_solve = linalg lu_solve
-export alias margin_ranking_loss = nn functional margin_ranking_loss
-export alias matrix_norm = linalg matrix_norm
-export alias matrix_rank = linalg matrix_rank
-export alias max_pool1d = nn functional max_pool1d
-export alias max_pool1d_with_indices = nn functional max_pool1d_with_indices
-export alias max_pool2d = nn functional max_pool2d
-export alias max_pool2d_with_indices = nn functional max_pool2d_with_indices
-export alias max_pool3d = nn functional max_pool3d
-export alias max_pool3d_with_indices = nn functional max_pool3d_with_indices
-export alias max_unpool1d = nn functional max_unpool1d
-export alias max_unpool2d = nn functional max_unpool2d
-export alias max_unpool3d = nn functional max_unpool3d
-export alias mish = nn functional mish
-export alias modified_bessel_i0 = special modified_bessel_i0
-export alias modified_bessel_i1 = special modified_bessel_i1
-export alias modified_bessel_k0 = special modified_bessel_k0
-export alias modified_bessel_k1 = special modified_bessel_k1
-export alias mse_loss = nn functional mse_loss
-export alias multi_dot = linalg multi_dot
-export alias multi_head_attention_forward = nn functional multi_head_attention_forward
-export alias multi_margin_loss = nn functional multi_margin_loss
-export alias multigammaln = special multigammaln
-export alias multilabel_margin_loss = nn functional multilabel_margin_loss
-export alias multilabel_soft_margin_loss = nn functional multilabel_soft_margin_loss
-export alias ndtr = special ndtr
-export alias ndtri = special ndtri
-export alias nll_loss = nn functional nll_loss
-export alias normalize = nn functional normalize
-export alias one_hot = nn functional one_hot
-export alias pad = nn functional pad
 export alias parameters = nn parameters
-export alias pinv = linalg pinv
-export alias poisson_nll_loss = nn functional poisson_nll_loss
-export alias psi = special psi
-export alias qr = linalg qr
-export alias relu = nn functional relu
-export alias relu6 = nn functional relu6
 export alias restart = daemon restart
-export alias rfft = fft rfft
-export alias rfft2 = fft rfft2
-export alias rfftfreq = fft rfftfreq
-export alias rfftn = fft rfftn
-export alias rms_norm = nn functional rms_norm
-export alias rrelu = nn functional rrelu
-export alias scaled_dot_product_attention = nn functional scaled_dot_product_attention
-export alias scaled_modified_bessel_k0 = special scaled_modified_bessel_k0
-export alias scaled_modified_bessel_k1 = special scaled_modified_bessel_k1
-export alias selu = nn functional selu
-export alias sequential = nn sequential
-export alias shifted_chebyshev_polynomial_t = special shifted_chebyshev_polynomial_t
-export alias shifted_chebyshev_polynomial_u = special shifted_chebyshev_polynomial_u
-export alias shifted_chebyshev_polynomial_v = special shifted_chebyshev_polynomial_v
-export alias shifted_chebyshev_polynomial_w = special shifted_chebyshev_polynomial_w
-export alias silu = nn functional silu
-export alias smooth_l1_loss = nn functional smooth_l1_loss
-export alias soft_margin_loss = nn functional soft_margin_loss
-export alias softmin = nn functional softmin
-export alias softplus = nn functional softplus
-export alias softshrink = nn functional softshrink
-export alias softsign = nn functional softsign
-export alias solve_ex = linalg solve_ex
-export alias solve_triangular = linalg solve_triangular
-export alias spherical_bessel_j0 = special spherical_bessel_j0
 export alias start = daemon start
 export alias status = daemon status
 export alias stop = daemon stop
 export alias summary = nn summary
-export alias svdvals = linalg svdvals
-export alias tanhshrink = nn functional tanhshrink
-export alias tensorinv = linalg tensorinv
-export alias tensorsolve = linalg tensorsolve
-export alias threshold = nn functional threshold
 export alias train = nn train
-export alias triplet_margin_loss = nn functional triplet_margin_loss
-export alias triplet_margin_with_distance_loss = nn functional triplet_margin_with_distance_loss
 export alias ttl = daemon ttl
-export alias unfold = nn functional unfold
-export alias vecdot = linalg vecdot
-export alias vector_norm = linalg vector_norm
-export alias xlog1py = special xlog1py
-export alias zeta = special zeta
+export alias print = torchsh op print
