@@ -153,6 +153,15 @@ def test_api_tensors_go_before_given_tensors_of_a_variadic_slot(sh):
     assert status == 200 and torch.equal(sh.fetch(out["result"]), torch.cat([X, X + 1]))
 
 
+def test_api_dash_in_args_takes_the_next_piped_tensor_there(sh):
+    """Nushell's `$t | torch cat - $u` sends {"tensors": [t], "args": ["-", u]}."""
+    a, b = sh.put(X), sh.put(X + 1)
+    status, out = post(sh, "cat", {"tensors": [b], "args": [a, "-"]})
+    assert status == 200 and torch.equal(sh.fetch(out["result"]), torch.cat([X, X + 1]))
+    status, out = post(sh, "cat", {"tensors": [], "args": [a, "-"]})
+    assert status >= 400 and out["error"]["code"] == "missing_argument"
+
+
 @pytest.mark.skipif(not shutil.which("zsh"), reason="zsh is not installed")
 def test_zsh_fast_path_reads_one_line_per_dash_and_pipes_into_open_slots(sh):
     hs = [sh.put(X + i) for i in range(3)]

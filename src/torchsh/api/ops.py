@@ -32,6 +32,7 @@ def post_op(app, request, params):
     # No peer_pid: an API caller that runs a block itself (`"exec": true`) may be a one-shot process
     # (curl) that is gone before the block ends, so its scope must not be reaped with it.
     ctx = Context(app, cwd, {k: str(v) for k, v in env.items()})
+    args, tensors = _put_dashes(op, args, tensors)
     positionals, piped = [_token(v) for v in args], [_token(v) for v in tensors]
     kwargs = dict(fixed, **kwargs)
     flags = {k.replace("-", "_"): _flag_token(op, k.replace("-", "_"), v) for k, v in kwargs.items()}
@@ -64,6 +65,19 @@ def post_op(app, request, params):
         return Response(200, bytes(result), "application/octet-stream")
     wire = render.to_wire(result, ctx)
     return Response(200, json.dumps({"result": wire}, separators=(",", ":"), allow_nan=True).encode()[:-1] + extra + b"}")
+
+
+def _put_dashes(op, args, tensors):
+    """Each "-" in args takes the next of `tensors` there, as `-` does on the command line
+    (`$t | torch cat - $u` in nu); the tensors left over fill open slots as usual."""
+    dashes = sum(1 for v in args if v == "-")
+    if not dashes:
+        return args, tensors
+    if dashes > len(tensors):
+        raise TorchshError("missing_argument", "%d `-` in args but %d piped tensor(s)" % (dashes, len(tensors)),
+                           op.usage(), op=op.name)
+    rest = list(tensors)
+    return [rest.pop(0) if v == "-" else v for v in args], rest
 
 
 def _field(body, name, want, default):
