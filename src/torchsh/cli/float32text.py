@@ -9,6 +9,8 @@ tie between two candidates), and zeros, subnormals, the largest float32 and non-
 formatted by numpy itself. tests/unit/cli/test_float32text.py compares the
 two on millions of values.
 """
+import functools
+
 import numpy as np
 
 _P10_ALL = np.array([float("1e%d" % i) for i in range(-60, 61)])  # 10**i at [i + 60], correctly rounded
@@ -111,18 +113,20 @@ def _try(a, e, k, lo, hi):
 
 def _strip_zeros(m, n):
     """Drop trailing zeros (only a carry, 9.99.. -> 10, makes them in a shortest answer)."""
-    zeros = (m % 10 == 0) & (m > 0)
+    tenth = m // 10
+    zeros = (tenth * 10 == m) & (m > 0)
     while zeros.any():
-        m = np.where(zeros, m // 10, m)
+        m = np.where(zeros, tenth, m)
         n = np.where(zeros, n - 1, n)
-        zeros = (m % 10 == 0) & (m > 0)
+        tenth = m // 10
+        zeros = (tenth * 10 == m) & (m > 0)
     return m, n
 
 
 def _layout(out, margin, lengths, rows, m, n, negative, a):
     """Write each value's text into out[rows, margin:]: positional for 1e-4 <= |x| < 1e6 (numpy's float32 rule),
-    else scientific. Values that share sign, form, digit count and exponent share one layout: sorted by
-    it, each layout fills a contiguous block with column slices."""
+    else scientific. Values that share sign, form, digit count and exponent share one layout (a list of
+    source columns): sorted by it, each layout fills a contiguous block with one column gather."""
     if not len(rows):
         return
     k = np.searchsorted(_P10_INT, m, side="right") + 1
@@ -131,26 +135,36 @@ def _layout(out, margin, lengths, rows, m, n, negative, a):
     key = (((positional * 2 + negative) * 10 + k) * 128 + (exp + 64)).astype(np.int16)
     order = np.argsort(key, kind="stable")
     sorted_keys = key[order]
-    digits = _digit_matrix(m[order])  # 16 columns: the 9-digit zero-padded m at columns 3..11
-    text = np.zeros((len(order), WIDTH), dtype=np.uint8)
+    source = _source(m[order])
+    text = np.empty((len(order), WIDTH), dtype=np.uint8)
     size = np.empty(len(order), dtype=np.int64)
     starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
     for start, end in zip(starts.tolist(), np.r_[starts[1:], len(order)].tolist()):
         i = order[start]
-        kind = int(k[i])
-        col, block, src = 0, text[start:end], digits[start:end]
-        for piece in _pieces(bool(positional[i]), bool(negative[i]), kind, int(exp[i])):
-            if isinstance(piece, bytes):
-                block[:, col:col + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
-                col += len(piece)
-            else:
-                first, last = piece  # digits first..last-1 of the k-digit number
-                block[:, col:col + last - first] = src[:, 12 - kind + first:12 - kind + last]
-                col += last - first
-        size[start:end] = col
+        columns, length = _columns(bool(positional[i]), bool(negative[i]), int(k[i]), int(exp[i]))
+        np.take(source[start:end], columns, axis=1, out=text[start:end])
+        size[start:end] = length
     target = rows[order]
     out.view(_ROW)[target, margin // WIDTH] = text.view(_ROW)[:, 0]  # 16-byte texts moved as one number each
     lengths[target] = size
+
+
+# A source row: m's 9 zero-padded digits at columns 3..11, then constant characters.
+_CONSTANTS = b"0123456789-+.e\0\0"
+_CHAR = {c: 16 + i for i, c in enumerate(_CONSTANTS[:14])}
+_ZERO_BYTE = 30
+
+
+@functools.lru_cache(maxsize=None)
+def _columns(positional, negative, k, exp):
+    """A layout as the source columns of its WIDTH output bytes (zero bytes after the text), and its length."""
+    columns = []
+    for piece in _pieces(positional, negative, k, exp):
+        if isinstance(piece, bytes):
+            columns += [_CHAR[c] for c in piece]
+        else:
+            columns += range(12 - k + piece[0], 12 - k + piece[1])  # digits first..last-1 of the k digits
+    return np.array(columns + [_ZERO_BYTE] * (WIDTH - len(columns)), dtype=np.intp), len(columns)
 
 
 def _pieces(positional, negative, k, exp):
@@ -170,13 +184,17 @@ def _pieces(positional, negative, k, exp):
     return [p for p in out if p != b""]
 
 
-def _digit_matrix(m):
-    """The decimal digits of m (< 10**9) as ASCII, zero-padded: an N x 16 matrix, m's 9 digits at 3..11."""
-    words = np.zeros((len(m), 4), dtype=np.uint32)
-    high, low = np.divmod(m, 10000)
-    top, mid = np.divmod(high, 10000)
+def _source(m):
+    """Source rows for m (< 10**9): N x 32 bytes, m's digits as ASCII at 3..11, _CONSTANTS at 16..31."""
+    words = np.empty((len(m), 8), dtype=np.uint32)
+    high = m // 10000  # floor_divide by a constant is fast in numpy (libdivide); divmod is not
+    low = m - high * 10000
+    top = high // 10000
+    mid = high - top * 10000
     words[:, 0], words[:, 1], words[:, 2] = _DIGITS4[top], _DIGITS4[mid], _DIGITS4[low]
-    return words.view(np.uint8).reshape(len(m), 16)
+    words[:, 3] = 0
+    words[:, 4:] = np.frombuffer(_CONSTANTS, dtype=np.uint32)
+    return words.view(np.uint8).reshape(len(m), 32)
 
 
 def _by_numpy(out, margin, lengths, rows, x, bare):

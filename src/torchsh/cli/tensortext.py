@@ -6,14 +6,12 @@ Python's repr. Non-finite values are the strings "NaN", "Infinity", "-Infinity" 
 RFC 8259), or with nan="bare" Python's bare tokens NaN, Infinity, -Infinity.
 
 The work goes by pieces of at most CHUNK elements, each a whole sub-tensor (rows), so each piece is
-JSON on its own and no single call holds the interpreter for long. float32 is formatted by
+JSON on its own, its temporaries fit in the CPU cache, and no single call holds the interpreter for long. float32 is formatted by
 float32text.py (vectorized); 16-bit and 8-bit floats by a table of every bit pattern; float64, ints
 and bools by json.dumps (C). Callers render a snapshot taken under the tensor lock, after releasing it.
 """
-import concurrent.futures
 import functools
 import json
-import os
 import re
 
 import numpy as np
@@ -21,9 +19,7 @@ import torch
 
 from torchsh.cli import float32text
 
-CHUNK = 1 << 18
-# Threads pay where cores are free; on a 2-core machine they only contend for the interpreter lock.
-WORKERS = min(4, (os.cpu_count() or 1) // 4)
+CHUNK = 1 << 15  # values a piece: its float64 temporaries stay in the CPU cache (2x faster than 1 << 18)
 NAN_MODES = ("string", "bare")
 _BARE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 _BARE_RE = re.compile(rb"-?Infinity|NaN")
@@ -43,15 +39,17 @@ def snapshot(t):
 
 
 def json_pieces(t, nan="string"):
-    """The JSON bytes of t (a snapshot) in pieces, in order. The leaves (whole sub-tensors of at most
-    CHUNK values) are formatted by a few threads at once: numpy releases the interpreter lock."""
-    parts = list(_parts(t))
-    leaves = [p for p in parts if not isinstance(p, bytes)]
-    def render(leaf):
-        text = _leaf(leaf[0], nan)
-        return text[1:-1] if leaf[1] else text
-    done = iter(_pool().map(render, leaves) if len(leaves) > 1 and WORKERS > 1 else map(render, leaves))
-    return [p if isinstance(p, bytes) else next(done) for p in parts]
+    """The JSON bytes of t (a snapshot) in pieces, in order: brackets, commas and leaves (whole
+    sub-tensors of at most CHUNK values). One thread: more would contend for the interpreter lock
+    with the requests the daemon answers meanwhile."""
+    pieces = []
+    for part in _parts(t):
+        if isinstance(part, bytes):
+            pieces.append(part)
+        else:
+            text = _leaf(part[0], nan)
+            pieces.append(text[1:-1] if part[1] else text)
+    return pieces
 
 
 def _parts(t):
@@ -73,12 +71,6 @@ def _parts(t):
                 yield b","
             yield (t[a:a + step], True)
     yield b"]"
-
-
-@functools.lru_cache(maxsize=None)
-def _pool():
-    return concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS,
-                                                 thread_name_prefix="tensortext")
 
 
 def _leaf(t, nan):

@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 import torch
+from torch.nn.parameter import is_lazy
 
 from torchsh.cli import tensortext
 from torchsh.cli.kinds import DTYPES, dtype_name, nonfinite_strings
@@ -68,6 +69,12 @@ def value(ctx, input, meta=False, format="json", nan=None):
     --nan bare prints Python's bare tokens NaN, Infinity, -Infinity instead."""
     if nan is not None and nan not in tensortext.NAN_MODES:
         raise bad_argument("--nan %s: use string (the default) or bare" % nan[:40])
+    if is_lazy(input):
+        raise TorchshError("torch_error", "a lazy module's uninitialized parameter has no data yet",
+                           "run the module once (`torch forward MODEL INPUT`) first")
+    if input.is_meta:
+        raise TorchshError("device_error", "the tensor is on the meta device: it has a shape but no data",
+                           "make it on a real device (--device cpu)")
     if format == "json":
         # Copied under the tensor lock, formatted after it is released: other ops and the lock's queue
         # go on while millions of values become text.
