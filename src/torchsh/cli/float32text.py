@@ -23,11 +23,12 @@ WIDTH = 16         # '-0.000123456789' (15) is the longest text
 
 
 def texts(x, bare=True, margin=0):
-    """(N x (margin + WIDTH) uint8 matrix, N lengths) for a 1-D float32 array: each value's text left
-    aligned from column `margin` (a multiple of 16), zero bytes elsewhere (room for what goes before).
+    """(N x width uint8 matrix, N lengths) for a 1-D float32 array: each value's text left aligned from
+    column `margin`, zero bytes elsewhere (room for what goes before it). margin is 0, 1 (the texts, 15
+    bytes at most, share a 16-byte row with one byte before them) or a multiple of 16.
     Non-finite values are NaN/Infinity/-Infinity (bare) or the JSON strings "NaN"/"Infinity"/"-Infinity"."""
-    assert margin % WIDTH == 0
-    out = np.zeros((len(x), margin + WIDTH), dtype=np.uint8)
+    assert margin in (0, 1) or margin % WIDTH == 0
+    out = np.zeros((len(x), WIDTH * (1 + margin // WIDTH)), dtype=np.uint8)
     with np.errstate(all="ignore"):  # NaN payloads, infinities: they take numpy's path below
         lengths = _texts(np.ascontiguousarray(x, dtype=np.float32), bare, out, margin)
     return out, lengths
@@ -141,7 +142,7 @@ def _layout(out, margin, lengths, rows, m, n, negative, a):
     starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
     for start, end in zip(starts.tolist(), np.r_[starts[1:], len(order)].tolist()):
         i = order[start]
-        columns, length = _columns(bool(positional[i]), bool(negative[i]), int(k[i]), int(exp[i]))
+        columns, length = _columns(bool(positional[i]), bool(negative[i]), int(k[i]), int(exp[i]), margin % WIDTH)
         np.take(source[start:end], columns, axis=1, out=text[start:end])
         size[start:end] = length
     target = rows[order]
@@ -156,15 +157,16 @@ _ZERO_BYTE = 30
 
 
 @functools.lru_cache(maxsize=None)
-def _columns(positional, negative, k, exp):
-    """A layout as the source columns of its WIDTH output bytes (zero bytes after the text), and its length."""
-    columns = []
+def _columns(positional, negative, k, exp, lead):
+    """A layout as the source columns of its WIDTH output bytes (`lead` zero bytes, the text, zero bytes),
+    and the text's length."""
+    columns = [_ZERO_BYTE] * lead
     for piece in _pieces(positional, negative, k, exp):
         if isinstance(piece, bytes):
             columns += [_CHAR[c] for c in piece]
         else:
             columns += range(12 - k + piece[0], 12 - k + piece[1])  # digits first..last-1 of the k digits
-    return np.array(columns + [_ZERO_BYTE] * (WIDTH - len(columns)), dtype=np.intp), len(columns)
+    return np.array(columns + [_ZERO_BYTE] * (WIDTH - len(columns)), dtype=np.intp), len(columns) - lead
 
 
 def _pieces(positional, negative, k, exp):
@@ -205,4 +207,5 @@ def _by_numpy(out, margin, lengths, rows, x, bare):
     for name, json_text in (("nan", "NaN"), ("inf", "Infinity"), ("-inf", "-Infinity")):
         texts[texts == name] = json_text if bare else '"%s"' % json_text
     lengths[rows] = np.char.str_len(texts)
-    out[rows, margin:] = texts.astype("S%d" % WIDTH).view(np.uint8).reshape(len(rows), WIDTH)
+    width = out.shape[1] - margin
+    out[rows, margin:] = texts.astype("S%d" % width).view(np.uint8).reshape(len(rows), width)

@@ -94,8 +94,9 @@ def _leaf(t, nan):
 
 
 def _margin(dims):
-    """Room before each value's text for what comes between it and the one before: "]]", ",", "[["."""
-    return 0 if dims == 0 else 16 * ((2 * dims + 1 + 15) // 16)
+    """Room before each value's text for what comes between it and the one before: "]]", ",", "[[".
+    A 1-D list needs one byte (the comma): its rows stay 16 bytes."""
+    return {0: 0, 1: 1}.get(dims, 16 * ((2 * dims + 1 + 15) // 16))
 
 
 def nested(rows, margin, shape):
@@ -109,7 +110,7 @@ def nested(rows, margin, shape):
     rows[0, margin - r:margin] = ord("[")
     rows[1:, margin - 1] = ord(",")
     block = 1
-    for level, size in enumerate(reversed(shape), 1):  # values that start a block of this level (but the first)
+    for level, size in enumerate(reversed(shape[1:]), 1):  # values that start a block of this level (but the first)
         block *= size
         rows[block::block, margin - 2 * level - 1:margin] = np.frombuffer(b"]" * level + b"," + b"[" * level,
                                                                           dtype=np.uint8)
