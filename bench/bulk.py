@@ -1,19 +1,16 @@
-"""Bulk data through the CLI: `torch load` of a 100 MB .npy, and `torch value` of 1,000,000 float32 as JSON.
+"""Bulk data through the CLI: `torch load` of a 100 MB .npy (`torch value` of big tensors: bench/value.py).
 
-References, in this process: numpy's own np.load of the same file (read + parse), and
-json.dumps(t.tolist()) of the same tensor (repr floats, not the shortest float32 text the CLI prints).
+Reference, in this process: numpy's own np.load of the same file (read + parse).
 """
-import json
 import os
 import tempfile
 import time
 
 import numpy as np
-import torch
 
-from bench.common import CLIENT, interleaved, row, spawn_ms, value_row, summary
+from bench.common import CLIENT, interleaved, spawn_ms, value_row, summary
 
-LOAD_TARGET_MBS, VALUE_TARGET_S = 500.0, 1.0
+LOAD_TARGET_MBS = 500.0
 
 
 def _timed(fn):
@@ -46,25 +43,8 @@ def load_npy(daemon, quick=False):
     return [r]
 
 
-def value_json(daemon, quick=False):
-    folder = tempfile.mkdtemp(prefix="tshv-")
-    h = daemon.cli("randn", "[1000000]")
-    t = torch.randn(1_000_000)
-    out = os.path.join(folder, "value.json")
-    subj, ref, noise = interleaved(lambda: spawn_ms([CLIENT, "value", h], daemon.env, stdout=out),
-                                   lambda: _timed(lambda: json.dumps(t.tolist())), rounds=3, per_round=1 if quick else 2)
-    text = open(out).read()
-    assert text.startswith("[") and text.count(",") == 999_999, "torch value printed something else"
-    os.unlink(out)
-    daemon.cli("free", h)
-    r = row("bulk: `torch value` 1,000,000 float32 as JSON", subj, "in-process json.dumps(t.tolist())", ref,
-            target="<= %g s" % VALUE_TARGET_S, noise=noise)
-    r["met"] = r["median_ms"] <= VALUE_TARGET_S * 1000
-    return [r]
-
-
 def run(daemon, quick=False):
-    return load_npy(daemon, quick) + value_json(daemon, quick)
+    return load_npy(daemon, quick)
 
 
 if __name__ == "__main__":

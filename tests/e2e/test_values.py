@@ -22,13 +22,15 @@ def test_floats_print_shortest_in_their_own_dtype(sh):
     assert sh("torch tensor '[0.1]' --dtype float16 | torch value") == "[0.1]"
 
 
-def test_nonfinite_values_round_trip_as_tokens(sh):
+def test_nonfinite_values_round_trip_as_strings_or_bare_tokens(sh):
+    # valid JSON by default (issue 11 §5): the strings "NaN", "Infinity", "-Infinity"
     out = sh("torch tensor '[NaN, Infinity, -Infinity, 1.5]' | torch value")
-    assert out == "[NaN,Infinity,-Infinity,1.5]"
-    t = sh.fetch(sh("echo '%s' | torch tensor" % out))
-    assert torch.isnan(t[0]) and t[1] == float("inf") and t[2] == float("-inf")
-    # the quoted forms read too
-    assert sh("""torch tensor '["NaN", "Infinity"]' | torch value""") == "[NaN,Infinity]"
+    assert out == '["NaN","Infinity","-Infinity",1.5]'
+    bare = sh("torch tensor '[NaN, Infinity, -Infinity, 1.5]' | torch value --nan bare")
+    assert bare == "[NaN,Infinity,-Infinity,1.5]"
+    for text in (out, bare):  # both forms read back
+        t = sh.fetch(sh("echo '%s' | torch tensor" % text))
+        assert torch.isnan(t[0]) and t[1] == float("inf") and t[2] == float("-inf") and t[3] == 1.5
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -1,11 +1,15 @@
-"""GET/POST /v1/tensors, GET/DELETE /v1/tensors/{handle}, GET /v1/status. Bulk data as .npy bodies."""
+"""GET/POST /v1/tensors, GET/DELETE /v1/tensors/{handle}, GET /v1/status. Bulk data as .npy bodies.
+
+JSON replies are valid JSON (non-finite floats as "NaN", "Infinity", "-Infinity") unless the query
+says ?nan=bare (Python's bare tokens, which Nushell's NUON reads as floats)."""
 import io
-import json
 
 import numpy as np
 import torch
 from torch.nn.parameter import is_lazy
 
+from torchsh.cli import tensortext
+from torchsh.cli.render import json_bytes, nan_mode
 from torchsh.context import Context
 from torchsh.daemon.http import Response
 from torchsh.daemon.status import status_dict
@@ -13,16 +17,17 @@ from torchsh.errors import TorchshError
 from torchsh.registry.census import census_rows
 
 
-def _json(value, status=200):
-    return Response(status, json.dumps(value, separators=(",", ":"), allow_nan=True).encode())
+def _json(value, status=200, nan="string"):
+    return Response(status, json_bytes(value, nan))
 
 
 def get_tensors(app, request, params):
-    return _json({"objects": census_rows(app.registry)})
+    """The census, lock-free: every object's row has `bytes`, an int (see registry/census.py)."""
+    return _json({"objects": census_rows(app.registry)}, nan=nan_mode(request.query))
 
 
 def get_status(app, request, params):
-    return _json(status_dict(app))
+    return _json(status_dict(app), nan=nan_mode(request.query))
 
 
 def post_tensor(app, request, params):
@@ -53,9 +58,11 @@ def get_tensor(app, request, params):
     if t.is_meta:
         raise TorchshError("device_error", "%s is on the meta device: it has a shape but no data" % params["handle"],
                            "make it on a real device (--device cpu)")
-    if request.query.get("format") == "json":
-        from torchsh.verbs.tensors import tensor_json
-        return Response(200, b'{"result":' + tensor_json(t).encode() + b"}")
+    if request.query.get("format") == "json":  # copied under the lock, formatted after (cli/tensortext.py)
+        nan = nan_mode(request.query)
+        with app.tensor_lock("download"):
+            snap = tensortext.snapshot(t)
+        return Response(200, b"".join([b'{"result":', *tensortext.json_pieces(snap, nan), b"}"]))
     buf = io.BytesIO()
     with app.tensor_lock("download"):
         try:

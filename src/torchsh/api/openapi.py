@@ -19,6 +19,19 @@ _OP_REQUEST = {"type": "object", "properties": {
              "{\"exec\": {env, then}} for the caller to run its own block, instead of an error"}}}
 
 
+# Replies are valid JSON (RFC 8259) by default; ?nan=bare is for readers of Python's tokens (Nushell's NUON).
+_NAN_HANDLERS = ("post_op", "get_tensor", "get_tensors", "get_status")
+_NAN_PARAM = {"name": "nan", "in": "query", "required": False,
+              "schema": {"type": "string", "enum": ["string", "bare"], "default": "string"},
+              "description": "non-finite floats in the reply: \"string\" (default) writes the JSON strings \"NaN\", "
+                             "\"Infinity\", \"-Infinity\" (valid JSON); \"bare\" writes Python's bare tokens NaN, "
+                             "Infinity, -Infinity (not JSON; Nushell's NUON reads them as floats). An op's own "
+                             "\"nan\" kwarg (value) wins"}
+_FORMAT_PARAM = {"name": "format", "in": "query", "required": False, "schema": {"type": "string", "enum": ["npy", "json"]},
+                 "description": "npy (default): the tensor as an .npy body; json: {\"result\": nested lists}, as "
+                                "`torch value` prints them"}
+
+
 def document(table=None):
     from torchsh.daemon.routes import ROUTES
     paths = {}
@@ -29,6 +42,10 @@ def document(table=None):
                             "default": {"description": "error", "content": {"application/json": {"schema": _ERROR}}}}}
         params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
                   for n in ("op", "handle") if "{%s}" % n in path]
+        if handler.__name__ in _NAN_HANDLERS:
+            params.append(_NAN_PARAM)
+        if handler.__name__ == "get_tensor":
+            params.append(_FORMAT_PARAM)
         if params:
             op["parameters"] = params
         if handler.__name__ == "post_op":

@@ -17,6 +17,7 @@ from torchsh.errors import TorchshError
 
 def post_op(app, request, params):
     op, fixed = app.table.lookup(params["op"])
+    nan = render.nan_mode(request.query)
     try:
         body = tokens.loads(request.body or b"{}")
     except ValueError as e:
@@ -58,13 +59,10 @@ def post_op(app, request, params):
         raise
     except ExecRequest as e:  # the caller runs the block itself (torch.nu's `torch scope { … }`)
         return _exec_reply(app, e)
-    extra = b',"warnings":' + json.dumps(warned).encode() if warned else b""
-    if isinstance(result, render.JsonText):
-        return Response(200, b'{"result":' + result.encode() + extra + b"}")
     if isinstance(result, render.Binary):
         return Response(200, bytes(result), "application/octet-stream")
     wire = render.to_wire(result, ctx)
-    return Response(200, json.dumps({"result": wire}, separators=(",", ":"), allow_nan=True).encode()[:-1] + extra + b"}")
+    return Response(200, render.result_json(result, wire, nan, warned))  # valid JSON unless ?nan=bare
 
 
 def _put_dashes(op, args, tensors):

@@ -132,10 +132,27 @@ def _float(value, text):
         raise bad_argument("%s is out of range for a float" % text[:60], "floats reach about 1.8e308") from None
 
 
+NONFINITE_STRINGS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf"),
+                     "nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+
+
+def nonfinite_strings(data):
+    """A JSON tensor literal with "NaN", "Infinity", "-Infinity" (what `torch value` prints) as floats.
+    Any other string is no number: bad_argument, naming it."""
+    if isinstance(data, list):
+        return [nonfinite_strings(x) for x in data] if any(isinstance(x, (str, list)) for x in data) else data
+    if isinstance(data, str):
+        if data in NONFINITE_STRINGS:
+            return NONFINITE_STRINGS[data]
+        raise bad_argument("%r is not a number" % data[:60],
+                           'numbers are JSON numbers; only "NaN", "Infinity" and "-Infinity" may be strings')
+    return data
+
+
 def tensor_from_json(value, text):
     """A number, boolean or nested list as a tensor; ragged, mixed or out-of-range data is a bad_argument."""
     try:
-        return torch.tensor(value)
+        return torch.tensor(nonfinite_strings(value))
     except (ValueError, TypeError, RuntimeError, OverflowError) as e:
         err = from_torch_exception(e)
         if err.code != "bad_argument":

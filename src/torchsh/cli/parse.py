@@ -32,6 +32,8 @@ def split_argv(op, words, fixed=None):
     i = 0
     while i < len(words):
         w = words[i]
+        if w == "-q" and "quiet" in flag_specs:  # docker's -q (`torch tensors -q`: handles only)
+            w = "--quiet"
         if w == "--":
             rest = words[i + 1:]
             break

@@ -10,6 +10,7 @@ import math
 import torch
 
 from torchsh.cli.kinds import dtype_name
+from torchsh.errors import TorchshError
 
 
 class Text(str):
@@ -40,6 +41,18 @@ class Binary(bytes):
     """Raw bytes for stdout (`torch value --format npy`)."""
 
 
+class LateJson:
+    """JSON made after the op returns, outside the tensor lock (`torch value` of a snapshot):
+    render() gives the bytes, with non-finite floats as strings or, with nan="bare", bare tokens.
+    The render function takes (nan, start, end): bytes joined around the JSON in one go (no copy of big text)."""
+
+    def __init__(self, render):
+        self._render = render
+
+    def render(self, nan=None, end=b"", start=b""):
+        return self._render(nan, start, end)
+
+
 def kind_of(obj):
     if isinstance(obj, torch.Tensor):
         return "tensor"
@@ -57,7 +70,7 @@ def to_wire(result, ctx):
     kind = kind_of(result)
     if kind:
         return ctx.put(result, kind)
-    if isinstance(result, (Text, Binary)):
+    if isinstance(result, (Text, Binary, LateJson)):
         return result
     if isinstance(result, torch.Size):
         return list(result)
@@ -85,6 +98,8 @@ def cli_text(result, wire, as_json=False):
     """The stdout text for a result and its wire form."""
     if isinstance(result, Binary):
         return bytes(result)
+    if isinstance(result, LateJson):
+        return result.render(end=b"\n")
     if isinstance(result, Text):
         return result if result.endswith("\n") or not result else result + "\n"
     if wire is None:
@@ -127,6 +142,54 @@ def _holds_objects(result):
 def dumps(value):
     """Compact JSON; non-finite floats as NaN, Infinity, -Infinity."""
     return json.dumps(value, separators=(",", ":"), allow_nan=True)
+
+
+NAN_MODES = ("string", "bare")
+_NONFINITE_TEXTS = {"NaN", "Infinity", "-Infinity"}
+
+
+def json_bytes(value, nan="string"):
+    """Compact JSON bytes for a reply. nan="string" (the default): valid JSON (RFC 8259), non-finite
+    floats as the strings "NaN", "Infinity", "-Infinity"; nan="bare": Python's bare tokens."""
+    if nan == "bare":
+        return json.dumps(value, separators=(",", ":"), allow_nan=True).encode()
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+    except ValueError:  # a non-finite float somewhere: spell it as a string
+        return json.dumps(nonfinite_as_strings(value), separators=(",", ":"), allow_nan=False).encode()
+
+
+def nonfinite_as_strings(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, (list, tuple)):
+        return [nonfinite_as_strings(v) for v in value]
+    if isinstance(value, dict):
+        return {k: nonfinite_as_strings(v) for k, v in value.items()}
+    return value
+
+
+def result_json(result, wire, nan="string", warnings=()):
+    """The bytes of {"result": ...[, "warnings": [...]]} for the JSON API: ready-made JSON text is
+    embedded as it is (a bare non-finite scalar quoted unless nan="bare"), a LateJson rendered now,
+    anything else dumped. warnings: PyTorch's warnings while the op ran, one line each."""
+    end = (b',"warnings":' + json.dumps(list(warnings)).encode() if warnings else b"") + b"}"
+    if isinstance(result, LateJson):
+        return result.render(nan, end=end, start=b'{"result":')
+    if isinstance(result, JsonText):
+        text = str(result)
+        if nan != "bare" and text.strip() in _NONFINITE_TEXTS:
+            text = '"%s"' % text.strip()
+        return b'{"result":' + text.encode() + end
+    return json_bytes(dict({"result": wire}, **({"warnings": list(warnings)} if warnings else {})), nan)
+
+
+def nan_mode(query):
+    """The ?nan= query parameter of a JSON API request: "string" (default) or "bare"."""
+    mode = query.get("nan", "string")
+    if mode not in NAN_MODES:
+        raise TorchshError("bad_request", "nan=%s: use nan=string (the default) or nan=bare" % mode[:40])
+    return mode
 
 
 def is_finite_number(x):

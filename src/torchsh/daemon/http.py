@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
 
 MAX_HEAD = 64 * 1024
+BIG_BODY = 1 << 20
 REASONS = {200: "OK", 204: "No Content", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
            405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 410: "Gone",
            413: "Content Too Large", 422: "Unprocessable Content", 500: "Internal Server Error",
@@ -55,13 +56,25 @@ class Response:
     headers: dict = field(default_factory=dict)
 
     def to_bytes(self, keep_alive=True):
+        return self.head(keep_alive) + self.body
+
+    def head(self, keep_alive=True):
         lines = ["HTTP/1.1 %d %s" % (self.status, REASONS.get(self.status, "Status")),
                  "Content-Type: " + self.content_type,
                  "Content-Length: %d" % len(self.body)]
         lines += ["%s: %s" % kv for kv in self.headers.items()]
         if not keep_alive:
             lines.append("Connection: close")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode() + self.body
+        return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+    def send(self, sock, keep_alive=True):
+        """sendall the reply: one write when small; a big body (`torch value` of millions of values)
+        after its head, not copied behind it."""
+        if len(self.body) < BIG_BODY:
+            sock.sendall(self.to_bytes(keep_alive))
+        else:
+            sock.sendall(self.head(keep_alive))
+            sock.sendall(self.body)
 
 
 def parse_request(buf, max_body):

@@ -37,7 +37,7 @@ def post_cli(app, request, params):
     err = reply.stderr.encode(errors="surrogateescape")
     headers = {protocol.H_EXIT: str(reply.exit), protocol.H_STDOUT: str(len(out))}
     headers.update(reply.headers or {})
-    return Response(200, out + err, "application/octet-stream", headers)
+    return Response(200, out + err if err else out, "application/octet-stream", headers)  # no copy of a big stdout
 
 
 # (method, path regex, handler, summary)

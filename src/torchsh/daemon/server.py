@@ -360,7 +360,7 @@ class Server:
                 conn.sock.sendall(self.app.fastpath.reply_for_bash(response))
                 return False
             keep = request.keep_alive and self.stopping_at is None
-            conn.sock.sendall(response.to_bytes(keep))
+            response.send(conn.sock, keep)
             return keep
         except Cancelled:
             log.info("dropped %s %s (peer pid %s): its client left while it waited for the tensor lock",

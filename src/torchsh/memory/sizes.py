@@ -7,7 +7,9 @@ import math
 import os
 import stat
 
-_TEXT_BYTES_PER_ELEMENT = 256  # `torch value` at its peak: a numpy <U32 array, str objects, a list, the JSON
+_TEXT_BYTES_PER_ELEMENT = 256  # `torch print`, `value --format csv` at their peak: numpy <U32, str objects, a list
+_JSON_BYTES_PER_ELEMENT = 64   # `torch value` as JSON (cli/tensortext.py): a snapshot and ~2 copies of the text;
+                               # 16M float32 measured at 26 bytes a value over the daemon's peak RSS
 
 
 class Exact(int):
@@ -176,8 +178,9 @@ def verb_bound(op, ctx, values):
         item = torch.empty((), dtype=dtype).element_size() if dtype is not None else x.element_size()
         return Exact(x.numel() * item)
     if op.name in ("value", "print") and isinstance(x, torch.Tensor):  # text: numpy strings, then Python's
-        per = 2 * x.element_size() if values.get("format") == "npy" else _TEXT_BYTES_PER_ELEMENT
-        return Exact(x.numel() * per)
+        per = {"npy": 2 * x.element_size(), "csv": _TEXT_BYTES_PER_ELEMENT}.get(
+            values.get("format"), _JSON_BYTES_PER_ELEMENT if op.name == "value" else _TEXT_BYTES_PER_ELEMENT)
+        return Exact(x.numel() * per * (2 if x.is_complex() and values.get("format") != "npy" else 1))
     if op.name == "load" and isinstance(values.get("file"), str):  # at least the file's size (npz: more)
         try:
             st = os.stat(values["file"])

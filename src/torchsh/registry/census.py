@@ -12,6 +12,8 @@ from torchsh.cli.kinds import dtype_name
 
 
 def object_row(handle, entry, now=None):
+    """One object's row. Every kind has `bytes`, an int: a tensor's data, a model's parameters and
+    buffers, an optimizer's state tensors (momentum, Adam's moments), a scheduler's 0."""
     obj, now = entry.obj, now or time.time()
     row = {"handle": handle, "kind": entry.kind, "age_s": round(now - entry.created, 3), "scope": entry.scope}
     if entry.kind == "tensor" and is_lazy(obj):  # `nn parameters` of a lazy module: no shape or storage yet
@@ -24,13 +26,23 @@ def object_row(handle, entry, now=None):
         params = list(obj.parameters())
         sized = [p for p in params if not is_lazy(p)]  # a lazy module's parameters have no shape until its first forward
         row.update(type=type(obj).__name__, parameters=sum(p.numel() for p in sized),
-                   bytes=sum(p.nelement() * p.element_size() for p in sized),
+                   bytes=_tensor_bytes(sized + list(obj.buffers())),
                    device=str(params[0].device) if params else "cpu", training=obj.training)
         if len(sized) < len(params):
             row["uninitialized"] = len(params) - len(sized)
+    elif entry.kind == "optim":
+        # list(): a C-level copy under the GIL, so a step running meanwhile (it adds state) cannot
+        # break the iteration; the census never waits for the tensor lock.
+        states = list(obj.state.values())
+        row.update(type=type(obj).__name__, bytes=_tensor_bytes(v for s in states for v in list(s.values())))
     else:
-        row.update(type=type(obj).__name__)
+        row.update(type=type(obj).__name__, bytes=0)  # a scheduler holds numbers, no tensors
     return row
+
+
+def _tensor_bytes(values):
+    return sum(t.nelement() * t.element_size() for t in values
+               if isinstance(t, torch.Tensor) and not t.is_meta and not is_lazy(t))
 
 
 def census_rows(registry):

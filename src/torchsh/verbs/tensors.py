@@ -1,7 +1,8 @@
 """Tensors in and out: tensor, value, shape, dtype, item, print (of any object), to, contiguous, index, index_put, manual_seed.
 
 Floats print as the shortest text that reads back to the same value in the tensor's own dtype
-(0.1 in float32 prints 0.1); non-finite values as NaN, Infinity, -Infinity, both ways.
+(0.1 in float32 prints 0.1; cli/tensortext.py); non-finite values as the JSON strings "NaN",
+"Infinity", "-Infinity" (or bare with --nan bare), and `tensor` reads both forms back.
 """
 import io
 import json
@@ -9,15 +10,15 @@ import re
 
 import numpy as np
 import torch
+from torch.nn.parameter import is_lazy
 
-from torchsh.cli.kinds import DTYPES, dtype_name
-from torchsh.cli.render import Binary, JsonText, Text
+from torchsh.cli import tensortext
+from torchsh.cli.kinds import DTYPES, dtype_name, nonfinite_strings
+from torchsh.cli.render import Binary, JsonText, LateJson, Text
 from torchsh.cli.tokens import loads
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.table.spec import split_top_level
 from torchsh.verbs import verb
-
-_NONFINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
 @verb("tensor(Json data, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor",
@@ -35,7 +36,7 @@ def tensor(ctx, data, dtype=None, device=None, requires_grad=False):
             raise bad_argument("a JSON object needs a 'data' field (the --meta form)")
         dtype = dtype or (DTYPES.get(data.get("dtype")) if data.get("dtype") else None)
         shape, data = data.get("shape"), data["data"]
-    data = _nonfinite_strings(data)
+    data = nonfinite_strings(data)
     device = device or (torch.device(ctx.device) if ctx.device else None)
     if dtype is not None and dtype.is_complex:
         t = torch.view_as_complex(torch.tensor(data, dtype=torch.float64).reshape(*(shape or []), 2)
@@ -60,25 +61,29 @@ def check_grad_dtype(t):
                            % dtype_name(t.dtype), "make it with --dtype float32")
 
 
-def _nonfinite_strings(data):
-    if isinstance(data, list):
-        return [_nonfinite_strings(x) for x in data]
-    if isinstance(data, str):
-        try:
-            return float(data.replace("Infinity", "inf"))
-        except ValueError:
-            raise bad_argument("%r is not a number" % data) from None
-    return data
-
-
-@verb("value(Tensor input, *, bool meta=False, str format=\"json\") -> Json", category="tensors", lockfree=False)
-def value(ctx, input, meta=False, format="json"):
-    """A snapshot of a tensor's data: compact JSON (default), csv or npy."""
+@verb("value(Tensor input, *, bool meta=False, str format=\"json\", str nan=\"string\") -> Json",
+      category="tensors", lockfree=False)
+def value(ctx, input, meta=False, format="json", nan=None):
+    """A snapshot of a tensor's data: compact JSON (default), csv or npy. JSON is valid JSON (RFC 8259):
+    NaN and infinities are the strings "NaN", "Infinity", "-Infinity" (`torch tensor` reads them back);
+    --nan bare prints Python's bare tokens NaN, Infinity, -Infinity instead."""
+    if nan is not None and nan not in tensortext.NAN_MODES:
+        raise bad_argument("--nan %s: use string (the default) or bare" % nan[:40])
+    if is_lazy(input):
+        raise TorchshError("torch_error", "a lazy module's uninitialized parameter has no data yet",
+                           "run the module once (`torch forward MODEL INPUT`) first")
+    if input.is_meta:
+        raise TorchshError("device_error", "the tensor is on the meta device: it has a shape but no data",
+                           "make it on a real device (--device cpu)")
     if format == "json":
-        text = tensor_json(input)
+        # Copied under the tensor lock, formatted after it is released: other ops and the lock's queue
+        # go on while millions of values become text.
+        snap, head = tensortext.snapshot(input), None
         if meta:
-            text = '{"dtype":"%s","shape":%s,"data":%s}' % (dtype_name(input.dtype), json.dumps(list(input.shape)), text)
-        return JsonText(text)
+            head = b'{"dtype":"%s","shape":%s,"data":' % (dtype_name(input.dtype).encode(),
+                                                          json.dumps(list(input.shape)).replace(" ", "").encode())
+        # --nan, else the JSON API's ?nan= (the mode render() gets), else strings
+        return LateJson(lambda mode, start, end: _value_json(snap, head, nan or mode or "string", start, end))
     if format == "csv":
         return Text(csv_text(input))
     if format == "npy":
@@ -88,8 +93,15 @@ def value(ctx, input, meta=False, format="json"):
     raise bad_argument("unknown format %r" % format, "use json, csv or npy")
 
 
+def _value_json(snap, head, nan, start, end):
+    pieces = tensortext.json_pieces(snap, nan)
+    if head is not None:
+        pieces = [head] + pieces + [b"}"]
+    return b"".join([start] + pieces + [end])
+
+
 def csv_text(t):
-    """One line per row (a 1-D tensor is one row), values as `torch value` prints them."""
+    """One line per row (a 1-D tensor is one row), values as `torch value --nan bare` prints them."""
     t = t.detach()
     if t.dim() > 2:
         raise bad_argument("csv holds at most 2 dimensions, this tensor has %d" % t.dim(), "use json, npy or npz")
@@ -104,56 +116,13 @@ def _numpy(t):
     return t.numpy()
 
 
-def tensor_json(t):
+def tensor_json(t, nan="string"):
     """Compact JSON text of a tensor's data, floats in their shortest round-trip form."""
-    t = t.detach().cpu().resolve_conj().resolve_neg()
-    if t.dtype.is_complex:
-        return tensor_json(torch.view_as_real(t))
-    if t.dtype == torch.bool or not t.dtype.is_floating_point:
-        return json.dumps(t.tolist(), separators=(",", ":"))
-    texts = _float_texts(t.reshape(-1))
-    return _nest(texts, list(t.shape))
+    return tensortext.tensor_json(t, nan).decode()
 
 
 def _float_texts(flat):
-    flat = flat.detach().cpu()
-    if not flat.dtype.is_floating_point:
-        return [json.dumps(x) for x in flat.tolist()]
-    if flat.dtype == torch.float64:
-        out = np.array([repr(x) for x in flat.tolist()], dtype=object)
-    elif flat.dtype in (torch.float32, torch.float16):
-        out = flat.numpy().astype(str).astype(object)
-    else:
-        out = _shortest_texts(flat)
-    return [_NONFINITE.get(s, s) for s in out]
-
-
-def _shortest_texts(flat):
-    """Shortest decimal text reading back to the same value in a dtype numpy lacks (bfloat16, float8)."""
-    wide = flat.double().numpy()
-    result = np.empty(len(wide), dtype=object)
-    todo = np.arange(len(wide))
-    for digits in range(1, 18):
-        if not len(todo):
-            break
-        texts = np.array(["%.*g" % (digits, x) for x in wide[todo]], dtype=object)
-        back = torch.tensor([float(s) for s in texts], dtype=torch.float64).to(flat.dtype).double().numpy()
-        ok = (back == wide[todo]) | (np.isnan(back) & np.isnan(wide[todo]))
-        result[todo[ok]] = texts[ok]
-        todo = todo[~ok]
-    return [s if any(c in s for c in ".eni") else s + ".0" for s in result]
-
-
-def _nest(texts, shape):
-    if not shape:
-        return texts[0]
-    if 0 in shape:
-        return json.dumps(np.zeros(shape).tolist())
-    rows = [",".join(texts[i:i + shape[-1]]) for i in range(0, len(texts), shape[-1])]
-    rows = ["[" + r + "]" for r in rows]
-    for size in reversed(shape[:-1]):
-        rows = ["[" + ",".join(rows[i:i + size]) + "]" for i in range(0, len(rows), size)]
-    return rows[0]
+    return tensortext.float_texts(flat, bare=True)
 
 
 @verb("shape(Tensor input) -> int[]")
