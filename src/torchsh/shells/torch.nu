@@ -5168,14 +5168,15 @@ export def tensordot [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "tensordot" $in $args {dims: $dims, no_grad: $no_grad} {dims: 2} }
 
-# Every object held (all kinds): shape, dtype, device, bytes, requires_grad, age. --json for rows.
+# Every object held (all kinds) as a table like `docker ps`: HANDLE KIND SHAPE DTYPE DEVICE BYTES GRAD
 #
-# tensors(*, str? kind=None) -> Json
+# tensors(*, str? kind=None, bool quiet=False) -> Json
 export def tensors [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
     --kind: string  # str?
+    --quiet  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "tensors" $in $args {kind: $kind, no_grad: $no_grad} {} }
+]: any -> any { torchsh call "tensors" $in $args {kind: $kind, quiet: $quiet, no_grad: $no_grad} {quiet: false} }
 
 # Constructs a tensor by repeating the elements of input.
 #
@@ -5466,16 +5467,17 @@ export def unsqueeze_copy [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "unsqueeze_copy" $in $args {dim: $dim, no_grad: $no_grad} {} }
 
-# A snapshot of a tensor's data: compact JSON (default), csv or npy.
+# A snapshot of a tensor's data: compact JSON (default), csv or npy. JSON is valid JSON (RFC 8259):
 #
-# value(Tensor input, *, bool meta=False, str format=json) -> Json
+# value(Tensor input, *, bool meta=False, str format=json, str nan=string) -> Json
 export def value [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --meta  # bool
     --format: string = "json"  # str
+    --nan: string = "string"  # str
     --no_grad  # run without recording gradients
     --table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)
-]: any -> any { let v = (torchsh call "value" $in $args {meta: $meta, format: $format, no_grad: $no_grad} {meta: false, format: "json"} --values); if $table { torchsh table $v } else { $v } }
+]: any -> any { let v = (torchsh call "value" $in $args {meta: $meta, format: $format, nan: $nan, no_grad: $no_grad} {meta: false, format: "json", nan: "string"} --values); if $table { torchsh table $v } else { $v } }
 
 # Generates a Vandermonde matrix.
 #
@@ -5755,16 +5757,17 @@ export def short [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "short" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
 
-# A snapshot of a tensor's data: compact JSON (default), csv or npy.
+# A snapshot of a tensor's data: compact JSON (default), csv or npy. JSON is valid JSON (RFC 8259):
 #
-# value(Tensor input, *, bool meta=False, str format=json) -> Json
+# value(Tensor input, *, bool meta=False, str format=json, str nan=string) -> Json
 export def tolist [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --meta  # bool
     --format: string = "json"  # str
+    --nan: string = "string"  # str
     --no_grad  # run without recording gradients
     --table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)
-]: any -> any { let v = (torchsh call "tolist" $in $args {meta: $meta, format: $format, no_grad: $no_grad} {meta: false, format: "json"} --values); if $table { torchsh table $v } else { $v } }
+]: any -> any { let v = (torchsh call "tolist" $in $args {meta: $meta, format: $format, nan: $nan, no_grad: $no_grad} {meta: false, format: "json", nan: "string"} --values); if $table { torchsh table $v } else { $v } }
 
 export alias begin = scope begin
 export alias end = scope end
