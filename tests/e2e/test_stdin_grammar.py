@@ -1,12 +1,10 @@
 """The stdin grammar: given words bind by kind first, then stdin fills the tensor slot still open;
 `-` marks the slot explicitly; a variadic op given its tensors leaves stdin alone. Against PyTorch."""
-import http.client
-import json
 import shutil
-import socket
 
 import pytest
 import torch
+from apicall import post
 
 X = torch.tensor([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
 
@@ -114,26 +112,6 @@ def test_piped_int_ops_are_the_tensor_method_with_that_int(sh):
     x = sh.put(X)
     assert torch.equal(sh.fetch(sh("echo %s | torch sum 1" % x)), X.sum(1))
     assert torch.equal(sh.fetch(sh("echo %s | torch add 2" % x)), X + 2)
-
-
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("torchd")
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.path)
-
-
-def post(sh, op, body):
-    conn = UnixHTTPConnection(sh.socket)
-    try:
-        conn.request("POST", "/v1/ops/" + op, body=json.dumps(body).encode())
-        r = conn.getresponse()
-        return r.status, json.loads(r.read())
-    finally:
-        conn.close()
 
 
 def test_api_tensors_fill_the_slot_the_args_left_open(sh):

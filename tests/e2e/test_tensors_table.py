@@ -5,7 +5,7 @@ import re
 
 import torch
 
-from unixhttp import call
+from apicall import call
 
 COLUMNS = ["HANDLE", "KIND", "SHAPE", "DTYPE", "DEVICE", "BYTES", "GRAD", "AGE", "SCOPE"]
 

@@ -1,11 +1,9 @@
 """PyTorch's warnings reach the caller: one stderr line per distinct warning, every time, through the
 client and the fast bash path; stdout and exit status unchanged; the JSON API returns them as data."""
-import http.client
-import json
-import socket
 
 import pytest
 import torch
+from apicall import post
 
 LINE = "torch: nn.functional.mse_loss: warning: Using a target size (torch.Size([64])) that is different " \
        "to the input size (torch.Size([64, 1]))."
@@ -39,26 +37,6 @@ def test_value_from_an_op_that_warned_equals_pytorch(sh):
     with pytest.warns(UserWarning, match="different to the input size"):
         want = torch.nn.functional.mse_loss(x, y)
     assert torch.equal(got, want)
-
-
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("torchd")
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.path)
-
-
-def post(sh, op, body):
-    conn = UnixHTTPConnection(sh.socket)
-    try:
-        conn.request("POST", "/v1/ops/" + op, body=json.dumps(body).encode())
-        r = conn.getresponse()
-        return r.status, json.loads(r.read())
-    finally:
-        conn.close()
 
 
 def test_api_reply_carries_the_warnings_beside_the_result(sh):

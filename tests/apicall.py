@@ -23,3 +23,9 @@ def call(sh, method, path, body=None):
         return r.status, r.read().decode()
     finally:
         conn.close()
+
+
+def post(sh, op, body):
+    """(status, parsed JSON reply) of POST /v1/ops/OP."""
+    status, text = call(sh, "POST", "/v1/ops/" + op, body)
+    return status, json.loads(text)
