@@ -8,7 +8,7 @@ def test_unknown_word_after_a_group_names_the_group_and_where_the_word_is(nu):
     r = nu.run("torch nn sgd")
     assert r.code != 0
     text = " ".join(r.err.split())
-    assert "`torch nn` has no command 'sgd'" in text and "`torch optim sgd`" in text and "[unknown_op]" in text
+    assert "`torch nn` has no command 'sgd'" in text and "`torch optim sgd`" in text and "torchsh::unknown_op" in text
 
 
 def test_a_group_alone_lists_its_commands(nu):
