@@ -19,7 +19,7 @@ Builtins only (protocol): the client prints this text itself when no daemon is r
 from torchsh import protocol
 
 _TEMPLATE = r'''# torchsh fast path for bash (torch init bash): `torch` runs in this shell, no process per command.
-__torchsh_file= __torchsh_port= __torchsh_ctok= __torchsh_stok= __torchsh_okdir=
+__torchsh_file= __torchsh_port= __torchsh_ctok= __torchsh_stok=
 __torchsh_kind= __torchsh_n1= __torchsh_out= __torchsh_err=
 
 __torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token file $1, if it is ours
@@ -39,16 +39,18 @@ __torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token 
 }
 
 # Is folder $1 writable by its owner only? Bash has no builtin that reads permission bits, so this
-# runs `ls -ldn` (POSIX, unlike stat's flags), once per folder and shell: __torchsh_load runs on every
-# command and must stay builtins-only. The cache is sound: once the folder is ours and private, only
-# we (or root) can change its mode or add files to it, and the -O/-L tests above still run every time
-# (a folder deleted and re-made by another user is theirs, and fails -O).
+# runs `ls -ldn` (POSIX, unlike stat's flags), once per folder: __torchsh_load runs on every command
+# and must stay builtins-only. The cache is sound: once the folder is ours and private, only we (or
+# root) can change its mode or add files to it, and the -O/-L tests above still run every time (a
+# folder deleted and re-made by another user is theirs, and fails -O). It is exported so that child
+# bashes (`torch scope -- bash -c …`) skip the `ls`: the environment comes from our own processes, and
+# a child of another uid fails -O on the folder anyway.
 __torchsh_private() {
     local __m
-    if [[ $__torchsh_okdir == "$1" ]]; then return 0; fi
+    if [[ ${__torchsh_okdir-} == "$1" ]]; then return 0; fi
     __m=$(PATH=/bin:/usr/bin:$PATH LC_ALL=C command ls -ldn -- "$1" 2>/dev/null) || return 1  # PATH: `PATH=x torch …`
     if [[ ${__m:0:1} != d || ${__m:5:1} == w || ${__m:8:1} == w ]]; then return 1; fi
-    __torchsh_okdir=$1
+    export __torchsh_okdir=$1
 }
 
 __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv. 0 reply, 1 nothing ran, 2 lost
@@ -171,6 +173,9 @@ torch() {
     printf '%s' "$__torchsh_err" >&2
     return $__torchsh_n1
 }
+# Child bashes (`torch scope -- bash -c "…"`, scripts, xargs bash -c) import these and keep the fast
+# path; each child checks the token file itself. Programs that are not bash ignore them.
+export -f torch __torchsh_load __torchsh_private __torchsh_rpc __torchsh_call __torchsh_trim __torchsh_stdin __torchsh_exec
 '''
 
 
