@@ -10,8 +10,10 @@ import os
 import select
 import shutil
 import socket
+import subprocess
 import tempfile
 
+import pytest
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
@@ -88,3 +90,19 @@ def test_a_child_bash_checks_the_token_file_itself(sh):
     finally:
         impostor.close()
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed (apt-get install zsh)")
+def test_a_zsh_child_keeps_the_fast_path_when_zshenv_sources_the_saved_function(sh):
+    """zsh cannot export functions; docs/fast-path.md: save `torch init zsh` once, source it in ~/.zshenv."""
+    zdotdir = sh.tmp("zdotdir")
+    os.mkdir(zdotdir)
+    saved = os.path.join(zdotdir, "torchsh.zsh")
+    sh("torch init zsh > %s" % saved)
+    with open(os.path.join(zdotdir, ".zshenv"), "w") as f:
+        f.write("source %s\n" % saved)
+    script = ("torch ones '[1]' >/dev/null; path=(/usr/bin /bin)\n"  # no client on PATH from here on
+              "torch scope -- zsh -c 'whence -w torch; torch ones \"[2]\" | torch value'")
+    p = subprocess.run([shutil.which("zsh"), "-c", script], env=dict(sh.env, ZDOTDIR=zdotdir), cwd=sh.folder,
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert (p.stdout, p.stderr, p.returncode) == ("torch: function\n[1.0,1.0]\n", "", 0)

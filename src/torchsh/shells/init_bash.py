@@ -56,18 +56,18 @@ __torchsh_private() {
 __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv. 0 reply, 1 nothing ran, 2 lost
     local LC_ALL=C __fd __n __a __fmt= __head __body= __len __n2
     [[ -n $__torchsh_port ]] || return 1
-    { exec {__fd}<>"/dev/tcp/127.0.0.1/$__torchsh_port"; } 2>/dev/null || return 1
+    exec {__fd}<>"/dev/tcp/127.0.0.1/$__torchsh_port" || return 1
     __n=$(( 20 + ${#PWD} + ${#2} + ${#4} ))
     for __a in "${@:5}"; do __n=$(( __n + ${#__a} + 1 )); done
     if (( $# > 4 )); then printf -v __fmt '\\0%%s%.0s' "${@:5}"; fi
     printf -v __head 'POST /v1/cli HTTP/1.1\r\nTorchsh-Token: %s\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n' \
         "$__torchsh_ctok" "$__n"
-    if ! echo -n "$__head" >&"$__fd" 2>/dev/null; then  # echo: one write (printf writes line by line)
+    if ! echo -n "$__head" >&"$__fd"; then  # echo: one write (printf writes line by line)
         exec {__fd}>&-; return 1
     fi
     IFS= read -r -N @CONTINUE_LEN@ -u "$__fd" __head || true  # the server proves itself before we send argv
     if [[ ${__head:@CONTINUE_TOKEN_AT@:@TOKEN_LEN@} != "$__torchsh_stok" ]]; then exec {__fd}>&-; return 1; fi
-    if ! printf "torchsh-cli-1\0%s\0%s\0%s\0%s\0%s$__fmt" "$PWD" "$1" "$2" "$3" "$4" "${@:5}" >&"$__fd" 2>/dev/null; then
+    if ! printf "torchsh-cli-1\0%s\0%s\0%s\0%s\0%s$__fmt" "$PWD" "$1" "$2" "$3" "$4" "${@:5}" >&"$__fd"; then
         exec {__fd}>&-; return 2
     fi
     IFS= read -r -N @HEAD_LEN@ -u "$__fd" __head || true
@@ -83,9 +83,9 @@ __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv
 
 __torchsh_call() {  # rpc, and once more with fresh tokens when the daemon changed under us
     local __r=0
-    __torchsh_rpc "$@" || __r=$?
+    __torchsh_rpc "$@" 2>/dev/null || __r=$?  # one redirect for the rpc's connect and write errors
     if (( __r == 1 )) && [[ -n $__torchsh_port ]] && __torchsh_load "$__torchsh_file"; then
-        __r=0; __torchsh_rpc "$@" || __r=$?
+        __r=0; __torchsh_rpc "$@" 2>/dev/null || __r=$?
     fi
     return $__r
 }
@@ -168,9 +168,10 @@ torch() {
     fi
     if [[ $__torchsh_kind == x ]]; then __torchsh_exec "$__tty" "$__envtext" || return $?; return 0; fi
     if [[ $BASHPID != "$$" ]]; then trap '' PIPE; fi  # a reader that left (| head) is not our failure
-    if [[ $__torchsh_kind == b ]]; then printf '%b' "$__torchsh_out" 2>/dev/null || true
+    if [[ -z $__torchsh_out ]]; then :  # zero_grad, step: nothing to print, no redirect to set up
+    elif [[ $__torchsh_kind == b ]]; then printf '%b' "$__torchsh_out" 2>/dev/null || true
     else printf '%s' "$__torchsh_out" 2>/dev/null || true; fi
-    printf '%s' "$__torchsh_err" >&2
+    if [[ -n $__torchsh_err ]]; then printf '%s' "$__torchsh_err" >&2; fi
     return $__torchsh_n1
 }
 # Child bashes (`torch scope -- bash -c "…"`, scripts, xargs bash -c) import these and keep the fast
