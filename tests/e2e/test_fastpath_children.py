@@ -106,3 +106,19 @@ def test_a_zsh_child_keeps_the_fast_path_when_zshenv_sources_the_saved_function(
     p = subprocess.run([shutil.which("zsh"), "-c", script], env=dict(sh.env, ZDOTDIR=zdotdir), cwd=sh.folder,
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
     assert (p.stdout, p.stderr, p.returncode) == ("torch: function\n[1.0,1.0]\n", "", 0)
+
+
+def test_a_posix_mode_child_falls_back_to_the_client_when_the_port_is_dead(fresh_sh):
+    """sh-as-bash and `bash --posix` import the exported function; a failed connect must not end them."""
+    s = fresh_sh()
+    s(INIT + "torch ones '[1]' >/dev/null")  # the fast path on: a token file names the port
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))  # bound, never listening: connect is refused
+    try:
+        port, ctok, stok = open(s.socket[:-len(".sock")] + ".fast").read().split()
+        with open(s.socket[:-len(".sock")] + ".fast", "w") as f:  # as after a kill -9: a stale port
+            f.write("%d %s %s\n" % (dead.getsockname()[1], ctok, stok))
+        out = s(INIT + "bash --posix -c 'torch ones \"[2]\" | torch value; echo survived'")
+    finally:
+        dead.close()
+    assert out == "[1.0,1.0]\nsurvived"

@@ -7,6 +7,9 @@ no fast path to talk to (no daemon yet, a daemon started without it, an untruste
 real client for that one command with TORCHSH_FASTPATH=1, which auto-starts the daemon and turns
 the fast path on, so the next command is fast again.
 
+The functions are exported (`export -f`): a bash started from this shell (`torch scope -- bash -c
+"…"`, scripts, `xargs bash -c`) imports them and keeps the fast path, checking the token file itself.
+
 The token file is trusted only when it and its folder are ours, not symlinks, and the folder is
 private (see __torchsh_private); otherwise one line says so and the real client, which refuses an
 untrusted socket with the full reason, runs the command. Nothing is sent to a port another user named.
@@ -56,7 +59,9 @@ __torchsh_private() {
 __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv. 0 reply, 1 nothing ran, 2 lost
     local LC_ALL=C __fd __n __a __fmt= __head __body= __len __n2
     [[ -n $__torchsh_port ]] || return 1
-    exec {__fd}<>"/dev/tcp/127.0.0.1/$__torchsh_port" || return 1
+    # `command`: in POSIX mode (sh, bash --posix, which import the exported function too) a failed
+    # `exec` redirection would end the shell instead of falling back to the real client
+    command exec {__fd}<>"/dev/tcp/127.0.0.1/$__torchsh_port" || return 1
     __n=$(( 20 + ${#PWD} + ${#2} + ${#4} ))
     for __a in "${@:5}"; do __n=$(( __n + ${#__a} + 1 )); done
     if (( $# > 4 )); then printf -v __fmt '\\0%%s%.0s' "${@:5}"; fi
