@@ -113,15 +113,17 @@ __torchsh_stdin() {  # read $1 non-empty lines (-1: all) into __torchsh_lines, n
 }
 
 __torchsh_exec() {  # an exec directive (block forms): run argv with env added, send then-argv, exit with argv's
-    local __rest=$__torchsh_out __x __f=() __st=0 __old __tty=$1 __env=$2
+    local __rest=$__torchsh_out __x __f=() __st=0 __tty=$1 __env=$2
     while [[ -n $__rest ]]; do printf -v __x '%b' "${__rest%%$'\n'*}"; __f+=("$__x"); __rest=${__rest#*$'\n'}; done
     local __ne=${__f[0]} __nt=${__f[__f[0]+1]}
     local __envs=("${__f[@]:1:__ne}") __then=("${__f[@]:__ne+2:__nt}") __argv=("${__f[@]:__ne+2+__nt}")
     if [[ $__argv == */* && -x $__argv && ! -d $__argv ]] || type -P -- "$__argv" >/dev/null; then
-        __old=$(trap -p INT)
-        trap '' INT  # Ctrl-C goes to the command; this function still sends the clean-up command
-        ( trap - INT; for __x in "${__envs[@]}"; do [[ $__x == TORCHSH_* ]] && export "$__x"; done; exec "${__argv[@]}" ) || __st=$?
-        if [[ -n $__old ]]; then eval "$__old"; else trap - INT; fi
+        # As with the real client, a process stands between this shell and the command: Ctrl-C kills
+        # the command, that process exits normally with its status (130), so this shell carries on,
+        # runs its own INT trap if it has one, and sends the clean-up command. (Ignoring INT here
+        # instead needed `$(trap -p INT)` to restore it: a fork and a pipe, and the trap never ran.)
+        ( trap : INT; for __x in "${__envs[@]}"; do [[ $__x == TORCHSH_* ]] && export "$__x"; done
+          ( exec "${__argv[@]}" ) ) || __st=$?  # exec: the file, never a function or builtin of that name
     else
         printf 'torch: cannot run %s: No such file or directory\n' "$__argv" >&2; __st=127
     fi
