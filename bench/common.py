@@ -83,7 +83,8 @@ class Daemon:
     def __init__(self, device=None):
         self.folder = tempfile.mkdtemp(prefix="tshb-")
         self.socket = os.path.join(self.folder, "torchd.sock")
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHSH_")}
+        # BASH_FUNC_…: the fast-path function a `torch init bash` shell exports; each row picks its path
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCHSH_", "BASH_FUNC_", "__torchsh_"))}
         self.env.update(TORCHSH_SOCKET=self.socket, TORCHSH_TTL="30m", PATH=BIN + os.pathsep + os.environ["PATH"])
         if device:
             self.env["TORCHSH_DEVICE"] = device

@@ -36,7 +36,9 @@ class Shell:
         self.folder = folder
         self.env = dict(os.environ)
         for k in list(self.env):
-            if k.startswith("TORCHSH_") and k != "TORCHSH_TEST_PRELUDE":
+            # BASH_FUNC_…: a shell that ran `torch init bash` exports its fast-path function; the tests
+            # choose the path themselves (PRELUDE), so an inherited one must not take over `torch`
+            if k.startswith(("TORCHSH_", "BASH_FUNC_", "__torchsh_")) and k != "TORCHSH_TEST_PRELUDE":
                 del self.env[k]
         self.env.update(TORCHSH_SOCKET=socket, PATH=BIN + os.pathsep + self.env.get("PATH", ""),
                         TORCHSH_TTL="30m")

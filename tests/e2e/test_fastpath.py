@@ -223,3 +223,32 @@ def test_init_with_no_daemon_prints_the_function_and_starts_nothing(fresh_sh):
         out = s("command torch init %s" % shell)
         assert "\ntorch() {" in out and "__torchsh_rpc" in out
     assert not os.path.exists(s.socket)  # a .bashrc's eval must not cost a daemon start
+
+
+def _interrupted_block(sh, script, marker):
+    """Run script in its own process group, Ctrl-C it (SIGINT to the group) once marker exists."""
+    import signal
+    import time
+    p = subprocess.Popen(["bash", "-c", script], env=sh.env, cwd=sh.folder, start_new_session=True, text=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    while not (os.path.exists(marker) and os.path.getsize(marker)) and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    return out, err, p.returncode, open(marker).read().strip()
+
+
+def test_ctrl_c_in_a_block_form_ends_the_scope_and_keeps_the_shells_trap_like_the_client(sh):
+    results = []
+    for torch_word in ("torch", "command torch"):
+        marker = sh.tmp("made")
+        script = (INIT + "trap 'echo trapped' INT\n"
+                  "%s scope -- bash -c 'torch randn \"[7]\" > %s; sleep 60'\n"
+                  "echo \"status $?\"; trap -p INT" % (torch_word, marker))
+        out, err, code, made = _interrupted_block(sh, script, marker)
+        assert made.startswith("tensor://") and made not in _census(sh)  # the scope ended: freed
+        results.append((out, err, code))
+    fast, real = results
+    assert fast == real == ("trapped\nstatus 130\ntrap -- 'echo trapped' SIGINT\n", "", 0)

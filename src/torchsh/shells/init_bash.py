@@ -7,6 +7,9 @@ no fast path to talk to (no daemon yet, a daemon started without it, an untruste
 real client for that one command with TORCHSH_FASTPATH=1, which auto-starts the daemon and turns
 the fast path on, so the next command is fast again.
 
+The functions are exported (`export -f`): a bash started from this shell (`torch scope -- bash -c
+"…"`, scripts, `xargs bash -c`) imports them and keeps the fast path, checking the token file itself.
+
 The token file is trusted only when it and its folder are ours, not symlinks, and the folder is
 private (see __torchsh_private); otherwise one line says so and the real client, which refuses an
 untrusted socket with the full reason, runs the command. Nothing is sent to a port another user named.
@@ -19,7 +22,7 @@ Builtins only (protocol): the client prints this text itself when no daemon is r
 from torchsh import protocol
 
 _TEMPLATE = r'''# torchsh fast path for bash (torch init bash): `torch` runs in this shell, no process per command.
-__torchsh_file= __torchsh_port= __torchsh_ctok= __torchsh_stok= __torchsh_okdir=
+__torchsh_file= __torchsh_port= __torchsh_ctok= __torchsh_stok=
 __torchsh_kind= __torchsh_n1= __torchsh_out= __torchsh_err=
 
 __torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token file $1, if it is ours
@@ -39,33 +42,37 @@ __torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token 
 }
 
 # Is folder $1 writable by its owner only? Bash has no builtin that reads permission bits, so this
-# runs `ls -ldn` (POSIX, unlike stat's flags), once per folder and shell: __torchsh_load runs on every
-# command and must stay builtins-only. The cache is sound: once the folder is ours and private, only
-# we (or root) can change its mode or add files to it, and the -O/-L tests above still run every time
-# (a folder deleted and re-made by another user is theirs, and fails -O).
+# runs `ls -ldn` (POSIX, unlike stat's flags), once per folder: __torchsh_load runs on every command
+# and must stay builtins-only. The cache is sound: once the folder is ours and private, only we (or
+# root) can change its mode or add files to it, and the -O/-L tests above still run every time (a
+# folder deleted and re-made by another user is theirs, and fails -O). It is exported so that child
+# bashes (`torch scope -- bash -c …`) skip the `ls`: the environment comes from our own processes, and
+# a child of another uid fails -O on the folder anyway.
 __torchsh_private() {
     local __m
-    if [[ $__torchsh_okdir == "$1" ]]; then return 0; fi
+    if [[ ${__torchsh_okdir-} == "$1" ]]; then return 0; fi
     __m=$(PATH=/bin:/usr/bin:$PATH LC_ALL=C command ls -ldn -- "$1" 2>/dev/null) || return 1  # PATH: `PATH=x torch …`
     if [[ ${__m:0:1} != d || ${__m:5:1} == w || ${__m:8:1} == w ]]; then return 1; fi
-    __torchsh_okdir=$1
+    export __torchsh_okdir=$1
 }
 
 __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv. 0 reply, 1 nothing ran, 2 lost
     local LC_ALL=C __fd __n __a __fmt= __head __body= __len __n2
     [[ -n $__torchsh_port ]] || return 1
-    { exec {__fd}<>"/dev/tcp/127.0.0.1/$__torchsh_port"; } 2>/dev/null || return 1
+    # `command`: in POSIX mode (sh, bash --posix, which import the exported function too) a failed
+    # `exec` redirection would end the shell instead of falling back to the real client
+    command exec {__fd}<>"/dev/tcp/127.0.0.1/$__torchsh_port" || return 1
     __n=$(( 20 + ${#PWD} + ${#2} + ${#4} ))
     for __a in "${@:5}"; do __n=$(( __n + ${#__a} + 1 )); done
     if (( $# > 4 )); then printf -v __fmt '\\0%%s%.0s' "${@:5}"; fi
     printf -v __head 'POST /v1/cli HTTP/1.1\r\nTorchsh-Token: %s\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n' \
         "$__torchsh_ctok" "$__n"
-    if ! echo -n "$__head" >&"$__fd" 2>/dev/null; then  # echo: one write (printf writes line by line)
+    if ! echo -n "$__head" >&"$__fd"; then  # echo: one write (printf writes line by line)
         exec {__fd}>&-; return 1
     fi
     IFS= read -r -N @CONTINUE_LEN@ -u "$__fd" __head || true  # the server proves itself before we send argv
     if [[ ${__head:@CONTINUE_TOKEN_AT@:@TOKEN_LEN@} != "$__torchsh_stok" ]]; then exec {__fd}>&-; return 1; fi
-    if ! printf "torchsh-cli-1\0%s\0%s\0%s\0%s\0%s$__fmt" "$PWD" "$1" "$2" "$3" "$4" "${@:5}" >&"$__fd" 2>/dev/null; then
+    if ! printf "torchsh-cli-1\0%s\0%s\0%s\0%s\0%s$__fmt" "$PWD" "$1" "$2" "$3" "$4" "${@:5}" >&"$__fd"; then
         exec {__fd}>&-; return 2
     fi
     IFS= read -r -N @HEAD_LEN@ -u "$__fd" __head || true
@@ -81,9 +88,9 @@ __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv
 
 __torchsh_call() {  # rpc, and once more with fresh tokens when the daemon changed under us
     local __r=0
-    __torchsh_rpc "$@" || __r=$?
+    __torchsh_rpc "$@" 2>/dev/null || __r=$?  # one redirect for the rpc's connect and write errors
     if (( __r == 1 )) && [[ -n $__torchsh_port ]] && __torchsh_load "$__torchsh_file"; then
-        __r=0; __torchsh_rpc "$@" || __r=$?
+        __r=0; __torchsh_rpc "$@" 2>/dev/null || __r=$?
     fi
     return $__r
 }
@@ -106,15 +113,17 @@ __torchsh_stdin() {  # read $1 non-empty lines (-1: all) into __torchsh_lines, n
 }
 
 __torchsh_exec() {  # an exec directive (block forms): run argv with env added, send then-argv, exit with argv's
-    local __rest=$__torchsh_out __x __f=() __st=0 __old __tty=$1 __env=$2
+    local __rest=$__torchsh_out __x __f=() __st=0 __tty=$1 __env=$2
     while [[ -n $__rest ]]; do printf -v __x '%b' "${__rest%%$'\n'*}"; __f+=("$__x"); __rest=${__rest#*$'\n'}; done
     local __ne=${__f[0]} __nt=${__f[__f[0]+1]}
     local __envs=("${__f[@]:1:__ne}") __then=("${__f[@]:__ne+2:__nt}") __argv=("${__f[@]:__ne+2+__nt}")
     if [[ $__argv == */* && -x $__argv && ! -d $__argv ]] || type -P -- "$__argv" >/dev/null; then
-        __old=$(trap -p INT)
-        trap '' INT  # Ctrl-C goes to the command; this function still sends the clean-up command
-        ( trap - INT; for __x in "${__envs[@]}"; do [[ $__x == TORCHSH_* ]] && export "$__x"; done; exec "${__argv[@]}" ) || __st=$?
-        if [[ -n $__old ]]; then eval "$__old"; else trap - INT; fi
+        # As with the real client, a process stands between this shell and the command: Ctrl-C kills
+        # the command, that process exits normally with its status (130), so this shell carries on,
+        # runs its own INT trap if it has one, and sends the clean-up command. (Ignoring INT here
+        # instead needed `$(trap -p INT)` to restore it: a fork and a pipe, and the trap never ran.)
+        ( trap : INT; for __x in "${__envs[@]}"; do [[ $__x == TORCHSH_* ]] && export "$__x"; done
+          ( exec "${__argv[@]}" ) ) || __st=$?  # exec: the file, never a function or builtin of that name
     else
         printf 'torch: cannot run %s: No such file or directory\n' "$__argv" >&2; __st=127
     fi
@@ -166,11 +175,15 @@ torch() {
     fi
     if [[ $__torchsh_kind == x ]]; then __torchsh_exec "$__tty" "$__envtext" || return $?; return 0; fi
     if [[ $BASHPID != "$$" ]]; then trap '' PIPE; fi  # a reader that left (| head) is not our failure
-    if [[ $__torchsh_kind == b ]]; then printf '%b' "$__torchsh_out" 2>/dev/null || true
+    if [[ -z $__torchsh_out ]]; then :  # zero_grad, step: nothing to print, no redirect to set up
+    elif [[ $__torchsh_kind == b ]]; then printf '%b' "$__torchsh_out" 2>/dev/null || true
     else printf '%s' "$__torchsh_out" 2>/dev/null || true; fi
-    printf '%s' "$__torchsh_err" >&2
+    if [[ -n $__torchsh_err ]]; then printf '%s' "$__torchsh_err" >&2; fi
     return $__torchsh_n1
 }
+# Child bashes (`torch scope -- bash -c "…"`, scripts, xargs bash -c) import these and keep the fast
+# path; each child checks the token file itself. Programs that are not bash ignore them.
+export -f torch __torchsh_load __torchsh_private __torchsh_rpc __torchsh_call __torchsh_trim __torchsh_stdin __torchsh_exec
 '''
 
 
