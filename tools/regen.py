@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.join(ROOT, "src"))
 import json  # noqa: E402
 
 from torchsh.api import openapi  # noqa: E402
+from torchsh.daemon.routes import ROUTES  # noqa: E402
 from torchsh.errors import errors_markdown  # noqa: E402
 from torchsh.shells import completions, nushell  # noqa: E402
 from torchsh.table import build_table  # noqa: E402
@@ -23,7 +24,7 @@ ARTIFACTS = [
     ("src/torchsh/shells/torch.bash", lambda table: completions.script("bash")),
     ("src/torchsh/shells/_torch", lambda table: completions.script("zsh")),
     ("src/torchsh/shells/torch.fish", lambda table: completions.script("fish")),
-    ("docs/openapi.json", lambda table: json.dumps(openapi.document(table), indent=1) + "\n"),
+    ("docs/openapi.json", lambda table: json.dumps(openapi.document(ROUTES, table), indent=1) + "\n"),
     ("docs/errors.md", lambda table: errors_markdown()),
 ]
 
