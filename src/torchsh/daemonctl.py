@@ -5,12 +5,12 @@ Imported by client.py only on those paths.
 Synchronous because a daemon cannot report its own exit: `stop` asks it to stop, then waits until the
 process is gone (its socket goes first); `restart` is that stop, then a start with the old daemon's
 settings (TTL, memory budget, fast path), and returns once the new daemon answers. Builtins only, like
-the client: `posix`, `sys`, and the client's own helpers.
+the client: `posix`, `sys`, and the client's wire (wire.py).
 """
 import posix
 import sys
 
-from torchsh import client, protocol
+from torchsh import protocol, wire
 
 START_TIMEOUT_S = 120.0   # import torch takes ~1.5 s, but a loaded CI machine can be much slower
 STOP_TIMEOUT_S = 20.0     # the daemon's shutdown grace (server.GRACE_S, 10 s) plus a margin
@@ -25,13 +25,13 @@ def connect_without_start(path, args):
     if conn is not None:
         return conn
     if args[:2] == [b"daemon", b"status"]:
-        client.fail("daemon_unavailable", "no daemon is running on %s" % path,
+        wire.fail("daemon_unavailable", "no daemon is running on %s" % path,
                      "`torch daemon start` starts one; any other command starts one too")
     if any(a in (b"-h", b"--help") for a in args):
         return start_daemon(path)  # help comes from the op table, which lives in the daemon
     # A census never starts a daemon just to report that it holds nothing (docker ps without dockerd).
     posix.write(2, b"torch: tensors: no daemon is running on %s; nothing is held\n" % path.encode())
-    client.write(1, b"[]\n" if b"--json" in args else b"")
+    wire.write(1, b"[]\n" if b"--json" in args else b"")
     raise SystemExit(0)
 
 
@@ -66,7 +66,7 @@ def _wait_for_daemon(path, pid, log):
     child_alive = True
     while time.monotonic() < deadline:
         try:
-            return client.connect(path)
+            return wire.connect(path)
         except OSError:
             pass
         if child_alive:
@@ -74,9 +74,9 @@ def _wait_for_daemon(path, pid, log):
             if done:
                 child_alive = False
                 if posix.waitstatus_to_exitcode(status) != 0:
-                    client.fail("daemon_unavailable", "torchd failed to start", "see its log: %s" % log)
+                    wire.fail("daemon_unavailable", "torchd failed to start", "see its log: %s" % log)
         time.sleep(0.02)
-    client.fail("daemon_unavailable", "torchd did not answer within %ds" % START_TIMEOUT_S, "see its log: %s" % log)
+    wire.fail("daemon_unavailable", "torchd did not answer within %ds" % START_TIMEOUT_S, "see its log: %s" % log)
 
 
 def _private_folder(folder):
@@ -94,15 +94,15 @@ def _private_folder(folder):
                 pass
         xdg = posix.environ.get(b"XDG_RUNTIME_DIR")
         if xdg and folder == protocol.runtime_dir():  # $XDG_RUNTIME_DIR/torchsh: its parent must be ours too
-            client.refuse_if(protocol.untrusted(xdg.decode().rstrip("/") or "/", protocol.S_IFDIR))
+            wire.refuse_if(protocol.untrusted(xdg.decode().rstrip("/") or "/", protocol.S_IFDIR))
         fd = posix.open(folder, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_NOFOLLOW)
     except OSError as e:
         try:  # say why we cannot use it when that is a trust problem (a symlink, not ours)
-            client.refuse_if(protocol.untrusted(folder, protocol.S_IFDIR))
+            wire.refuse_if(protocol.untrusted(folder, protocol.S_IFDIR))
         except OSError:
             pass
-        client.fail("daemon_unavailable", "cannot create %s: %s" % (folder, e.strerror), "check permissions")
-    client.refuse_if(protocol.untrusted(folder, protocol.S_IFDIR, posix.fstat(fd)))
+        wire.fail("daemon_unavailable", "cannot create %s: %s" % (folder, e.strerror), "check permissions")
+    wire.refuse_if(protocol.untrusted(folder, protocol.S_IFDIR, posix.fstat(fd)))
     return fd
 
 
@@ -113,16 +113,16 @@ def _open_log(folder_fd, log):
                         | posix.O_NONBLOCK, 0o600, dir_fd=folder_fd)  # O_NONBLOCK: a planted FIFO fails, not hangs
     except OSError as e:
         try:
-            client.refuse_if(protocol.untrusted(log, protocol.S_IFREG))  # a symlink: O_NOFOLLOW said ELOOP
+            wire.refuse_if(protocol.untrusted(log, protocol.S_IFREG))  # a symlink: O_NOFOLLOW said ELOOP
         except OSError:
             pass
-        client.fail("daemon_unavailable", "cannot create %s: %s" % (log, e.strerror), "check permissions")
+        wire.fail("daemon_unavailable", "cannot create %s: %s" % (log, e.strerror), "check permissions")
     finally:
         posix.close(folder_fd)
     problem = protocol.untrusted(log, protocol.S_IFREG, posix.fstat(fd))
     if problem:
         posix.close(fd)
-        client.refuse_if(problem)
+        wire.refuse_if(problem)
     return fd
 
 
@@ -143,14 +143,14 @@ def _connect_if_running(path):
     A torchd that holds the start lock without answering yet (starting, or binding its deleted socket
     again) is running: wait for it, while it lives, up to WAIT_RUNNING_S.
     """
-    conn = client.connect_or_none(path)
+    conn = wire.connect_or_none(path)
     pid = None if conn is not None else _lock_holder(path)
     if pid is not None:
         import time
         deadline = time.monotonic() + WAIT_RUNNING_S
         while conn is None and _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.02)
-            conn = client.connect_or_none(path)
+            conn = wire.connect_or_none(path)
     return conn
 
 
@@ -184,30 +184,30 @@ def stop(path, request, restart):
     conn = _connect_if_running(path)
     if conn is None:
         if not restart:
-            client.write(1, b"no torchd is running on %s\n" % path.encode())
+            wire.write(1, b"no torchd is running on %s\n" % path.encode())
             return 0
         conn = start_daemon(path)  # restart with nothing running: a start, as `systemctl restart` does
     else:
         request = dict(request, argv=[b"daemon", b"stop"] + ([b"--restart"] if restart else []))
-        _, headers, body = client.call(conn, request)
+        _, headers, body = wire.call(conn, request)
         conn.close()
         code = int(headers.get(protocol.H_EXIT, protocol.EXIT_INTERNAL))
         out_len = int(headers.get(protocol.H_STDOUT, len(body)))
         if code != 0 or protocol.H_PID not in headers:  # refused (or an old daemon): say what it said
-            client.write(1, body[:out_len])
-            client.write(2, body[out_len:])
+            wire.write(1, body[:out_len])
+            wire.write(2, body[out_len:])
             return code or protocol.EXIT_INTERNAL
         pid = int(headers[protocol.H_PID])
         _wait_until_gone(path, pid)
         if not restart:
-            client.write(1, b"torchd stopped (pid %d)\n" % pid)  # the reply said "stopping"; now it is true
+            wire.write(1, b"torchd stopped (pid %d)\n" % pid)  # the reply said "stopping"; now it is true
             return 0
-        client.write(1, body[:out_len])
+        wire.write(1, body[:out_len])
         conn = start_daemon(path, restart_env(headers.get(protocol.H_SETTINGS, "").encode().split()))
-    status, headers, body = client.call(conn, dict(request, argv=[b"daemon", b"start"]))
+    status, headers, body = wire.call(conn, dict(request, argv=[b"daemon", b"start"]))
     out_len = int(headers.get(protocol.H_STDOUT, len(body)))
-    client.write(1, body[:out_len])
-    client.write(2, body[out_len:])
+    wire.write(1, body[:out_len])
+    wire.write(2, body[out_len:])
     return int(headers.get(protocol.H_EXIT, protocol.EXIT_INTERNAL))
 
 
@@ -223,7 +223,7 @@ def _wait_until_gone(path, pid):
         if not _alive(pid):
             return
         time.sleep(0.01)
-    client.fail("daemon_unavailable", "torchd (pid %d) has not exited %ds after it was asked to stop" % (pid, STOP_TIMEOUT_S),
+    wire.fail("daemon_unavailable", "torchd (pid %d) has not exited %ds after it was asked to stop" % (pid, STOP_TIMEOUT_S),
           "a long op may still be running; see `torch daemon log`, or kill %d" % pid)
 
 

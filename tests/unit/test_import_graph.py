@@ -6,11 +6,7 @@ import ast
 import pathlib
 
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src"
-KNOWN = {
-    # the client's hot path (client.py) and its lifecycle path (daemonctl.py, loaded only there) share
-    # connect/call/fail/write; a third module for those would cost every command one more import
-    ("torchsh/client.py", "torchsh/daemonctl.py"),
-}
+KNOWN = set()
 
 
 def _module_file(name):
