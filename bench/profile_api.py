@@ -1,6 +1,7 @@
 """Profile the daemon's per-request path in-process (no sockets): HTTP parse, route, bind, invoke, render.
 
-    .venv/bin/python -m bench.profile_api [N]      # cProfile of N POST /v1/ops/add requests, top 25
+    .venv/bin/python -m bench.profile_api [N]      # cProfile of N POST /v1/ops/add requests: top 25 by
+                                                   # own time, then torchsh's 25 by cumulative time
 
 What the keep-alive API bench (bench/api.py) measures minus the socket round trip; use it to see
 where the per-request microseconds go before and after a change.
@@ -50,7 +51,11 @@ def main():
     for _ in range(n):
         one()
     prof.disable()
-    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+    stats = pstats.Stats(prof)
+    stats.sort_stats("tottime").print_stats(25)
+    # where the time goes by stage: torchsh's own functions by time including their callees
+    # (parse_request, dispatch -> post_op -> loads, bind, invoke, render)
+    stats.sort_stats("cumtime").print_stats("torchsh", 25)
 
 
 if __name__ == "__main__":

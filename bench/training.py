@@ -5,7 +5,9 @@ Tiny model (the README's regression: Linear(1,1), 4 points, SGD with momentum):
       (zero_grad; forward | mse_loss | backward; step), and the same five commands without the scope
   (b) `torch train_step` from bash (one process per step), from bash with the fast path
       (`eval "$(torch init bash)"`: no process), and over the JSON API on a kept-alive connection
-  (c) the reference: opt.zero_grad(); F.mse_loss(model(x), y).backward(); opt.step() in this process
+  (c) the reference: opt.zero_grad(); F.mse_loss(model(x), y).backward(); opt.step() in a Python
+      process of its own (`--reference KIND`, fed step counts on stdin): not this bench's process, whose
+      torch (OpenMP threads still spinning after a step) would share the cores with the subject's daemon
 MLP 784-512-512-10, batch 256, cross_entropy, SGD: train_step over the API and from bash, against (c).
 
 Bash steps are timed inside bash with $EPOCHREALTIME around each step. Subject and reference run in
@@ -57,6 +59,44 @@ def python_step_times(model, opt, x, y, loss, steps):
     return out
 
 
+def _reference_model(kind):
+    """The in-process reference of `kind` (tiny, mlp): (model, optimizer, x, y, loss), as the daemon's."""
+    torch.manual_seed(0)
+    if kind == "tiny":
+        model = torch.nn.Linear(1, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x, y = torch.tensor([[0.0], [1.0], [2.0], [3.0]]), torch.tensor([[1.0], [3.0], [5.0], [7.0]])
+        return model, opt, x, y, F.mse_loss
+    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                                torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    x, y = torch.randn(256, 784), torch.randint(0, 10, (256,))
+    return model, torch.optim.SGD(model.parameters(), lr=0.01), x, y, F.cross_entropy
+
+
+class Reference:
+    """The in-process Python loop in a process of its own: reference(steps) -> per-step ms."""
+
+    def __init__(self, kind):
+        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--reference", kind],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def __call__(self, steps):
+        self.proc.stdin.write("%d\n" % steps)
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def serve_reference(kind):
+    """`--reference KIND`: for each step count read on stdin, run that many steps; print their ms."""
+    model, opt, x, y, loss = _reference_model(kind)
+    for line in sys.stdin:
+        print(json.dumps(python_step_times(model, opt, x, y, loss, int(line))), flush=True)
+
+
 def rounds(subject, reference, n_rounds):
     """Alternate subject() and reference() (each -> list of ms); return (subject, reference, noise)."""
     subj, ref, medians = [], [], []
@@ -89,11 +129,9 @@ def tiny(daemon, quick):
     y = daemon.cli("tensor", "[[1.0],[3.0],[5.0],[7.0]]")
     m = daemon.cli("nn", "linear", "1", "1")
     o = daemon.cli("optim", "sgd", m, "--lr", "0.01", "--momentum", "0.9")
-    ref_model = torch.nn.Linear(1, 1)
-    ref_opt = torch.optim.SGD(ref_model.parameters(), lr=0.01, momentum=0.9)
-    tx, ty = torch.tensor([[0.0], [1.0], [2.0], [3.0]]), torch.tensor([[1.0], [3.0], [5.0], [7.0]])
+    reference = Reference("tiny")
     steps, n_rounds = (10, 2) if quick else (30, 4)
-    ref = lambda k: (lambda: python_step_times(ref_model, ref_opt, tx, ty, F.mse_loss, k))  # noqa: E731
+    ref = lambda k: (lambda: reference(k))  # noqa: E731
     five = "torch zero_grad %s; torch forward %s %s | torch mse_loss %s | torch backward; torch step %s" % (o, m, x, y, o)
     scoped = "torch scope -- bash -c '%s'" % five
     train = "torch train_step %s %s %s %s" % (m, o, x, y)
@@ -115,23 +153,21 @@ def tiny(daemon, quick):
         if "API" in name:
             r.update(target="<= %gx" % TINY_TARGET, met=r["ratio"] <= TINY_TARGET)
         rows.append(r)
+    reference.close()
     return rows
 
 
 def mlp(daemon, quick):
-    torch.manual_seed(0)
-    tx, ty = torch.randn(256, 784), torch.randint(0, 10, (256,))
+    _, _, tx, ty, _ = _reference_model("mlp")  # the same batch as the reference process's (seed 0)
     folder = daemon.folder
     torch.save(tx, os.path.join(folder, "x.pt"))
     torch.save(ty, os.path.join(folder, "y.pt"))
     x, y = daemon.cli("load", os.path.join(folder, "x.pt")), daemon.cli("load", os.path.join(folder, "y.pt"))
     m = daemon.cli("nn", "sequential", "linear 784 512", "relu", "linear 512 512", "relu", "linear 512 10")
     o = daemon.cli("optim", "sgd", m, "--lr", "0.01")
-    ref_model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
-                                    torch.nn.ReLU(), torch.nn.Linear(512, 10))
-    ref_opt = torch.optim.SGD(ref_model.parameters(), lr=0.01)
+    reference = Reference("mlp")
     steps, n_rounds = (5, 2) if quick else (15, 4)
-    ref = lambda: python_step_times(ref_model, ref_opt, tx, ty, F.cross_entropy, steps)  # noqa: E731
+    ref = lambda: reference(steps)  # noqa: E731
     body = json.dumps({"args": [m, o, x, y], "kwargs": {"loss": "cross_entropy"}}).encode()
     train = "torch train_step %s %s %s %s --loss cross_entropy" % (m, o, x, y)
     rows = []
@@ -143,6 +179,7 @@ def mlp(daemon, quick):
         if "API" in name:
             r.update(target="<= %gx" % MLP_TARGET, met=r["ratio"] <= MLP_TARGET)
         rows.append(r)
+    reference.close()
     return rows
 
 
@@ -162,4 +199,7 @@ def table(rows):
 
 
 if __name__ == "__main__":
-    print(table(run(quick="--quick" in sys.argv)))
+    if "--reference" in sys.argv:
+        serve_reference(sys.argv[sys.argv.index("--reference") + 1])
+    else:
+        print(table(run(quick="--quick" in sys.argv)))

@@ -3,7 +3,10 @@
     .venv/bin/python tools/regen.py          # rewrite every artifact
     .venv/bin/python tools/regen.py --check  # exit 1 and name the stale ones (the tests do this too)
 
-ARTIFACTS is the one list: (path from the repo root, function(table) -> text). Add a row for a new one.
+ARTIFACTS is the one list: (path from the repo root, function(table) -> text[, section]). Add a row for
+a new one. A row with a section generates only the part of a hand-written file (the README) between
+the lines `<!-- SECTION:begin ... -->` and `<!-- SECTION:end -->`; the rest of the file is left as it is
+(one generated section per file).
 """
 import os
 import sys
@@ -14,7 +17,8 @@ sys.path.insert(0, os.path.join(ROOT, "src"))
 import json  # noqa: E402
 
 from torchsh.api import openapi  # noqa: E402
-from torchsh.errors import errors_markdown  # noqa: E402
+from torchsh.daemon.routes import ROUTES  # noqa: E402
+from torchsh.errors import errors_markdown, exit_table_markdown  # noqa: E402
 from torchsh.shells import completions, nushell  # noqa: E402
 from torchsh.table import build_table  # noqa: E402
 
@@ -23,8 +27,9 @@ ARTIFACTS = [
     ("src/torchsh/shells/torch.bash", lambda table: completions.script("bash")),
     ("src/torchsh/shells/_torch", lambda table: completions.script("zsh")),
     ("src/torchsh/shells/torch.fish", lambda table: completions.script("fish")),
-    ("docs/openapi.json", lambda table: json.dumps(openapi.document(table), indent=1) + "\n"),
+    ("docs/openapi.json", lambda table: json.dumps(openapi.document(ROUTES, table), indent=1) + "\n"),
     ("docs/errors.md", lambda table: errors_markdown()),
+    ("README.md", lambda table: exit_table_markdown(), "exit-table"),
 ]
 
 
@@ -32,13 +37,26 @@ def stale(table=None):
     """[(path, fresh text)] for every artifact whose file differs from what the generator makes now."""
     table = table or build_table()[0]
     out = []
-    for path, generate in ARTIFACTS:
-        text = generate(table)
+    for path, generate, *section in ARTIFACTS:
         full = os.path.join(ROOT, path)
         current = open(full).read() if os.path.exists(full) else None
+        text = generate(table)
+        if section:
+            text = with_section(current or "", section[0], text, path)
         if current != text:
             out.append((path, text))
     return out
+
+
+def with_section(current, name, text, path):
+    """`current` with the lines between its `name` markers replaced by `text`."""
+    begin, end = "<!-- %s:begin" % name, "<!-- %s:end -->" % name
+    start = current.find(begin)
+    stop = current.find(end, start)
+    if start < 0 or stop < 0:
+        raise SystemExit("%s: no %s ... %s markers for the generated section" % (path, begin, end))
+    start = current.index("\n", start) + 1  # the begin marker's line stays
+    return current[:start] + text + current[stop:]
 
 
 def main(argv):

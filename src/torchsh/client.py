@@ -6,21 +6,18 @@ environment to POST /v1/cli and writes back what the daemon says. Three replies 
 "send N stdin lines" (the daemon found N tensor slots missing), "exec this command" (block forms
 such as `torch scope -- CMD`), and no daemon at all (start one, then retry).
 
-The daemon's own lifecycle (`daemon stop|restart`, and `tensors`/`daemon status`, which never start
-a daemon) is synchronous, and lives in daemonctl.py, imported only on those paths.
+The daemon's own lifecycle (starting one when none answers, `daemon stop|restart`, and
+`tensors`/`daemon status`, which never start a daemon) lives in daemonctl.py, imported only on
+those paths.
 
-Nothing is sent before the daemon is proven ours (docs/security.md): the socket's folder must be a
-real folder of our uid that nobody else can write in, the socket ours, and the process serving it
-ours (SO_PEERCRED). Otherwise another local user could plant a server that receives our argv, cwd
-and environment and answers with an exec directive. That costs three syscalls per command.
+The connection (trust checked before anything is sent), the call and the ways out live in wire.py,
+which daemonctl.py shares.
 """
-import _socket
 import posix
 import sys
 
 from torchsh import protocol
-
-START_TIMEOUT_S = 120.0   # import torch takes ~1.5 s, but a loaded CI machine can be much slower
+from torchsh.wire import call, connect, connect_or_none, fail, write
 
 
 def main(argv=None):
@@ -71,42 +68,6 @@ def _cwd():
         return b"/"
 
 
-# struct ucred {pid_t pid; uid_t uid; gid_t gid;}: three native ints. Linux only (OpenBSD's
-# SO_PEERCRED has another layout); elsewhere the socket file's owner, checked before connect, must do.
-_PEERCRED = getattr(_socket, "SO_PEERCRED", None) if sys.platform.startswith("linux") else None
-
-
-def _connect(path):
-    """A connection to our own daemon. OSError when nobody serves `path`; refuses an impostor."""
-    _refuse_if(protocol.untrusted(path, protocol.S_IFSOCK))  # FileNotFoundError: no socket yet
-    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        s.connect(path)
-        uid = None if _PEERCRED is None else int.from_bytes(
-            s.getsockopt(_socket.SOL_SOCKET, _PEERCRED, 12)[4:8], sys.byteorder)
-    except OSError:
-        s.close()
-        raise
-    if uid is not None and uid != posix.geteuid():  # the folder was swapped between our lstat and connect
-        s.close()
-        _refuse_if("the server on %s runs as uid %d, not as you (uid %d)" % (path, uid, posix.geteuid()))
-    return s
-
-
-def _refuse_if(problem):
-    if problem:
-        fail("untrusted", problem, protocol.UNTRUSTED_HINT)
-
-
-def connect_or_none(path):
-    """A connection to our daemon, or None when none answers (no folder, no socket, nobody listening)."""
-    try:
-        _refuse_if(protocol.untrusted(protocol.socket_folder(path), protocol.S_IFDIR))
-        return _connect(path)
-    except OSError:
-        return None
-
-
 def _connect_or_start(path, args):
     if args[:2] == [b"daemon", b"status"] or args[:1] == [b"tensors"]:
         from torchsh import daemonctl
@@ -116,7 +77,8 @@ def _connect_or_start(path, args):
         return conn
     if len(args) == 2 and args[0] == b"init" and args[1] in (b"bash", b"zsh"):
         _print_shell_function(args[1])  # a .bashrc's eval must not start torchd; the function's first command does
-    return start_daemon(path)
+    from torchsh import daemonctl  # no daemon yet: the start path's code is paid for only here
+    return daemonctl.start_daemon(path)
 
 
 def _print_shell_function(shell):
@@ -126,134 +88,6 @@ def _print_shell_function(shell):
         from torchsh.shells.init_zsh import script
     write(1, script().encode())
     sys.exit(0)
-
-
-def start_daemon(path, env=None):
-    """Start torchd detached, logging beside the socket, and wait until it answers.
-
-    Two commands racing here both spawn; torchd's start lock lets exactly one of them serve and
-    the other exits 0, so both clients simply wait for the socket. `env`: the daemon's environment
-    (default: ours; a restart passes the old daemon's settings, see daemonctl.restart_env).
-    """
-    log = protocol.sibling(path, ".log")
-    log_fd = _open_log(_private_folder(protocol.socket_folder(path)), log)
-    pid = posix.fork()
-    if pid == 0:  # child: detach from the terminal and the caller's process group
-        try:
-            posix.setsid()
-            null = posix.open("/dev/null", posix.O_RDONLY)
-            posix.dup2(null, 0)
-            posix.dup2(log_fd, 1)
-            posix.dup2(log_fd, 2)
-            posix.execve(sys.executable, [sys.executable, "-m", "torchsh.daemon", "--socket", path],
-                         posix.environ if env is None else env)
-        finally:
-            posix._exit(127)
-    posix.close(log_fd)
-    return _wait_for_daemon(path, pid, log)
-
-
-def _wait_for_daemon(path, pid, log):
-    import time  # builtin module, only paid on the rare start path
-    deadline = time.monotonic() + START_TIMEOUT_S
-    child_alive = True
-    while time.monotonic() < deadline:
-        try:
-            return _connect(path)
-        except OSError:
-            pass
-        if child_alive:
-            done, status = posix.waitpid(pid, posix.WNOHANG)
-            if done:
-                child_alive = False
-                if posix.waitstatus_to_exitcode(status) != 0:
-                    fail("daemon_unavailable", "torchd failed to start", "see its log: %s" % log)
-        time.sleep(0.02)
-    fail("daemon_unavailable", "torchd did not answer within %ds" % START_TIMEOUT_S, "see its log: %s" % log)
-
-
-def _private_folder(folder):
-    """Create the socket's folder 0700 (and missing parents), or check the one there is ours and private.
-
-    A folder that another user created first (the predictable ${TMPDIR:-/tmp}/torchsh-UID) is refused,
-    never used or changed. Returns an fd of the checked folder, so that the log is opened in that very folder.
-    """
-    parts = folder.split("/")
-    try:
-        for i in range(2, len(parts) + 1):
-            try:
-                posix.mkdir("/".join(parts[:i]) or "/", 0o700)
-            except FileExistsError:
-                pass
-        xdg = posix.environ.get(b"XDG_RUNTIME_DIR")
-        if xdg and folder == protocol.runtime_dir():  # $XDG_RUNTIME_DIR/torchsh: its parent must be ours too
-            _refuse_if(protocol.untrusted(xdg.decode().rstrip("/") or "/", protocol.S_IFDIR))
-        fd = posix.open(folder, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_NOFOLLOW)
-    except OSError as e:
-        try:  # say why we cannot use it when that is a trust problem (a symlink, not ours)
-            _refuse_if(protocol.untrusted(folder, protocol.S_IFDIR))
-        except OSError:
-            pass
-        fail("daemon_unavailable", "cannot create %s: %s" % (folder, e.strerror), "check permissions")
-    _refuse_if(protocol.untrusted(folder, protocol.S_IFDIR, posix.fstat(fd)))
-    return fd
-
-
-def _open_log(folder_fd, log):
-    """torchd.log for appending, opened in the checked folder; a symlink or another's file is refused."""
-    try:
-        fd = posix.open(log.rsplit("/", 1)[-1], posix.O_WRONLY | posix.O_CREAT | posix.O_APPEND | posix.O_NOFOLLOW
-                        | posix.O_NONBLOCK, 0o600, dir_fd=folder_fd)  # O_NONBLOCK: a planted FIFO fails, not hangs
-    except OSError as e:
-        try:
-            _refuse_if(protocol.untrusted(log, protocol.S_IFREG))  # a symlink: O_NOFOLLOW said ELOOP
-        except OSError:
-            pass
-        fail("daemon_unavailable", "cannot create %s: %s" % (log, e.strerror), "check permissions")
-    finally:
-        posix.close(folder_fd)
-    problem = protocol.untrusted(log, protocol.S_IFREG, posix.fstat(fd))
-    if problem:
-        posix.close(fd)
-        _refuse_if(problem)
-    return fd
-
-
-def call(conn, request):
-    body = protocol.encode_cli_request(**request)
-    head = b"POST %s HTTP/1.1\r\nHost: torchd\r\nContent-Length: %d\r\n\r\n" % (
-        protocol.CLI_PATH.encode(), len(body))
-    try:
-        conn.sendall(head + body)
-        return _read_response(conn)
-    except OSError as e:
-        fail("daemon_unavailable", "lost the daemon mid-request: %s" % e, "retry; see the daemon log")
-
-
-def _read_response(conn):
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = conn.recv(65536)
-        if not chunk:
-            raise ConnectionError("connection closed")
-        buf += chunk
-    head, rest = buf.split(b"\r\n\r\n", 1)
-    lines = head.split(b"\r\n")
-    status = int(lines[0].split(b" ", 2)[1])
-    headers = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(b":")
-        headers[k.strip().lower().decode()] = v.strip().decode()
-    need = int(headers.get("content-length", 0))
-    parts = [rest]
-    have = len(rest)
-    while have < need:
-        chunk = conn.recv(max(65536, need - have))
-        if not chunk:
-            raise ConnectionError("connection closed")
-        parts.append(chunk)
-        have += len(chunk)
-    return status, headers, b"".join(parts)
 
 
 def _read_stdin_lines(count):
@@ -287,17 +121,32 @@ def _read_stdin_lines(count):
 
 def _run_exec(path, request, body):
     """Run a block form's command (`torch scope -- CMD`), then tell the daemon it ended."""
-    import _signal
     env_add, then_argv, argv = protocol.decode_exec(body)
     env = dict(posix.environ)
     for pair in env_add:
         k, _, v = pair.partition(b"=")
         if k.startswith(b"TORCHSH_"):  # a reply sets torchsh's own settings for CMD, never PATH or LD_*
             env[k] = v
-    # A signal meant for us (kill, timeout(1), a closed terminal) is passed on to CMD, and we wait for
-    # CMD and end the scope as usual, so CMD is not orphaned. Ctrl-C on a terminal already reaches CMD
-    # (same foreground process group), so SIGINT is passed on only when we are not that group.
-    # SIGKILL cannot be caught: then the daemon ends the scope once it sees we are gone.
+    status = _spawn_and_wait(argv, env)
+    if then_argv:
+        request = dict(request, argv=then_argv, stdin_lines=None)
+        try:
+            conn = connect(path)
+        except OSError:
+            fail("daemon_unavailable", "the daemon went away while the command ran", "its objects are gone")
+        _, headers, reply = call(conn, request)
+        write(2, reply[int(headers.get(protocol.H_STDOUT, 0)):])
+    return 128 - status if status < 0 else status
+
+
+def _spawn_and_wait(argv, env):
+    """CMD's exit status (negative: killed by that signal; 127: it could not run).
+
+    A signal meant for us (kill, timeout(1), a closed terminal) is passed on to CMD, and we wait for
+    CMD and end the scope as usual, so CMD is not orphaned. Ctrl-C on a terminal already reaches CMD
+    (same foreground process group), so SIGINT is passed on only when we are not that group.
+    SIGKILL cannot be caught: then the daemon ends the scope once it sees we are gone."""
+    import _signal
     child, pending = [], []
 
     def forward(signum, frame):
@@ -324,31 +173,13 @@ def _run_exec(path, request, body):
         child.append(pid)
         for signum in pending:
             posix.kill(pid, signum)
-        status = posix.waitstatus_to_exitcode(posix.waitpid(pid, 0)[1])
+        return posix.waitstatus_to_exitcode(posix.waitpid(pid, 0)[1])
     except OSError as e:
         sys.stderr.write("torch: cannot run %s: %s\n" % (argv[0].decode(), e.strerror))
-        status = 127
+        return 127
     finally:
         for sig, handler in old.items():
             _signal.signal(sig, handler)
-    if then_argv:
-        request = dict(request, argv=then_argv, stdin_lines=None)
-        try:
-            conn = _connect(path)
-        except OSError:
-            fail("daemon_unavailable", "the daemon went away while the command ran", "its objects are gone")
-        _, headers, reply = call(conn, request)
-        write(2, reply[int(headers.get(protocol.H_STDOUT, 0)):])
-    return 128 - status if status < 0 else status
-
-
-def write(fd, data):
-    data = memoryview(data)  # slices share the buffer: a 100 MB reply to a pipe is not copied per write
-    try:
-        while data:
-            data = data[posix.write(fd, data):]
-    except BrokenPipeError:
-        pass  # `torch value $t | head -1`: the reader left; that is not our failure
 
 
 def _interrupted(args):
@@ -360,11 +191,6 @@ def _interrupted(args):
     _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
     posix.kill(posix.getpid(), _signal.SIGINT)
     posix._exit(130)  # only if SIGINT was blocked
-
-
-def fail(code, message, hint):
-    sys.stderr.write("torch: %s; %s [%s]\n" % (message, hint, code))
-    sys.exit(protocol.exit_status(code))
 
 
 if __name__ == "__main__":

@@ -123,3 +123,20 @@ def errors_markdown():
     for code, (http, exit_code, meaning) in sorted(protocol.ERRORS.items(), key=lambda kv: (kv[1][1], kv[0])):
         lines.append("| `%s` | %d | %d | %s |" % (code, http, exit_code, meaning))
     return "\n".join(lines) + "\n"
+
+
+def exit_status_line():
+    """`torch --help`'s last line: every exit status by its short name (generated, never copied)."""
+    return "exit status: " + ", ".join("%d %s" % (status, short)
+                                       for status, (short, _) in sorted(protocol.EXIT_CLASSES.items()))
+
+
+def exit_table_markdown():
+    """The README's exit-status table: each status, its class, and every code of that class (generated;
+    tools/regen.py writes it between the README's exit-table markers)."""
+    lines = ["| status | class | codes |", "|---|---|---|"]
+    for status, (_, text) in sorted(protocol.EXIT_CLASSES.items()):
+        codes = [code for code, (_, exit_code, _) in protocol.ERRORS.items() if exit_code == status]
+        cell = ", ".join("`%s`" % c for c in codes)
+        lines.append("| %d | %s | %s|" % (status, text, cell + " " if cell else ""))
+    return "\n".join(lines) + "\n"

@@ -19,7 +19,8 @@ H_EXEC = "torchsh-exec"        # present: body is an exec directive (see encode_
 H_PID = "torchsh-pid"          # `daemon stop`: the stopping daemon's pid, which the client waits on
 H_SETTINGS = "torchsh-settings"  # `daemon stop`: "K=V K=V" of TORCHSH_TTL, _MAX_MEMORY, _FASTPATH for a restart
 
-# Exit statuses by class. Documented in the README and docs/errors.md.
+# Exit statuses by class. The README's table, docs/errors.md and `torch --help` are generated from
+# these, EXIT_CLASSES and ERRORS.
 EXIT_OK = 0
 EXIT_INTERNAL = 1     # a bug in torchsh: please report
 EXIT_USAGE = 2        # bad command line: unknown op or flag, wrong arity, unparsable value
@@ -57,6 +58,19 @@ ERRORS = {
     "untrusted": (403, EXIT_DAEMON, "the socket, its folder or a file beside it is not yours and private; nothing was sent"),
     "forbidden": (403, EXIT_DAEMON, "the daemon serves only its own user"),
     "internal_error": (500, EXIT_INTERNAL, "a bug in torchsh; the daemon log has the traceback"),
+}
+
+# exit status -> (its name in `torch --help`, its class in the README's table). Generated into both,
+# with the codes of each class from ERRORS (errors.exit_status_line, errors.exit_table_markdown).
+EXIT_CLASSES = {
+    EXIT_OK: ("ok", "success"),
+    EXIT_INTERNAL: ("internal error", "internal error (a bug; the daemon log has the traceback)"),
+    EXIT_USAGE: ("usage", "usage: unknown op or flag, wrong arity, unreadable value, over a size limit, "
+                          "malformed request"),
+    EXIT_HANDLE: ("handle", "handle: unknown, stale (earlier daemon), wrong kind, malformed"),
+    EXIT_TORCH: ("PyTorch refused", "PyTorch refused: shapes, dtypes, autograd rules, saved state, memory budget"),
+    EXIT_DAEMON: ("daemon unavailable", "daemon unavailable, overloaded, or not provably yours"),
+    EXIT_IO: ("file", "file could not be read or written"),
 }
 
 

@@ -6,8 +6,9 @@ import sys
 import tempfile
 
 CLIENT = os.path.join(os.path.dirname(sys.executable), "torch")
-# _socket: the C module, not socket.py; daemonctl: builtins only, and loaded on the lifecycle path alone
-ALLOWED = {"torchsh", "torchsh.client", "torchsh.protocol", "torchsh.daemonctl", "_socket"}
+# _socket: the C module, not socket.py; daemonctl: builtins only, and loaded on the lifecycle path alone;
+# wire: the client's connection and call, builtins only, shared with daemonctl (no import circle)
+ALLOWED = {"torchsh", "torchsh.client", "torchsh.protocol", "torchsh.wire", "torchsh.daemonctl", "_socket"}
 
 
 def _imported(args):

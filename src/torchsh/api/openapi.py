@@ -1,9 +1,9 @@
-"""The OpenAPI 3.1 document, built from the route table and the op table. docs/openapi.json is a
-checked-in copy (tools/regen.py writes it; a test fails when it is stale)."""
-import json
+"""The OpenAPI 3.1 document, built from the route table and the op table, both handed in by the
+caller (daemon/routes.py serves it; tools/regen.py writes docs/openapi.json, a checked-in copy that
+a test compares). Pure data in, a dict out: no import of the daemon."""
+import re
 
 from torchsh import __version__, protocol
-from torchsh.daemon.http import Response
 
 _ERROR = {"type": "object", "properties": {"error": {"type": "object", "properties": {
     "code": {"type": "string", "enum": sorted(protocol.ERRORS)}, "message": {"type": "string"},
@@ -32,16 +32,19 @@ _FORMAT_PARAM = {"name": "format", "in": "query", "required": False, "schema": {
                                 "`torch value` prints them"}
 
 
-def document(table=None):
-    from torchsh.daemon.routes import ROUTES
+def document(routes, table):
+    """routes: (method, path regex, handler, summary) rows; table: the op table, which the `op`
+    path parameter describes (how many names it takes; GET /v1/ops lists them)."""
     paths = {}
-    for method, pattern, handler, summary in ROUTES:
+    path_params = {"op": "an op or verb name, or an alias: %d ops and verbs (GET /v1/ops lists them)"
+                         % len(table), "handle": "an object's handle, e.g. tensor://k3f00012"}
+    for method, pattern, handler, summary in routes:
         path = _openapi_path(pattern)
         op = {"operationId": handler.__name__, "summary": summary,
               "responses": {"200": {"description": "success"},
                             "default": {"description": "error", "content": {"application/json": {"schema": _ERROR}}}}}
-        params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
-                  for n in ("op", "handle") if "{%s}" % n in path]
+        params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}, "description": text}
+                  for n, text in path_params.items() if "{%s}" % n in path]
         if handler.__name__ in _NAN_HANDLERS:
             params.append(_NAN_PARAM)
         if handler.__name__ == "get_tensor":
@@ -62,9 +65,4 @@ def document(table=None):
 
 
 def _openapi_path(pattern):
-    import re
     return re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", pattern)
-
-
-def get_openapi(app, request, params):
-    return Response(200, json.dumps(document(app.table), indent=1).encode())

@@ -14,6 +14,7 @@ import time
 import torch
 
 from torchsh import __version__, memory, protocol
+from torchsh.daemon import fastpath
 from torchsh.registry import Registry
 from torchsh.table import build_table
 
@@ -50,6 +51,11 @@ class App:
             finally:
                 self.busy_since = self.busy_op = None
                 self.touch()
+
+    def enable_fastpath(self):
+        """Turn the loopback fast path on (once; later calls are no-ops); returns the FastPath.
+        Callers (the /v1/cli route, `torch init bash`, torchd's start) go through the App they hold."""
+        return fastpath.enable(self)
 
     def lock_waiters(self):
         return self._lock.waiting()

@@ -1,6 +1,9 @@
 """A connection's state while the server reads it, and the replies the server sends on its own
 (before any handler ran: limits, timeouts, framing errors, the peer check)."""
+import json
+import selectors
 import socket
+import time
 
 from torchsh import protocol
 from torchsh.daemon import http
@@ -31,8 +34,7 @@ def error_bytes(code, message, hint=None, json_body=False):
     the JSON error body (json_body)."""
     err = TorchshError(code, message, hint, op="daemon")
     if json_body:
-        from torchsh.daemon.routes import error_response
-        body, ctype = error_response(err).body, "application/json"
+        body, ctype = json.dumps(err.to_json(), separators=(",", ":")).encode(), "application/json"
     else:
         body, ctype = (err.line() + "\n").encode(), "text/plain"
     headers = {protocol.H_EXIT: str(protocol.exit_status(code)), protocol.H_STDOUT: "0", "Torchsh-Error": code}
@@ -48,3 +50,42 @@ def refuse_now(sock, data):
     except OSError:
         pass
     sock.close()
+
+
+class Drain:
+    """Refused sockets: send a last reply and half-close, then read and drop what the client still
+    sends for up to `seconds`: closing at once would fail its write (EPIPE) before it could read the
+    reply. At most `limit` at once; past that, refused sockets close at once."""
+
+    def __init__(self, sel, seconds, limit):
+        self.sel, self.seconds, self.limit = sel, seconds, limit
+        self.draining = {}  # fd -> (socket, deadline)
+
+    def refuse(self, sock, data):
+        try:
+            if data:
+                sock.send(data, socket.MSG_DONTWAIT)
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            return sock.close()
+        if len(self.draining) >= self.limit:
+            return sock.close()
+        self.draining[sock.fileno()] = (sock, time.monotonic() + self.seconds)
+        self.sel.register(sock, selectors.EVENT_READ, "drain")
+
+    def read(self, sock, force=False):
+        """The selector says `sock` is readable: drop what came; close it at EOF (or when forced)."""
+        try:
+            more = not force and sock.recv(1 << 16, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
+        except OSError:
+            more = False
+        if not more:
+            self.sel.unregister(sock)
+            del self.draining[sock.fileno()]
+            sock.close()
+
+    def expire(self, now):
+        for sock, _ in [v for v in self.draining.values() if now >= v[1]]:
+            self.read(sock, force=True)

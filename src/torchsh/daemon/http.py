@@ -35,12 +35,18 @@ class Request:
     peer_pid: int = None  # SO_PEERCRED of a Unix-socket connection; None on the fast path (TCP)
     peer_uid: int = None
 
+    # Every request reads its path (routing) and query (post_op's ?nan=); the common target, a plain
+    # "/v1/..." with no query, skips urlsplit and parse_qs (~4 us a request between them).
     @property
     def path(self):
+        if self.target[:1] == "/" and self.target[1:2] != "/" and "?" not in self.target and "#" not in self.target:
+            return self.target
         return urlsplit(self.target).path
 
     @property
     def query(self):
+        if "?" not in self.target:
+            return {}
         return {k: v[-1] for k, v in parse_qs(urlsplit(self.target).query).items()}
 
     @property
@@ -59,13 +65,10 @@ class Response:
         return self.head(keep_alive) + self.body
 
     def head(self, keep_alive=True):
-        lines = ["HTTP/1.1 %d %s" % (self.status, REASONS.get(self.status, "Status")),
-                 "Content-Type: " + self.content_type,
-                 "Content-Length: %d" % len(self.body)]
-        lines += ["%s: %s" % kv for kv in self.headers.items()]
-        if not keep_alive:
-            lines.append("Connection: close")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode()
+        extra = "".join(["%s: %s\r\n" % kv for kv in self.headers.items()]) if self.headers else ""
+        return ("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n%s%s\r\n" % (
+            self.status, REASONS.get(self.status, "Status"), self.content_type, len(self.body), extra,
+            "" if keep_alive else "Connection: close\r\n")).encode()
 
     def send(self, sock, keep_alive=True):
         """sendall the reply: one write when small; a big body (`torch value` of millions of values)

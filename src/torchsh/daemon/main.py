@@ -17,21 +17,7 @@ from torchsh import protocol
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="torchd", description="the torchsh daemon")
-    parser.add_argument("--socket", default=None, help="Unix socket path (default: $TORCHSH_SOCKET or the runtime dir)")
-    parser.add_argument("--ttl", default=os.environ.get("TORCHSH_TTL", "1h"),
-                        help="idle time before exiting: 90s, 30m, 2h, none (default: $TORCHSH_TTL or 1h)")
-    parser.add_argument("--max-memory", default=os.environ.get("TORCHSH_MAX_MEMORY"),
-                        help="memory budget: 512M, 2G, 50%%, none (default: $TORCHSH_MAX_MEMORY or 50%% of "
-                             "min(RAM, cgroup limit)); an op whose output would not fit is refused")
-    args = parser.parse_args(argv)
-    if args.max_memory is not None:
-        from torchsh.memory import parse_size
-        try:
-            parse_size(args.max_memory, 1)
-        except ValueError as e:
-            parser.error(str(e))
-        os.environ["TORCHSH_MAX_MEMORY"] = args.max_memory  # App reads it; a restart (execv) keeps it
+    args = _parse_args(argv)
     from torchsh.daemon import lifecycle
     sock = protocol.socket_path(args.socket)
     handler = lifecycle.RotatingLog(protocol.sibling(sock, ".log"),
@@ -39,10 +25,6 @@ def main(argv=None):
     handler.setFormatter(logging.Formatter("%(asctime)s torchd[%(process)d] %(levelname)s %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     log = logging.getLogger("torchd")
-    try:
-        ttl = lifecycle.parse_ttl(args.ttl)
-    except ValueError as e:
-        parser.error(str(e))
     try:
         lifecycle.ensure_private_dir(protocol.socket_folder(sock))
         lock_fd = lifecycle.take_start_lock(sock)
@@ -52,10 +34,38 @@ def main(argv=None):
     except (lifecycle.Untrusted, OSError) as e:  # refuse a folder or lock another user could have planted
         log.error("refusing to serve %s: %s", sock, e)
         return 1
-    t0 = time.perf_counter()
+    return _serve(sock, args, lock_fd, log)
+
+
+def _parse_args(argv):
+    parser = argparse.ArgumentParser(prog="torchd", description="the torchsh daemon")
+    parser.add_argument("--socket", default=None, help="Unix socket path (default: $TORCHSH_SOCKET or the runtime dir)")
+    parser.add_argument("--ttl", default=os.environ.get("TORCHSH_TTL", "1h"),
+                        help="idle time before exiting: 90s, 30m, 2h, none (default: $TORCHSH_TTL or 1h)")
+    parser.add_argument("--max-memory", default=os.environ.get("TORCHSH_MAX_MEMORY"),
+                        help="memory budget: 512M, 2G, 50%%, none (default: $TORCHSH_MAX_MEMORY or 50%% of "
+                             "min(RAM, cgroup limit)); an op whose output would not fit is refused")
+    args = parser.parse_args(argv)
+    from torchsh.daemon import lifecycle
+    try:
+        args.ttl_seconds = lifecycle.parse_ttl(args.ttl)
+        if args.max_memory is not None:
+            from torchsh.memory import parse_size
+            parse_size(args.max_memory, 1)
+    except ValueError as e:
+        parser.error(str(e))
+    if args.max_memory is not None:
+        os.environ["TORCHSH_MAX_MEMORY"] = args.max_memory  # App reads it; a restart (execv) keeps it
+    return args
+
+
+def _serve(sock, args, lock_fd, log):
+    """Holding the start lock: build the App, bind the socket, serve until stopped, clean up."""
+    from torchsh.daemon import fastpath, lifecycle
     from torchsh.daemon.app import App
     from torchsh.daemon.server import Server
-    app = App(sock, ttl)
+    t0 = time.perf_counter()
+    app = App(sock, args.ttl_seconds)
     gc.freeze()  # the op table (~175k objects) lives forever: keep the cyclic GC from walking it on every sweep
     try:
         listener = lifecycle.bind_private(sock)
@@ -68,9 +78,8 @@ def main(argv=None):
     log.info("serving %s (epoch %s, %d ops, table %.0f ms, ready in %.2fs)", sock, app.registry.epoch,
              len(app.table), app.table_seconds * 1000, time.perf_counter() - t0)
     server = Server(app, listener)
-    from torchsh.daemon import fastpath
     if os.environ.get(fastpath.ENV_FLAG):  # set by the bash function's auto-start, kept across restart
-        fastpath.enable(app)
+        app.enable_fastpath()
     signal.signal(signal.SIGTERM, lambda *_: app.request_stop())
     signal.signal(signal.SIGINT, lambda *_: app.request_stop())
     try:

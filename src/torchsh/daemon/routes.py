@@ -1,4 +1,6 @@
-"""The route table: one row per endpoint (method, path pattern, handler, summary). OpenAPI reads it.
+"""The route table: one row per endpoint (method, path pattern, handler, summary). OpenAPI is built
+from it: this module hands ROUTES and the op table to api/openapi.document, which imports nothing of
+the daemon. The fast path is turned on through the App it belongs to (App.enable_fastpath).
 
 Handlers are named method+noun (moby's habit) and live in cli/ (the CLI face) and api/ (the JSON
 face). Any exception a handler lets through becomes a JSON error here; the daemon lives on.
@@ -26,8 +28,7 @@ def post_cli(app, request, params):
         raise TorchshError("bad_request", str(e))
     fields["peer_pid"] = getattr(request, "peer_pid", None)  # owner of a `scope -- CMD` (SO_PEERCRED)
     if app.fastpath is None and fields["env"].get("TORCHSH_FASTPATH"):  # the bash function's fallback asks
-        from torchsh.daemon import fastpath
-        fastpath.enable(app)
+        app.enable_fastpath()
     reply = run_cli(app, fields)
     if reply.need_stdin is not None:
         return Response(200, b"", "text/plain", {protocol.H_STDIN: str(reply.need_stdin)})
@@ -38,6 +39,10 @@ def post_cli(app, request, params):
     headers = {protocol.H_EXIT: str(reply.exit), protocol.H_STDOUT: str(len(out))}
     headers.update(reply.headers or {})
     return Response(200, out + err if err else out, "application/octet-stream", headers)  # no copy of a big stdout
+
+
+def get_openapi(app, request, params):
+    return Response(200, json.dumps(openapi.document(ROUTES, app.table), indent=1).encode())
 
 
 # (method, path regex, handler, summary)
@@ -51,7 +56,7 @@ ROUTES = (
     ("GET", r"/v1/tensors/(?P<handle>[a-z]+://\w+)", objects.get_tensor, "Download a tensor as .npy (or JSON)"),
     ("DELETE", r"/v1/tensors/(?P<handle>[a-z]+://\w+)", objects.delete_tensor, "Free one object"),
     ("GET", r"/v1/status", objects.get_status, "Daemon status: pid, version, uptime, TTL, objects, memory"),
-    ("GET", r"/v1/openapi.json", openapi.get_openapi, "This API's OpenAPI 3.1 document"),
+    ("GET", r"/v1/openapi.json", get_openapi, "This API's OpenAPI 3.1 document"),
 )
 _COMPILED = [(m, re.compile("^%s$" % p), h) for m, p, h, _ in ROUTES]
 

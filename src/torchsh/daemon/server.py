@@ -15,29 +15,26 @@ Limits (docs/security.md), per connection:
   - SEND_S for a client to take its reply (SO_SNDTIMEO): a client that stops reading is dropped.
 Unix-socket peers of another uid are refused (403 `forbidden`, logged): PostgreSQL's peer rule.
 
-Two worker pools, chosen before a request waits anywhere (routes.lockfree): requests that never take
-the tensor lock (status, census, free, daemon stop) have their own, so they answer behind any queue of
-tensor work; the tensor pool feeds the FIFO tensor lock. A request whose client left while it waited
+Whole requests go to daemon/workers.py (two pools, chosen before a request waits anywhere by the
+route table's `lockfree`, handed in with `dispatch`). A request whose client left while it waited
 for the lock is dropped unrun (App.Cancelled). Stopping (daemon stop, SIGTERM, TTL): new connections
 get 503, idle ones close, requests already taken finish (GRACE_S at most) and get their answers.
 """
 import errno
 import logging
 import os
-import queue
 import selectors
 import socket
 import struct
-import threading
 import time
 
 from torchsh import protocol
 from torchsh.daemon import http
-from torchsh.daemon.app import Cancelled
-from torchsh.daemon.conn import Conn, error_bytes, refuse_now
+from torchsh.daemon.conn import Conn, Drain, error_bytes, refuse_now
 from torchsh.daemon.fastpath import NOT_FOUND, REFUSED, quickack
 from torchsh.daemon.routes import dispatch, lockfree
 from torchsh.daemon.watch import SocketWatch
+from torchsh.daemon.workers import Workers
 
 log = logging.getLogger("torchd")
 MAX_BODY = 4 << 30          # 4 GiB: bulk .npy uploads
@@ -52,7 +49,6 @@ GRACE_S = 10.0
 DRAIN_S, DRAIN_LIMIT = 1.0, 64  # a refused connection is read (and dropped) this long; this many at once
 LINGER_S = 0.002           # a worker waits this long for a kept-alive connection's next request
 TICK_S = 0.5                # deadlines, the socket file and the TTL are checked this often
-QUICK_WORKERS, TENSOR_WORKERS = 4, 8  # started up front; tensor work runs one at a time anyway
 
 
 class Server:
@@ -60,33 +56,30 @@ class Server:
         self.app = app
         self.uid = os.getuid()
         self.sel = selectors.DefaultSelector()
+        self.drain = Drain(self.sel, DRAIN_S, DRAIN_LIMIT)  # refused sockets, read and dropped a while
         self.reading = {}           # fd -> Conn the loop is reading a request from
-        self.draining = {}          # fd -> (socket, deadline): refused, reading what the client still sends
         self.open = {False: 0, True: 0}   # open connections, Unix socket (False) and fast path (True)
         self.busy = 0               # connections a worker holds
         self.stopping_at = None     # monotonic deadline of the grace period once stopping
         self.fast_listener = None
-        self._returned = queue.SimpleQueue()   # (conn, keep) handed back by workers
-        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._spare_fd = _open_spare()
         self._last_shed_log = 0.0
         self.listener = listener
         self.watch = SocketWatch(app.socket_path)
-        self.quick = _Pool("torchd-quick", QUICK_WORKERS, self._work)
-        self.tensor = _Pool("torchd-tensor", TENSOR_WORKERS, self._work)
+        self.workers = Workers(app, dispatch, lockfree, MAX_BODY)  # the module's names: tests stub them
         app.io_stats = self.stats
 
     def stats(self):
         return {"connections": self.open[False], "connection_limit": CONNECTION_LIMIT,
                 "fast_connections": self.open[True], "fast_connection_limit": FAST_CONNECTION_LIMIT,
-                "in_flight": self.busy, "queued": self.tensor.queue.qsize() + self.app.lock_waiters(),
+                "in_flight": self.busy, "queued": self.workers.queued() + self.app.lock_waiters(),
                 "timeouts_s": {"request": REQUEST_S, "idle": IDLE_S, "fast_head": FAST_HEAD_S}}
 
     # ---- the loop (one thread: the daemon's main thread)
     def serve(self):
         """Serve until stopped (daemon stop, SIGTERM, TTL) and the grace period is over."""
         self._listen(self.listener, fast=False)
-        self.sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self.sel.register(self.workers.wake_r, selectors.EVENT_READ, "wake")
         next_tick = 0.0
         while True:
             if self.app.stop_event.is_set() and self.stopping_at is None:
@@ -115,20 +108,17 @@ class Server:
 
     def _event(self, key):
         if key.data == "wake":
-            while os.read(self._wake_r, 4096) == 4096:
-                pass
-            while not self._returned.empty():
-                self._taken_back(*self._returned.get())
+            for conn, keep in self.workers.taken_back():
+                self._taken_back(conn, keep)
         elif key.data in ("unix", "fast"):
             self._accept(key.fileobj, key.data == "fast")
         elif key.data == "drain":
-            self._drain(key.fileobj)
+            self.drain.read(key.fileobj)
         else:
             self._readable(key.data)
 
     def _tick(self, now):
-        for sock, deadline in [v for v in self.draining.values() if now >= v[1]]:
-            self._drain(sock, force=True)
+        self.drain.expire(now)
         for conn in [c for c in self.reading.values() if now >= c.deadline]:
             if conn.buf and conn.authorized:  # a request had begun: say why it is cut
                 self._refuse(conn, error_bytes("request_timeout", "the request did not arrive within %gs" % REQUEST_S))
@@ -151,6 +141,7 @@ class Server:
     def _begin_stop(self):
         """Answer what was taken; take nothing new. New connections get 503 until the grace ends."""
         self.stopping_at = time.monotonic() + GRACE_S
+        self.workers.stopping = True
         log.info("stopping: %d request(s) in flight, up to %gs to finish", self.busy, GRACE_S)
         for conn in list(self.reading.values()):
             self._close(conn)
@@ -177,9 +168,9 @@ class Server:
 
     def _admit(self, sock, fast):
         if self.stopping_at is not None:
-            return self._refuse_sock(sock, error_bytes("overloaded", "the daemon is stopping", "retry in a moment"))
+            return self.drain.refuse(sock, error_bytes("overloaded", "the daemon is stopping", "retry in a moment"))
         if self.open[fast] >= (FAST_CONNECTION_LIMIT if fast else CONNECTION_LIMIT):
-            return self._refuse_sock(sock, b"" if fast else error_bytes(
+            return self.drain.refuse(sock, b"" if fast else error_bytes(
                 "overloaded", "%d connections are open, the limit" % CONNECTION_LIMIT, "retry shortly"))
         pid = uid = None
         if fast:
@@ -189,7 +180,7 @@ class Server:
             if uid != self.uid:
                 log.warning("refused a connection from uid %d (pid %d): this daemon serves uid %d only",
                             uid, pid, self.uid)
-                return self._refuse_sock(sock, error_bytes("forbidden", "this daemon serves uid %d only" % self.uid))
+                return self.drain.refuse(sock, error_bytes("forbidden", "this daemon serves uid %d only" % self.uid))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", int(SEND_S), 0))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, int(LINGER_S * 1e6)))
         now = time.monotonic()
@@ -248,7 +239,7 @@ class Server:
         self.sel.unregister(conn.sock)
         del self.reading[conn.sock.fileno()]
         self.busy += 1
-        (self.quick if lockfree(self.app, request) else self.tensor).queue.put((conn, request))
+        self.workers.submit(conn, request)
 
     def _fast_gate(self, conn):
         """The fast path's token is checked on the head alone, before any body is read."""
@@ -284,33 +275,7 @@ class Server:
         if self.reading.pop(conn.sock.fileno(), None) is not None:
             self.sel.unregister(conn.sock)
         self.open[conn.fast] -= 1
-        self._refuse_sock(conn.sock, data)
-
-    def _refuse_sock(self, sock, data):
-        """Send a last reply and half-close, then read and drop what the client still sends for up to
-        DRAIN_S: closing at once would fail its write (EPIPE) before it could read the reply."""
-        try:
-            if data:
-                sock.send(data, socket.MSG_DONTWAIT)
-            sock.shutdown(socket.SHUT_WR)
-        except OSError:
-            return sock.close()
-        if len(self.draining) >= DRAIN_LIMIT:
-            return sock.close()
-        self.draining[sock.fileno()] = (sock, time.monotonic() + DRAIN_S)
-        self.sel.register(sock, selectors.EVENT_READ, "drain")
-
-    def _drain(self, sock, force=False):
-        try:
-            more = not force and sock.recv(1 << 16, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return
-        except OSError:
-            more = False
-        if not more:
-            self.sel.unregister(sock)
-            del self.draining[sock.fileno()]
-            sock.close()
+        self.drain.refuse(conn.sock, data)
 
     def _close(self, conn, registered=True):
         if registered and self.reading.pop(conn.sock.fileno(), None) is not None:
@@ -321,95 +286,7 @@ class Server:
     def close(self):
         """After serve(): close the listener and the loop's own descriptors."""
         self.listener.close()
-        self.quick.stop()
-        self.tensor.stop()
-
-    # ---- workers
-    def _work(self, conn, request, pool):
-        """Worker thread: answer, then linger for the connection's next request and answer it here
-        too; hand the connection back to the loop when it goes quiet."""
-        keep = False
-        state = self.app.request_state
-        state.client_gone = conn.client_gone  # asked by App.tensor_lock after a wait
-        try:
-            while True:
-                keep = self._answer(conn, request)
-                request = self._next_request(conn) if keep else None
-                if request is None:
-                    break
-                if pool is self.quick and not lockfree(self.app, request):
-                    self.tensor.queue.put((conn, request))  # a quick worker never waits for the tensor lock
-                    return
-        except Exception:  # a bug here must not lose the connection's slot or the worker
-            log.exception("worker")
-            keep = False
-        finally:
-            state.client_gone = None
-        self._returned.put((conn, keep))
-        try:
-            os.write(self._wake_w, b"x")
-        except BlockingIOError:
-            pass  # the pipe is full of wake-ups already
-
-    def _answer(self, conn, request):
-        """Run one request and send its reply. True when the connection stays open for another."""
-        try:
-            self.app.touch()
-            response = dispatch(self.app, request)
-            if conn.fast:
-                conn.sock.sendall(self.app.fastpath.reply_for_bash(response))
-                return False
-            keep = request.keep_alive and self.stopping_at is None
-            response.send(conn.sock, keep)
-            return keep
-        except Cancelled:
-            log.info("dropped %s %s (peer pid %s): its client left while it waited for the tensor lock",
-                     request.method, request.path, conn.peer_pid)
-        except OSError:
-            pass  # the client left, or stopped reading for SEND_S
-        except Exception:  # MemoryError building a reply, a bug: this request fails, the daemon lives
-            log.exception("worker: %s %s", request.method, request.path)
-        return False
-
-    def _next_request(self, conn):
-        """The next request if it arrives whole within LINGER_S. A client in a loop sends it within
-        microseconds; handing every request through the loop thread would cost two thread switches.
-        Anything else (nothing yet, a partial or bad request) goes back to the loop with the bytes."""
-        try:
-            if not conn.buf:
-                chunk = conn.sock.recv(1 << 16)  # blocking, for SO_RCVTIMEO = LINGER_S at most
-                if not chunk:
-                    return None  # EOF: the loop closes it
-                conn.buf += chunk
-            parsed = http.parse_request(conn.buf, MAX_BODY)
-        except (OSError, http.HTTPError):  # BlockingIOError when LINGER_S passed
-            return None
-        if parsed is None:
-            return None
-        request, used = parsed
-        del conn.buf[:used]
-        request.peer_pid, request.peer_uid = conn.peer_pid, conn.peer_uid
-        return request
-
-
-class _Pool:
-    """Worker threads started up front: no thread is ever started while serving."""
-
-    def __init__(self, name, size, work):
-        self.queue = queue.SimpleQueue()  # FIFO: with the FIFO lock, tensor requests run in arrival order
-        self.work = work
-        self.threads = [threading.Thread(target=self._run, name="%s-%d" % (name, i), daemon=True)
-                        for i in range(size)]
-        for t in self.threads:
-            t.start()
-
-    def _run(self):
-        while (item := self.queue.get()) is not None:
-            self.work(*item, self)
-
-    def stop(self):
-        for _ in self.threads:
-            self.queue.put(None)
+        self.workers.stop()
 
 
 def _open_spare():

@@ -1,0 +1,137 @@
+"""The daemon's worker threads: whole requests come in from the event loop (daemon/server.py), are
+answered here, and their connections go back to the loop when they go quiet.
+
+Two pools, started up front (starting threads under load fails): requests that never take the tensor
+lock (status, census, free, daemon stop) have their own, so they answer behind any queue of tensor
+work; the tensor pool feeds the FIFO tensor lock. The route table's `dispatch` and `lockfree` are
+handed in by the server, so this module knows nothing of routes.
+
+A worker that answered a kept-alive request lingers LINGER_S for the connection's next one and answers
+it itself: a client in a loop sends it within microseconds, and handing every request through the
+loop thread would cost two thread switches per request.
+"""
+import logging
+import os
+import queue
+import threading
+
+from torchsh.daemon import http
+from torchsh.daemon.app import Cancelled
+
+log = logging.getLogger("torchd")
+QUICK_WORKERS, TENSOR_WORKERS = 4, 8  # started up front; tensor work runs one at a time anyway
+
+
+class Workers:
+    def __init__(self, app, dispatch, lockfree, max_body):
+        self.app, self.dispatch, self.lockfree, self.max_body = app, dispatch, lockfree, max_body
+        self.stopping = False       # set by the server once stopping: answers say Connection: close
+        self.returned = queue.SimpleQueue()   # (conn, keep) handed back to the loop
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # the loop selects on wake_r
+        self.quick = _Pool("torchd-quick", QUICK_WORKERS, self._work)
+        self.tensor = _Pool("torchd-tensor", TENSOR_WORKERS, self._work)
+
+    def submit(self, conn, request):
+        """Queue a whole request on the pool it belongs to, decided before it waits anywhere."""
+        (self.quick if self.lockfree(self.app, request) else self.tensor).queue.put((conn, request))
+
+    def queued(self):
+        return self.tensor.queue.qsize()
+
+    def taken_back(self):
+        """The loop, woken by wake_r: [(conn, keep)] the workers handed back since the last call."""
+        while os.read(self.wake_r, 4096) == 4096:
+            pass
+        out = []
+        while not self.returned.empty():
+            out.append(self.returned.get())
+        return out
+
+    def stop(self):
+        self.quick.stop()
+        self.tensor.stop()
+
+    def _work(self, conn, request, pool):
+        """Worker thread: answer, then linger for the connection's next request and answer it here
+        too; hand the connection back to the loop when it goes quiet."""
+        keep = False
+        state = self.app.request_state
+        state.client_gone = conn.client_gone  # asked by App.tensor_lock after a wait
+        try:
+            while True:
+                keep = self._answer(conn, request)
+                request = self._next_request(conn) if keep else None
+                if request is None:
+                    break
+                if pool is self.quick and not self.lockfree(self.app, request):
+                    self.tensor.queue.put((conn, request))  # a quick worker never waits for the tensor lock
+                    return
+        except Exception:  # a bug here must not lose the connection's slot or the worker
+            log.exception("worker")
+            keep = False
+        finally:
+            state.client_gone = None
+        self.returned.put((conn, keep))
+        try:
+            os.write(self.wake_w, b"x")
+        except BlockingIOError:
+            pass  # the pipe is full of wake-ups already
+
+    def _answer(self, conn, request):
+        """Run one request and send its reply. True when the connection stays open for another."""
+        try:
+            self.app.touch()
+            response = self.dispatch(self.app, request)
+            if conn.fast:
+                conn.sock.sendall(self.app.fastpath.reply_for_bash(response))
+                return False
+            keep = request.keep_alive and not self.stopping
+            response.send(conn.sock, keep)
+            return keep
+        except Cancelled:
+            log.info("dropped %s %s (peer pid %s): its client left while it waited for the tensor lock",
+                     request.method, request.path, conn.peer_pid)
+        except OSError:
+            pass  # the client left, or stopped reading for SEND_S
+        except Exception:  # MemoryError building a reply, a bug: this request fails, the daemon lives
+            log.exception("worker: %s %s", request.method, request.path)
+        return False
+
+    def _next_request(self, conn):
+        """The next request if it arrives whole within LINGER_S (the socket's SO_RCVTIMEO). Anything
+        else (nothing yet, a partial or bad request) goes back to the loop with the bytes."""
+        try:
+            if not conn.buf:
+                chunk = conn.sock.recv(1 << 16)  # blocking, for SO_RCVTIMEO = LINGER_S at most
+                if not chunk:
+                    return None  # EOF: the loop closes it
+                conn.buf += chunk
+            parsed = http.parse_request(conn.buf, self.max_body)
+        except (OSError, http.HTTPError):  # BlockingIOError when LINGER_S passed
+            return None
+        if parsed is None:
+            return None
+        request, used = parsed
+        del conn.buf[:used]
+        request.peer_pid, request.peer_uid = conn.peer_pid, conn.peer_uid
+        return request
+
+
+class _Pool:
+    """Worker threads started up front: no thread is ever started while serving."""
+
+    def __init__(self, name, size, work):
+        self.queue = queue.SimpleQueue()  # FIFO: with the FIFO lock, tensor requests run in arrival order
+        self.work = work
+        self.threads = [threading.Thread(target=self._run, name="%s-%d" % (name, i), daemon=True)
+                        for i in range(size)]
+        for t in self.threads:
+            t.start()
+
+    def _run(self):
+        while (item := self.queue.get()) is not None:
+            self.work(*item, self)
+
+    def stop(self):
+        for _ in self.threads:
+            self.queue.put(None)
