@@ -8,8 +8,9 @@ Optional body fields: "cwd" (for relative paths), "env" (TORCHSH_* settings), "n
 """
 import json
 
-from torchsh.cli import bind, render, tokens
-from torchsh.cli.run import ExecRequest, invoke, no_binding
+from torchsh.call import bind, results, tokens
+from torchsh.call.invoke import invoke
+from torchsh.call.misfit import no_binding
 from torchsh.context import Context
 from torchsh.daemon.http import Response
 from torchsh.errors import TorchshError
@@ -17,7 +18,7 @@ from torchsh.errors import TorchshError
 
 def post_op(app, request, params):
     op, fixed = app.table.lookup(params["op"])
-    nan = render.nan_mode(request.query)
+    nan = results.nan_mode(request.query)
     try:
         body = tokens.loads(request.body or b"{}")
     except ValueError as e:
@@ -57,12 +58,12 @@ def post_op(app, request, params):
     except TorchshError as e:
         e.op = e.op or op.name
         raise
-    except ExecRequest as e:  # the caller runs the block itself (torch.nu's `torch scope { … }`)
-        return _exec_reply(app, e)
-    if isinstance(result, render.Binary):
+    if isinstance(result, results.Exec):  # the caller runs the block itself (torch.nu's `torch scope { … }`)
+        return _exec_reply(app, result)
+    if isinstance(result, results.Binary):
         return Response(200, bytes(result), "application/octet-stream")
-    wire = render.to_wire(result, ctx)
-    return Response(200, render.result_json(result, wire, nan, warned))  # valid JSON unless ?nan=bare
+    wire = results.to_wire(result, ctx)
+    return Response(200, results.result_json(result, wire, nan, warned))  # valid JSON unless ?nan=bare
 
 
 def _put_dashes(op, args, tensors):

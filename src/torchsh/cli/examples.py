@@ -14,8 +14,8 @@ import warnings
 
 import torch
 
-from torchsh.cli import bind, tokens
-from torchsh.cli.kinds import dtype_name
+from torchsh.call import bind, tokens
+from torchsh.vocab import dtype_name
 
 # profile -> literal data; every tensor argument of a candidate takes the same profile (index-like
 # arguments may take an index tensor instead), tried in this order

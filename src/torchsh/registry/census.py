@@ -8,7 +8,7 @@ import time
 import torch
 from torch.nn.parameter import is_lazy
 
-from torchsh.cli.kinds import dtype_name
+from torchsh.vocab import dtype_name
 
 
 def object_row(handle, entry, now=None):

@@ -7,7 +7,7 @@ cursor (dtypes, devices, booleans, handles by kind), and the handles held for po
 
 Lines are `candidate<TAB>description`; a single line `:files` asks the shell for file names.
 """
-from torchsh.cli.kinds import DTYPES, LAYOUTS, MEMORY_FORMATS
+from torchsh.vocab import DTYPES, LAYOUTS, MEMORY_FORMATS
 
 FILES = ":files"
 GLOBAL_FLAGS = {"--no_grad": "run without recording gradients", "--inference_mode": "run in inference mode",

@@ -14,7 +14,7 @@ import json
 import os
 import re
 
-from torchsh.cli.kinds import DTYPES
+from torchsh.vocab import DTYPES
 from torchsh.errors import TorchshError
 from torchsh.protocol import CLI_FORMAT
 from torchsh.table.spec import MISSING

@@ -179,7 +179,7 @@ def _close(word, words):
 
 def _all_aliases():
     """aliases.ALIASES and the dtype casts PyTorch documents as `self.to(torch.DTYPE)` (`torch float $x`)."""
-    from torchsh.cli.kinds import DTYPES
+    from torchsh.vocab import DTYPES
     from torchsh.table.from_torch import cast_aliases
     return dict(cast_aliases(DTYPES), **aliases.ALIASES)
 
@@ -189,8 +189,8 @@ def group_op(table, group):
     from torchsh.table.spec import Overload
 
     def listing(ctx):
-        from torchsh.cli import help as cli_help
-        return cli_help.group_help(table, group)
+        from torchsh.verbs import meta
+        return meta.group_help(table, group)
     return OpSpec(name=group, category="shell", summary="the commands of `torch %s`" % group.replace(".", " "),
                   overloads=[Overload(args=())], call=listing, verb=True, extra={"lockfree": True, "group": True})
 

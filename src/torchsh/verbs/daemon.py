@@ -8,8 +8,8 @@ import logging
 import os
 
 from torchsh import protocol
-from torchsh.cli.render import Text
-from torchsh.cli.run import ExecRequest
+from torchsh.call.results import Text
+from torchsh.call.results import Exec
 from torchsh.daemon import lifecycle
 from torchsh.daemon.status import status_dict, status_text
 from torchsh.errors import TorchshError, bad_argument
@@ -104,7 +104,7 @@ def log(ctx, options=None, follow=False, lines=50):
         raise TorchshError("file_error", "this daemon does not log to %s (started by hand, it logs to its own "
                            "stderr)" % path, "see the terminal that started it")
     if follow:
-        raise ExecRequest(["tail", "-n", str(lines), "-F", path], {})
+        return Exec(["tail", "-n", str(lines), "-F", path], {})
     try:
         return Text(lifecycle.log_tail(path, lines).decode(errors="replace"))
     except (OSError, lifecycle.Untrusted) as e:

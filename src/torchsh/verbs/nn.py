@@ -13,8 +13,8 @@ import shlex
 import torch
 
 from torchsh.classes import tables
-from torchsh.cli import bind, parse
-from torchsh.cli.render import Table, Text
+from torchsh.call import bind, parse
+from torchsh.call.results import Table, Text
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.classes.signature import WordsOpSpec, class_args, fit_values
 from torchsh.registry.handles import looks_like_handle
@@ -118,7 +118,7 @@ def sequential(ctx, modules=None, layers=None):
 
 def build_from_words(ctx, words):
     """One inline layer spec, e.g. ['linear', '2', '8', '--bias', 'false'], built as `torch nn …` would."""
-    from torchsh.cli.run import convert_all
+    from torchsh.call.invoke import convert_all
     op, _, rest = ctx.table.resolve(["nn"] + words)
     if "nn_class" not in op.extra:
         raise bad_argument("%r is not a layer kind" % " ".join(words), "`torch nn list` shows the kinds")

@@ -7,7 +7,7 @@ updates after an optimizer step show through them. `nn to` converts in place the
 """
 import torch
 
-from torchsh.cli.kinds import dtype_name
+from torchsh.vocab import dtype_name
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.verbs import verb
 from torchsh.verbs.nn import print_table

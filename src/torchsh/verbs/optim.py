@@ -24,8 +24,8 @@ import numpy as np
 import torch
 
 from torchsh.classes import tables
-from torchsh.cli import kinds, tokens
-from torchsh.cli.render import JsonText, Table
+from torchsh.call import kinds, tokens
+from torchsh.call.results import JsonText, Table
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.classes.signature import WordsOpSpec, class_args
 from torchsh.registry.handles import looks_like_handle

@@ -12,7 +12,7 @@ LambdaLR and MultiplicativeLR are left out: their argument is Python code.
 import torch
 
 from torchsh.classes import tables
-from torchsh.cli.render import Table
+from torchsh.call.results import Table
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.classes.signature import class_args, fit_values
 from torchsh.table.from_torch import first_paragraph, summary_line

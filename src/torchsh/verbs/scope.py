@@ -1,6 +1,6 @@
 """Block forms and memory scopes: scope -- CMD, scope begin/end, keep, no_grad/enable_grad/inference_mode -- CMD.
 
-A block form does not run CMD itself: it answers the client with an exec directive (ExecRequest),
+A block form does not run CMD itself: it answers with an exec directive (an Exec result),
 and the client runs CMD with a TORCHSH_* variable added. Every `torch` call inside CMD forwards
 that variable, so the setting reaches exactly the commands CMD runs and ends when CMD exits, however
 it exits: the shell's own process tree is the scope. For memory scopes the client then sends
@@ -10,7 +10,7 @@ The client passes SIGTERM, SIGHUP and SIGINT on to CMD and still ends the scope.
 killed outright (SIGKILL), the daemon ends the scope itself once that process is gone: the scope
 records its owner, the client's pid from SO_PEERCRED (registry/store.py reaps it).
 """
-from torchsh.cli.run import ExecRequest
+from torchsh.call.results import Exec
 from torchsh.errors import TorchshError
 from torchsh.verbs import verb
 
@@ -31,7 +31,7 @@ def scope(ctx, command):
     _command(command, "scope")
     # The client that asked waits for CMD and then ends the scope; if it dies first, the daemon ends it.
     scope_id = ctx.registry.begin_scope(ctx.scope, owner_pid=ctx.peer_pid)
-    raise ExecRequest(command, {"TORCHSH_SCOPE": scope_id}, ["scope", "end", scope_id])
+    return Exec(command, {"TORCHSH_SCOPE": scope_id}, ["scope", "end", scope_id])
 
 
 @verb("scope.begin() -> str", category="objects", lockfree=True)
@@ -65,16 +65,16 @@ def no_grad(ctx, command):
 
     Same as exporting TORCHSH_NO_GRAD=1 for CMD; nests, and ends when CMD exits however it exits.
     """
-    raise ExecRequest(_command(command, "no_grad"), {"TORCHSH_NO_GRAD": "1"})
+    return Exec(_command(command, "no_grad"), {"TORCHSH_NO_GRAD": "1"})
 
 
 @verb("enable_grad(*, Argv command) -> None", category="autograd", lockfree=True, block=True)
 def enable_grad(ctx, command):
     """Run CMD with gradients recorded again, inside a no_grad block (PyTorch's torch.enable_grad)."""
-    raise ExecRequest(_command(command, "enable_grad"), {"TORCHSH_NO_GRAD": "0"})
+    return Exec(_command(command, "enable_grad"), {"TORCHSH_NO_GRAD": "0"})
 
 
 @verb("inference_mode(*, Argv command) -> None", category="autograd", lockfree=True, block=True)
 def inference_mode(ctx, command):
     """Run CMD in inference mode: like no_grad, and its results can never join a graph later."""
-    raise ExecRequest(_command(command, "inference_mode"), {"TORCHSH_INFERENCE_MODE": "1"})
+    return Exec(_command(command, "inference_mode"), {"TORCHSH_INFERENCE_MODE": "1"})

@@ -3,7 +3,7 @@ import os
 import sys
 
 from torchsh import fileio
-from torchsh.cli.render import Text
+from torchsh.call.results import Text
 from torchsh.errors import bad_argument
 from torchsh.verbs import verb
 

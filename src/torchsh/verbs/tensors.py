@@ -12,10 +12,11 @@ import numpy as np
 import torch
 from torch.nn.parameter import is_lazy
 
-from torchsh.cli import tensortext
-from torchsh.cli.kinds import DTYPES, dtype_name, nonfinite_strings
-from torchsh.cli.render import Binary, JsonText, LateJson, Text
-from torchsh.cli.tokens import loads
+from torchsh.call import tensortext
+from torchsh.call.kinds import nonfinite_strings
+from torchsh.vocab import DTYPES, dtype_name
+from torchsh.call.results import Binary, JsonText, LateJson, Text
+from torchsh.call.tokens import loads
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.table.spec import split_top_level
 from torchsh.verbs import verb

@@ -15,7 +15,7 @@ Clorch's canonical loop. The result equals the separate commands bit for bit.
 import torch
 import torch.nn.functional as F
 
-from torchsh.cli.render import JsonText
+from torchsh.call.results import JsonText
 from torchsh.errors import bad_argument
 from torchsh.verbs import verb
 from torchsh.verbs.optim import number_text
@@ -65,7 +65,7 @@ def _loss_options(loss_args):
     if loss_args is None:
         return {}
     if isinstance(loss_args, str):
-        from torchsh.cli.tokens import loads
+        from torchsh.call.tokens import loads
         try:
             loss_args = loads(loss_args)
         except ValueError:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from torchsh.cli import kinds
-from torchsh.cli.tokens import Token
+from torchsh.call import kinds
+from torchsh.call.tokens import Token
 from torchsh.table.spec import VARIADIC_KINDS
 
 STDIN_TENSOR_KINDS = ("tensor", "tensors", "handle", "handles", "module", "modules", "optimizer", "scheduler")

@@ -7,7 +7,7 @@ in argv order, which put_stdin replaces with the line the client read for it.
 """
 from dataclasses import dataclass, field
 
-from torchsh.cli import tokens
+from torchsh.call import tokens
 from torchsh.errors import TorchshError
 from torchsh.table.aliases import flag_alias
 
