@@ -49,7 +49,7 @@ def post_op(app, request, params):
         err = no_binding(op, partials, positionals, flags)
         err.op = op.name
         raise err
-    if op.extra.get("block") and not body.get("exec"):  # refuse before the verb opens a scope nobody would end
+    if op.block and not body.get("exec"):  # refuse before the verb opens a scope nobody would end
         raise TorchshError("usage", "%s runs a command; use the CLI, or send \"exec\": true" % op.name, op=op.name)
     globals_ = {"no_grad": bool(body.get("no_grad")), "inference_mode": bool(body.get("inference_mode"))}
     warned = []

@@ -39,7 +39,7 @@ def invoke(ctx, op, binding, globals_=None, warned=None):
     The first line of each distinct Python warning the op raised is appended to `warned`.
     """
     globals_ = globals_ or {}
-    lockfree = op.extra.get("lockfree")
+    lockfree = op.lockfree
     lock = contextlib.nullcontext() if lockfree else ctx.app.tensor_lock(op.name)
     with lock, _warnings_to(None if lockfree else warned):
         values = convert_all(ctx, binding)

@@ -56,7 +56,7 @@ def split_argv(op, words, fixed=None):
                 tok = tokens.from_json(renamed[1].get(tok.value, tok.value), tok.text)
             if spec is None:
                 glob[name] = bool(tok.value)
-            elif name in flags and name in op.extra.get("repeatable", ()):  # one value per occurrence
+            elif name in flags and name in op.repeatable:  # one value per occurrence
                 flags[name] = (flags[name] if isinstance(flags[name], list) else [flags[name]]) + [tok]
             else:
                 flags[name] = marks.mark(tok) if spec.kind in HANDLE_FLAG_KINDS else tok

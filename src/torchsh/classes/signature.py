@@ -114,7 +114,7 @@ def snake_case(name):
 
 class WordsOpSpec(OpSpec):
     """A row whose positional Argv takes words (`'linear 2 8' relu`, `"$head lr=0.1"`), not a command
-    after `--`: its usage shows extra["words"] (e.g. LAYER…) instead of `-- CMD ARGS…`."""
+    after `--`: its usage shows words_metavar (e.g. LAYER…) instead of `-- CMD ARGS…`."""
 
     def usage_line(self, overload=None):
-        return super().usage_line(overload).replace("-- CMD ARGS…", self.extra.get("words", "WORD") + "…")
+        return super().usage_line(overload).replace("-- CMD ARGS…", (self.words_metavar or "WORD") + "…")

@@ -56,6 +56,11 @@ class Overload:
     name: str = ""            # ATen overload name ("Tensor", "dim"), "" for the default one
 
     def signature(self, op_name):
+        ret = " -> %s" % self.returns if self.returns else ""
+        return "%s(%s)%s" % (op_name, self.params_text(), ret)
+
+    def params_text(self):
+        """The arguments as the schema writes them: `Tensor input, *, Scalar alpha=1`."""
         parts, star = [], False
         for a in self.args:
             if a.keyword_only and not star:
@@ -65,8 +70,7 @@ class Overload:
             if a.default is not MISSING:
                 text += "=%s" % (a.default if isinstance(a.default, str) else _json_default(a.default))
             parts.append(text)
-        ret = " -> %s" % self.returns if self.returns else ""
-        return "%s(%s)%s" % (op_name, ", ".join(parts), ret)
+        return ", ".join(parts)
 
 
 @dataclass
@@ -80,8 +84,20 @@ class OpSpec:
     doc: str = ""             # first paragraph of PyTorch's docstring, or the verb's
     aliases: tuple = ()
     factory: bool = False     # makes a tensor from nothing: takes --requires_grad and the default device
-    extra: dict = field(default_factory=dict)
     arg_docs: dict = field(default_factory=dict)  # argument name -> PyTorch's description (table/docargs.py)
+    # -- verbs only -------------------------------------------------------------------------------
+    lockfree: bool = False    # never takes the tensor lock (status, census, free, stop): own workers, answers
+                              # behind any queue; its warnings are not recorded (catch_warnings is process-wide)
+    block: bool = False       # a block form (`scope -- CMD`): returns an Exec, which only a caller that runs
+                              # commands can carry out (the client, the fast bash function, torch.nu)
+    repeatable: tuple = ()    # flags that may come more than once (`load --columns x --columns y`): a list
+    group: bool = False       # a group word's listing (`torch nn`): made on demand, never in the table
+    # -- class-backed rows: one per torch.nn layer, torch.optim optimizer, lr_scheduler scheduler ----
+    cls: type = None          # the class itself (torch.nn.Linear); its handle kind is class_kind
+    class_kind: str = ""      # the handle kind the class makes: "nn", "optim" or "sched"
+    words_only: bool = False  # reached by its words only (`nn linear`), never by a bare `linear`
+    word_aliases: tuple = ()  # more dotted names that resolve to it (`nn.Linear`, `sched.cosine`)
+    words_metavar: str = ""   # what its words after `--` are called in usage (sequential's LAYER)
     _flags: dict = field(default=None, init=False, repr=False, compare=False)
 
     def flags(self):

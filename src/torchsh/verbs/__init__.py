@@ -30,7 +30,7 @@ def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(),
         first = summary or doc.split("\n")[0]
         spec = OpSpec(name=name, category=category, summary=first, overloads=overloads, call=fn, verb=True,
                       doc=" ".join(doc.split("\n\n")[0].split()), aliases=tuple(aliases),
-                      extra={"lockfree": lockfree, "block": block, "repeatable": tuple(repeatable)},
+                      lockfree=lockfree, block=block, repeatable=tuple(repeatable),
                       arg_docs=docargs.parse(inspect.cleandoc(doc)))
         setattr(fn, _VERB_ATTR, getattr(fn, _VERB_ATTR, []) + [spec])
         return fn

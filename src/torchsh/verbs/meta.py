@@ -19,8 +19,8 @@ GROUP_WORDS = {
     "fft": "torch.fft: discrete Fourier transforms",
     "special": "torch.special: special functions (erf, gammaln, bessel…)",
 }
-_KIND_WORDS = (("nn_class", "module kinds (torch.nn classes)"), ("optim_class", "optimizer kinds (torch.optim)"),
-               ("sched_class", "scheduler kinds (torch.optim.lr_scheduler)"))
+_KIND_WORDS = {"nn": "module kinds (torch.nn classes)", "optim": "optimizer kinds (torch.optim)",
+               "sched": "scheduler kinds (torch.optim.lr_scheduler)"}
 
 
 class OpRows(list):
@@ -59,7 +59,7 @@ def group_help(table, group):
             subgroups.append((word + " …", GROUP_WORDS.get(group + "." + word, "%d commands: `torch %s %s`"
                                                             % (len(table.groups[group + "." + word]), spoken, word))))
             continue
-        label = next((text for key, text in _KIND_WORDS if key in op.extra), None)
+        label = _KIND_WORDS.get(op.class_kind)
         if label:
             kinds.setdefault(label, []).append((word, op.summary))
         else:

@@ -64,8 +64,8 @@ def generated_rows():
             overloads=[Overload(args=by_handles, returns="Optimizer"), Overload(args=by_groups, returns="Optimizer")],
             call=_builder(word, cls, opts), verb=True, doc=doc, aliases=(cls.__name__,),
             arg_docs=docargs.arg_docs(cls, [Overload(args=by_handles)]),
-            extra={"words_only": True, "word_aliases": ("optim." + cls.__name__,), "optim_class": cls.__name__,
-                   "words": "'HANDLE… key=value…'"}))
+            cls=cls, class_kind="optim", words_only=True, word_aliases=("optim." + cls.__name__,),
+            words_metavar="'HANDLE… key=value…'"))
     return rows
 
 
@@ -197,10 +197,9 @@ def _jsonable(v):
 @verb("optim.list() -> Json", category="optim", lockfree=True)
 def optim_list(ctx):
     """Every optimizer kind `torch optim KIND` builds, with its options."""
-    return Table([{"kind": op.name[6:], "class": op.extra["optim_class"],
-                   "options": op.overloads[0].signature(op.extra["optim_class"]).split("(", 1)[1].split(" -> ")[0][:-1]
-                   .replace("Handle[] params, *, ", "")}
-                  for op in sorted(ctx.table.in_category("optim"), key=lambda o: o.name) if "optim_class" in op.extra],
+    return Table([{"kind": op.name[6:], "class": op.cls.__name__,
+                   "options": Overload(args=op.overloads[0].args[1:]).params_text().replace("*, ", "", 1)}
+                  for op in sorted(ctx.table.in_category("optim"), key=lambda o: o.name) if op.class_kind == "optim"],
                  ("kind", "options"))
 
 

@@ -38,8 +38,8 @@ def generated_rows():
             overloads=[Overload(args=args, returns="Scheduler")], call=_builder(cls, args), verb=True, doc=doc,
             arg_docs=docargs.arg_docs(cls, [Overload(args=args)]),
             aliases=(cls.__name__,) + tuple(a[6:] for a in short.get(word, ())),
-            extra={"words_only": True, "word_aliases": ("sched." + cls.__name__,) + tuple(short.get(word, ())),
-                   "sched_class": cls.__name__}))
+            cls=cls, class_kind="sched", words_only=True,
+            word_aliases=("sched." + cls.__name__,) + tuple(short.get(word, ()))))
     return rows
 
 
@@ -80,7 +80,7 @@ def sched_list(ctx):
     """Every scheduler kind `torch sched KIND` builds, with its short names and options."""
     out = []
     for op in sorted(ctx.table.in_category("optim"), key=lambda o: o.name):
-        if "sched_class" in op.extra:
-            out.append({"kind": op.name[6:], "class": op.extra["sched_class"], "aliases": list(op.aliases[1:]),
-                        "signature": op.overloads[0].signature(op.extra["sched_class"]).split(" -> ")[0]})
+        if op.class_kind == "sched":
+            out.append({"kind": op.name[6:], "class": op.cls.__name__, "aliases": list(op.aliases[1:]),
+                        "signature": "%s(%s)" % (op.cls.__name__, op.overloads[0].params_text())})
     return Table(out, ("kind", "signature"))
