@@ -13,7 +13,7 @@ import warnings
 import torch
 
 from torchsh import guards, memory
-from torchsh.call import kinds
+from torchsh.table import kinds
 from torchsh.errors import TorchshError, from_torch_exception, raised_by_torch
 
 
@@ -24,7 +24,7 @@ def convert_all(ctx, binding):
             continue
         tok = binding.values[a.name]
         if isinstance(tok, list):
-            item = {"tensors": "tensor", "handles": "handle", "modules": "module"}.get(a.kind)
+            item = kinds.KINDS[a.kind].item  # "" for a repeated flag (`--columns x --columns y`): its texts
             out[a.name] = [kinds.convert(item, t, ctx) for t in tok] if item else [t.text for t in tok]
         elif a.kind == "argv":
             out[a.name] = list(tok.value)

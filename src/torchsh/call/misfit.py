@@ -2,7 +2,7 @@
 words, a missing argument, or no signature at all. Pure (reads the op's rows and the binder's fit)."""
 from torchsh.call import bind
 from torchsh.errors import TorchshError
-from torchsh.table.spec import VARIADIC_KINDS
+from torchsh.table.kinds import VARIADIC_KINDS
 
 
 def no_binding(op, partials, positionals, flags=None):

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
-from torchsh.vocab import dtype_name
 from torchsh.errors import TorchshError
+from torchsh.registry.kinds import kind_of
+from torchsh.vocab import dtype_name
 
 
 class Text(str):
@@ -63,18 +64,6 @@ class Exec:
     argv: list
     env: dict
     then_argv: tuple = ()
-
-
-def kind_of(obj):
-    if isinstance(obj, torch.Tensor):
-        return "tensor"
-    if isinstance(obj, torch.nn.Module):
-        return "nn"
-    if isinstance(obj, torch.optim.Optimizer):
-        return "optim"
-    if isinstance(obj, torch.optim.lr_scheduler.LRScheduler):
-        return "sched"
-    return None
 
 
 def to_wire(result, ctx):

@@ -51,9 +51,12 @@ def op_help(op):
             lines += textwrap.wrap(op.arg_docs[name], 100, initial_indent=" " * 6, subsequent_indent=" " * 6)
     for peer, (flag, values) in aliases.FLAG_ALIASES.get(op.name, {}).items():
         lines.append("  %-22s %-14s same as --%s%s" % ("--" + peer, "", flag, " negated" if values else ""))
-    shown = examples.example(op)
+    shown = list(op.examples)  # a verb's own, then the one generated from its row (PyTorch ops: only that)
+    generated = examples.example(op)
+    if generated and generated not in shown:
+        shown.append(generated)
     if shown:
-        lines += ["", "example:", "  " + shown]
+        lines += ["", "example:" if len(shown) == 1 else "examples:"] + ["  " + e for e in shown]
     lines += ["", "category: %s" % op.category]
     if op.aliases:
         lines.append("aliases: %s" % ", ".join(op.aliases))

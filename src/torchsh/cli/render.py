@@ -1,5 +1,6 @@
 """The CLI's stdout for a result: handles one per line, --json as compact JSON, tables as columns."""
-from torchsh.call.results import Binary, LateJson, Text, dumps, kind_of
+from torchsh.call.results import Binary, LateJson, Text, dumps
+from torchsh.registry.kinds import kind_of
 
 
 def cli_text(result, wire, as_json=False):

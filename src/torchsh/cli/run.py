@@ -18,6 +18,7 @@ from torchsh.call.tokens import Token
 from torchsh.cli import help as cli_help, render
 from torchsh.context import Context
 from torchsh.errors import TorchshError
+from torchsh.table.kinds import STDIN_TEXT_KINDS
 
 log = logging.getLogger("torchd")
 
@@ -110,7 +111,7 @@ def _bind_with_stdin(ctx, op, parsed, flags):
     if ctx.stdin is None:
         return CliReply(need_stdin=need)
     toks = [tokens.from_word(line) for line in ctx.stdin if line.strip()]
-    text = "\n".join(ctx.stdin) if any(a.kind in bind.STDIN_TEXT_KINDS for a in open_.holes) else None
+    text = "\n".join(ctx.stdin) if any(a.kind in STDIN_TEXT_KINDS for a in open_.holes) else None
     filled = bind.fill_stdin(op, parsed.positionals, flags, [] if text is not None else toks, text) if toks else None
     if filled is not None:
         return filled

@@ -7,6 +7,8 @@ verb-only types (Handle, Module, Optimizer, Scheduler, Json, Path, Argv).
 import re
 from dataclasses import dataclass, field
 
+from torchsh.table.kinds import KINDS, VARIADIC_KINDS
+
 MISSING = object()  # ArgSpec.default for a required argument
 
 
@@ -14,26 +16,15 @@ class UnsupportedType(ValueError):
     """The schema has an argument type the shell cannot express (Dimname, Stream, Storage…)."""
 
 
-# Argument kinds, the vocabulary of cli/kinds.py. Schema type (base, list?) -> kind.
-_SCALAR_TYPES = {
-    "Tensor": "tensor", "Scalar": "scalar", "int": "int", "SymInt": "int", "float": "float",
-    "bool": "bool", "str": "str", "complex": "scalar", "ScalarType": "dtype", "Device": "device",
-    "Layout": "layout", "MemoryFormat": "memory_format", "Generator": "generator",
-    # verb-only types
-    "Handle": "handle", "Module": "module", "Optimizer": "optimizer", "Scheduler": "scheduler",
-    "Json": "json", "Path": "path", "Argv": "argv",
-}
-_LIST_TYPES = {"Tensor": "tensors", "int": "int_list", "SymInt": "int_list", "float": "float_list",
-               "Scalar": "float_list", "bool": "bool_list", "Handle": "handles", "str": "str_list",
-               "Module": "modules"}
-TENSOR_KINDS = ("tensor", "tensors")
-VARIADIC_KINDS = ("tensors", "handles", "modules", "argv")
+# Schema type (base, list?) -> argument kind, from the kind rows (table/kinds.py): `ScalarType` -> dtype
+_SCALAR_TYPES = {t: k.name for k in KINDS.values() for t in k.aten}
+_LIST_TYPES = {t: k.name for k in KINDS.values() for t in k.aten_list}
 
 
 @dataclass
 class ArgSpec:
     name: str                 # what users type as --name (PyTorch's word; ATen's `self` shows as `input`)
-    kind: str                 # one of the kinds above; cli/kinds.py knows how to read each
+    kind: str                 # a row of table/kinds.py (KINDS), which knows how to read it
     default: object = MISSING  # MISSING when required; else the default as schema text or a Python value
     optional: bool = False    # `T?`: None is accepted
     keyword_only: bool = False  # after `*` in the schema: flag only
@@ -92,6 +83,7 @@ class OpSpec:
                               # commands can carry out (the client, the fast bash function, torch.nu)
     repeatable: tuple = ()    # flags that may come more than once (`load --columns x --columns y`): a list
     group: bool = False       # a group word's listing (`torch nn`): made on demand, never in the table
+    examples: tuple = ()      # runnable bash lines `--help` prints (tests/e2e/test_verb_examples.py runs each)
     # -- class-backed rows: one per torch.nn layer, torch.optim optimizer, lr_scheduler scheduler ----
     cls: type = None          # the class itself (torch.nn.Linear); its handle kind is class_kind
     class_kind: str = ""      # the handle kind the class makes: "nn", "optim" or "sched"
@@ -142,13 +134,9 @@ class OpSpec:
                               for ov in self.overloads]}
 
 
-_METAVARS = {"tensor": "TENSOR", "tensors": "TENSOR", "int_list": "SHAPE", "dtype": "DTYPE",
-             "device": "DEVICE", "handle": "HANDLE", "handles": "HANDLE", "module": "MODEL",
-             "modules": "MODEL", "optimizer": "OPT", "scheduler": "SCHED", "path": "FILE", "json": "JSON"}
-
-
 def _metavar(a):
-    return _METAVARS.get(a.kind, a.name.upper())
+    row = KINDS.get(a.kind)
+    return (row and row.metavar) or a.name.upper()
 
 
 def _json_default(value):

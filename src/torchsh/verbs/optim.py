@@ -24,7 +24,8 @@ import numpy as np
 import torch
 
 from torchsh.classes import tables
-from torchsh.call import kinds, tokens
+from torchsh.call import tokens
+from torchsh.table import kinds
 from torchsh.call.results import JsonText, Table
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.classes.signature import WordsOpSpec, class_args

@@ -13,7 +13,7 @@ import torch
 from torch.nn.parameter import is_lazy
 
 from torchsh.call import tensortext
-from torchsh.call.kinds import nonfinite_strings
+from torchsh.table.values import nonfinite_strings
 from torchsh.vocab import DTYPES, dtype_name
 from torchsh.call.results import Binary, JsonText, LateJson, Text
 from torchsh.call.tokens import loads
