@@ -32,13 +32,15 @@ class StatusRecord(dict):
         return status_text(self)
 
 
-@verb("daemon.status() -> Json", category="daemon", lockfree=True)
+@verb("daemon.status() -> Json", category="daemon", lockfree=True,
+      examples=("torch daemon status",))
 def status(ctx):
     """pid, version, devices, uptime, idle, remaining TTL, objects by kind, bytes held, memory, socket, log."""
     return StatusRecord(status_dict(ctx.app))
 
 
-@verb("daemon.start() -> str", category="daemon", lockfree=True)
+@verb("daemon.start() -> str", category="daemon", lockfree=True,
+      examples=("torch daemon start",))
 def start(ctx):
     """Start the daemon (any command does); says so when one is already running."""
     return Text("torchd is running (pid %d, %s)\n" % (ctx.app.pid(), ctx.app.socket_path))
@@ -80,7 +82,8 @@ def restart(ctx):
     return Text("torchd restarting (pid %d)\n" % ctx.app.pid())
 
 
-@verb("daemon.ttl(str duration) -> str", category="daemon", lockfree=True)
+@verb("daemon.ttl(str duration) -> str", category="daemon", lockfree=True,
+      examples=("torch daemon ttl 30m",))
 def ttl(ctx, duration):
     """Set the sliding idle TTL: 90s, 30m, 2h, 1d or none."""
     try:
@@ -90,7 +93,8 @@ def ttl(ctx, duration):
     return Text("ttl %s\n" % lifecycle.format_duration(ctx.app.ttl))
 
 
-@verb("daemon.log(Argv? options=None, *, bool follow=False, int lines=50) -> str", category="daemon", lockfree=True)
+@verb("daemon.log(Argv? options=None, *, bool follow=False, int lines=50) -> str", category="daemon", lockfree=True,
+      examples=("torch daemon log -n 5",))
 def log(ctx, options=None, follow=False, lines=50):
     """Print the last lines of the daemon's log (-n N, default 50); -f (--follow) keeps printing until Ctrl-C.
 

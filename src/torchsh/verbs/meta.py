@@ -32,7 +32,9 @@ class OpRows(list):
         return ops_table(self._ops)
 
 
-@verb("ops(str? category=None, *, str? search=None) -> Json", category="shell", lockfree=True)
+@verb("ops(str? category=None, *, str? search=None) -> Json", category="shell", lockfree=True,
+      examples=("torch ops linalg",
+                "torch ops --search softmax"))
 def ops(ctx, category=None, search=None):
     """List ops and verbs: name, category, summary (--json adds the typed signatures)."""
     if category is not None and category not in categories():

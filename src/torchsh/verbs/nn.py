@@ -56,7 +56,9 @@ def _sequential_row():
     return WordsOpSpec(name="nn.sequential", category="nn", overloads=overloads, call=sequential, verb=True,
                        summary="torch.nn.Sequential of module handles or inline layer specs.", doc=doc,
                        aliases=("Sequential",),
-                       word_aliases=("nn.Sequential",), words_metavar="LAYER")
+                       word_aliases=("nn.Sequential",), words_metavar="LAYER",
+                       examples=("torch nn sequential 'linear 2 8' relu 'linear 8 1'",
+                                 "torch nn sequential $(torch nn linear 2 8) $(torch nn relu)"))
 
 
 def _builder(cls, args):
@@ -85,7 +87,8 @@ def _params(cls):
 
 # -- listing --------------------------------------------------------------------------------------
 
-@verb("nn.list() -> Json", category="nn", lockfree=True)
+@verb("nn.list() -> Json", category="nn", lockfree=True,
+      examples=("torch nn list",))
 def nn_list(ctx):
     """Every layer kind `torch nn KIND` builds, with its class and signature (--json for rows)."""
     rows = []
@@ -130,7 +133,8 @@ def build_from_words(ctx, words):
 
 
 # -- running ----------------------------------------------------------------------------------------
-@verb("forward(Module model, Tensor[] inputs) -> Tensor[]", category="nn")
+@verb("forward(Module model, Tensor[] inputs) -> Tensor[]", category="nn",
+      examples=("torch forward $(torch nn linear 3 2) $(torch randn 4 3)",))
 def forward(ctx, model, inputs):
     """Call the model on the inputs: model(*inputs). Several outputs print one per line (LSTM: output, h, c).
 
@@ -139,7 +143,8 @@ def forward(ctx, model, inputs):
     return flat_outputs(model(*inputs))
 
 
-@verb("predict(Module model, Tensor[] inputs) -> Tensor[]", category="nn")
+@verb("predict(Module model, Tensor[] inputs) -> Tensor[]", category="nn",
+      examples=("torch predict $(torch nn linear 3 2) $(torch randn 4 3)",))
 def predict(ctx, model, inputs):
     """model(*inputs) under no-grad in eval mode (dropout off, batch-norm running stats); the mode is restored."""
     was_training = model.training

@@ -139,7 +139,9 @@ def params_of(ctx, handle):
 
 
 # -- using an optimizer -----------------------------------------------------------------------------
-@verb("step(Optimizer optimizer) -> None", category="optim")
+@verb("step(Optimizer optimizer) -> None", category="optim",
+      examples=("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
+                "torch backward $(torch sum $(torch forward $m $(torch ones 2))); torch step $o",))
 def step(ctx, optimizer):
     """optimizer.step(): update the parameters from their .grad (run backward first)."""
     if isinstance(optimizer, torch.optim.LBFGS):
@@ -147,7 +149,8 @@ def step(ctx, optimizer):
     optimizer.step()
 
 
-@verb("optim.lr(Optimizer optimizer, float? value=None) -> Json", category="optim")
+@verb("optim.lr(Optimizer optimizer, float? value=None) -> Json", category="optim",
+      examples=("o=$(torch optim adam $(torch nn linear 2 1)); torch optim lr $o 0.01 && torch optim lr $o",))
 def lr(ctx, optimizer, value=None):
     """Print the learning rate (one per group as a list when groups differ), or set every group's to VALUE."""
     if value is not None:
@@ -175,7 +178,8 @@ class OptimInfo(dict):
         return "\n".join(lines) + "\n"
 
 
-@verb("optim.info(Optimizer optimizer) -> Json", category="optim")
+@verb("optim.info(Optimizer optimizer) -> Json", category="optim",
+      examples=("torch optim info $(torch optim sgd $(torch nn linear 2 1) --lr 0.1 --momentum 0.9)",))
 def info(ctx, optimizer):
     """Kind, parameter groups with their hyperparameters, and the size of the optimizer's state."""
     groups = []
@@ -195,7 +199,8 @@ def _jsonable(v):
     return v if v is None or isinstance(v, (bool, int, float, str, list)) else str(v)
 
 
-@verb("optim.list() -> Json", category="optim", lockfree=True)
+@verb("optim.list() -> Json", category="optim", lockfree=True,
+      examples=("torch optim list",))
 def optim_list(ctx):
     """Every optimizer kind `torch optim KIND` builds, with its options."""
     return Table([{"kind": op.name[6:], "class": op.cls.__name__,
@@ -206,7 +211,9 @@ def optim_list(ctx):
 
 # -- gradient clipping ----------------------------------------------------------------------------------
 @verb("clip_grad_norm(Handle[] targets, *, float max_norm, float norm_type=2.0, bool error_if_nonfinite=False) -> Scalar",
-      category="optim")
+      category="optim",
+      examples=("m=$(torch nn linear 2 1); torch backward $(torch sum $(torch forward $m $(torch ones 2))); "
+                "torch clip_grad_norm $m --max_norm 1.0",))
 def clip_grad_norm(ctx, targets, max_norm, norm_type=2.0, error_if_nonfinite=False):
     """torch.nn.utils.clip_grad_norm_ over the parameters of models, optimizers or tensors; prints the total
     norm before clipping: if ‖g‖ > max_norm every gradient is scaled by max_norm / (‖g‖ + 1e-6)."""
@@ -215,7 +222,9 @@ def clip_grad_norm(ctx, targets, max_norm, norm_type=2.0, error_if_nonfinite=Fal
     return JsonText(number_text(total))
 
 
-@verb("clip_grad_value(Handle[] targets, *, float clip_value) -> None", category="optim")
+@verb("clip_grad_value(Handle[] targets, *, float clip_value) -> None", category="optim",
+      examples=("m=$(torch nn linear 2 1); torch backward $(torch sum $(torch forward $m $(torch ones 2))); "
+                "torch clip_grad_value $m --clip_value 0.5",))
 def clip_grad_value(ctx, targets, clip_value):
     """torch.nn.utils.clip_grad_value_: clamp every gradient element into [-clip_value, clip_value]."""
     params = [p for h in targets for p in params_of(ctx, h)]

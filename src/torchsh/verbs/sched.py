@@ -57,7 +57,9 @@ def _builder(cls, args):
     return build
 
 
-@verb("sched.step(Scheduler scheduler, *, float? metric=None) -> None", category="optim")
+@verb("sched.step(Scheduler scheduler, *, float? metric=None) -> None", category="optim",
+      examples=("s=$(torch sched step_lr $(torch optim sgd $(torch nn linear 2 1) --lr 0.1) --step_size 1); "
+                "torch sched step $s && torch sched lr $s",))
 def step(ctx, scheduler, metric=None):
     """scheduler.step(): advance one step (call it after `torch step OPT`). ReduceLROnPlateau needs --metric."""
     plateau = isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
@@ -68,14 +70,16 @@ def step(ctx, scheduler, metric=None):
     scheduler.step(metric) if plateau else scheduler.step()
 
 
-@verb("sched.lr(Scheduler scheduler) -> Json", category="optim")
+@verb("sched.lr(Scheduler scheduler) -> Json", category="optim",
+      examples=("torch sched lr $(torch sched cosine $(torch optim sgd $(torch nn linear 2 1) --lr 0.1) --T_max 10)",))
 def lr(ctx, scheduler):
     """The learning rate the scheduler last set (get_last_lr): a number, or one per group as a list."""
     lrs = [v.item() if isinstance(v, torch.Tensor) else v for v in scheduler.get_last_lr()]
     return lrs[0] if len(lrs) == 1 else lrs
 
 
-@verb("sched.list() -> Json", category="optim", lockfree=True)
+@verb("sched.list() -> Json", category="optim", lockfree=True,
+      examples=("torch sched list",))
 def sched_list(ctx):
     """Every scheduler kind `torch sched KIND` builds, with its short names and options."""
     out = []

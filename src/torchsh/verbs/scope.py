@@ -22,7 +22,8 @@ def _command(command, op):
     return command
 
 
-@verb("scope(*, Argv command) -> None", category="objects", lockfree=True, block=True)
+@verb("scope(*, Argv command) -> None", category="objects", lockfree=True, block=True,
+      examples=("torch scope -- bash -c 'torch sum $(torch ones 3)'",))
 def scope(ctx, command):
     """Run CMD; every handle made inside is freed when it exits (success or failure), except those kept.
 
@@ -34,13 +35,15 @@ def scope(ctx, command):
     return Exec(command, {"TORCHSH_SCOPE": scope_id}, ["scope", "end", scope_id])
 
 
-@verb("scope.begin() -> str", category="objects", lockfree=True)
+@verb("scope.begin() -> str", category="objects", lockfree=True,
+      examples=("export TORCHSH_SCOPE=$(torch scope begin); torch zeros 2; torch scope end",))
 def scope_begin(ctx):
     """Open a scope for interactive use and print its id: export TORCHSH_SCOPE=$(torch scope begin)."""
     return ctx.registry.begin_scope(ctx.scope)
 
 
-@verb("scope.end(str? id=None) -> None", category="objects", lockfree=True)
+@verb("scope.end(str? id=None) -> None", category="objects", lockfree=True,
+      examples=("s=$(torch scope begin); TORCHSH_SCOPE=$s torch zeros 2; torch scope end $s",))
 def scope_end(ctx, id=None):
     """Free every handle made in scope ID (default: $TORCHSH_SCOPE) and in scopes opened inside it. Silent."""
     scope_id = id or ctx.scope
@@ -50,7 +53,8 @@ def scope_end(ctx, id=None):
     ctx.registry.end_scope(str(scope_id).strip())
 
 
-@verb("keep(Handle[] handles) -> None", category="objects", lockfree=True)
+@verb("keep(Handle[] handles) -> None", category="objects", lockfree=True,
+      examples=("torch scope -- bash -c 'torch keep $(torch zeros 2)'",))
 def keep(ctx, handles):
     """Let handles outlive the current scope: they move to the enclosing scope, or to the global registry.
 
@@ -59,7 +63,9 @@ def keep(ctx, handles):
     ctx.registry.keep(handles, ctx.scope)
 
 
-@verb("no_grad(*, Argv command) -> None", category="autograd", lockfree=True, block=True)
+@verb("no_grad(*, Argv command) -> None", category="autograd", lockfree=True, block=True,
+      examples=("x=$(torch tensor '[1.0]' --requires_grad); "
+                'torch no_grad -- bash -c "torch requires_grad \\$(torch mul $x 2)"',))
 def no_grad(ctx, command):
     """Run CMD with no-grad for every torch call inside it: results record no graph and do not require grad.
 
@@ -68,13 +74,16 @@ def no_grad(ctx, command):
     return Exec(_command(command, "no_grad"), {"TORCHSH_NO_GRAD": "1"})
 
 
-@verb("enable_grad(*, Argv command) -> None", category="autograd", lockfree=True, block=True)
+@verb("enable_grad(*, Argv command) -> None", category="autograd", lockfree=True, block=True,
+      examples=("x=$(torch tensor '[1.0]' --requires_grad); "
+                'torch no_grad -- torch enable_grad -- bash -c "torch requires_grad \\$(torch mul $x 2)"',))
 def enable_grad(ctx, command):
     """Run CMD with gradients recorded again, inside a no_grad block (PyTorch's torch.enable_grad)."""
     return Exec(_command(command, "enable_grad"), {"TORCHSH_NO_GRAD": "0"})
 
 
-@verb("inference_mode(*, Argv command) -> None", category="autograd", lockfree=True, block=True)
+@verb("inference_mode(*, Argv command) -> None", category="autograd", lockfree=True, block=True,
+      examples=("torch inference_mode -- bash -c 'torch value $(torch mul $(torch ones 2) 2)'",))
 def inference_mode(ctx, command):
     """Run CMD in inference mode: like no_grad, and its results can never join a graph later."""
     return Exec(_command(command, "inference_mode"), {"TORCHSH_INFERENCE_MODE": "1"})
