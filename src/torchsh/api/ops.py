@@ -14,6 +14,7 @@ from torchsh.call.misfit import no_binding
 from torchsh.context import Context
 from torchsh.daemon.http import Response
 from torchsh.errors import TorchshError
+from torchsh.table.kinds import LIST_FLAG_KINDS
 
 
 def post_op(app, request, params):
@@ -107,7 +108,7 @@ def _flag_token(op, name, value):
     """A JSON kwarg as the CLI parser makes it: handle lists (`--inputs A B`) item by item, argv as argv."""
     spec = op.flags().get(name)
     if spec is not None and isinstance(value, list):
-        if spec.kind in ("tensors", "handles", "modules"):
+        if spec.kind in LIST_FLAG_KINDS:
             return [tokens.from_json(v) for v in value]
         if spec.kind == "argv":
             return tokens.Token("argv", [str(v) for v in value], "--")

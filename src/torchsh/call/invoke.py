@@ -13,8 +13,8 @@ import warnings
 import torch
 
 from torchsh import guards, memory
-from torchsh.table import kinds
 from torchsh.errors import TorchshError, from_torch_exception, raised_by_torch
+from torchsh.table import kinds
 
 
 def convert_all(ctx, binding):

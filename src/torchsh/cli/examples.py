@@ -15,6 +15,7 @@ import warnings
 import torch
 
 from torchsh.call import bind, tokens
+from torchsh.table.kinds import TENSOR_KINDS
 from torchsh.vocab import dtype_name
 
 # profile -> literal data; every tensor argument of a candidate takes the same profile (index-like
@@ -211,7 +212,7 @@ def _binds(op, ov, args, values):
     """Would the CLI bind these words to this very overload?"""
     positionals, flags, n = [], {}, 0
     for a, v in zip(args, values):
-        if a.kind in ("tensor", "tensors"):
+        if a.kind in TENSOR_KINDS:
             toks = []
             for _ in (v if a.kind == "tensors" else [v]):
                 n += 1
