@@ -44,7 +44,7 @@ class Context:
         """TORCHSH_DEVICE, checked (a CUDA device on a CPU build is a device_error here, not deep in an op)."""
         text = self.env.get("TORCHSH_DEVICE") or None
         if text is not None:
-            from torchsh.cli.kinds import device_from_text  # kinds imports torch; Context stays light
+            from torchsh.vocab import device_from_text  # vocab imports torch; Context stays light
             device_from_text(text)
         return text
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from torchsh.cli.kinds import dtype_name
+from torchsh.vocab import dtype_name
 from torchsh.registry.handles import looks_like_handle
 from samples import NO_SAMPLE_REASONS, candidates
 

@@ -14,7 +14,7 @@ import torch
 
 import parity_runner as runner
 from samples import Sample
-from torchsh.cli import bind, parse
+from torchsh.call import bind, parse
 from torchsh.table import build_table
 from torchsh.table.categories import CATEGORIES
 

@@ -8,16 +8,18 @@ Optional body fields: "cwd" (for relative paths), "env" (TORCHSH_* settings), "n
 """
 import json
 
-from torchsh.cli import bind, render, tokens
-from torchsh.cli.run import ExecRequest, invoke, no_binding
+from torchsh.call import bind, results, tokens
+from torchsh.call.invoke import invoke
+from torchsh.call.misfit import no_binding
 from torchsh.context import Context
 from torchsh.daemon.http import Response
 from torchsh.errors import TorchshError
+from torchsh.table.kinds import LIST_FLAG_KINDS
 
 
 def post_op(app, request, params):
     op, fixed = app.table.lookup(params["op"])
-    nan = render.nan_mode(request.query)
+    nan = results.nan_mode(request.query)
     try:
         body = tokens.loads(request.body or b"{}")
     except ValueError as e:
@@ -48,7 +50,7 @@ def post_op(app, request, params):
         err = no_binding(op, partials, positionals, flags)
         err.op = op.name
         raise err
-    if op.extra.get("block") and not body.get("exec"):  # refuse before the verb opens a scope nobody would end
+    if op.block and not body.get("exec"):  # refuse before the verb opens a scope nobody would end
         raise TorchshError("usage", "%s runs a command; use the CLI, or send \"exec\": true" % op.name, op=op.name)
     globals_ = {"no_grad": bool(body.get("no_grad")), "inference_mode": bool(body.get("inference_mode"))}
     warned = []
@@ -57,12 +59,12 @@ def post_op(app, request, params):
     except TorchshError as e:
         e.op = e.op or op.name
         raise
-    except ExecRequest as e:  # the caller runs the block itself (torch.nu's `torch scope { … }`)
-        return _exec_reply(app, e)
-    if isinstance(result, render.Binary):
+    if isinstance(result, results.Exec):  # the caller runs the block itself (torch.nu's `torch scope { … }`)
+        return _exec_reply(app, result)
+    if isinstance(result, results.Binary):
         return Response(200, bytes(result), "application/octet-stream")
-    wire = render.to_wire(result, ctx)
-    return Response(200, render.result_json(result, wire, nan, warned))  # valid JSON unless ?nan=bare
+    wire = results.to_wire(result, ctx)
+    return Response(200, results.result_json(result, wire, nan, warned))  # valid JSON unless ?nan=bare
 
 
 def _put_dashes(op, args, tensors):
@@ -106,7 +108,7 @@ def _flag_token(op, name, value):
     """A JSON kwarg as the CLI parser makes it: handle lists (`--inputs A B`) item by item, argv as argv."""
     spec = op.flags().get(name)
     if spec is not None and isinstance(value, list):
-        if spec.kind in ("tensors", "handles", "modules"):
+        if spec.kind in LIST_FLAG_KINDS:
             return [tokens.from_json(v) for v in value]
         if spec.kind == "argv":
             return tokens.Token("argv", [str(v) for v in value], "--")

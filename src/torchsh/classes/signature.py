@@ -2,7 +2,7 @@
 
 `torch nn linear 1 1 --bias false`, `torch optim adam $m --betas 0.9,0.999` and
 `torch sched cosine $opt --T_max 100` are typed from `inspect.signature(cls.__init__)`: the
-annotation (or, without one, the default's type) picks the argument kind that cli/kinds.py reads.
+annotation (or, without one, the default's type) picks the argument kind (a row of table/kinds.py).
 Unions the shell cannot narrow (`int | tuple[int, int] | str` for padding) become `json`: any word,
 read as JSON when it looks like JSON (`3`, `'[3,3]'`, `same`). Arguments that make no sense from a
 shell (callables, deprecated `size_average`/`reduce`, `inplace`) are left out, each for a reason below.
@@ -114,7 +114,7 @@ def snake_case(name):
 
 class WordsOpSpec(OpSpec):
     """A row whose positional Argv takes words (`'linear 2 8' relu`, `"$head lr=0.1"`), not a command
-    after `--`: its usage shows extra["words"] (e.g. LAYER…) instead of `-- CMD ARGS…`."""
+    after `--`: its usage shows words_metavar (e.g. LAYER…) instead of `-- CMD ARGS…`."""
 
     def usage_line(self, overload=None):
-        return super().usage_line(overload).replace("-- CMD ARGS…", self.extra.get("words", "WORD") + "…")
+        return super().usage_line(overload).replace("-- CMD ARGS…", (self.words_metavar or "WORD") + "…")

@@ -14,8 +14,9 @@ import warnings
 
 import torch
 
-from torchsh.cli import bind, tokens
-from torchsh.cli.kinds import dtype_name
+from torchsh.call import bind, tokens
+from torchsh.table.kinds import TENSOR_KINDS
+from torchsh.vocab import dtype_name
 
 # profile -> literal data; every tensor argument of a candidate takes the same profile (index-like
 # arguments may take an index tensor instead), tried in this order
@@ -85,17 +86,15 @@ def _example(op):
     # trials draw random numbers (randn, dropout) and may seed: the daemon's RNG must not notice them
     with warnings.catch_warnings(), torch.no_grad(), torch.random.fork_rng(devices=[]):
         warnings.simplefilter("ignore")
-        if op.extra.get("group"):
+        if op.group:
             return None
-        if op.extra.get("nn_class"):
+        if op.class_kind == "nn":
             return _class_example(op, "nn", lambda v: op.call(_NoContext(), **v))
-        if op.extra.get("optim_class"):
-            cls = getattr(torch.optim, op.extra["optim_class"])
-            return _class_example(op, "optim", lambda v: cls(torch.nn.Linear(3, 2, bias=False).parameters(), **v))
-        if op.extra.get("sched_class"):
-            cls = getattr(torch.optim.lr_scheduler, op.extra["sched_class"])
-            return _class_example(op, "sched", lambda v: cls(_sgd(), **v))
-        if op.verb and op.extra.get("lockfree"):
+        if op.class_kind == "optim":
+            return _class_example(op, "optim", lambda v: op.cls(torch.nn.Linear(3, 2, bias=False).parameters(), **v))
+        if op.class_kind == "sched":
+            return _class_example(op, "sched", lambda v: op.cls(_sgd(), **v))
+        if op.verb and op.lockfree:
             return None  # the daemon's own verbs (stop, free, ops): their docs say how to use them
         return _op_example(op)
 
@@ -213,7 +212,7 @@ def _binds(op, ov, args, values):
     """Would the CLI bind these words to this very overload?"""
     positionals, flags, n = [], {}, 0
     for a, v in zip(args, values):
-        if a.kind in ("tensor", "tensors"):
+        if a.kind in TENSOR_KINDS:
             toks = []
             for _ in (v if a.kind == "tensors" else [v]):
                 n += 1

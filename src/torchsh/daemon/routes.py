@@ -106,7 +106,7 @@ def lockfree(app, request):
             op = app.table.lookup(path[len("/v1/ops/"):])[0]
         else:
             return False
-        return bool(op is not None and op.extra.get("lockfree"))
+        return bool(op is not None and op.lockfree)
     except Exception:  # unknown op, bad body: the handler will say so; it never needs the lock for that
         return False
 

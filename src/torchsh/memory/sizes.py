@@ -187,7 +187,7 @@ def verb_bound(op, ctx, values):
         except OSError:
             return None  # the verb reports the missing file
         return Exact(st.st_size) if stat.S_ISREG(st.st_mode) else None
-    if op.extra.get("nn_class"):
+    if op.class_kind == "nn":
         numbers = sum(_numeric_any(v, False) for v in values.values())
         return 64 * (numbers + 2) ** 4 if numbers < 1e6 else math.inf  # a layer's weights: a few products
     return None

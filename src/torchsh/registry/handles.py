@@ -6,7 +6,6 @@ merely unknown; the counter keeps ids short and never reused within one daemon.
 import re
 import secrets
 
-KINDS = ("tensor", "nn", "optim", "sched")
 EPOCH_LEN = 3
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 SERIAL_LEN = 5  # base36(n) is zero-padded to this width, so a shorter id (`tensor://nope`) is malformed

@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass, field
 
 from torchsh.errors import TorchshError
-from torchsh.registry.handles import KINDS, base36, format_handle, new_epoch, parse_handle
+from torchsh.registry.handles import base36, format_handle, new_epoch, parse_handle
+from torchsh.registry.kinds import HANDLE_KINDS, KINDS
 
-_KIND_WORDS = {"tensor": "a tensor", "nn": "a module", "optim": "an optimizer", "sched": "a scheduler"}
 REAP_INTERVAL_S = 1.0   # how often the reaper looks for scopes whose client is gone
 log = logging.getLogger("torchd")
 
@@ -99,8 +99,8 @@ class Registry:
         if entry is None:
             raise self._missing(handle, kind)
         if kind is not None and entry.kind not in _as_tuple(kind):
-            want = " or ".join(_KIND_WORDS[k] for k in _as_tuple(kind))
-            raise TorchshError("wrong_kind", "%s is %s, but %s is needed here" % (handle, _KIND_WORDS[entry.kind], want))
+            want = " or ".join(HANDLE_KINDS[k].article for k in _as_tuple(kind))
+            raise TorchshError("wrong_kind", "%s is %s, but %s is needed here" % (handle, HANDLE_KINDS[entry.kind].article, want))
         return entry
 
     def _missing(self, handle, kind):

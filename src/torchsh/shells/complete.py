@@ -7,14 +7,17 @@ cursor (dtypes, devices, booleans, handles by kind), and the handles held for po
 
 Lines are `candidate<TAB>description`; a single line `:files` asks the shell for file names.
 """
-from torchsh.cli.kinds import DTYPES, LAYOUTS, MEMORY_FORMATS
+from torchsh.table.kinds import KINDS
+from torchsh.vocab import DTYPES, LAYOUTS, MEMORY_FORMATS
 
 FILES = ":files"
 GLOBAL_FLAGS = {"--no_grad": "run without recording gradients", "--inference_mode": "run in inference mode",
                 "--json": "print results as JSON", "--help": "usage, arguments and PyTorch's docs"}
 DEVICES = ("cpu", "cuda", "cuda:0", "cuda:1", "mps", "meta")
-_HANDLE_PREFIX = {"tensor": "tensor", "tensors": "tensor", "module": "nn", "modules": "nn", "optimizer": "optim",
-                  "scheduler": "sched", "handle": None, "handles": None, "json": None}
+# A kind row's completion source (table/kinds.py: ArgKind.complete) -> its candidates
+_SOURCES = {"dtypes": [(d, "dtype") for d in DTYPES], "devices": [(d, "device") for d in DEVICES],
+            "bools": [("true", ""), ("false", "")], "layouts": [(x, "layout") for x in LAYOUTS],
+            "memory_formats": [(x, "memory format") for x in MEMORY_FORMATS]}
 
 
 def candidates(table, census, words):
@@ -85,22 +88,14 @@ def flags(op, cur):
 
 
 def values(kind, census, cur):
-    if kind == "dtype":
-        choices = [(d, "dtype") for d in DTYPES]
-    elif kind == "device":
-        choices = [(d, "device") for d in DEVICES]
-    elif kind == "bool":
-        choices = [("true", ""), ("false", "")]
-    elif kind == "layout":
-        choices = [(x, "layout") for x in LAYOUTS]
-    elif kind == "memory_format":
-        choices = [(x, "memory format") for x in MEMORY_FORMATS]
-    elif kind == "path":
+    row = KINDS.get(kind)
+    source = row.complete if row else ""
+    if source == "files":
         return [(FILES, "")]
-    elif kind in _HANDLE_PREFIX:
-        choices = handles(census, _HANDLE_PREFIX[kind])
+    if source == "handles":  # held handles of the row's handle kind (tensor://), or of any kind
+        choices = handles(census, row.handle or None)
     else:
-        choices = []
+        choices = _SOURCES.get(source, [])
     return [c for c in choices if c[0].startswith(cur)]
 
 

@@ -25,7 +25,7 @@ class OpTable:
             self.ops[op.name] = op
         self.bare = {}
         for name, op in self.ops.items():
-            if "." in name and not op.extra.get("words_only"):  # `nn linear`, never a bare `linear`
+            if "." in name and not op.words_only:  # `nn linear`, never a bare `linear`
                 short = name.rsplit(".", 1)[1]
                 if short in self.ops:
                     continue
@@ -37,7 +37,7 @@ class OpTable:
                 op.aliases = tuple(op.aliases) + (alias,)
         self.max_words = max(n.count(".") for n in self.ops) + 1
         # dotted spellings that name a row too: nn.Linear for nn.linear, sched.cosine for sched.cosine_annealing_lr
-        self.word_aliases = {a: name for name, op in self.ops.items() for a in op.extra.get("word_aliases", ())}
+        self.word_aliases = {a: name for name, op in self.ops.items() for a in op.word_aliases}
         self.groups = _groups(self.ops)
 
     def __len__(self):
@@ -179,7 +179,7 @@ def _close(word, words):
 
 def _all_aliases():
     """aliases.ALIASES and the dtype casts PyTorch documents as `self.to(torch.DTYPE)` (`torch float $x`)."""
-    from torchsh.cli.kinds import DTYPES
+    from torchsh.vocab import DTYPES
     from torchsh.table.from_torch import cast_aliases
     return dict(cast_aliases(DTYPES), **aliases.ALIASES)
 
@@ -189,10 +189,10 @@ def group_op(table, group):
     from torchsh.table.spec import Overload
 
     def listing(ctx):
-        from torchsh.cli import help as cli_help
-        return cli_help.group_help(table, group)
+        from torchsh.verbs import meta
+        return meta.group_help(table, group)
     return OpSpec(name=group, category="shell", summary="the commands of `torch %s`" % group.replace(".", " "),
-                  overloads=[Overload(args=())], call=listing, verb=True, extra={"lockfree": True, "group": True})
+                  overloads=[Overload(args=())], call=listing, verb=True, lockfree=True, group=True)
 
 
 def _suggest(name, names):

@@ -14,6 +14,7 @@ import torch
 
 from torchsh.table import aliases, categories, docargs, exclusions
 from torchsh.table.spec import MISSING, ArgSpec, OpSpec, Overload, UnsupportedType, parse_schema
+from torchsh.table.kinds import TENSOR_KINDS
 
 # (prefix users type, Python module, ATen name prefix)
 NAMESPACES = (
@@ -159,7 +160,7 @@ def _from_schemas(schemas):
             _, name, args, returns = parse_schema(str(s))
         except (UnsupportedType, ValueError):
             continue
-        if not any(a.kind in ("tensor", "tensors") for a in args) and "Tensor" not in returns:
+        if not any(a.kind in TENSOR_KINDS for a in args) and "Tensor" not in returns:
             continue  # TorchScript's int/float/str/list helpers (aten::add.int…)
         args = tuple(a for a in args if a.kind != "generator")
         key = tuple((a.name, a.kind) for a in args)

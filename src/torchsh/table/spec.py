@@ -7,6 +7,8 @@ verb-only types (Handle, Module, Optimizer, Scheduler, Json, Path, Argv).
 import re
 from dataclasses import dataclass, field
 
+from torchsh.table.kinds import KINDS, VARIADIC_KINDS
+
 MISSING = object()  # ArgSpec.default for a required argument
 
 
@@ -14,26 +16,15 @@ class UnsupportedType(ValueError):
     """The schema has an argument type the shell cannot express (Dimname, Stream, Storage…)."""
 
 
-# Argument kinds, the vocabulary of cli/kinds.py. Schema type (base, list?) -> kind.
-_SCALAR_TYPES = {
-    "Tensor": "tensor", "Scalar": "scalar", "int": "int", "SymInt": "int", "float": "float",
-    "bool": "bool", "str": "str", "complex": "scalar", "ScalarType": "dtype", "Device": "device",
-    "Layout": "layout", "MemoryFormat": "memory_format", "Generator": "generator",
-    # verb-only types
-    "Handle": "handle", "Module": "module", "Optimizer": "optimizer", "Scheduler": "scheduler",
-    "Json": "json", "Path": "path", "Argv": "argv",
-}
-_LIST_TYPES = {"Tensor": "tensors", "int": "int_list", "SymInt": "int_list", "float": "float_list",
-               "Scalar": "float_list", "bool": "bool_list", "Handle": "handles", "str": "str_list",
-               "Module": "modules"}
-TENSOR_KINDS = ("tensor", "tensors")
-VARIADIC_KINDS = ("tensors", "handles", "modules", "argv")
+# Schema type (base, list?) -> argument kind, from the kind rows (table/kinds.py): `ScalarType` -> dtype
+_SCALAR_TYPES = {t: k.name for k in KINDS.values() for t in k.aten}
+_LIST_TYPES = {t: k.name for k in KINDS.values() for t in k.aten_list}
 
 
 @dataclass
 class ArgSpec:
     name: str                 # what users type as --name (PyTorch's word; ATen's `self` shows as `input`)
-    kind: str                 # one of the kinds above; cli/kinds.py knows how to read each
+    kind: str                 # a row of table/kinds.py (KINDS), which knows how to read it
     default: object = MISSING  # MISSING when required; else the default as schema text or a Python value
     optional: bool = False    # `T?`: None is accepted
     keyword_only: bool = False  # after `*` in the schema: flag only
@@ -56,6 +47,11 @@ class Overload:
     name: str = ""            # ATen overload name ("Tensor", "dim"), "" for the default one
 
     def signature(self, op_name):
+        ret = " -> %s" % self.returns if self.returns else ""
+        return "%s(%s)%s" % (op_name, self.params_text(), ret)
+
+    def params_text(self):
+        """The arguments as the schema writes them: `Tensor input, *, Scalar alpha=1`."""
         parts, star = [], False
         for a in self.args:
             if a.keyword_only and not star:
@@ -65,8 +61,7 @@ class Overload:
             if a.default is not MISSING:
                 text += "=%s" % (a.default if isinstance(a.default, str) else _json_default(a.default))
             parts.append(text)
-        ret = " -> %s" % self.returns if self.returns else ""
-        return "%s(%s)%s" % (op_name, ", ".join(parts), ret)
+        return ", ".join(parts)
 
 
 @dataclass
@@ -80,8 +75,21 @@ class OpSpec:
     doc: str = ""             # first paragraph of PyTorch's docstring, or the verb's
     aliases: tuple = ()
     factory: bool = False     # makes a tensor from nothing: takes --requires_grad and the default device
-    extra: dict = field(default_factory=dict)
     arg_docs: dict = field(default_factory=dict)  # argument name -> PyTorch's description (table/docargs.py)
+    # -- verbs only -------------------------------------------------------------------------------
+    lockfree: bool = False    # never takes the tensor lock (status, census, free, stop): own workers, answers
+                              # behind any queue; its warnings are not recorded (catch_warnings is process-wide)
+    block: bool = False       # a block form (`scope -- CMD`): returns an Exec, which only a caller that runs
+                              # commands can carry out (the client, the fast bash function, torch.nu)
+    repeatable: tuple = ()    # flags that may come more than once (`load --columns x --columns y`): a list
+    group: bool = False       # a group word's listing (`torch nn`): made on demand, never in the table
+    examples: tuple = ()      # runnable bash lines `--help` prints (tests/e2e/test_verb_examples.py runs each)
+    # -- class-backed rows: one per torch.nn layer, torch.optim optimizer, lr_scheduler scheduler ----
+    cls: type = None          # the class itself (torch.nn.Linear); its handle kind is class_kind
+    class_kind: str = ""      # the handle kind the class makes: "nn", "optim" or "sched"
+    words_only: bool = False  # reached by its words only (`nn linear`), never by a bare `linear`
+    word_aliases: tuple = ()  # more dotted names that resolve to it (`nn.Linear`, `sched.cosine`)
+    words_metavar: str = ""   # what its words after `--` are called in usage (sequential's LAYER)
     _flags: dict = field(default=None, init=False, repr=False, compare=False)
 
     def flags(self):
@@ -126,13 +134,9 @@ class OpSpec:
                               for ov in self.overloads]}
 
 
-_METAVARS = {"tensor": "TENSOR", "tensors": "TENSOR", "int_list": "SHAPE", "dtype": "DTYPE",
-             "device": "DEVICE", "handle": "HANDLE", "handles": "HANDLE", "module": "MODEL",
-             "modules": "MODEL", "optimizer": "OPT", "scheduler": "SCHED", "path": "FILE", "json": "JSON"}
-
-
 def _metavar(a):
-    return _METAVARS.get(a.kind, a.name.upper())
+    row = KINDS.get(a.kind)
+    return (row and row.metavar) or a.name.upper()
 
 
 def _json_default(value):

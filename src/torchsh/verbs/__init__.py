@@ -13,13 +13,16 @@ from torchsh.table.spec import OpSpec, Overload, parse_schema
 _VERB_ATTR = "__torchsh_verbs__"
 
 
-def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(), block=False, repeatable=()):
+def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(), block=False, repeatable=(),
+         examples=()):
     """Declare a verb: one or more schemas (overloads), e.g. verb('value(Tensor input, *, bool meta=False)').
 
     block=True marks a block form (`scope -- CMD`): it answers with an exec directive, which only a
     caller that can run commands (the client, the fast bash function, torch.nu) can carry out.
     repeatable names flags that may be given more than once (`load --columns x1,x2 --columns y`): the
     handler then gets a list, one value per occurrence.
+    examples are command lines `torch VERB --help` prints, each runnable as it stands in bash (make
+    handles with $(torch …)); tests/e2e/test_verb_examples.py runs every one.
     """
     def deco(fn):
         overloads, name = [], None
@@ -30,7 +33,8 @@ def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(),
         first = summary or doc.split("\n")[0]
         spec = OpSpec(name=name, category=category, summary=first, overloads=overloads, call=fn, verb=True,
                       doc=" ".join(doc.split("\n\n")[0].split()), aliases=tuple(aliases),
-                      extra={"lockfree": lockfree, "block": block, "repeatable": tuple(repeatable)},
+                      lockfree=lockfree, block=block, repeatable=tuple(repeatable),
+                      examples=tuple(examples),
                       arg_docs=docargs.parse(inspect.cleandoc(doc)))
         setattr(fn, _VERB_ATTR, getattr(fn, _VERB_ATTR, []) + [spec])
         return fn

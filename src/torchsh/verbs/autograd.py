@@ -18,7 +18,9 @@ _GRAPH_FREED = "backward through the graph a second time"
 
 
 @verb("backward(Tensor loss, *, Tensor? gradient=None, bool? retain_graph=None, bool create_graph=False) -> None",
-      category="autograd")
+      category="autograd",
+      examples=("x=$(torch tensor '[1.0,2.0]' --requires_grad); "
+                "torch backward $(torch sum $(torch mul $x $x)) && torch grad $x",))
 def backward(ctx, loss, gradient=None, retain_graph=None, create_graph=False):
     """Back-propagate from LOSS; gradients accumulate in the leaves' .grad until zero_grad.
 
@@ -32,7 +34,9 @@ def backward(ctx, loss, gradient=None, retain_graph=None, create_graph=False):
         loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
 
 
-@verb("grad(Tensor input) -> Tensor", category="autograd")
+@verb("grad(Tensor input) -> Tensor", category="autograd",
+      examples=("x=$(torch tensor '[3.0]' --requires_grad); torch backward $(torch sum $(torch mul $x $x)); "
+                "torch value $(torch grad $x)",))
 def grad(ctx, input):
     """A snapshot copy of input's .grad as a new handle: later backwards do not change it."""
     g = input.grad
@@ -54,7 +58,9 @@ def _no_grad_error(t):
                         "`torch backward LOSS` fills the gradients of the leaves LOSS was made from")
 
 
-@verb("retain_grad(Tensor input) -> None", category="autograd")
+@verb("retain_grad(Tensor input) -> None", category="autograd",
+      examples=("x=$(torch tensor '[2.0]' --requires_grad); y=$(torch mul $x 3); torch retain_grad $y; "
+                "torch backward $(torch sum $y); torch value $(torch grad $y)",))
 def retain_grad(ctx, input):
     """Keep .grad for a non-leaf tensor at the next backward (leaves always keep theirs)."""
     if not input.requires_grad:
@@ -63,7 +69,9 @@ def retain_grad(ctx, input):
     input.retain_grad()
 
 
-@verb("zero_grad(Handle[] handles, *, bool? set_to_none=None) -> None", category="autograd")
+@verb("zero_grad(Handle[] handles, *, bool? set_to_none=None) -> None", category="autograd",
+      examples=("m=$(torch nn linear 2 1); torch backward $(torch sum $(torch forward $m $(torch ones 2))); "
+                "torch zero_grad $m",))
 def zero_grad(ctx, handles, set_to_none=None):
     """Reset gradients of tensors, modules and optimizers (reads handles from stdin too).
 
@@ -96,7 +104,8 @@ def _zero_tensor_grad(t, set_to_none):
     t.grad.zero_()
 
 
-@verb("detach(Tensor input) -> Tensor", category="autograd")
+@verb("detach(Tensor input) -> Tensor", category="autograd",
+      examples=("torch requires_grad $(torch detach $(torch tensor '[1.0]' --requires_grad))",))
 def detach(ctx, input):
     """A new handle for the same data, cut from the graph. Shares storage: in-place changes show in both.
 
@@ -105,7 +114,8 @@ def detach(ctx, input):
     return input.detach()
 
 
-@verb("requires_grad(Handle target, bool? value=None) -> Json", category="autograd")
+@verb("requires_grad(Handle target, bool? value=None) -> Json", category="autograd",
+      examples=("x=$(torch zeros 2); torch requires_grad $x true && torch requires_grad $x",))
 def requires_grad(ctx, target, value=None):
     """Print whether a tensor (or every parameter of a module) requires grad, or set it with true|false.
 
@@ -139,20 +149,24 @@ def _module_requires_grad(module, value):
     return None
 
 
-@verb("is_leaf(Tensor input) -> bool", category="autograd")
+@verb("is_leaf(Tensor input) -> bool", category="autograd",
+      examples=("torch is_leaf $(torch tensor '[1.0]' --requires_grad)",))
 def is_leaf(ctx, input):
     """true for tensors made by the user (or under no-grad), false for results of recorded ops."""
     return input.is_leaf
 
 
-@verb("grad_fn(Tensor input) -> str", category="autograd")
+@verb("grad_fn(Tensor input) -> str", category="autograd",
+      examples=("torch grad_fn $(torch mul $(torch tensor '[1.0]' --requires_grad) 2)",))
 def grad_fn(ctx, input):
     """The name of the graph node that made input (MulBackward0, SumBackward0...); nothing for a leaf."""
     return None if input.grad_fn is None else type(input.grad_fn).__name__
 
 
 @verb("autograd_grad(Tensor[] outputs, *, Tensor[] inputs, Tensor[]? grad_outputs=None, bool? retain_graph=None, "
-      "bool create_graph=False, bool materialize_grads=False) -> Tensor[]", category="autograd")
+      "bool create_graph=False, bool materialize_grads=False) -> Tensor[]", category="autograd",
+      examples=("x=$(torch tensor '[1.0,2.0]' --requires_grad); "
+                "torch autograd_grad $(torch sum $(torch mul $x $x)) --inputs $x",))
 def autograd_grad(ctx, outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
                   materialize_grads=False):
     """torch.autograd.grad: d(sum of OUTPUTS)/d(each of --inputs), one handle per input; .grad is untouched.

@@ -18,7 +18,8 @@ FORMAT = "torchsh-checkpoint-1"
 
 
 @verb("checkpoint.save(Path file, Module model, Optimizer? optimizer=None, Scheduler? scheduler=None) -> None",
-      category="nn")
+      category="nn",
+      examples=("m=$(torch nn linear 2 1); torch checkpoint save ck.pt $m $(torch optim sgd $m --lr 0.1)",))
 def save(ctx, file, model, optimizer=None, scheduler=None):
     """Save model, optimizer and scheduler state (and the RNG state) to one .safetensors file, atomically."""
     tensors = state_file.model_tensors(model, "model.")
@@ -34,7 +35,8 @@ def save(ctx, file, model, optimizer=None, scheduler=None):
 
 
 @verb("checkpoint.load(Path file, Module model, Optimizer? optimizer=None, Scheduler? scheduler=None, *, "
-      "bool rng=True) -> None", category="nn")
+      "bool rng=True) -> None", category="nn",
+      examples=("m=$(torch nn linear 2 1); torch checkpoint save ck.pt $m && torch checkpoint load ck.pt $m",))
 def load(ctx, file, model, optimizer=None, scheduler=None, rng=True):
     """Restore a checkpoint into a model built the same way (and its optimizer and scheduler); strict and atomic."""
     tensors, meta = state_file.read(file)

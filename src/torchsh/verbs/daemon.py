@@ -8,8 +8,8 @@ import logging
 import os
 
 from torchsh import protocol
-from torchsh.cli.render import Text
-from torchsh.cli.run import ExecRequest
+from torchsh.call.results import Text
+from torchsh.call.results import Exec
 from torchsh.daemon import lifecycle
 from torchsh.daemon.status import status_dict, status_text
 from torchsh.errors import TorchshError, bad_argument
@@ -32,13 +32,15 @@ class StatusRecord(dict):
         return status_text(self)
 
 
-@verb("daemon.status() -> Json", category="daemon", lockfree=True)
+@verb("daemon.status() -> Json", category="daemon", lockfree=True,
+      examples=("torch daemon status",))
 def status(ctx):
     """pid, version, devices, uptime, idle, remaining TTL, objects by kind, bytes held, memory, socket, log."""
     return StatusRecord(status_dict(ctx.app))
 
 
-@verb("daemon.start() -> str", category="daemon", lockfree=True)
+@verb("daemon.start() -> str", category="daemon", lockfree=True,
+      examples=("torch daemon start",))
 def start(ctx):
     """Start the daemon (any command does); says so when one is already running."""
     return Text("torchd is running (pid %d, %s)\n" % (ctx.app.pid(), ctx.app.socket_path))
@@ -80,7 +82,8 @@ def restart(ctx):
     return Text("torchd restarting (pid %d)\n" % ctx.app.pid())
 
 
-@verb("daemon.ttl(str duration) -> str", category="daemon", lockfree=True)
+@verb("daemon.ttl(str duration) -> str", category="daemon", lockfree=True,
+      examples=("torch daemon ttl 30m",))
 def ttl(ctx, duration):
     """Set the sliding idle TTL: 90s, 30m, 2h, 1d or none."""
     try:
@@ -90,7 +93,8 @@ def ttl(ctx, duration):
     return Text("ttl %s\n" % lifecycle.format_duration(ctx.app.ttl))
 
 
-@verb("daemon.log(Argv? options=None, *, bool follow=False, int lines=50) -> str", category="daemon", lockfree=True)
+@verb("daemon.log(Argv? options=None, *, bool follow=False, int lines=50) -> str", category="daemon", lockfree=True,
+      examples=("torch daemon log -n 5",))
 def log(ctx, options=None, follow=False, lines=50):
     """Print the last lines of the daemon's log (-n N, default 50); -f (--follow) keeps printing until Ctrl-C.
 
@@ -104,7 +108,7 @@ def log(ctx, options=None, follow=False, lines=50):
         raise TorchshError("file_error", "this daemon does not log to %s (started by hand, it logs to its own "
                            "stderr)" % path, "see the terminal that started it")
     if follow:
-        raise ExecRequest(["tail", "-n", str(lines), "-F", path], {})
+        return Exec(["tail", "-n", str(lines), "-F", path], {})
     try:
         return Text(lifecycle.log_tail(path, lines).decode(errors="replace"))
     except (OSError, lifecycle.Untrusted) as e:

@@ -37,7 +37,8 @@ def _ext(path):
 
 
 @verb("load(Path file, *, ScalarType? dtype=None, str? columns=None, bool? header=None, bool no_header=False, "
-      "str? delimiter=None) -> Tensor[]", category="files", repeatable=("columns",))
+      "str? delimiter=None) -> Tensor[]", category="files", repeatable=("columns",),
+      examples=("printf 'x,y\\n1,2\\n3,4\\n' > xy.csv && torch load xy.csv --columns x --columns y",))
 def load(ctx, file, dtype=None, columns=None, header=None, no_header=False, delimiter=None):
     """Load tensors from a file; one handle per line (npz/safetensors/pt dicts: --json keeps the names).
     A .csv gives float32 (or --dtype); its header row is detected (or say --header / --no-header);
@@ -142,7 +143,8 @@ def _from_numpy(array):
         raise ValueError("numpy dtype %s has no PyTorch equivalent (%s)" % (array.dtype, e)) from None
 
 
-@verb("save(Tensor[] tensors, Path file, *, str[]? names=None) -> None", category="files")
+@verb("save(Tensor[] tensors, Path file, *, str[]? names=None) -> None", category="files",
+      examples=("torch save $(torch tensor '[1,2,3]') t.pt && torch load t.pt",))
 def save(ctx, tensors, file, names=None):
     """Save tensors to a file chosen by extension; several tensors need npz, safetensors or pt."""
     ext = _ext(file)

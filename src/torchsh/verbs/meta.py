@@ -1,7 +1,26 @@
-"""Discovery: `torch ops [CATEGORY] [--search WORD] [--json]`."""
-from torchsh.cli import help as cli_help
+"""Discovery: `torch ops [CATEGORY] [--search WORD] [--json]`, and what a group word lists (`torch nn`)."""
+from torchsh.call.results import Text
 from torchsh.errors import bad_argument
+from torchsh.table.categories import CATEGORIES
 from torchsh.verbs import verb
+
+VERB_CATEGORIES = ("tensors", "files", "autograd", "nn", "optim", "objects", "daemon", "shell")
+
+# What each command group is, in a few words (the commands under it come from the table)
+GROUP_WORDS = {
+    "nn": "modules: `torch nn KIND ARGS` builds any torch.nn layer; save, load, sequential…",
+    "nn.functional": "torch.nn.functional: activations, losses, convolutions, pooling…",
+    "optim": "optimizers: `torch optim KIND MODEL` for every torch.optim class; lr, info",
+    "sched": "learning-rate schedulers: `torch sched KIND OPT`; step, lr",
+    "daemon": "the torchd daemon: status, start, stop, restart, ttl, log",
+    "scope": "memory scopes: `torch scope -- CMD` frees what CMD made; begin, end",
+    "checkpoint": "model + optimizer + scheduler state in one file: save, load",
+    "linalg": "torch.linalg: solve, inv, qr, svd, eigh, norms…",
+    "fft": "torch.fft: discrete Fourier transforms",
+    "special": "torch.special: special functions (erf, gammaln, bessel…)",
+}
+_KIND_WORDS = {"nn": "module kinds (torch.nn classes)", "optim": "optimizer kinds (torch.optim)",
+               "sched": "scheduler kinds (torch.optim.lr_scheduler)"}
 
 
 class OpRows(list):
@@ -10,16 +29,76 @@ class OpRows(list):
         self._ops = ops
 
     def text(self):
-        return cli_help.ops_table(self._ops)
+        return ops_table(self._ops)
 
 
-@verb("ops(str? category=None, *, str? search=None) -> Json", category="shell", lockfree=True)
+@verb("ops(str? category=None, *, str? search=None) -> Json", category="shell", lockfree=True,
+      examples=("torch ops linalg",
+                "torch ops --search softmax"))
 def ops(ctx, category=None, search=None):
     """List ops and verbs: name, category, summary (--json adds the typed signatures)."""
-    if category is not None and category not in cli_help.categories():
-        raise bad_argument("unknown category %r" % category, "categories: %s" % ", ".join(cli_help.categories()))
+    if category is not None and category not in categories():
+        raise bad_argument("unknown category %r" % category, "categories: %s" % ", ".join(categories()))
     rows = ctx.table.in_category(category)
     if search:
         word = search.lower()
         rows = [op for op in rows if word in op.name.lower() or word in op.summary.lower()]
     return OpRows(sorted(rows, key=lambda op: op.name))
+
+
+def group_help(table, group):
+    """`torch GROUP`, `torch GROUP --help`: the group's commands, one line each, then its kinds and sub-groups."""
+    spoken = group.replace(".", " ")
+    lines = ["usage: torch %s COMMAND [ARG…]" % spoken, ""]
+    if group in GROUP_WORDS:
+        lines += ["%s" % GROUP_WORDS[group], ""]
+    own = table.lookup(group)[0] if _resolvable(table, group) else None
+    if own is not None:  # `torch scope -- CMD`, `torch fft TENSOR`: the group word runs an op itself
+        lines += ["  torch %s" % own.usage_line().replace(own.display_name, spoken, 1), "      " + own.summary, ""]
+    commands, kinds, subgroups = [], {}, []
+    for word, op in sorted(table.members(group).items(), key=lambda kv: kv[0].lower()):
+        if op is None or (word in table.groups and group + "." + word in table.groups):
+            subgroups.append((word + " …", GROUP_WORDS.get(group + "." + word, "%d commands: `torch %s %s`"
+                                                            % (len(table.groups[group + "." + word]), spoken, word))))
+            continue
+        label = _KIND_WORDS.get(op.class_kind)
+        if label:
+            kinds.setdefault(label, []).append((word, op.summary))
+        else:
+            commands.append((word, op.summary))
+    if commands:
+        lines += ["commands:"] + listing_rows(commands) + [""]
+    for label, rows in kinds.items():
+        lines += ["%s:" % label] + listing_rows(rows) + [""]
+    if subgroups:
+        lines += ["groups:"] + listing_rows(subgroups) + [""]
+    lines.append("`torch %s COMMAND --help` shows one command's arguments and an example." % spoken)
+    return Text("\n".join(lines) + "\n")
+
+
+def _resolvable(table, name):
+    try:
+        table.lookup(name)
+        return True
+    except Exception:  # unknown or ambiguous: the group word is no op of its own
+        return False
+
+
+def listing_rows(pairs, width=78):
+    """`  word   summary` lines, the summary cut to fit one terminal line."""
+    col = min(max((len(w) for w, _ in pairs), default=0), 22)
+    out = []
+    for word, summary in pairs:
+        text = summary if len(summary) <= width - col - 4 else summary[:width - col - 5].rstrip() + "…"
+        out.append("  %-*s  %s" % (col, word, text))
+    return out
+
+
+def ops_table(ops):
+    width = max((len(op.name) for op in ops), default=10)
+    rows = ["%-*s  %-10s  %s" % (width, op.name, op.category, op.summary) for op in sorted(ops, key=lambda o: o.name)]
+    return Text("\n".join(rows) + ("\n" if rows else ""))
+
+
+def categories():
+    return CATEGORIES + VERB_CATEGORIES

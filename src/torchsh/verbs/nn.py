@@ -13,8 +13,8 @@ import shlex
 import torch
 
 from torchsh.classes import tables
-from torchsh.cli import bind, parse
-from torchsh.cli.render import Table, Text
+from torchsh.call import bind, parse
+from torchsh.call.results import Table, Text
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.classes.signature import WordsOpSpec, class_args, fit_values
 from torchsh.registry.handles import looks_like_handle
@@ -42,7 +42,7 @@ def generated_rows():
             name="nn." + word, category="nn", summary=summary_line(doc) or "torch.nn.%s" % cls.__name__,
             overloads=[Overload(args=args, returns="Module")], call=_builder(cls, args), verb=True, doc=doc,
             aliases=(cls.__name__,), arg_docs=docargs.arg_docs(cls, [Overload(args=args)]),
-            extra={"words_only": True, "word_aliases": ("nn." + cls.__name__,), "nn_class": cls.__name__}))
+            cls=cls, class_kind="nn", words_only=True, word_aliases=("nn." + cls.__name__,)))
     return rows + [_sequential_row()]
 
 
@@ -56,7 +56,9 @@ def _sequential_row():
     return WordsOpSpec(name="nn.sequential", category="nn", overloads=overloads, call=sequential, verb=True,
                        summary="torch.nn.Sequential of module handles or inline layer specs.", doc=doc,
                        aliases=("Sequential",),
-                       extra={"word_aliases": ("nn.Sequential",), "words": "LAYER"})
+                       word_aliases=("nn.Sequential",), words_metavar="LAYER",
+                       examples=("torch nn sequential 'linear 2 8' relu 'linear 8 1'",
+                                 "torch nn sequential $(torch nn linear 2 8) $(torch nn relu)"))
 
 
 def _builder(cls, args):
@@ -85,14 +87,15 @@ def _params(cls):
 
 # -- listing --------------------------------------------------------------------------------------
 
-@verb("nn.list() -> Json", category="nn", lockfree=True)
+@verb("nn.list() -> Json", category="nn", lockfree=True,
+      examples=("torch nn list",))
 def nn_list(ctx):
     """Every layer kind `torch nn KIND` builds, with its class and signature (--json for rows)."""
     rows = []
     for op in sorted(ctx.table.in_category("nn"), key=lambda o: o.name):
-        if "nn_class" in op.extra:
-            sig = op.overloads[0].signature(op.extra["nn_class"]).split(" -> ")[0]
-            rows.append({"kind": op.name[3:], "class": op.extra["nn_class"], "signature": sig,
+        if op.class_kind == "nn":
+            sig = "%s(%s)" % (op.cls.__name__, op.overloads[0].params_text())
+            rows.append({"kind": op.name[3:], "class": op.cls.__name__, "signature": sig,
                          "summary": op.summary})
     return Table(rows, ("kind", "signature"))
 
@@ -118,9 +121,9 @@ def sequential(ctx, modules=None, layers=None):
 
 def build_from_words(ctx, words):
     """One inline layer spec, e.g. ['linear', '2', '8', '--bias', 'false'], built as `torch nn …` would."""
-    from torchsh.cli.run import convert_all
+    from torchsh.call.invoke import convert_all
     op, _, rest = ctx.table.resolve(["nn"] + words)
-    if "nn_class" not in op.extra:
+    if op.class_kind != "nn":
         raise bad_argument("%r is not a layer kind" % " ".join(words), "`torch nn list` shows the kinds")
     parsed = parse.split_argv(op, rest)
     binding, partials = bind.choose(op, parsed.positionals, parsed.flags)
@@ -130,7 +133,8 @@ def build_from_words(ctx, words):
 
 
 # -- running ----------------------------------------------------------------------------------------
-@verb("forward(Module model, Tensor[] inputs) -> Tensor[]", category="nn")
+@verb("forward(Module model, Tensor[] inputs) -> Tensor[]", category="nn",
+      examples=("torch forward $(torch nn linear 3 2) $(torch randn 4 3)",))
 def forward(ctx, model, inputs):
     """Call the model on the inputs: model(*inputs). Several outputs print one per line (LSTM: output, h, c).
 
@@ -139,7 +143,8 @@ def forward(ctx, model, inputs):
     return flat_outputs(model(*inputs))
 
 
-@verb("predict(Module model, Tensor[] inputs) -> Tensor[]", category="nn")
+@verb("predict(Module model, Tensor[] inputs) -> Tensor[]", category="nn",
+      examples=("torch predict $(torch nn linear 3 2) $(torch randn 4 3)",))
 def predict(ctx, model, inputs):
     """model(*inputs) under no-grad in eval mode (dropout off, batch-norm running stats); the mode is restored."""
     was_training = model.training

@@ -15,7 +15,8 @@ from torchsh.errors import TorchshError, bad_argument
 from torchsh.verbs import verb
 
 
-@verb("nn.save(Module model, Path file) -> None", category="nn")
+@verb("nn.save(Module model, Path file) -> None", category="nn",
+      examples=("torch nn save $(torch nn linear 3 2) model.safetensors",))
 def nn_save(ctx, model, file):
     """Save the model's state_dict (parameters and buffers) to a .safetensors file, written atomically."""
     if not file.endswith(".safetensors"):
@@ -25,7 +26,9 @@ def nn_save(ctx, model, file):
     return None
 
 
-@verb("nn.load(Module model, Path file) -> None", category="nn")
+@verb("nn.load(Module model, Path file) -> None", category="nn",
+      examples=("m=$(torch nn linear 3 2); "
+                "torch nn save $m model.safetensors && torch nn load $(torch nn linear 3 2) model.safetensors",))
 def nn_load(ctx, model, file):
     """Load a state_dict into the model (strict, atomic). Reads .safetensors, and .pt/.pth with weights_only."""
     if file.endswith((".pt", ".pth")):
@@ -49,7 +52,9 @@ def _read_pt(file):
     return dict(obj)
 
 
-@verb("nn.jit_load(Path file) -> Module", category="nn")
+@verb("nn.jit_load(Path file) -> Module", category="nn",
+      examples=("python -c 'import torch; "
+                'torch.jit.script(torch.nn.Linear(2, 1)).save("lin.ts")\' && torch nn jit_load lin.ts',))
 def jit_load(ctx, file):
     """Load a TorchScript model saved from Python (torch.jit.save); runs with `torch forward`.
 

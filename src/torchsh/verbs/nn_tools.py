@@ -7,7 +7,7 @@ updates after an optimizer step show through them. `nn to` converts in place the
 """
 import torch
 
-from torchsh.cli.kinds import dtype_name
+from torchsh.vocab import dtype_name
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.verbs import verb
 from torchsh.verbs.nn import print_table
@@ -20,7 +20,8 @@ class NamedHandles(dict):
         return "".join("%s %s\n" % kv for kv in self.items())
 
 
-@verb("nn.parameters(Module model, *, bool named=False) -> Tensor[]", category="nn")
+@verb("nn.parameters(Module model, *, bool named=False) -> Tensor[]", category="nn",
+      examples=("torch nn parameters $(torch nn linear 3 2) --named",))
 def parameters(ctx, model, named=False):
     """The model's parameters as tensor handles (live views), in model.parameters() order; --named adds names."""
     if named:
@@ -37,7 +38,8 @@ class Info(dict):
         return head + (print_table(rows, ("name", "role", "shape", "dtype", "")) if rows else "")
 
 
-@verb("nn.info(Module model) -> Json", category="nn", lockfree=True)
+@verb("nn.info(Module model) -> Json", category="nn", lockfree=True,
+      examples=("torch nn info $(torch nn linear 3 2)",))
 def info(ctx, model):
     """Kind, mode, parameter counts, and every parameter and buffer with shape and dtype (--json for data)."""
     params = list(model.parameters())
@@ -55,7 +57,8 @@ def info(ctx, model):
                 tensors=tensors)
 
 
-@verb("nn.summary(Module model, *, int[] input_shape, ScalarType? dtype=None) -> Json", category="nn")
+@verb("nn.summary(Module model, *, int[] input_shape, ScalarType? dtype=None) -> Json", category="nn",
+      examples=("torch nn summary $(torch nn sequential 'linear 4 8' relu 'linear 8 1') --input_shape 2,4",))
 def summary(ctx, model, input_shape, dtype=None):
     """Run zeros of --input_shape through the model (eval mode, no grad; mode restored) and list each
     layer's output shape and parameter count."""
@@ -97,19 +100,22 @@ class Summary(dict):
         return table + "input %s, %d parameters in total\n" % (self["input_shape"], self["parameters"])
 
 
-@verb("nn.train(Module model) -> None", category="nn")
+@verb("nn.train(Module model) -> None", category="nn",
+      examples=("torch nn train $(torch nn dropout)",))
 def train(ctx, model):
     """Put the model in training mode (dropout on, batch-norm updates its running statistics)."""
     model.train()
 
 
-@verb("nn.eval(Module model) -> None", category="nn")
+@verb("nn.eval(Module model) -> None", category="nn",
+      examples=("torch nn eval $(torch nn dropout)",))
 def eval_(ctx, model):
     """Put the model in evaluation mode (dropout off, batch-norm uses its running statistics)."""
     model.eval()
 
 
-@verb("nn.to(Module model, *, Device? device=None, ScalarType? dtype=None) -> None", category="nn")
+@verb("nn.to(Module model, *, Device? device=None, ScalarType? dtype=None) -> None", category="nn",
+      examples=("torch nn to $(torch nn linear 3 2) --dtype float64",))
 def to(ctx, model, device=None, dtype=None):
     """Move/convert parameters and buffers in place (Module.to): handles and optimizers stay valid."""
     if device is None and dtype is None:
@@ -137,7 +143,8 @@ INIT_ALIASES = {"kaiming": "kaiming_uniform", "xavier": "xavier_uniform"}
 
 
 @verb("nn.init(str kind, Handle[] targets, *, float? a=None, float? b=None, float? mean=None, float? std=None, "
-      "float? val=None, float? gain=None, str? mode=None, str? nonlinearity=None) -> None", category="nn")
+      "float? val=None, float? gain=None, str? mode=None, str? nonlinearity=None) -> None", category="nn",
+      examples=("torch nn init normal $(torch nn linear 3 2) --std 0.02",))
 def init(ctx, kind, targets, **flags):
     """Fill parameters in place with torch.nn.init.KIND_: kaiming[_uniform|_normal], xavier[_uniform|_normal],
     orthogonal, normal, trunc_normal, uniform, constant, zeros, ones.

@@ -6,7 +6,9 @@ from torchsh.verbs import verb
 COLUMNS = ("HANDLE", "KIND", "SHAPE", "DTYPE", "DEVICE", "BYTES", "GRAD", "AGE", "SCOPE")
 
 
-@verb("tensors(*, str? kind=None, bool quiet=False) -> Json", category="objects", lockfree=True)
+@verb("tensors(*, str? kind=None, bool quiet=False) -> Json", category="objects", lockfree=True,
+      examples=("torch tensors",
+                "torch tensors --kind nn -q"))
 def tensors(ctx, kind=None, quiet=False):
     """Every object held (all kinds) as a table like `docker ps`: HANDLE KIND SHAPE DTYPE DEVICE BYTES GRAD
     AGE SCOPE (SHAPE: a model's, optimizer's or scheduler's class). -q/--quiet: handles only; --json: rows."""
@@ -47,7 +49,8 @@ def _age(seconds):
     return "%ds" % seconds
 
 
-@verb("free(Handle[] handles) -> None", "free(*, bool all) -> None", category="objects", lockfree=True)
+@verb("free(Handle[] handles) -> None", "free(*, bool all) -> None", category="objects", lockfree=True,
+      examples=("torch free $(torch zeros 3) $(torch ones 2)",))
 def free(ctx, handles=None, all=False):
     """Free objects by handle (atomic: all or none), or every object with --all. Reads handles from stdin."""
     if all:

@@ -24,8 +24,9 @@ import numpy as np
 import torch
 
 from torchsh.classes import tables
-from torchsh.cli import kinds, tokens
-from torchsh.cli.render import JsonText, Table
+from torchsh.call import tokens
+from torchsh.table import kinds
+from torchsh.call.results import JsonText, Table
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.classes.signature import WordsOpSpec, class_args
 from torchsh.registry.handles import looks_like_handle
@@ -64,8 +65,8 @@ def generated_rows():
             overloads=[Overload(args=by_handles, returns="Optimizer"), Overload(args=by_groups, returns="Optimizer")],
             call=_builder(word, cls, opts), verb=True, doc=doc, aliases=(cls.__name__,),
             arg_docs=docargs.arg_docs(cls, [Overload(args=by_handles)]),
-            extra={"words_only": True, "word_aliases": ("optim." + cls.__name__,), "optim_class": cls.__name__,
-                   "words": "'HANDLE… key=value…'"}))
+            cls=cls, class_kind="optim", words_only=True, word_aliases=("optim." + cls.__name__,),
+            words_metavar="'HANDLE… key=value…'"))
     return rows
 
 
@@ -138,7 +139,9 @@ def params_of(ctx, handle):
 
 
 # -- using an optimizer -----------------------------------------------------------------------------
-@verb("step(Optimizer optimizer) -> None", category="optim")
+@verb("step(Optimizer optimizer) -> None", category="optim",
+      examples=("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
+                "torch backward $(torch sum $(torch forward $m $(torch ones 2))); torch step $o",))
 def step(ctx, optimizer):
     """optimizer.step(): update the parameters from their .grad (run backward first)."""
     if isinstance(optimizer, torch.optim.LBFGS):
@@ -146,7 +149,8 @@ def step(ctx, optimizer):
     optimizer.step()
 
 
-@verb("optim.lr(Optimizer optimizer, float? value=None) -> Json", category="optim")
+@verb("optim.lr(Optimizer optimizer, float? value=None) -> Json", category="optim",
+      examples=("o=$(torch optim adam $(torch nn linear 2 1)); torch optim lr $o 0.01 && torch optim lr $o",))
 def lr(ctx, optimizer, value=None):
     """Print the learning rate (one per group as a list when groups differ), or set every group's to VALUE."""
     if value is not None:
@@ -174,7 +178,8 @@ class OptimInfo(dict):
         return "\n".join(lines) + "\n"
 
 
-@verb("optim.info(Optimizer optimizer) -> Json", category="optim")
+@verb("optim.info(Optimizer optimizer) -> Json", category="optim",
+      examples=("torch optim info $(torch optim sgd $(torch nn linear 2 1) --lr 0.1 --momentum 0.9)",))
 def info(ctx, optimizer):
     """Kind, parameter groups with their hyperparameters, and the size of the optimizer's state."""
     groups = []
@@ -194,19 +199,21 @@ def _jsonable(v):
     return v if v is None or isinstance(v, (bool, int, float, str, list)) else str(v)
 
 
-@verb("optim.list() -> Json", category="optim", lockfree=True)
+@verb("optim.list() -> Json", category="optim", lockfree=True,
+      examples=("torch optim list",))
 def optim_list(ctx):
     """Every optimizer kind `torch optim KIND` builds, with its options."""
-    return Table([{"kind": op.name[6:], "class": op.extra["optim_class"],
-                   "options": op.overloads[0].signature(op.extra["optim_class"]).split("(", 1)[1].split(" -> ")[0][:-1]
-                   .replace("Handle[] params, *, ", "")}
-                  for op in sorted(ctx.table.in_category("optim"), key=lambda o: o.name) if "optim_class" in op.extra],
+    return Table([{"kind": op.name[6:], "class": op.cls.__name__,
+                   "options": Overload(args=op.overloads[0].args[1:]).params_text().replace("*, ", "", 1)}
+                  for op in sorted(ctx.table.in_category("optim"), key=lambda o: o.name) if op.class_kind == "optim"],
                  ("kind", "options"))
 
 
 # -- gradient clipping ----------------------------------------------------------------------------------
 @verb("clip_grad_norm(Handle[] targets, *, float max_norm, float norm_type=2.0, bool error_if_nonfinite=False) -> Scalar",
-      category="optim")
+      category="optim",
+      examples=("m=$(torch nn linear 2 1); torch backward $(torch sum $(torch forward $m $(torch ones 2))); "
+                "torch clip_grad_norm $m --max_norm 1.0",))
 def clip_grad_norm(ctx, targets, max_norm, norm_type=2.0, error_if_nonfinite=False):
     """torch.nn.utils.clip_grad_norm_ over the parameters of models, optimizers or tensors; prints the total
     norm before clipping: if ‖g‖ > max_norm every gradient is scaled by max_norm / (‖g‖ + 1e-6)."""
@@ -215,7 +222,9 @@ def clip_grad_norm(ctx, targets, max_norm, norm_type=2.0, error_if_nonfinite=Fal
     return JsonText(number_text(total))
 
 
-@verb("clip_grad_value(Handle[] targets, *, float clip_value) -> None", category="optim")
+@verb("clip_grad_value(Handle[] targets, *, float clip_value) -> None", category="optim",
+      examples=("m=$(torch nn linear 2 1); torch backward $(torch sum $(torch forward $m $(torch ones 2))); "
+                "torch clip_grad_value $m --clip_value 0.5",))
 def clip_grad_value(ctx, targets, clip_value):
     """torch.nn.utils.clip_grad_value_: clamp every gradient element into [-clip_value, clip_value]."""
     params = [p for h in targets for p in params_of(ctx, h)]

@@ -12,7 +12,7 @@ LambdaLR and MultiplicativeLR are left out: their argument is Python code.
 import torch
 
 from torchsh.classes import tables
-from torchsh.cli.render import Table
+from torchsh.call.results import Table
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.classes.signature import class_args, fit_values
 from torchsh.table.from_torch import first_paragraph, summary_line
@@ -38,8 +38,8 @@ def generated_rows():
             overloads=[Overload(args=args, returns="Scheduler")], call=_builder(cls, args), verb=True, doc=doc,
             arg_docs=docargs.arg_docs(cls, [Overload(args=args)]),
             aliases=(cls.__name__,) + tuple(a[6:] for a in short.get(word, ())),
-            extra={"words_only": True, "word_aliases": ("sched." + cls.__name__,) + tuple(short.get(word, ())),
-                   "sched_class": cls.__name__}))
+            cls=cls, class_kind="sched", words_only=True,
+            word_aliases=("sched." + cls.__name__,) + tuple(short.get(word, ()))))
     return rows
 
 
@@ -57,7 +57,9 @@ def _builder(cls, args):
     return build
 
 
-@verb("sched.step(Scheduler scheduler, *, float? metric=None) -> None", category="optim")
+@verb("sched.step(Scheduler scheduler, *, float? metric=None) -> None", category="optim",
+      examples=("s=$(torch sched step_lr $(torch optim sgd $(torch nn linear 2 1) --lr 0.1) --step_size 1); "
+                "torch sched step $s && torch sched lr $s",))
 def step(ctx, scheduler, metric=None):
     """scheduler.step(): advance one step (call it after `torch step OPT`). ReduceLROnPlateau needs --metric."""
     plateau = isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
@@ -68,19 +70,21 @@ def step(ctx, scheduler, metric=None):
     scheduler.step(metric) if plateau else scheduler.step()
 
 
-@verb("sched.lr(Scheduler scheduler) -> Json", category="optim")
+@verb("sched.lr(Scheduler scheduler) -> Json", category="optim",
+      examples=("torch sched lr $(torch sched cosine $(torch optim sgd $(torch nn linear 2 1) --lr 0.1) --T_max 10)",))
 def lr(ctx, scheduler):
     """The learning rate the scheduler last set (get_last_lr): a number, or one per group as a list."""
     lrs = [v.item() if isinstance(v, torch.Tensor) else v for v in scheduler.get_last_lr()]
     return lrs[0] if len(lrs) == 1 else lrs
 
 
-@verb("sched.list() -> Json", category="optim", lockfree=True)
+@verb("sched.list() -> Json", category="optim", lockfree=True,
+      examples=("torch sched list",))
 def sched_list(ctx):
     """Every scheduler kind `torch sched KIND` builds, with its short names and options."""
     out = []
     for op in sorted(ctx.table.in_category("optim"), key=lambda o: o.name):
-        if "sched_class" in op.extra:
-            out.append({"kind": op.name[6:], "class": op.extra["sched_class"], "aliases": list(op.aliases[1:]),
-                        "signature": op.overloads[0].signature(op.extra["sched_class"]).split(" -> ")[0]})
+        if op.class_kind == "sched":
+            out.append({"kind": op.name[6:], "class": op.cls.__name__, "aliases": list(op.aliases[1:]),
+                        "signature": "%s(%s)" % (op.cls.__name__, op.overloads[0].params_text())})
     return Table(out, ("kind", "signature"))

@@ -3,12 +3,13 @@ import os
 import sys
 
 from torchsh import fileio
-from torchsh.cli.render import Text
+from torchsh.call.results import Text
 from torchsh.errors import bad_argument
 from torchsh.verbs import verb
 
 
-@verb("init(str shell) -> str", category="shell", lockfree=True)
+@verb("init(str shell) -> str", category="shell", lockfree=True,
+      examples=("torch init bash > /dev/null",))
 def init(ctx, shell):
     """Print a `torch` shell function that runs commands with no process each: eval "$(torch init bash)".
 
@@ -27,7 +28,8 @@ def init(ctx, shell):
 
 
 # -- Nushell module and TAB completion (shells/nushell.py, shells/completions.py, shells/complete.py) --
-@verb("nu-module(*, str transport=\"socket\", bool install=False) -> str", category="shell", lockfree=True)
+@verb("nu-module(*, str transport=\"socket\", bool install=False) -> str", category="shell", lockfree=True,
+      examples=("torch nu-module > torch.nu",))
 def nu_module(ctx, transport="socket", install=False):
     """Print torch.nu, the Nushell module; --install writes it into Nushell's scripts folder instead.
 
@@ -71,14 +73,16 @@ def _write_text(path, text):
         f.write(text)
 
 
-@verb("completions(str shell) -> str", category="shell", lockfree=True)
+@verb("completions(str shell) -> str", category="shell", lockfree=True,
+      examples=("torch completions bash > /dev/null",))
 def completions(ctx, shell):
     """Print the TAB completion script for bash, zsh or fish: eval "$(torch completions bash)"."""
     from torchsh.shells.completions import script
     return Text(script(shell))
 
 
-@verb("__complete(*, Argv words) -> str", category="shell", lockfree=True)
+@verb("__complete(*, Argv words) -> str", category="shell", lockfree=True,
+      examples=("torch __complete -- lina",))
 def complete_words(ctx, words):
     """(For the completion scripts.) Candidates for the words after `torch`, the last one being typed."""
     from torchsh.registry.census import census_rows

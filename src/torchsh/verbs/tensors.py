@@ -12,17 +12,19 @@ import numpy as np
 import torch
 from torch.nn.parameter import is_lazy
 
-from torchsh.cli import tensortext
-from torchsh.cli.kinds import DTYPES, dtype_name, nonfinite_strings
-from torchsh.cli.render import Binary, JsonText, LateJson, Text
-from torchsh.cli.tokens import loads
+from torchsh.call import tensortext
+from torchsh.table.values import nonfinite_strings
+from torchsh.vocab import DTYPES, dtype_name
+from torchsh.call.results import Binary, JsonText, LateJson, Text
+from torchsh.call.tokens import loads
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.table.spec import split_top_level
 from torchsh.verbs import verb
 
 
 @verb("tensor(Json data, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor",
-      category="creation")
+      category="creation",
+      examples=("torch tensor '[[1,2],[3,4]]' --dtype float32",))
 def tensor(ctx, data, dtype=None, device=None, requires_grad=False):
     """Make a tensor from JSON (argument or stdin): nested lists, or {dtype, shape, data} from `value --meta`."""
     if isinstance(data, str):
@@ -62,7 +64,9 @@ def check_grad_dtype(t):
 
 
 @verb("value(Tensor input, *, bool meta=False, str format=\"json\", str nan=\"string\") -> Json",
-      category="tensors", lockfree=False)
+      category="tensors", lockfree=False,
+      examples=("torch value $(torch arange 4)",
+                "torch value $(torch eye 2) --meta"))
 def value(ctx, input, meta=False, format="json", nan=None):
     """A snapshot of a tensor's data: compact JSON (default), csv or npy. JSON is valid JSON (RFC 8259):
     NaN and infinities are the strings "NaN", "Infinity", "-Infinity" (`torch tensor` reads them back);
@@ -125,19 +129,22 @@ def _float_texts(flat):
     return tensortext.float_texts(flat, bare=True)
 
 
-@verb("shape(Tensor input) -> int[]")
+@verb("shape(Tensor input) -> int[]",
+      examples=("torch shape $(torch zeros 2 3)",))
 def shape(ctx, input):
     """The tensor's shape as a JSON list."""
     return list(input.shape)
 
 
-@verb("dtype(Tensor input) -> str")
+@verb("dtype(Tensor input) -> str",
+      examples=("torch dtype $(torch arange 3)",))
 def dtype(ctx, input):
     """The tensor's dtype name (float32, int64, …)."""
     return dtype_name(input.dtype)
 
 
-@verb("item(Tensor input) -> Scalar")
+@verb("item(Tensor input) -> Scalar",
+      examples=("torch item $(torch sum $(torch ones 3))",))
 def item(ctx, input):
     """The single value of a one-element tensor, as a JSON number (or true/false)."""
     if input.numel() != 1:
@@ -149,7 +156,8 @@ def item(ctx, input):
     return v
 
 
-@verb("print(Handle input) -> str")
+@verb("print(Handle input) -> str",
+      examples=("torch print $(torch eye 2)",))
 def print_(ctx, input):
     """PyTorch's own display of any object: print(tensor), print(model), print(optimizer); a scheduler's state.
 
@@ -178,7 +186,8 @@ def scheduler_text(sched):
     return "\n".join(lines + [")"])
 
 
-@verb("to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor")
+@verb("to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor",
+      examples=("torch value $(torch to $(torch arange 3) --dtype float64)",))
 def to(ctx, input, dtype=None, device=None, copy=False):
     """Convert to another dtype and/or device."""
     if dtype is None and device is None:
@@ -186,19 +195,22 @@ def to(ctx, input, dtype=None, device=None, copy=False):
     return input.to(device=device, dtype=dtype, copy=copy)
 
 
-@verb("contiguous(Tensor input) -> Tensor", category="shape")
+@verb("contiguous(Tensor input) -> Tensor", category="shape",
+      examples=("torch contiguous $(torch t $(torch zeros 2 3))",))
 def contiguous(ctx, input):
     """A contiguous tensor with the same data (the input itself when already contiguous)."""
     return input.contiguous()
 
 
-@verb("index(Tensor input, str index) -> Tensor", category="shape")
+@verb("index(Tensor input, str index) -> Tensor", category="shape",
+      examples=("torch value $(torch index $(torch arange 6) '1:4')",))
 def index(ctx, input, index):
     """Python indexing with a slice string: torch index $t '[1:3, ::2, None, -1]' (handles index too)."""
     return input[parse_index(index, ctx)]
 
 
-@verb("index_put(Tensor input, str index, Tensor values, *, bool accumulate=False) -> Tensor", category="shape")
+@verb("index_put(Tensor input, str index, Tensor values, *, bool accumulate=False) -> Tensor", category="shape",
+      examples=("torch value $(torch index_put $(torch zeros 4) '1:3' $(torch ones 2))",))
 def index_put(ctx, input, index, values, accumulate=False):
     """A copy of input with input[index] = values (or += with --accumulate). The input is not changed."""
     out = input.clone()
@@ -240,7 +252,8 @@ def _index_part(p, ctx, text):
     raise bad_argument("cannot read %r in the index %r" % (p, text), "use ints, slices a:b:c, None, ..., lists or handles")
 
 
-@verb("manual_seed(int seed) -> None", category="random")
+@verb("manual_seed(int seed) -> None", category="random",
+      examples=("torch manual_seed 0 && torch value $(torch randn 2)",))
 def manual_seed(ctx, seed):
     """Seed PyTorch's global RNG: later draws equal Python's torch.manual_seed(N) then the same calls."""
     torch.manual_seed(seed)

@@ -15,7 +15,7 @@ Clorch's canonical loop. The result equals the separate commands bit for bit.
 import torch
 import torch.nn.functional as F
 
-from torchsh.cli.render import JsonText
+from torchsh.call.results import JsonText
 from torchsh.errors import bad_argument
 from torchsh.verbs import verb
 from torchsh.verbs.optim import number_text
@@ -31,7 +31,9 @@ def loss_function(name):
 
 
 @verb("train_step(Module model, Optimizer optimizer, Tensor input, Tensor target, *, str loss=\"mse_loss\", "
-      "Json? loss_args=None, float? clip=None, Scheduler? sched=None) -> Scalar", category="optim")
+      "Json? loss_args=None, float? clip=None, Scheduler? sched=None) -> Scalar", category="optim",
+      examples=("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
+                "torch train_step $m $o $(torch randn 8 2) $(torch randn 8 1)",))
 def train_step(ctx, model, optimizer, input, target, loss="mse_loss", loss_args=None, clip=None, sched=None):
     """zero_grad, forward, loss, backward, [clip], step, [scheduler step] in one request; prints the loss.
 
@@ -65,7 +67,7 @@ def _loss_options(loss_args):
     if loss_args is None:
         return {}
     if isinstance(loss_args, str):
-        from torchsh.cli.tokens import loads
+        from torchsh.call.tokens import loads
         try:
             loss_args = loads(loss_args)
         except ValueError:

@@ -5,7 +5,7 @@ import functools
 import pytest
 import torch
 
-from torchsh.cli import bind, help as cli_help, parse, tokens
+from torchsh.call import bind, misfit as call_misfit, parse, tokens
 from torchsh.table import build_table, exclusions, from_torch
 from torchsh.table.categories import alias_target
 from torchsh.table.spec import MISSING, UnsupportedType, parse_schema
@@ -141,6 +141,6 @@ def test_stdin_is_needed_only_when_a_tensor_slot_is_missing():
 
 def test_misfit_names_the_argument_and_what_it_got():
     op = table().ops["topk"]
-    assert cli_help.misfit(op, [tokens.from_word(H), tokens.from_word(H)], {}) == \
+    assert call_misfit.misfit(op, [tokens.from_word(H), tokens.from_word(H)], {}) == \
         "k wants int, got a handle %s" % H
-    assert "too many" in cli_help.misfit(table().ops["neg"], [tokens.from_word(H)] * 3, {})
+    assert "too many" in call_misfit.misfit(table().ops["neg"], [tokens.from_word(H)] * 3, {})

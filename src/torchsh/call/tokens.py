@@ -1,7 +1,7 @@
 """Tokens: one command-line word (or JSON API value) classified once, before any op is chosen.
 
 Pure. A token knows what it looks like (handle, int, float, bool, null, list, dict, str); the
-argument kinds in kinds.py decide what it may become.
+argument kinds in table/kinds.py decide what it may become.
 """
 import json
 import re
@@ -35,7 +35,7 @@ def from_word(word):
     if looks_like_handle(w):
         return Token("handle", w, word)
     if _INT_RE.match(w):
-        if len(w) > _MAX_INT_DIGITS:  # kinds.py names the range; here only keep int() cheap and legal
+        if len(w) > _MAX_INT_DIGITS:  # table/values.py names the range; here only keep int() cheap and legal
             return Token("int", (-1 if w[0] == "-" else 1) * 10 ** _MAX_INT_DIGITS, word)
         return Token("int", int(w), word)
     if _FLOAT_RE.match(w):

@@ -11,15 +11,11 @@ from dataclasses import dataclass
 
 import torch
 
-from torchsh.cli import kinds
-from torchsh.cli.tokens import Token
-from torchsh.table.spec import VARIADIC_KINDS
+from torchsh.table import kinds
+from torchsh.call.tokens import Token
+from torchsh.table.kinds import KINDS, STDIN_TEXT_KINDS, VARIADIC_KINDS
 
-STDIN_TENSOR_KINDS = ("tensor", "tensors", "handle", "handles", "module", "modules", "optimizer", "scheduler")
-STDIN_TEXT_KINDS = ("json",)   # `echo '[1,2]' | torch tensor`: all of stdin is one value
 ALL = -1
-_ITEM_KINDS = {"tensors": "tensor", "handles": "handle", "modules": "module"}
-_SCHEMES = {"tensor": "tensor", "module": "nn", "optimizer": "optim", "scheduler": "sched"}
 
 
 @dataclass
@@ -94,7 +90,7 @@ def _bindings(overload, positionals, flags, holes_ok, varargs=False):
                 out.append(Binding(overload, values, score, missing, tuple(holes)))
             return
         a = slots[k]
-        open_ = [holes + [a]] if holes_ok and a.required and a.kind in STDIN_TENSOR_KINDS + STDIN_TEXT_KINDS else []
+        open_ = [holes + [a]] if holes_ok and a.required and KINDS[a.kind].stdin else []
         if a.kind in VARIADIC_KINDS:
             take = _take_items(a.kind, pending)
             got = dict(values, **{a.name: take}) if take else values
@@ -143,14 +139,14 @@ def _fit(arg, tok):
 
 
 def _fit_item(kind, tok):
-    return _kind_fit(_ITEM_KINDS.get(kind, kind), tok)
+    return _kind_fit(KINDS[kind].item or kind, tok)
 
 
 def _kind_fit(kind, tok):
     """kinds.score, but a handle of another kind (nn:// in a tensor slot) fits only as a last resort,
     so it never takes a slot that a later word fits better; converting it still names the mix-up."""
     s = kinds.score(kind, tok)
-    want = _SCHEMES.get(kind)
+    want = KINDS[kind].handle
     if s and want and tok.cls == "handle" and tok.value.partition("://")[0] != want:
         return 1
     return s

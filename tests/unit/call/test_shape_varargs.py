@@ -4,7 +4,7 @@ import functools
 
 import torch
 
-from torchsh.cli import bind, parse
+from torchsh.call import bind, parse
 from torchsh.table import build_table
 
 

@@ -1,9 +1,9 @@
-"""cli/tokens.py: each command-line word is classified once, before any op is chosen."""
+"""call/tokens.py: each command-line word is classified once, before any op is chosen."""
 import math
 
 import pytest
 
-from torchsh.cli.tokens import from_json, from_word
+from torchsh.call.tokens import from_json, from_word
 
 
 @pytest.mark.parametrize("word,cls,value", [

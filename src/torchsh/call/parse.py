@@ -7,13 +7,12 @@ in argv order, which put_stdin replaces with the line the client read for it.
 """
 from dataclasses import dataclass, field
 
-from torchsh.cli import tokens
+from torchsh.call import tokens
 from torchsh.errors import TorchshError
 from torchsh.table.aliases import flag_alias
+from torchsh.table.kinds import LIST_FLAG_KINDS, STDIN_KINDS
 
 GLOBAL_FLAGS = {"no_grad": "bool", "inference_mode": "bool", "json": "bool", "help": "bool"}
-LIST_FLAG_KINDS = ("tensors", "handles", "modules")  # Tensor[] as a flag takes several words
-HANDLE_FLAG_KINDS = LIST_FLAG_KINDS + ("tensor", "handle", "module", "optimizer", "scheduler")
 STDIN_WORD = "-"
 
 
@@ -56,10 +55,10 @@ def split_argv(op, words, fixed=None):
                 tok = tokens.from_json(renamed[1].get(tok.value, tok.value), tok.text)
             if spec is None:
                 glob[name] = bool(tok.value)
-            elif name in flags and name in op.extra.get("repeatable", ()):  # one value per occurrence
+            elif name in flags and name in op.repeatable:  # one value per occurrence
                 flags[name] = (flags[name] if isinstance(flags[name], list) else [flags[name]]) + [tok]
             else:
-                flags[name] = marks.mark(tok) if spec.kind in HANDLE_FLAG_KINDS else tok
+                flags[name] = marks.mark(tok) if spec.kind in STDIN_KINDS else tok
         else:
             positionals.append(marks.mark(tokens.from_word(w)))
         i += 1
@@ -99,7 +98,7 @@ def put_stdin(parsed, lines, flags):
 
 def _flag_value(op, name, kind, words, i, inline):
     """The token of flag `name` at words[i] (inline: the text after `=`) and the index of its last word."""
-    if kind in LIST_FLAG_KINDS:  # --inputs A B C: the words up to the next flag
+    if kind in LIST_FLAG_KINDS:  # Tensor[] as a flag, --inputs A B C: the words up to the next flag
         return _list_flag(op, name, words, i, inline)
     if inline is not None:
         return tokens.from_word(inline), i

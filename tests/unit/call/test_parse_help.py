@@ -1,7 +1,7 @@
 """`-h` is `--help` for every op; a lone `-` in a handle position is a numbered stdin mark."""
 import functools
 
-from torchsh.cli import parse
+from torchsh.call import parse
 from torchsh.table import build_table
 
 

@@ -1,0 +1,150 @@
+"""Run one bound op: convert its tokens to values, then call it under the tensor lock (unless the
+op is lock-free) with the caller's grad mode, recording PyTorch's warnings. Both faces call this.
+
+PyTorch's exceptions become TorchshError here (with the usage of the form that ran); a block form's
+Exec comes back as the result, for the face to answer with.
+"""
+import contextlib
+import functools
+import inspect
+import re
+import warnings
+
+import torch
+
+from torchsh import guards, memory
+from torchsh.errors import TorchshError, from_torch_exception, raised_by_torch
+from torchsh.table import kinds
+
+
+def convert_all(ctx, binding):
+    out = {}
+    for a in binding.overload.args:
+        if a.name not in binding.values:
+            continue
+        tok = binding.values[a.name]
+        if isinstance(tok, list):
+            item = kinds.KINDS[a.kind].item  # "" for a repeated flag (`--columns x --columns y`): its texts
+            out[a.name] = [kinds.convert(item, t, ctx) for t in tok] if item else [t.text for t in tok]
+        elif a.kind == "argv":
+            out[a.name] = list(tok.value)
+        else:
+            out[a.name] = kinds.convert(a.kind, tok, ctx)
+    return out
+
+
+def invoke(ctx, op, binding, globals_=None, warned=None):
+    """Run one bound op: under the tensor lock (unless lock-free), with the caller's grad mode.
+
+    The first line of each distinct Python warning the op raised is appended to `warned`.
+    """
+    globals_ = globals_ or {}
+    lockfree = op.lockfree
+    lock = contextlib.nullcontext() if lockfree else ctx.app.tensor_lock(op.name)
+    with lock, _warnings_to(None if lockfree else warned):
+        values = convert_all(ctx, binding)
+        guards.check(op.name, values)  # inputs on which PyTorch never returns
+        with _grad_mode(ctx, globals_):
+            try:
+                budget = getattr(ctx.app, "memory", None)  # out_of_memory before allocating (torchsh.memory)
+                if op.verb:
+                    if budget is not None:
+                        budget.admit_verb(op, ctx, values)
+                    return op.call(ctx, **values)
+                args, kwargs = _call_args(op, binding.overload, values, ctx)
+                if budget is not None:
+                    budget.admit(op, binding.overload, args, kwargs)
+                return op.call(*args, **kwargs)
+            except TorchshError:
+                raise
+            except MemoryError as e:
+                raise memory.allocation_failure(e) from None
+            except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError, AssertionError,
+                    ArithmeticError) as e:
+                if isinstance(e, (AssertionError, ArithmeticError)) and not raised_by_torch(e):
+                    raise  # our own assert or arithmetic failed: a bug, for run_cli's catch-all
+                oom = memory.allocation_failure(e)  # PyTorch's allocator error, a CUDA OOM
+                if oom is not None:
+                    raise oom from None
+                err = _explain(from_torch_exception(e), values)
+                usage = "usage: torch " + op.usage_line(binding.overload)  # the form that ran
+                err.hint = "%s; %s" % (err.hint, usage) if err.hint else usage
+                raise err from None
+
+
+_TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)?\s*$")  # where in ATen's C++: noise to a user
+
+
+@contextlib.contextmanager
+def _warnings_to(warned):
+    """Record the warnings raised meanwhile, every one (not once per code location, Python's default).
+
+    Only under the tensor lock: catch_warnings swaps process-wide state, so two threads must never
+    be inside it at once. Warnings of an op that fails are dropped: the failure is the one line.
+    """
+    if warned is None:
+        yield
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        line = _TRIGGERED.sub("", str(w.message).strip().split("\n")[0])
+        if line and line not in warned:
+            warned.append(line)
+
+
+def _explain(err, values):
+    """Say which shapes clashed: PyTorch's broadcast message names sizes, not the tensors' shapes."""
+    if err.code == "shape_mismatch" and "must match the size" in err.message:
+        shapes = [list(v.shape) for v in values.values() if isinstance(v, torch.Tensor)]
+        if len(shapes) >= 2:
+            pairs = " and ".join(_shape_text(s) for s in shapes)
+            err.hint = "PyTorch: %s" % err.message
+            err.message = "shapes %s are not broadcastable" % pairs
+    return err
+
+
+def _shape_text(shape):
+    return "[%s]" % ",".join(str(n) for n in shape)
+
+
+def _grad_mode(ctx, globals_):
+    if globals_.get("inference_mode") or ctx.inference_mode:
+        return torch.inference_mode()
+    if globals_.get("no_grad") or ctx.no_grad:
+        return torch.no_grad()
+    return contextlib.nullcontext()
+
+
+@functools.lru_cache(maxsize=None)
+def _python_params(fn):
+    """Parameter names of a Python-level function in order; None for builtins (ATen ops)."""
+    if not inspect.isfunction(fn):
+        return None
+    params = inspect.signature(fn).parameters.values()
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return None  # einsum(*args), atleast_1d(*tensors): typed by ATen, whose order is the call's
+    return [p.name for p in params]
+
+
+def _call_args(op, overload, values, ctx):
+    """Positional while the schema order is unbroken, keywords after; *tensors splatted."""
+    args, kwargs, positional = [], {}, True
+    names = _python_params(op.call)
+    for i, a in enumerate(overload.args):
+        if names is not None and a.name in names and names.index(a.name) != i:
+            positional = False  # the table left out a parameter (F.mse_loss's size_average): keywords from here
+        if a.name not in values:
+            positional = False
+            continue
+        v = values[a.name]
+        if a.type_text == "*Tensor":
+            args.extend(v)
+        elif positional and not a.keyword_only:
+            args.append(v)
+        else:
+            kwargs[a.name] = v
+    if op.factory and "device" not in values and ctx.device:
+        kwargs["device"] = torch.device(ctx.device)
+    return args, kwargs

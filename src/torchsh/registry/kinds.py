@@ -1,0 +1,73 @@
+"""One row per handle kind: what a handle (`tensor://k3f00012`) can name, and how each kind shows.
+
+A result's kind is the first row whose Python type it is an instance of; the kind is its handle's
+prefix. The census asks the row for a kind's own fields (every kind has `bytes`, an int), and
+bytes_held for the tensors whose storages it holds. A new kind is one row here.
+"""
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch.nn.parameter import is_lazy
+
+from torchsh.vocab import dtype_name
+
+
+@dataclass(frozen=True)
+class HandleKind:
+    name: str                 # the handle's prefix (`nn` in nn://…), and Entry.kind in the registry
+    type: type                # objects of this Python class are held as this kind
+    article: str              # how messages name one: "a module" (`… is a tensor, but a module is needed`)
+    census: Callable          # obj -> its census fields besides handle/kind/age_s/scope; always `bytes`
+    storages: Callable        # obj -> the tensors whose storages count in bytes_held (shared ones once)
+
+
+def tensor_bytes(values):
+    return sum(t.nelement() * t.element_size() for t in values
+               if isinstance(t, torch.Tensor) and not t.is_meta and not is_lazy(t))
+
+
+def _tensor_fields(t):
+    if is_lazy(t):  # `nn parameters` of a lazy module: no shape or storage yet
+        return dict(shape=None, dtype=dtype_name(t.dtype), device=str(t.device), bytes=0,
+                    requires_grad=t.requires_grad, uninitialized=True)
+    return dict(shape=list(t.shape), dtype=dtype_name(t.dtype), device=str(t.device),
+                bytes=t.nelement() * t.element_size(), requires_grad=t.requires_grad)
+
+
+def _module_fields(m):
+    """A model's parameters and buffers (a lazy module's parameters have no shape until its first forward)."""
+    params = list(m.parameters())
+    sized = [p for p in params if not is_lazy(p)]
+    row = dict(type=type(m).__name__, parameters=sum(p.numel() for p in sized),
+               bytes=tensor_bytes(sized + list(m.buffers())),
+               device=str(params[0].device) if params else "cpu", training=m.training)
+    if len(sized) < len(params):
+        row["uninitialized"] = len(params) - len(sized)
+    return row
+
+
+def _optimizer_fields(o):
+    # list(): a C-level copy under the GIL, so a step running meanwhile (it adds state) cannot
+    # break the iteration; the census never waits for the tensor lock.
+    states = list(o.state.values())
+    return dict(type=type(o).__name__, bytes=tensor_bytes(v for s in states for v in list(s.values())))
+
+
+def _scheduler_fields(s):
+    return dict(type=type(s).__name__, bytes=0)  # a scheduler holds numbers, no tensors
+
+
+HANDLE_KINDS = {k.name: k for k in (
+    HandleKind("tensor", torch.Tensor, "a tensor", _tensor_fields, lambda t: [t]),
+    HandleKind("nn", torch.nn.Module, "a module", _module_fields,
+               lambda m: list(m.parameters()) + list(m.buffers())),
+    HandleKind("optim", torch.optim.Optimizer, "an optimizer", _optimizer_fields, lambda o: []),
+    HandleKind("sched", torch.optim.lr_scheduler.LRScheduler, "a scheduler", _scheduler_fields, lambda s: []),
+)}
+KINDS = tuple(HANDLE_KINDS)  # the handle prefixes, in census order
+
+
+def kind_of(obj):
+    """The handle kind an object is held as, or None for a plain value (a number, a list, text)."""
+    return next((k.name for k in HANDLE_KINDS.values() if isinstance(obj, k.type)), None)

@@ -1,0 +1,41 @@
+"""table/kinds.py and registry/kinds.py: one row per argument kind and per handle kind, which every
+reader of kinds (binder, parser, usage, Nushell module, completions, census) goes by."""
+import torch
+
+from torchsh.classes import signature
+from torchsh.registry.kinds import HANDLE_KINDS, kind_of
+from torchsh.table import from_torch
+from torchsh.table.build import build_table
+from torchsh.table.kinds import KINDS, LIST_FLAG_KINDS, STDIN_KINDS, VARIADIC_KINDS
+
+
+def test_every_argument_of_every_row_has_a_kind_row():
+    table, _ = build_table()
+    used = {a.kind for op in table.ops.values() for ov in op.overloads for a in ov.args}
+    assert used <= set(KINDS), sorted(used - set(KINDS))
+
+
+def test_the_annotation_rules_name_only_kinds_that_have_rows():
+    named = {rule[1] for rule in signature._RULES} | {kind for _, kind in from_torch._ANNOTATION_KINDS}
+    assert named <= set(KINDS), sorted(named - set(KINDS))
+
+
+def test_every_handle_kind_an_argument_kind_names_is_a_registry_row():
+    assert {k.handle for k in KINDS.values() if k.handle} <= set(HANDLE_KINDS)
+    assert all(KINDS[k.item].handle == k.handle for k in KINDS.values() if k.item)
+
+
+def test_the_shared_groups_hold_what_the_binder_and_parser_knew():
+    assert {"tensors", "handles", "modules", "argv"} <= set(VARIADIC_KINDS)
+    assert {"tensors", "handles", "modules"} <= set(LIST_FLAG_KINDS)
+    assert {"tensor", "tensors", "handle", "handles", "module", "modules", "optimizer", "scheduler"} <= \
+        set(STDIN_KINDS)
+    assert not {"int", "scalar", "str", "json", "int_list"} & (set(VARIADIC_KINDS) | set(STDIN_KINDS))
+
+
+def test_a_result_is_held_as_the_kind_whose_type_it_has():
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 2)
+    assert [kind_of(x) for x in (torch.zeros(1), model, opt, sched, 3, "x")] == \
+        ["tensor", "nn", "optim", "sched", None, None]
