@@ -4,6 +4,7 @@ import textwrap
 
 from torchsh.cli import examples
 from torchsh.call.results import Text
+from torchsh.errors import exit_status_line
 from torchsh.table import aliases
 from torchsh.table.spec import MISSING
 from torchsh.verbs.meta import GROUP_WORDS, listing_rows as _rows
@@ -28,7 +29,7 @@ def overview(table):
     lines += ["", "  torch ops [CATEGORY] [--search WORD]   list all %d ops and verbs" % len(table),
               "  torch OP --help (or -h)                signature, arguments, an example, PyTorch's docs",
               "  torch daemon status                    the daemon: pid, uptime, objects, memory", "",
-              "exit status: 0 ok, 1 internal error, 2 usage, 3 handle, 4 PyTorch refused, 5 daemon unavailable, 6 file",
+              exit_status_line(),
               ""]
     return Text("\n".join(lines))
 

@@ -16,14 +16,13 @@ def init(ctx, shell):
     Turns on the daemon's loopback fast path (docs/fast-path.md) and prints the function for bash
     or zsh. Commands keep the CLI's output, stdin grammar, errors and exit codes.
     """
-    from torchsh.daemon import fastpath
     if shell == "bash":
         from torchsh.shells.init_bash import script
     elif shell == "zsh":
         from torchsh.shells.init_zsh import script
     else:
         raise bad_argument("no fast path for shell %r" % shell, "use bash or zsh")
-    fastpath.enable(ctx.app)
+    ctx.app.enable_fastpath()
     return Text(script())
 
 
