@@ -42,7 +42,11 @@ def post_op(app, request, params):
     unknown = [k for k in flags if k not in op.flags()]
     if unknown:
         raise TorchshError("unknown_flag", "%s takes no argument %s" % (op.name, ", ".join(unknown)), op=op.name)
-    binding, partials = (bind.fill_stdin(op, positionals, flags, piped), []) if piped else (None, [])
+    binding, partials = None, []
+    if piped and not positionals:  # only piped handles: they are the leading words (the common call, no search)
+        binding, partials = bind.choose(op, piped, flags)
+    if binding is None and piped:
+        binding = bind.fill_stdin(op, positionals, flags, piped)
     if binding is None:  # no tensors, or no open slot takes them: then they go before the args, in order
         positionals = piped + positionals
         binding, partials = bind.choose(op, positionals, flags)

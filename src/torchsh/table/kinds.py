@@ -103,13 +103,17 @@ _STR, _INT, _NUM, _BOOL = {"type": "string"}, {"type": "integer"}, {"type": "num
 _TENSOR = {"type": ["string", "number", "boolean", "array"], "description": "a tensor handle, or a number or nested list"}
 _STRS = {"type": "array", "items": _STR}
 
+# token class -> score, built once (a dict literal in the lambda would be rebuilt on every call)
+_TENSOR_FIT = {"handle": 3, "int": 1, "float": 1, "bool": 1, "list": 1, "stdin": 3}
+_SCALAR_FIT = {"int": 3, "float": 3, "bool": 2}
+
 KINDS = {k.name: k for k in (
-    ArgKind("tensor", lambda t: {"handle": 3, "int": 1, "float": 1, "bool": 1, "list": 1, "stdin": 3}.get(t.cls, 0),
+    ArgKind("tensor", lambda t: _TENSOR_FIT.get(t.cls, 0),
             _tensor, aten=("Tensor",), metavar="TENSOR", handle="tensor", stdin="line", schema=_TENSOR,
             complete="handles"),
     ArgKind("tensors", _nothing, _as_is, aten_list=("Tensor",), metavar="TENSOR", item="tensor", variadic=True,
             handle="tensor", stdin="line", schema={"type": "array", "items": _TENSOR}, complete="handles"),
-    ArgKind("scalar", lambda t: {"int": 3, "float": 3, "bool": 2}.get(t.cls, 0), _number,
+    ArgKind("scalar", lambda t: _SCALAR_FIT.get(t.cls, 0), _number,
             aten=("Scalar", "complex"), nu_type="number", schema=_NUM),
     ArgKind("int", lambda t: 3 if t.cls == "int" else 0, _number, aten=("int", "SymInt"), nu_type="int", schema=_INT),
     ArgKind("float", lambda t: 3 if t.cls in ("int", "float") else 0, lambda t, ctx: as_float(t.value, t.text),
