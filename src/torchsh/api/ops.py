@@ -42,18 +42,7 @@ def post_op(app, request, params):
     unknown = [k for k in flags if k not in op.flags()]
     if unknown:
         raise TorchshError("unknown_flag", "%s takes no argument %s" % (op.name, ", ".join(unknown)), op=op.name)
-    binding, partials = None, []
-    if piped and not positionals:  # only piped handles: they are the leading words (the common call, no search)
-        binding, partials = bind.choose(op, piped, flags)
-    if binding is None and piped:
-        binding = bind.fill_stdin(op, positionals, flags, piped)
-    if binding is None:  # no tensors, or no open slot takes them: then they go before the args, in order
-        positionals = piped + positionals
-        binding, partials = bind.choose(op, positionals, flags)
-    if binding is None:
-        err = no_binding(op, partials, positionals, flags)
-        err.op = op.name
-        raise err
+    binding = _bind(op, positionals, piped, flags)
     if op.block and not body.get("exec"):  # refuse before the verb opens a scope nobody would end
         raise TorchshError("usage", "%s runs a command; use the CLI, or send \"exec\": true" % op.name, op=op.name)
     globals_ = {"no_grad": bool(body.get("no_grad")), "inference_mode": bool(body.get("inference_mode"))}
@@ -69,6 +58,24 @@ def post_op(app, request, params):
         return Response(200, bytes(result), "application/octet-stream")
     wire = results.to_wire(result, ctx)
     return Response(200, results.result_json(result, wire, nan, warned))  # valid JSON unless ?nan=bare
+
+
+def _bind(op, positionals, piped, flags):
+    """The binding of args (positionals) and the piped tensors: args by kind first, then the tensors
+    fill the slots left open; a one-line error when nothing fits."""
+    binding, partials = None, []
+    if piped and not positionals:  # only piped handles: they are the leading words (the common call, no search)
+        binding, partials = bind.choose(op, piped, flags)
+    if binding is None and piped:
+        binding = bind.fill_stdin(op, positionals, flags, piped)
+    if binding is None:  # no tensors, or no open slot takes them: then they go before the args, in order
+        positionals = piped + positionals
+        binding, partials = bind.choose(op, positionals, flags)
+    if binding is None:
+        err = no_binding(op, partials, positionals, flags)
+        err.op = op.name
+        raise err
+    return binding
 
 
 def _put_dashes(op, args, tensors):
