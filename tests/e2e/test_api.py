@@ -1,22 +1,11 @@
 """The JSON face: /v1/ops, /v1/tensors (.npy bodies), /v1/status, /v1/openapi.json, on one kept-alive connection."""
-import http.client
 import io
 import json
-import socket
 
 import numpy as np
 import pytest
 import torch
-
-
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("torchd")
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.path)
+from apicall import UnixHTTPConnection
 
 
 @pytest.fixture

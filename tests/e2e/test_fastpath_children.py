@@ -7,18 +7,16 @@ fallback (`command torch`) would fail with "command not found".
 """
 import json
 import os
-import select
 import shutil
 import socket
 import subprocess
-import tempfile
 
 import pytest
 import torch
 import torch.nn.functional as F
+from planted import nobody_connected, planted_fast_token
 from safetensors.torch import load_file
 
-from torchsh import protocol
 
 INIT = 'eval "$(torch init bash)"\n'
 NO_CLIENT = "PATH=/usr/bin:/bin\n"  # after the eval: bash and coreutils, no `torch` client
@@ -70,26 +68,13 @@ def test_the_docs_training_idiom_keeps_the_fast_path_and_equals_pytorch(sh):
 
 def test_a_child_bash_checks_the_token_file_itself(sh):
     """The parent trusted its own folder; a child pointed at a folder others can write refuses it."""
-    d = tempfile.mkdtemp(prefix="tsh-ch-")
-    shared = os.path.join(d, "shared")
-    os.mkdir(shared)
-    os.chmod(shared, 0o777)
-    impostor = socket.socket()
-    impostor.bind(("127.0.0.1", 0))
-    impostor.listen(4)
-    try:
-        with open(os.path.join(shared, "torchd.fast"), "w") as f:
-            f.write("%d %s %s\n" % (impostor.getsockname()[1], "a" * protocol.FAST_TOKEN_LEN,
-                                    "b" * protocol.FAST_TOKEN_LEN))
+    with planted_fast_token("tsh-ch-") as (_, shared, impostor):
         r = sh.run(INIT + "torch ones '[1]' >/dev/null\n"  # the parent's own folder is checked and cached
                    "TORCHSH_SOCKET=%s/torchd.sock bash -c 'type -t torch; torch randn \"[3]\"'" % shared)
         assert r.out.startswith("function\n")
         assert "the fast path token file %s/torchd.fast or its folder is not yours and private" % shared in r.err
         assert r.code != 0  # then the real client refused the folder too
-        assert select.select([impostor], [], [], 0)[0] == []  # nobody connected to the planted port
-    finally:
-        impostor.close()
-        shutil.rmtree(d, ignore_errors=True)
+        assert nobody_connected(impostor)  # nobody connected to the planted port
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed (apt-get install zsh)")

@@ -10,7 +10,6 @@ Every planted server is a process of this module, killed at the end; twouid dele
 """
 import os
 import pwd
-import select
 import shutil
 import signal
 import socket
@@ -24,6 +23,7 @@ import pytest
 
 from torchsh import protocol
 from torchsh.shells import init_bash, init_zsh
+from planted import nobody_connected, planted_fast_token
 from twouid import other_user  # noqa: F401  (a fixture)
 
 BIN = os.path.dirname(sys.executable)
@@ -294,24 +294,11 @@ def test_the_daemon_refuses_a_world_writable_socket_folder_and_leaves_its_mode()
 @pytest.mark.parametrize("shell,script", SHELLS, ids=[s for s, _ in SHELLS])
 def test_a_token_file_in_a_folder_others_can_write_is_ignored_by_the_shell_function(shell, script):
     """One uid: the file and folder are ours, but the folder's mode would let anyone plant the file."""
-    d = tempfile.mkdtemp(prefix="tsh-tw-")
-    shared = os.path.join(d, "shared")
-    os.mkdir(shared)
-    os.chmod(shared, 0o777)
-    impostor = socket.socket()
-    impostor.bind(("127.0.0.1", 0))
-    impostor.listen(4)
-    try:
-        with open(os.path.join(shared, "torchd.fast"), "w") as f:
-            f.write("%d %s %s\n" % (impostor.getsockname()[1], "a" * protocol.FAST_TOKEN_LEN,
-                                    "b" * protocol.FAST_TOKEN_LEN))
+    with planted_fast_token("tsh-tw-") as (d, shared, impostor):
         functions = os.path.join(d, "functions")
         with open(functions, "w") as f:
             f.write(script())
         r = _victim([shell, "-c", "source %s; torch randn '[3]'" % functions], d,
                     TORCHSH_SOCKET=os.path.join(shared, "torchd.sock"))
         _refused(r, "torchd.fast", "mode 0777")  # the function's line, then the client's full reason
-        assert select.select([impostor], [], [], 0)[0] == []  # nobody connected to the port
-    finally:
-        impostor.close()
-        shutil.rmtree(d, ignore_errors=True)
+        assert nobody_connected(impostor)

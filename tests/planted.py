@@ -1,0 +1,34 @@
+"""A fast-path token file planted in a folder anyone can write, naming a port we listen on, so a test
+can check that nothing connects to it (the shell functions' trust rule, docs/fast-path.md)."""
+import contextlib
+import os
+import select
+import shutil
+import socket
+import tempfile
+
+from torchsh import protocol
+
+
+@contextlib.contextmanager
+def planted_fast_token(prefix):
+    """Yields (tmp folder, the 0777 folder holding torchd.fast, the impostor's listening socket)."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    shared = os.path.join(d, "shared")
+    os.mkdir(shared)
+    os.chmod(shared, 0o777)
+    impostor = socket.socket()
+    impostor.bind(("127.0.0.1", 0))
+    impostor.listen(4)
+    try:
+        with open(os.path.join(shared, "torchd.fast"), "w") as f:
+            f.write("%d %s %s\n" % (impostor.getsockname()[1], "a" * protocol.FAST_TOKEN_LEN,
+                                    "b" * protocol.FAST_TOKEN_LEN))
+        yield d, shared, impostor
+    finally:
+        impostor.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def nobody_connected(impostor):
+    return select.select([impostor], [], [], 0)[0] == []
