@@ -14,7 +14,9 @@ MAX_LAYERS = 10_000  # a stack deeper than this is no model anyone trains from a
 
 def _finite_count(values):
     count = values.get("count")
-    if isinstance(count, torch.Tensor) and count.is_floating_point() and bool(torch.isnan(count).any()):
+    if not isinstance(count, torch.Tensor) or count.device.type == "meta":  # a meta tensor holds no values
+        return None
+    if count.is_floating_point() and bool(torch.isnan(count).any()):
         return "count holds NaN: PyTorch's binomial sampler never returns for it"
     return None
 

@@ -396,3 +396,6 @@ def test_inputs_on_which_pytorch_never_returns_are_refused_and_the_daemon_goes_o
         assert r.code == 2 and "[bad_argument]" in r.err and "layers" in r.err, (script, r.err)
     fine = sh("torch binomial $(torch full '[2]' 4.0) %s" % prob)  # finite counts still sample
     assert sh("torch value %s --meta" % fine)
+    # the guard reads no values of a meta tensor (it has none): PyTorch's own answer, never internal_error
+    r = sh.run("torch binomial $(torch ones 2 --device meta) '[true,1.5]'")
+    assert "[internal_error]" not in r.err and (r.code == 0 or r.err.count("\n") == 1), r.err
