@@ -1,6 +1,7 @@
-"""Discovery: `torch ops [CATEGORY] [--search WORD] [--json]`, and what a group word lists (`torch nn`)."""
+"""Discovery: `torch ops [CATEGORY] [--search WORD] [--excluded] [--json]`, and what a group word lists (`torch nn`)."""
 from torchsh.call.results import Text
 from torchsh.errors import bad_argument
+from torchsh.table import exclusions, from_torch
 from torchsh.table.categories import CATEGORIES
 from torchsh.verbs import verb
 
@@ -32,11 +33,28 @@ class OpRows(list):
         return ops_table(self._ops)
 
 
-@verb("ops(str? category=None, *, str? search=None) -> Json", category="shell", lockfree=True,
+class ExcludedRows(list):
+    """{name, group, reason} rows; as text an aligned table, public names first."""
+    def text(self):
+        width = min(max((len(r["name"]) for r in self), default=10), 32)  # a longer name overflows its column
+        group = max((len(r["group"]) for r in self), default=5)
+        return Text("".join("%-*s  %-*s  %s\n" % (width, r["name"], group, r["group"], r["reason"]) for r in self))
+
+
+@verb("ops(str? category=None, *, str? search=None, bool excluded=False) -> Json", category="shell", lockfree=True,
       examples=("torch ops linalg",
-                "torch ops --search softmax"))
-def ops(ctx, category=None, search=None):
-    """List ops and verbs: name, category, summary (--json adds the typed signatures)."""
+                "torch ops --search softmax",
+                "torch ops --excluded deprecated"))
+def ops(ctx, category=None, search=None, excluded=False):
+    """List ops and verbs: name, category, summary (--json adds the typed signatures).
+
+    Args:
+        category: only this category's ops (`torch ops --excluded GROUP`: only this group of left-out ones)
+        search: only ops whose name or summary holds this word (any case)
+        excluded: list the PyTorch functions the table leaves out instead, each with its group and reason
+    """
+    if excluded:
+        return excluded_ops(category, search)
     if category is not None and category not in categories():
         raise bad_argument("unknown category %r" % category, "categories: %s" % ", ".join(categories()))
     rows = ctx.table.in_category(category)
@@ -44,6 +62,19 @@ def ops(ctx, category=None, search=None):
         word = search.lower()
         rows = [op for op in rows if word in op.name.lower() or word in op.summary.lower()]
     return OpRows(sorted(rows, key=lambda op: op.name))
+
+
+def excluded_ops(group=None, search=None):
+    """`torch ops --excluded [GROUP] [--search WORD]`: what table/exclusions.py leaves out, and why."""
+    groups = exclusions.excluded(from_torch.NAMESPACES)
+    if group is not None and group not in groups:
+        raise bad_argument("unknown group of excluded ops %r" % group, "groups: %s" % ", ".join(sorted(groups)))
+    rows = [{"name": name, "group": g, "reason": reason}
+            for g, (reason, names) in groups.items() if group in (None, g) for name in names]
+    if search:
+        word = search.lower()
+        rows = [r for r in rows if any(word in r[k].lower() for k in ("name", "group", "reason"))]
+    return ExcludedRows(sorted(rows, key=lambda r: (r["name"].startswith("_"), r["name"])))
 
 
 def group_help(table, group):
