@@ -50,18 +50,26 @@ def ops(ctx, category=None, search=None, excluded=False):
 
     Args:
         category: only this category's ops (`torch ops --excluded GROUP`: only this group of left-out ones)
-        search: only ops whose name or summary holds this word (any case)
+        search: only ops whose name or summary holds this word (any case), then those whose arguments' names
+            or descriptions hold it
         excluded: list the PyTorch functions the table leaves out instead, each with its group and reason
     """
     if excluded:
         return excluded_ops(category, search)
     if category is not None and category not in categories():
         raise bad_argument("unknown category %r" % category, "categories: %s" % ", ".join(categories()))
-    rows = ctx.table.in_category(category)
-    if search:
-        word = search.lower()
-        rows = [op for op in rows if word in op.name.lower() or word in op.summary.lower()]
-    return OpRows(sorted(rows, key=lambda op: op.name))
+    rows = sorted(ctx.table.in_category(category), key=lambda op: op.name)
+    return OpRows(searched(rows, search.lower()) if search else rows)
+
+
+def searched(rows, word):
+    """The ops whose name or summary holds `word`, then those whose arguments' names or descriptions
+    (PyTorch's docs, table/docargs.py) do: `--search 'weight decay'` finds the optimizers."""
+    named = [op for op in rows if word in op.name.lower() or word in op.summary.lower()]
+    seen = {op.name for op in named}
+    by_args = [op for op in rows if op.name not in seen
+               and any(word in name.lower() or word in text.lower() for name, text in op.arg_docs.items())]
+    return named + by_args
 
 
 def excluded_ops(group=None, search=None):
@@ -127,7 +135,7 @@ def listing_rows(pairs, width=78):
 
 def ops_table(ops):
     width = max((len(op.name) for op in ops), default=10)
-    rows = ["%-*s  %-10s  %s" % (width, op.name, op.category, op.summary) for op in sorted(ops, key=lambda o: o.name)]
+    rows = ["%-*s  %-10s  %s" % (width, op.name, op.category, op.summary) for op in ops]
     return Text("\n".join(rows) + ("\n" if rows else ""))
 
 
