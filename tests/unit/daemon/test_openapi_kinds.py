@@ -85,3 +85,21 @@ def test_an_optional_argument_takes_null_and_keeps_its_kinds_enum(table):
 
 def test_the_document_stays_small_however_many_ops_the_table_holds(table):
     assert len(json.dumps(openapi.document(ROUTES, table))) < 200_000
+
+
+# a word each kind's converter takes (table/kinds.py), as JSON: the kind's schema must accept it
+SAMPLES = {"tensor": [[1.0, 2.0], "tensor://k3f00012", 2], "scalar": [0.5, 3], "int": [2], "float": [0.5, 1],
+           "bool": [True], "str": ["mean"], "dtype": ["float32", "int64"], "device": ["cpu", "cuda:0", 0],
+           "layout": ["strided"], "memory_format": ["contiguous_format"], "int_list": [[2, 3], 4],
+           "float_list": [[0.5, 1.0], 2.0], "bool_list": [[True, False]], "str_list": [["a", "b"], "a,b"],
+           "path": ["data.csv"], "handle": ["nn://k3f00012"], "json": [{"lr": 0.1}, [1, 2]]}
+
+
+def test_every_kind_schema_compiles_under_json_schema_and_accepts_the_words_its_converter_takes():
+    jsonschema_rs = pytest.importorskip("jsonschema_rs")  # schemathesis's own validator (the test extra)
+    for name in KINDS:
+        check = jsonschema_rs.validator_for(openapi.kind_schema(name))  # raises on a malformed schema
+        for value in SAMPLES.get(name, ()):
+            assert check.is_valid(value), (name, value)
+    assert not jsonschema_rs.validator_for(openapi.kind_schema("dtype")).is_valid("float33")
+    assert not jsonschema_rs.validator_for(openapi.kind_schema("int")).is_valid(0.5)
