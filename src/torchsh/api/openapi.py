@@ -1,17 +1,25 @@
 """The OpenAPI 3.1 document, built from the route table and the op table, both handed in by the
 caller (daemon/routes.py serves it; tools/regen.py writes docs/openapi.json, a checked-in copy that
-a test compares). Pure data in, a dict out: no import of the daemon."""
+a test compares). Pure data in, a dict out: no import of the daemon.
+
+Arguments are described once per kind (components/schemas/kind.NAME, from the kind rows of
+table/kinds.py), and per op by GET /v1/ops/{op} (op_description: each argument with its schema),
+so the document stays one size however many ops the table holds.
+"""
 import re
 
 from torchsh import __version__, protocol
+from torchsh.table.kinds import KINDS
+from torchsh.table.spec import MISSING
 
 _ERROR = {"type": "object", "properties": {"error": {"type": "object", "properties": {
     "code": {"type": "string", "enum": sorted(protocol.ERRORS)}, "message": {"type": "string"},
     "hint": {"type": ["string", "null"]}, "op": {"type": ["string", "null"]}}, "required": ["code", "message"]}}}
 _OP_REQUEST = {"type": "object", "properties": {
     "tensors": {"type": "array", "items": {"type": "string"}, "description": "the API's stdin: handles filling the tensor slots the args leave open, leftmost first"},
-    "args": {"type": "array", "description": "positional arguments, bound by kind first"},
-    "kwargs": {"type": "object", "description": "flags by name"},
+    "args": {"type": "array", "description": "positional arguments, bound by kind first; each one's schema is "
+             "its argument's (GET /v1/ops/{op} lists them, their kinds are components/schemas/kind.*)"},
+    "kwargs": {"type": "object", "description": "flags by name, each value as its argument's schema says"},
     "cwd": {"type": "string", "description": "folder for relative paths"},
     "env": {"type": "object", "description": "TORCHSH_* settings (TORCHSH_SCOPE, TORCHSH_DEVICE, TORCHSH_NO_GRAD)"},
     "no_grad": {"type": "boolean"}, "inference_mode": {"type": "boolean"},
@@ -30,6 +38,48 @@ _NAN_PARAM = {"name": "nan", "in": "query", "required": False,
 _FORMAT_PARAM = {"name": "format", "in": "query", "required": False, "schema": {"type": "string", "enum": ["npy", "json"]},
                  "description": "npy (default): the tensor as an .npy body; json: {\"result\": nested lists}, as "
                                 "`torch value` prints them"}
+
+
+# A kind with no JSON form (a torch.Generator) can only be left at its default
+_NO_JSON = {"type": "null", "description": "not expressible in JSON: leave it out, or null"}
+_ARG = {"type": "object", "properties": {
+    "name": {"type": "string"}, "kind": {"type": "string", "description": "components/schemas/kind.KIND"},
+    "type": {"type": "string", "description": "the schema's own spelling (Tensor, Scalar, int[]…)"},
+    "required": {"type": "boolean"}, "keyword_only": {"type": "boolean", "description": "a kwarg only"},
+    "default": {}, "schema": {"type": "object", "description": "the JSON schema of a value for it"}}}
+_OP_DESCRIPTION = {"type": "object", "properties": {
+    "name": {"type": "string"}, "category": {"type": "string"}, "summary": {"type": "string"},
+    "doc": {"type": "string"}, "aliases": {"type": "array", "items": {"type": "string"}},
+    "verb": {"type": "boolean"}, "signatures": {"type": "array", "items": {"type": "string"}},
+    "overloads": {"type": "array", "items": {"type": "object", "properties": {
+        "name": {"type": "string"}, "returns": {"type": "string"},
+        "args": {"type": "array", "items": {"$ref": "#/components/schemas/Argument"}}}}}}}
+
+
+def kind_schema(kind):
+    """The JSON schema of one value of an argument kind (its row's `schema`)."""
+    row = KINDS[kind]
+    return dict(row.schema) if row.schema is not None else dict(_NO_JSON)
+
+
+def arg_schema(arg):
+    """The JSON schema of one argument (an ArgSpec): its kind's, null allowed when None is, its default."""
+    schema = kind_schema(arg.kind)
+    if arg.optional and schema.get("type") != "null":
+        schema = {"anyOf": [schema, {"type": "null"}]}
+    if arg.default is not MISSING:
+        schema["default"] = arg.to_json()["default"]
+    return schema
+
+
+def op_description(op):
+    """GET /v1/ops/{op}'s reply: the op's row (op.to_json()), its doc, and each argument's JSON schema."""
+    row = op.to_json()
+    row["doc"] = op.doc
+    for ov, ov_row in zip(op.overloads, row["overloads"]):
+        for arg, arg_row in zip(ov.args, ov_row["args"]):
+            arg_row["schema"] = arg_schema(arg)
+    return row
 
 
 def document(routes, table):
@@ -53,6 +103,8 @@ def document(routes, table):
             op["parameters"] = params
         if handler.__name__ == "post_op":
             op["requestBody"] = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/OpRequest"}}}}
+        elif handler.__name__ == "get_op":
+            op["responses"]["200"]["content"] = {"application/json": {"schema": {"$ref": "#/components/schemas/OpDescription"}}}
         elif handler.__name__ == "post_tensor":
             op["requestBody"] = {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}
         paths.setdefault(path, {})[method.lower()] = op
@@ -60,8 +112,24 @@ def document(routes, table):
            "info": {"title": "torchd", "version": __version__,
                     "description": "The torchsh daemon's API on its private Unix socket. Ops are listed by GET /v1/ops."},
            "paths": paths,
-           "components": {"schemas": {"OpRequest": _OP_REQUEST, "Error": _ERROR}}}
+           "components": {"schemas": dict({"OpRequest": _OP_REQUEST, "Error": _ERROR, "OpDescription": _OP_DESCRIPTION,
+                                           "Argument": _ARG}, **kind_components())}}
     return doc
+
+
+def kind_components():
+    """components/schemas/kind.NAME for every argument kind, so a client reads an argument's `kind`
+    (GET /v1/ops/{op}) as a schema."""
+    return {"kind." + name: dict(kind_schema(name), description=_kind_text(name)) for name in KINDS}
+
+
+def _kind_text(name):
+    row, own = KINDS[name], kind_schema(name).get("description")
+    spelled = row.aten + tuple(t + "[]" for t in row.aten_list)
+    words = ([own] if own else []) + ["argument kind %s (schema types: %s)" % (name, ", ".join(spelled))]
+    if row.stdin == "line":
+        words.append("open slots of this kind take the request's `tensors` (the API's stdin), one each")
+    return "; ".join(words)
 
 
 def _openapi_path(pattern):

@@ -8,6 +8,7 @@ Optional body fields: "cwd" (for relative paths), "env" (TORCHSH_* settings), "n
 """
 import json
 
+from torchsh.api.openapi import op_description
 from torchsh.call import bind, results, tokens
 from torchsh.call.invoke import invoke
 from torchsh.call.misfit import no_binding
@@ -143,6 +144,4 @@ def get_ops(app, request, params):
 
 def get_op(app, request, params):
     op, _ = app.table.lookup(params["op"])
-    row = op.to_json()
-    row["doc"] = op.doc
-    return Response(200, json.dumps(row, separators=(",", ":")).encode())
+    return Response(200, json.dumps(op_description(op), separators=(",", ":")).encode())

@@ -1,9 +1,9 @@
 """What the op table leaves out, by group, each with its reason. Kept explicit and small.
 
 A function is a candidate when it is public, callable, a function (not a class or module) and in
-no group below. `torch ops --excluded` and the parity suite's report read GROUPS, so each group
-has a short name, its reason and how it is recognised (a name pattern, a defining module, or a
-rule on the docstring).
+no group below. `torch ops --excluded [GROUP]` (verbs/meta.py) lists what excluded() finds, so each
+group has a short name, its reason (said to users as it stands) and how it is recognised (a name
+pattern, a defining module, or a rule on the docstring).
 """
 import inspect
 import re
@@ -12,9 +12,9 @@ import torch
 
 # (group name, reason, regex on the attribute name)
 NAME_GROUPS = (
+    ("private", "private functions", r"^_"),  # before in-place: `__getattr__`, `_foo_` are private
     ("in-place", "in-place variants (add_, relu_): the shell works on values; use index_put/masked_fill verbs",
      r"_$"),
-    ("private", "private functions", r"^_"),
     ("runtime", "process-wide switches and queries of the daemon itself (threads, autocast, determinism, "
                 "printing, RNG state): they would change every caller's session; `torch manual_seed` is a verb",
      r"^(set_|get_|use_deterministic|are_deterministic|is_(anomaly|autocast|grad_enabled|inference_mode|"

@@ -1,6 +1,7 @@
-"""Discovery: `torch ops [CATEGORY] [--search WORD] [--json]`, and what a group word lists (`torch nn`)."""
+"""Discovery: `torch ops [CATEGORY] [--search WORD] [--excluded] [--json]`, and what a group word lists (`torch nn`)."""
 from torchsh.call.results import Text
 from torchsh.errors import bad_argument
+from torchsh.table import exclusions, from_torch
 from torchsh.table.categories import CATEGORIES
 from torchsh.verbs import verb
 
@@ -32,18 +33,56 @@ class OpRows(list):
         return ops_table(self._ops)
 
 
-@verb("ops(str? category=None, *, str? search=None) -> Json", category="shell", lockfree=True,
+class ExcludedRows(list):
+    """{name, group, reason} rows; as text an aligned table, public names first."""
+    def text(self):
+        width = min(max((len(r["name"]) for r in self), default=10), 32)  # a longer name overflows its column
+        group = max((len(r["group"]) for r in self), default=5)
+        return Text("".join("%-*s  %-*s  %s\n" % (width, r["name"], group, r["group"], r["reason"]) for r in self))
+
+
+@verb("ops(str? category=None, *, str? search=None, bool excluded=False) -> Json", category="shell", lockfree=True,
       examples=("torch ops linalg",
-                "torch ops --search softmax"))
-def ops(ctx, category=None, search=None):
-    """List ops and verbs: name, category, summary (--json adds the typed signatures)."""
+                "torch ops --search softmax",
+                "torch ops --excluded deprecated"))
+def ops(ctx, category=None, search=None, excluded=False):
+    """List ops and verbs: name, category, summary (--json adds the typed signatures).
+
+    Args:
+        category: only this category's ops (`torch ops --excluded GROUP`: only this group of left-out ones)
+        search: only ops whose name or summary holds this word (any case), then those whose arguments' names
+            or descriptions hold it
+        excluded: list the PyTorch functions the table leaves out instead, each with its group and reason
+    """
+    if excluded:
+        return excluded_ops(category, search)
     if category is not None and category not in categories():
         raise bad_argument("unknown category %r" % category, "categories: %s" % ", ".join(categories()))
-    rows = ctx.table.in_category(category)
+    rows = sorted(ctx.table.in_category(category), key=lambda op: op.name)
+    return OpRows(searched(rows, search.lower()) if search else rows)
+
+
+def searched(rows, word):
+    """The ops whose name or summary holds `word`, then those whose arguments' names or descriptions
+    (PyTorch's docs, table/docargs.py) do: `--search 'weight decay'` finds the optimizers."""
+    named = [op for op in rows if word in op.name.lower() or word in op.summary.lower()]
+    seen = {op.name for op in named}
+    by_args = [op for op in rows if op.name not in seen
+               and any(word in name.lower() or word in text.lower() for name, text in op.arg_docs.items())]
+    return named + by_args
+
+
+def excluded_ops(group=None, search=None):
+    """`torch ops --excluded [GROUP] [--search WORD]`: what table/exclusions.py leaves out, and why."""
+    groups = exclusions.excluded(from_torch.NAMESPACES)
+    if group is not None and group not in groups:
+        raise bad_argument("unknown group of excluded ops %r" % group, "groups: %s" % ", ".join(sorted(groups)))
+    rows = [{"name": name, "group": g, "reason": reason}
+            for g, (reason, names) in groups.items() if group in (None, g) for name in names]
     if search:
         word = search.lower()
-        rows = [op for op in rows if word in op.name.lower() or word in op.summary.lower()]
-    return OpRows(sorted(rows, key=lambda op: op.name))
+        rows = [r for r in rows if any(word in r[k].lower() for k in ("name", "group", "reason"))]
+    return ExcludedRows(sorted(rows, key=lambda r: (r["name"].startswith("_"), r["name"])))
 
 
 def group_help(table, group):
@@ -96,7 +135,7 @@ def listing_rows(pairs, width=78):
 
 def ops_table(ops):
     width = max((len(op.name) for op in ops), default=10)
-    rows = ["%-*s  %-10s  %s" % (width, op.name, op.category, op.summary) for op in sorted(ops, key=lambda o: o.name)]
+    rows = ["%-*s  %-10s  %s" % (width, op.name, op.category, op.summary) for op in ops]
     return Text("\n".join(rows) + ("\n" if rows else ""))
 
 
