@@ -3609,13 +3609,14 @@ export def ones_like [
 
 # List ops and verbs: name, category, summary (--json adds the typed signatures).
 #
-# ops(str? category=None, *, str? search=None) -> Json
+# ops(str? category=None, *, str? search=None, bool excluded=False) -> Json
 export def ops [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: category; piped handles fill the tensor slots still missing
     --category: string  # str?
     --search: string  # str?
+    --excluded  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "ops" $in $args {category: $category, search: $search, no_grad: $no_grad} {} }
+]: any -> any { torchsh call "ops" $in $args {category: $category, search: $search, excluded: $excluded, no_grad: $no_grad} {excluded: false} }
 
 # Implements Adadelta algorithm.
 #
