@@ -85,8 +85,15 @@ def loads(text):
         value = json.loads(text)
     except RecursionError:
         raise ValueError("JSON nested more than %d levels deep" % MAX_JSON_DEPTH) from None
-    _check_depth(value)
+    if _brackets(text) > MAX_JSON_DEPTH:  # fewer brackets than that cannot nest deeper (the common body)
+        _check_depth(value)
     return value
+
+
+def _brackets(text):
+    if isinstance(text, str):
+        return text.count("[") + text.count("{")
+    return text.count(b"[") + text.count(b"{")
 
 
 def _check_depth(value):
