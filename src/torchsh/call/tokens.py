@@ -55,6 +55,9 @@ def from_word(word):
 def from_json(value, text=None):
     """Classify a value that arrived as JSON (the API, or a JSON word on the command line)."""
     text = text if text is not None else json.dumps(value, allow_nan=True)
+    cls = _JSON_CLASSES.get(type(value))  # what json.loads makes: exact types, one look-up
+    if cls is not None:
+        return Token(cls, value, text)
     if isinstance(value, bool):
         return Token("bool", value, text)
     if isinstance(value, int):
@@ -74,6 +77,9 @@ def from_json(value, text=None):
             return Token("float", float(value.replace("Infinity", "inf")), text)
         return Token("str", value, text)
     raise ValueError("unsupported JSON value %r" % (value,))
+
+
+_JSON_CLASSES = {bool: "bool", int: "int", float: "float", type(None): "null", list: "list", dict: "dict"}
 
 
 def loads(text):
