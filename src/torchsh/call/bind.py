@@ -177,7 +177,7 @@ _UNCACHEABLE = object()
 
 def best(op, positionals, flags):
     """choose()'s complete binding, or None; remembered per op and shape of the words (their classes,
-    handle kinds, flag names). Words whose values the scores read (texts) are never remembered."""
+    handle kinds, short texts, flag names): what the scores read, never the values they pass on."""
     key = _plan_key(op, positionals, flags)
     plan = _PLANS.get(key) if key is not None else None
     if plan is None or plan[0] is not op:
@@ -197,14 +197,16 @@ def best(op, positionals, flags):
 
 
 def _shape(tok):
-    """What the scores read of a word: its class, a handle's kind, whether an int could be a bool; None
-    for a text (dtype names, devices, commas: the scores read its value)."""
+    """What the scores read of a word: its class, a handle's kind, whether an int could be a bool, a
+    text itself (dtype names, devices, commas); None for a long text (not worth remembering)."""
     cls = tok.cls
     if cls == "handle":
         return tok.value.partition("://")[0] + "://"
     if cls == "int":
         return "int01" if tok.value in (0, 1) else cls
-    return None if cls == "str" else cls
+    if cls == "str":
+        return ("str", tok.value) if len(tok.value) <= 64 else None
+    return cls
 
 
 def _plan_key(op, positionals, flags):

@@ -91,7 +91,8 @@ def _json(value, handles):
     ("add", ["tensor://abc00001", "tensor://abc00002"], ["tensor://abc00003", "2"]),  # add.Tensor, add.Scalar
     ("std", ["tensor://abc00001", "1"], ["tensor://abc00001", "2"]),  # std(unbiased) then std(dim): 1 may be a bool
     ("add", ["tensor://abc00001", "nn://abc00002"], ["tensor://abc00001", "tensor://abc00002"]),  # a handle's kind
-    ("sum", ["tensor://abc00001", "1"], ["tensor://abc00001", "int64"]),  # a text is never remembered
+    ("sum", ["tensor://abc00001", "1"], ["tensor://abc00001", "int64"]),  # sum(dim), then sum(dtype)
+    ("view", ["tensor://abc00001", "int64"], ["tensor://abc00001", "3,4"]),  # view(dtype), view(size): a text
 ])
 def test_a_remembered_plan_never_applies_to_words_of_another_shape(name, first, second):
     table, _ = build_table()
