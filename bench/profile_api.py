@@ -2,16 +2,21 @@
 
     .venv/bin/python -m bench.profile_api [N]      # cProfile of N POST /v1/ops/add requests: top 25 by
                                                    # own time, then torchsh's 25 by cumulative time
+    .venv/bin/python -m bench.profile_api train [N]  # the same for POST /v1/ops/train_step on the tiny
+                                                   # model, beside the in-process step (the ratio)
 
 What the keep-alive API bench (bench/api.py) measures minus the socket round trip; use it to see
 where the per-request microseconds go before and after a change.
 """
 import cProfile
 import json
+import os
 import pstats
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench.training as a script
 
 from torchsh.daemon import http
 from torchsh.daemon.app import App
@@ -32,20 +37,64 @@ def requests(app, n):
     return one
 
 
-def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
-    app = App(tempfile.mktemp(suffix=".sock"), None)
-    one = requests(app, n)
-    for _ in range(500):
-        one()
-    batches = []
-    for _ in range(20):  # the best batch: the least disturbed by other work on a shared machine
+def train_requests(app):
+    """POST /v1/ops/train_step on bench/training.py's tiny model, and that step in-process (no daemon)."""
+    import torch
+    import torch.nn.functional as F
+    from bench.training import _reference_model
+    model, opt, x, y, _ = _reference_model("tiny")
+    put = app.registry.put
+    m, o = put(model, "nn", None), put(torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9), "optim", None)
+    body = json.dumps({"args": [m, o, put(x, "tensor", None), put(y, "tensor", None)]}).encode()
+    raw = b"POST /v1/ops/train_step HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+    def one():
+        request, _ = http.parse_request(bytearray(raw), 1 << 30)
+        response = dispatch(app, request)
+        assert response.status == 200, response.body
+        response.to_bytes(True)
+
+    def reference():
+        opt.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        opt.step()
+    return one, reference
+
+
+def batches_us(fn, n):
+    """Per-call µs of 20 batches of n // 20 calls."""
+    out = []
+    for _ in range(20):
         t0 = time.perf_counter()
         for _ in range(n // 20):
+            fn()
+        out.append((time.perf_counter() - t0) / (n // 20) * 1e6)
+    return out
+
+
+def main():
+    train = sys.argv[1:2] == ["train"]
+    args = sys.argv[2:] if train else sys.argv[1:]
+    n = int(args[0]) if args else (4000 if train else 20000)
+    app = App(tempfile.mktemp(suffix=".sock"), None)
+    if train:
+        one, reference = train_requests(app)
+        for _ in range(200):
+            one(), reference()
+        subject, ref = [], []
+        for _ in range(3):  # alternating, so a slow spell of the shared machine hits both
+            subject += batches_us(one, n // 3)
+            ref += batches_us(reference, n // 3)
+        s, r = min(subject), min(ref)
+        print("train_step in-process request path: best batch %.1f us; the step itself in-process %.1f us; "
+              "ratio %.2fx" % (s, r, s / r))
+    else:
+        one = requests(app, n)
+        for _ in range(500):
             one()
-        batches.append((time.perf_counter() - t0) / (n // 20) * 1e6)
-    print("in-process request path: best batch %.1f us, median batch %.1f us per request"
-          % (min(batches), sorted(batches)[len(batches) // 2]))
+        batches = batches_us(one, n)  # the best batch: the least disturbed by other work on a shared machine
+        print("in-process request path: best batch %.1f us, median batch %.1f us per request"
+              % (min(batches), sorted(batches)[len(batches) // 2]))
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(n):

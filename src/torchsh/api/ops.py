@@ -64,16 +64,16 @@ def post_op(app, request, params):
 def _bind(op, positionals, piped, flags):
     """The binding of args (positionals) and the piped tensors: args by kind first, then the tensors
     fill the slots left open; a one-line error when nothing fits."""
-    binding, partials = None, []
+    binding = None
     if piped and not positionals:  # only piped handles: they are the leading words (the common call, no search)
-        binding, partials = bind.choose(op, piped, flags)
+        binding = bind.best(op, piped, flags)
     if binding is None and piped:
         binding = bind.fill_stdin(op, positionals, flags, piped)
     if binding is None:  # no tensors, or no open slot takes them: then they go before the args, in order
         positionals = piped + positionals
-        binding, partials = bind.choose(op, positionals, flags)
+        binding = bind.best(op, positionals, flags)
     if binding is None:
-        err = no_binding(op, partials, positionals, flags)
+        err = no_binding(op, bind.choose(op, positionals, flags)[1], positionals, flags)
         err.op = op.name
         raise err
     return binding

@@ -168,6 +168,79 @@ def choose(op, positionals, flags):
     return None, found
 
 
+# The choice depends on the words' kinds, not their values: (id(op), the words' shapes) -> (op, overload,
+# score, missing, where each slot's word comes from). Bounded; cleared whole when full.
+_PLANS = {}
+_PLANS_LIMIT = 4096
+_UNCACHEABLE = object()
+
+
+def best(op, positionals, flags):
+    """choose()'s complete binding, or None; remembered per op and shape of the words (their classes,
+    handle kinds, short texts, flag names): what the scores read, never the values they pass on."""
+    key = _plan_key(op, positionals, flags)
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is None or plan[0] is not op:
+        binding = choose(op, positionals, flags)[0]
+        if key is not None and binding is not None:
+            if len(_PLANS) >= _PLANS_LIMIT:
+                _PLANS.clear()
+            _PLANS[key] = (op,) + _plan_of(binding, positionals, flags)
+        return binding
+    if plan[1] is _UNCACHEABLE:
+        return choose(op, positionals, flags)[0]
+    _, overload, score, missing, sources = plan
+    values = {name: (flags[src] if isinstance(src, str) else
+                     positionals[src] if isinstance(src, int) else [positionals[i] for i in src])
+              for name, src in sources}
+    return Binding(overload, values, score, list(missing))
+
+
+def _shape(tok):
+    """What the scores read of a word: its class, a handle's kind, whether an int could be a bool, a
+    text itself (dtype names, devices, commas); None for a long text (not worth remembering)."""
+    cls = tok.cls
+    if cls == "handle":
+        return tok.value.partition("://")[0] + "://"
+    if cls == "int":
+        return "int01" if tok.value in (0, 1) else cls
+    if cls == "str":
+        return ("str", tok.value) if len(tok.value) <= 64 else None
+    return cls
+
+
+def _plan_key(op, positionals, flags):
+    shapes = []
+    for tok in positionals:
+        s = _shape(tok)
+        if s is None:
+            return None
+        shapes.append(s)
+    for name, tok in flags.items():
+        s = tuple(_shape(t) for t in tok) if isinstance(tok, list) else _shape(tok)
+        if s is None or (isinstance(s, tuple) and None in s):
+            return None
+        shapes.append((name, s))
+    return id(op), tuple(shapes)
+
+
+def _plan_of(binding, positionals, flags):
+    """(overload, score, missing, (name, source) pairs): a source is a flag name, a word's index, or a
+    tuple of indexes (a variadic slot); _UNCACHEABLE when a value is no given word (sizes as varargs)."""
+    at = {id(t): i for i, t in enumerate(positionals)}
+    sources = []
+    for name, v in binding.values.items():
+        if name in flags and v is flags[name]:
+            sources.append((name, name))
+        elif isinstance(v, list) and all(id(t) in at for t in v):
+            sources.append((name, tuple(at[id(t)] for t in v)))
+        elif not isinstance(v, list) and id(v) in at:
+            sources.append((name, at[id(v)]))
+        else:
+            return _UNCACHEABLE, None, None, None
+    return binding.overload, binding.score, tuple(binding.missing), tuple(sources)
+
+
 def _open(op, positionals, flags):
     """Bindings that leave tensor slots open for stdin and lack nothing else, in overload order."""
     varargs = _takes_varargs(op)

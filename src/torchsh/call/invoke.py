@@ -75,23 +75,43 @@ def invoke(ctx, op, binding, globals_=None, warned=None):
 _TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)?\s*$")  # where in ATen's C++: noise to a user
 
 
-@contextlib.contextmanager
-def _warnings_to(warned):
+class _warnings_to:
     """Record the warnings raised meanwhile, every one (not once per code location, Python's default).
 
-    Only under the tensor lock: catch_warnings swaps process-wide state, so two threads must never
-    be inside it at once. Warnings of an op that fails are dropped: the failure is the one line.
+    Only under the tensor lock: this swaps process-wide state (the filters, warnings.showwarning), so two
+    threads must never be inside it at once. What catch_warnings(record=True) plus simplefilter("always")
+    does, without its per-request filter-list copies (a few microseconds of every op). Warnings of an op
+    that fails are dropped: the failure is the one line.
     """
-    if warned is None:
-        yield
-        return
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        yield
-    for w in caught:
-        line = _TRIGGERED.sub("", str(w.message).strip().split("\n")[0])
-        if line and line not in warned:
-            warned.append(line)
+    __slots__ = ("warned", "caught", "filters", "show")
+
+    def __init__(self, warned):
+        self.warned = warned
+
+    def __enter__(self):
+        if self.warned is not None:
+            self.caught = []
+            self.filters, self.show = warnings.filters, warnings.showwarning
+            warnings.filters = [_ALWAYS]  # a fresh list: an op's own simplefilter() must not edit a shared one
+            _filters_mutated()  # so a location's "already warned" mark no longer hides it
+            warnings.showwarning = self._show
+
+    def __exit__(self, kind, value, tb):
+        if self.warned is not None:
+            warnings.filters, warnings.showwarning = self.filters, self.show
+            _filters_mutated()
+            if kind is None:
+                for line in self.caught:
+                    line = _TRIGGERED.sub("", line.strip().split("\n")[0])
+                    if line and line not in self.warned:
+                        self.warned.append(line)
+
+    def _show(self, message, category, filename, lineno, file=None, line=None):
+        self.caught.append(str(message))
+
+
+_ALWAYS = ("always", None, Warning, None, 0)  # simplefilter("always")'s entry
+_filters_mutated = warnings._filters_mutated  # what catch_warnings calls on entry and exit (CPython 3.8-3.13)
 
 
 def _explain(err, values):

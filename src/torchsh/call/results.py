@@ -106,9 +106,14 @@ def _field_names(result):
     return None
 
 
+# Built once: json.dumps with any option builds a new encoder per call (microseconds of every reply)
+_COMPACT = json.JSONEncoder(separators=(",", ":"), allow_nan=True)
+_COMPACT_FINITE = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
 def dumps(value):
     """Compact JSON; non-finite floats as NaN, Infinity, -Infinity."""
-    return json.dumps(value, separators=(",", ":"), allow_nan=True)
+    return _COMPACT.encode(value)
 
 
 NAN_MODES = ("string", "bare")
@@ -119,11 +124,11 @@ def json_bytes(value, nan="string"):
     """Compact JSON bytes for a reply. nan="string" (the default): valid JSON (RFC 8259), non-finite
     floats as the strings "NaN", "Infinity", "-Infinity"; nan="bare": Python's bare tokens."""
     if nan == "bare":
-        return json.dumps(value, separators=(",", ":"), allow_nan=True).encode()
+        return _COMPACT.encode(value).encode()
     try:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+        return _COMPACT_FINITE.encode(value).encode()
     except ValueError:  # a non-finite float somewhere: spell it as a string
-        return json.dumps(nonfinite_as_strings(value), separators=(",", ":"), allow_nan=False).encode()
+        return _COMPACT_FINITE.encode(nonfinite_as_strings(value)).encode()
 
 
 def nonfinite_as_strings(value):

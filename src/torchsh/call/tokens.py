@@ -55,6 +55,9 @@ def from_word(word):
 def from_json(value, text=None):
     """Classify a value that arrived as JSON (the API, or a JSON word on the command line)."""
     text = text if text is not None else json.dumps(value, allow_nan=True)
+    cls = _JSON_CLASSES.get(type(value))  # what json.loads makes: exact types, one look-up
+    if cls is not None:
+        return Token(cls, value, text)
     if isinstance(value, bool):
         return Token("bool", value, text)
     if isinstance(value, int):
@@ -76,6 +79,9 @@ def from_json(value, text=None):
     raise ValueError("unsupported JSON value %r" % (value,))
 
 
+_JSON_CLASSES = {bool: "bool", int: "int", float: "float", type(None): "null", list: "list", dict: "dict"}
+
+
 def loads(text):
     """JSON with the non-finite tokens NaN, Infinity and -Infinity (as Python's json reads them).
 
@@ -85,8 +91,15 @@ def loads(text):
         value = json.loads(text)
     except RecursionError:
         raise ValueError("JSON nested more than %d levels deep" % MAX_JSON_DEPTH) from None
-    _check_depth(value)
+    if _brackets(text) > MAX_JSON_DEPTH:  # fewer brackets than that cannot nest deeper (the common body)
+        _check_depth(value)
     return value
+
+
+def _brackets(text):
+    if isinstance(text, str):
+        return text.count("[") + text.count("{")
+    return text.count(b"[") + text.count(b"{")
 
 
 def _check_depth(value):

@@ -70,4 +70,12 @@ KINDS = tuple(HANDLE_KINDS)  # the handle prefixes, in census order
 
 def kind_of(obj):
     """The handle kind an object is held as, or None for a plain value (a number, a list, text)."""
-    return next((k.name for k in HANDLE_KINDS.values() if isinstance(obj, k.type)), None)
+    t = type(obj)
+    try:
+        return _KIND_OF_TYPE[t]
+    except KeyError:  # the rows' isinstance answer, once per Python type (every op's result asks)
+        kind = _KIND_OF_TYPE[t] = next((k.name for k in HANDLE_KINDS.values() if isinstance(obj, k.type)), None)
+        return kind
+
+
+_KIND_OF_TYPE = {}
