@@ -111,7 +111,9 @@ class _warnings_to:
 
 
 _ALWAYS = ("always", None, Warning, None, 0)  # simplefilter("always")'s entry
-_filters_mutated = warnings._filters_mutated  # what catch_warnings calls on entry and exit (CPython 3.8-3.13)
+# what catch_warnings calls on entry and exit (CPython 3.8-3.13); a Python without it only loses the
+# "every time" of a repeated warning, never the daemon
+_filters_mutated = getattr(warnings, "_filters_mutated", lambda: None)
 
 
 def _explain(err, values):
