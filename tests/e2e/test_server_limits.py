@@ -132,6 +132,19 @@ def test_status_census_and_free_answer_while_tensor_requests_queue_behind_a_long
     assert all(p.wait(60) == 0 for p in queued)
 
 
+def test_op_help_runs_its_example_trials_under_the_tensor_lock_and_lock_free_help_never_waits(fresh_sh):
+    """An op's help tries candidate examples with PyTorch (RNG, warning filters are process-wide), so it
+    queues behind running tensor work; a lock-free verb's help answers at once."""
+    sh = fresh_sh()
+    long = start_long_op(sh)
+    helped = bg(sh, "gelu", "--help")
+    wait_for(lambda: status(sh)["queued"] >= 1, "the op's help to queue for the tensor lock")
+    assert sh("torch daemon status --help").startswith("usage: torch daemon status")
+    assert long.poll() is None and helped.poll() is None, "help ran beside the long op"
+    assert long.wait(60) == 0 and helped.wait(60) == 0
+    assert "example:" in helped.stdout.read()
+
+
 def test_a_request_whose_client_left_while_queued_is_dropped_unrun(fresh_sh):
     sh = fresh_sh()
     long = start_long_op(sh)

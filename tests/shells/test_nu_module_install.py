@@ -13,8 +13,17 @@ import torch
 from nutools import ensure_nu
 from torchsh import protocol
 
+
+
+def _readme_lines():
+    """The README's Nushell set-up lines (the indented block of its "## Nushell" section), comments cut."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")) as f:
+        section = f.read().split("## Nushell", 1)[1].split("\n## ", 1)[0]
+    return tuple(ln.split("#")[0].strip() for ln in section.split("\n") if ln.startswith("    ") and ln.strip())
+
+
 # The README's Nushell lines, run as they are written there (in nu each line is parsed when it runs).
-README_LINES = ("^torch nu-module --install", "use torch.nu")
+README_LINES = _readme_lines()
 
 
 def _env(sh, home, xdg=""):

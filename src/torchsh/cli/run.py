@@ -4,6 +4,7 @@ The order of work: resolve the op name, split flags, bind an overload (asking th
 stdin lines when tensor slots are missing), invoke it (call/), render its text. Every failure
 becomes one line `torch: OP: message; hint [code]` and its exit status.
 """
+import contextlib
 import logging
 import traceback
 from dataclasses import dataclass
@@ -73,7 +74,11 @@ def _check_word_sizes(argv):
 def _run_op(ctx, op, fixed, words):
     parsed = parse.split_argv(op, words, fixed)
     if parsed.globals.get("help"):
-        return CliReply(stdout=cli_help.op_help(op))
+        # the example trials run PyTorch (its RNG, warning filters, allocator: process-wide), so they wait
+        # their turn like any tensor work; a lock-free verb's help has no trials and never waits
+        lock = contextlib.nullcontext() if op.lockfree else ctx.app.tensor_lock(op.name + " --help")
+        with lock:
+            return CliReply(stdout=cli_help.op_help(op))
     flags = dict(parsed.flags)
     if parsed.argv_rest is not None:
         argv_arg = next((a for a in op.flags().values() if a.kind == "argv"), None)
