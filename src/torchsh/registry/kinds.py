@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+import torch.utils.data
 from torch.nn.parameter import is_lazy
 
 from torchsh.vocab import dtype_name
@@ -58,12 +59,26 @@ def _scheduler_fields(s):
     return dict(type=type(s).__name__, bytes=0)  # a scheduler holds numbers, no tensors
 
 
+def _dataset_tensors(d):
+    """The tensors a dataset holds in memory (a TensorDataset's; a memory-mapped file's are not held)."""
+    return [t for t in getattr(d, "tensors", ()) if isinstance(t, torch.Tensor)]
+
+
+def _dataset_fields(d):
+    try:
+        length = len(d)
+    except TypeError:  # an iterable-style dataset has no length
+        length = None
+    return dict(type=type(d).__name__, length=length, bytes=tensor_bytes(_dataset_tensors(d)))
+
+
 HANDLE_KINDS = {k.name: k for k in (
     HandleKind("tensor", torch.Tensor, "a tensor", _tensor_fields, lambda t: [t]),
     HandleKind("nn", torch.nn.Module, "a module", _module_fields,
                lambda m: list(m.parameters()) + list(m.buffers())),
     HandleKind("optim", torch.optim.Optimizer, "an optimizer", _optimizer_fields, lambda o: []),
     HandleKind("sched", torch.optim.lr_scheduler.LRScheduler, "a scheduler", _scheduler_fields, lambda s: []),
+    HandleKind("data", torch.utils.data.Dataset, "a dataset", _dataset_fields, _dataset_tensors),
 )}
 KINDS = tuple(HANDLE_KINDS)  # the handle prefixes, in census order
 

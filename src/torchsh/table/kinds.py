@@ -146,6 +146,8 @@ KINDS = {k.name: k for k in (
             stdin="line", nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
     ArgKind("scheduler", _handle_score, _held("sched"), aten=("Scheduler",), metavar="SCHED", handle="sched",
             stdin="line", nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
+    ArgKind("dataset", _handle_score, _held("data"), aten=("Dataset",), metavar="DATA", handle="data",
+            stdin="line", nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
     ArgKind("json", lambda t: 2, _json, aten=("Json",), metavar="JSON", stdin="text", null_score=1, schema={},
             complete="handles"),
     ArgKind("path", lambda t: 3 if t.cls == "str" else 1, _path, aten=("Path",), metavar="FILE", null_score=1,
