@@ -159,6 +159,28 @@ def test_a_request_whose_client_left_while_queued_is_dropped_unrun(fresh_sh):
     assert "its client left while it waited for the tensor lock" in log
 
 
+def test_a_client_that_stops_reading_a_big_reply_does_not_hold_up_other_tensor_work(fresh_sh):
+    sh = fresh_sh()
+    big = sh("torch zeros 2000000")  # its `value` is ~4 MB of text: far more than a socket buffer takes
+    body = json.dumps({"args": [big]}).encode()
+    stalled = unix_connections(sh, 1)[0]
+    stalled.sendall(b"POST /v1/ops/value HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    reply = stalled.recv(1)  # the reply has started; until the add below answered, this client reads no more
+    try:
+        # the one tensor thread answers others at once, instead of waiting up to SEND_S for this reader...
+        assert sh("torch value $(torch add $(torch ones 2) 1)") == "[2.0,2.0]"
+        # ...and the stalled reader still gets its whole reply: it was not dropped to free the thread
+        while b"\r\n\r\n" not in reply:
+            reply += stalled.recv(1 << 16)
+        head, _, got = reply.partition(b"\r\n\r\n")
+        length = int(next(ln.split(b":")[1] for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length")))
+        while len(got) < length and (chunk := stalled.recv(1 << 20)):
+            got += chunk
+        assert len(got) == length and json.loads(got)["result"] == [0.0] * 2000000
+    finally:
+        stalled.close()
+
+
 def test_daemon_stop_lets_the_running_op_answer_first_and_returns_once_the_daemon_has_exited(fresh_sh):
     sh = fresh_sh()
     long = start_long_op(sh)

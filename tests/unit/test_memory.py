@@ -138,6 +138,26 @@ def test_small_everyday_ops_pass_without_running_meta(table, monkeypatch):
         b.admit(op, overload(op, ov_name), args, {})
 
 
+def test_small_ops_skip_reading_rss_only_while_what_they_add_unseen_stays_bounded(table, monkeypatch):
+    from torchsh.memory import budget as budget_module
+    readings = []
+    monkeypatch.setattr(budget_module, "rss_bytes", lambda: readings.append(1) or 100 * MiB)
+    b = memory.Budget(200 * MiB, "test")
+    op, a = table.ops["add"], torch.randn(1024)  # 4 KiB outputs
+    ov = overload(op, "Tensor")
+    each = int(sizes.bound(op, ov, [a, a], {})[0])  # what the budget counts for one (an upper bound)
+    per_reading = memory.budget.SMALL_UNSEEN // each  # ops admitted on one reading's headroom
+    for _ in range(per_reading):
+        b.admit(op, ov, [a, a], {})
+    assert len(readings) == 1  # one reading left SMALL_UNSEEN of headroom, and these fit in it
+    for _ in range(per_reading):
+        b.admit(op, ov, [a, a], {})
+    assert len(readings) == 2  # past SMALL_UNSEEN bytes unseen, RSS is read again
+    b.admit_verb(table.ops["value"], None, {})  # a verb may allocate anything: the next op reads RSS
+    b.admit(op, ov, [a, a], {})
+    assert len(readings) >= 3
+
+
 def test_an_unlimited_budget_admits_anything(table):
     b = memory.Budget(None, "none")
     b.admit(table.ops["zeros"], overload(table.ops["zeros"]), [[10 ** 6, 10 ** 6]], {})

@@ -6,7 +6,6 @@ while a long op runs. The lock is FIFO-fair (a plain Lock lets a late request ov
 waited longer), and a request whose client left while it waited is dropped on acquiring it.
 """
 import collections
-import contextlib
 import os
 import threading
 import time
@@ -39,18 +38,10 @@ class App:
         self.io_stats = None  # set by daemon.server: callable -> {"connections", "connection_limit", "queued", ...}
         self.request_state = threading.local()  # .client_gone: callable set by the server around each request
 
-    @contextlib.contextmanager
     def tensor_lock(self, op=None):
-        with self._lock as waited:
-            gone = getattr(self.request_state, "client_gone", None) if waited else None
-            if gone is not None and gone():
-                raise Cancelled(op)
-            self.busy_since, self.busy_op = time.monotonic(), op
-            try:
-                yield
-            finally:
-                self.busy_since = self.busy_op = None
-                self.touch()
+        """`with app.tensor_lock(op):` the tensor work of one request, in arrival order (FairLock);
+        Cancelled when its client left while it waited."""
+        return _TensorLockHeld(self, op)
 
     def enable_fastpath(self):
         """Turn the loopback fast path on (once; later calls are no-ops); returns the FastPath.
@@ -92,6 +83,29 @@ class Cancelled(BaseException):
     """The client left while its request waited for the tensor lock: nothing ran, nobody to answer.
     A BaseException, like asyncio.CancelledError, so the handlers' `except Exception` nets that turn
     failures into replies let it through to the server, which logs it and closes the connection."""
+
+
+class _TensorLockHeld:
+    """App.tensor_lock's context: a class, not a generator (a @contextmanager costs microseconds per op)."""
+    __slots__ = ("app", "op")
+
+    def __init__(self, app, op):
+        self.app, self.op = app, op
+
+    def __enter__(self):
+        app = self.app
+        if app._lock.acquire():  # it waited: is the request still wanted?
+            gone = getattr(app.request_state, "client_gone", None)
+            if gone is not None and gone():
+                app._lock.release()
+                raise Cancelled(self.op)
+        app.busy_since, app.busy_op = time.monotonic(), self.op
+
+    def __exit__(self, kind, value, tb):
+        app = self.app
+        app.busy_since = app.busy_op = None
+        app.touch()
+        app._lock.release()
 
 
 class FairLock:

@@ -70,14 +70,12 @@ class Response:
             self.status, REASONS.get(self.status, "Status"), self.content_type, len(self.body), extra,
             "" if keep_alive else "Connection: close\r\n")).encode()
 
-    def send(self, sock, keep_alive=True):
-        """sendall the reply: one write when small; a big body (`torch value` of millions of values)
-        after its head, not copied behind it."""
+    def pieces(self, keep_alive=True):
+        """The reply as bytes to write: one piece when small; a big body (`torch value` of millions of
+        values) after its head, not copied behind it."""
         if len(self.body) < BIG_BODY:
-            sock.sendall(self.to_bytes(keep_alive))
-        else:
-            sock.sendall(self.head(keep_alive))
-            sock.sendall(self.body)
+            return [self.to_bytes(keep_alive)]
+        return [self.head(keep_alive), self.body]
 
 
 def parse_request(buf, max_body):

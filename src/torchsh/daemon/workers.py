@@ -1,25 +1,33 @@
 """The daemon's worker threads: whole requests come in from the event loop (daemon/server.py), are
 answered here, and their connections go back to the loop when they go quiet.
 
-Two pools, started up front (starting threads under load fails): requests that never take the tensor
+Pools, started up front (starting threads under load fails): requests that never take the tensor
 lock (status, census, free, daemon stop) have their own, so they answer behind any queue of tensor
-work; the tensor pool feeds the FIFO tensor lock. The route table's `dispatch` and `lockfree` are
-handed in by the server, so this module knows nothing of routes.
+work. Tensor work runs on ONE thread, in arrival order: PyTorch's CPU kernels use OpenMP, and libgomp
+keeps a pool of threads per calling thread; once the pools together outnumber the cores, every pool
+stops spin-waiting between parallel regions (its "throttled" spin), which made the MLP step ~20% slower
+on a worker than on the main thread (bench/training.py: 1.35x -> 1.09x the in-process loop). It ran
+one at a time anyway, under the tensor lock. The route table's `dispatch` and `lockfree` are handed in
+by the server, so this module knows nothing of routes.
 
-A worker that answered a kept-alive request lingers LINGER_S for the connection's next one and answers
-it itself: a client in a loop sends it within microseconds, and handing every request through the
-loop thread would cost two thread switches per request.
+So that the one tensor thread never waits on a client: a reply the socket does not take at once (a big
+`value`, a client that stopped reading) goes to a sender thread, and a request whose client left while
+it was queued is dropped unrun. A worker that answered a kept-alive request lingers LINGER_S for the
+connection's next one and answers it itself (a client in a loop sends it within microseconds, and
+handing every request through the loop thread would cost two thread switches per request), unless
+another connection's tensor request is waiting.
 """
 import logging
 import os
 import queue
+import socket
 import threading
 
 from torchsh.daemon import http
 from torchsh.daemon.app import Cancelled
 
 log = logging.getLogger("torchd")
-QUICK_WORKERS, TENSOR_WORKERS = 4, 8  # started up front; tensor work runs one at a time anyway
+QUICK_WORKERS, SENDERS = 4, 4  # started up front; the tensor pool is one thread (above)
 
 
 class Workers:
@@ -29,7 +37,8 @@ class Workers:
         self.returned = queue.SimpleQueue()   # (conn, keep) handed back to the loop
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # the loop selects on wake_r
         self.quick = _Pool("torchd-quick", QUICK_WORKERS, self._work)
-        self.tensor = _Pool("torchd-tensor", TENSOR_WORKERS, self._work)
+        self.tensor = _Pool("torchd-tensor", 1, self._work)
+        self.senders = _Pool("torchd-send", SENDERS, self._send_rest)
 
     def submit(self, conn, request):
         """Queue a whole request on the pool it belongs to, decided before it waits anywhere."""
@@ -50,6 +59,7 @@ class Workers:
     def stop(self):
         self.quick.stop()
         self.tensor.stop()
+        self.senders.stop()
 
     def _work(self, conn, request, pool):
         """Worker thread: answer, then linger for the connection's next request and answer it here
@@ -58,19 +68,29 @@ class Workers:
         state = self.app.request_state
         state.client_gone = conn.client_gone  # asked by App.tensor_lock after a wait
         try:
-            while True:
-                keep = self._answer(conn, request)
-                request = self._next_request(conn) if keep else None
-                if request is None:
-                    break
-                if pool is self.quick and not self.lockfree(self.app, request):
-                    self.tensor.queue.put((conn, request))  # a quick worker never waits for the tensor lock
-                    return
+            if pool is self.tensor and conn.client_gone():
+                log.info("dropped %s %s (peer pid %s): its client left while it waited for the tensor lock",
+                         request.method, request.path, conn.peer_pid)
+            else:
+                while True:
+                    keep = self._answer(conn, request)
+                    if keep is None:
+                        return  # a sender thread finishes the reply and hands the connection back
+                    linger = keep and (pool is self.quick or self.tensor.queue.empty())
+                    request = self._next_request(conn) if linger else None
+                    if request is None:
+                        break
+                    if pool is self.quick and not self.lockfree(self.app, request):
+                        self.tensor.queue.put((conn, request))  # a quick worker never waits for the tensor lock
+                        return
         except Exception:  # a bug here must not lose the connection's slot or the worker
             log.exception("worker")
             keep = False
         finally:
             state.client_gone = None
+        self._hand_back(conn, keep)
+
+    def _hand_back(self, conn, keep):
         self.returned.put((conn, keep))
         try:
             os.write(self.wake_w, b"x")
@@ -78,16 +98,15 @@ class Workers:
             pass  # the pipe is full of wake-ups already
 
     def _answer(self, conn, request):
-        """Run one request and send its reply. True when the connection stays open for another."""
+        """Run one request and send its reply. True when the connection stays open for another; None
+        when a sender thread took the rest of the reply (and the connection with it)."""
         try:
             self.app.touch()
             response = self.dispatch(self.app, request)
             if conn.fast:
-                conn.sock.sendall(self.app.fastpath.reply_for_bash(response))
-                return False
+                return self._send(conn, [self.app.fastpath.reply_for_bash(response)], False)
             keep = request.keep_alive and not self.stopping
-            response.send(conn.sock, keep)
-            return keep
+            return self._send(conn, response.pieces(keep), keep)
         except Cancelled:
             log.info("dropped %s %s (peer pid %s): its client left while it waited for the tensor lock",
                      request.method, request.path, conn.peer_pid)
@@ -96,6 +115,28 @@ class Workers:
         except Exception:  # MemoryError building a reply, a bug: this request fails, the daemon lives
             log.exception("worker: %s %s", request.method, request.path)
         return False
+
+    def _send(self, conn, pieces, keep):
+        """Send what the socket takes now; queue the rest on a sender thread (None) rather than wait."""
+        for i, piece in enumerate(pieces):
+            view = memoryview(piece)
+            try:
+                sent = conn.sock.send(view, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                sent = 0
+            if sent < len(view):
+                self.senders.queue.put((conn, [view[sent:]] + pieces[i + 1:], keep))
+                return None
+        return keep
+
+    def _send_rest(self, conn, pieces, keep, pool):
+        """Sender thread: the rest of a reply, blocking (SO_SNDTIMEO = SEND_S at most), then back to the loop."""
+        try:
+            for piece in pieces:
+                conn.sock.sendall(piece)
+        except OSError:
+            keep = False  # the client left, or stopped reading for SEND_S
+        self._hand_back(conn, keep)
 
     def _next_request(self, conn):
         """The next request if it arrives whole within LINGER_S (the socket's SO_RCVTIMEO). Anything

@@ -157,6 +157,9 @@ def _malloc_trim():
         pass
 
 
+SMALL_UNSEEN = 16 << 20  # bytes of small outputs admitted between two RSS readings, at most
+
+
 # -- the budget -------------------------------------------------------------------------------------
 class Budget:
     """The daemon's memory budget. admit() runs under the tensor lock, before every ATen op."""
@@ -165,6 +168,7 @@ class Budget:
         self.limit = limit      # bytes, or None: no host budget (allocation failures are still caught)
         self.rule = rule        # how it was set, in words, for status and messages
         self.refused = 0        # ops refused so far, for status
+        self.headroom = 0       # bytes small ops may still add before RSS is read again (below)
 
     @classmethod
     def from_setting(cls, text=None):
@@ -189,7 +193,9 @@ class Budget:
     def admit(self, op, overload, args, kwargs):
         """Raise out_of_memory if the op's output would not fit; otherwise return (fast when it surely fits).
 
-        RSS is read fresh every time (one pread, ~1 µs): no window in which admitted ops pile up unseen.
+        RSS is read fresh (one pread) except for small outputs while their sum since the last reading
+        stays under SMALL_UNSEEN and under the room that reading left: what admitted ops may add unseen
+        is bounded by that, never more.
         """
         try:
             bound, cuda = sizes.bound(op, overload, args, kwargs)
@@ -198,8 +204,16 @@ class Budget:
             return
         if cuda is not None:
             return self._admit_cuda(op, overload, args, kwargs, bound, cuda)
-        if self.limit is None or bound is None or rss_bytes() + bound <= self.limit:
+        if self.limit is None or bound is None:
             return
+        if bound <= self.headroom:  # `add` of small tensors: a few microseconds of /proc reading spared
+            self.headroom -= bound
+            return
+        room = self.limit - rss_bytes()
+        if bound <= room:
+            self.headroom = min(SMALL_UNSEEN, room) - bound  # this op's output is unseen too
+            return
+        self.headroom = 0
         size = bound if isinstance(bound, sizes.Exact) else sizes.exact_bytes(op, overload, args, kwargs)
         self._admit_size(size)
 
@@ -208,6 +222,7 @@ class Budget:
         is 40 GB of weights), `contiguous` and `to` of an expanded view, `load` of a big file, `value`
         and `print` (text costs ~256 bytes an element at its peak). Other verbs are not checked (their
         allocation failures still are)."""
+        self.headroom = 0  # what a verb allocates is not counted in it: the next op reads RSS afresh
         try:
             bound = sizes.verb_bound(op, ctx, values)
         except Exception:

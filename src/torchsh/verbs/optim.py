@@ -233,7 +233,7 @@ def clip_grad_value(ctx, targets, clip_value):
 
 def number_text(t):
     """A one-element tensor as the shortest text that reads back to the same value in its dtype."""
-    v = t.detach().reshape(-1)[0].item() if isinstance(t, torch.Tensor) else t
+    v = t.item() if isinstance(t, torch.Tensor) else t  # item(): any one-element tensor, no graph
     if v != v or v in (float("inf"), float("-inf")):
         return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
     if isinstance(t, torch.Tensor) and t.dtype in (torch.float32, torch.float16, torch.bfloat16):

@@ -41,7 +41,7 @@ def train_step(ctx, model, optimizer, input, target, loss="mse_loss", loss_args=
     """
     fn = loss_function(loss)
     options = _loss_options(loss_args)
-    params = [p for g in optimizer.param_groups for p in g["params"]]
+    params = [p for g in optimizer.param_groups for p in g["params"]] if clip is not None else None
 
     def closure():
         optimizer.zero_grad()
