@@ -36,9 +36,6 @@ class App:
         self.fastpath = None  # daemon.fastpath.FastPath when `torch init bash` enabled it
         self.memory = memory.Budget.from_env()  # TORCHSH_MAX_MEMORY (torchd --max-memory sets it)
         self.io_stats = None  # set by daemon.server: callable -> {"connections", "connection_limit", "queued", ...}
-        # set by daemon.server: queue_tensor_task(fn) runs fn() on the one tensor thread, after the requests
-        # queued before it (a job's next step, so requests interleave with its steps); None in-process
-        self.queue_tensor_task = None
         self.request_state = threading.local()  # .client_gone: callable set by the server around each request
 
     def tensor_lock(self, op=None):

@@ -44,10 +44,6 @@ class Workers:
         """Queue a whole request on the pool it belongs to, decided before it waits anywhere."""
         (self.quick if self.lockfree(self.app, request) else self.tensor).queue.put((conn, request))
 
-    def queue_task(self, fn):
-        """Run fn() on the tensor thread once the requests queued before it are answered (App.queue_tensor_task)."""
-        self.tensor.queue.put((None, fn))
-
     def queued(self):
         return self.tensor.queue.qsize()
 
@@ -68,8 +64,6 @@ class Workers:
     def _work(self, conn, request, pool):
         """Worker thread: answer, then linger for the connection's next request and answer it here
         too; hand the connection back to the loop when it goes quiet."""
-        if conn is None:  # a queued task, not a request
-            return self._run_task(request)
         keep = False
         state = self.app.request_state
         state.client_gone = conn.client_gone  # asked by App.tensor_lock after a wait
@@ -95,13 +89,6 @@ class Workers:
         finally:
             state.client_gone = None
         self._hand_back(conn, keep)
-
-    @staticmethod
-    def _run_task(fn):
-        try:
-            fn()
-        except Exception:  # a task's bug must not take the tensor thread with it
-            log.exception("tensor task %r", fn)
 
     def _hand_back(self, conn, keep):
         self.returned.put((conn, keep))

@@ -198,18 +198,3 @@ def test_bad_content_length_gets_400_json_for_the_api(served):
     s.sendall(b"POST /v1/ops/add HTTP/1.1\r\nContent-Length: +5\r\n\r\nhello")
     reply = read_reply(s)
     assert b" 400 " in reply and b'"code":"bad_request"' in reply
-
-
-def test_queued_tasks_run_on_the_one_tensor_thread_and_a_failing_one_does_not_stop_it(served):
-    ran = []
-    slow = connect(served)
-    slow.sendall(b"GET /slow?s=0.3 HTTP/1.1\r\n\r\n")  # holds the tensor thread while the rest queue
-    time.sleep(0.1)
-    served.app.queue_tensor_task(lambda: 1 / 0)  # a task's failure is logged; the thread goes on
-    served.app.queue_tensor_task(lambda: ran.append(threading.current_thread().name))
-    assert b" 200 " in request(served, "/tensor")
-    assert b" 200 " in read_reply(slow)
-    deadline = time.monotonic() + 10
-    while not ran and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert ran == ["torchd-tensor-0"]
