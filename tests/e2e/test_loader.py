@@ -77,3 +77,8 @@ def test_worker_processes_give_the_same_batches(sh):
     workers, _ = batches_from_bash(sh, "--batch_size 4 --shuffle --seed 3 --num_workers 2", 2)
     assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(plain, workers))
     assert len(workers) == 6
+
+
+def test_a_freed_loader_is_gone(sh):
+    r = sh.run("L=$(torch data loader $(torch data tensors $(torch randn 4 2))); torch free $L; torch data next $L")
+    assert r.code == 3 and "[unknown_handle]" in r.err
