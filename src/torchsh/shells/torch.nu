@@ -1534,6 +1534,35 @@ export def "daemon ttl" [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "daemon.ttl" $in $args {duration: $duration, no_grad: $no_grad} {} }
 
+# torch.utils.data.DataLoader over a dataset: batches of --batch_size, reshuffled every epoch with --shuffle.
+#
+# data.loader(Dataset dataset, *, int batch_size=1, bool shuffle=False, bool drop_last=False, int? seed=None, int num_workers=0) -> Loader
+export def "data loader" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dataset; piped handles fill the tensor slots still missing
+    --batch_size: int = 1  # int
+    --shuffle  # bool
+    --drop_last  # bool
+    --seed: int  # int?
+    --num_workers: int = 0  # int
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "data.loader" $in $args {batch_size: $batch_size, shuffle: $shuffle, drop_last: $drop_last, seed: $seed, num_workers: $num_workers, no_grad: $no_grad} {batch_size: 1, shuffle: false, drop_last: false, num_workers: 0} }
+
+# The loader's next batch, one handle per field (one a line); exit 1, silent, at the end of an epoch.
+#
+# data.next(Loader loader) -> Tensor[]
+export def "data next" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loader; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "data.next" $in $args {no_grad: $no_grad} {} }
+
+# A TensorDataset over held tensors: item i is (X[i], Y[i], …); all share their first dimension.
+#
+# data.tensors(Tensor[] tensors) -> Dataset
+export def "data tensors" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "data.tensors" $in $args {no_grad: $no_grad} {} }
+
 # Returns a new tensor with each of the elements of input converted from angles in degrees to radians.
 #
 # torch.deg2rad(Tensor input) -> Tensor
@@ -1932,6 +1961,29 @@ export def fill [
     --value: any  # Scalar | Tensor
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "fill" $in $args {value: $value, no_grad: $no_grad} {} }
+
+# Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
+#
+# fit(Module model, Optimizer optimizer, Loader loader, *, str loss=mse_loss, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, Path? log=None, str? resume=None, int save_every=200, int? max_steps=None) -> Json
+export def fit [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model optimizer loader; piped handles fill the tensor slots still missing
+    --loss: string = "mse_loss"  # str
+    --loss_args: any  # Json?
+    --epochs: int = 1  # int
+    --val: string@"nu-complete torch handles"  # Loader?
+    --metrics: any  # str[]?
+    --sched: string@"nu-complete torch handles"  # Scheduler?
+    --clip: number  # float?
+    --accum: int = 1  # int
+    --autocast: string  # str?
+    --patience: int  # int?
+    --monitor: string  # str?
+    --log: path  # Path?
+    --resume: string  # str?
+    --save_every: int = 200  # int
+    --max_steps: int  # int?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "fit" $in $args {loss: $loss, loss_args: $loss_args, epochs: $epochs, val: $val, metrics: $metrics, sched: $sched, clip: $clip, accum: $accum, autocast: $autocast, patience: $patience, monitor: $monitor, log: $log, resume: $resume, save_every: $save_every, max_steps: $max_steps, no_grad: $no_grad} {loss: "mse_loss", epochs: 1, accum: 1, save_every: 200} }
 
 # Alias for torch.trunc.
 #
@@ -5221,15 +5273,16 @@ export def trace [
 
 # zero_grad, forward, loss, backward, [clip], step, [scheduler step] in one request; prints the loss.
 #
-# train_step(Module model, Optimizer optimizer, Tensor input, Tensor target, *, str loss=mse_loss, Json? loss_args=None, float? clip=None, Scheduler? sched=None) -> Scalar
+# train_step(Module model, Optimizer optimizer, Tensor input, Tensor target, *, str loss=mse_loss, Json? loss_args=None, float? clip=None, Scheduler? sched=None, str? autocast=None) -> Scalar
 export def train_step [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model optimizer input target; piped handles fill the tensor slots still missing
     --loss: string = "mse_loss"  # str
     --loss_args: any  # Json?
     --clip: number  # float?
     --sched: string@"nu-complete torch handles"  # Scheduler?
+    --autocast: string  # str?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "train_step" $in $args {loss: $loss, loss_args: $loss_args, clip: $clip, sched: $sched, no_grad: $no_grad} {loss: "mse_loss"} --values }
+]: any -> any { torchsh call "train_step" $in $args {loss: $loss, loss_args: $loss_args, clip: $clip, sched: $sched, autocast: $autocast, no_grad: $no_grad} {loss: "mse_loss"} --values }
 
 # Returns a tensor that is a transposed version of input.
 #
@@ -5773,6 +5826,8 @@ export def tolist [
 export alias begin = scope begin
 export alias end = scope end
 export alias eval = nn eval
+export alias loader = data loader
+export alias next = data next
 export alias parameters = nn parameters
 export alias restart = daemon restart
 export alias start = daemon start
