@@ -211,6 +211,22 @@ def load_csv(path, groups=None, header=None, delimiter=",", integer=False):
     return [_loadtxt_shape(table[:, [where[i] for i in g]]) for g in index_groups]
 
 
+def csv_columns_except(path, excluded, header=None, delimiter=","):
+    """0-based indices of a CSV's columns other than `excluded` (names or indices): the features
+    beside a target column (`torch data open t.csv --target y`)."""
+    regular_file(path)
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            first, _ = _first_record(csv.reader(f, delimiter=delimiter))
+    except csv.Error as e:
+        raise file_error(path, "read", e) from None
+    if first is None:
+        raise TorchshError("file_error", "%s holds no rows" % path)
+    names = [c.strip() for c in first] if (header if header is not None else _looks_like_header(first)) else None
+    dropped = set(_column_indices(excluded, names, len(first), path))
+    return [i for i in range(len(first)) if i not in dropped]
+
+
 def _first_record(reader):
     """The first record that is not blank or a comment, and how many lines it and those before it span."""
     for record in reader:

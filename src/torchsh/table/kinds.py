@@ -161,6 +161,8 @@ KINDS = {k.name: k for k in (
             schema={"type": "array", "items": _BOOL}),
     ArgKind("str_list", lambda t: 3 if t.cls == "list" else (2 if t.cls == "str" else 0), _str_list,
             aten_list=("str",), schema={"type": ["array", "string"], "items": _STR}),
+    ArgKind("paths", _nothing, _as_is, aten_list=("Path",), metavar="FILE", item="path", variadic=True,
+            schema=_STRS, complete="files"),
 )}
 
 # The kinds by what they share, for the readers that ask one question of every row
