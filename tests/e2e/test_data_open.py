@@ -186,3 +186,11 @@ def test_missing_extra_names_the_pip_install(fresh_sh, module, what, extra):
     r = s.run("torch data open %s" % what)
     assert r.code == 2 and r.out == "" and r.err.count("\n") == 1
     assert "pip install 'torchsh[%s]'" % extra in r.err and r.err.rstrip().endswith("[missing_extra]")
+
+
+def test_image_folder_skips_a_fifo_named_like_an_image(sh):
+    root = sh.tmp("images")
+    _image_folder(root)
+    os.mkfifo(os.path.join(root, "cat", "blocked.png"))  # reading it would wait for a writer forever
+    d = sh("torch data open %s" % root)
+    assert info(sh, d)["length"] == 6 and len(head(sh, d)) == 6

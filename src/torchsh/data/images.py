@@ -51,7 +51,8 @@ def open_folder(root):
 def _images_under(folder):
     out = []
     for where, _, names in sorted(os.walk(folder, followlinks=True)):
-        out += [os.path.join(where, n) for n in sorted(names) if n.lower().endswith(IMG_EXTENSIONS)]
+        found = [os.path.join(where, n) for n in sorted(names) if n.lower().endswith(IMG_EXTENSIONS)]
+        out += [p for p in found if os.path.isfile(p)]  # a FIFO named x.png would block its reader forever
     return out
 
 
