@@ -29,6 +29,16 @@ def open_(ctx, files, columns=None, target=None, dtype=None, target_dtype=None, 
     --target COL puts that column last (alone: every other column is a feature). A csv reads as
     `torch load` reads it (--header, --no-header, --delimiter), features float32 (or --dtype), the
     target as --target_dtype (else --dtype); parquet needs the `parquet` extra, images the `images` extra.
+
+    Args:
+        files: .npy .npz .safetensors .csv .parquet files, or an image folder (ROOT/CLASS/IMAGE)
+        columns: columns (csv, parquet) or arrays (npz, safetensors) by name or 0-based index, x1,x2; repeat for more fields
+        target: the column or array put last; alone, every other column is a feature
+        dtype: the features' dtype for csv and parquet (default float32)
+        target_dtype: the target's dtype for csv (default --dtype) and parquet (default as stored)
+        header: the csv's first line names the columns (default: detected)
+        no_header: the csv's first line is data
+        delimiter: the csv's cell separator (default ','; tab for tabs)
     """
     options = formats.Options(columns, target, dtype, target_dtype, header, no_header, delimiter)
     return formats.open_dataset(files, options)
@@ -59,7 +69,11 @@ class DatasetInfo(dict):
 @verb("data.head(Dataset dataset, int n=5) -> Json", category="files",
       examples=("torch save $(torch randn 4 3) x.npy && torch data head $(torch data open x.npy) 2",))
 def head(ctx, dataset, n=5):
-    """The first N items (default 5), one a line: a JSON list of its fields' values, as `torch value` prints them."""
+    """The first N items (default 5), one a line: a JSON list of its fields' values, as `torch value` prints them.
+
+    Args:
+        n: how many items
+    """
     if n < 0:
         raise bad_argument("N must be 0 or more, got %d" % n)
     values, lines = [], []
@@ -90,7 +104,13 @@ class ItemRows(list):
 def split(ctx, dataset, length1, length2, length3=None, length4=None, length5=None, seed=None):
     """torch.utils.data.random_split: two to five parts, by fractions (0.8 0.2) or counts (800 200); one
     handle a line. --seed S draws with torch.Generator().manual_seed(S) (the same index sets as PyTorch);
-    without it, PyTorch's default generator (`torch manual_seed` seeds it)."""
+    without it, PyTorch's default generator (`torch manual_seed` seeds it).
+
+    Args:
+        length1: the first part's fraction (0.8) or count (800)
+        length2: the second part's
+        seed: seed of the torch.Generator that draws the permutation
+    """
     lengths = [x for x in (length1, length2, length3, length4, length5) if x is not None]
     if all(float(x).is_integer() for x in lengths) and sum(lengths) > 1:
         lengths = [int(x) for x in lengths]
@@ -113,6 +133,15 @@ def transform(ctx, dataset, mean=None, std=None, one_hot=None, dtype=None, resiz
     Each changes field 0 (the input), --one_hot the last field (the label); --field K picks another
     for all of them. Image steps are torchvision's tensor transforms in plain torch (bilinear,
     antialiased resize); mean and std take one value or one per channel (0.485,0.456,0.406).
+
+    Args:
+        mean: normalize: subtracted, one value or one per channel
+        std: normalize: divided by, as many values as --mean
+        one_hot: the number of classes: F.one_hot of an integer label
+        dtype: convert the field to this dtype
+        resize: H,W, or one size for the shorter edge (bilinear, antialiased)
+        center_crop: H,W, or one size for a square
+        field: the item's field the transforms change (0-based; -1 is the last)
     """
     given = {"resize": resize, "center_crop": center_crop, "one_hot": one_hot, "dtype": dtype,
              "normalize": (mean, std) if mean is not None or std is not None else None}
