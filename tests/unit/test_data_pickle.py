@@ -50,3 +50,20 @@ def test_spawned_dataloader_workers_read_the_same_batches(tmp_path):
     loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context="spawn")
     here = torch.utils.data.DataLoader(ds, batch_size=4)
     assert _same([tuple(b) for b in loader], [tuple(b) for b in here])
+
+
+def test_a_batch_read_in_one_gather_equals_the_items_read_one_by_one(tmp_path):
+    x = np.random.default_rng(1).standard_normal((50, 3)).astype(">f4")  # big-endian: converted either way
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", np.arange(50))
+    ds = _open(tmp_path / "x.npy", tmp_path / "y.npy")
+    picks = [7, 0, 49, -1, 7]
+    assert _same(ds.__getitems__(picks), [ds[i] for i in picks])
+    wrapped = TransformedDataset(ds, [Step("normalize", 0, ([0.5], [2.0]))])
+    assert _same(wrapped.__getitems__(picks), [wrapped[i] for i in picks])
+    held = torch.utils.data.TensorDataset(torch.from_numpy(x.astype(np.float32)), torch.arange(50))
+    for a, b in ((ds, held), (torch.utils.data.random_split(ds, [0.6, 0.4], torch.Generator().manual_seed(1))[0],
+                              torch.utils.data.random_split(held, [0.6, 0.4], torch.Generator().manual_seed(1))[0])):
+        batches = [torch.utils.data.DataLoader(d, batch_size=8, shuffle=True, generator=torch.Generator().manual_seed(2))
+                   for d in (a, b)]
+        assert _same([tuple(t) for t in batches[0]], [tuple(t) for t in batches[1]])

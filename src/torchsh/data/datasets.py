@@ -72,6 +72,13 @@ class NpyField:
             row = row.astype(row.dtype.newbyteorder("="))
         return torch.from_numpy(row)
 
+    def items(self, indices):
+        """Rows at indices, read in one gather (a batch): views of one private copy."""
+        rows = np.ascontiguousarray(self.array[np.asarray(indices, dtype=np.int64)])
+        if not rows.dtype.isnative:
+            rows = rows.astype(rows.dtype.newbyteorder("="))
+        return torch.from_numpy(rows).unbind(0)
+
     def held_tensors(self):
         return []
 
@@ -138,12 +145,23 @@ class FileDataset(torch.utils.data.Dataset):
         return self.length
 
     def __getitem__(self, index):
+        i = self._index(index)
+        return tuple(f.item(i) for f in self.fields)
+
+    def __getitems__(self, indices):
+        """A batch of items (DataLoader's fetcher asks for one batch at a time): a memory-mapped field
+        reads its rows in one gather, the others item by item; the values are __getitem__'s."""
+        indices = [self._index(i) for i in indices]
+        columns = [f.items(indices) if hasattr(f, "items") else [f.item(i) for i in indices] for f in self.fields]
+        return list(zip(*columns))
+
+    def _index(self, index):
         i = operator.index(index)
         if i < 0:
             i += self.length
         if not 0 <= i < self.length:
             raise IndexError("index %d is out of range for a dataset of length %d" % (index, self.length))
-        return tuple(f.item(i) for f in self.fields)
+        return i
 
     def held_tensors(self):
         return [t for f in self.fields for t in f.held_tensors()]

@@ -42,7 +42,15 @@ class TransformedDataset(torch.utils.data.Dataset):
         return len(self.dataset)
 
     def __getitem__(self, index):
-        item = self.dataset[index]
+        return self._apply(self.dataset[index])
+
+    def __getitems__(self, indices):
+        """A batch (DataLoader's fetcher): the wrapped dataset's batch read, when it has one, then each item."""
+        if hasattr(self.dataset, "__getitems__"):
+            return [self._apply(item) for item in self.dataset.__getitems__(indices)]
+        return [self._apply(self.dataset[i]) for i in indices]
+
+    def _apply(self, item):
         item = list(item) if isinstance(item, (tuple, list)) else [item]
         for step in self.steps:
             item[step.field] = _FUNCTIONS[step.op](item[step.field], *step.args)
