@@ -185,17 +185,7 @@ def load_csv(path, groups=None, header=None, delimiter=",", integer=False):
     detect one (every non-empty cell of the first record is text). integer: parse int64, else float64.
     Each array is shaped as numpy.loadtxt(ndmin=1) shapes it: one column (or one row) gives 1-D.
     """
-    regular_file(path)
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            first, lines_before_data = _first_record(csv.reader(f, delimiter=delimiter))
-    except csv.Error as e:
-        raise file_error(path, "read", e) from None
-    if first is None:
-        raise TorchshError("file_error", "%s holds no rows" % path)
-    names = [c.strip() for c in first] if (header if header is not None else _looks_like_header(first)) else None
-    if names is None:
-        lines_before_data = 0
+    first, names, lines_before_data = _header(path, header, delimiter)
     index_groups = [_column_indices(g, names, len(first), path) for g in groups] if groups else None
     usecols = sorted({i for g in index_groups for i in g}) if index_groups else list(range(len(first)))
     try:
@@ -209,6 +199,27 @@ def load_csv(path, groups=None, header=None, delimiter=",", integer=False):
         return [_loadtxt_shape(table)]
     where = {c: k for k, c in enumerate(usecols)}
     return [_loadtxt_shape(table[:, [where[i] for i in g]]) for g in index_groups]
+
+
+def csv_columns_except(path, excluded, header=None, delimiter=","):
+    """0-based indices of a CSV's columns but `excluded` (names or indices): `data open t.csv --target y`."""
+    first, names, _ = _header(path, header, delimiter)
+    dropped = set(_column_indices(excluded, names, len(first), path))
+    return [i for i in range(len(first)) if i not in dropped]
+
+
+def _header(path, header, delimiter):
+    """(first record, column names or None, lines before the data) of a CSV; header None: detect one."""
+    regular_file(path)
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            first, lines_before_data = _first_record(csv.reader(f, delimiter=delimiter))
+    except csv.Error as e:
+        raise file_error(path, "read", e) from None
+    if first is None:
+        raise TorchshError("file_error", "%s holds no rows" % path)
+    named = header if header is not None else _looks_like_header(first)
+    return (first, [c.strip() for c in first], lines_before_data) if named else (first, None, 0)
 
 
 def _first_record(reader):

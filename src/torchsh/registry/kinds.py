@@ -60,9 +60,23 @@ def _scheduler_fields(s):
     return dict(type=type(s).__name__, bytes=0)  # a scheduler holds numbers, no tensors
 
 
+def wrapped_datasets(d):
+    """A dataset and those it wraps (a Subset's, a transform's `.dataset`), outermost first."""
+    out = []
+    while isinstance(d, torch.utils.data.Dataset) and not any(d is x for x in out):
+        out.append(d)
+        d = getattr(d, "dataset", None)
+    return out
+
+
 def _dataset_tensors(d):
-    """The tensors a dataset holds in memory (a TensorDataset's; a memory-mapped file's are not held)."""
-    return [t for t in getattr(d, "tensors", ()) if isinstance(t, torch.Tensor)]
+    """The tensors a dataset holds in memory (a TensorDataset's, a file's fields read whole), through the
+    datasets it wraps; a memory-mapped or lazily read file's rows are not held."""
+    out = []
+    for x in wrapped_datasets(d):
+        held = x.held_tensors() if hasattr(x, "held_tensors") else getattr(x, "tensors", ())
+        out += [t for t in held if isinstance(t, torch.Tensor)]
+    return out
 
 
 def _dataset_fields(d):
@@ -70,7 +84,11 @@ def _dataset_fields(d):
         length = len(d)
     except TypeError:  # an iterable-style dataset has no length
         length = None
-    return dict(type=type(d).__name__, length=length, bytes=tensor_bytes(_dataset_tensors(d)))
+    row = dict(type=type(d).__name__, length=length, bytes=tensor_bytes(_dataset_tensors(d)))
+    mapped = sum(getattr(x, "mapped_bytes", 0) for x in wrapped_datasets(d))
+    if mapped:
+        row["mapped"] = mapped  # file bytes read on demand (memory-mapped .npy, lazy .safetensors), not held
+    return row
 
 
 def _loader_fields(loader):

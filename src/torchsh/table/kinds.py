@@ -163,6 +163,8 @@ KINDS = {k.name: k for k in (
             aten_list=("str",), schema={"type": ["array", "string"], "items": _STR}),
     ArgKind("loader", _handle_score, _held("loader"), aten=("Loader",), metavar="LOADER", handle="loader",
             stdin="line", nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
+    ArgKind("paths", _nothing, _as_is, aten_list=("Path",), metavar="FILE", item="path", variadic=True,
+            schema=_STRS, complete="files"),
 )}
 
 # The kinds by what they share, for the readers that ask one question of every row

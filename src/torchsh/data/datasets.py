@@ -1,0 +1,200 @@
+"""FileDataset: items are tuples of tensors, one per field, fields side by side (x.npy y.npy -> (x[i], y[i])).
+
+A field is one column of items with __len__ and item(i). In-memory fields (TensorField) hold a tensor;
+file-backed ones (NpyField, SafetensorsField) read one row per item and hold nothing but the path:
+the memory map or safetensors handle opens on first use in each process and is dropped when the
+dataset is pickled (a DataLoader worker opens its own).
+"""
+import operator
+import os
+
+import numpy as np
+import torch
+import torch.utils.data
+from safetensors import safe_open
+
+from torchsh import fileio
+from torchsh.errors import TorchshError
+from torchsh.registry.kinds import wrapped_datasets
+from torchsh.vocab import dtype_name
+
+
+class TensorField:
+    """A field held in memory: item i is tensor[i] (a view, as TensorDataset gives)."""
+
+    def __init__(self, name, tensor):
+        if tensor.dim() == 0:
+            raise TorchshError("shape_mismatch", "%s is a single value (0-d), which has no items" % name)
+        self.name, self.tensor = name, tensor
+
+    def __len__(self):
+        return self.tensor.shape[0]
+
+    def item(self, i):
+        return self.tensor[i]
+
+    def held_tensors(self):
+        return [self.tensor]
+
+    mapped_bytes = 0
+
+
+class NpyField:
+    """A field over an .npy file, memory-mapped (np.load(mmap_mode="r")): item i is a copy of row i,
+    so the file is never read whole and the page cache, not the daemon, holds what was touched."""
+
+    def __init__(self, name, path):
+        st = fileio.regular_file(path)
+        with open(path, "rb") as f:
+            fileio.check_npy_header(f, st.st_size, path)  # truncated files and object arrays, refused early
+        self.name, self.path, self._array = name, path, None
+        array = self.array
+        if array.ndim == 0:
+            raise TorchshError("shape_mismatch", "%s holds a single value (0-d), which has no items" % path)
+        _check_numpy_dtype(array.dtype, path)
+        self.length, self.mapped_bytes = array.shape[0], st.st_size
+
+    @property
+    def array(self):
+        if self._array is None:
+            try:
+                self._array = np.load(self.path, mmap_mode="r", allow_pickle=False)
+            except (OSError, ValueError) as e:
+                raise fileio.file_error(self.path, "read", e) from None
+        return self._array
+
+    def __len__(self):
+        return self.length
+
+    def item(self, i):
+        row = np.array(self.array[i])  # a private copy: the tensor must not alias the read-only map
+        if not row.dtype.isnative:
+            row = row.astype(row.dtype.newbyteorder("="))
+        return torch.from_numpy(row)
+
+    def items(self, indices):
+        """Rows at indices, read in one gather (a batch): views of one private copy."""
+        rows = np.ascontiguousarray(self.array[np.asarray(indices, dtype=np.int64)])
+        if not rows.dtype.isnative:
+            rows = rows.astype(rows.dtype.newbyteorder("="))
+        return torch.from_numpy(rows).unbind(0)
+
+    def held_tensors(self):
+        return []
+
+    def __getstate__(self):
+        return dict(self.__dict__, _array=None)  # a memory map does not cross a process boundary
+
+
+class SafetensorsField:
+    """One tensor of a .safetensors file, read lazily: item i reads row i through safe_open's slice."""
+
+    def __init__(self, name, path, key):
+        self.name, self.path, self.key, self._slice = name, path, key, None
+        shape = self.slice.get_shape()
+        if not shape:
+            raise TorchshError("shape_mismatch", "%s tensor %s is a single value (0-d), which has no items"
+                               % (path, key))
+        self.length = shape[0]
+        rows = self.slice[0:1]
+        self.mapped_bytes = rows.element_size() * int(np.prod(shape, dtype=np.int64))
+
+    @property
+    def slice(self):
+        if self._slice is None:
+            try:
+                self._slice = safe_open(self.path, framework="pt").get_slice(self.key)
+            except Exception as e:  # SafetensorError, OSError: a damaged or vanished file
+                raise fileio.file_error(self.path, "read", e) from None
+        return self._slice
+
+    def __len__(self):
+        return self.length
+
+    def item(self, i):
+        return self.slice[i]
+
+    def held_tensors(self):
+        return []
+
+    def __getstate__(self):
+        return dict(self.__dict__, _slice=None)
+
+
+def _check_numpy_dtype(dtype, where):
+    try:
+        torch.from_numpy(np.empty(0, dtype=dtype.newbyteorder("=")))
+    except TypeError:
+        raise TorchshError("file_error", "%s: numpy dtype %s has no PyTorch equivalent" % (where, dtype)) from None
+
+
+class FileDataset(torch.utils.data.Dataset):
+    """Items (field0[i], field1[i], …): the fields of one or more files side by side, the target last.
+    `classes` names the class indices when known (an image folder's sub-folders)."""
+
+    def __init__(self, fields, classes=None):
+        lengths = {len(f) for f in fields}
+        if len(lengths) > 1:
+            raise TorchshError("shape_mismatch", "the fields have different lengths: %s"
+                               % ", ".join("%s %d" % (f.name, len(f)) for f in fields),
+                               "every file (or column group) needs one row per item")
+        self.fields, self.classes = list(fields), classes
+        self.length = lengths.pop() if lengths else 0
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, index):
+        i = self._index(index)
+        return tuple(f.item(i) for f in self.fields)
+
+    def __getitems__(self, indices):
+        """A batch of items (DataLoader's fetcher asks for one batch at a time): a memory-mapped field
+        reads its rows in one gather, the others item by item; the values are __getitem__'s."""
+        indices = [self._index(i) for i in indices]
+        columns = [f.items(indices) if hasattr(f, "items") else [f.item(i) for i in indices] for f in self.fields]
+        return list(zip(*columns))
+
+    def _index(self, index):
+        i = operator.index(index)
+        if i < 0:
+            i += self.length
+        if not 0 <= i < self.length:
+            raise IndexError("index %d is out of range for a dataset of length %d" % (index, self.length))
+        return i
+
+    def held_tensors(self):
+        return [t for f in self.fields for t in f.held_tensors()]
+
+    @property
+    def mapped_bytes(self):
+        return sum(f.mapped_bytes for f in self.fields)
+
+    @property
+    def field_names(self):
+        return [f.name for f in self.fields]
+
+
+def describe(dataset):
+    """{length, fields: [{name, shape, dtype}], classes?}: the shapes and dtypes of item 0's fields."""
+    length = len(dataset)
+    names = next((d.field_names for d in wrapped_datasets(dataset) if hasattr(d, "field_names")), None)
+    fields = []
+    if length:
+        item = dataset[0]
+        item = item if isinstance(item, (tuple, list)) else (item,)
+        for k, t in enumerate(item):
+            name = names[k] if names and k < len(names) else str(k)
+            if isinstance(t, torch.Tensor):
+                fields.append({"name": name, "shape": list(t.shape), "dtype": dtype_name(t.dtype)})
+            else:
+                fields.append({"name": name, "shape": None, "dtype": type(t).__name__})
+    out = {"length": length, "fields": fields}
+    classes = next((d.classes for d in wrapped_datasets(dataset) if getattr(d, "classes", None)), None)
+    if classes:
+        out["classes"] = list(classes)
+    return out
+
+
+def stem(path):
+    return os.path.splitext(os.path.basename(path.rstrip("/")))[0] or path

@@ -1,0 +1,194 @@
+"""One opener per file type for `torch data open`: each turns a path into fields (datasets.py).
+
+.npy          memory-mapped, one field (rows read on demand)
+.npz          each array one field; zip members cannot be memory-mapped, so each is read whole into
+              memory (headers checked before anything is allocated, as `torch load` does)
+.safetensors  each tensor one field, read lazily row by row through safe_open
+.csv          the parser and options of `torch load` (header detection, --delimiter, --columns);
+              features float32 (or --dtype), the target column last (--target_dtype, else --dtype)
+.parquet      through pyarrow (the `parquet` extra), read into memory column by column; features
+              float32 (or --dtype), the target keeps its stored dtype (or --target_dtype)
+a folder      the torchvision ImageFolder layout (images.py)
+
+--columns picks fields by name (npz arrays, safetensors tensors) or column groups (csv, parquet; each
+--columns one field); --target names the field put last (alone, every other column is a feature).
+"""
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from safetensors import safe_open
+
+from torchsh import fileio
+from torchsh.data import images
+from torchsh.data.datasets import FileDataset, NpyField, SafetensorsField, TensorField, stem
+from torchsh.errors import TorchshError, bad_argument
+from torchsh.verbs import files
+
+EXTENSIONS = (".npy", ".npz", ".safetensors", ".csv", ".parquet")
+
+
+@dataclass
+class Options:
+    columns: object = None      # a --columns value, or a list of them (the flag repeated)
+    target: str = None
+    dtype: torch.dtype = None
+    target_dtype: torch.dtype = None
+    header: bool = None
+    no_header: bool = False
+    delimiter: str = None
+
+    def given(self, *names):
+        return [n for n in names if getattr(self, n) not in (None, False)]
+
+
+def open_dataset(paths, options):
+    """A FileDataset over the files side by side; --columns/--target pick within a single file."""
+    if len(paths) > 1 and options.given("columns", "target"):
+        raise bad_argument("--%s picks within one file, and %d files were given" % (options.given("columns", "target")[0],
+                                                                                  len(paths)),
+                           "open the files side by side without it, or one file with --columns/--target")
+    fields, classes = [], None
+    for path in paths:
+        got, found = open_fields(path, options)
+        fields += got
+        classes = classes or found
+    return FileDataset(fields, classes)
+
+
+def open_fields(path, options):
+    """([Field], classes or None) of one path."""
+    if os.path.isdir(path):
+        _refuse(options, "an image folder", "columns", "target", "dtype", "target_dtype", "header", "no_header",
+                "delimiter")
+        return images.open_folder(path)
+    ext = os.path.splitext(path)[1].lower()
+    opener = _OPENERS.get(ext)
+    if opener is None:
+        raise bad_argument("unknown file type %r" % (ext or path),
+                           "use one of %s, or an image folder (one sub-folder per class)" % " ".join(EXTENSIONS))
+    if not os.path.exists(path):
+        raise TorchshError("file_error", "no such file or folder: %s" % path)
+    if ext != ".csv":
+        _refuse(options, ext + " files", "header", "no_header", "delimiter")
+    if ext not in (".csv", ".parquet"):
+        _refuse(options, ext + " files", "dtype", "target_dtype")
+    return opener(path, options), None
+
+
+def _refuse(options, what, *names):
+    given = options.given(*names)
+    if given:
+        hint = "`torch data transform D --dtype …` converts any field" if given[0] in ("dtype", "target_dtype") else None
+        raise bad_argument("--%s does not apply to %s" % (given[0], what), hint)
+
+
+def _npy(path, options):
+    _refuse(options, ".npy files (one array, one field)", "columns", "target")
+    return [NpyField(stem(path), path)]
+
+
+def _npz(path, options):
+    arrays = fileio.load_npz(path)
+    try:
+        tensors = {name: files._from_numpy(a) for name, a in arrays.items()}
+    except ValueError as e:
+        raise fileio.file_error(path, "read", e) from None
+    return [TensorField(name, tensors[name]) for name in _pick(list(tensors), options, path)]
+
+
+def _safetensors(path, options):
+    fileio.regular_file(path)
+    try:
+        names = list(safe_open(path, framework="pt").keys())
+    except Exception as e:  # SafetensorError: not a safetensors file
+        raise fileio.file_error(path, "read", e) from None
+    return [SafetensorsField(name, path, name) for name in _pick(names, options, path)]
+
+
+def _pick(names, options, path):
+    """The named arrays in order: --columns a,b (or all), then --target last."""
+    chosen = names
+    if options.columns is not None:
+        groups = options.columns if isinstance(options.columns, list) else [options.columns]
+        chosen = [n for g in groups for n in files._column_group(g)]
+    elif options.target is not None:
+        chosen = [n for n in names if n != options.target]
+    if options.target is not None:
+        chosen = [n for n in chosen if n != options.target] + [options.target]
+    for name in chosen:
+        if name not in names:
+            raise bad_argument("%s has no array %r" % (path, name), "it holds: %s" % " ".join(names))
+    return chosen
+
+
+def _csv(path, options):
+    csv_options = files._csv_options(".csv", options.columns, options.header, options.no_header, options.delimiter)
+    groups = csv_options["groups"]
+    read = dict(header=csv_options["header"], delimiter=csv_options["delimiter"], several=True)
+    target = [options.target] if options.target is not None else None
+    names = None if groups is None else [",".join(g) for g in groups]
+    if target and groups is None:  # --target alone: every other column is a feature
+        others = fileio.csv_columns_except(path, target, read["header"], read["delimiter"])
+        groups, names = ([[str(i) for i in others]], ["features"]) if others else ([], [])
+    fields = []
+    if groups is None:
+        fields.append(TensorField(stem(path), files._read_csv(path, options.dtype, **read)[0]))
+    elif groups:
+        tensors = files._read_csv(path, options.dtype, groups=groups, **read)
+        fields += [TensorField(name, t) for name, t in zip(names, tensors)]
+    if target:
+        y = files._read_csv(path, options.target_dtype or options.dtype, groups=[target], **read)[0]
+        fields.append(TensorField(options.target, y))
+    return fields
+
+
+def _parquet(path, options):
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise TorchshError("missing_extra", "reading .parquet needs pyarrow", "pip install 'torchsh[parquet]'") from None
+    fileio.regular_file(path)
+    try:
+        names = pq.read_schema(path).names
+    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
+        raise fileio.file_error(path, "read", e) from None
+    groups = options.columns if isinstance(options.columns, list) else [options.columns]
+    groups = [files._column_group(g) for g in groups] if options.columns is not None else None
+    if groups is None:
+        groups = [[n for n in names if n != options.target]]
+    groups = [[_column_name(c, names, path) for c in g] for g in groups]
+    wanted = sorted({c for g in groups for c in g} | ({options.target} if options.target else set()))
+    for c in wanted:
+        _column_name(c, names, path)
+    table = pq.read_table(path, columns=wanted)
+    fields = [TensorField(",".join(g), _columns_tensor(table, g, options.dtype or torch.float32, path)) for g in groups]
+    if options.target:
+        fields.append(TensorField(options.target, _columns_tensor(table, [options.target], options.target_dtype, path)))
+    return fields
+
+
+def _column_name(text, names, path):
+    if text in names:
+        return text
+    if text.lstrip("-").isdigit() and -len(names) <= int(text) < len(names):
+        return names[int(text)]
+    raise bad_argument("%s has no column %r" % (path, text), "its columns: %s" % ", ".join(names))
+
+
+def _columns_tensor(table, columns, dtype, path):
+    """The columns side by side as one tensor (one column: 1-D), cast to dtype (None: as stored)."""
+    arrays = []
+    for c in columns:
+        a = table.column(c).to_numpy()
+        if a.dtype.kind not in "biuf":
+            raise bad_argument("%s column %r holds %s, not numbers" % (path, c, table.schema.field(c).type),
+                               "pick numeric columns with --columns and --target")
+        arrays.append(a)
+    stacked = arrays[0] if len(arrays) == 1 else np.column_stack(arrays)
+    t = torch.from_numpy(np.array(stacked))  # a private, writable copy of what pyarrow lent
+    return t.to(dtype) if dtype is not None else t
+
+
+_OPENERS = {".npy": _npy, ".npz": _npz, ".safetensors": _safetensors, ".csv": _csv, ".parquet": _parquet}

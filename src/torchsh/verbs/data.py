@@ -1,0 +1,188 @@
+"""Datasets from the shell: `torch data open FILE…` -> data://…, `data info`, `data head`, `data split`,
+`data transform`. The datasets are torch.utils.data.Dataset objects (src/torchsh/data/), so
+`torch data loader` (PyTorch's DataLoader) takes them as they are; items are tuples of tensors.
+"""
+import json
+
+import torch
+import torch.utils.data
+
+from torchsh.call import tensortext
+from torchsh.call.results import dumps
+from torchsh.data import formats, transforms
+from torchsh.data.datasets import describe
+from torchsh.errors import TorchshError, bad_argument
+from torchsh.verbs import verb
+
+
+@verb("data.open(Path[] files, *, str? columns=None, str? target=None, ScalarType? dtype=None, "
+      "ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None) -> Dataset",
+      category="files", repeatable=("columns",),
+      examples=("printf 'x1,x2,y\\n1,2,0\\n3,4,1\\n' > t.csv && torch data info $(torch data open t.csv --target y)",))
+def open_(ctx, files, columns=None, target=None, dtype=None, target_dtype=None, header=None, no_header=False,
+          delimiter=None):
+    """A map-style dataset over files: .npy (memory-mapped), .npz, .safetensors (lazy), .csv, .parquet,
+    or an image folder (one sub-folder per class); items are tuples of tensors, one field per file.
+
+    Several files are fields side by side (`x.npy y.npy` -> items (x[i], y[i])); their lengths must agree.
+    --columns picks columns (csv, parquet: each --columns one field) or arrays (npz, safetensors);
+    --target COL puts that column last (alone: every other column is a feature). A csv reads as
+    `torch load` reads it (--header, --no-header, --delimiter), features float32 (or --dtype), the
+    target as --target_dtype (else --dtype); parquet needs the `parquet` extra, images the `images` extra.
+
+    Args:
+        files: .npy .npz .safetensors .csv .parquet files, or an image folder (ROOT/CLASS/IMAGE)
+        columns: columns (csv, parquet) or arrays (npz, safetensors) by name or 0-based index, x1,x2; repeat for more fields
+        target: the column or array put last; alone, every other column is a feature
+        dtype: the features' dtype for csv and parquet (default float32)
+        target_dtype: the target's dtype for csv (default --dtype) and parquet (default as stored)
+        header: the csv's first line names the columns (default: detected)
+        no_header: the csv's first line is data
+        delimiter: the csv's cell separator (default ','; tab for tabs)
+    """
+    options = formats.Options(columns, target, dtype, target_dtype, header, no_header, delimiter)
+    return formats.open_dataset(files, options)
+
+
+@verb("data.info(Dataset dataset) -> Json", category="files",
+      examples=("torch save $(torch randn 4 3) x.npy && torch data info $(torch data open x.npy)",))
+def info(ctx, dataset):
+    """Length, each field's shape (of one item) and dtype, and the class names when known."""
+    return DatasetInfo(describe(dataset))
+
+
+class DatasetInfo(dict):
+    """{length, fields, classes?}: JSON under --json and through the API, aligned text on a terminal."""
+
+    def text(self):
+        lines = ["length   %d" % self["length"]]
+        if self.get("classes"):
+            lines.append("classes  %s" % " ".join(self["classes"]))
+        rows = [("FIELD", "SHAPE", "DTYPE")] + [
+            (f["name"], "-" if f["shape"] is None else "[%s]" % ",".join(map(str, f["shape"])), f["dtype"])
+            for f in self["fields"]]
+        widths = [max(len(r[i]) for r in rows) for i in range(2)]
+        lines += ["%s  %s  %s" % (r[0].ljust(widths[0]), r[1].ljust(widths[1]), r[2]) for r in rows]
+        return "\n".join(lines) + "\n"
+
+
+@verb("data.head(Dataset dataset, int n=5) -> Json", category="files",
+      examples=("torch save $(torch randn 4 3) x.npy && torch data head $(torch data open x.npy) 2",))
+def head(ctx, dataset, n=5):
+    """The first N items (default 5), one a line: a JSON list of its fields' values, as `torch value` prints them.
+
+    Args:
+        n: how many items
+    """
+    if n < 0:
+        raise bad_argument("N must be 0 or more, got %d" % n)
+    values, lines = [], []
+    for i in range(min(n, len(dataset))):
+        item = dataset[i]
+        texts = [tensortext.tensor_json(t).decode() if isinstance(t, torch.Tensor) else dumps(t)
+                 for t in (item if isinstance(item, (tuple, list)) else (item,))]
+        lines.append("[%s]\n" % ",".join(texts))
+        values.append([json.loads(x) for x in texts])
+    return ItemRows(values, lines)
+
+
+class ItemRows(list):
+    """Items as JSON values (a list under --json and through the API); on a terminal one line each,
+    every field's value as `torch value` prints it."""
+
+    def __init__(self, values, lines):
+        super().__init__(values)
+        self.lines = lines
+
+    def text(self):
+        return "".join(self.lines)
+
+
+@verb("data.split(Dataset dataset, float length1, float length2, float? length3=None, float? length4=None, "
+      "float? length5=None, *, int? seed=None) -> Dataset[]", category="files",
+      examples=("torch save $(torch arange 10) x.npy && torch data split $(torch data open x.npy) 0.8 0.2 --seed 0",))
+def split(ctx, dataset, length1, length2, length3=None, length4=None, length5=None, seed=None):
+    """torch.utils.data.random_split: two to five parts, by fractions (0.8 0.2) or counts (800 200); one
+    handle a line. --seed S draws with torch.Generator().manual_seed(S) (the same index sets as PyTorch);
+    without it, PyTorch's default generator (`torch manual_seed` seeds it).
+
+    Args:
+        length1: the first part's fraction (0.8) or count (800)
+        length2: the second part's
+        seed: seed of the torch.Generator that draws the permutation
+    """
+    lengths = [x for x in (length1, length2, length3, length4, length5) if x is not None]
+    if all(float(x).is_integer() for x in lengths) and sum(lengths) > 1:
+        lengths = [int(x) for x in lengths]
+    generator = torch.Generator().manual_seed(seed) if seed is not None else torch.default_generator
+    try:
+        return torch.utils.data.random_split(dataset, lengths, generator=generator)
+    except ValueError as e:
+        raise bad_argument("%s (the dataset has %d items)" % (str(e).split("\n")[0], len(dataset)),
+                           "give fractions that sum to 1 (0.8 0.2) or counts that sum to the length") from None
+
+
+@verb("data.transform(Dataset dataset, *, float[]? mean=None, float[]? std=None, int? one_hot=None, "
+      "ScalarType? dtype=None, int[]? resize=None, int[]? center_crop=None, int? field=None) -> Dataset",
+      category="files",
+      examples=("torch save $(torch arange 3) y.npy && torch data head $(torch data transform $(torch data open y.npy) --one_hot 3)",))
+def transform(ctx, dataset, mean=None, std=None, one_hot=None, dtype=None, resize=None, center_crop=None, field=None):
+    """A dataset whose items are transformed as they are read: --resize H,W (or S: the shorter edge),
+    --center_crop H,W, --one_hot N, --dtype D, --mean M --std S (normalize), applied in that order.
+
+    Each changes field 0 (the input), --one_hot the last field (the label); --field K picks another
+    for all of them. Image steps are torchvision's tensor transforms in plain torch (bilinear,
+    antialiased resize); mean and std take one value or one per channel (0.485,0.456,0.406).
+
+    Args:
+        mean: normalize: subtracted, one value or one per channel
+        std: normalize: divided by, as many values as --mean
+        one_hot: the number of classes: F.one_hot of an integer label
+        dtype: convert the field to this dtype
+        resize: H,W, or one size for the shorter edge (bilinear, antialiased)
+        center_crop: H,W, or one size for a square
+        field: the item's field the transforms change (0-based; -1 is the last)
+    """
+    given = {"resize": resize, "center_crop": center_crop, "one_hot": one_hot, "dtype": dtype,
+             "normalize": (mean, std) if mean is not None or std is not None else None}
+    if not any(v is not None for v in given.values()):
+        raise TorchshError("missing_argument", "no transform given",
+                           "e.g. --mean 0.5 --std 0.25, --one_hot 10, --dtype float32, --resize 32,32")
+    item = dataset[0] if len(dataset) else None
+    count = len(item) if isinstance(item, (tuple, list)) else 1
+    steps = [transforms.Step(op, _field(op, field, count), _args(op, given[op]))
+             for op in transforms.ORDER if given[op] is not None]
+    out = transforms.TransformedDataset(dataset, steps)
+    if item is not None:
+        out[0]  # a transform that does not fit the items fails now, not in the middle of an epoch
+    return out
+
+
+def _field(op, field, count):
+    k = field if field is not None else (-1 if op == "one_hot" else 0)
+    if not -count <= k < count:
+        raise bad_argument("--field %d: the items have %d field%s" % (k, count, "" if count == 1 else "s"),
+                           "`torch data info D` lists them")
+    return k % count
+
+
+def _args(op, value):
+    if op == "normalize":
+        mean, std = (_as_list(v) for v in value)
+        if mean is None or std is None or len(mean) != len(std):
+            raise bad_argument("normalize takes --mean and --std, with as many values each",
+                               "e.g. --mean 0.5 --std 0.25, or --mean 0.485,0.456,0.406 --std 0.229,0.224,0.225")
+        return (list(mean), list(std))
+    if op in ("resize", "center_crop"):
+        value = _as_list(value)
+        if len(value) not in (1, 2) or min(value) < 1:
+            raise bad_argument("--%s takes H,W or one size, each at least 1, got %s" % (op, value))
+        return (list(value),)
+    if op == "one_hot" and value < 1:
+        raise bad_argument("--one_hot takes the number of classes, got %d" % value)
+    return (value,)
+
+
+def _as_list(value):
+    """A list flag's value: one number arrives as itself (`--mean 0.5`, `--resize 32`)."""
+    return value if value is None or isinstance(value, list) else [value]
