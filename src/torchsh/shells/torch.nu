@@ -1534,6 +1534,23 @@ export def "daemon ttl" [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "daemon.ttl" $in $args {duration: $duration, no_grad: $no_grad} {} }
 
+# The first N items (default 5), one a line: a JSON list of its fields' values, as `torch value` prints them.
+#
+# data.head(Dataset dataset, int n=5) -> Json
+export def "data head" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dataset n; piped handles fill the tensor slots still missing
+    --n: int = 5  # int
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "data.head" $in $args {n: $n, no_grad: $no_grad} {n: 5} }
+
+# Length, each field's shape (of one item) and dtype, and the class names when known.
+#
+# data.info(Dataset dataset) -> Json
+export def "data info" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dataset; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "data.info" $in $args {no_grad: $no_grad} {} }
+
 # torch.utils.data.DataLoader over a dataset: batches of --batch_size, reshuffled every epoch with --shuffle.
 #
 # data.loader(Dataset dataset, *, int batch_size=1, bool shuffle=False, bool drop_last=False, int? seed=None, int num_workers=0) -> Loader
@@ -1555,6 +1572,36 @@ export def "data next" [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "data.next" $in $args {no_grad: $no_grad} {} }
 
+# A map-style dataset over files: .npy (memory-mapped), .npz, .safetensors (lazy), .csv, .parquet,
+#
+# data.open(Path[] files, *, str? columns=None, str? target=None, ScalarType? dtype=None, ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None) -> Dataset
+export def "data open" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: files…; piped handles fill the tensor slots still missing
+    --files: any  # Path[]
+    --columns: string  # str?
+    --target: string  # str?
+    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
+    --target_dtype: string@"nu-complete torch dtypes"  # ScalarType?
+    --header  # bool?
+    --no_header  # bool
+    --delimiter: string  # str?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "data.open" $in $args {files: $files, columns: $columns, target: $target, dtype: $dtype, target_dtype: $target_dtype, header: $header, no_header: $no_header, delimiter: $delimiter, no_grad: $no_grad} {header: false, no_header: false} }
+
+# torch.utils.data.random_split: two to five parts, by fractions (0.8 0.2) or counts (800 200); one
+#
+# data.split(Dataset dataset, float length1, float length2, float? length3=None, float? length4=None, float? length5=None, *, int? seed=None) -> Dataset[]
+export def "data split" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dataset length1 length2 length3 length4 length5; piped handles fill the tensor slots still missing
+    --length1: number  # float
+    --length2: number  # float
+    --length3: number  # float?
+    --length4: number  # float?
+    --length5: number  # float?
+    --seed: int  # int?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "data.split" $in $args {length1: $length1, length2: $length2, length3: $length3, length4: $length4, length5: $length5, seed: $seed, no_grad: $no_grad} {} }
+
 # A TensorDataset over held tensors: item i is (X[i], Y[i], …); all share their first dimension.
 #
 # data.tensors(Tensor[] tensors) -> Dataset
@@ -1562,6 +1609,21 @@ export def "data tensors" [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "data.tensors" $in $args {no_grad: $no_grad} {} }
+
+# A dataset whose items are transformed as they are read: --resize H,W (or S: the shorter edge),
+#
+# data.transform(Dataset dataset, *, float[]? mean=None, float[]? std=None, int? one_hot=None, ScalarType? dtype=None, int[]? resize=None, int[]? center_crop=None, int? field=None) -> Dataset
+export def "data transform" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dataset; piped handles fill the tensor slots still missing
+    --mean: any  # float[]?
+    --std: any  # float[]?
+    --one_hot: int  # int?
+    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
+    --resize: any  # int[]?
+    --center_crop: any  # int[]?
+    --field: int  # int?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "data.transform" $in $args {mean: $mean, std: $std, one_hot: $one_hot, dtype: $dtype, resize: $resize, center_crop: $center_crop, field: $field, no_grad: $no_grad} {} }
 
 # Returns a new tensor with each of the elements of input converted from angles in degrees to radians.
 #
@@ -5826,6 +5888,7 @@ export def tolist [
 export alias begin = scope begin
 export alias end = scope end
 export alias eval = nn eval
+export alias head = data head
 export alias loader = data loader
 export alias next = data next
 export alias parameters = nn parameters
@@ -5835,5 +5898,6 @@ export alias status = daemon status
 export alias stop = daemon stop
 export alias summary = nn summary
 export alias train = nn train
+export alias transform = data transform
 export alias ttl = daemon ttl
 export alias print = torchsh op print
