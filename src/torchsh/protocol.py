@@ -57,6 +57,7 @@ ERRORS = {
     "overloaded": (503, EXIT_DAEMON, "the daemon is at its connection or thread limit; retry shortly"),
     "untrusted": (403, EXIT_DAEMON, "the socket, its folder or a file beside it is not yours and private; nothing was sent"),
     "forbidden": (403, EXIT_DAEMON, "the daemon serves only its own user"),
+    "missing_extra": (501, EXIT_USAGE, "the command needs an optional dependency that is not installed; the hint names the extra"),
     "internal_error": (500, EXIT_INTERNAL, "a bug in torchsh; the daemon log has the traceback"),
 }
 
@@ -66,7 +67,7 @@ EXIT_CLASSES = {
     EXIT_OK: ("ok", "success"),
     EXIT_INTERNAL: ("internal error", "internal error (a bug; the daemon log has the traceback)"),
     EXIT_USAGE: ("usage", "usage: unknown op or flag, wrong arity, unreadable value, over a size limit, "
-                          "malformed request"),
+                          "malformed request, optional extra not installed"),
     EXIT_HANDLE: ("handle", "handle: unknown, stale (earlier daemon), wrong kind, malformed"),
     EXIT_TORCH: ("PyTorch refused", "PyTorch refused: shapes, dtypes, autograd rules, saved state, memory budget"),
     EXIT_DAEMON: ("daemon unavailable", "daemon unavailable, overloaded, or not provably yours"),
