@@ -1,9 +1,14 @@
 """`torch plot`: a metrics.jsonl (as `torch fit --log DIR` writes it, made here by hand) drawn in the
 terminal (shape, labels, where the extremes land) and as a PNG (size and pixels, read back with Pillow)."""
+import fcntl
 import json
 import math
 import os
+import pty
+import struct
+import subprocess
 import sys
+import termios
 
 import numpy as np
 import pytest
@@ -129,3 +134,33 @@ def test_a_damaged_line_is_a_file_error_naming_it_but_a_cut_last_line_is_skipped
 def test_no_metrics_file_is_a_file_error(sh):
     r = sh.run("torch plot %s" % sh.tmp("empty-folder"))
     assert r.code == 6 and "[file_error]" in r.err
+
+
+def run_in_pty(sh, script, columns):
+    """stdout of bash running script on a pty `columns` wide (stderr apart), as text."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    prelude = os.environ.get("TORCHSH_TEST_PRELUDE", "")
+    p = subprocess.Popen(["bash", "-c", prelude + "\n" + script], stdout=slave, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, env=sh.env, cwd=sh.folder)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the last writer closed the pty
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert p.wait(timeout=120) == 0, p.stderr.read()
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_a_chart_on_a_terminal_is_as_wide_as_the_terminal(sh):
+    folder = write_run(sh.tmp("run"))
+    out = run_in_pty(sh, "COLUMNS=93; torch plot %s --height 5" % folder, 93)
+    rows = out.split("\n")[:5]
+    assert {len(r) for r in rows} == {93}, out
+    assert {len(r) for r in sh("torch plot %s --height 5" % folder).split("\n")[:5]} == {80}  # a pipe: 80
