@@ -109,3 +109,15 @@ def test_every_distribution_class_has_a_kind(sh):
     public = {n for n in dir(D) if isinstance(getattr(D, n), type) and issubclass(getattr(D, n), D.Distribution)}
     assert classes == public - {"Distribution", "ExponentialFamily", "TransformedDistribution"}
     assert "normal" in {r["kind"] for r in rows}
+
+
+def test_the_json_api_builds_and_samples_like_the_cli(sh):
+    from apicall import post
+    status, made = post(sh, "dist.normal", {"args": [0, 1], "kwargs": {}})
+    assert status == 200 and made["result"].startswith("dist://")
+    post(sh, "manual_seed", {"args": [11]})
+    status, drawn = post(sh, "dist.sample", {"args": [made["result"]], "kwargs": {"shape": [3]}})
+    torch.manual_seed(11)
+    assert status == 200 and torch.equal(sh.fetch(drawn["result"]), D.Normal(0, 1).sample((3,)))
+    status, err = post(sh, "dist.normal", {"args": [0, -1]})
+    assert status == 400 and err["error"]["code"] == "bad_argument"

@@ -1,8 +1,8 @@
 """`torch plot DIR|metrics.jsonl`: training metrics as a chart in the terminal, or a PNG with --png.
 
 The terminal chart (plot/terminal.py) is Unicode text --width characters wide: the caller's
-TORCHSH_COLUMNS when set (`export TORCHSH_COLUMNS=$COLUMNS` in bash sizes it to the terminal), else
-80. The PNG goes through matplotlib, an optional extra (`pip install 'torchsh[plot]'`).
+TORCHSH_COLUMNS when set (the client sends its terminal's width there when stdout is a terminal, the
+bash fast path $COLUMNS), else 80. The PNG goes through matplotlib, an optional extra (`pip install 'torchsh[plot]'`).
 """
 from torchsh.call.results import Text
 from torchsh.errors import bad_argument
@@ -20,11 +20,13 @@ DEFAULT_WIDTH, DEFAULT_HEIGHT = 80, 15
 def plot(ctx, source, y=None, x=None, png=None, width=None, height=None):
     """Chart training metrics from a `torch fit --log DIR` folder (DIR/metrics.jsonl) or a metrics.jsonl.
 
-    --y: the keys to draw (default loss, and val_loss when the file has it). --x step draws the step
-    rows, --x epoch the epoch rows (default: step when the file has step rows); a key only the other
-    kind of row has is drawn from those rows at their step or epoch. --png FILE writes an 800×500 PNG
-    (matplotlib) and prints FILE instead of drawing in the terminal. --width (default
-    $TORCHSH_COLUMNS, else 80) and --height (default 15 rows) size the terminal chart.
+    Args:
+        source: the run folder, or a metrics.jsonl
+        y: the keys to draw (default loss, and val_loss when the file has it)
+        x: step draws the step rows, epoch the epoch rows (default step when the file has step rows); a key only the other kind of row has is drawn from those rows at their step or epoch
+        png: write an 800x500 PNG there (matplotlib) and print its path, instead of drawing in the terminal
+        width: characters (default $TORCHSH_COLUMNS when exported, else the terminal's width when stdout is one, else 80)
+        height: plot rows (default 15)
     """
     path = series.metrics_path(source)
     x_name, chosen = series.choose(series.read_rows(path), y, x)
