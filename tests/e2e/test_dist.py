@@ -18,6 +18,9 @@ KINDS = [
      lambda: D.MultivariateNormal(torch.zeros(2), covariance_matrix=torch.tensor([[1.0, 0.5], [0.5, 2.0]]))),
     ("uniform -1 3", lambda: D.Uniform(-1, 3)),
     ("binomial 10 --probs 0.25", lambda: D.Binomial(10, probs=0.25)),
+    ("mixture_same_family $(torch dist categorical --probs '[0.3,0.7]') $(torch dist normal '[0.0,5.0]' 1)",
+     lambda: D.MixtureSameFamily(D.Categorical(probs=torch.tensor([0.3, 0.7])), D.Normal(torch.tensor([0.0, 5.0]), 1))),
+    ("independent $(torch dist normal '[[0.0,1.0]]' 2) 1", lambda: D.Independent(D.Normal(torch.tensor([[0.0, 1.0]]), 2), 1)),
 ]
 
 
@@ -27,6 +30,12 @@ def test_samples_after_manual_seed_equal_pytorchs(sh, words, python):
     torch.manual_seed(7)
     want = python().sample((4, 2))
     assert got.dtype == want.dtype and torch.equal(got, want)
+
+
+def test_validate_args_false_turns_pytorchs_checks_off(sh):
+    r = sh.run("torch dist log_prob $(torch dist uniform 0 1) 2")
+    assert r.code == 4 and "support" in r.err  # PyTorch's own check of the value
+    assert sh("torch value $(torch dist log_prob $(torch dist uniform 0 1 --validate_args false) 2)") == '"-Infinity"'
 
 
 def test_a_number_for_shape_is_that_many_draws(sh):

@@ -45,7 +45,7 @@ class Grid:
     """columns × rows character cells over a (columns·2) × (rows·4) dot plane; y grows upwards."""
 
     def __init__(self, columns, rows, x_range, y_range):
-        self.columns, self.rows_n = columns, rows
+        self.columns, self.height = columns, rows
         self.x_range, self.y_range = x_range, y_range
         self.bits = [[0] * columns for _ in range(rows)]
         self.markers = {}
@@ -53,7 +53,7 @@ class Grid:
     def dot(self, x, y):
         """The dot (column, row) of a data point: the extremes land on the plane's edges."""
         return (_scale(x, self.x_range, self.columns * 2 - 1, False),
-                _scale(y, self.y_range, self.rows_n * 4 - 1, True))
+                _scale(y, self.y_range, self.height * 4 - 1, True))
 
     def line(self, points):
         dots = [self.dot(x, y) for x, y in points]

@@ -69,9 +69,11 @@ def dist_args(cls):
             continue
         default = MISSING if p.default is p.empty else p.default
         text = str(p.annotation)
-        if "distribution" in text.lower() or text == "~D":
+        if p.name == "validate_args":
+            kind, type_text = "bool", "bool?"
+        elif "distribution" in text.lower() or text == "~D":
             kind, type_text = "distribution", "Distribution"
-        elif p.name in constrained or "Tensor" in text or p.annotation is p.empty and p.name != "validate_args":
+        elif p.name in constrained or "Tensor" in text or p.annotation is p.empty:
             kind, type_text = "json", PARAM_TYPE
         else:
             kind, type_text = kind_of(p)
@@ -82,7 +84,8 @@ def dist_args(cls):
 
 
 def _constrained(cls):
-    """The names in arg_constraints (a property on some classes: read it from the class's own code)."""
+    """The names in the class's arg_constraints dict. Uniform and Wishart compute it in a property, which
+    needs an instance: for them every parameter counts (their parameters are all tensors or numbers)."""
     found = inspect.getattr_static(cls, "arg_constraints", {})
     return set(found) if isinstance(found, dict) else set(inspect.signature(cls.__init__).parameters)
 
