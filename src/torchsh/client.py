@@ -35,6 +35,11 @@ def main(argv=None):
         env += [k + b"=" + v for k, v in posix.environ.items() if k in (b"HOME", b"XDG_CONFIG_HOME")]
     if sock:
         env.append(b"TORCHSH_SOCKET=" + sock.encode())
+    if b"TORCHSH_COLUMNS" not in posix.environ:  # `torch plot` sizes its chart to the terminal it prints on
+        try:
+            env.append(b"TORCHSH_COLUMNS=%d" % posix.get_terminal_size(1).columns)
+        except OSError:  # stdout is a pipe or a file: the chart keeps its default width
+            pass
     request = dict(argv=args, cwd=_cwd(), stdin_is_tty=tty, env_pairs=env)
     try:
         _run(path, args, request)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+import torch.distributions
 import torch.utils.data
 from torch.nn.parameter import is_lazy
 
@@ -97,6 +98,16 @@ def _loader_fields(loader):
                 position=loader.position, bytes=0)
 
 
+def _distribution_tensors(d):
+    """The parameter tensors a distribution holds (and the ones it derived and cached, probs from logits)."""
+    return [v for v in vars(d).values() if isinstance(v, torch.Tensor)]
+
+
+def _distribution_fields(d):
+    return dict(type=type(d).__name__, batch_shape=list(d.batch_shape), event_shape=list(d.event_shape),
+                bytes=tensor_bytes(_distribution_tensors(d)))
+
+
 HANDLE_KINDS = {k.name: k for k in (
     HandleKind("tensor", torch.Tensor, "a tensor", _tensor_fields, lambda t: [t]),
     HandleKind("nn", torch.nn.Module, "a module", _module_fields,
@@ -105,6 +116,8 @@ HANDLE_KINDS = {k.name: k for k in (
     HandleKind("sched", torch.optim.lr_scheduler.LRScheduler, "a scheduler", _scheduler_fields, lambda s: []),
     HandleKind("data", torch.utils.data.Dataset, "a dataset", _dataset_fields, _dataset_tensors),
     HandleKind("loader", Loader, "a loader", _loader_fields, lambda loader: _dataset_tensors(loader.dataset)),
+    HandleKind("dist", torch.distributions.Distribution, "a distribution", _distribution_fields,
+               _distribution_tensors),
 )}
 KINDS = tuple(HANDLE_KINDS)  # the handle prefixes, in census order
 

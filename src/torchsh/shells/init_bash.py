@@ -144,6 +144,7 @@ torch() {
     else __t=${TMPDIR:-/tmp}; __s=${__t%"${__t##*[!/]}"}/torchsh-$UID/torchd.sock; fi
     for __v in ${!TORCHSH_@}; do if [[ ${!__v@a} == *x* ]]; then __e+=("$__v=${!__v}"); fi; done
     if [[ ${1-} == --socket && $# -ge 2 ]]; then __s=$2; __e+=("TORCHSH_SOCKET=$2"); fi
+    if [[ -t 1 && -n ${COLUMNS-} && ( -z ${TORCHSH_COLUMNS-} || ${TORCHSH_COLUMNS@a} != *x* ) ]]; then __e+=("TORCHSH_COLUMNS=$COLUMNS"); fi
     if [[ $__s == *.sock ]]; then __f=${__s%.sock}.fast; else __f=$__s.fast; fi
     __torchsh_load "$__f" || true  # every time: a stopped daemon removes it, so its old port is never tried
     if [[ -t 0 ]]; then __tty=1; fi

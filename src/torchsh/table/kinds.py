@@ -165,6 +165,8 @@ KINDS = {k.name: k for k in (
             stdin="line", nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
     ArgKind("paths", _nothing, _as_is, aten_list=("Path",), metavar="FILE", item="path", variadic=True,
             schema=_STRS, complete="files"),
+    ArgKind("distribution", _handle_score, _held("dist"), aten=("Distribution",), metavar="DIST", handle="dist",
+            stdin="line", nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
 )}
 
 # The kinds by what they share, for the readers that ask one question of every row

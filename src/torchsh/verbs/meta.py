@@ -19,9 +19,12 @@ GROUP_WORDS = {
     "linalg": "torch.linalg: solve, inv, qr, svd, eigh, norms…",
     "fft": "torch.fft: discrete Fourier transforms",
     "special": "torch.special: special functions (erf, gammaln, bessel…)",
+    "dist": "probability distributions: `torch dist KIND --param V` for every torch.distributions class; "
+            "sample, log_prob, kl…",
+    "cuda": "torch.cuda: available, device_count, synchronize, manual_seed, memory",
 }
 _KIND_WORDS = {"nn": "module kinds (torch.nn classes)", "optim": "optimizer kinds (torch.optim)",
-               "sched": "scheduler kinds (torch.optim.lr_scheduler)"}
+               "sched": "scheduler kinds (torch.optim.lr_scheduler)", "dist": "distribution kinds (torch.distributions)"}
 
 
 class OpRows(list):

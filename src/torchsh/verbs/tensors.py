@@ -17,6 +17,7 @@ from torchsh.table.values import nonfinite_strings
 from torchsh.vocab import DTYPES, dtype_name
 from torchsh.call.results import Binary, JsonText, LateJson, Text
 from torchsh.call.tokens import loads
+from torchsh.plot.png import write_image
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.table.spec import split_top_level
 from torchsh.verbs import verb
@@ -63,14 +64,17 @@ def check_grad_dtype(t):
                            % dtype_name(t.dtype), "make it with --dtype float32")
 
 
-@verb("value(Tensor input, *, bool meta=False, str format=\"json\", str nan=\"string\") -> Json",
+@verb("value(Tensor input, *, bool meta=False, str format=\"json\", str nan=\"string\", Path? out=None) -> Json",
       category="tensors", lockfree=False,
       examples=("torch value $(torch arange 4)",
-                "torch value $(torch eye 2) --meta"))
-def value(ctx, input, meta=False, format="json", nan=None):
+                "torch value $(torch eye 2) --meta",
+                "torch value $(torch rand 3 8 8) --format png --out img.png"))
+def value(ctx, input, meta=False, format="json", nan=None, out=None):
     """A snapshot of a tensor's data: compact JSON (default), csv or npy. JSON is valid JSON (RFC 8259):
     NaN and infinities are the strings "NaN", "Infinity", "-Infinity" (`torch tensor` reads them back);
-    --nan bare prints Python's bare tokens NaN, Infinity, -Infinity instead."""
+    --nan bare prints Python's bare tokens NaN, Infinity, -Infinity instead. --format png --out FILE
+    writes an H×W or C×H×W (C 1, 3, 4) uint8 tensor, or float in [0, 1], as an image (Pillow) and prints
+    FILE; a PNG is never written to stdout."""
     if nan is not None and nan not in tensortext.NAN_MODES:
         raise bad_argument("--nan %s: use string (the default) or bare" % nan[:40])
     if is_lazy(input):
@@ -79,6 +83,12 @@ def value(ctx, input, meta=False, format="json", nan=None):
     if input.is_meta:
         raise TorchshError("device_error", "the tensor is on the meta device: it has a shape but no data",
                            "make it on a real device (--device cpu)")
+    if (format == "png") != (out is not None):
+        raise bad_argument("--out FILE goes with --format png" if out is not None else "--format png needs --out FILE",
+                           "torch value T --format png --out image.png")
+    if format == "png":
+        write_image(out, input)
+        return Text(out + "\n")
     if format == "json":
         # Copied under the tensor lock, formatted after it is released: other ops and the lock's queue
         # go on while millions of values become text.
@@ -94,7 +104,7 @@ def value(ctx, input, meta=False, format="json", nan=None):
         buf = io.BytesIO()
         np.save(buf, _numpy(input), allow_pickle=False)
         return Binary(buf.getvalue())
-    raise bad_argument("unknown format %r" % format, "use json, csv or npy")
+    raise bad_argument("unknown format %r" % format, "use json, csv, npy or png")
 
 
 def _value_json(snap, head, nan, start, end):

@@ -1,0 +1,46 @@
+"""`torch plot DIR|metrics.jsonl`: training metrics as a chart in the terminal, or a PNG with --png.
+
+The terminal chart (plot/terminal.py) is Unicode text --width characters wide: the caller's
+TORCHSH_COLUMNS when set (the client sends its terminal's width there when stdout is a terminal, the
+bash fast path $COLUMNS), else 80. The PNG goes through matplotlib, an optional extra (`pip install 'torchsh[plot]'`).
+"""
+from torchsh.call.results import Text
+from torchsh.errors import bad_argument
+from torchsh.plot import series, terminal
+from torchsh.plot.png import write_chart
+from torchsh.verbs import verb
+
+DEFAULT_WIDTH, DEFAULT_HEIGHT = 80, 15
+
+
+@verb("plot(Path source, *, str[]? y=None, str? x=None, Path? png=None, int? width=None, int? height=None) -> str",
+      category="files",
+      examples=("printf '%s\\n' '{\"kind\":\"step\",\"step\":1,\"loss\":2.0}' '{\"kind\":\"step\",\"step\":2,\"loss\":1.5}' "
+                "'{\"kind\":\"step\",\"step\":3,\"loss\":0.75}' > metrics.jsonl && torch plot metrics.jsonl --width 60",))
+def plot(ctx, source, y=None, x=None, png=None, width=None, height=None):
+    """Chart training metrics from a `torch fit --log DIR` folder (DIR/metrics.jsonl) or a metrics.jsonl.
+
+    Args:
+        source: the run folder, or a metrics.jsonl
+        y: the keys to draw (default loss, and val_loss when the file has it)
+        x: step draws the step rows, epoch the epoch rows (default step when the file has step rows); a key only the other kind of row has is drawn from those rows at their step or epoch
+        png: write an 800x500 PNG there (matplotlib) and print its path, instead of drawing in the terminal
+        width: characters (default $TORCHSH_COLUMNS when exported, else the terminal's width when stdout is one, else 80)
+        height: plot rows (default 15)
+    """
+    path = series.metrics_path(source)
+    x_name, chosen = series.choose(series.read_rows(path), y, x)
+    if png is not None:
+        write_chart(png, chosen, x_name)
+        return Text(png + "\n")
+    width = width if width is not None else _columns(ctx)
+    return Text(terminal.render(chosen, x_name, width, height if height is not None else DEFAULT_HEIGHT))
+
+
+def _columns(ctx):
+    text = ctx.env.get("TORCHSH_COLUMNS", "")
+    if not text:
+        return DEFAULT_WIDTH
+    if not text.isdigit():
+        raise bad_argument("TORCHSH_COLUMNS=%s is not a number of columns" % text[:20], "export TORCHSH_COLUMNS=$COLUMNS")
+    return int(text)
