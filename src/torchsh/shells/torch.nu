@@ -1436,6 +1436,49 @@ export def cuda [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "cuda" $in $args {no_grad: $no_grad} {} }
 
+# torch.cuda.is_available(): true when this PyTorch build can use a CUDA device on this machine.
+#
+# cuda.available() -> bool
+export def "cuda available" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "cuda.available" $in $args {no_grad: $no_grad} {} }
+
+# torch.cuda.device_count(): how many CUDA devices PyTorch sees (0 on a CPU build).
+#
+# cuda.device_count() -> int
+export def "cuda device_count" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "cuda.device_count" $in $args {no_grad: $no_grad} {} }
+
+# torch.cuda.manual_seed(seed): seed the current CUDA device's generator (nothing to seed on a CPU build).
+#
+# cuda.manual_seed(int seed) -> None
+export def "cuda manual_seed" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: seed; piped handles fill the tensor slots still missing
+    --seed: int  # int
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "cuda.manual_seed" $in $args {seed: $seed, no_grad: $no_grad} {} }
+
+# Bytes on a CUDA device: allocated and reserved by PyTorch (now and at peak), free and total.
+#
+# cuda.memory(Device? device=None) -> Json
+export def "cuda memory" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: device; piped handles fill the tensor slots still missing
+    --device: string@"nu-complete torch devices"  # Device?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "cuda.memory" $in $args {device: $device, no_grad: $no_grad} {} }
+
+# torch.cuda.synchronize(device): wait until every kernel queued on the device has finished.
+#
+# cuda.synchronize(Device? device=None) -> None
+export def "cuda synchronize" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: device; piped handles fill the tensor slots still missing
+    --device: string@"nu-complete torch devices"  # Device?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "cuda.synchronize" $in $args {device: $device, no_grad: $no_grad} {} }
+
 # Returns a namedtuple (values, indices) where values is the cumulative maximum of elements of input in the dimension dim.
 #
 # torch.cummax(Tensor input, int dim) -> (Tensor values, Tensor indices)
@@ -1755,6 +1798,532 @@ export def dist [
     --p: number = 2  # Scalar
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "dist" $in $args {p: $p, no_grad: $no_grad} {p: 2} }
+
+# Creates a Bernoulli distribution parameterized by probs or logits (but not both).
+#
+# dist.bernoulli(Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
+export def "dist bernoulli" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: probs logits; piped handles fill the tensor slots still missing
+    --probs: any  # Tensor|number
+    --logits: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.bernoulli" $in $args {probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Beta distribution parameterized by concentration1 and concentration0.
+#
+# dist.beta(Tensor|number concentration1, Tensor|number concentration0, *, bool? validate_args=None) -> Distribution
+export def "dist beta" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: concentration1 concentration0; piped handles fill the tensor slots still missing
+    --concentration1: any  # Tensor|number
+    --concentration0: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.beta" $in $args {concentration1: $concentration1, concentration0: $concentration0, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a Binomial distribution parameterized by total_count and either probs or logits (but not both).
+#
+# dist.binomial(Tensor|number total_count=1, Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
+export def "dist binomial" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: total_count probs logits; piped handles fill the tensor slots still missing
+    --total_count: any = 1  # Tensor|number
+    --probs: any  # Tensor|number
+    --logits: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.binomial" $in $args {total_count: $total_count, probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {total_count: 1, validate_args: false} --whole }
+
+# Creates a categorical distribution parameterized by either probs or logits (but not both).
+#
+# dist.categorical(Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
+export def "dist categorical" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: probs logits; piped handles fill the tensor slots still missing
+    --probs: any  # Tensor|number
+    --logits: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.categorical" $in $args {probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Samples from a Cauchy (Lorentz) distribution.
+#
+# dist.cauchy(Tensor|number loc, Tensor|number scale, *, bool? validate_args=None) -> Distribution
+export def "dist cauchy" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc scale; piped handles fill the tensor slots still missing
+    --loc: any  # Tensor|number
+    --scale: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.cauchy" $in $args {loc: $loc, scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# distribution.cdf(value): the cumulative distribution function at value.
+#
+# dist.cdf(Distribution distribution, Tensor value) -> Tensor
+export def "dist cdf" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution value; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.cdf" $in $args {no_grad: $no_grad} {} }
+
+# Creates a Chi-squared distribution parameterized by shape parameter df.
+#
+# dist.chi2(Tensor|number df, *, bool? validate_args=None) -> Distribution
+export def "dist chi2" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: df; piped handles fill the tensor slots still missing
+    --df: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.chi2" $in $args {df: $df, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a continuous Bernoulli distribution parameterized by probs or logits (but not both).
+#
+# dist.continuous_bernoulli(Tensor|number probs=None, Tensor|number logits=None, float[2] lims=[0.499, 0.501], *, bool? validate_args=None) -> Distribution
+export def "dist continuous_bernoulli" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: probs logits lims; piped handles fill the tensor slots still missing
+    --probs: any  # Tensor|number
+    --logits: any  # Tensor|number
+    --lims: any = [0.499, 0.501]  # float[2]
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.continuous_bernoulli" $in $args {probs: $probs, logits: $logits, lims: $lims, validate_args: $validate_args, no_grad: $no_grad} {lims: [0.499, 0.501], validate_args: false} --whole }
+
+# Creates a Dirichlet distribution parameterized by concentration concentration.
+#
+# dist.dirichlet(Tensor|number concentration, *, bool? validate_args=None) -> Distribution
+export def "dist dirichlet" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: concentration; piped handles fill the tensor slots still missing
+    --concentration: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.dirichlet" $in $args {concentration: $concentration, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# distribution.entropy(), one value per batch element.
+#
+# dist.entropy(Distribution distribution) -> Tensor
+export def "dist entropy" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.entropy" $in $args {no_grad: $no_grad} {} }
+
+# Creates a Exponential distribution parameterized by rate.
+#
+# dist.exponential(Tensor|number rate, *, bool? validate_args=None) -> Distribution
+export def "dist exponential" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: rate; piped handles fill the tensor slots still missing
+    --rate: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.exponential" $in $args {rate: $rate, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a Fisher-Snedecor distribution parameterized by df1 and df2.
+#
+# dist.fisher_snedecor(Tensor|number df1, Tensor|number df2, *, bool? validate_args=None) -> Distribution
+export def "dist fisher_snedecor" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: df1 df2; piped handles fill the tensor slots still missing
+    --df1: any  # Tensor|number
+    --df2: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.fisher_snedecor" $in $args {df1: $df1, df2: $df2, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a Gamma distribution parameterized by shape concentration and rate.
+#
+# dist.gamma(Tensor|number concentration, Tensor|number rate, *, bool? validate_args=None) -> Distribution
+export def "dist gamma" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: concentration rate; piped handles fill the tensor slots still missing
+    --concentration: any  # Tensor|number
+    --rate: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.gamma" $in $args {concentration: $concentration, rate: $rate, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a Generalized Pareto distribution parameterized by loc, scale, and concentration.
+#
+# dist.generalized_pareto(Tensor|number loc, Tensor|number scale, Tensor|number concentration, *, bool? validate_args=None) -> Distribution
+export def "dist generalized_pareto" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc scale concentration; piped handles fill the tensor slots still missing
+    --loc: any  # Tensor|number
+    --scale: any  # Tensor|number
+    --concentration: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.generalized_pareto" $in $args {loc: $loc, scale: $scale, concentration: $concentration, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a Geometric distribution parameterized by probs, where probs is the probability of success of Bernoulli trials.
+#
+# dist.geometric(Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
+export def "dist geometric" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: probs logits; piped handles fill the tensor slots still missing
+    --probs: any  # Tensor|number
+    --logits: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.geometric" $in $args {probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Samples from a Gumbel Distribution.
+#
+# dist.gumbel(Tensor|number loc, Tensor|number scale, *, bool? validate_args=None) -> Distribution
+export def "dist gumbel" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc scale; piped handles fill the tensor slots still missing
+    --loc: any  # Tensor|number
+    --scale: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.gumbel" $in $args {loc: $loc, scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a half-Cauchy distribution parameterized by scale where::.
+#
+# dist.half_cauchy(Tensor|number scale, *, bool? validate_args=None) -> Distribution
+export def "dist half_cauchy" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: scale; piped handles fill the tensor slots still missing
+    --scale: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.half_cauchy" $in $args {scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a half-normal distribution parameterized by scale where::.
+#
+# dist.half_normal(Tensor|number scale, *, bool? validate_args=None) -> Distribution
+export def "dist half_normal" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: scale; piped handles fill the tensor slots still missing
+    --scale: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.half_normal" $in $args {scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# distribution.icdf(value): the inverse cumulative distribution function at a probability.
+#
+# dist.icdf(Distribution distribution, Tensor value) -> Tensor
+export def "dist icdf" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution value; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.icdf" $in $args {no_grad: $no_grad} {} }
+
+# Reinterprets some of the batch dims of a distribution as event dims.
+#
+# dist.independent(Distribution base_distribution, int reinterpreted_batch_ndims, *, bool? validate_args=None) -> Distribution
+export def "dist independent" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: base_distribution reinterpreted_batch_ndims; piped handles fill the tensor slots still missing
+    --reinterpreted_batch_ndims: int  # int
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.independent" $in $args {reinterpreted_batch_ndims: $reinterpreted_batch_ndims, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} }
+
+# Creates an inverse gamma distribution parameterized by concentration and rate where::.
+#
+# dist.inverse_gamma(Tensor|number concentration, Tensor|number rate, *, bool? validate_args=None) -> Distribution
+export def "dist inverse_gamma" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: concentration rate; piped handles fill the tensor slots still missing
+    --concentration: any  # Tensor|number
+    --rate: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.inverse_gamma" $in $args {concentration: $concentration, rate: $rate, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# torch.distributions.kl_divergence(p, q): KL(p ‖ q), for the pairs PyTorch registers.
+#
+# dist.kl(Distribution p, Distribution q) -> Tensor
+export def "dist kl" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: p q; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.kl" $in $args {no_grad: $no_grad} {} }
+
+# Samples from a Kumaraswamy distribution.
+#
+# dist.kumaraswamy(Tensor|number concentration1, Tensor|number concentration0, *, bool? validate_args=None) -> Distribution
+export def "dist kumaraswamy" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: concentration1 concentration0; piped handles fill the tensor slots still missing
+    --concentration1: any  # Tensor|number
+    --concentration0: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.kumaraswamy" $in $args {concentration1: $concentration1, concentration0: $concentration0, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a Laplace distribution parameterized by loc and scale.
+#
+# dist.laplace(Tensor|number loc, Tensor|number scale, *, bool? validate_args=None) -> Distribution
+export def "dist laplace" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc scale; piped handles fill the tensor slots still missing
+    --loc: any  # Tensor|number
+    --scale: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.laplace" $in $args {loc: $loc, scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Every distribution kind `torch dist KIND` builds, with its parameters.
+#
+# dist.list() -> Json
+export def "dist list" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.list" $in $args {no_grad: $no_grad} {} }
+
+# LKJ distribution for lower Cholesky factor of correlation matrices.
+#
+# dist.lkj_cholesky(int dim, Tensor|number concentration=1.0, *, bool? validate_args=None) -> Distribution
+export def "dist lkj_cholesky" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dim concentration; piped handles fill the tensor slots still missing
+    --dim: int  # int
+    --concentration: any = 1.0  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.lkj_cholesky" $in $args {dim: $dim, concentration: $concentration, validate_args: $validate_args, no_grad: $no_grad} {concentration: 1.0, validate_args: false} }
+
+# Creates a log-normal distribution parameterized by loc and scale where::.
+#
+# dist.log_normal(Tensor|number loc, Tensor|number scale, *, bool? validate_args=None) -> Distribution
+export def "dist log_normal" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc scale; piped handles fill the tensor slots still missing
+    --loc: any  # Tensor|number
+    --scale: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.log_normal" $in $args {loc: $loc, scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# distribution.log_prob(value): the log density (or log mass) at value.
+#
+# dist.log_prob(Distribution distribution, Tensor value) -> Tensor
+export def "dist log_prob" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution value; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.log_prob" $in $args {no_grad: $no_grad} {} }
+
+# Creates a logistic-normal distribution parameterized by loc and scale that define the base Normal distribution transformed with the StickBreakingTransform such that::.
+#
+# dist.logistic_normal(Tensor|number loc, Tensor|number scale, *, bool? validate_args=None) -> Distribution
+export def "dist logistic_normal" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc scale; piped handles fill the tensor slots still missing
+    --loc: any  # Tensor|number
+    --scale: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.logistic_normal" $in $args {loc: $loc, scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a multivariate normal distribution with covariance matrix having a low-rank form parameterized by cov_factor and cov_diag::.
+#
+# dist.low_rank_multivariate_normal(Tensor|number loc, Tensor|number cov_factor, Tensor|number cov_diag, *, bool? validate_args=None) -> Distribution
+export def "dist low_rank_multivariate_normal" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc cov_factor cov_diag; piped handles fill the tensor slots still missing
+    --loc: any  # Tensor|number
+    --cov_factor: any  # Tensor|number
+    --cov_diag: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.low_rank_multivariate_normal" $in $args {loc: $loc, cov_factor: $cov_factor, cov_diag: $cov_diag, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# distribution.mean.
+#
+# dist.mean(Distribution distribution) -> Tensor
+export def "dist mean" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.mean" $in $args {no_grad: $no_grad} {} }
+
+# The MixtureSameFamily distribution implements a (batch of) mixture distribution where all components are from different parameterizations of the same distribution type.
+#
+# dist.mixture_same_family(Distribution mixture_distribution, Distribution component_distribution, *, bool? validate_args=None) -> Distribution
+export def "dist mixture_same_family" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: mixture_distribution component_distribution; piped handles fill the tensor slots still missing
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.mixture_same_family" $in $args {validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} }
+
+# Creates a Multinomial distribution parameterized by total_count and either probs or logits (but not both).
+#
+# dist.multinomial(int total_count=1, Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
+export def "dist multinomial" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: total_count probs logits; piped handles fill the tensor slots still missing
+    --total_count: int = 1  # int
+    --probs: any  # Tensor|number
+    --logits: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.multinomial" $in $args {total_count: $total_count, probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {total_count: 1, validate_args: false} }
+
+# Creates a multivariate normal (also called Gaussian) distribution parameterized by a mean vector and a covariance matrix.
+#
+# dist.multivariate_normal(Tensor|number loc, Tensor|number covariance_matrix=None, Tensor|number precision_matrix=None, Tensor|number scale_tril=None, *, bool? validate_args=None) -> Distribution
+export def "dist multivariate_normal" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc covariance_matrix precision_matrix scale_tril; piped handles fill the tensor slots still missing
+    --loc: any  # Tensor|number
+    --covariance_matrix: any  # Tensor|number
+    --precision_matrix: any  # Tensor|number
+    --scale_tril: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.multivariate_normal" $in $args {loc: $loc, covariance_matrix: $covariance_matrix, precision_matrix: $precision_matrix, scale_tril: $scale_tril, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a Negative Binomial distribution, i.e.
+#
+# dist.negative_binomial(Tensor|number total_count, Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
+export def "dist negative_binomial" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: total_count probs logits; piped handles fill the tensor slots still missing
+    --total_count: any  # Tensor|number
+    --probs: any  # Tensor|number
+    --logits: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.negative_binomial" $in $args {total_count: $total_count, probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a normal (also called Gaussian) distribution parameterized by loc and scale.
+#
+# dist.normal(Tensor|number loc, Tensor|number scale, *, bool? validate_args=None) -> Distribution
+export def "dist normal" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc scale; piped handles fill the tensor slots still missing
+    --loc: any  # Tensor|number
+    --scale: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.normal" $in $args {loc: $loc, scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a one-hot categorical distribution parameterized by probs or logits.
+#
+# dist.one_hot_categorical(Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
+export def "dist one_hot_categorical" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: probs logits; piped handles fill the tensor slots still missing
+    --probs: any  # Tensor|number
+    --logits: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.one_hot_categorical" $in $args {probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a reparameterizable OneHotCategorical distribution based on the straight- through gradient estimator from [1].
+#
+# dist.one_hot_categorical_straight_through(Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
+export def "dist one_hot_categorical_straight_through" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: probs logits; piped handles fill the tensor slots still missing
+    --probs: any  # Tensor|number
+    --logits: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.one_hot_categorical_straight_through" $in $args {probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Samples from a Pareto Type 1 distribution.
+#
+# dist.pareto(Tensor|number scale, Tensor|number alpha, *, bool? validate_args=None) -> Distribution
+export def "dist pareto" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: scale alpha; piped handles fill the tensor slots still missing
+    --scale: any  # Tensor|number
+    --alpha: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.pareto" $in $args {scale: $scale, alpha: $alpha, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a Poisson distribution parameterized by rate, the rate parameter.
+#
+# dist.poisson(Tensor|number rate, *, bool? validate_args=None) -> Distribution
+export def "dist poisson" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: rate; piped handles fill the tensor slots still missing
+    --rate: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.poisson" $in $args {rate: $rate, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a RelaxedBernoulli distribution, parametrized by temperature, and either probs or logits (but not both).
+#
+# dist.relaxed_bernoulli(Tensor|number temperature, Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
+export def "dist relaxed_bernoulli" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: temperature probs logits; piped handles fill the tensor slots still missing
+    --temperature: any  # Tensor|number
+    --probs: any  # Tensor|number
+    --logits: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.relaxed_bernoulli" $in $args {temperature: $temperature, probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a RelaxedOneHotCategorical distribution parametrized by temperature, and either probs or logits.
+#
+# dist.relaxed_one_hot_categorical(Tensor|number temperature, Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
+export def "dist relaxed_one_hot_categorical" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: temperature probs logits; piped handles fill the tensor slots still missing
+    --temperature: any  # Tensor|number
+    --probs: any  # Tensor|number
+    --logits: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.relaxed_one_hot_categorical" $in $args {temperature: $temperature, probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# distribution.rsample(shape): reparameterized draws, differentiable in the parameters.
+#
+# dist.rsample(Distribution distribution, int[] shape=[]) -> Tensor
+export def "dist rsample" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution shape; piped handles fill the tensor slots still missing
+    --shape: any = []  # int[]
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.rsample" $in $args {shape: $shape, no_grad: $no_grad} {shape: []} }
+
+# distribution.sample(shape): draws without a graph, shape + batch_shape + event_shape.
+#
+# dist.sample(Distribution distribution, int[] shape=[]) -> Tensor
+export def "dist sample" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution shape; piped handles fill the tensor slots still missing
+    --shape: any = []  # int[]
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.sample" $in $args {shape: $shape, no_grad: $no_grad} {shape: []} }
+
+# Creates a Student's t-distribution parameterized by degree of freedom df, mean loc and scale scale.
+#
+# dist.student_t(Tensor|number df, Tensor|number loc=0.0, Tensor|number scale=1.0, *, bool? validate_args=None) -> Distribution
+export def "dist student_t" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: df loc scale; piped handles fill the tensor slots still missing
+    --df: any  # Tensor|number
+    --loc: any = 0.0  # Tensor|number
+    --scale: any = 1.0  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.student_t" $in $args {df: $df, loc: $loc, scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {loc: 0.0, scale: 1.0, validate_args: false} --whole }
+
+# Generates uniformly distributed random samples from the half-open interval [low, high).
+#
+# dist.uniform(Tensor|number low, Tensor|number high, *, bool? validate_args=None) -> Distribution
+export def "dist uniform" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: low high; piped handles fill the tensor slots still missing
+    --low: any  # Tensor|number
+    --high: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.uniform" $in $args {low: $low, high: $high, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# distribution.variance.
+#
+# dist.variance(Distribution distribution) -> Tensor
+export def "dist variance" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.variance" $in $args {no_grad: $no_grad} {} }
+
+# A circular von Mises distribution.
+#
+# dist.von_mises(Tensor|number loc, Tensor|number concentration, *, bool? validate_args=None) -> Distribution
+export def "dist von_mises" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc concentration; piped handles fill the tensor slots still missing
+    --loc: any  # Tensor|number
+    --concentration: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.von_mises" $in $args {loc: $loc, concentration: $concentration, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Samples from a two-parameter Weibull distribution.
+#
+# dist.weibull(Tensor|number scale, Tensor|number concentration, *, bool? validate_args=None) -> Distribution
+export def "dist weibull" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: scale concentration; piped handles fill the tensor slots still missing
+    --scale: any  # Tensor|number
+    --concentration: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.weibull" $in $args {scale: $scale, concentration: $concentration, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+
+# Creates a Wishart distribution parameterized by a symmetric positive definite matrix \Sigma, or its Cholesky decomposition \mathbf{\Sigma} = \mathbf{L}\mathbf{L}^\top.
+#
+# dist.wishart(Tensor|number df, Tensor|number covariance_matrix=None, Tensor|number precision_matrix=None, Tensor|number scale_tril=None, *, bool? validate_args=None) -> Distribution
+export def "dist wishart" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: df covariance_matrix precision_matrix scale_tril; piped handles fill the tensor slots still missing
+    --df: any  # Tensor|number
+    --covariance_matrix: any  # Tensor|number
+    --precision_matrix: any  # Tensor|number
+    --scale_tril: any  # Tensor|number
+    --validate_args  # bool?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "dist.wishart" $in $args {df: $df, covariance_matrix: $covariance_matrix, precision_matrix: $precision_matrix, scale_tril: $scale_tril, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
 
 # Divides each element of the input input by the corresponding element of other.
 #
@@ -4078,6 +4647,20 @@ export def pixel_unshuffle [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "pixel_unshuffle" $in $args {downscale_factor: $downscale_factor, no_grad: $no_grad} {} }
 
+# Chart training metrics from a `torch fit --log DIR` folder (DIR/metrics.jsonl) or a metrics.jsonl.
+#
+# plot(Path source, *, str[]? y=None, str? x=None, Path? png=None, int? width=None, int? height=None) -> str
+export def plot [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: source; piped handles fill the tensor slots still missing
+    --source: path  # Path
+    --y: any  # str[]?
+    --x: string  # str?
+    --png: path  # Path?
+    --width: int  # int?
+    --height: int  # int?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "plot" $in $args {source: $source, y: $y, x: $x, png: $png, width: $width, height: $height, no_grad: $no_grad} {} }
+
 # Returns a tensor of the same size as input with each element sampled from a Poisson distribution with rate parameter given by the corresponding element in input i.e.,.
 #
 # torch.poisson(Tensor input) -> Tensor
@@ -5585,15 +6168,16 @@ export def unsqueeze_copy [
 
 # A snapshot of a tensor's data: compact JSON (default), csv or npy. JSON is valid JSON (RFC 8259):
 #
-# value(Tensor input, *, bool meta=False, str format=json, str nan=string) -> Json
+# value(Tensor input, *, bool meta=False, str format=json, str nan=string, Path? out=None) -> Json
 export def value [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --meta  # bool
     --format: string = "json"  # str
     --nan: string = "string"  # str
+    --out: path  # Path?
     --no_grad  # run without recording gradients
     --table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)
-]: any -> any { let v = (torchsh call "value" $in $args {meta: $meta, format: $format, nan: $nan, no_grad: $no_grad} {meta: false, format: "json", nan: "string"} --values); if $table { torchsh table $v } else { $v } }
+]: any -> any { let v = (torchsh call "value" $in $args {meta: $meta, format: $format, nan: $nan, out: $out, no_grad: $no_grad} {meta: false, format: "json", nan: "string"} --values); if $table { torchsh table $v } else { $v } }
 
 # Generates a Vandermonde matrix.
 #
@@ -5875,29 +6459,42 @@ export def short [
 
 # A snapshot of a tensor's data: compact JSON (default), csv or npy. JSON is valid JSON (RFC 8259):
 #
-# value(Tensor input, *, bool meta=False, str format=json, str nan=string) -> Json
+# value(Tensor input, *, bool meta=False, str format=json, str nan=string, Path? out=None) -> Json
 export def tolist [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --meta  # bool
     --format: string = "json"  # str
     --nan: string = "string"  # str
+    --out: path  # Path?
     --no_grad  # run without recording gradients
     --table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)
-]: any -> any { let v = (torchsh call "tolist" $in $args {meta: $meta, format: $format, nan: $nan, no_grad: $no_grad} {meta: false, format: "json", nan: "string"} --values); if $table { torchsh table $v } else { $v } }
+]: any -> any { let v = (torchsh call "tolist" $in $args {meta: $meta, format: $format, nan: $nan, out: $out, no_grad: $no_grad} {meta: false, format: "json", nan: "string"} --values); if $table { torchsh table $v } else { $v } }
 
+export alias available = cuda available
 export alias begin = scope begin
+export alias cdf = dist cdf
+export alias device_count = cuda device_count
 export alias end = scope end
+export alias entropy = dist entropy
 export alias eval = nn eval
 export alias head = data head
+export alias icdf = dist icdf
+export alias kl = dist kl
 export alias loader = data loader
+export alias log_prob = dist log_prob
+export alias memory = cuda memory
 export alias next = data next
 export alias parameters = nn parameters
 export alias restart = daemon restart
+export alias rsample = dist rsample
+export alias sample = dist sample
 export alias start = daemon start
 export alias status = daemon status
 export alias stop = daemon stop
 export alias summary = nn summary
+export alias synchronize = cuda synchronize
 export alias train = nn train
 export alias transform = data transform
 export alias ttl = daemon ttl
+export alias variance = dist variance
 export alias print = torchsh op print
