@@ -41,6 +41,10 @@ def test_metrics_files_hold_a_row_per_step_and_per_epoch(sh):
     header = list(dict.fromkeys(k for r in rows for k in r))
     assert list(table[0]) == header and len(table) == len(rows)
     assert [float(t["loss"]) for t in table] == [r["loss"] for r in rows]
+    # a column by name with awk, as a shell user reads it: Unix line ends, no \r in the last field
+    val = sh("awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == \"val_accuracy\") c = i } "
+             "$1 == \"epoch\" { a = $c } END { print a }' %s/metrics.csv" % folder)
+    assert float(val) == epochs[-1]["val_accuracy"]
 
 
 def test_run_json_records_command_versions_and_seeds(sh):

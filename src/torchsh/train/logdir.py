@@ -62,7 +62,7 @@ class LogDir:
             self._write_csv()
         else:
             with open(self.csv, "a", newline="") as f:
-                csv.DictWriter(f, self.columns).writerow(row)
+                csv.DictWriter(f, self.columns, lineterminator="\n").writerow(row)  # LF: a file for awk and cut
 
     def close(self):
         if self._jsonl is not None:
@@ -78,7 +78,7 @@ class LogDir:
 
     def _write_csv(self):
         out = io.StringIO()
-        writer = csv.DictWriter(out, self.columns)
+        writer = csv.DictWriter(out, self.columns, lineterminator="\n")
         writer.writeheader()
         writer.writerows(self.rows)
         fileio.atomic_write(self.csv, lambda tmp: _write_text(tmp, out.getvalue() if self.columns else ""))
