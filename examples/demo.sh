@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The main job: train two models from bash (examples/regression.sh, examples/classifier.sh).
+# The main job: train models from bash: step by step (examples/regression.sh, examples/classifier.sh),
+# then from a data file with `torch fit`, interrupted and resumed (examples/fit.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bash "$here/regression.sh"
 echo
 bash "$here/classifier.sh"
+echo
+bash "$here/fit.sh"

@@ -4,12 +4,13 @@
 # folder (metrics.jsonl/csv, run.json, `last` and `best` checkpoints), is cut off mid-run, the daemon is
 # stopped (everything in memory is gone), and a fresh daemon resumes it from the log folder to the end:
 # the result is the one an uninterrupted run gives. Then the curves, in the terminal (and as a PNG when
-# matplotlib is installed).
+# matplotlib is installed). It runs a daemon of its own (its socket in a temp folder), since it stops it.
 #   EPOCHS=6 examples/fit.sh
 set -euo pipefail
 EPOCHS=${EPOCHS:-6}
 work=$(mktemp -d "${TMPDIR:-/tmp}/torchsh-fit.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+export TORCHSH_SOCKET="$work/torchd.sock"
+trap 'torch daemon stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
 # the data file: 20,000 points, label 1 when x0^2 + x1^2 > 1.4 (about half)
 torch manual_seed 0 >/dev/null

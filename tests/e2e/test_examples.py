@@ -28,3 +28,12 @@ def test_classifier_example_reaches_95_percent_and_reloads_in_a_fresh_daemon(sh)
     again = float(re.search(r"reloaded checkpoint: test accuracy (\S+)", out).group(1))
     assert acc >= 0.95 and again == acc
     assert re.search(r"step 50  loss \S+  lr \S+  test accuracy", out)
+
+
+def test_fit_example_resumes_in_a_fresh_daemon_and_reaches_95_percent(sh):
+    out = sh("EPOCHS=3 bash %s" % example("fit.sh"), timeout=600)
+    rows = re.findall(r"^(\d+)\s+\S+\s+\S+\s+\S+\s+(\S+)\s+0\.01\s", out, re.M)  # epoch rows: epoch … val_accuracy lr
+    assert [int(e) for e, _ in rows] == [1, 2, 3]  # two before the cut, the third after the resume
+    assert out.index("a fresh one resumes") < out.index("\n3 ")
+    assert float(re.search(r"fit: validation accuracy (\S+)", out).group(1)) >= 0.95
+    assert "val_loss:" in out  # the chart's legend
