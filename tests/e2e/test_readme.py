@@ -19,3 +19,18 @@ def test_the_tour_runs_and_prints_what_it_says(sh):
     assert lines[0] == "10.0"  # torch matmul $a $b | torch sum | torch value
     assert re.match(r"^tensor://\w+$", lines[1])  # echo $a | torch add $b
     assert re.match(r"^-?\d+(\.\d+)?(e-?\d+)?$", lines[-1])  # train_step prints the loss
+
+
+def section(title):
+    text = open(README).read()
+    body = text.split("## " + title, 1)[1].split("\n## ", 1)[0]
+    return "\n".join(line[4:] for line in body.split("\n") if line.startswith("    "))
+
+
+def test_train_on_data_runs_as_written_and_resumes_to_ten_epochs(sh, tmp_path):
+    script = section("Train on data")
+    assert "torch data open" in script and "torch fit" in script and "torch plot" in script
+    out = sh("set -e\ncd %s\n%s" % (tmp_path, script), timeout=600)
+    epochs = [int(line.split()[0]) for line in out.split("\n") if re.match(r"^\d+\s+[\d.]+\s", line)]
+    assert epochs == list(range(1, 11))  # five, then the resumed run's 6..10
+    assert "val_loss:" in out and "accuracy" in out  # the chart's legend; the metric column
