@@ -11,6 +11,7 @@ import torch
 import torch.utils.data
 from torch.nn.parameter import is_lazy
 
+from torchsh.jobs.job import Job
 from torchsh.vocab import dtype_name
 
 
@@ -72,6 +73,10 @@ def _dataset_fields(d):
     return dict(type=type(d).__name__, length=length, bytes=tensor_bytes(_dataset_tensors(d)))
 
 
+def _job_fields(j):
+    return dict(type=j.verb, state=j.state, progress=j.progress_text(), bytes=0)  # what it uses has handles
+
+
 HANDLE_KINDS = {k.name: k for k in (
     HandleKind("tensor", torch.Tensor, "a tensor", _tensor_fields, lambda t: [t]),
     HandleKind("nn", torch.nn.Module, "a module", _module_fields,
@@ -79,6 +84,7 @@ HANDLE_KINDS = {k.name: k for k in (
     HandleKind("optim", torch.optim.Optimizer, "an optimizer", _optimizer_fields, lambda o: []),
     HandleKind("sched", torch.optim.lr_scheduler.LRScheduler, "a scheduler", _scheduler_fields, lambda s: []),
     HandleKind("data", torch.utils.data.Dataset, "a dataset", _dataset_fields, _dataset_tensors),
+    HandleKind("job", Job, "a job", _job_fields, lambda j: []),
 )}
 KINDS = tuple(HANDLE_KINDS)  # the handle prefixes, in census order
 
