@@ -28,6 +28,7 @@ H_FOLLOW = "torchsh-follow"
 # these, EXIT_CLASSES and ERRORS.
 EXIT_OK = 0
 EXIT_INTERNAL = 1     # a bug in torchsh: please report
+EXIT_END = 1          # nothing left: `data next` at the end of an epoch (silent, so `while b=$(…)` ends)
 EXIT_USAGE = 2        # bad command line: unknown op or flag, wrong arity, unparsable value
 EXIT_HANDLE = 3       # unknown, stale or wrong-kind handle
 EXIT_TORCH = 4        # PyTorch refused the computation (shapes, dtypes, values)
@@ -62,6 +63,7 @@ ERRORS = {
     "overloaded": (503, EXIT_DAEMON, "the daemon is at its connection or thread limit; retry shortly"),
     "untrusted": (403, EXIT_DAEMON, "the socket, its folder or a file beside it is not yours and private; nothing was sent"),
     "forbidden": (403, EXIT_DAEMON, "the daemon serves only its own user"),
+    "end_of_epoch": (416, EXIT_END, "`data next`: the loader's epoch is over (silent); the next call starts the next"),
     "internal_error": (500, EXIT_INTERNAL, "a bug in torchsh; the daemon log has the traceback"),
 }
 
@@ -69,7 +71,8 @@ ERRORS = {
 # with the codes of each class from ERRORS (errors.exit_status_line, errors.exit_table_markdown).
 EXIT_CLASSES = {
     EXIT_OK: ("ok", "success"),
-    EXIT_INTERNAL: ("internal error", "internal error (a bug; the daemon log has the traceback)"),
+    EXIT_INTERNAL: ("internal error or end", "internal error (a bug; the daemon log has the traceback), or "
+                                             "nothing left (`data next` at the end of an epoch, silent)"),
     EXIT_USAGE: ("usage", "usage: unknown op or flag, wrong arity, unreadable value, over a size limit, "
                           "malformed request"),
     EXIT_HANDLE: ("handle", "handle: unknown, stale (earlier daemon), wrong kind, malformed"),
@@ -77,6 +80,11 @@ EXIT_CLASSES = {
     EXIT_DAEMON: ("daemon unavailable", "daemon unavailable, overloaded, or not provably yours"),
     EXIT_IO: ("file", "file could not be read or written"),
 }
+
+
+# Codes the CLI reports by exit status alone, with nothing on stderr: `while b=$(torch data next $L)` ends
+# quietly at the end of an epoch, as `read` does at the end of input.
+SILENT = ("end_of_epoch",)
 
 
 def exit_status(code):

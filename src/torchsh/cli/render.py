@@ -16,6 +16,8 @@ def cli_text(result, wire, as_json=False):
     if hasattr(result, "text") and callable(result.text) and not as_json:
         return result.text()
     if as_json:
+        if getattr(result, "json_lines", False):  # rows as JSON lines (`torch fit --json`)
+            return "".join(dumps(row) + "\n" for row in wire)
         return dumps(wire) + "\n"
     if isinstance(wire, dict) and _holds_objects(result):
         parts = result.values() if isinstance(result, dict) else result  # named tuples: field order

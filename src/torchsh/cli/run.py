@@ -55,7 +55,7 @@ def run_cli(app, request):
         return _run_op(ctx, op, fixed, words)
     except TorchshError as e:
         e.op = e.op or op_name
-        return CliReply(stderr=e.line() + "\n", exit=protocol.exit_status(e.code))
+        return CliReply(stderr="" if e.code in protocol.SILENT else e.line() + "\n", exit=protocol.exit_status(e.code))
     except Exception:  # a bug in torchsh: keep the daemon alive, log the traceback
         log.error("internal error on %r\n%s", argv, traceback.format_exc())
         err = TorchshError("internal_error", "internal error", "the daemon log %s has the traceback" % app.log_path,

@@ -11,6 +11,7 @@ import torch
 import torch.utils.data
 from torch.nn.parameter import is_lazy
 
+from torchsh.data.loader import Loader
 from torchsh.jobs.job import Job
 from torchsh.vocab import dtype_name
 
@@ -77,6 +78,12 @@ def _job_fields(j):
     return dict(type=j.verb, state=j.state, progress=j.progress_text(), bytes=0)  # what it uses has handles
 
 
+def _loader_fields(loader):
+    """A loader holds its dataset (its own handle's bytes) and a position: bytes 0."""
+    return dict(type="DataLoader", batches=len(loader), batch_size=loader.batch_size, epoch=loader.epoch,
+                position=loader.position, bytes=0)
+
+
 HANDLE_KINDS = {k.name: k for k in (
     HandleKind("tensor", torch.Tensor, "a tensor", _tensor_fields, lambda t: [t]),
     HandleKind("nn", torch.nn.Module, "a module", _module_fields,
@@ -84,6 +91,7 @@ HANDLE_KINDS = {k.name: k for k in (
     HandleKind("optim", torch.optim.Optimizer, "an optimizer", _optimizer_fields, lambda o: []),
     HandleKind("sched", torch.optim.lr_scheduler.LRScheduler, "a scheduler", _scheduler_fields, lambda s: []),
     HandleKind("data", torch.utils.data.Dataset, "a dataset", _dataset_fields, _dataset_tensors),
+    HandleKind("loader", Loader, "a loader", _loader_fields, lambda loader: _dataset_tensors(loader.dataset)),
     HandleKind("job", Job, "a job", _job_fields, lambda j: []),
 )}
 KINDS = tuple(HANDLE_KINDS)  # the handle prefixes, in census order

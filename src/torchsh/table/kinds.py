@@ -161,6 +161,8 @@ KINDS = {k.name: k for k in (
             schema={"type": "array", "items": _BOOL}),
     ArgKind("str_list", lambda t: 3 if t.cls == "list" else (2 if t.cls == "str" else 0), _str_list,
             aten_list=("str",), schema={"type": ["array", "string"], "items": _STR}),
+    ArgKind("loader", _handle_score, _held("loader"), aten=("Loader",), metavar="LOADER", handle="loader",
+            stdin="line", nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
     ArgKind("job", _handle_score, _held("job"), aten=("Job",), metavar="JOB", handle="job", stdin="line",
             nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
 )}

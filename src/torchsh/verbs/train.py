@@ -11,6 +11,10 @@ One request does what the five-command loop does in five:
 
 and prints the loss as a plain number (shortest text of its float32 value), keeping no tensors:
 Clorch's canonical loop. The result equals the separate commands bit for bit.
+
+With --autocast bf16|fp16 the forward and loss run under torch.autocast(device_type, dtype), the
+backward outside it, as PyTorch's recipe. train_step keeps no GradScaler between steps: for fp16 on
+CUDA, where small gradients underflow, use `torch fit --autocast fp16`, which does.
 """
 import torch
 import torch.nn.functional as F
@@ -31,22 +35,26 @@ def loss_function(name):
 
 
 @verb("train_step(Module model, Optimizer optimizer, Tensor input, Tensor target, *, str loss=\"mse_loss\", "
-      "Json? loss_args=None, float? clip=None, Scheduler? sched=None) -> Scalar", category="optim",
+      "Json? loss_args=None, float? clip=None, Scheduler? sched=None, str? autocast=None) -> Scalar", category="optim",
       examples=("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
                 "torch train_step $m $o $(torch randn 8 2) $(torch randn 8 1)",))
-def train_step(ctx, model, optimizer, input, target, loss="mse_loss", loss_args=None, clip=None, sched=None):
+def train_step(ctx, model, optimizer, input, target, loss="mse_loss", loss_args=None, clip=None, sched=None,
+               autocast=None):
     """zero_grad, forward, loss, backward, [clip], step, [scheduler step] in one request; prints the loss.
 
     --loss_args takes the loss's options as JSON, e.g. '{"label_smoothing": 0.1}'.
+    autocast: bf16 or fp16: forward and loss under torch.autocast on the model's device
     """
     fn = loss_function(loss)
+    _autocast(model, autocast)  # a bad --autocast is refused before any change
     options = _loss_options(loss_args)
     params = [p for g in optimizer.param_groups for p in g["params"]]
 
     def closure():
         optimizer.zero_grad()
         with torch.enable_grad():  # a training step records a graph even inside a no-grad block
-            value = fn(model(input), target, **options)
+            with _autocast(model, autocast):
+                value = fn(model(input), target, **options)
             value.backward()
         if clip is not None:
             torch.nn.utils.clip_grad_norm_(params, clip)
@@ -61,6 +69,16 @@ def train_step(ctx, model, optimizer, input, target, loss="mse_loss", loss_args=
         plateau = isinstance(sched, torch.optim.lr_scheduler.ReduceLROnPlateau)
         sched.step(value.item()) if plateau else sched.step()
     return JsonText(number_text(value.detach()))
+
+
+def _autocast(model, name):
+    """torch.autocast on the model's device for --autocast bf16|fp16 (a disabled one without it)."""
+    dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16}
+    if name is not None and name not in dtypes:
+        raise bad_argument("--autocast takes bf16 or fp16, not %r" % name)
+    param = next(model.parameters(), None)
+    device_type = param.device.type if param is not None else "cpu"
+    return torch.autocast(device_type, dtype=dtypes.get(name), enabled=name is not None)
 
 
 def _loss_options(loss_args):

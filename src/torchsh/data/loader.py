@@ -1,0 +1,93 @@
+"""`loader://`: PyTorch's DataLoader, with an epoch counter, a position in the epoch, and a state that
+resumes mid-epoch bit for bit.
+
+The batches are exactly those of `DataLoader(ds, batch_size, shuffle=True,
+generator=torch.Generator().manual_seed(S))` iterated epoch after epoch (reshuffled every epoch, as
+PyTorch does): the loader is built the way DataLoader builds itself (RandomSampler or
+SequentialSampler, BatchSampler) with one generator shared by the sampler and the DataLoader.
+To resume, the state keeps the generator's state at the start of the current epoch and the number
+of batches taken; restoring replays the epoch's sampler (indices only, no data fetched) up to there.
+"""
+import torch
+from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
+
+STATE_FORMAT = "torchsh-loader-1"
+
+
+class _Skipping(BatchSampler):
+    """A BatchSampler whose next iteration first drops `skip` batches of indices (a resumed epoch)."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        super().__init__(sampler, batch_size, drop_last)
+        self.skip = 0
+
+    def __iter__(self):
+        skip, self.skip = self.skip, 0
+        it = super().__iter__()
+        for _ in range(skip):
+            next(it, None)
+        yield from it
+
+
+class Loader:
+    """torch.utils.data.DataLoader with PyTorch's defaults and names, iterated one batch at a time."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None, num_workers=0):
+        if seed is None:  # PyTorch draws from the global RNG; drawing the seed from it once keeps
+            seed = int(torch.empty((), dtype=torch.int64).random_().item())  # `manual_seed` repeatable
+        self.seed = seed
+        self.generator = torch.Generator().manual_seed(seed)
+        sampler = RandomSampler(dataset, generator=self.generator) if shuffle else SequentialSampler(dataset)
+        self.batches = _Skipping(sampler, batch_size, drop_last)
+        self.loader = DataLoader(dataset, batch_sampler=self.batches, num_workers=num_workers,
+                                 generator=self.generator)
+        self.dataset, self.batch_size, self.shuffle, self.drop_last = dataset, batch_size, shuffle, drop_last
+        self.num_workers = num_workers
+        self.epoch = 0           # epochs finished
+        self.position = 0        # batches taken in the current epoch
+        self.in_epoch = False    # an epoch has started and not ended
+        self._epoch_start = None  # the generator's state when the current epoch started
+        self._it = None
+
+    def __len__(self):
+        return len(self.loader)  # batches per epoch
+
+    def next_batch(self):
+        """The next batch of the current epoch (starting one if none is running), or None at its end."""
+        if self._it is None:
+            self._start()
+        try:
+            batch = next(self._it)
+        except StopIteration:
+            self._it, self.in_epoch, self.position = None, False, 0
+            self.epoch += 1
+            return None
+        self.position += 1
+        return batch
+
+    def _start(self):
+        if self.in_epoch:  # resumed mid-epoch: replay this epoch's shuffle, skip what was taken
+            self.generator.set_state(self._epoch_start)
+            self.batches.skip = self.position
+        else:
+            self._epoch_start = self.generator.get_state()
+            self.in_epoch, self.position = True, 0
+        self._it = iter(self.loader)
+
+    def state_dict(self):
+        generator = self._epoch_start if self.in_epoch else self.generator.get_state()
+        return {"format": STATE_FORMAT, "epoch": self.epoch, "position": self.position,
+                "in_epoch": self.in_epoch, "generator": generator.clone(), "seed": self.seed,
+                "batches": len(self)}
+
+    def load_state_dict(self, state):
+        if state.get("format") != STATE_FORMAT:
+            raise ValueError("not a torchsh loader state")
+        if state["batches"] != len(self):
+            raise ValueError("the saved loader had %d batches per epoch, this one %d" % (state["batches"], len(self)))
+        self._it = None
+        self.epoch, self.position, self.in_epoch = state["epoch"], state["position"], state["in_epoch"]
+        if self.in_epoch:
+            self._epoch_start = state["generator"].clone()
+        else:
+            self.generator.set_state(state["generator"])

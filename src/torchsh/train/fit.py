@@ -1,0 +1,209 @@
+"""The loop of `torch fit`, PyTorch's recipe step for step (the weights equal this loop written in Python,
+with the same loader seed, bit for bit on CPU):
+
+    for epoch in range(epochs):
+        model.train()
+        for i, (x, y) in enumerate(loader):            # the Loader: reshuffled every epoch
+            if i % K == 0: optimizer.zero_grad()
+            with torch.autocast(device_type, dtype):    # only with --autocast
+                loss = loss_fn(model(x), y, **loss_args)
+            scaler.scale(loss / K).backward()           # K = --accum (no division when 1); no scaler but fp16
+            if (i + 1) % K == 0 or i + 1 == len(loader):
+                scaler.unscale_(optimizer); clip_grad_norm_(params, clip)   # only with --clip
+                scaler.step(optimizer); scaler.update()                     # = optimizer.step() without fp16
+        model.eval(); with torch.no_grad(): …val loader…; model.train()    # only with --val
+        scheduler.step()                                # ReduceLROnPlateau: scheduler.step(val_loss or loss)
+
+run_fit(ctx, plan, report, should_stop) reports progress events to report(event) — {"event": "batch",
+"epoch", "batch", "batches", "loss" (the epoch's running mean), "rate" (batches/s), "eta_s"} after every
+batch, {"event": "epoch", **row} after every epoch, {"event": "stopped"|"done", "epoch", "step",
+"reason"} at the end — and polls should_stop() after every optimizer step: a stop there (or
+--max_steps) ends the run resumably, the model keeping that step.
+"""
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from torchsh.errors import bad_argument
+from torchsh.train import resume
+from torchsh.train.logdir import LogDir
+from torchsh.train.metrics import EpochSums
+from torchsh.train.plan import AUTOCAST
+
+
+@dataclass
+class Progress:
+    """Where the run is: what a checkpoint stores besides the objects' own state."""
+    epoch: int = 1             # the epoch in progress, or the next one (1-based)
+    step: int = 0              # optimizer steps of the whole run
+    in_epoch: bool = False
+    sums: dict = None          # the epoch's EpochSums.state() so far
+    epoch_seconds: float = 0.0
+    best: float = None         # the best value of plan.monitor so far
+    bad_epochs: int = 0        # epochs since it last improved
+
+
+@dataclass
+class FitResult:
+    rows: list = field(default_factory=list)  # the epoch rows of this run
+    epoch: int = 0
+    step: int = 0
+    reason: str = "done"                      # done | stopped | max_steps | early_stop
+
+
+def run_fit(ctx, plan, report, should_stop):
+    return _Run(plan, report, should_stop).go()
+
+
+def _on_device(batch, device):
+    """A batch's fields on the model's device: (inputs…, target)."""
+    if not isinstance(batch, (list, tuple)) or len(batch) < 2:
+        raise bad_argument("fit needs batches of (inputs…, target); this loader's items have %d field(s)"
+                           % (len(batch) if isinstance(batch, (list, tuple)) else 1),
+                           "torch data tensors $X $Y makes (input, target) items")
+    return [t.to(device, non_blocking=True) if isinstance(t, torch.Tensor) else t for t in batch]
+
+
+class _Run:
+    def __init__(self, plan, report, should_stop):
+        self.plan, self.report, self.should_stop = plan, report, should_stop
+        self.scaler = torch.amp.GradScaler(plan.device_type, enabled=plan.autocast == "fp16")
+        self.params = [p for g in plan.optimizer.param_groups for p in g["params"]]
+        p = next(plan.model.parameters(), None)
+        self.device = p.device if p is not None else torch.device("cpu")
+        self.progress = Progress()
+        self.result = FitResult()
+        self.log = LogDir(plan.log) if plan.log else None
+
+    def go(self):
+        plan = self.plan
+        source = resume.source(plan)
+        if source:
+            self.progress = resume.restore(source, plan, self.scaler, Progress)
+        if self.log:
+            self.log.start(plan, self.progress, source)
+        with torch.enable_grad():
+            while self.progress.epoch <= plan.epochs:
+                reason = self._epoch()
+                if reason:
+                    return self._finish(reason)
+                if plan.patience is not None and self.progress.bad_epochs >= plan.patience:
+                    return self._finish("early_stop")
+        return self._finish("done")
+
+    def _autocast(self):
+        dtype = AUTOCAST.get(self.plan.autocast)
+        return torch.autocast(self.plan.device_type, dtype=dtype, enabled=dtype is not None)
+
+    def _epoch(self):
+        plan, p = self.plan, self.progress
+        plan.model.train()
+        if not p.in_epoch:
+            p.in_epoch, p.sums, p.epoch_seconds = True, None, 0.0
+        sums = EpochSums(plan.metrics, p.sums)
+        resumed_at, batches, window, taken = p.epoch_seconds, len(plan.loader), 0, 0
+        start = time.monotonic() - resumed_at
+        while True:
+            if window == 0:
+                plan.optimizer.zero_grad()
+            batch = plan.loader.next_batch()
+            if batch is None:
+                break
+            self._forward_backward(batch, sums)
+            window, taken = window + 1, taken + 1
+            position = plan.loader.position
+            if window == plan.accum or position == batches:
+                window = 0
+                reason = self._step(sums, time.monotonic() - start)
+                if reason:
+                    return reason
+            elapsed = time.monotonic() - start
+            rate = taken / max(elapsed - resumed_at, 1e-9) if taken else 0.0
+            self.report({"event": "batch", "epoch": p.epoch, "batch": position, "batches": batches,
+                         "loss": sums.row()["loss"], "rate": rate, "eta_s": (batches - position) / rate if rate else None})
+        self._end_epoch(sums, time.monotonic() - start)
+        return None
+
+    def _forward_backward(self, batch, sums):
+        plan = self.plan
+        *inputs, target = _on_device(batch, self.device)
+        with self._autocast():
+            output = plan.model(*inputs)
+            loss = plan.loss(output, target, **plan.loss_args)
+        sums.add(loss.item(), output, target)
+        self.scaler.scale(loss / plan.accum if plan.accum > 1 else loss).backward()
+
+    def _step(self, sums, seconds):
+        """The optimizer step closing an accumulation window; a stop reason when the run ends here."""
+        plan, p = self.plan, self.progress
+        if plan.clip is not None:
+            self.scaler.unscale_(plan.optimizer)  # a no-op without fp16
+            torch.nn.utils.clip_grad_norm_(self.params, plan.clip)
+        self.scaler.step(plan.optimizer)          # optimizer.step() without fp16
+        self.scaler.update()
+        p.step += 1
+        if self.log:
+            self.log.row({"kind": "step", "epoch": p.epoch, "step": p.step, "loss": sums.window_loss(),
+                          "lr": self._lr(), "seconds": seconds})
+        reason = "stopped" if self.should_stop() else None
+        if plan.max_steps is not None and p.step >= plan.max_steps:
+            reason = reason or "max_steps"
+        if self.log and (reason or p.step % plan.save_every == 0):
+            p.sums, p.epoch_seconds = sums.state(), seconds
+            resume.save(self.log.last, plan, self.scaler, p)
+        return reason
+
+    def _lr(self):
+        lr = self.plan.optimizer.param_groups[0]["lr"]
+        return lr.item() if isinstance(lr, torch.Tensor) else lr
+
+    def _end_epoch(self, sums, seconds):
+        plan, p = self.plan, self.progress
+        row = {"kind": "epoch", "epoch": p.epoch, "step": p.step, **sums.row()}
+        if plan.val is not None:
+            row.update(self._validate())
+        row.update(lr=self._lr(), seconds=seconds)
+        if plan.sched is not None:
+            if isinstance(plan.sched, torch.optim.lr_scheduler.ReduceLROnPlateau):
+                plan.sched.step(row["val_loss" if plan.val is not None else "loss"])
+            else:
+                plan.sched.step()
+        improved = self._improved(row[plan.monitor])
+        p.epoch, p.in_epoch, p.sums, p.epoch_seconds = p.epoch + 1, False, None, 0.0
+        if self.log:
+            self.log.row(row)
+            resume.save(self.log.last, plan, self.scaler, p)
+            if improved:
+                resume.save(self.log.best, plan, self.scaler, p)
+        self.result.rows.append(row)
+        self.report(dict(row, event="epoch"))
+
+    def _improved(self, value):
+        p = self.progress
+        better = p.best is None or (value < p.best if self.plan.lower_is_better() else value > p.best)
+        if better:
+            p.best, p.bad_epochs = value, 0
+        else:
+            p.bad_epochs += 1
+        return better
+
+    def _validate(self):
+        plan, sums = self.plan, EpochSums(self.plan.metrics)
+        plan.model.eval()
+        with torch.no_grad(), self._autocast():
+            while (batch := plan.val.next_batch()) is not None:
+                *inputs, target = _on_device(batch, self.device)
+                output = plan.model(*inputs)
+                sums.add(plan.loss(output, target, **plan.loss_args).item(), output, target)
+        plan.model.train()
+        return sums.row("val_")
+
+    def _finish(self, reason):
+        p = self.progress
+        if self.log:
+            self.log.close()
+        self.result.epoch, self.result.step, self.result.reason = p.epoch - (0 if p.in_epoch else 1), p.step, reason
+        self.report({"event": "done" if reason in ("done", "early_stop") else "stopped",
+                     "epoch": self.result.epoch, "step": p.step, "reason": reason})
+        return self.result

@@ -1,0 +1,90 @@
+"""`torch fit MODEL OPT LOADER --loss L [--epochs N] [--val LOADER] [--metrics accuracy] …`: the whole
+training loop in one request (src/torchsh/train/fit.py has the loop, step for step PyTorch's recipe).
+
+stdout: one row per epoch (epoch, train loss, val loss, metrics, lr, seconds) as aligned text, or one
+JSON object a line with --json. --log DIR keeps metrics.jsonl/.csv, run.json and the checkpoints
+last/best; --resume auto continues from DIR's last checkpoint bit for bit, even mid-epoch.
+"""
+import os
+
+from torchsh.call.results import Table
+from torchsh.train.fit import run_fit
+from torchsh.train.plan import SAVE_EVERY, FitPlan
+from torchsh.verbs import verb
+from torchsh.verbs.train import _loss_options, loss_function
+
+_COLUMNS = ("epoch", "loss", "val_loss")
+
+
+class FitRows(Table):
+    """Epoch rows: aligned columns on a terminal, one JSON object a line with --json."""
+    json_lines = True
+
+    def text(self):
+        header = {c: c for c in self.columns}
+        return Table([header] + [{k: _cell(k, v) for k, v in r.items()} for r in self], self.columns).text()
+
+
+def _cell(key, value):
+    if isinstance(value, float):
+        return "%.2f" % value if key == "seconds" else "%.6g" % value
+    return value
+
+
+@verb("fit(Module model, Optimizer optimizer, Loader loader, *, str loss=\"mse_loss\", Json? loss_args=None, "
+      "int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, "
+      "str? autocast=None, int? patience=None, str? monitor=None, Path? log=None, str? resume=None, "
+      "int save_every=%d, int? max_steps=None) -> Json" % SAVE_EVERY, category="optim",
+      examples=("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
+                "L=$(torch data loader $(torch data tensors $(torch randn 64 2) $(torch randn 64 1)) "
+                "--batch_size 16 --shuffle --seed 0); torch fit $m $o $L --loss mse_loss --epochs 2",))
+def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1, val=None, metrics=None, sched=None,
+        clip=None, accum=1, autocast=None, patience=None, monitor=None, log=None, resume=None,
+        save_every=SAVE_EVERY, max_steps=None):
+    """Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
+
+    loss: a torch.nn.functional loss (mse_loss, cross_entropy, …); each batch is (inputs…, target)
+    loss_args: the loss's options as JSON, e.g. '{"label_smoothing": 0.1}'
+    epochs: the run's total epochs (a resumed run finishes the same total)
+    val: a loader evaluated after every epoch (eval mode, no grad): val_loss and val_ metrics
+    metrics: accuracy (argmax == target), top5
+    sched: a scheduler stepped once per epoch (ReduceLROnPlateau: on val_loss, else loss)
+    clip: clip_grad_norm_ of all parameters before each optimizer step (after unscaling with fp16)
+    accum: batches per optimizer step; each batch's loss / accum, as PyTorch's recipe
+    autocast: bf16 or fp16: torch.autocast on the model's device (fp16 adds a GradScaler)
+    patience: stop after this many epochs without improvement of --monitor
+    monitor: the value early stopping and the `best` checkpoint watch (default val_loss, or loss without --val)
+    log: a folder for metrics.jsonl, metrics.csv, run.json, last.safetensors, best.safetensors
+    resume: auto (the --log folder's last checkpoint, when there is one) or a checkpoint file
+    save_every: optimizer steps between `last` checkpoints (also saved every epoch and where a run stops)
+    max_steps: stop after this many optimizer steps of the whole run (resumable with --resume)
+    """
+    plan = FitPlan(model=model, optimizer=optimizer, loader=loader, loss=loss_function(loss),
+                   loss_args=_loss_options(loss_args), epochs=epochs, val=val, metrics=tuple(metrics or ()),
+                   sched=sched, clip=clip, accum=accum, autocast=autocast, patience=patience, monitor=monitor,
+                   log=log, resume=_resume_path(ctx, resume), save_every=save_every, max_steps=max_steps,
+                   loss_name=loss, command=_command(locals()))
+    result = run_fit(ctx, plan, lambda event: None, lambda: False)
+    columns = [c for c in _COLUMNS if c != "val_loss" or val is not None]
+    columns += list(plan.metrics) + ["val_" + m for m in plan.metrics if val is not None] + ["lr", "seconds"]
+    rows = [{k: r[k] for k in columns if k in r} for r in result.rows]
+    return FitRows(rows, columns)
+
+
+def _resume_path(ctx, resume):
+    if resume is None or resume == "auto":
+        return resume
+    return os.path.normpath(os.path.join(ctx.cwd, os.path.expanduser(resume)))
+
+
+def _command(args):
+    """The command line as run.json records it: handles stand for the objects run.json describes."""
+    words = ["torch", "fit", "MODEL", "OPT", "LOADER"]
+    for key in ("loss", "loss_args", "epochs", "metrics", "clip", "accum", "autocast", "patience", "monitor",
+                "log", "resume", "save_every", "max_steps"):
+        value = args[key]
+        if value is not None:
+            words += ["--" + key, ",".join(value) if isinstance(value, list) else str(value)]
+    words += [w for key, word in (("val", "VAL_LOADER"), ("sched", "SCHED")) if args[key] is not None
+              for w in ("--" + key, word)]
+    return tuple(words)

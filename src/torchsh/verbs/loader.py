@@ -1,0 +1,62 @@
+"""Datasets over held tensors and PyTorch's DataLoader from the shell:
+`torch data tensors X [Y…]` -> data://, `torch data loader D [--batch_size 1] [--shuffle] …` -> loader://,
+`torch data next L` -> one handle per batch field.
+
+The loader is torch.utils.data.DataLoader with PyTorch's defaults and names; with --seed S its batches
+are those of `DataLoader(ds, batch_size, shuffle=True, generator=torch.Generator().manual_seed(S))`,
+reshuffled every epoch (without --seed, S is drawn from the global RNG when the loader is made, so
+`torch manual_seed` makes it repeatable). `data next` exits 1 silently at the end of an epoch (code
+end_of_epoch); the call after that starts the next epoch, so this is a bash training loop:
+
+    while b=$(torch data next $L); do torch train_step $m $o $b; done
+"""
+import torch
+from torch.utils.data import TensorDataset
+
+from torchsh.data.loader import Loader
+from torchsh.errors import TorchshError, bad_argument
+from torchsh.verbs import verb
+
+
+@verb("data.tensors(Tensor[] tensors) -> Dataset", category="files",
+      examples=("torch data tensors $(torch randn 8 2) $(torch randn 8 1)",))
+def tensors(ctx, tensors):
+    """A TensorDataset over held tensors: item i is (X[i], Y[i], …); all share their first dimension."""
+    sizes = [t.shape[0] if t.dim() else None for t in tensors]
+    if None in sizes or len(set(sizes)) != 1:
+        raise TorchshError("shape_mismatch", "the tensors of a dataset need the same first dimension, got %s"
+                           % " ".join("[]" if s is None else str(s) for s in sizes),
+                           "item i is (X[i], Y[i], …): give tensors of N rows each")
+    return TensorDataset(*tensors)
+
+
+@verb("data.loader(Dataset dataset, *, int batch_size=1, bool shuffle=False, bool drop_last=False, int? seed=None, "
+      "int num_workers=0) -> Loader", category="files",
+      examples=("torch data loader $(torch data tensors $(torch randn 8 2)) --batch_size 4 --shuffle --seed 0",))
+def loader(ctx, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None, num_workers=0):
+    """torch.utils.data.DataLoader over a dataset: batches of --batch_size, reshuffled every epoch with --shuffle.
+
+    seed: seeds the loader's generator (the shuffle order); without it, one drawn from the global RNG
+    num_workers: worker processes that load batches (0: in the daemon's request)
+    """
+    if batch_size < 1:
+        raise bad_argument("--batch_size must be at least 1, got %d" % batch_size)
+    if num_workers < 0:
+        raise bad_argument("--num_workers must be 0 or more, got %d" % num_workers)
+    return Loader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, seed=seed,
+                  num_workers=num_workers)
+
+
+@verb("data.next(Loader loader) -> Tensor[]", category="files",
+      examples=("torch data next $(torch data loader $(torch data tensors $(torch randn 8 2)) --batch_size 4)",))
+def next_batch(ctx, loader):
+    """The loader's next batch, one handle per field (one a line); exit 1, silent, at the end of an epoch.
+
+    The call after the end starts the next epoch (reshuffled with --shuffle), so
+    `while b=$(torch data next $L); do …; done` runs one epoch.
+    """
+    batch = loader.next_batch()
+    if batch is None:
+        raise TorchshError("end_of_epoch", "epoch %d of the loader is over" % loader.epoch,
+                           "the next call starts epoch %d" % (loader.epoch + 1))
+    return list(batch) if isinstance(batch, (list, tuple)) else [batch]

@@ -1,0 +1,72 @@
+"""`torch data tensors`, `torch data loader`, `torch data next`: PyTorch's DataLoader batches, epoch after
+epoch, with a silent exit 1 at each epoch's end, so `while b=$(torch data next $L)` is a bash loop."""
+import torch
+from safetensors.torch import load_file
+from torch.utils.data import DataLoader, TensorDataset
+
+X = torch.randn(10, 3, generator=torch.Generator().manual_seed(1))
+Y = torch.arange(10)
+
+# Every batch of E epochs saved in order (x0 y0 x1 y1 …), a line per epoch end
+EPOCHS = ("hs=(); for e in $(seq {epochs}); do while b=$(torch data next $L); do hs+=($b); done; "
+          "echo end $?; done; torch save ${{hs[@]}} {out}")
+
+
+def batches_from_bash(sh, flags, epochs, after=""):
+    x, y = sh.put(X), sh.put(Y)
+    out = sh.tmp("batches.safetensors")
+    text = sh("L=$(torch data loader $(torch data tensors %s %s) %s); " % (x, y, flags)
+              + EPOCHS.format(epochs=epochs, out=out) + after)
+    saved = load_file(out)
+    flat = [saved[str(i)] for i in range(len(saved))]
+    return list(zip(flat[0::2], flat[1::2])), text
+
+
+def test_shuffled_batches_equal_pytorch_dataloader_reshuffled_every_epoch(sh):
+    got, text = batches_from_bash(sh, "--batch_size 4 --shuffle --seed 3", 3)
+    ref = DataLoader(TensorDataset(X, Y), batch_size=4, shuffle=True, generator=torch.Generator().manual_seed(3))
+    want = [tuple(b) for _ in range(3) for b in ref]
+    assert len(got) == len(want) == 9
+    assert all(torch.equal(g[0], w[0]) and torch.equal(g[1], w[1]) for g, w in zip(got, want))
+    assert [g[1].tolist() for g in got[:3]] != [g[1].tolist() for g in got[3:6]]  # a new order each epoch
+
+
+def test_unshuffled_loader_keeps_order_and_drop_last_drops_the_short_batch(sh):
+    got, _ = batches_from_bash(sh, "--batch_size 4 --drop_last", 2)
+    assert [g[1].tolist() for g in got] == [[0, 1, 2, 3], [4, 5, 6, 7]] * 2
+
+
+def test_end_of_epoch_exits_1_silently_and_the_next_call_starts_the_next_epoch(sh):
+    x = sh.put(X)
+    r = sh.run("L=$(torch data loader $(torch data tensors %s) --batch_size 8); torch data next $L >/dev/null; "
+               "torch data next $L >/dev/null; torch data next $L; echo \"status $?\"; "
+               "torch value $(torch data next $L)" % x)
+    assert r.code == 0 and r.err == ""
+    lines = r.out.splitlines()
+    assert lines[0] == "status 1"
+    assert torch.allclose(torch.tensor(eval(lines[1])), X[:8])
+
+
+def test_next_prints_one_handle_per_batch_field(sh):
+    x, y = sh.put(X), sh.put(Y)
+    out = sh("torch data next $(torch data loader $(torch data tensors %s %s %s) --batch_size 2)" % (x, y, x))
+    assert [h.split("://")[0] for h in out.splitlines()] == ["tensor"] * 3
+
+
+def test_without_seed_the_shuffle_follows_the_global_rng(sh):
+    x = sh.put(Y)
+    run = "torch manual_seed 5; torch value $(torch data next $(torch data loader $(torch data tensors %s) " \
+          "--batch_size 10 --shuffle))" % x
+    assert sh(run) == sh(run)
+
+
+def test_tensors_of_different_lengths_are_a_shape_error(sh):
+    r = sh.run("torch data tensors $(torch randn 4 2) $(torch randn 5)")
+    assert r.code == 4 and "[shape_mismatch]" in r.err and "4 5" in r.err
+
+
+def test_loader_shows_in_the_census_with_its_batches(sh):
+    x = sh.put(X)
+    out = sh("L=$(torch data loader $(torch data tensors %s) --batch_size 3); torch data next $L >/dev/null; "
+             "torch tensors --json | grep -o \"{[^{]*$L[^}]*}\"" % x)
+    assert '"batches":4' in out and '"position":1' in out and '"kind":"loader"' in out
