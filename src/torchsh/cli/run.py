@@ -41,7 +41,8 @@ class CliReply:
 
 def run_cli(app, request):
     ctx = Context(app, request["cwd"], request["env"], request["stdin_is_tty"], request["stdin"],
-                  peer_pid=request.get("peer_pid"), stderr_is_tty=request.get("stderr_is_tty", False))
+                  peer_pid=request.get("peer_pid"), stderr_is_tty=request.get("stderr_is_tty", False),
+                  can_follow=True)
     argv = request["argv"]
     op_name = argv[0][:60] if argv else None
     try:

@@ -6,6 +6,7 @@ Each poll waits for news at most MAX_WAIT_S (a terminal's live line: render.LIVE
 condition, without the tensor lock: the job verbs are lock-free, and answer between any two steps.
 """
 from torchsh import protocol
+from torchsh.errors import TorchshError
 from torchsh.jobs import render
 
 MAX_WAIT_S = 1.0
@@ -19,10 +20,19 @@ def reply(ctx, job, view, offset=0, as_json=False, wait=0.0):
         job.wait_for(offset, min(wait, render.LIVE_POLL_S if live else MAX_WAIT_S))
     seen = render.poll(job, view, offset, ctx.stderr_is_tty, as_json)
     if seen.ended:
+        if view == "run":  # a foreground run's handle was never shown: it goes with its last reply
+            _forget(ctx, job)
         return CliReply(stdout=seen.stdout, stderr=seen.stderr, exit=0 if view == "stop" else job.exit)
     words = ["job", "poll", job.handle, view, "--offset", str(seen.offset)] + (["--json"] if as_json else [])
     stops = "1" if view == "run" else "0"  # Ctrl-C stops a foreground run; it only leaves a follower
     return CliReply(stdout=seen.stdout, stderr=seen.stderr, headers={protocol.H_FOLLOW: " ".join([stops] + words)})
+
+
+def _forget(ctx, job):
+    try:
+        ctx.registry.free([job.handle])
+    except TorchshError:
+        pass  # freed already (`torch free --all` meanwhile)
 
 
 def everything(job, as_json=False):

@@ -25,16 +25,15 @@ STATES = ("running", "done", "failed", "stopped")
 
 
 class Job:
-    def __init__(self, verb, holds=()):
+    def __init__(self, verb, columns=None):
         self.verb = verb            # "fit": the verb that runs, for lines and the census
-        self.holds = tuple(holds)   # handles of what the work uses (model, optimizer, loaders)
         self.handle = None          # job://…, once registered
         self.state = "running"
         self.exit = None            # the exit status once ended: 0 done, 130 stopped, an error's status
         self.events = []
         self.progress = None        # the newest batch event
         self.first_row = None       # the first epoch row: text output prints the header above it
-        self.columns = None         # the text columns: the first row's keys
+        self.columns = columns      # the row keys shown, in order (None: the first row's keys)
         self.position = None        # (epoch, step) of the last completed step the work reported
         self.started, self.ended = time.time(), None
         self.changed = threading.Condition()
@@ -54,14 +53,14 @@ class Job:
                     self._last_plain = now
                     self.events.append(("plain", progress_text(event) + "\n"))
             elif kind == "epoch":
-                row = {k: v for k, v in event.items() if k not in ("event", "kind")}
-                self._note_position(row)
-                if self.first_row is None:
-                    self.first_row, self.columns = row, list(row)
-                self.events.append(("row", row))
-            elif kind in ("stopped", "done"):
                 self._note_position(event)
-                self.stopped_early = self.stopped_early or kind == "stopped"
+                self.columns = self.columns or [k for k in event if k not in ("event", "kind")]
+                row = {k: event[k] for k in self.columns if k in event}
+                if self.first_row is None:
+                    self.first_row = row
+                self.events.append(("row", row))
+            elif kind in ("stopped", "done"):  # where the work ended (a stop request is known by should_stop)
+                self._note_position(event)
             self.changed.notify_all()
 
     def _note_position(self, event):
@@ -129,10 +128,11 @@ def clock(seconds):
     return "%d:%02d:%02d" % (h, m, s) if h else "%d:%02d" % (m, s)
 
 
-def start(ctx, verb, work, holds=()):
+def start(ctx, verb, work, columns=None):
     """Register a job:// for work(report, should_stop) and start it on its own thread. The caller may
-    hold the tensor lock (a verb runs under it): the job's first step waits for it like any request."""
-    job = Job(verb, holds)
+    hold the tensor lock (a verb runs under it): the job's first step waits for it like any request.
+    columns: the epoch rows' keys to show, in order (default: the first row's)."""
+    job = Job(verb, columns)
     job.handle = ctx.put(job, "job")
     threading.Thread(target=_run, args=(ctx.app, job, work), name="torchd-job-%s" % verb, daemon=True).start()
     return job

@@ -62,17 +62,18 @@ def _row_text(job, row, as_json):
     columns = job.columns or list(row)
     line = _cells(columns, row)
     if row is job.first_row:
-        return _cells(columns, {c: c for c in columns}) + "\n" + line + "\n"
+        return "  ".join(c.ljust(max(len(c), 9)) for c in columns).rstrip() + "\n" + line + "\n"
     return line + "\n"
 
 
 def _cells(columns, row):
-    return "  ".join(_cell(row.get(c)).ljust(max(len(c), 9)) for c in columns).rstrip()
+    """Fixed-width columns (rows come one at a time: no later row can widen a column)."""
+    return "  ".join(_cell(c, row.get(c)).ljust(max(len(c), 9)) for c in columns).rstrip()
 
 
-def _cell(value):
+def _cell(key, value):
     if value is None:
         return "-"
     if isinstance(value, float):
-        return "%.6g" % value
+        return "%.2f" % value if key == "seconds" else "%.6g" % value
     return str(value)

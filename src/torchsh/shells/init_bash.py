@@ -64,7 +64,7 @@ __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv
     # `command`: in POSIX mode (sh, bash --posix, which import the exported function too) a failed
     # `exec` redirection would end the shell instead of falling back to the real client
     command exec {__fd}<>"/dev/tcp/127.0.0.1/$__torchsh_port" || return 1
-    __n=$(( 20 + ${#PWD} + ${#2} + ${#4} ))
+    __n=$(( 19 + ${#PWD} + ${#1} + ${#2} + ${#4} ))
     for __a in "${@:5}"; do __n=$(( __n + ${#__a} + 1 )); done
     if (( $# > 4 )); then printf -v __fmt '\\0%%s%.0s' "${@:5}"; fi
     printf -v __head 'POST /v1/cli HTTP/1.1\r\nTorchsh-Token: %s\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n' \
