@@ -63,6 +63,7 @@ ERRORS = {
     "overloaded": (503, EXIT_DAEMON, "the daemon is at its connection or thread limit; retry shortly"),
     "untrusted": (403, EXIT_DAEMON, "the socket, its folder or a file beside it is not yours and private; nothing was sent"),
     "forbidden": (403, EXIT_DAEMON, "the daemon serves only its own user"),
+    "in_use": (409, EXIT_HANDLE, "a running job uses the object; stop the job first"),
     "end_of_epoch": (416, EXIT_END, "`data next`: the loader's epoch is over (silent); the next call starts the next"),
     "internal_error": (500, EXIT_INTERNAL, "a bug in torchsh; the daemon log has the traceback"),
 }

@@ -100,6 +100,17 @@ def test_other_commands_answer_while_a_job_runs(sh):
     assert " running " in lines[4] and STOPPED.fullmatch(lines[5])
 
 
+def test_free_refuses_what_a_running_job_uses_until_it_has_stopped(sh):
+    make, _ = setup(sh)
+    r = sh.run(make + "j=$(torch fit $m $o $L --epochs 100000 --detach); torch free $m; echo free=$?; "
+               "torch free $j; echo free=$?; torch free --all; echo all=$?; torch job stop $j >/dev/null; "
+               "torch free $m $o $L $j; echo free=$?")
+    assert re.findall(r"\w+=\d+", r.out) == ["free=3", "free=3", "all=3", "free=0"]
+    first = r.err.splitlines()[0]
+    assert re.fullmatch(r"torch: free: nn://\w+ is in use by the running job (job://\w+); "
+                        r"stop it first: torch job stop \1 \[in_use\]", first), first
+
+
 def test_foreground_fit_without_a_terminal_prints_rows_and_plain_progress_lines(sh):
     make, _ = setup(sh)
     r = sh.run(make + "torch fit $m $o $L --epochs 2; echo rc=$?")

@@ -25,8 +25,9 @@ STATES = ("running", "done", "failed", "stopped")
 
 
 class Job:
-    def __init__(self, verb, columns=None):
+    def __init__(self, verb, columns=None, uses=()):
         self.verb = verb            # "fit": the verb that runs, for lines and the census
+        self.uses = tuple(u for u in uses if u is not None)  # what the work trains: not freed while it runs
         self.handle = None          # job://…, once registered
         self.state = "running"
         self.exit = None            # the exit status once ended: 0 done, 130 stopped, an error's status
@@ -128,14 +129,28 @@ def clock(seconds):
     return "%d:%02d:%02d" % (h, m, s) if h else "%d:%02d" % (m, s)
 
 
-def start(ctx, verb, work, columns=None):
+def start(ctx, verb, work, columns=None, uses=()):
     """Register a job:// for work(report, should_stop) and start it on its own thread. The caller may
     hold the tensor lock (a verb runs under it): the job's first step waits for it like any request.
-    columns: the epoch rows' keys to show, in order (default: the first row's)."""
-    job = Job(verb, columns)
+    columns: the epoch rows' keys to show, in order (default: the first row's); uses: the objects the
+    work trains (model, optimizer, loaders, scheduler), which `torch free` refuses while it runs."""
+    job = Job(verb, columns, uses)
     job.handle = ctx.put(job, "job")
     threading.Thread(target=_run, args=(ctx.app, job, work), name="torchd-job-%s" % verb, daemon=True).start()
     return job
+
+
+def refuse_freeing_in_use(registry, handles):
+    """`torch free` of what a running job uses, or of the running job itself: refused (in_use), naming
+    the job. Its work holds the objects anyway; freeing the handles would only lose the trained result."""
+    entries = dict(registry.items())
+    running = [(h, e.obj) for h, e in entries.items() if e.kind == "job" and e.obj.running()]
+    for handle in handles:
+        entry = entries.get(handle.strip())
+        for job_handle, job in running:
+            if entry is not None and (entry.obj is job or any(entry.obj is u for u in job.uses)):
+                raise TorchshError("in_use", "%s is in use by the running job %s" % (handle.strip(), job_handle),
+                                   "stop it first: torch job stop %s" % job_handle)
 
 
 def _run(app, job, work):

@@ -72,7 +72,8 @@ def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1
     columns = [c for c in _COLUMNS if c != "val_loss" or val is not None]
     columns += list(plan.metrics) + ["val_" + m for m in plan.metrics if val is not None] + ["lr", "seconds"]
     if detach or ctx.can_follow:  # a job: the CLI's client follows a foreground one (progress, Ctrl-C)
-        job = jobs.start(ctx, "fit", lambda report, should_stop: run_fit(ctx, plan, report, should_stop), columns)
+        job = jobs.start(ctx, "fit", lambda report, should_stop: run_fit(ctx, plan, report, should_stop), columns,
+                         uses=(model, optimizer, loader, val, sched))
         return job.handle if detach else follow.reply(ctx, job, "run", as_json=json)
     result = run_fit(ctx, plan, lambda event: None, lambda: False)  # the JSON API: rows when it is over
     rows = [{k: r[k] for k in columns if k in r} for r in result.rows]

@@ -13,6 +13,10 @@ from torchsh.jobs.job import clock
 from torchsh.verbs import verb
 
 COLUMNS = ("HANDLE", "VERB", "STATE", "PROGRESS", "ELAPSED")
+# a short detached fit, for the examples
+_JOB = ("m=$(torch nn linear 2 1); o=$(torch optim sgd $m); "
+        "L=$(torch data loader $(torch data tensors $(torch randn 64 2) $(torch randn 64 1)) --batch_size 16); "
+        "j=$(torch fit $m $o $L --epochs 2 --detach); ")
 
 
 @verb("job.list() -> Json", category="objects", lockfree=True, examples=("torch job list",))
@@ -36,7 +40,8 @@ class JobRows(list):
         return "".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1] + "\n" for row in cells)
 
 
-@verb("job.logs(Job job, *, bool follow=False, bool json=False) -> None", category="objects", lockfree=True)
+@verb("job.logs(Job job, *, bool follow=False, bool json=False) -> None", category="objects", lockfree=True,
+      examples=(_JOB + "torch job logs $j -f",))
 def job_logs(ctx, job, follow=False, json=False):
     """What job JOB said: its epoch rows on stdout (JSON lines with --json), its progress lines on stderr.
 
@@ -46,14 +51,16 @@ def job_logs(ctx, job, follow=False, json=False):
     return reply(ctx, job, "logs", 0, json) if follow else everything(job, json)
 
 
-@verb("job.wait(Job job, *, bool json=False) -> None", category="objects", lockfree=True)
+@verb("job.wait(Job job, *, bool json=False) -> None", category="objects", lockfree=True,
+      examples=(_JOB + "torch job wait $j --json",))
 def job_wait(ctx, job, json=False):
     """Wait for job JOB to end; print its epoch rows; exit with its status (0 done, 130 stopped, or the
     failure's, whose line goes to stderr). Ctrl-C stops waiting, not the job."""
     return reply(ctx, job, "wait", 0, json)
 
 
-@verb("job.stop(Job job) -> None", category="objects", lockfree=True)
+@verb("job.stop(Job job) -> None", category="objects", lockfree=True,
+      examples=(_JOB.replace("--epochs 2", "--epochs 1000") + "torch job stop $j",))
 def job_stop(ctx, job):
     """Stop job JOB at its next step boundary and print where: `stopped at epoch E step S`. The model
     and optimizer keep the last completed step. A job that has already ended is left as it is."""
@@ -62,7 +69,7 @@ def job_stop(ctx, job):
 
 
 @verb("job.poll(Job job, str view, *, int offset=0, float wait=1.0, bool json=False, bool interrupt=False) -> None",
-      category="objects", lockfree=True)
+      category="objects", lockfree=True, examples=(_JOB + "torch job poll $j wait --offset 0",))
 def job_poll(ctx, job, view, offset=0, wait=1.0, json=False, interrupt=False):
     """One bounded poll of job JOB's output after OFFSET (what `torch` sends while it follows a job).
 
