@@ -170,8 +170,8 @@ def test_follow_directive_names_the_next_poll_until_the_job_ends():
     r = follow.reply(ctx, job, "wait", 0)
     gate.set()
     hops, out = 0, r.stdout
-    while r.headers:
-        stops, _, words = r.headers["torchsh-follow"].partition(" ")
+    while r.follow:
+        stops, _, words = r.follow.partition(" ")
         assert stops == "0" and words.startswith("job poll %s wait --offset " % job.handle)
         r = follow.reply(ctx, job, "wait", int(words.split()[-1]), wait=1.0)
         out += r.stdout

@@ -1,11 +1,12 @@
 """A follower's replies: what the job said since its offset, and, until the job has ended, a follow
-directive (protocol.H_FOLLOW) naming the next poll, `job poll J VIEW --offset N`. The client and the
-bash function carry it out: print, poll again, and exit with the status of the reply that has none.
+directive naming the next poll, `job poll J VIEW --offset N` (the CLI face sends it as the header
+protocol.H_FOLLOW). The client and the bash function carry it out: print, poll again, and exit with
+the status of the reply that has none.
 
 Each poll waits for news at most MAX_WAIT_S (a terminal's live line: render.LIVE_POLL_S), on the job's
 condition, without the tensor lock: the job verbs are lock-free, and answer between any two steps.
 """
-from torchsh import protocol
+from torchsh.call.results import Streams
 from torchsh.errors import TorchshError
 from torchsh.jobs import render
 
@@ -13,8 +14,7 @@ MAX_WAIT_S = 1.0
 
 
 def reply(ctx, job, view, offset=0, as_json=False, wait=0.0):
-    """This poll's CliReply: stdout, stderr, and the next poll's directive or the final status."""
-    from torchsh.cli.run import CliReply  # the CLI face's reply type; imported late (cli imports the table)
+    """This poll's Streams: stdout, stderr, and the next poll's words (follow) or the final status."""
     live = ctx.stderr_is_tty and view in ("run", "logs")
     if wait > 0:
         job.wait_for(offset, min(wait, render.LIVE_POLL_S if live else MAX_WAIT_S))
@@ -22,10 +22,10 @@ def reply(ctx, job, view, offset=0, as_json=False, wait=0.0):
     if seen.ended:
         if view == "run":  # a foreground run's handle was never shown: it goes with its last reply
             _forget(ctx, job)
-        return CliReply(stdout=seen.stdout, stderr=seen.stderr, exit=0 if view == "stop" else job.exit)
+        return Streams(seen.stdout, seen.stderr, 0 if view == "stop" else job.exit)
     words = ["job", "poll", job.handle, view, "--offset", str(seen.offset)] + (["--json"] if as_json else [])
     stops = "1" if view == "run" else "0"  # Ctrl-C stops a foreground run; it only leaves a follower
-    return CliReply(stdout=seen.stdout, stderr=seen.stderr, headers={protocol.H_FOLLOW: " ".join([stops] + words)})
+    return Streams(seen.stdout, seen.stderr, follow=" ".join([stops] + words))
 
 
 def _forget(ctx, job):
@@ -37,12 +37,11 @@ def _forget(ctx, job):
 
 def everything(job, as_json=False):
     """`job logs J` without -f: all it said so far, plain lines and no live line (a log, not a terminal)."""
-    from torchsh.cli.run import CliReply
     out, err, offset = [], [], 0
     while True:
         seen = render.poll(job, "logs", offset, False, as_json)
         out.append(seen.stdout)
         err.append(seen.stderr)
         if seen.offset == offset:
-            return CliReply(stdout="".join(out), stderr="".join(err))
+            return Streams("".join(out), "".join(err))
         offset = seen.offset
