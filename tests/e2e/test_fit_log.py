@@ -68,3 +68,21 @@ def test_resume_auto_needs_a_log_folder(sh):
     r = sh.run("m=$(torch nn linear 2 1); L=$(torch data loader $(torch data tensors $(torch randn 4 2) "
                "$(torch randn 4 1))); torch fit $m $(torch optim sgd $m) $L --resume auto")
     assert r.code == 2 and "[missing_argument]" in r.err
+
+
+def test_resume_from_a_named_checkpoint_continues_from_it(sh):
+    folder = fit_with_log(sh, "--epochs 1")
+    out = sh(BUILD.format(x=sh.put(X), y=sh.put(Y)) + "torch fit $m $o $L --loss cross_entropy --val $V --epochs 3 "
+             "--resume %s/best.safetensors --json" % folder)
+    assert [json.loads(line)["epoch"] for line in out.splitlines()] == [2, 3]
+
+
+def test_top5_metric_and_a_plateau_scheduler_stepped_every_epoch(sh):
+    # threshold 1: no epoch counts as an improvement (PyTorch: best * 0 is nan even at first), so with
+    # patience 0 the scheduler, stepped after every epoch, halves the lr each time
+    out = sh(BUILD.format(x=sh.put(X), y=sh.put(Y)) + "s=$(torch sched plateau $o --patience 0 --factor 0.5 "
+             "--threshold 1); torch fit $m $o $L --loss cross_entropy --val $V --metrics top5 --sched $s "
+             "--epochs 4 --json")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rows[0]["top5"] == 1.0 and rows[0]["val_top5"] == 1.0  # 3 classes: always in the top 5
+    assert [r["lr"] for r in rows] == [0.01, 0.005, 0.0025, 0.00125]

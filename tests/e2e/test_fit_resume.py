@@ -5,6 +5,7 @@ import json
 import os
 import signal
 
+import pytest
 import torch
 from safetensors.torch import load_file
 
@@ -32,23 +33,26 @@ def kill_daemon(shell):
     assert wait_until(lambda: not os.path.exists("/proc/%d" % pid))
 
 
-def test_resume_after_kill_9_mid_epoch_equals_the_straight_run(sh, fresh_sh):
-    want = run(sh, sh.tmp("straight"), "", sh.tmp("straight.safetensors"))
+# 7 batches an epoch: step 10 is mid-epoch 2; with --accum 2, 4 steps an epoch: step 6 is mid-epoch 2
+@pytest.mark.parametrize("flags,half_steps,steps", [("", 10, 21), ("--autocast fp16 --accum 2 --clip 1", 6, 12)],
+                         ids=["plain", "fp16-scaler-accum-clip"])
+def test_resume_after_kill_9_mid_epoch_equals_the_straight_run(sh, fresh_sh, flags, half_steps, steps):
+    want = run(sh, sh.tmp("straight"), flags, sh.tmp("straight.safetensors"))
     s = fresh_sh()
     log = s.tmp("run")
-    half = run(s, log, "--max_steps 10", s.tmp("half.safetensors"))  # 7 batches an epoch: mid-epoch 2
+    half = run(s, log, "%s --max_steps %d" % (flags, half_steps), s.tmp("half.safetensors"))
     assert any(not torch.equal(half[k], want[k]) for k in want)
     kill_daemon(s)
     with open(os.path.join(log, "metrics.jsonl"), "a") as f:  # rows past the checkpoint, a line cut short
-        f.write(json.dumps({"kind": "step", "epoch": 2, "step": 11, "loss": 9.0}) + '\n{"kind": "st')
-    got = run(s, log, "--resume auto", s.tmp("resumed.safetensors"))  # a new daemon starts here
+        f.write(json.dumps({"kind": "step", "epoch": 2, "step": half_steps + 1, "loss": 9.0}) + '\n{"kind": "st')
+    got = run(s, log, flags + " --resume auto", s.tmp("resumed.safetensors"))  # a new daemon starts here
     assert all(torch.equal(got[k], want[k]) for k in want)
     with open(os.path.join(log, "metrics.jsonl")) as f:
         rows = [json.loads(line) for line in f]
-    assert [r["step"] for r in rows if r["kind"] == "step"] == list(range(1, 22))
+    assert [r["step"] for r in rows if r["kind"] == "step"] == list(range(1, steps + 1))
     assert [r["epoch"] for r in rows if r["kind"] == "epoch"] == [1, 2, 3]
     with open(os.path.join(log, "run.json")) as f:
-        assert json.load(f)["resumed"][0]["step"] == 10
+        assert json.load(f)["resumed"][0]["step"] == half_steps
 
 
 def test_resume_of_a_finished_run_changes_nothing(sh):

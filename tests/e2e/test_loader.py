@@ -70,3 +70,15 @@ def test_loader_shows_in_the_census_with_its_batches(sh):
     out = sh("L=$(torch data loader $(torch data tensors %s) --batch_size 3); torch data next $L >/dev/null; "
              "torch tensors --json | grep -o \"{[^{]*$L[^}]*}\"" % x)
     assert '"batches":4' in out and '"position":1' in out and '"kind":"loader"' in out
+
+
+def test_worker_processes_give_the_same_batches(sh):
+    plain, _ = batches_from_bash(sh, "--batch_size 4 --shuffle --seed 3", 2)
+    workers, _ = batches_from_bash(sh, "--batch_size 4 --shuffle --seed 3 --num_workers 2", 2)
+    assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(plain, workers))
+    assert len(workers) == 6
+
+
+def test_a_freed_loader_is_gone(sh):
+    r = sh.run("L=$(torch data loader $(torch data tensors $(torch randn 4 2))); torch free $L; torch data next $L")
+    assert r.code == 3 and "[unknown_handle]" in r.err

@@ -84,13 +84,21 @@ class _Run:
         if self.log:
             self.log.start(plan, self.progress, source)
         with torch.enable_grad():
-            while self.progress.epoch <= plan.epochs:
-                reason = self._epoch()
-                if reason:
-                    return self._finish(reason)
-                if plan.patience is not None and self.progress.bad_epochs >= plan.patience:
-                    return self._finish("early_stop")
-        return self._finish("done")
+            reason = self._ended()
+            while reason is None:
+                reason = self._epoch() or self._ended()
+        return self._finish(reason)
+
+    def _ended(self):
+        """Why the run is over before another epoch (a resumed run may be over already), or None."""
+        plan, p = self.plan, self.progress
+        if p.epoch > plan.epochs:
+            return "done"
+        if plan.patience is not None and p.bad_epochs >= plan.patience:
+            return "early_stop"
+        if plan.max_steps is not None and p.step >= plan.max_steps:
+            return "max_steps"
+        return None
 
     def _autocast(self):
         dtype = AUTOCAST.get(self.plan.autocast)

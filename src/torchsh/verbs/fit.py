@@ -46,23 +46,24 @@ def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1
         save_every=SAVE_EVERY, max_steps=None, detach=False, json=False):
     """Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 
-    loss: a torch.nn.functional loss (mse_loss, cross_entropy, …); each batch is (inputs…, target)
-    loss_args: the loss's options as JSON, e.g. '{"label_smoothing": 0.1}'
-    epochs: the run's total epochs (a resumed run finishes the same total)
-    val: a loader evaluated after every epoch (eval mode, no grad): val_loss and val_ metrics
-    metrics: accuracy (argmax == target), top5
-    sched: a scheduler stepped once per epoch (ReduceLROnPlateau: on val_loss, else loss)
-    clip: clip_grad_norm_ of all parameters before each optimizer step (after unscaling with fp16)
-    accum: batches per optimizer step; each batch's loss / accum, as PyTorch's recipe
-    autocast: bf16 or fp16: torch.autocast on the model's device (fp16 adds a GradScaler)
-    patience: stop after this many epochs without improvement of --monitor
-    monitor: the value early stopping and the `best` checkpoint watch (default val_loss, or loss without --val)
-    log: a folder for metrics.jsonl, metrics.csv, run.json, last.safetensors, best.safetensors
-    resume: auto (the --log folder's last checkpoint, when there is one) or a checkpoint file
-    save_every: optimizer steps between `last` checkpoints (also saved every epoch and where a run stops)
-    max_steps: stop after this many optimizer steps of the whole run (resumable with --resume)
-    detach: run as a job and print its job:// at once (`torch job logs|wait|stop`, docs/jobs.md)
-    json: rows as JSON lines
+    Args:
+        loss: a torch.nn.functional loss (mse_loss, cross_entropy, …); each batch is (inputs…, target)
+        loss_args: the loss's options as JSON, e.g. '{"label_smoothing": 0.1}'
+        epochs: the run's total epochs (a resumed run finishes the same total)
+        val: a loader evaluated after every epoch (eval mode, no grad): val_loss and val_ metrics
+        metrics: accuracy (argmax == target), top5
+        sched: a scheduler stepped once per epoch (ReduceLROnPlateau: on val_loss, else loss)
+        clip: clip_grad_norm_ of all parameters before each optimizer step (after unscaling with fp16)
+        accum: batches per optimizer step; each batch's loss / accum, as PyTorch's recipe
+        autocast: bf16 or fp16: torch.autocast on the model's device (fp16 adds a GradScaler)
+        patience: stop after this many epochs without improvement of --monitor
+        monitor: the value early stopping and the `best` checkpoint watch (default val_loss, or loss without --val)
+        log: a folder for metrics.jsonl, metrics.csv, run.json, last.safetensors, best.safetensors
+        resume: auto (the --log folder's last checkpoint, when there is one) or a checkpoint file
+        save_every: optimizer steps between `last` checkpoints (also saved every epoch and where a run stops)
+        max_steps: stop after this many optimizer steps of the whole run (resumable with --resume)
+        detach: run as a job and print its job:// at once (`torch job logs|wait|stop`, docs/jobs.md)
+        json: rows as JSON lines
     """
     plan = FitPlan(model=model, optimizer=optimizer, loader=loader, loss=loss_function(loss),
                    loss_args=_loss_options(loss_args), epochs=epochs, val=val, metrics=tuple(metrics or ()),

@@ -45,8 +45,9 @@ class JobRows(list):
 def job_logs(ctx, job, follow=False, json=False):
     """What job JOB said: its epoch rows on stdout (JSON lines with --json), its progress lines on stderr.
 
-    follow: -f: and what it says next, until it ends (exit: its status); Ctrl-C leaves the job running
-    json: rows as JSON lines
+    Args:
+        follow: -f: and what it says next, until it ends (exit: its status); Ctrl-C leaves the job running
+        json: rows as JSON lines
 
     Without -f, progress is plain lines (one per epoch and every 30 s), never a carriage return; with
     -f on a terminal, a live line as a foreground `torch fit` shows.
@@ -60,7 +61,8 @@ def job_wait(ctx, job, json=False):
     """Wait for job JOB to end; print its epoch rows; exit with its status (0 done, 130 stopped, or the
     failure's, whose line goes to stderr). Ctrl-C stops waiting, not the job.
 
-    json: rows as JSON lines
+    Args:
+        json: rows as JSON lines
     """
     return reply(ctx, job, "wait", 0, json)
 
@@ -79,11 +81,12 @@ def job_stop(ctx, job):
 def job_poll(ctx, job, view, offset=0, wait=1.0, json=False, interrupt=False):
     """One bounded poll of job JOB's output after OFFSET (what `torch` sends while it follows a job).
 
-    view: run (a foreground fit), logs, wait or stop: what the poll shows
-    offset: where the previous poll ended (its follow directive names the next offset)
-    wait: seconds to wait for news, at most 1 (0.25 on a terminal, to redraw the live line)
-    json: rows as JSON lines
-    interrupt: stop the job at its next step boundary first (Ctrl-C on a foreground run)
+    Args:
+        view: run (a foreground fit), logs, wait or stop: what the poll shows
+        offset: where the previous poll ended (its follow directive names the next offset)
+        wait: seconds to wait for news, at most 1 (0.25 on a terminal, to redraw the live line)
+        json: rows as JSON lines
+        interrupt: stop the job at its next step boundary first (Ctrl-C on a foreground run)
     """
     if view not in render.VIEWS:
         raise TorchshError("bad_argument", "unknown view %r" % view, "views: %s" % ", ".join(render.VIEWS))

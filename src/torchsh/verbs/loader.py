@@ -36,8 +36,9 @@ def tensors(ctx, tensors):
 def loader(ctx, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None, num_workers=0):
     """torch.utils.data.DataLoader over a dataset: batches of --batch_size, reshuffled every epoch with --shuffle.
 
-    seed: seeds the loader's generator (the shuffle order); without it, one drawn from the global RNG
-    num_workers: worker processes that load batches (0: in the daemon's request)
+    Args:
+        seed: seeds the loader's generator (the shuffle order); without it, one drawn from the global RNG
+        num_workers: worker processes that load batches (0: in the daemon's request)
     """
     if batch_size < 1:
         raise bad_argument("--batch_size must be at least 1, got %d" % batch_size)

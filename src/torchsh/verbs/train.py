@@ -43,7 +43,9 @@ def train_step(ctx, model, optimizer, input, target, loss="mse_loss", loss_args=
     """zero_grad, forward, loss, backward, [clip], step, [scheduler step] in one request; prints the loss.
 
     --loss_args takes the loss's options as JSON, e.g. '{"label_smoothing": 0.1}'.
-    autocast: bf16 or fp16: forward and loss under torch.autocast on the model's device
+
+    Args:
+        autocast: bf16 or fp16: forward and loss under torch.autocast on the model's device
     """
     fn = loss_function(loss)
     _autocast(model, autocast)  # a bad --autocast is refused before any change

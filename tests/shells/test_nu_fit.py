@@ -1,0 +1,44 @@
+"""Issue 13 in Nushell: a `data next` loop that ends at the epoch's end (a catchable error), and
+`torch fit` rows as nu records, equal to bash's `torch fit --json`."""
+import json
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def test_data_next_loop_gives_pytorch_dataloader_batches_and_ends_at_the_epoch(nu):
+    out = nu("""
+let L = (torch data loader (torch data tensors (torch arange 10)) --batch_size 4 --shuffle --seed 5)
+mut epochs = []
+for e in 1..2 {
+  mut seen = []
+  loop {
+    let b = try { torch data next $L } catch { break }
+    $seen = ($seen | append [($b | get 0 | torch value)])
+  }
+  $epochs = ($epochs | append [$seen])
+}
+$epochs | to json --raw | print
+""")
+    ref = DataLoader(TensorDataset(torch.arange(10)), batch_size=4, shuffle=True,
+                     generator=torch.Generator().manual_seed(5))
+    assert json.loads(out) == [[b[0].tolist() for b in ref] for _ in range(2)]
+
+
+FIT = ("torch manual_seed 3; m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
+       "torch fit $m $o $(torch data loader $(torch data tensors {x} {y}) --batch_size 4 --shuffle --seed 1) "
+       "--epochs 3 --json")
+
+
+def test_fit_rows_are_records_equal_to_bash_json_lines(nu, sh):
+    x, y = sh.put(torch.randn(12, 2)), sh.put(torch.randn(12, 1))
+    bash = [json.loads(line) for line in sh(FIT.format(x=x, y=y)).splitlines()]
+    rows = json.loads(nu("""
+torch manual_seed 3
+let m = (torch nn linear 2 1)
+let o = (torch optim sgd $m --lr 0.1)
+let L = (torch data loader (torch data tensors %s %s) --batch_size 4 --shuffle --seed 1)
+torch fit $m $o $L --epochs 3 | to json --raw | print
+""" % (x, y)))
+    assert [r["epoch"] for r in rows] == [1, 2, 3]
+    assert [r["loss"] for r in rows] == [r["loss"] for r in bash]
