@@ -46,6 +46,7 @@ class Job:
     def report(self, event):
         kind = event.get("event")
         with self.changed:
+            had = len(self.events)
             if kind == "batch":
                 self.progress = dict(event)
                 self._note_position(event)
@@ -62,7 +63,8 @@ class Job:
                 self.events.append(("row", row))
             elif kind in ("stopped", "done"):  # where the work ended (a stop request is known by should_stop)
                 self._note_position(event)
-            self.changed.notify_all()
+            if len(self.events) > had:  # followers wait for events; the live line is redrawn on a clock
+                self.changed.notify_all()
 
     def _note_position(self, event):
         if "epoch" in event and "step" in event:
