@@ -21,7 +21,6 @@ from torchsh.errors import TorchshError, from_torch_exception
 log = logging.getLogger("torchd")
 PLAIN_EVERY_S = 30.0
 EXIT_STOPPED = 130  # what a shell reports for a Ctrl-C'd command: a stopped job ends the same way
-STATES = ("running", "done", "failed", "stopped")
 
 
 class Job:
