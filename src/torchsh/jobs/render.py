@@ -60,15 +60,21 @@ def _row_text(job, row, as_json):
     if as_json:
         return json_bytes(row).decode() + "\n"
     columns = job.columns or list(row)
-    line = _cells(columns, row)
+    widths = [_width(c, job.first_row) for c in columns]
+    line = _cells(widths, [_cell(c, row.get(c)) for c in columns])
     if row is job.first_row:
-        return "  ".join(c.ljust(max(len(c), 9)) for c in columns).rstrip() + "\n" + line + "\n"
+        return _cells(widths, columns) + "\n" + line + "\n"
     return line + "\n"
 
 
-def _cells(columns, row):
-    """Fixed-width columns (rows come one at a time: no later row can widen a column)."""
-    return "  ".join(_cell(c, row.get(c)).ljust(max(len(c), 9)) for c in columns).rstrip()
+def _width(column, first_row):
+    """Fixed widths (rows come one at a time: no later row can widen a column): counts (epoch) take
+    5 digits, numbers %.6g's 9 characters, a header its own length when longer."""
+    return max(len(column), 5 if isinstance(first_row.get(column), int) else 9)
+
+
+def _cells(widths, texts):
+    return "  ".join(t.ljust(w) for t, w in zip(texts, widths)).rstrip()
 
 
 def _cell(key, value):
