@@ -1,6 +1,7 @@
 """Jobs through real bash: `torch fit --detach` + job list/wait/logs/stop, the model after a stop equals
 PyTorch's loop replayed for as many steps, other commands answer while a job runs, and a foreground
 fit's progress and Ctrl-C in a terminal (a pty) and without one."""
+import json
 import os
 import pty
 import re
@@ -9,6 +10,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+from apicall import call, post
 from safetensors.torch import load_file
 
 X = torch.randn(640, 2, generator=torch.Generator().manual_seed(5))
@@ -109,6 +111,23 @@ def test_free_refuses_what_a_running_job_uses_until_it_has_stopped(sh):
     first = r.err.splitlines()[0]
     assert re.fullmatch(r"torch: free: nn://\w+ is in use by the running job (job://\w+); "
                         r"stop it first: torch job stop \1 \[in_use\]", first), first
+
+
+def test_the_json_face_detaches_refuses_delete_and_answers_polls_with_follow(sh):
+    make, _ = setup(sh)
+    m, o, L = sh(make + "echo $m $o $L").split()
+    status, reply = post(sh, "fit", {"args": [m, o, L], "kwargs": {"epochs": 100000, "detach": True}})
+    job = reply["result"]
+    assert status == 200 and job.startswith("job://")
+    status, text = call(sh, "DELETE", "/v1/tensors/" + m)
+    assert status == 409 and json.loads(text)["error"]["code"] == "in_use"
+    status, reply = post(sh, "job.stop", {"args": [job]})
+    r = reply["result"]
+    while r["follow"] is not None:  # "0 job poll J stop --offset N": poll on from N
+        offset = int(r["follow"].split()[-1])
+        r = post(sh, "job.poll", {"args": [job, "stop"], "kwargs": {"offset": offset}})[1]["result"]
+    assert STOPPED.fullmatch(r["stdout"].strip()) and r["exit"] == 0
+    assert call(sh, "DELETE", "/v1/tensors/" + m)[0] == 204
 
 
 def test_foreground_fit_without_a_terminal_prints_rows_and_plain_progress_lines(sh):
