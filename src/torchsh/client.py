@@ -30,6 +30,7 @@ def main(argv=None):
         tty = posix.isatty(0)
     except OSError:
         tty = True  # no stdin at all: never wait on it
+    err_tty = _isatty(2)
     env = [k + b"=" + v for k, v in posix.environ.items() if k.startswith(b"TORCHSH_")]
     if args[:1] == [b"nu-module"]:  # --install writes into the caller's Nushell folder, found from these
         env += [k + b"=" + v for k, v in posix.environ.items() if k in (b"HOME", b"XDG_CONFIG_HOME")]
@@ -40,7 +41,7 @@ def main(argv=None):
             env.append(b"TORCHSH_COLUMNS=%d" % posix.get_terminal_size(1).columns)
         except OSError:  # stdout is a pipe or a file: the chart keeps its default width
             pass
-    request = dict(argv=args, cwd=_cwd(), stdin_is_tty=tty, env_pairs=env)
+    request = dict(argv=args, cwd=_cwd(), stdin_is_tty=tty, env_pairs=env, stderr_is_tty=err_tty)
     try:
         _run(path, args, request)
     except KeyboardInterrupt:  # Ctrl-C while we wait: one line, never a traceback
@@ -59,11 +60,54 @@ def _run(path, args, request):
     if protocol.H_EXEC in headers:
         conn.close()
         sys.exit(_run_exec(path, request, body))
+    if protocol.H_FOLLOW in headers:
+        conn.close()
+        sys.exit(_follow(path, request, headers, body))
     out_len = int(headers.get(protocol.H_STDOUT, len(body)))
     body = memoryview(body)  # no copy of a big stdout
     write(1, body[:out_len])
     write(2, body[out_len:])
     sys.exit(int(headers.get(protocol.H_EXIT, protocol.EXIT_INTERNAL)))
+
+
+def _isatty(fd):
+    try:
+        return posix.isatty(fd)
+    except OSError:
+        return False
+
+
+def _follow(path, request, headers, body):
+    """Follow a job (`torch fit`, `job wait`, `job logs -f`): write each reply, stderr first (it clears
+    a terminal's progress line before a row is printed under it), then send the poll its follow header
+    names, until a reply has none: its exit status is ours. Ctrl-C during a foreground run (STOPS "1")
+    adds --interrupt to the next poll, which stops the job at its next step boundary; following goes on
+    to the job's end (`stopped at …`, status 130). A second Ctrl-C, or one while only watching, leaves."""
+    interrupt = None  # None: no Ctrl-C yet; True: the next poll carries --interrupt; False: it was sent
+    stops = headers[protocol.H_FOLLOW][:1]
+    while True:
+        try:
+            if body is not None:
+                out_len = int(headers.get(protocol.H_STDOUT, len(body)))
+                write(2, memoryview(body)[out_len:])
+                write(1, memoryview(body)[:out_len])
+                body = None
+            follow = headers.get(protocol.H_FOLLOW)
+            if follow is None:
+                return int(headers.get(protocol.H_EXIT, protocol.EXIT_INTERNAL))
+            stops, _, words = follow.partition(" ")
+            argv = words.encode().split(b" ") + ([b"--interrupt"] if interrupt else [])
+            try:
+                conn = connect(path)
+            except OSError:
+                fail("daemon_unavailable", "the daemon went away while following a job", "its objects are gone")
+            _, reply_headers, body = call(conn, dict(request, argv=argv, stdin_lines=None))
+            conn.close()
+            headers, interrupt = reply_headers, (False if interrupt else interrupt)
+        except KeyboardInterrupt:
+            if stops != "1" or interrupt is False:
+                raise
+            interrupt = True  # the reply being read, if any, is lost: the same poll is sent again
 
 
 def _cwd():

@@ -15,6 +15,8 @@ class Context:
     stdin_is_tty: bool = True
     stdin: list = None          # stdin lines, once the client has sent them
     peer_pid: int = None        # the client process (SO_PEERCRED on the Unix socket); None on the fast path
+    stderr_is_tty: bool = False  # the caller's stderr is a terminal: a job's progress may be a live \r line
+    can_follow: bool = False    # the caller follows a job's output to its end (the CLI face's clients do)
 
     def __post_init__(self):
         self.env = self.env or {}

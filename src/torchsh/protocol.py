@@ -18,6 +18,11 @@ H_STDIN = "torchsh-stdin"      # N: resend with N stdin lines; -1: with all of s
 H_EXEC = "torchsh-exec"        # present: body is an exec directive (see encode_exec)
 H_PID = "torchsh-pid"          # `daemon stop`: the stopping daemon's pid, which the client waits on
 H_SETTINGS = "torchsh-settings"  # `daemon stop`: "K=V K=V" of TORCHSH_TTL, _MAX_MEMORY, _FASTPATH for a restart
+# A follow directive (a job's output, docs/jobs.md): write this reply, then send the argv in this header
+# ("STOPS WORD WORD…", words without spaces) and do the same with its reply, until one has no such
+# header: exit with its status. STOPS "1": Ctrl-C meanwhile adds --interrupt to the next poll (the job
+# stops at its next step boundary) and following goes on; "0": Ctrl-C just leaves. Write stderr first.
+H_FOLLOW = "torchsh-follow"
 
 # Exit statuses by class. The README's table, docs/errors.md and `torch --help` are generated from
 # these, EXIT_CLASSES and ERRORS.
@@ -58,6 +63,7 @@ ERRORS = {
     "overloaded": (503, EXIT_DAEMON, "the daemon is at its connection or thread limit; retry shortly"),
     "untrusted": (403, EXIT_DAEMON, "the socket, its folder or a file beside it is not yours and private; nothing was sent"),
     "forbidden": (403, EXIT_DAEMON, "the daemon serves only its own user"),
+    "in_use": (409, EXIT_HANDLE, "a running job uses the object; stop the job first"),
     "end_of_epoch": (416, EXIT_END, "`data next`: the loader's epoch is over (silent); the next call starts the next"),
     "missing_extra": (501, EXIT_USAGE, "the command needs an optional dependency that is not installed; the hint names the extra"),
     "internal_error": (500, EXIT_INTERNAL, "a bug in torchsh; the daemon log has the traceback"),
@@ -157,12 +163,14 @@ def sibling(sock, suffix):
     return base + suffix
 
 
-def encode_cli_request(argv, cwd, stdin_is_tty, env_pairs, stdin_lines=None):
+def encode_cli_request(argv, cwd, stdin_is_tty, env_pairs, stdin_lines=None, stderr_is_tty=False):
     """Body of POST /v1/cli: NUL-separated fields (argv cannot hold NUL on Unix).
 
     [format, cwd, tty, env ("K=V" lines), has_stdin, stdin (lines joined by \\n), *argv]
+    tty: "1"/"0" for stdin, then optionally "1"/"0" for stderr (a live progress line needs a terminal).
     """
-    fields = [CLI_FORMAT, cwd, b"1" if stdin_is_tty else b"0", b"\n".join(env_pairs),
+    tty = (b"1" if stdin_is_tty else b"0") + (b"1" if stderr_is_tty else b"0")
+    fields = [CLI_FORMAT, cwd, tty, b"\n".join(env_pairs),
               b"0" if stdin_lines is None else b"1", b"\n".join(stdin_lines or ())]
     fields.extend(argv)
     return b"\0".join(fields)
@@ -182,7 +190,8 @@ def decode_cli_request(body):
         stdin = fields[5].decode(errors="surrogateescape").split("\n") if fields[5] else []
     return {
         "cwd": fields[1].decode(errors="surrogateescape"),
-        "stdin_is_tty": fields[2] == b"1",
+        "stdin_is_tty": fields[2][:1] == b"1",
+        "stderr_is_tty": fields[2][1:2] == b"1",
         "env": env,
         "stdin": stdin,
         "argv": [f.decode(errors="surrogateescape") for f in fields[6:]],

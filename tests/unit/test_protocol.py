@@ -6,8 +6,16 @@ def test_cli_request_round_trips():
     body = protocol.encode_cli_request([b"add", b"tensor://abc00001", b"--alpha=2"], b"/tmp", False,
                                        [b"TORCHSH_SCOPE=s1"], [b"tensor://abc00002"])
     req = protocol.decode_cli_request(body)
-    assert req == {"cwd": "/tmp", "stdin_is_tty": False, "env": {"TORCHSH_SCOPE": "s1"},
+    assert req == {"cwd": "/tmp", "stdin_is_tty": False, "stderr_is_tty": False, "env": {"TORCHSH_SCOPE": "s1"},
                    "stdin": ["tensor://abc00002"], "argv": ["add", "tensor://abc00001", "--alpha=2"]}
+
+
+def test_cli_request_says_whether_stderr_is_a_terminal():
+    body = protocol.encode_cli_request([b"x"], b"/", False, [], stderr_is_tty=True)
+    req = protocol.decode_cli_request(body)
+    assert (req["stdin_is_tty"], req["stderr_is_tty"]) == (False, True)
+    old = body.replace(b"\x0001\x00", b"\x000\x00", 1)  # a one-byte tty field (an older bash function): stderr unknown
+    assert protocol.decode_cli_request(old)["stderr_is_tty"] is False
 
 
 def test_no_stdin_differs_from_empty_stdin():

@@ -14,6 +14,7 @@ from torchsh.context import Context
 from torchsh.daemon.http import Response
 from torchsh.daemon.status import status_dict
 from torchsh.errors import TorchshError
+from torchsh.jobs.job import refuse_freeing_in_use
 from torchsh.registry.census import census_rows
 
 
@@ -75,5 +76,6 @@ def get_tensor(app, request, params):
 
 
 def delete_tensor(app, request, params):
+    refuse_freeing_in_use(app.registry, [params["handle"]])  # what a running job trains (docs/jobs.md)
     app.registry.free([params["handle"]])
     return Response(204, b"")

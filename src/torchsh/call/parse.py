@@ -33,6 +33,8 @@ def split_argv(op, words, fixed=None):
         w = words[i]
         if w == "-q" and "quiet" in flag_specs:  # docker's -q (`torch tensors -q`: handles only)
             w = "--quiet"
+        if w == "-f" and "follow" in flag_specs:  # tail's -f (`torch job logs J -f`)
+            w = "--follow"
         if w == "--":
             rest = words[i + 1:]
             break

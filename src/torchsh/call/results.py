@@ -8,6 +8,7 @@ field names; everything else is JSON.
 import json
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -54,6 +55,16 @@ class LateJson:
 
     def render(self, nan=None, end=b"", start=b""):
         return self._render(nan, start, end)
+
+
+class Streams(NamedTuple):
+    """A verb's own stdout, stderr and exit status: a job's output for its follower (jobs/follow.py).
+    `follow`: while the job runs, the next poll's words, which the CLI face sends as a follow directive
+    (protocol.H_FOLLOW); the JSON face answers the four fields as they are."""
+    stdout: str
+    stderr: str = ""
+    exit: int = 0
+    follow: str = None
 
 
 @dataclass(frozen=True)

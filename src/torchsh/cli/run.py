@@ -41,7 +41,8 @@ class CliReply:
 
 def run_cli(app, request):
     ctx = Context(app, request["cwd"], request["env"], request["stdin_is_tty"], request["stdin"],
-                  peer_pid=request.get("peer_pid"))
+                  peer_pid=request.get("peer_pid"), stderr_is_tty=request.get("stderr_is_tty", False),
+                  can_follow=True)
     argv = request["argv"]
     op_name = argv[0][:60] if argv else None
     try:
@@ -92,6 +93,9 @@ def _run_op(ctx, op, fixed, words):
     result = invoke(ctx, op, binding, parsed.globals, warned)
     if isinstance(result, results.Exec):  # a block form: the client runs the command in its own world
         return CliReply(exec_body=protocol.encode_exec(result.argv, result.env, list(result.then_argv)))
+    if isinstance(result, results.Streams):  # a job's output for its follower (jobs/follow.py)
+        return CliReply(stdout=result.stdout, stderr=result.stderr, exit=result.exit,
+                        headers={protocol.H_FOLLOW: result.follow} if result.follow else None)
     wire = results.to_wire(result, ctx)
     return CliReply(stdout=render.cli_text(result, wire, parsed.globals.get("json", False)),
                     stderr="".join("torch: %s: warning: %s\n" % (op.display_name, w) for w in warned),

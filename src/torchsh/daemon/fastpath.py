@@ -22,7 +22,9 @@ Reply framing (protocol.FAST_HEAD), fixed-width so bash reads the head in one `r
 K is the kind: o = output (numbers: exit status, stdout length; body: stdout then stderr),
 b = the same with stdout escaped for bash's `printf %b` (it holds NUL bytes, which bash variables
 cannot), i = send stdin lines (first number: how many, -1 for all; no body), x = exec directive
-(body: one printf-%b-escaped field per line, see exec_lines).
+(body: one printf-%b-escaped field per line, see exec_lines), f = follow a job (protocol.H_FOLLOW;
+numbers: Ctrl-C stops it (1) or not (0), length of the poll line and stdout; body: the next poll's
+words on a line, then stdout, then stderr).
 """
 import hmac
 import logging
@@ -114,6 +116,11 @@ class FastPath:
             lines = exec_lines(response.body)
             return self._frame("x", 0, len(lines), lines)
         body = response.body
+        if protocol.H_FOLLOW in h:  # f: follow a job; body: the next poll's words on one line, stdout, stderr
+            stops, _, words = h[protocol.H_FOLLOW].partition(" ")
+            line = words.encode() + b"\n"
+            out_len = len(line) + int(h.get(protocol.H_STDOUT, len(body)))
+            return self._frame("f", int(stops), out_len, line + body.replace(b"\0", b""))
         # An error answered by dispatch itself has no torchsh headers: the client prints it as stdout.
         out_len = int(h.get(protocol.H_STDOUT, len(body)))
         status = int(h.get(protocol.H_EXIT, protocol.EXIT_INTERNAL))

@@ -13,6 +13,7 @@ import torch.utils.data
 from torch.nn.parameter import is_lazy
 
 from torchsh.data.loader import Loader
+from torchsh.jobs.job import Job
 from torchsh.vocab import dtype_name
 
 
@@ -92,6 +93,10 @@ def _dataset_fields(d):
     return row
 
 
+def _job_fields(j):
+    return dict(type=j.verb, state=j.state, progress=j.progress_text(), bytes=0)  # what it uses has handles
+
+
 def _loader_fields(loader):
     """A loader holds its dataset (its own handle's bytes) and a position: bytes 0."""
     return dict(type="DataLoader", batches=len(loader), batch_size=loader.batch_size, epoch=loader.epoch,
@@ -118,6 +123,7 @@ HANDLE_KINDS = {k.name: k for k in (
     HandleKind("loader", Loader, "a loader", _loader_fields, lambda loader: _dataset_tensors(loader.dataset)),
     HandleKind("dist", torch.distributions.Distribution, "a distribution", _distribution_fields,
                _distribution_tensors),
+    HandleKind("job", Job, "a job", _job_fields, lambda j: []),
 )}
 KINDS = tuple(HANDLE_KINDS)  # the handle prefixes, in census order
 

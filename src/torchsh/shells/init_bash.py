@@ -2,7 +2,9 @@
 
 The function speaks the daemon's fast path (daemon/fastpath.py) over bash's own /dev/tcp: it
 builds the same POST /v1/cli body the real client sends (argv, cwd, tty, TORCHSH_* environment),
-and handles the same three replies: output, "send N stdin lines" and exec directives. When there is
+and handles the same four replies: output, "send N stdin lines", exec directives and follow
+directives (a job's output, polled until it ends; a foreground `torch fit` runs the real client,
+which turns Ctrl-C into stopping the job). When there is
 no fast path to talk to (no daemon yet, a daemon started without it, an untrusted reply) it runs the
 real client for that one command with TORCHSH_FASTPATH=1, which auto-starts the daemon and turns
 the fast path on, so the next command is fast again.
@@ -62,7 +64,7 @@ __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv
     # `command`: in POSIX mode (sh, bash --posix, which import the exported function too) a failed
     # `exec` redirection would end the shell instead of falling back to the real client
     command exec {__fd}<>"/dev/tcp/127.0.0.1/$__torchsh_port" || return 1
-    __n=$(( 20 + ${#PWD} + ${#2} + ${#4} ))
+    __n=$(( 19 + ${#PWD} + ${#1} + ${#2} + ${#4} ))
     for __a in "${@:5}"; do __n=$(( __n + ${#__a} + 1 )); done
     if (( $# > 4 )); then printf -v __fmt '\\0%%s%.0s' "${@:5}"; fi
     printf -v __head 'POST /v1/cli HTTP/1.1\r\nTorchsh-Token: %s\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n' \
@@ -137,6 +139,21 @@ __torchsh_exec() {  # an exec directive (block forms): run argv with env added, 
     return $__st
 }
 
+__torchsh_follow() {  # a follow directive (a job's output): print, send the poll it names, until a final reply
+    local __line __w
+    while [[ $__torchsh_kind == f ]]; do
+        __line=${__torchsh_out%%$'\n'*} __torchsh_out=${__torchsh_out#*$'\n'}
+        printf '%s' "$__torchsh_err" >&2; printf '%s' "$__torchsh_out"  # stderr first: it clears a live line
+        read -r -a __w <<< "$__line"
+        if ! __torchsh_call "$1" "$2" 0 "" "${__w[@]}"; then
+            printf 'torch: the daemon went away while following a job; its objects are gone [daemon_unavailable]\n' >&2
+            return 5
+        fi
+    done
+    printf '%s' "$__torchsh_err" >&2; printf '%s' "$__torchsh_out"
+    return $__torchsh_n1
+}
+
 torch() {
     local __s __f __tty=0 __e=() __envtext= __v __r=0 __t
     if [[ -n ${TORCHSH_SOCKET-} && ${TORCHSH_SOCKET@a} == *x* ]]; then __s=$TORCHSH_SOCKET
@@ -148,6 +165,7 @@ torch() {
     if [[ $__s == *.sock ]]; then __f=${__s%.sock}.fast; else __f=$__s.fast; fi
     __torchsh_load "$__f" || true  # every time: a stopped daemon removes it, so its old port is never tried
     if [[ -t 0 ]]; then __tty=1; fi
+    if [[ -t 2 ]]; then __tty+=1; else __tty+=0; fi  # a terminal on stderr: a job's progress is a live line
     if (( ${#__e[@]} )); then printf -v __envtext '%s\n' "${__e[@]}"; __envtext=${__envtext%$'\n'}; fi
     local __argv=("$@")
     if [[ ${1-} == --socket && $# -ge 2 ]]; then __argv=("${@:3}"); fi
@@ -156,7 +174,10 @@ torch() {
         if [[ ${__argv[1]} == stop ]]; then command torch "$@" || return $?; return 0; fi
         TORCHSH_FASTPATH=1 command torch "$@" || return $?; return 0
     fi
-    if [[ ${__argv[0]-} == nu-module ]]; then  # --install writes into the caller's HOME, which the real client sends
+    # nu-module --install writes into the caller's HOME, which the real client sends. A foreground fit
+    # is a job whose Ctrl-C must stop it at a step boundary and still say where: the real client does
+    # that (one process per run: nothing next to a run's length).
+    if [[ ${__argv[0]-} == nu-module || ${__argv[0]-} == fit ]]; then
         TORCHSH_FASTPATH=1 command torch "$@" || return $?; return 0
     fi
     __torchsh_call "$__tty" "$__envtext" 0 "" "${__argv[@]}" || __r=$?
@@ -175,6 +196,7 @@ torch() {
         return 5
     fi
     if [[ $__torchsh_kind == x ]]; then __torchsh_exec "$__tty" "$__envtext" || return $?; return 0; fi
+    if [[ $__torchsh_kind == f ]]; then __torchsh_follow "$__tty" "$__envtext" || return $?; return 0; fi
     if [[ $BASHPID != "$$" ]]; then trap '' PIPE; fi  # a reader that left (| head) is not our failure
     if [[ -z $__torchsh_out ]]; then :  # zero_grad, step: nothing to print, no redirect to set up
     elif [[ $__torchsh_kind == b ]]; then printf '%b' "$__torchsh_out" 2>/dev/null || true
@@ -184,7 +206,7 @@ torch() {
 }
 # Child bashes (`torch scope -- bash -c "…"`, scripts, xargs bash -c) import these and keep the fast
 # path; each child checks the token file itself. Programs that are not bash ignore them.
-export -f torch __torchsh_load __torchsh_private __torchsh_rpc __torchsh_call __torchsh_trim __torchsh_stdin __torchsh_exec
+export -f torch __torchsh_load __torchsh_private __torchsh_rpc __torchsh_call __torchsh_trim __torchsh_stdin __torchsh_exec __torchsh_follow
 '''
 
 

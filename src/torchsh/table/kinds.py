@@ -167,6 +167,8 @@ KINDS = {k.name: k for k in (
             schema=_STRS, complete="files"),
     ArgKind("distribution", _handle_score, _held("dist"), aten=("Distribution",), metavar="DIST", handle="dist",
             stdin="line", nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
+    ArgKind("job", _handle_score, _held("job"), aten=("Job",), metavar="JOB", handle="job", stdin="line",
+            nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
 )}
 
 # The kinds by what they share, for the readers that ask one question of every row

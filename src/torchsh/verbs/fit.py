@@ -7,7 +7,9 @@ last/best; --resume auto continues from DIR's last checkpoint bit for bit, even 
 """
 import os
 
+from torchsh import jobs
 from torchsh.call.results import Table
+from torchsh.jobs import follow
 from torchsh.train.fit import run_fit
 from torchsh.train.plan import SAVE_EVERY, FitPlan
 from torchsh.verbs import verb
@@ -34,13 +36,14 @@ def _cell(key, value):
 @verb("fit(Module model, Optimizer optimizer, Loader loader, *, str loss=\"mse_loss\", Json? loss_args=None, "
       "int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, "
       "str? autocast=None, int? patience=None, str? monitor=None, Path? log=None, str? resume=None, "
-      "int save_every=%d, int? max_steps=None) -> Json" % SAVE_EVERY, category="optim",
+      "int save_every=%d, int? max_steps=None, bool detach=False, bool json=False) -> Json" % SAVE_EVERY,
+      category="optim",
       examples=("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
                 "L=$(torch data loader $(torch data tensors $(torch randn 64 2) $(torch randn 64 1)) "
                 "--batch_size 16 --shuffle --seed 0); torch fit $m $o $L --loss mse_loss --epochs 2",))
 def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1, val=None, metrics=None, sched=None,
         clip=None, accum=1, autocast=None, patience=None, monitor=None, log=None, resume=None,
-        save_every=SAVE_EVERY, max_steps=None):
+        save_every=SAVE_EVERY, max_steps=None, detach=False, json=False):
     """Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 
     Args:
@@ -59,15 +62,21 @@ def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1
         resume: auto (the --log folder's last checkpoint, when there is one) or a checkpoint file
         save_every: optimizer steps between `last` checkpoints (also saved every epoch and where a run stops)
         max_steps: stop after this many optimizer steps of the whole run (resumable with --resume)
+        detach: run as a job and print its job:// at once (`torch job logs|wait|stop`, docs/jobs.md)
+        json: rows as JSON lines
     """
     plan = FitPlan(model=model, optimizer=optimizer, loader=loader, loss=loss_function(loss),
                    loss_args=_loss_options(loss_args), epochs=epochs, val=val, metrics=tuple(metrics or ()),
                    sched=sched, clip=clip, accum=accum, autocast=autocast, patience=patience, monitor=monitor,
                    log=log, resume=_resume_path(ctx, resume), save_every=save_every, max_steps=max_steps,
                    loss_name=loss, command=_command(locals()))
-    result = run_fit(ctx, plan, lambda event: None, lambda: False)
     columns = [c for c in _COLUMNS if c != "val_loss" or val is not None]
     columns += list(plan.metrics) + ["val_" + m for m in plan.metrics if val is not None] + ["lr", "seconds"]
+    if detach or ctx.can_follow:  # a job: the CLI's client follows a foreground one (progress, Ctrl-C)
+        job = jobs.start(ctx, "fit", lambda report, should_stop: run_fit(ctx, plan, report, should_stop), columns,
+                         uses=(model, optimizer, loader, val, sched))
+        return job.handle if detach else follow.reply(ctx, job, "run", as_json=json)
+    result = run_fit(ctx, plan, lambda event: None, lambda: False)  # the JSON API: rows when it is over
     rows = [{k: r[k] for k in columns if k in r} for r in result.rows]
     return FitRows(rows, columns)
 

@@ -1,4 +1,5 @@
 """The registry from the shell: tensors (census), free."""
+from torchsh.jobs.job import refuse_freeing_in_use
 from torchsh.memory.budget import human
 from torchsh.registry.census import census_rows
 from torchsh.verbs import verb
@@ -53,6 +54,7 @@ def _age(seconds):
       examples=("torch free $(torch zeros 3) $(torch ones 2)",))
 def free(ctx, handles=None, all=False):
     """Free objects by handle (atomic: all or none), or every object with --all. Reads handles from stdin."""
+    refuse_freeing_in_use(ctx.registry, [h for h, _ in ctx.registry.items()] if all else handles)
     if all:
         ctx.registry.free_all()
         return None

@@ -1,0 +1,204 @@
+"""A job: long work (`torch fit`) that runs on its own thread in the daemon, to watch, leave and stop.
+
+The work is a plain function work(report, should_stop) (train/fit.run_fit's shape): it calls
+report(event) with progress events and polls should_stop() at every step boundary. The runner holds
+the tensor lock while the work runs and lets it go at each step boundary when a request waits for
+it (should_stop), so other commands run between steps, in their turn (the lock is FIFO).
+
+What a job says is kept as a list of events, appended to and never rewritten: ("row", dict) an epoch
+row for stdout, ("plain", text) a plain progress line (every PLAIN_EVERY_S, and at the end of each
+epoch's batches) for followers whose stderr is not a terminal, ("err", text) a final line (stopped
+at…, the failure). The newest batch event is kept aside (`progress`) for a terminal's live line.
+Followers read by offset into the event list (jobs/render.py), so any number can follow one job.
+"""
+import logging
+import threading
+import time
+
+from torchsh import protocol
+from torchsh.errors import TorchshError, from_torch_exception
+
+log = logging.getLogger("torchd")
+PLAIN_EVERY_S = 30.0
+EXIT_STOPPED = 130  # what a shell reports for a Ctrl-C'd command: a stopped job ends the same way
+
+
+class Job:
+    def __init__(self, verb, columns=None, uses=()):
+        self.verb = verb            # "fit": the verb that runs, for lines and the census
+        self.uses = tuple(u for u in uses if u is not None)  # what the work trains: not freed while it runs
+        self.handle = None          # job://…, once registered
+        self.state = "running"
+        self.exit = None            # the exit status once ended: 0 done, 130 stopped, an error's status
+        self.events = []
+        self.progress = None        # the newest batch event
+        self.first_row = None       # the first epoch row: text output prints the header above it
+        self.columns = columns      # the row keys shown, in order (None: the first row's keys)
+        self.position = None        # (epoch, step) of the last completed step the work reported
+        self.started, self.ended = time.time(), None
+        self.changed = threading.Condition()
+        self._stop = threading.Event()
+        self.stopped_early = False  # the work ended at a stop request, not at its end
+        self._last_plain = time.monotonic()
+
+    # -- the work's side ----------------------------------------------------------------------
+    def report(self, event):
+        kind = event.get("event")
+        with self.changed:
+            had = len(self.events)
+            if kind == "batch":
+                self.progress = dict(event)
+                self._note_position(event)
+                now = time.monotonic()
+                if now - self._last_plain >= PLAIN_EVERY_S or event.get("batch") == event.get("batches"):
+                    self._last_plain = now
+                    self.events.append(("plain", progress_text(event) + "\n"))
+            elif kind == "epoch":
+                self._note_position(event)
+                self.columns = self.columns or [k for k in event if k not in ("event", "kind")]
+                row = {k: event[k] for k in self.columns if k in event}
+                if self.first_row is None:
+                    self.first_row = row
+                self.events.append(("row", row))
+            elif kind in ("stopped", "done"):  # where the work ended (a stop request is known by should_stop)
+                self._note_position(event)
+            if len(self.events) > had:  # followers wait for events; the live line is redrawn on a clock
+                self.changed.notify_all()
+
+    def _note_position(self, event):
+        if "epoch" in event and "step" in event:
+            self.position = (event["epoch"], event["step"])
+
+    def should_stop(self):
+        if self._stop.is_set():
+            self.stopped_early = True
+            return True
+        return False
+
+    # -- the caller's side --------------------------------------------------------------------
+    def request_stop(self):
+        """Stop at the next step boundary (the work's should_stop() answers True from now on)."""
+        self._stop.set()
+
+    def running(self):
+        return self.ended is None
+
+    def finish(self, state, exit_status, line=None):
+        with self.changed:
+            if line:
+                self.events.append(("err", line + "\n"))
+            self.state, self.exit, self.ended = state, exit_status, time.time()
+            self.changed.notify_all()
+
+    def wait_for(self, offset, timeout):
+        """Block until there are events past `offset`, the job ended, or `timeout` seconds passed."""
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while len(self.events) <= offset and self.ended is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.changed.wait(left)
+
+    def stopped_line(self):
+        epoch, step = self.position or (0, 0)
+        return "stopped at epoch %s step %s" % (epoch, step)
+
+    def progress_text(self):
+        """The census's and `job list`'s progress: where the work is now."""
+        p = self.progress
+        if p is None:
+            return "epoch %s step %s" % self.position if self.position else "-"
+        return "epoch %s batch %s/%s" % (p.get("epoch"), p.get("batch"), p.get("batches"))
+
+
+def progress_text(event):
+    """One progress line (no newline): batch/total, rate, ETA, running loss."""
+    parts = ["epoch %s" % event.get("epoch"), "batch %s/%s" % (event.get("batch"), event.get("batches"))]
+    if event.get("rate") is not None:
+        parts.append("%.1f batch/s" % event["rate"])
+    if event.get("eta_s") is not None:
+        parts.append("ETA %s" % clock(event["eta_s"]))
+    if event.get("loss") is not None:
+        parts.append("loss %.4g" % event["loss"])
+    return "  ".join(parts)
+
+
+def clock(seconds):
+    seconds = int(max(0, seconds))
+    h, m, s = seconds // 3600, seconds // 60 % 60, seconds % 60
+    return "%d:%02d:%02d" % (h, m, s) if h else "%d:%02d" % (m, s)
+
+
+def start(ctx, verb, work, columns=None, uses=()):
+    """Register a job:// for work(report, should_stop) and start it on its own thread. The caller may
+    hold the tensor lock (a verb runs under it): the job's first step waits for it like any request.
+    columns: the epoch rows' keys to show, in order (default: the first row's); uses: the objects the
+    work trains (model, optimizer, loaders, scheduler), which `torch free` refuses while it runs."""
+    job = Job(verb, columns, uses)
+    job.handle = ctx.put(job, "job")
+    threading.Thread(target=_run, args=(ctx.app, job, work), name="torchd-job-%s" % verb, daemon=True).start()
+    return job
+
+
+def refuse_freeing_in_use(registry, handles):
+    """`torch free` of what a running job uses, or of the running job itself: refused (in_use), naming
+    the job. Its work holds the objects anyway; freeing the handles would only lose the trained result."""
+    entries = dict(registry.items())
+    running = [(h, e.obj) for h, e in entries.items() if e.kind == "job" and e.obj.running()]
+    for handle in handles:
+        entry = entries.get(handle.strip())
+        for job_handle, job in running:
+            if entry is not None and (entry.obj is job or any(entry.obj is u for u in job.uses)):
+                raise TorchshError("in_use", "%s is in use by the running job %s" % (handle.strip(), job_handle),
+                                   "stop it first: torch job stop %s" % job_handle)
+
+
+def _run(app, job, work):
+    lock = _StepLock(app, "%s (%s)" % (job.verb, job.handle))
+    lock.take()
+    try:
+        work(job.report, lambda: lock.between_steps() or job.should_stop())
+    except TorchshError as e:
+        _failed(job, e)
+    except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError, MemoryError) as e:
+        _failed(job, from_torch_exception(e))
+    except BaseException:
+        log.exception("job %s", job.handle)
+        _failed(job, TorchshError("internal_error", "internal error", "see %s" % app.log_path))
+    else:
+        if job.stopped_early:
+            job.finish("stopped", EXIT_STOPPED, "torch: %s: %s" % (job.verb, job.stopped_line()))
+        else:
+            job.finish("done", 0)
+    finally:
+        lock.give()
+
+
+def _failed(job, err):
+    err.op = err.op or job.verb
+    job.finish("failed", protocol.exit_status(err.code), err.line())
+
+
+class _StepLock:
+    """The tensor lock as a job holds it: taken for the work, let go between steps when someone waits."""
+
+    def __init__(self, app, op):
+        self.app, self.op, self.held = app, op, None
+
+    def take(self):
+        self.held = self.app.tensor_lock(self.op)
+        self.held.__enter__()
+
+    def give(self):
+        if self.held is not None:
+            held, self.held = self.held, None
+            held.__exit__(None, None, None)
+
+    def between_steps(self):
+        """A step boundary: requests that queued for the lock meanwhile run now, then the work goes on.
+        Returns False (for should_stop's `or`)."""
+        if self.app.lock_waiters():
+            self.give()
+            self.take()
+        return False

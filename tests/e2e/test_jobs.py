@@ -1,0 +1,206 @@
+"""Jobs through real bash: `torch fit --detach` + job list/wait/logs/stop, the model after a stop equals
+PyTorch's loop replayed for as many steps, other commands answer while a job runs, and a foreground
+fit's progress and Ctrl-C in a terminal (a pty) and without one."""
+import json
+import os
+import pty
+import re
+import select
+import time
+
+import torch
+import torch.nn.functional as F
+from apicall import call, post
+from safetensors.torch import load_file
+
+X = torch.randn(640, 2, generator=torch.Generator().manual_seed(5))
+Y = torch.randn(640, 1, generator=torch.Generator().manual_seed(6))
+BATCH, LR = 16, 0.1
+STOPPED = re.compile(r"stopped at epoch (\d+) step (\d+)")
+
+
+def setup(sh):
+    """Shell text that makes $m, $o, $L (no shuffle: batches in order) and saves $m's first weights."""
+    first = sh.tmp("first.safetensors")
+    text = ("m=$(torch nn linear 2 1); torch nn save $m %s; o=$(torch optim sgd $m --lr %s); "
+            "L=$(torch data loader $(torch data tensors %s %s) --batch_size %d); "
+            % (first, LR, sh.put(X), sh.put(Y), BATCH))
+    return text, first
+
+
+def replay(weights, steps):
+    """PyTorch's loop for `steps` optimizer steps over the same batches, in order."""
+    model = torch.nn.Linear(2, 1)
+    model.load_state_dict(weights)
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    per_epoch = len(X) // BATCH
+    for i in range(steps):
+        k = (i % per_epoch) * BATCH
+        opt.zero_grad()
+        F.mse_loss(model(X[k:k + BATCH]), Y[k:k + BATCH]).backward()
+        opt.step()
+    return model.state_dict()
+
+
+def test_detach_returns_a_job_and_list_wait_logs_show_it(sh):
+    make, _ = setup(sh)
+    out = sh(make + "j=$(torch fit $m $o $L --epochs 3 --detach); echo $j; torch job wait $j; echo wait=$?; "
+             "torch job list; torch job logs $j; torch job logs $j --json")
+    lines = out.splitlines()
+    job = lines[0]
+    assert job.startswith("job://")
+    wait_rows = lines[1:5]
+    assert wait_rows[0].split() == ["epoch", "loss", "lr", "seconds"]
+    assert [r.split()[0] for r in wait_rows[1:]] == ["1", "2", "3"] and lines[5] == "wait=0"
+    listed = next(line for line in lines[1:] if line.startswith(job)).split()
+    assert listed[1:4] == ["fit", "done", "epoch"]
+    assert lines[lines.index(wait_rows[0], 5):][:4] == wait_rows  # logs: the same rows
+    assert [row.startswith('{"epoch":%d,' % n) for n, row in enumerate(lines[-3:], 1)] == [True] * 3
+    r = sh.run("torch job logs %s" % job)
+    assert r.code == 0 and "\r" not in r.err
+    assert [line.split()[:3] for line in r.err.splitlines()] == [["epoch", "1", "batch"], ["epoch", "2", "batch"],
+                                                                 ["epoch", "3", "batch"]]
+
+
+def test_job_logs_follow_prints_rows_and_plain_progress_until_the_job_ends(sh):
+    make, _ = setup(sh)
+    r = sh.run(make + "j=$(torch fit $m $o $L --epochs 4 --detach); torch job logs $j -f; echo rc=$?")
+    lines = r.out.splitlines()
+    assert lines[0].split()[:2] == ["epoch", "loss"] and [l.split()[0] for l in lines[1:5]] == ["1", "2", "3", "4"]
+    assert lines[5] == "rc=0" and "\r" not in r.err
+    assert [line.split()[:2] for line in r.err.splitlines()] == [["epoch", str(n)] for n in range(1, 5)]
+
+
+def test_job_stop_ends_at_a_step_boundary_and_the_model_keeps_the_last_completed_step(sh):
+    make, first = setup(sh)
+    last = sh.tmp("last.safetensors")
+    r = sh.run(make + "j=$(torch fit $m $o $L --epochs 100000 --detach); "
+               "for i in $(seq 600); do torch job list | grep -q \"$j .*batch\" && break; sleep 0.05; done; "
+               "torch job stop $j; torch job wait $j; echo wait=$?; torch nn save $m %s; torch job list" % last)
+    assert r.code == 0, r.err
+    stop_line, = [line for line in r.out.splitlines() if line.startswith("stopped at")]
+    epoch, step = map(int, STOPPED.fullmatch(stop_line).groups())
+    assert step >= 1 and epoch == (step - 1) // (len(X) // BATCH) + 1
+    assert "wait=130" in r.out and r.err.splitlines()[-1] == "torch: fit: " + stop_line
+    assert re.search(r"job://\S+ +fit +stopped ", r.out)
+    want, got = replay(load_file(first), step), load_file(last)
+    for k in want:
+        assert torch.equal(got[k], want[k]), k
+
+
+def test_other_commands_answer_while_a_job_runs(sh):
+    make, _ = setup(sh)
+    t = sh.put(torch.tensor([1.5, 2.5]))
+    r = sh.run(make + "j=$(torch fit $m $o $L --epochs 100000 --detach); "
+               "torch daemon status >/dev/null && echo status=ok; torch tensors | grep -c '^job://'; "
+               "torch value %s; torch value $(torch mul %s 2); torch job list | grep \"$j\"; torch job stop $j"
+               % (t, t))
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert lines[0] == "status=ok" and int(lines[1]) >= 1
+    assert lines[2:4] == ["[1.5,2.5]", "[3.0,5.0]"]
+    assert " running " in lines[4] and STOPPED.fullmatch(lines[5])
+
+
+def test_free_refuses_what_a_running_job_uses_until_it_has_stopped(sh):
+    make, _ = setup(sh)
+    r = sh.run(make + "j=$(torch fit $m $o $L --epochs 100000 --detach); torch free $m; echo free=$?; "
+               "torch free $j; echo free=$?; torch free --all; echo all=$?; torch job stop $j >/dev/null; "
+               "torch free $m $o $L $j; echo free=$?")
+    assert re.findall(r"\w+=\d+", r.out) == ["free=3", "free=3", "all=3", "free=0"]
+    first = r.err.splitlines()[0]
+    assert re.fullmatch(r"torch: free: nn://\w+ is in use by the running job (job://\w+); "
+                        r"stop it first: torch job stop \1 \[in_use\]", first), first
+
+
+def test_the_json_face_detaches_refuses_delete_and_answers_polls_with_follow(sh):
+    make, _ = setup(sh)
+    m, o, L = sh(make + "echo $m $o $L").split()
+    status, reply = post(sh, "fit", {"args": [m, o, L], "kwargs": {"epochs": 100000, "detach": True}})
+    job = reply["result"]
+    assert status == 200 and job.startswith("job://")
+    status, text = call(sh, "DELETE", "/v1/tensors/" + m)
+    assert status == 409 and json.loads(text)["error"]["code"] == "in_use"
+    status, reply = post(sh, "job.stop", {"args": [job]})
+    r = reply["result"]
+    while r["follow"] is not None:  # "0 job poll J stop --offset N": poll on from N
+        offset = int(r["follow"].split()[-1])
+        r = post(sh, "job.poll", {"args": [job, "stop"], "kwargs": {"offset": offset}})[1]["result"]
+    assert STOPPED.fullmatch(r["stdout"].strip()) and r["exit"] == 0
+    assert call(sh, "DELETE", "/v1/tensors/" + m)[0] == 204
+
+
+def test_foreground_fit_without_a_terminal_prints_rows_and_plain_progress_lines(sh):
+    make, _ = setup(sh)
+    r = sh.run(make + "torch fit $m $o $L --epochs 2; echo rc=$?")
+    lines = r.out.splitlines()
+    assert lines[0].split() == ["epoch", "loss", "lr", "seconds"]
+    assert [line.split()[0] for line in lines[1:3]] == ["1", "2"] and lines[3] == "rc=0"
+    assert "\r" not in r.err and "\x1b" not in r.err
+    assert [line.split()[:4] for line in r.err.splitlines()] == [["epoch", "1", "batch", "40/40"],
+                                                                ["epoch", "2", "batch", "40/40"]]
+
+
+def run_in_pty(sh, script, send_when=None, send=b"\x03", timeout=120):
+    """Run bash -c SCRIPT with a terminal on stdin, stdout and stderr; once send_when(output so far) is
+    true, type `send` (Ctrl-C by default). Returns (output bytes, exit status)."""
+    prelude = os.environ.get("TORCHSH_TEST_PRELUDE", "")
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: a new session whose controlling terminal is the pty
+        os.chdir(sh.folder)
+        os.execve("/bin/bash", ["bash", "-c", (prelude + "\n" + script) if prelude else script], sh.env)
+    out, sent, ok, deadline = bytearray(), send_when is None, False, time.monotonic() + timeout
+    try:
+        while (chunk := _read(fd, deadline)) is not None:
+            out += chunk
+            if not sent and send_when(bytes(out)):
+                os.write(fd, send)
+                sent = True
+        ok = True
+    finally:
+        if not ok:  # stop the fit it runs (Ctrl-C), so nothing is left burning, then end it all
+            os.write(fd, b"\x03")
+            end = time.monotonic() + 30
+            while _read(fd, end, fail=False) is not None:
+                pass
+            try:
+                os.killpg(pid, 9)
+            except ProcessLookupError:
+                pass
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    return bytes(out), os.waitstatus_to_exitcode(status)
+
+
+def _read(fd, deadline, fail=True):
+    """The terminal's next output; None once every process holding it has exited."""
+    ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+    if not ready:
+        assert not fail, "the command did not finish in time"
+        return None
+    try:
+        return os.read(fd, 65536) or None
+    except OSError:  # EIO: the terminal's last process has exited
+        return None
+
+
+def test_foreground_fit_in_a_terminal_redraws_a_live_progress_line(sh):
+    make, _ = setup(sh)
+    out, code = run_in_pty(sh, make + "torch fit $m $o $L --epochs 100000; echo rc=$?",
+                           send_when=lambda out: b"\repoch " in out and re.search(rb"(\x1b\[K|\n)2 +[\d.]+ ", out))
+    assert code == 0
+    text = out.decode()
+    assert re.search(r"\repoch \d+  batch \d+/40  [\d.]+ batch/s  ETA \d+:\d\d  loss [\d.e+-]+\x1b\[K", text)
+    # a row clears the live line first (or follows a newline), so it stands on a line of its own
+    assert re.search(r"(\r\x1b\[K|\n)2 +[\d.]+ +0\.1 +[\d.]+\r?\n", text)
+    assert re.search(r"^rc=130\r?$", text, re.M)
+
+
+def test_ctrl_c_stops_a_foreground_fit_at_a_step_boundary_and_exits_130(sh):
+    make, _ = setup(sh)
+    out, code = run_in_pty(sh, make + "torch fit $m $o $L --epochs 100000; echo rc=$?; "
+                           "torch job list | grep -c . || true", send_when=lambda out: b" batch " in out)
+    text = out.decode().replace("\r\x1b[K", "")
+    assert code == 0
+    assert re.search(r"^torch: fit: stopped at epoch \d+ step \d+\r?$", text, re.M), text[-800:]
+    assert re.search(r"^rc=130\r?$", text, re.M)
