@@ -2595,7 +2595,7 @@ export def fill [
 
 # Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 #
-# fit(Module model, Optimizer optimizer, Loader loader, *, str loss=mse_loss, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, Path? log=None, str? resume=None, int save_every=200, int? max_steps=None) -> Json
+# fit(Module model, Optimizer optimizer, Loader loader, *, str loss=mse_loss, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, Path? log=None, str? resume=None, int save_every=200, int? max_steps=None, bool detach=False, bool json=False) -> Json
 export def fit [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model optimizer loader; piped handles fill the tensor slots still missing
     --loss: string = "mse_loss"  # str
@@ -2613,8 +2613,10 @@ export def fit [
     --resume: string  # str?
     --save_every: int = 200  # int
     --max_steps: int  # int?
+    --detach  # bool
+    --json  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "fit" $in $args {loss: $loss, loss_args: $loss_args, epochs: $epochs, val: $val, metrics: $metrics, sched: $sched, clip: $clip, accum: $accum, autocast: $autocast, patience: $patience, monitor: $monitor, log: $log, resume: $resume, save_every: $save_every, max_steps: $max_steps, no_grad: $no_grad} {loss: "mse_loss", epochs: 1, accum: 1, save_every: 200} }
+]: any -> any { torchsh call "fit" $in $args {loss: $loss, loss_args: $loss_args, epochs: $epochs, val: $val, metrics: $metrics, sched: $sched, clip: $clip, accum: $accum, autocast: $autocast, patience: $patience, monitor: $monitor, log: $log, resume: $resume, save_every: $save_every, max_steps: $max_steps, detach: $detach, json: $json, no_grad: $no_grad} {loss: "mse_loss", epochs: 1, accum: 1, save_every: 200, detach: false, json: false} }
 
 # Alias for torch.trunc.
 #
@@ -3377,6 +3379,54 @@ export def item [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "item" $in $args {no_grad: $no_grad} {} --values }
+
+# Every job held, as a table: HANDLE VERB STATE (running, done, failed, stopped) PROGRESS ELAPSED.
+#
+# job.list() -> Json
+export def "job list" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "job.list" $in $args {no_grad: $no_grad} {} }
+
+# What job JOB said: its epoch rows on stdout (JSON lines with --json), its progress lines on stderr.
+#
+# job.logs(Job job, *, bool follow=False, bool json=False) -> None
+export def "job logs" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: job; piped handles fill the tensor slots still missing
+    --follow  # bool
+    --json  # bool
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "job.logs" $in $args {follow: $follow, json: $json, no_grad: $no_grad} {follow: false, json: false} }
+
+# One bounded poll of job JOB's output after OFFSET (what `torch` sends while it follows a job).
+#
+# job.poll(Job job, str view, *, int offset=0, float wait=1.0, bool json=False, bool interrupt=False) -> None
+export def "job poll" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: job view; piped handles fill the tensor slots still missing
+    --view: string  # str
+    --offset: int = 0  # int
+    --wait: number = 1.0  # float
+    --json  # bool
+    --interrupt  # bool
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "job.poll" $in $args {view: $view, offset: $offset, wait: $wait, json: $json, interrupt: $interrupt, no_grad: $no_grad} {offset: 0, wait: 1.0, json: false, interrupt: false} }
+
+# Stop job JOB at its next step boundary and print where: `stopped at epoch E step S`. The model
+#
+# job.stop(Job job) -> None
+export def "job stop" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: job; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "job.stop" $in $args {no_grad: $no_grad} {} }
+
+# Wait for job JOB to end; print its epoch rows; exit with its status (0 done, 130 stopped, or the
+#
+# job.wait(Job job, *, bool json=False) -> None
+export def "job wait" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: job; piped handles fill the tensor slots still missing
+    --json  # bool
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "job.wait" $in $args {json: $json, no_grad: $no_grad} {json: false} }
 
 # Computes the Kaiser window with window length window_length and shape parameter beta.
 #
@@ -6482,19 +6532,21 @@ export alias icdf = dist icdf
 export alias kl = dist kl
 export alias loader = data loader
 export alias log_prob = dist log_prob
+export alias logs = job logs
 export alias memory = cuda memory
 export alias next = data next
 export alias parameters = nn parameters
+export alias poll = job poll
 export alias restart = daemon restart
 export alias rsample = dist rsample
 export alias sample = dist sample
 export alias start = daemon start
 export alias status = daemon status
-export alias stop = daemon stop
 export alias summary = nn summary
 export alias synchronize = cuda synchronize
 export alias train = nn train
 export alias transform = data transform
 export alias ttl = daemon ttl
 export alias variance = dist variance
+export alias wait = job wait
 export alias print = torchsh op print
