@@ -204,3 +204,19 @@ def test_ctrl_c_stops_a_foreground_fit_at_a_step_boundary_and_exits_130(sh):
     assert code == 0
     assert re.search(r"^torch: fit: stopped at epoch \d+ step \d+\r?$", text, re.M), text[-800:]
     assert re.search(r"^rc=130\r?$", text, re.M)
+
+
+def test_a_second_job_is_queued_until_the_first_ends_then_runs(sh):
+    make, _ = setup(sh)
+    out = sh(make + "a=$(torch fit $m $o $L --epochs 200 --detach); "
+             "m2=$(torch nn linear 2 1); o2=$(torch optim sgd $m2 --lr 0.1); "
+             "b=$(torch fit $m2 $o2 $L --epochs 1 --detach); "
+             "echo $a $b; torch job list | grep $b; torch job stop $a >/dev/null; torch job wait $b; echo b=$?; "
+             "torch job list")
+    lines = out.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith("job://") and len(line.split()) == 2)
+    a, b = lines[i].split()
+    assert lines[i + 1].split()[:3] == [b, "fit", "queued"]  # one job at a time, on the tensor thread
+    assert "b=0" in lines
+    states = {line.split()[0]: line.split()[2] for line in lines[i + 1:] if line.startswith("job://")}
+    assert (states[a], states[b]) == ("stopped", "done")

@@ -36,6 +36,9 @@ class App:
         self.fastpath = None  # daemon.fastpath.FastPath when `torch init bash` enabled it
         self.memory = memory.Budget.from_env()  # TORCHSH_MAX_MEMORY (torchd --max-memory sets it)
         self.io_stats = None  # set by daemon.server: callable -> {"connections", "connection_limit", "queued", ...}
+        # set by daemon.server: the tensor thread's run_task(fn), waiting(), serve_waiting() (daemon/workers.py),
+        # for jobs to run there; None in-process (a job then runs on a thread of its own)
+        self.tensor_thread = None
         self.request_state = threading.local()  # .client_gone: callable set by the server around each request
 
     def tensor_lock(self, op=None):

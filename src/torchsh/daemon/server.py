@@ -68,6 +68,7 @@ class Server:
         self.watch = SocketWatch(app.socket_path)
         self.workers = Workers(app, dispatch, lockfree, MAX_BODY)  # the module's names: tests stub them
         app.io_stats = self.stats
+        app.tensor_thread = self.workers
 
     def stats(self):
         return {"connections": self.open[False], "connection_limit": CONNECTION_LIMIT,

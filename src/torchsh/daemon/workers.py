@@ -17,6 +17,7 @@ connection's next one and answers it itself (a client in a loop sends it within 
 handing every request through the loop thread would cost two thread switches per request), unless
 another connection's tensor request is waiting.
 """
+import collections
 import logging
 import os
 import queue
@@ -39,10 +40,37 @@ class Workers:
         self.quick = _Pool("torchd-quick", QUICK_WORKERS, self._work)
         self.tensor = _Pool("torchd-tensor", 1, self._work)
         self.senders = _Pool("torchd-send", SENDERS, self._send_rest)
+        self.tasks = collections.deque()  # run_task's functions, each with a (None, None) turn in the tensor queue
 
     def submit(self, conn, request):
         """Queue a whole request on the pool it belongs to, decided before it waits anywhere."""
         (self.quick if self.lockfree(self.app, request) else self.tensor).queue.put((conn, request))
+
+    # -- long work on the tensor thread (jobs: App.tensor_thread is this object) -------------------
+    def run_task(self, fn):
+        """Run fn() on the tensor thread after the requests queued before it (one task at a time)."""
+        self.tasks.append(fn)
+        self.tensor.queue.put((None, None))
+
+    def waiting(self):
+        """Requests queued for the tensor thread (queued tasks aside): what serve_waiting would answer."""
+        return self.tensor.queue.qsize() > len(self.tasks)
+
+    def serve_waiting(self):
+        """From a task, at a safe point (a job's step boundary, the tensor lock let go): answer the
+        requests queued now, here on the tensor thread, without lingering. Queued tasks wait their turn."""
+        tasks = []
+        for _ in range(self.tensor.queue.qsize()):
+            try:
+                conn, request = self.tensor.queue.get_nowait()
+            except queue.Empty:
+                break
+            if conn is None:
+                tasks.append((conn, request))
+            else:
+                self._work(conn, request, self.tensor, linger=False)
+        for item in tasks:
+            self.tensor.queue.put(item)
 
     def queued(self):
         return self.tensor.queue.qsize()
@@ -61,9 +89,11 @@ class Workers:
         self.tensor.stop()
         self.senders.stop()
 
-    def _work(self, conn, request, pool):
+    def _work(self, conn, request, pool, linger=True):
         """Worker thread: answer, then linger for the connection's next request and answer it here
         too; hand the connection back to the loop when it goes quiet."""
+        if conn is None:  # run_task's turn
+            return self._run_task(self.tasks.popleft())
         keep = False
         state = self.app.request_state
         state.client_gone = conn.client_gone  # asked by App.tensor_lock after a wait
@@ -76,7 +106,7 @@ class Workers:
                     keep = self._answer(conn, request)
                     if keep is None:
                         return  # a sender thread finishes the reply and hands the connection back
-                    linger = keep and (pool is self.quick or self.tensor.queue.empty())
+                    linger = linger and keep and (pool is self.quick or self.tensor.queue.empty())
                     request = self._next_request(conn) if linger else None
                     if request is None:
                         break
@@ -89,6 +119,13 @@ class Workers:
         finally:
             state.client_gone = None
         self._hand_back(conn, keep)
+
+    @staticmethod
+    def _run_task(fn):
+        try:
+            fn()
+        except Exception:  # a task's own failure must not take the tensor thread with it
+            log.exception("tensor task %r", fn)
 
     def _hand_back(self, conn, keep):
         self.returned.put((conn, keep))

@@ -131,13 +131,20 @@ def clock(seconds):
 
 
 def start(ctx, verb, work, columns=None, uses=()):
-    """Register a job:// for work(report, should_stop) and start it on its own thread. The caller may
-    hold the tensor lock (a verb runs under it): the job's first step waits for it like any request.
+    """Register a job:// for work(report, should_stop) and start it. In the daemon it runs on the tensor
+    thread, after the requests queued before it, one job at a time (state "queued" until its turn): PyTorch's
+    OpenMP keeps a thread pool per calling thread, and a second pool made every parallel op ~20% slower on
+    two cores (bench/fit.py: 0.81x -> see the closing note). In-process (no server) on a thread of its own.
     columns: the epoch rows' keys to show, in order (default: the first row's); uses: the objects the
     work trains (model, optimizer, loaders, scheduler), which `torch free` refuses while it runs."""
     job = Job(verb, columns, uses)
     job.handle = ctx.put(job, "job")
-    threading.Thread(target=_run, args=(ctx.app, job, work), name="torchd-job-%s" % verb, daemon=True).start()
+    tensor_thread = getattr(ctx.app, "tensor_thread", None)
+    if tensor_thread is not None:
+        job.state = "queued"
+        tensor_thread.run_task(lambda: _run(ctx.app, job, work, tensor_thread))
+    else:
+        threading.Thread(target=_run, args=(ctx.app, job, work), name="torchd-job-%s" % verb, daemon=True).start()
     return job
 
 
@@ -154,9 +161,10 @@ def refuse_freeing_in_use(registry, handles):
                                    "stop it first: torch job stop %s" % job_handle)
 
 
-def _run(app, job, work):
-    lock = _StepLock(app, "%s (%s)" % (job.verb, job.handle))
+def _run(app, job, work, tensor_thread=None):
+    lock = _StepLock(app, "%s (%s)" % (job.verb, job.handle), tensor_thread)
     lock.take()
+    job.state = "running"
     try:
         work(job.report, lambda: lock.between_steps() or job.should_stop())
     except TorchshError as e:
@@ -181,10 +189,11 @@ def _failed(job, err):
 
 
 class _StepLock:
-    """The tensor lock as a job holds it: taken for the work, let go between steps when someone waits."""
+    """The tensor lock as a job holds it: taken for the work, let go between steps when someone waits.
+    On the tensor thread, "someone" is a request queued for that thread: the job answers it there."""
 
-    def __init__(self, app, op):
-        self.app, self.op, self.held = app, op, None
+    def __init__(self, app, op, tensor_thread=None):
+        self.app, self.op, self.held, self.tensor_thread = app, op, None, tensor_thread
 
     def take(self):
         self.held = self.app.tensor_lock(self.op)
@@ -198,7 +207,12 @@ class _StepLock:
     def between_steps(self):
         """A step boundary: requests that queued for the lock meanwhile run now, then the work goes on.
         Returns False (for should_stop's `or`)."""
-        if self.app.lock_waiters():
+        if self.tensor_thread is not None:
+            if self.tensor_thread.waiting():
+                self.give()
+                self.tensor_thread.serve_waiting()
+                self.take()
+        elif self.app.lock_waiters():
             self.give()
             self.take()
         return False

@@ -21,7 +21,7 @@ _JOB = ("m=$(torch nn linear 2 1); o=$(torch optim sgd $m); "
 
 @verb("job.list() -> Json", category="objects", lockfree=True, examples=("torch job list",))
 def job_list(ctx):
-    """Every job held, as a table: HANDLE VERB STATE (running, done, failed, stopped) PROGRESS ELAPSED.
+    """Every job held, as a table: HANDLE VERB STATE (queued, running, done, failed, stopped) PROGRESS ELAPSED.
     --json: rows."""
     now = time.time()
     rows = [{"handle": h, "verb": e.obj.verb, "state": e.obj.state, "progress": e.obj.progress_text(),

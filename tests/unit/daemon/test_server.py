@@ -198,3 +198,25 @@ def test_bad_content_length_gets_400_json_for_the_api(served):
     s.sendall(b"POST /v1/ops/add HTTP/1.1\r\nContent-Length: +5\r\n\r\nhello")
     reply = read_reply(s)
     assert b" 400 " in reply and b'"code":"bad_request"' in reply
+
+
+def test_a_task_on_the_tensor_thread_answers_queued_requests_at_its_safe_points(served):
+    threads, answered, done = [], threading.Event(), threading.Event()
+    workers = served.app.tensor_thread
+
+    def task():  # a job's shape: long work, with points where waiting requests may run
+        threads.append(threading.current_thread().name)
+        deadline = time.monotonic() + 10
+        while not workers.waiting() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        workers.serve_waiting()  # the queued request is answered here, on this thread, mid-task
+        answered.wait(10)
+        done.set()
+
+    workers.run_task(lambda: 1 / 0)  # a task's failure is logged; the thread goes on
+    workers.run_task(task)
+    s = connect(served)
+    reply = request(served, "/tensor", s)  # queued behind the task, answered at its safe point
+    assert not done.is_set()  # while the task still ran
+    answered.set()
+    assert b" 200 " in reply and threads == ["torchd-tensor-0"]
