@@ -130,3 +130,9 @@ def test_the_json_api_builds_and_samples_like_the_cli(sh):
     assert status == 200 and torch.equal(sh.fetch(drawn["result"]), D.Normal(0, 1).sample((3,)))
     status, err = post(sh, "dist.normal", {"args": [0, -1]})
     assert status == 400 and err["error"]["code"] == "bad_argument"
+
+
+def test_a_number_where_the_class_needs_a_tensor_is_a_bad_argument_not_an_internal_error(sh):
+    r = sh.run("torch dist categorical --logits 5")
+    assert r.code == 2 and r.err.strip().endswith("[bad_argument]")
+    assert "Categorical takes a tensor for logits" in r.err and r.err.count("\n") == 1

@@ -3380,7 +3380,7 @@ export def item [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "item" $in $args {no_grad: $no_grad} {} --values }
 
-# Every job held, as a table: HANDLE VERB STATE (running, done, failed, stopped) PROGRESS ELAPSED.
+# Every job held, as a table: HANDLE VERB STATE (queued, running, done, failed, stopped) PROGRESS ELAPSED.
 #
 # job.list() -> Json
 export def "job list" [

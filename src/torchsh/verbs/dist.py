@@ -100,6 +100,10 @@ def _builder(cls, args):
         except (ValueError, TypeError) as e:
             raise bad_argument("%s: %s" % (cls.__name__, str(e).split("\n")[0][:300]),
                                "`torch dist %s --help` shows its parameters" % snake_case(cls.__name__)) from None
+        except AttributeError:  # a number where the class calls tensor methods (Categorical(logits=5))
+            numbers = [k for k, v in given.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            raise bad_argument("%s takes a tensor for %s, not a number" % (cls.__name__, " or ".join(numbers) or "it"),
+                               "give a list ('[0.2,0.8]') or a tensor handle") from None
     build.__name__ = "dist_" + cls.__name__
     return build
 
