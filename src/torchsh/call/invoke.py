@@ -60,9 +60,11 @@ def invoke(ctx, op, binding, globals_=None, warned=None):
             except MemoryError as e:
                 raise memory.allocation_failure(e) from None
             except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError, AssertionError,
-                    ArithmeticError) as e:
-                if isinstance(e, (AssertionError, ArithmeticError)) and not raised_by_torch(e):
-                    raise  # our own assert or arithmetic failed: a bug, for run_cli's catch-all
+                    ArithmeticError, AttributeError) as e:
+                # PyTorch's Python code asserts, divides and calls tensor methods on what it was given
+                # (Categorical(logits=5): 'int' object has no attribute 'dim'): the caller's mistake there
+                if isinstance(e, (AssertionError, ArithmeticError, AttributeError)) and not raised_by_torch(e):
+                    raise  # our own assert, arithmetic or attribute failed: a bug, for run_cli's catch-all
                 oom = memory.allocation_failure(e)  # PyTorch's allocator error, a CUDA OOM
                 if oom is not None:
                     raise oom from None

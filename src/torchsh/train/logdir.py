@@ -5,7 +5,8 @@ improves).
 
 metrics.jsonl has one JSON object a line: {"kind": "step"|"epoch", "epoch", "step", "loss", "lr",
 "seconds", …}; epoch rows add val_loss and the metrics. metrics.csv holds the same rows under a header
-that is the union of their keys in first-seen order (rewritten whole when a new key appears). A
+that is the union of their keys in first-seen order (rewritten whole from metrics.jsonl when a new key
+appears: rows are not kept in memory, so a run of a million steps costs no more than one of ten). A
 resumed run first drops the rows logged after its checkpoint, so the files read as one run.
 """
 import csv
@@ -32,18 +33,19 @@ class LogDir:
         self.best = os.path.join(folder, "best.safetensors")
         self.jsonl = os.path.join(folder, "metrics.jsonl")
         self.csv = os.path.join(folder, "metrics.csv")
-        self.rows, self.columns, self._jsonl = [], [], None
+        self.columns, self._jsonl = [], None
 
     def start(self, plan, progress, resumed_from):
         """Write run.json; keep the rows up to the checkpoint resumed from (none for a new run)."""
+        rows = []
         if resumed_from:
-            self.rows = [r for r in _read_rows(self.jsonl)
-                         if (r.get("kind") == "step" and r.get("step", 0) <= progress.step)
-                         or (r.get("kind") == "epoch" and r.get("epoch", 0) < progress.epoch)]
-        for r in self.rows:
+            rows = [r for r in _read_rows(self.jsonl)
+                    if (r.get("kind") == "step" and r.get("step", 0) <= progress.step)
+                    or (r.get("kind") == "epoch" and r.get("epoch", 0) < progress.epoch)]
+        for r in rows:
             self._add_columns(r)
-        fileio.atomic_write(self.jsonl, lambda tmp: _write_text(tmp, "".join(_line(r) for r in self.rows)))
-        self._write_csv()
+        fileio.atomic_write(self.jsonl, lambda tmp: _write_text(tmp, "".join(_line(r) for r in rows)))
+        self._write_csv(rows)
         self._jsonl = open(self.jsonl, "a")
         run = _run_record(plan)
         path = os.path.join(self.folder, "run.json")
@@ -55,11 +57,10 @@ class LogDir:
         fileio.atomic_write(path, lambda tmp: _write_text(tmp, json.dumps(run, indent=1, default=str) + "\n"))
 
     def row(self, row):
-        self.rows.append(row)
         self._jsonl.write(_line(row))
         self._jsonl.flush()  # `torch plot` reads the file while the run goes on
-        if self._add_columns(row):
-            self._write_csv()
+        if self._add_columns(row):  # rare: the first epoch row's val_loss and metrics
+            self._write_csv(_read_rows(self.jsonl))
         else:
             with open(self.csv, "a", newline="") as f:
                 csv.DictWriter(f, self.columns, lineterminator="\n").writerow(row)  # LF: a file for awk and cut
@@ -76,11 +77,11 @@ class LogDir:
         self.columns += new
         return bool(new)
 
-    def _write_csv(self):
+    def _write_csv(self, rows):
         out = io.StringIO()
         writer = csv.DictWriter(out, self.columns, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(self.rows)
+        writer.writerows(rows)
         fileio.atomic_write(self.csv, lambda tmp: _write_text(tmp, out.getvalue() if self.columns else ""))
 
 
