@@ -79,6 +79,27 @@ def test_worker_processes_give_the_same_batches(sh):
     assert len(workers) == 6
 
 
+def test_worker_processes_are_not_forks_of_the_daemon(sh):
+    """A fork would hold the daemon's sockets and its threads' locks: the workers come from a forkserver."""
+    import json
+    import os
+    pid = json.loads(sh("torch daemon status --json"))["pid"]
+    sh("L=$(torch data loader $(torch data tensors $(torch randn 40 2)) --batch_size 4 --num_workers 2); "
+       "torch data next $L >/dev/null")  # the epoch's workers now run, held by the loader's iterator
+    daemon_cmdline = open("/proc/%d/cmdline" % pid, "rb").read()
+    children = [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(p) == pid]
+    assert children  # the forkserver (and multiprocessing's resource tracker)
+    assert all(open("/proc/%d/cmdline" % c, "rb").read() != daemon_cmdline for c in children)
+
+
+def _ppid(proc):
+    try:
+        with open("/proc/%s/stat" % proc) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def test_a_freed_loader_is_gone(sh):
     r = sh.run("L=$(torch data loader $(torch data tensors $(torch randn 4 2))); torch free $L; torch data next $L")
     assert r.code == 3 and "[unknown_handle]" in r.err

@@ -39,8 +39,10 @@ class Loader:
         self.generator = torch.Generator().manual_seed(seed)
         sampler = RandomSampler(dataset, generator=self.generator) if shuffle else SequentialSampler(dataset)
         self.batches = _Skipping(sampler, batch_size, drop_last)
+        # Workers start from a forkserver, not by fork(): a fork of the daemon would copy its threads' locks
+        # mid-use and every socket it holds (the listening one, clients' connections) into each worker.
         self.loader = DataLoader(dataset, batch_sampler=self.batches, num_workers=num_workers,
-                                 generator=self.generator)
+                                 generator=self.generator, multiprocessing_context="forkserver" if num_workers else None)
         self.dataset, self.batch_size, self.shuffle, self.drop_last = dataset, batch_size, shuffle, drop_last
         self.num_workers = num_workers
         self.epoch = 0           # epochs finished
