@@ -67,6 +67,11 @@ def test_small_inputs_with_a_big_output_are_refused_but_views_are_not(fresh_sh):
     with open(big, "wb") as f:
         f.truncate(GiB)  # sparse: no disk, no memory; refused on its size before a byte is read
     refused(s.run("torch load %s" % big), "load:", "1.0 GiB")
+    # `data open` reads a CSV whole (a .npy it maps: the same 1 GiB file opens, costing nothing held)
+    big_csv = s.tmp("big.csv")
+    with open(big_csv, "wb") as f:
+        f.truncate(GiB)
+    refused(s.run("torch data open %s" % big_csv), "data open:", "1.0 GiB")
     assert s("torch add $(torch ones '[2]') 1 | torch value") == "[2.0,2.0]"
 
 

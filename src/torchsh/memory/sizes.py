@@ -4,8 +4,8 @@ the verbs that can allocate far more than their inputs (layers, `load`, `value`)
 """
 import itertools
 import math
-import os
-import stat
+
+from torchsh.memory.files import files_read_whole
 
 _TEXT_BYTES_PER_ELEMENT = 256  # `torch print`, `value --format csv` at their peak: numpy <U32, str objects, a list
 _JSON_BYTES_PER_ELEMENT = 64   # `torch value` as JSON (cli/tensortext.py): a snapshot and ~2 copies of the text;
@@ -181,12 +181,9 @@ def verb_bound(op, ctx, values):
         per = {"npy": 2 * x.element_size(), "csv": _TEXT_BYTES_PER_ELEMENT}.get(
             values.get("format"), _JSON_BYTES_PER_ELEMENT if op.name == "value" else _TEXT_BYTES_PER_ELEMENT)
         return Exact(x.numel() * per * (2 if x.is_complex() and values.get("format") != "npy" else 1))
-    if op.name == "load" and isinstance(values.get("file"), str):  # at least the file's size (npz: more)
-        try:
-            st = os.stat(values["file"])
-        except OSError:
-            return None  # the verb reports the missing file
-        return Exact(st.st_size) if stat.S_ISREG(st.st_mode) else None
+    if op.name in ("load", "data.open"):
+        size = files_read_whole(op.name, values)
+        return None if size is None else Exact(size)
     if op.class_kind == "nn":
         numbers = sum(_numeric_any(v, False) for v in values.values())
         return 64 * (numbers + 2) ** 4 if numbers < 1e6 else math.inf  # a layer's weights: a few products
