@@ -1,5 +1,7 @@
 """`torch data tensors`, `torch data loader`, `torch data next`: PyTorch's DataLoader batches, epoch after
 epoch, with a silent exit 1 at each epoch's end, so `while b=$(torch data next $L)` is a bash loop."""
+import os
+
 import torch
 from safetensors.torch import load_file
 from torch.utils.data import DataLoader, TensorDataset
@@ -79,17 +81,41 @@ def test_worker_processes_give_the_same_batches(sh):
     assert len(workers) == 6
 
 
-def test_worker_processes_are_not_forks_of_the_daemon(sh):
-    """A fork would hold the daemon's sockets and its threads' locks: the workers come from a forkserver."""
+def test_worker_processes_are_not_forks_of_the_daemon_and_end_with_it_even_after_kill_9(fresh_sh):
+    """A fork would hold the daemon's sockets and its threads' locks: the workers come from a forkserver,
+    and they (and the forkserver) end once the daemon is gone, however it went."""
     import json
     import os
+    import signal
+    import time
+    sh = fresh_sh()
     pid = json.loads(sh("torch daemon status --json"))["pid"]
     sh("L=$(torch data loader $(torch data tensors $(torch randn 40 2)) --batch_size 4 --num_workers 2); "
        "torch data next $L >/dev/null")  # the epoch's workers now run, held by the loader's iterator
     daemon_cmdline = open("/proc/%d/cmdline" % pid, "rb").read()
-    children = [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(p) == pid]
+    children = _children(pid)
     assert children  # the forkserver (and multiprocessing's resource tracker)
     assert all(open("/proc/%d/cmdline" % c, "rb").read() != daemon_cmdline for c in children)
+    family = children + [g for c in children for g in _children(c)]
+    assert len(family) >= 3  # the forkserver's two workers among them
+    os.kill(pid, signal.SIGKILL)
+    os.unlink(sh.socket)  # what the dead daemon left; the fixture would wait for it to go
+    deadline = time.monotonic() + 20
+    while [p for p in family if _alive(p)] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in family if _alive(p)], "processes outlived the daemon"
+
+
+def _children(pid):
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(p) == pid]
+
+
+def _alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except OSError:
+        return False
 
 
 def _ppid(proc):

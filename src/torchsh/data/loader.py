@@ -8,6 +8,11 @@ SequentialSampler, BatchSampler) with one generator shared by the sampler and th
 To resume, the state keeps the generator's state at the start of the current epoch and the number
 of batches taken; restoring replays the epoch's sampler (indices only, no data fetched) up to there.
 """
+import functools
+import os
+import threading
+import time
+
 import torch
 from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
 
@@ -29,6 +34,18 @@ class _Skipping(BatchSampler):
         yield from it
 
 
+def _exit_with_daemon(daemon_pid, worker_id):
+    """A worker's init: end this worker within a second of the daemon's end, however it ended."""
+    def watch():
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(daemon_pid, 0)
+            except ProcessLookupError:
+                os._exit(0)
+    threading.Thread(target=watch, name="daemon-watch", daemon=True).start()
+
+
 class Loader:
     """torch.utils.data.DataLoader with PyTorch's defaults and names, iterated one batch at a time."""
 
@@ -41,8 +58,12 @@ class Loader:
         self.batches = _Skipping(sampler, batch_size, drop_last)
         # Workers start from a forkserver, not by fork(): a fork of the daemon would copy its threads' locks
         # mid-use and every socket it holds (the listening one, clients' connections) into each worker.
+        # Their parent is then the forkserver, so PyTorch's own watchdog (parent pid changed) cannot see the
+        # daemon die: _exit_with_daemon does, or they would outlive a `kill -9` of it.
+        workers = dict(multiprocessing_context="forkserver", worker_init_fn=functools.partial(
+            _exit_with_daemon, os.getpid())) if num_workers else {}
         self.loader = DataLoader(dataset, batch_sampler=self.batches, num_workers=num_workers,
-                                 generator=self.generator, multiprocessing_context="forkserver" if num_workers else None)
+                                 generator=self.generator, **workers)
         self.dataset, self.batch_size, self.shuffle, self.drop_last = dataset, batch_size, shuffle, drop_last
         self.num_workers = num_workers
         self.epoch = 0           # epochs finished
