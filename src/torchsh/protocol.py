@@ -157,6 +157,12 @@ def socket_path(explicit=None):
     return runtime_dir() + "/torchd.sock"
 
 
+def context_socket(name):
+    """The local socket through which context NAME's daemon is reached: its forwarder (ssh or TLS) listens
+    there, so the client, the fast bash path and Nushell speak to a remote daemon as to a local one."""
+    return runtime_dir() + "/contexts/" + name + ".sock"
+
+
 def sibling(sock, suffix):
     """The log/lock/token file that belongs to a socket: torchd.sock -> torchd.log."""
     base = sock[:-5] if sock.endswith(".sock") else sock
