@@ -8,9 +8,10 @@ Optional body fields: "cwd" (for relative paths), "env" (TORCHSH_* settings), "n
 """
 import json
 
+from torchsh.api import calls
 from torchsh.api.openapi import op_description
 from torchsh.call import bind, results, tokens
-from torchsh.call.invoke import invoke
+from torchsh.call.invoke import convert_all, invoke
 from torchsh.call.misfit import no_binding
 from torchsh.context import Context
 from torchsh.daemon.http import Response
@@ -35,21 +36,21 @@ def post_op(app, request, params):
             raise TorchshError("bad_request", "env value %s must be a string, not %s" % (k[:60], _json_type(v)))
     # No peer_pid: an API caller that runs a block itself (`"exec": true`) may be a one-shot process
     # (curl) that is gone before the block ends, so its scope must not be reaped with it.
-    ctx = Context(app, cwd, {k: str(v) for k, v in env.items()})
-    args, tensors = _put_dashes(op, args, tensors)
-    positionals, piped = [_token(v) for v in args], [_token(v) for v in tensors]
-    kwargs = dict(fixed, **kwargs)
-    flags = {k.replace("-", "_"): _flag_token(op, k.replace("-", "_"), v) for k, v in kwargs.items()}
-    unknown = [k for k in flags if k not in op.flags()]
-    if unknown:
-        raise TorchshError("unknown_flag", "%s takes no argument %s" % (op.name, ", ".join(unknown)), op=op.name)
-    binding = _bind(op, positionals, piped, flags)
+    ctx = Context(app, cwd, {k: str(v) for k, v in env.items()} if env else {})
+    if kwargs:
+        kwargs = {k.replace("-", "_"): v for k, v in kwargs.items()}
+    shape = calls.key(params["op"], args, tensors, kwargs) if body.keys() <= calls.PLAIN_FIELDS else None
+    plan = calls.plan_for(shape, op) if shape is not None else None
+    if plan is not None:  # a call of a shape seen before: its words go straight to their slots
+        binding, convert = calls.PlannedCall(plan, args, tensors, kwargs), calls.convert
+    else:
+        binding, convert = _bind_body(op, fixed, args, tensors, kwargs, shape), convert_all
     if op.block and not body.get("exec"):  # refuse before the verb opens a scope nobody would end
         raise TorchshError("usage", "%s runs a command; use the CLI, or send \"exec\": true" % op.name, op=op.name)
     globals_ = {"no_grad": bool(body.get("no_grad")), "inference_mode": bool(body.get("inference_mode"))}
     warned = []
     try:
-        result = invoke(ctx, op, binding, globals_, warned)
+        result = invoke(ctx, op, binding, globals_, warned, convert)
     except TorchshError as e:
         e.op = e.op or op.name
         raise
@@ -59,6 +60,20 @@ def post_op(app, request, params):
         return Response(200, bytes(result), "application/octet-stream")
     wire = results.to_wire(result, ctx)
     return Response(200, results.result_json(result, wire, nan, warned))  # valid JSON unless ?nan=bare
+
+
+def _bind_body(op, fixed, args, tensors, kwargs, shape):
+    """The full path: tokens, `-`, flags checked, overload chosen; the plan is remembered for the shape."""
+    args, tensors = _put_dashes(op, args, tensors)
+    positionals, piped = [calls.word_token(v) for v in args], [calls.word_token(v) for v in tensors]
+    flags = {k: _flag_token(op, k, v) for k, v in dict(fixed, **kwargs).items()}
+    unknown = [k for k in flags if k not in op.flags()]
+    if unknown:
+        raise TorchshError("unknown_flag", "%s takes no argument %s" % (op.name, ", ".join(unknown)), op=op.name)
+    binding = _bind(op, positionals, piped, flags)
+    if shape is not None and not op.block:
+        calls.remember(shape, op, binding, positionals, piped, flags, set(fixed) - set(kwargs))
+    return binding
 
 
 def _bind(op, positionals, piped, flags):
@@ -111,11 +126,6 @@ def _json_type(value):
     return next((name for t, name in _JSON_TYPES if isinstance(value, t)), "null")
 
 
-def _token(value):
-    # A string's own text names it in error messages, as on the command line (and skips a json.dumps).
-    return tokens.from_json(value, value if isinstance(value, str) else None)
-
-
 def _flag_token(op, name, value):
     """A JSON kwarg as the CLI parser makes it: handle lists (`--inputs A B`) item by item, argv as argv."""
     spec = op.flags().get(name)
@@ -124,7 +134,7 @@ def _flag_token(op, name, value):
             return [tokens.from_json(v) for v in value]
         if spec.kind == "argv":
             return tokens.Token("argv", [str(v) for v in value], "--")
-    return _token(value)  # a string flag keeps its own text: `--search nan` is the word, not a float
+    return calls.word_token(value)  # a string flag keeps its own text: `--search nan` is the word, not a float
 
 
 def _exec_reply(app, e):

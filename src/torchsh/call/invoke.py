@@ -33,16 +33,18 @@ def convert_all(ctx, binding):
     return out
 
 
-def invoke(ctx, op, binding, globals_=None, warned=None):
+def invoke(ctx, op, binding, globals_=None, warned=None, convert=convert_all):
     """Run one bound op: under the tensor lock (unless lock-free), with the caller's grad mode.
 
     The first line of each distinct Python warning the op raised is appended to `warned`.
+    convert(ctx, binding) -> {arg name: value}, under the lock (it looks handles up): by default the
+    binding's tokens through their kinds; the JSON face's remembered calls bring their own (api/calls.py).
     """
     globals_ = globals_ or {}
     lockfree = op.lockfree
     lock = contextlib.nullcontext() if lockfree else ctx.app.tensor_lock(op.name)
     with lock, _warnings_to(None if lockfree else warned):
-        values = convert_all(ctx, binding)
+        values = convert(ctx, binding)
         guards.check(op.name, values)  # inputs on which PyTorch never returns
         with _grad_mode(ctx, globals_):
             try:
