@@ -1,0 +1,276 @@
+"""An ssh context's forwarder: one persistent OpenSSH process that offers the remote daemon's Unix socket
+as a local one (`ssh -N -L LOCAL_SOCK:REMOTE_SOCK`), so every command reaches the remote daemon through
+one ssh connection, exactly as it reaches a local daemon (docs/remote.md).
+
+ensure_forwarder(ctx, local_sock) is called when nothing answers on local_sock: under a lock beside the
+socket it makes sure the remote daemon runs (one `ssh HOST TORCH daemon start`, idempotent, which also
+tells us the remote socket), then starts the forwarder detached unless a live one answers already, and
+returns once a request through local_sock gets the remote daemon's reply. stop_forwarder(local_sock) ends
+it (`context rm`). Beside the socket, in its private folder: NAME.pid (the forwarder's pid), NAME.log (its
+ssh's stderr) and NAME.lock. Errors are TorchshError (client side: print .line(), exit by its code).
+The caller's ssh config applies (keys, agent, ProxyJump); a context may name its own (-F) and the path of
+torch on the remote host, whose login PATH often lacks a virtualenv.
+"""
+import fcntl
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+
+from torchsh import protocol, wire
+from torchsh.errors import TorchshError
+
+SSH = "ssh"
+REMOTE_START_TIMEOUT_S = 180.0  # ssh's login plus a remote `daemon start` (which waits up to 120 s)
+FORWARD_TIMEOUT_S = 30.0        # from starting the forwarder to the remote daemon's first reply through it
+PROBE_TIMEOUT_S = 10.0          # one request through the forwarder
+STOP_TIMEOUT_S = 5.0
+# Fails when the remote daemon is not reached: ssh may accept a local connection and only then learn
+# that the remote socket has nobody behind it, so a connect alone proves nothing through a forwarder.
+_PROBE = b"GET /v1/status HTTP/1.1\r\nHost: torchd\r\nContent-Length: 0\r\n\r\n"
+
+
+def ensure_forwarder(ctx, local_sock):
+    """Return once local_sock reaches ctx's remote daemon, starting that daemon and the forwarder as needed."""
+    if _answers(local_sock):
+        return
+    _private_folder(protocol.socket_folder(local_sock))
+    with _locked(protocol.sibling(local_sock, ".lock")):
+        if _answers(local_sock):  # another command started it while we waited for the lock
+            return
+        remote_sock = start_remote_daemon(ctx)
+        if _forwarder_pid(local_sock) is not None and _answers(local_sock):
+            return  # the forwarder was fine; the remote daemon had stopped (its TTL) and runs again
+        stop_forwarder(local_sock)  # a dead or wedged one: its stale socket and pid file go too
+        _start_forwarder(ctx, local_sock, remote_sock)
+
+
+def stop_forwarder(local_sock):
+    """Stop the context's forwarder, if one runs, and remove its socket and pid file. True when one ran."""
+    pid = _forwarder_pid(local_sock)
+    if pid is not None:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    for path, kind in ((local_sock, protocol.S_IFSOCK), (protocol.sibling(local_sock, ".pid"), protocol.S_IFREG)):
+        try:
+            if protocol.untrusted(path, kind) is None:  # never unlink what is not ours
+                os.unlink(path)
+        except FileNotFoundError:
+            pass
+    return pid is not None
+
+
+def start_remote_daemon(ctx):
+    """Start the remote daemon unless it runs (one ssh; `daemon start` is idempotent) and return its socket,
+    as the remote daemon's own status reports it (its default lives in the remote's runtime folder)."""
+    torch = _remote_command(ctx)
+    script = "%s daemon start >&2 && %s daemon status --json" % (torch, torch)
+    argv = _ssh_argv(ctx) + ["-o", "ConnectTimeout=15", "--", _destination(ctx), script]
+    try:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=REMOTE_START_TIMEOUT_S)
+    except FileNotFoundError:
+        raise TorchshError("remote_unavailable", "no ssh client here (`%s` is not on PATH)" % SSH,
+                           "install OpenSSH's client (Debian: apt-get install openssh-client)") from None
+    except subprocess.TimeoutExpired:
+        raise TorchshError("remote_unavailable", "%s: no answer through ssh within %ds"
+                           % (ctx["host"], REMOTE_START_TIMEOUT_S), "check that `ssh %s true` works"
+                           % _destination(ctx)) from None
+    err = _last_line(p.stderr)
+    if p.returncode == 255:  # ssh's own failure: no route, refused, host key, authentication
+        raise TorchshError("remote_unavailable", "cannot reach %s over ssh: %s" % (ctx["host"], err),
+                           "`ssh %s true` must work without a prompt (a key or ssh-agent)" % _destination(ctx))
+    if p.returncode in (126, 127):  # the remote shell found no torch to run
+        raise TorchshError("remote_unavailable", "torchsh is not installed on %s (%s)" % (_hostname(ctx), err),
+                           "pip install torchsh on %s, or give the context the path of torch there "
+                           "(--remote-torch PATH)" % _hostname(ctx))
+    if p.returncode != 0:
+        raise TorchshError("daemon_unavailable", "the daemon on %s did not start: %s" % (_hostname(ctx), err),
+                           "see its log there: `torch daemon log` on %s" % _hostname(ctx))
+    try:
+        remote_sock = json.loads(p.stdout.decode().strip().splitlines()[-1])["socket"]
+    except (ValueError, IndexError, KeyError, TypeError):
+        raise TorchshError("remote_unavailable", "%s on %s is not torchsh's torch: `daemon status --json` said %r"
+                           % (torch, _hostname(ctx), p.stdout[:80].decode(errors="replace")),
+                           "give the context the path of torchsh's torch there (--remote-torch PATH)") from None
+    _forwardable(remote_sock, "the remote socket")
+    return remote_sock
+
+
+def _start_forwarder(ctx, local_sock, remote_sock):
+    _forwardable(local_sock, "the local socket")
+    argv = _ssh_argv(ctx) + [
+        "-N", "-T", "-o", "ExitOnForwardFailure=yes", "-o", "StreamLocalBindUnlink=yes",
+        "-o", "StreamLocalBindMask=0177",  # the socket is 0600 from its first moment
+        "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3",  # a dead link ends it; the next command restarts it
+        "-o", "ControlMaster=no", "-o", "ControlPath=none",  # its own connection: its death is the forward's
+        "-L", "%s:%s" % (local_sock, remote_sock), "--", _destination(ctx)]
+    log = protocol.sibling(local_sock, ".log")
+    log_fd = _open_private(log, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(log_fd, ("%s ssh forwarder: %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), shlex.join(argv))).encode())
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, start_new_session=True)
+    except FileNotFoundError:
+        raise TorchshError("remote_unavailable", "no ssh client here (`%s` is not on PATH)" % SSH,
+                           "install OpenSSH's client (Debian: apt-get install openssh-client)") from None
+    finally:
+        os.close(log_fd)
+    pid_fd = _open_private(protocol.sibling(local_sock, ".pid"), os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(pid_fd, b"%d\n" % p.pid)
+    finally:
+        os.close(pid_fd)
+    deadline = time.monotonic() + FORWARD_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if _answers(local_sock):
+            return
+        if p.poll() is not None:
+            raise TorchshError("daemon_unavailable", "the ssh forwarder to %s exited: %s"
+                               % (ctx["host"], _log_tail(log)), "see %s" % log)
+        time.sleep(0.05)
+    stop_forwarder(local_sock)
+    raise TorchshError("daemon_unavailable", "the ssh forwarder to %s did not reach the remote daemon within %ds: %s"
+                       % (ctx["host"], FORWARD_TIMEOUT_S, _log_tail(log)), "see %s" % log)
+
+
+def _answers(local_sock):
+    """Does a request through local_sock get a reply? Refuses (untrusted) a socket or folder not ours."""
+    for path, kind in ((protocol.socket_folder(local_sock), protocol.S_IFDIR), (local_sock, protocol.S_IFSOCK)):
+        try:
+            problem = protocol.untrusted(path, kind)
+        except FileNotFoundError:
+            return False
+        if problem:
+            raise TorchshError("untrusted", problem, protocol.UNTRUSTED_HINT)
+    try:
+        conn = wire.connect(local_sock)
+    except OSError:
+        return False
+    try:
+        conn.settimeout(PROBE_TIMEOUT_S)
+        conn.sendall(_PROBE)
+        return conn.recv(16).startswith(b"HTTP/1.")
+    except OSError:
+        return False
+    finally:
+        conn.close()
+
+
+def _forwarder_pid(local_sock):
+    """The pid in NAME.pid when that process lives and is this socket's ssh forwarder, else None."""
+    try:
+        with open(protocol.sibling(local_sock, ".pid"), "rb") as f:
+            pid = int(f.read(32).strip() or b"0")
+        with open("/proc/%d/cmdline" % pid, "rb") as f:  # a pid reused by another program is not ours
+            argv = f.read().split(b"\0")
+    except (OSError, ValueError):
+        return None
+    if pid <= 0 or not _alive(pid) or b"-L" not in argv or not any(a.startswith(local_sock.encode() + b":") for a in argv):
+        return None
+    return pid
+
+
+def _alive(pid):
+    """A live process; a zombie (a forwarder this very process started and nobody reaped yet) is not."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
+def _ssh_argv(ctx):
+    argv = [SSH]
+    if ctx.get("ssh_config"):
+        argv += ["-F", ctx["ssh_config"]]
+    return argv + ["-o", "BatchMode=yes"]  # never a password prompt in the middle of a command
+
+
+def _destination(ctx):
+    """OpenSSH takes ssh://[user@]host[:port] as it is; anything else in a context record is refused."""
+    host = ctx.get("host") or ""
+    rest = host[len("ssh://"):]
+    if not host.startswith("ssh://") or not rest or rest.startswith("-") or any(c in rest for c in " \t\n/"):
+        raise TorchshError("bad_argument", "%r is not an ssh host" % host, "write it ssh://user@host[:port]")
+    return host
+
+
+def _hostname(ctx):
+    return _destination(ctx)[len("ssh://"):].rpartition("@")[2]
+
+
+def _remote_command(ctx):
+    """The remote torch as shell words: the context's path (~/ expands there) and its --socket, if any."""
+    torch = ctx.get("remote_torch") or "torch"
+    words = "~/" + shlex.quote(torch[2:]) if torch.startswith("~/") else shlex.quote(torch)
+    if ctx.get("socket"):
+        _forwardable(ctx["socket"], "the context's remote socket")
+        words += " --socket " + shlex.quote(ctx["socket"])
+    return words
+
+
+def _forwardable(path, what):
+    if not path.startswith("/") or ":" in path:  # ssh -L LOCAL:REMOTE splits on ':' and needs a path
+        raise TorchshError("bad_argument", "%s %r must be an absolute path without ':'" % (what, path),
+                           "give the context another socket path")
+
+
+def _private_folder(folder):
+    """Create the forwarder's folder 0700 (and missing parents), or refuse one that is not ours and private."""
+    parts = folder.split("/")
+    for i in range(2, len(parts) + 1):
+        try:
+            os.mkdir("/".join(parts[:i]), 0o700)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise TorchshError("daemon_unavailable", "cannot create %s: %s" % (folder, e.strerror),
+                               "check permissions") from None
+    problem = protocol.untrusted(folder, protocol.S_IFDIR)
+    if problem:
+        raise TorchshError("untrusted", problem, protocol.UNTRUSTED_HINT)
+
+
+def _open_private(path, flags):
+    """A 0600 file of ours in the checked folder; a planted symlink, FIFO or another's file is refused."""
+    try:
+        fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+    except OSError as e:
+        raise TorchshError("untrusted", "cannot open %s: %s" % (path, e.strerror), protocol.UNTRUSTED_HINT) from None
+    problem = protocol.untrusted(path, protocol.S_IFREG, os.fstat(fd))
+    if problem:
+        os.close(fd)
+        raise TorchshError("untrusted", problem, protocol.UNTRUSTED_HINT)
+    return fd
+
+
+class _locked:
+    """An exclusive flock on NAME.lock: two first commands start one forwarder, not two."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __enter__(self):
+        self.fd = _open_private(self.path, os.O_RDWR)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc):
+        os.close(self.fd)  # closing releases the lock
+
+
+def _log_tail(log):
+    try:
+        with open(log, "rb") as f:
+            return _last_line(f.read()[-4096:]) or "(ssh said nothing)"
+    except OSError:
+        return "(no log)"
+
+
+def _last_line(data):
+    lines = [line.strip() for line in data.decode(errors="replace").splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
