@@ -7,8 +7,10 @@ ssh config (IdentityFile, a known_hosts file pre-filled with the host key: no pr
 context names as its `ssh_config`. The "remote" runs torch through a wrapper that gives it its own
 runtime folder (TMPDIR), so the remote daemon is never the test session's. At the end every forwarder
 and remote daemon it saw is stopped, then sshd and its per-connection children, pass or fail.
-Use: `from sshd import sshd_host  # noqa: F401` in a test module (tests/ is on sys.path).
+Use: `from sshd import sshd_host  # noqa: F401` in a test module (tests/ is on sys.path); bench/remote_ssh.py
+uses running_sshd() itself.
 """
+import contextlib
 import getpass
 import os
 import shutil
@@ -148,7 +150,7 @@ def _stop_sshd(p):
         p.wait()
 
 
-def _skip_reason():
+def skip_reason():
     if not os.access(SSHD, os.X_OK):
         return "needs Debian's openssh-server (%s); scripts/bootstrap.sh --with-shells installs it as root" % SSHD
     if not (shutil.which("ssh") and shutil.which("ssh-keygen")):
@@ -172,11 +174,10 @@ def _cleanup(host):
                                capture_output=True, timeout=60)
 
 
-@pytest.fixture(scope="session")
-def sshd_host():
-    reason = _skip_reason()
-    if reason:
-        pytest.skip(reason)
+@contextlib.contextmanager
+def running_sshd():
+    """An SshHost with its sshd running; everything it started is stopped on the way out.
+    The caller checks skip_reason() first."""
     folder = tempfile.mkdtemp(prefix="tsh-ssh-")
     proc = host = None
     try:
@@ -189,7 +190,7 @@ def sshd_host():
                 break
         if proc is None:
             with open(os.path.join(folder, "sshd.log"), errors="replace") as f:
-                pytest.fail("sshd did not start: %s" % f.read()[-500:])
+                raise RuntimeError("sshd did not start: %s" % f.read()[-500:])
         host = SshHost(folder, port)
         yield host
     finally:
@@ -200,3 +201,12 @@ def sshd_host():
             if proc is not None:
                 _stop_sshd(proc)
             shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def sshd_host():
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    with running_sshd() as host:
+        yield host
