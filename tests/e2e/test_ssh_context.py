@@ -7,6 +7,7 @@ client calls it; commands then run through real bash with `--socket` set to the 
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -120,8 +121,8 @@ def test_a_remote_without_torchsh_fails_with_one_clear_error_and_starts_no_forwa
     with pytest.raises(TorchshError) as e:
         ssh.ensure_forwarder(ctx, local)
     assert e.value.code == "remote_unavailable"
-    assert "torchsh is not installed on 127.0.0.1" in e.value.message
-    assert "pip install torchsh on 127.0.0.1" in e.value.hint
+    assert "torchsh is not installed on 127.0.0.1 (" in e.value.message and "no-torchsh-here" in e.value.message
+    assert "pip install torchsh on 127.0.0.1, " in e.value.hint
     assert "\n" not in e.value.line()
     assert not os.path.exists(local) and not os.path.exists(protocol.sibling(local, ".pid"))
 
@@ -163,3 +164,21 @@ def test_two_first_commands_at_once_start_one_forwarder(sshd_host):
     racers = [subprocess.Popen([sys.executable, "-c", code, ctx, local]) for _ in range(2)]
     assert [p.wait(timeout=300) for p in racers] == [0, 0]
     assert ssh_processes_for(local) == [forwarder_pid(local)]
+
+
+def test_a_remote_torch_path_with_spaces_and_quotes_is_one_word_on_the_remote(sh, sshd_host):
+    folder = os.path.join(sshd_host.folder, "it's a $HOME")
+    os.makedirs(folder, exist_ok=True)
+    odd = os.path.join(folder, "torch")
+    shutil.copy(sshd_host.remote_torch, odd)
+    local = sshd_host.local_socket("odd")
+    ssh.ensure_forwarder(sshd_host.context("odd", remote_torch=odd), local)
+    assert json.loads(through(sh, local)("torch daemon status --json"))["socket"] == sshd_host.default_socket
+
+
+@pytest.mark.parametrize("host", ["ssh://-oProxyCommand=touch${IFS}/tmp/pwned", "tls://127.0.0.1:1", "ssh://",
+                                  "ssh://h/path"])
+def test_a_host_that_is_not_an_ssh_destination_is_refused_before_ssh_runs(sshd_host, host):
+    with pytest.raises(TorchshError) as e:
+        ssh.ensure_forwarder(sshd_host.context("bad", host=host), sshd_host.local_socket("bad"))
+    assert e.value.code == "bad_argument" and "is not an ssh host" in e.value.message

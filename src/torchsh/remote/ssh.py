@@ -90,6 +90,7 @@ def start_remote_daemon(ctx):
                            "pip install torchsh on %s, or give the context the path of torch there "
                            "(--remote-torch PATH)" % _hostname(ctx))
     if p.returncode != 0:
+        err = err if p.stderr.strip() else "exit status %d, no message" % p.returncode
         raise TorchshError("daemon_unavailable", "the daemon on %s did not start: %s" % (_hostname(ctx), err),
                            "see its log there: `torch daemon log` on %s" % _hostname(ctx))
     try:
@@ -201,7 +202,9 @@ def _destination(ctx):
 
 
 def _hostname(ctx):
-    return _destination(ctx)[len("ssh://"):].rpartition("@")[2]
+    """The host alone, for messages: ssh://u@[::1]:22 -> [::1], ssh://u@gpu1:2222 -> gpu1."""
+    host = _destination(ctx)[len("ssh://"):].rpartition("@")[2]
+    return host[:host.index("]") + 1] if host.startswith("[") and "]" in host else host.partition(":")[0]
 
 
 def _remote_command(ctx):
