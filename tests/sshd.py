@@ -1,6 +1,6 @@
 """A throwaway OpenSSH server on 127.0.0.1 for the ssh context tests: this machine plays the remote host.
 
-`sshd_host` (session scope) starts Debian's /usr/sbin/sshd in the foreground on a free port, as the
+`sshd_host` (session scope) starts Debian's /usr/sbin/sshd in the foreground on two free ports, as the
 current user (root in CI: PermitRootLogin prohibit-password), with a host key and a user key made by
 ssh-keygen in a private temp folder, no PAM, and keys as the only way in. The client side is a private
 ssh config (IdentityFile, a known_hosts file pre-filled with the host key: no prompt, BatchMode), which a
@@ -30,11 +30,13 @@ BIN = os.path.dirname(sys.executable)
 class SshHost:
     """What a test needs from the harness: ssh contexts for it, and the remote side's paths."""
 
-    def __init__(self, folder, port):
+    def __init__(self, folder, ports):
         self.folder = folder
-        self.port = port
+        self.port, self.strict_port = ports
         self.user = getpass.getuser()
-        self.host = "ssh://%s@127.0.0.1:%d" % (self.user, port)
+        self.host = "ssh://%s@127.0.0.1:%d" % (self.user, self.port)
+        # the same sshd on its second port, where it refuses to forward Unix sockets
+        self.no_forwarding_host = "ssh://%s@127.0.0.1:%d" % (self.user, self.strict_port)
         self.config = os.path.join(folder, "ssh_config")
         self.remote_torch = os.path.join(folder, "remote-torch")
         self.remote_tmp = os.path.join(folder, "remote")  # the remote login's TMPDIR
@@ -68,10 +70,15 @@ def _keygen(path):
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "torchsh-test", "-f", path], check=True)
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(n):
+    held = [socket.socket() for _ in range(n)]
+    try:
+        for s in held:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in held]
+    finally:
+        for s in held:
+            s.close()
 
 
 def _write(path, text, mode=0o600):
@@ -91,25 +98,26 @@ def _keys(folder):
            % (folder, BIN), mode=0o700)
 
 
-def _configure(folder, port):
-    """sshd_config, and the client's ssh_config and known_hosts, for this port."""
+def _configure(folder, ports):
+    """sshd_config, and the client's ssh_config and known_hosts, for these ports: the second one plays a
+    server whose admin forbade forwarding Unix sockets."""
     _write(os.path.join(folder, "sshd_config"), "\n".join([
-        "Port %d" % port, "ListenAddress 127.0.0.1", "HostKey %s/host_key" % folder, "PidFile %s/sshd.pid" % folder,
+        "Port %d" % ports[0], "Port %d" % ports[1], "ListenAddress 127.0.0.1", "HostKey %s/host_key" % folder, "PidFile %s/sshd.pid" % folder,
         "AuthorizedKeysFile %s/authorized_keys" % folder, "AllowUsers %s" % getpass.getuser(),
         "PubkeyAuthentication yes", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
         "UsePAM no", "StrictModes no",  # the keys live under /tmp, which is world-writable
         "PermitRootLogin prohibit-password", "AllowStreamLocalForwarding yes", "PrintMotd no",
-        "LogLevel INFO", ""]))
+        "LogLevel INFO", "Match LocalPort %d" % ports[1], "  AllowStreamLocalForwarding no", ""]))
     with open(os.path.join(folder, "host_key.pub")) as f:
         host_key = " ".join(f.read().split()[:2])
-    _write(os.path.join(folder, "known_hosts"), "[127.0.0.1]:%d %s\n" % (port, host_key))
+    _write(os.path.join(folder, "known_hosts"), "".join("[127.0.0.1]:%d %s\n" % (port, host_key) for port in ports))
     _write(os.path.join(folder, "ssh_config"), "\n".join([
         "Host *", "  IdentityFile %s/user_key" % folder, "  IdentitiesOnly yes",
         "  UserKnownHostsFile %s/known_hosts" % folder, "  GlobalKnownHostsFile /dev/null",
         "  StrictHostKeyChecking yes", "  BatchMode yes", "  LogLevel ERROR", ""]))
 
 
-def _start(folder, port):
+def _start(folder, ports):
     """sshd in the foreground (-D), logging to sshd.log (-e); None when it did not listen."""
     log = open(os.path.join(folder, "sshd.log"), "ab")
     p = subprocess.Popen([SSHD, "-D", "-e", "-f", os.path.join(folder, "sshd_config")],
@@ -118,7 +126,8 @@ def _start(folder, port):
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and p.poll() is None:
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            for port in ports:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
             return p
         except OSError:
             time.sleep(0.05)
@@ -183,15 +192,15 @@ def running_sshd():
     try:
         _keys(folder)
         for _ in range(5):  # another process may take the free port before sshd binds it
-            port = _free_port()
-            _configure(folder, port)
-            proc = _start(folder, port)
+            ports = _free_ports(2)
+            _configure(folder, ports)
+            proc = _start(folder, ports)
             if proc is not None:
                 break
         if proc is None:
             with open(os.path.join(folder, "sshd.log"), errors="replace") as f:
                 raise RuntimeError("sshd did not start: %s" % f.read()[-500:])
-        host = SshHost(folder, port)
+        host = SshHost(folder, ports)
         yield host
     finally:
         try:

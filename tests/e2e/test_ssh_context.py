@@ -182,3 +182,15 @@ def test_a_host_that_is_not_an_ssh_destination_is_refused_before_ssh_runs(sshd_h
     with pytest.raises(TorchshError) as e:
         ssh.ensure_forwarder(sshd_host.context("bad", host=host), sshd_host.local_socket("bad"))
     assert e.value.code == "bad_argument" and "is not an ssh host" in e.value.message
+
+
+def test_a_server_that_forbids_forwarding_sockets_fails_fast_with_the_sshd_setting_to_change(sshd_host):
+    local = sshd_host.local_socket("strict")
+    ctx = sshd_host.context("strict", host=sshd_host.no_forwarding_host, socket=sshd_host.remote_socket("strict"))
+    with pytest.raises(TorchshError) as e:
+        ssh.ensure_forwarder(ctx, local)
+    assert e.value.code == "remote_unavailable"
+    assert "does not forward to the daemon's socket %s (" % ctx["socket"] in e.value.message
+    assert "open failed" in e.value.message  # what ssh said
+    assert "AllowStreamLocalForwarding yes" in e.value.hint
+    assert ssh_processes_for(local) == [] and not os.path.exists(local)  # the useless forwarder is gone

@@ -51,12 +51,15 @@ def stop_forwarder(local_sock):
     """Stop the context's forwarder, if one runs, and remove its socket and pid file. True when one ran."""
     pid = _forwarder_pid(local_sock)
     if pid is not None:
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
+        try:
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + STOP_TIMEOUT_S
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # it ended meanwhile
     for path, kind in ((local_sock, protocol.S_IFSOCK), (protocol.sibling(local_sock, ".pid"), protocol.S_IFREG)):
         try:
             if protocol.untrusted(path, kind) is None:  # never unlink what is not ours
@@ -110,11 +113,13 @@ def _start_forwarder(ctx, local_sock, remote_sock):
         "-o", "StreamLocalBindMask=0177",  # the socket is 0600 from its first moment
         "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3",  # a dead link ends it; the next command restarts it
         "-o", "ControlMaster=no", "-o", "ControlPath=none",  # its own connection: its death is the forward's
+        "-o", "LogLevel=INFO",  # a refused channel ("open failed") is said at INFO: we read it from the log
         "-L", "%s:%s" % (local_sock, remote_sock), "--", _destination(ctx)]
     log = protocol.sibling(local_sock, ".log")
     log_fd = _open_private(log, os.O_WRONLY | os.O_APPEND)
     try:
         os.write(log_fd, ("%s ssh forwarder: %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), shlex.join(argv))).encode())
+        since = os.fstat(log_fd).st_size  # what this forwarder's ssh says starts here
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, start_new_session=True)
     except FileNotFoundError:
         raise TorchshError("remote_unavailable", "no ssh client here (`%s` is not on PATH)" % SSH,
@@ -126,17 +131,33 @@ def _start_forwarder(ctx, local_sock, remote_sock):
         os.write(pid_fd, b"%d\n" % p.pid)
     finally:
         os.close(pid_fd)
+    try:
+        _wait_until_answering(ctx, p, local_sock, remote_sock, (log, since))
+    except TorchshError:
+        stop_forwarder(local_sock)
+        raise
+
+
+def _wait_until_answering(ctx, p, local_sock, remote_sock, log_since):
+    """Until a request through the new forwarder is answered; fails fast on what its ssh says."""
+    log = log_since[0]
     deadline = time.monotonic() + FORWARD_TIMEOUT_S
     while time.monotonic() < deadline:
         if _answers(local_sock):
             return
+        said = _log_tail(*log_since)
         if p.poll() is not None:
-            raise TorchshError("daemon_unavailable", "the ssh forwarder to %s exited: %s"
-                               % (ctx["host"], _log_tail(log)), "see %s" % log)
+            raise TorchshError("daemon_unavailable", "the ssh forwarder to %s exited: %s" % (ctx["host"], said),
+                               "see %s" % log)
+        if "open failed" in said:  # sshd refused the channel; the daemon answered ssh a moment ago, so mostly
+            # its sshd_config forbids it (ssh hears the same words when the socket is gone, so the hint says both)
+            raise TorchshError("remote_unavailable", "the ssh server of %s does not forward to the daemon's socket %s "
+                               "(%s)" % (_hostname(ctx), remote_sock, said),
+                               "its sshd_config must allow it (AllowStreamLocalForwarding yes, no DisableForwarding), "
+                               "and the daemon must still run there")
         time.sleep(0.05)
-    stop_forwarder(local_sock)
     raise TorchshError("daemon_unavailable", "the ssh forwarder to %s did not reach the remote daemon within %ds: %s"
-                       % (ctx["host"], FORWARD_TIMEOUT_S, _log_tail(log)), "see %s" % log)
+                       % (ctx["host"], FORWARD_TIMEOUT_S, _log_tail(*log_since)), "see %s" % log)
 
 
 def _answers(local_sock):
@@ -266,12 +287,15 @@ class _locked:
         os.close(self.fd)  # closing releases the lock
 
 
-def _log_tail(log):
+def _log_tail(log, since):
+    """The last line written to the log after offset `since` (this forwarder's ssh), or a placeholder."""
     try:
         with open(log, "rb") as f:
-            return _last_line(f.read()[-4096:]) or "(ssh said nothing)"
+            f.seek(since)
+            said = f.read()[-4096:]
     except OSError:
         return "(no log)"
+    return _last_line(said) if said.strip() else "(ssh said nothing)"
 
 
 def _last_line(data):
