@@ -201,6 +201,7 @@ def running_sshd():
             with open(os.path.join(folder, "sshd.log"), errors="replace") as f:
                 raise RuntimeError("sshd did not start: %s" % f.read()[-500:])
         host = SshHost(folder, ports)
+        host.sshd_pid = proc.pid
         yield host
     finally:
         try:

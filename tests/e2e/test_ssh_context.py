@@ -15,7 +15,7 @@ import sys
 import pytest
 import torch
 
-from sshd import sshd_host  # noqa: F401
+from sshd import running_sshd, sshd_host  # noqa: F401
 from waiting import process_gone, wait_until
 from torchsh import protocol
 from torchsh.errors import TorchshError
@@ -194,3 +194,14 @@ def test_a_server_that_forbids_forwarding_sockets_fails_fast_with_the_sshd_setti
     assert "open failed" in e.value.message  # what ssh said
     assert "AllowStreamLocalForwarding yes" in e.value.hint
     assert ssh_processes_for(local) == [] and not os.path.exists(local)  # the useless forwarder is gone
+
+
+def test_the_harness_leaves_no_sshd_forwarder_or_remote_daemon_behind(sh, sshd_host):
+    with running_sshd() as host:  # a second one, so that its end can be watched
+        local = host.local_socket("left")
+        ssh.ensure_forwarder(host.context("left"), local)
+        remote_pid = json.loads(through(sh, local)("torch daemon status --json"))["pid"]
+        pids = [host.sshd_pid, forwarder_pid(local), remote_pid]
+        assert not any(process_gone(pid) for pid in pids)
+    assert all(wait_until(lambda pid=pid: process_gone(pid)) for pid in pids)
+    assert not os.path.exists(host.folder) and not os.path.exists(os.path.dirname(local))
