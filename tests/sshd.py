@@ -102,7 +102,8 @@ def _configure(folder, ports):
     """sshd_config, and the client's ssh_config and known_hosts, for these ports: the second one plays a
     server whose admin forbade forwarding Unix sockets."""
     _write(os.path.join(folder, "sshd_config"), "\n".join([
-        "Port %d" % ports[0], "Port %d" % ports[1], "ListenAddress 127.0.0.1", "HostKey %s/host_key" % folder, "PidFile %s/sshd.pid" % folder,
+        "Port %d" % ports[0], "Port %d" % ports[1], "ListenAddress 127.0.0.1",
+        "HostKey %s/host_key" % folder, "PidFile %s/sshd.pid" % folder,
         "AuthorizedKeysFile %s/authorized_keys" % folder, "AllowUsers %s" % getpass.getuser(),
         "PubkeyAuthentication yes", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
         "UsePAM no", "StrictModes no",  # the keys live under /tmp, which is world-writable

@@ -111,7 +111,7 @@ def _start_forwarder(ctx, local_sock, remote_sock):
     argv = _ssh_argv(ctx) + [
         "-N", "-T", "-o", "ExitOnForwardFailure=yes", "-o", "StreamLocalBindUnlink=yes",
         "-o", "StreamLocalBindMask=0177",  # the socket is 0600 from its first moment
-        "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3",  # a dead link ends it; the next command restarts it
+        "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3",  # a dead link ends it (restarted on demand)
         "-o", "ControlMaster=no", "-o", "ControlPath=none",  # its own connection: its death is the forward's
         "-o", "LogLevel=INFO",  # a refused channel ("open failed") is said at INFO: we read it from the log
         "-L", "%s:%s" % (local_sock, remote_sock), "--", _destination(ctx)]
@@ -188,22 +188,30 @@ def _forwarder_pid(local_sock):
     try:
         with open(protocol.sibling(local_sock, ".pid"), "rb") as f:
             pid = int(f.read(32).strip() or b"0")
-        with open("/proc/%d/cmdline" % pid, "rb") as f:  # a pid reused by another program is not ours
-            argv = f.read().split(b"\0")
     except (OSError, ValueError):
         return None
-    if pid <= 0 or not _alive(pid) or b"-L" not in argv or not any(a.startswith(local_sock.encode() + b":") for a in argv):
+    if pid <= 0 or not _alive(pid):
         return None
-    return pid
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:  # a pid reused by another program is not ours
+            argv = f.read().split(b"\0")
+    except OSError:
+        return pid if not os.path.isdir("/proc/self") else None  # no /proc (macOS): the live pid must do
+    forwards = b"-L" in argv and any(a.startswith(local_sock.encode() + b":") for a in argv)
+    return pid if forwards else None
 
 
 def _alive(pid):
     """A live process; a zombie (a forwarder this very process started and nobody reaped yet) is not."""
     try:
+        os.kill(pid, 0)
+    except OSError:  # gone, or (EPERM) the pid is another user's process now
+        return False
+    try:
         with open("/proc/%d/stat" % pid, "rb") as f:
             return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
     except (OSError, IndexError):
-        return False
+        return not os.path.isdir("/proc/self")  # no /proc: kill(0) is all there is
 
 
 def _ssh_argv(ctx):
