@@ -102,16 +102,17 @@ def test_the_remote_daemon_is_started_when_it_is_not_running(sh, sshd_host):
     assert sh.run("torch --socket %s daemon status" % remote_sock).code == 0
 
 
-def test_a_remote_daemon_that_stopped_behind_a_live_forwarder_is_started_again(sh, sshd_host):
+def test_when_the_remote_daemon_stops_its_forwarder_ends_and_the_next_command_starts_both(sh, sshd_host):
     remote_sock = sshd_host.remote_socket("ttl")
     ctx = sshd_host.context("ttl", socket=remote_sock)
     local = sshd_host.local_socket("ttl")
     ssh.ensure_forwarder(ctx, local)
-    pid = forwarder_pid(local)
+    old = forwarder_pid(local)
     sh("torch --socket %s daemon stop" % remote_sock)  # as its idle TTL would
-    assert through(sh, local).run("torch daemon status").code != 0
-    ssh.ensure_forwarder(ctx, local)
-    assert forwarder_pid(local) == pid  # the forwarder was fine; only the daemon was started
+    assert wait_until(lambda: process_gone(old))  # not left accepting commands it can only drop
+    assert through(sh, local).run("torch daemon status").code == protocol.EXIT_DAEMON  # nothing answers: the
+    ssh.ensure_forwarder(ctx, local)  # client's cue to call this
+    assert forwarder_pid(local) != old and ssh_processes_for(local) == [forwarder_pid(local)]
     assert json.loads(through(sh, local)("torch daemon status --json"))["socket"] == remote_sock
 
 

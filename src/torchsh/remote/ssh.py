@@ -1,11 +1,12 @@
 """An ssh context's forwarder: one persistent OpenSSH process that offers the remote daemon's Unix socket
-as a local one (`ssh -N -L LOCAL_SOCK:REMOTE_SOCK`), so every command reaches the remote daemon through
+as a local one (`ssh -L LOCAL_SOCK:REMOTE_SOCK`), so every command reaches the remote daemon through
 one ssh connection, exactly as it reaches a local daemon (docs/remote.md).
 
 ensure_forwarder(ctx, local_sock) is called when nothing answers on local_sock: under a lock beside the
 socket it makes sure the remote daemon runs (one `ssh HOST TORCH daemon start`, idempotent, which also
 tells us the remote socket), then starts the forwarder detached unless a live one answers already, and
-returns once a request through local_sock gets the remote daemon's reply. stop_forwarder(local_sock) ends
+returns once a request through local_sock gets the remote daemon's reply. The forwarder ends by itself
+within a second of the remote daemon's end, so "nothing answers" is all a client needs to notice. stop_forwarder(local_sock) ends
 it (`context rm`). Beside the socket, in its private folder: NAME.pid (the forwarder's pid), NAME.log (its
 ssh's stderr) and NAME.lock. Errors are TorchshError (client side: print .line(), exit by its code).
 The caller's ssh config applies (keys, agent, ProxyJump); a context may name its own (-F) and the path of
@@ -109,12 +110,12 @@ def start_remote_daemon(ctx):
 def _start_forwarder(ctx, local_sock, remote_sock):
     _forwardable(local_sock, "the local socket")
     argv = _ssh_argv(ctx) + [
-        "-N", "-T", "-o", "ExitOnForwardFailure=yes", "-o", "StreamLocalBindUnlink=yes",
+        "-T", "-o", "ExitOnForwardFailure=yes", "-o", "StreamLocalBindUnlink=yes",
         "-o", "StreamLocalBindMask=0177",  # the socket is 0600 from its first moment
         "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3",  # a dead link ends it (restarted on demand)
         "-o", "ControlMaster=no", "-o", "ControlPath=none",  # its own connection: its death is the forward's
         "-o", "LogLevel=INFO",  # a refused channel ("open failed") is said at INFO: we read it from the log
-        "-L", "%s:%s" % (local_sock, remote_sock), "--", _destination(ctx)]
+        "-L", "%s:%s" % (local_sock, remote_sock), "--", _destination(ctx), _while_the_daemon_runs(remote_sock)]
     log = protocol.sibling(local_sock, ".log")
     log_fd = _open_private(log, os.O_WRONLY | os.O_APPEND)
     try:
@@ -136,6 +137,14 @@ def _start_forwarder(ctx, local_sock, remote_sock):
     except TorchshError:
         stop_forwarder(local_sock)
         raise
+
+
+def _while_the_daemon_runs(remote_sock):
+    """The forwarder's remote command, instead of -N: it ends when the remote daemon's socket goes (its
+    idle TTL, `daemon stop`), and with it the forwarder, so the next command finds nothing answering
+    and starts both again (a forward to a daemon that is gone would accept, then drop every command)."""
+    wait = 'while [ -S "$0" ]; do sleep 1; done'
+    return "exec sh -c %s %s" % (shlex.quote(wait), shlex.quote(remote_sock))
 
 
 def _wait_until_answering(ctx, p, local_sock, remote_sock, log_since):
