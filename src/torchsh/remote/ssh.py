@@ -6,14 +6,12 @@ ensure_forwarder(ctx, local_sock) is called when nothing answers on local_sock: 
 socket it makes sure the remote daemon runs (one `ssh HOST TORCH daemon start`, idempotent, which also
 tells us the remote socket), then starts the forwarder detached unless a live one answers already, and
 returns once a request through local_sock gets the remote daemon's reply. The forwarder ends by itself
-within a second of the remote daemon's end, so "nothing answers" is all a client needs to notice. stop_forwarder(local_sock) ends
-it (`context rm`). Beside the socket, in its private folder: NAME.pid (the forwarder's pid), NAME.log (its
-ssh's stderr) and NAME.lock. Errors are TorchshError (client side: print .line(), exit by its code).
-The caller's ssh config applies (keys, agent, ProxyJump); a context may name its own (-F) and the path of
-torch on the remote host, whose login PATH often lacks a virtualenv.
+within a second of the remote daemon's end, so "nothing answers" is all a client needs to notice.
+stop_forwarder(local_sock) ends it (`context rm`). Beside the socket, in its private folder: NAME.pid (the
+forwarder's pid), NAME.log (its ssh's stderr) and NAME.lock. Errors are TorchshError (client side: print
+.line(), exit by its code). The one-shot logins (the remote daemon's start) are ssh_login.py.
 """
 import fcntl
-import json
 import os
 import shlex
 import signal
@@ -22,9 +20,8 @@ import time
 
 from torchsh import protocol, wire
 from torchsh.errors import TorchshError
+from torchsh.remote import ssh_login
 
-SSH = "ssh"
-REMOTE_START_TIMEOUT_S = 180.0  # ssh's login plus a remote `daemon start` (which waits up to 120 s)
 FORWARD_TIMEOUT_S = 30.0        # from starting the forwarder to the remote daemon's first reply through it
 PROBE_TIMEOUT_S = 10.0          # one request through the forwarder
 STOP_TIMEOUT_S = 5.0
@@ -41,7 +38,7 @@ def ensure_forwarder(ctx, local_sock):
     with _locked(protocol.sibling(local_sock, ".lock")):
         if _answers(local_sock):  # another command started it while we waited for the lock
             return
-        remote_sock = start_remote_daemon(ctx)
+        remote_sock = ssh_login.start_remote_daemon(ctx)
         if _forwarder_pid(local_sock) is not None and _answers(local_sock):
             return  # the forwarder was fine; the remote daemon had stopped (its TTL) and runs again
         stop_forwarder(local_sock)  # a dead or wedged one: its stale socket and pid file go too
@@ -70,52 +67,16 @@ def stop_forwarder(local_sock):
     return pid is not None
 
 
-def start_remote_daemon(ctx):
-    """Start the remote daemon unless it runs (one ssh; `daemon start` is idempotent) and return its socket,
-    as the remote daemon's own status reports it (its default lives in the remote's runtime folder)."""
-    torch = _remote_command(ctx)
-    script = "%s daemon start >&2 && %s daemon status --json" % (torch, torch)
-    argv = _ssh_argv(ctx) + ["-o", "ConnectTimeout=15", "--", _destination(ctx), script]
-    try:
-        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=REMOTE_START_TIMEOUT_S)
-    except FileNotFoundError:
-        raise TorchshError("remote_unavailable", "no ssh client here (`%s` is not on PATH)" % SSH,
-                           "install OpenSSH's client (Debian: apt-get install openssh-client)") from None
-    except subprocess.TimeoutExpired:
-        raise TorchshError("remote_unavailable", "%s: no answer through ssh within %ds"
-                           % (ctx["host"], REMOTE_START_TIMEOUT_S), "check that `ssh %s true` works"
-                           % _destination(ctx)) from None
-    err = _last_line(p.stderr)
-    if p.returncode == 255:  # ssh's own failure: no route, refused, host key, authentication
-        raise TorchshError("remote_unavailable", "cannot reach %s over ssh: %s" % (ctx["host"], err),
-                           "`ssh %s true` must work without a prompt (a key or ssh-agent)" % _destination(ctx))
-    if p.returncode in (126, 127):  # the remote shell found no torch to run
-        raise TorchshError("remote_unavailable", "torchsh is not installed on %s (%s)" % (_hostname(ctx), err),
-                           "pip install torchsh on %s, or give the context the path of torch there "
-                           "(--remote-torch PATH)" % _hostname(ctx))
-    if p.returncode != 0:
-        err = err if p.stderr.strip() else "exit status %d, no message" % p.returncode
-        raise TorchshError("daemon_unavailable", "the daemon on %s did not start: %s" % (_hostname(ctx), err),
-                           "see its log there: `torch daemon log` on %s" % _hostname(ctx))
-    try:
-        remote_sock = json.loads(p.stdout.decode().strip().splitlines()[-1])["socket"]
-    except (ValueError, IndexError, KeyError, TypeError):
-        raise TorchshError("remote_unavailable", "%s on %s is not torchsh's torch: `daemon status --json` said %r"
-                           % (torch, _hostname(ctx), p.stdout[:80].decode(errors="replace")),
-                           "give the context the path of torchsh's torch there (--remote-torch PATH)") from None
-    _forwardable(remote_sock, "the remote socket")
-    return remote_sock
-
-
 def _start_forwarder(ctx, local_sock, remote_sock):
-    _forwardable(local_sock, "the local socket")
-    argv = _ssh_argv(ctx) + [
+    ssh_login.forwardable(local_sock, "the local socket")
+    argv = ssh_login.ssh_argv(ctx) + [
         "-T", "-o", "ExitOnForwardFailure=yes", "-o", "StreamLocalBindUnlink=yes",
         "-o", "StreamLocalBindMask=0177",  # the socket is 0600 from its first moment
         "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3",  # a dead link ends it (restarted on demand)
         "-o", "ControlMaster=no", "-o", "ControlPath=none",  # its own connection: its death is the forward's
         "-o", "LogLevel=INFO",  # a refused channel ("open failed") is said at INFO: we read it from the log
-        "-L", "%s:%s" % (local_sock, remote_sock), "--", _destination(ctx), _while_the_daemon_runs(remote_sock)]
+        "-L", "%s:%s" % (local_sock, remote_sock), "--", ssh_login.destination(ctx),
+        _while_the_daemon_runs(remote_sock)]
     log = protocol.sibling(local_sock, ".log")
     log_fd = _open_private(log, os.O_WRONLY | os.O_APPEND)
     try:
@@ -123,8 +84,7 @@ def _start_forwarder(ctx, local_sock, remote_sock):
         since = os.fstat(log_fd).st_size  # what this forwarder's ssh says starts here
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, start_new_session=True)
     except FileNotFoundError:
-        raise TorchshError("remote_unavailable", "no ssh client here (`%s` is not on PATH)" % SSH,
-                           "install OpenSSH's client (Debian: apt-get install openssh-client)") from None
+        raise ssh_login.no_ssh_client() from None
     finally:
         os.close(log_fd)
     pid_fd = _open_private(protocol.sibling(local_sock, ".pid"), os.O_WRONLY | os.O_TRUNC)
@@ -161,7 +121,7 @@ def _wait_until_answering(ctx, p, local_sock, remote_sock, log_since):
         if "open failed" in said:  # sshd refused the channel; the daemon answered ssh a moment ago, so mostly
             # its sshd_config forbids it (ssh hears the same words when the socket is gone, so the hint says both)
             raise TorchshError("remote_unavailable", "the ssh server of %s does not forward to the daemon's socket %s "
-                               "(%s)" % (_hostname(ctx), remote_sock, said),
+                               "(%s)" % (ssh_login.hostname(ctx), remote_sock, said),
                                "its sshd_config must allow it (AllowStreamLocalForwarding yes, no DisableForwarding), "
                                "and the daemon must still run there")
         time.sleep(0.05)
@@ -223,44 +183,6 @@ def _alive(pid):
         return not os.path.isdir("/proc/self")  # no /proc: kill(0) is all there is
 
 
-def _ssh_argv(ctx):
-    argv = [SSH]
-    if ctx.get("ssh_config"):
-        argv += ["-F", ctx["ssh_config"]]
-    return argv + ["-o", "BatchMode=yes"]  # never a password prompt in the middle of a command
-
-
-def _destination(ctx):
-    """OpenSSH takes ssh://[user@]host[:port] as it is; anything else in a context record is refused."""
-    host = ctx.get("host") or ""
-    rest = host[len("ssh://"):]
-    if not host.startswith("ssh://") or not rest or rest.startswith("-") or any(c in rest for c in " \t\n/"):
-        raise TorchshError("bad_argument", "%r is not an ssh host" % host, "write it ssh://user@host[:port]")
-    return host
-
-
-def _hostname(ctx):
-    """The host alone, for messages: ssh://u@[::1]:22 -> [::1], ssh://u@gpu1:2222 -> gpu1."""
-    host = _destination(ctx)[len("ssh://"):].rpartition("@")[2]
-    return host[:host.index("]") + 1] if host.startswith("[") and "]" in host else host.partition(":")[0]
-
-
-def _remote_command(ctx):
-    """The remote torch as shell words: the context's path (~/ expands there) and its --socket, if any."""
-    torch = ctx.get("remote_torch") or "torch"
-    words = "~/" + shlex.quote(torch[2:]) if torch.startswith("~/") else shlex.quote(torch)
-    if ctx.get("socket"):
-        _forwardable(ctx["socket"], "the context's remote socket")
-        words += " --socket " + shlex.quote(ctx["socket"])
-    return words
-
-
-def _forwardable(path, what):
-    if not path.startswith("/") or ":" in path:  # ssh -L LOCAL:REMOTE splits on ':' and needs a path
-        raise TorchshError("bad_argument", "%s %r must be an absolute path without ':'" % (what, path),
-                           "give the context another socket path")
-
-
 def _private_folder(folder):
     """Create the forwarder's folder 0700 (and missing parents), or refuse one that is not ours and private."""
     parts = folder.split("/")
@@ -312,9 +234,6 @@ def _log_tail(log, since):
             said = f.read()[-4096:]
     except OSError:
         return "(no log)"
-    return _last_line(said) if said.strip() else "(ssh said nothing)"
+    return ssh_login.last_line(said) if said.strip() else "(ssh said nothing)"
 
 
-def _last_line(data):
-    lines = [line.strip() for line in data.decode(errors="replace").splitlines() if line.strip()]
-    return lines[-1] if lines else "no message"
