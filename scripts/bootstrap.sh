@@ -2,7 +2,8 @@
 # Make .venv (PyTorch 2.13.0 CPU first, so nothing pulls a CUDA build), install torchsh into it,
 # and write the `torch`/`torchd` launchers. With --with-shells (the test set-up) also fetch nushell
 # 0.115.1 from the npm registry into .tools/nu (git-ignored) and, where we are root and apt-get
-# works, zsh and fish for the completion smoke tests (their tests skip, saying why, without them).
+# works, zsh and fish for the completion smoke tests and Debian's openssh-server for the ssh context
+# tests (tests/sshd.py starts a throwaway sshd on 127.0.0.1); their tests skip, saying why, without them.
 # Idempotent: a second run only re-checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,5 +26,9 @@ if [ "${1:-}" = "--with-shells" ]; then
   if { ! command -v zsh || ! command -v fish; } >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     (apt-get install -y -qq zsh fish >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq zsh fish; } >/dev/null 2>&1) \
       || echo "bootstrap: zsh/fish not installed; their completion smoke tests will skip" >&2
+  fi
+  if [ ! -x /usr/sbin/sshd ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    (apt-get install -y -qq openssh-server >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq openssh-server; } >/dev/null 2>&1) \
+      || echo "bootstrap: openssh-server not installed; the ssh context tests will skip" >&2
   fi
 fi
