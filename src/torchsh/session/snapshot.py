@@ -1,0 +1,157 @@
+"""A daemon's objects as one safetensors stream: the session folder's file, and the body of a bundle.
+
+    8-byte little-endian header length | JSON header | raw tensor bytes      (the safetensors layout)
+
+The header's metadata holds the manifest (JSON, under "torchsh"): every object's handle, kind, scope and
+recipe (recipe.py) in an order where what an object refers to comes first; scopes (id, parent, owner);
+and the objects left out, each with the reason. Tensor values live under "HANDLE|KEY" (recipe.state_tensors).
+A held tensor that is a model's parameter or buffer is written as that (an alias), so it stays the very
+same object when restored. Never pickle: JSON and raw bytes only.
+"""
+import json
+
+import torch
+from safetensors.torch import load as st_load, save as st_save
+
+from torchsh.errors import TorchshError
+from torchsh.registry.handles import parse_handle
+from torchsh.session import recipe
+
+FORMAT = "torchsh-session-1"
+_COMPLEX = "#complex"   # safetensors has no complex dtypes: stored as view_as_real, marked by this suffix
+
+
+def plan(registry, handles=None):
+    """What a save or copy of these handles (every object held when None) would write, without its values:
+    (objects {handle: obj}, recipes {handle: recipe}, aliases, order, skipped [{handle, reason}])."""
+    entries = dict(registry.items())
+    chosen = list(entries) if handles is None else list(dict.fromkeys(handles))
+    objs = {h: entries[h].obj for h in chosen}
+    recs, skipped = _portable(objs)
+    aliases = _aliases(objs, recs)
+    return objs, recs, aliases, _ordered(recs, aliases), skipped
+
+
+def collect(registry, handles=None):
+    """(manifest, tensors) for the given handles (every object held when None)."""
+    objs, recs, aliases, order, skipped = plan(registry, handles)
+    kinds = {h: e for h, e in registry.items()}
+    objects, tensors = [], {}
+    for h in order:
+        row = {"handle": h, "kind": kinds[h].kind, "scope": kinds[h].scope}
+        if h in aliases:
+            row["alias"] = aliases[h]
+        else:
+            row["recipe"] = recs[h]
+            for key, t in recipe.state_tensors(objs[h], {r: objs[r] for r in recs}).items():
+                _put(tensors, "%s|%s" % (h, key), t)
+        objects.append(row)
+    manifest = {"format": FORMAT, "epoch": registry.epoch, "objects": objects, "skipped": skipped,
+                "scopes": registry.scope_records()}
+    return manifest, tensors
+
+
+def _portable(objs):
+    """Recipes of the objects that can be written, and [{handle, reason}] of the rest. An object that needs
+    one left out is left out too, so the loop runs until nothing more drops."""
+    keep, skipped = dict(objs), []
+    while True:
+        recs, dropped = {}, []
+        for h, obj in keep.items():
+            try:
+                recs[h] = recipe.capture(obj, {r: o for r, o in keep.items() if r != h})
+            except TorchshError as e:
+                dropped.append({"handle": h, "reason": e.message, "hint": e.hint})
+        for d in dropped:
+            del keep[d["handle"]]
+        skipped += dropped
+        if not dropped:
+            return recs, skipped
+
+
+def _aliases(objs, recs):
+    """{tensor handle: {"ref": model handle, "name": …}} for held tensors that are a held model's own."""
+    owned = {}
+    for h, rec in recs.items():
+        if rec["kind"] == "nn":
+            for name, t in list(objs[h].named_parameters()) + list(objs[h].named_buffers()):
+                owned.setdefault(id(t), {"ref": h, "name": name})
+    return {h: owned[id(objs[h])] for h, rec in recs.items() if rec["kind"] == "tensor" and id(objs[h]) in owned}
+
+
+def _ordered(recs, aliases):
+    """Handles, each after everything it refers to, otherwise in creation order."""
+    deps = {h: ({aliases[h]["ref"]} if h in aliases else recipe.refs_of(recs[h])) & set(recs) for h in recs}
+    out, done = [], set()
+
+    def visit(h, path=()):
+        if h in done or h in path:
+            return
+        for d in sorted(deps[h], key=_serial_key):
+            visit(d, path + (h,))
+        done.add(h)
+        out.append(h)
+    for h in sorted(recs, key=_serial_key):
+        visit(h)
+    return out
+
+
+def _serial_key(handle):
+    parsed = parse_handle(handle)
+    return (int(parsed[2], 36), handle) if parsed else (0, handle)
+
+
+def _put(tensors, key, t):
+    if t.is_complex():
+        tensors[key + _COMPLEX] = torch.view_as_real(t).contiguous()
+    else:
+        tensors[key] = t
+
+
+def to_bytes(manifest, tensors):
+    return st_save(tensors, metadata={"torchsh": json.dumps(manifest, allow_nan=True)})
+
+
+def from_bytes(data, where="the bundle"):
+    """(manifest, {handle: {key: tensor}}) of a stream to_bytes wrote; bad_request/file_error if it is not one."""
+    try:
+        flat = st_load(bytes(data))
+        n = int.from_bytes(bytes(data[:8]), "little")
+        manifest = json.loads(json.loads(bytes(data[8:8 + n]))["__metadata__"]["torchsh"])
+    except Exception as e:  # SafetensorError, JSON and key errors: not a torchsh session at all
+        raise TorchshError("file_error", "%s is not a torchsh session: %s" % (where, str(e).split("\n")[0][:120])) from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise TorchshError("file_error", "%s is not a torchsh session (format %r)" % (where, manifest.get("format")))
+    per = {}
+    for key, t in flat.items():
+        handle, _, name = key.partition("|")
+        if name.endswith(_COMPLEX):
+            name, t = name[:-len(_COMPLEX)], torch.view_as_complex(t)
+        per.setdefault(handle, {})[name] = t
+    return manifest, per
+
+
+def rebuild(manifest, tensors):
+    """{old handle: object} for every object in the manifest, all built, then all filled (nothing is held yet)."""
+    built = {}
+
+    def lookup(ref):
+        if ref not in built:
+            raise TorchshError("file_error", "the session refers to %s, which it does not hold" % ref)
+        return built[ref]
+    for row in manifest["objects"]:
+        if "alias" in row:
+            model = lookup(row["alias"]["ref"])
+            name = row["alias"]["name"]
+            params = dict(model.named_parameters())
+            built[row["handle"]] = params[name] if name in params else model.get_buffer(name)
+        else:
+            built[row["handle"]] = recipe.build(row["recipe"], lookup)
+    for row in manifest["objects"]:
+        if "recipe" in row:
+            recipe.load_state(built[row["handle"]], tensors.get(row["handle"], {}))
+    return built
+
+
+def detached_count(manifest):
+    return sum(1 for row in manifest["objects"] if row.get("recipe", {}).get("graph"))
