@@ -239,7 +239,8 @@ def _build_module(rec, lookup):
     _place(m, rec.get("placement", {}))
     frozen, in_eval = set(rec.get("frozen", ())), set(rec.get("eval", ()))
     for n, p in m.named_parameters():
-        p.requires_grad_(n not in frozen)
+        if not is_lazy(p):   # a lazy module (LazyLinear) gets its parameters from its state
+            p.requires_grad_(n not in frozen)
     for n, x in m.named_modules():
         x.training = n not in in_eval
     return m

@@ -135,3 +135,20 @@ def test_optimizer_without_its_model_is_not_portable():
     with pytest.raises(TorchshError) as e:
         recipe.capture(torch.optim.SGD(m.parameters(), lr=0.1))
     assert e.value.code == "not_portable"
+
+
+def test_a_lazy_module_initialised_by_a_forward_comes_back_with_its_parameters():
+    m = layer(torch.nn.LazyLinear, out_features=3)
+    x = torch.randn(2, 5)
+    m(x)
+    new = rebuilt({"m": m}, ["m"])["m"]
+    assert torch.equal(new(x), m(x))
+
+
+def test_a_file_dataset_comes_back_over_the_same_file_with_its_in_memory_columns(tmp_path):
+    import numpy as np
+    from torchsh.data.datasets import FileDataset, NpyField, TensorField
+    np.save(tmp_path / "x.npy", np.arange(12, dtype=np.float32).reshape(4, 3))
+    d = FileDataset([NpyField("x", str(tmp_path / "x.npy")), TensorField("y", torch.tensor([3, 1, 4, 1]))])
+    new = rebuilt({"d": d}, ["d"])["d"]
+    assert all(torch.equal(a, b) for i in range(4) for a, b in zip(d[i], new[i]))
