@@ -119,3 +119,14 @@ def test_with_torchsh_persist_every_handle_survives_the_idle_timeout(sh, tmp_pat
         d("torch train_step %s %s $(torch randn 4 3) $(torch randn 4 1) --sched %s" % (m, o, s))
     finally:
         d.stop()
+
+
+def test_distributions_come_back_with_the_parameters_they_were_given(own, tmp_path):
+    d, c = own("""d=$(torch dist normal $(torch zeros 2) $(torch ones 2))
+        c=$(torch dist categorical --probs $(torch tensor '[0.2,0.3,0.5]')); torch dist sample $c >/dev/null
+        echo $d $c""").split()
+    show = "for h in %s %s; do torch value $(torch dist log_prob $h $(torch tensor 1)); done" % (d, c)
+    before = own(show)
+    own("torch session save %s >/dev/null; torch daemon stop" % (tmp_path / "s"))
+    own("torch session load %s" % (tmp_path / "s"))
+    assert own(show) == before

@@ -75,10 +75,20 @@ def _capture(obj, ids, refs):
     if isinstance(obj, torch.utils.data.Dataset):
         return datasets.capture(obj, lambda v: encode(v, ids))
     if isinstance(obj, torch.distributions.Distribution):
-        params = {k: encode(v, ids) for k, v in vars(obj).items() if k in obj.arg_constraints}
-        return {"kind": "dist", "class": type(obj).__name__, "params": params}
-    raise not_portable("a %s cannot be saved or copied" % type(obj).__name__,
-                       "a running job is not saved; wait for it or stop it" if type(obj).__name__ == "Job" else None)
+        return {"kind": "dist", "class": type(obj).__name__, "params": _dist_params(obj, ids)}
+    if type(obj).__name__ == "Job":
+        raise not_portable("a job is not saved (its model, optimizer and loader are, as they stand)",
+                           "`torch job wait` first to save a finished run's state")
+    raise not_portable("a %s cannot be saved or copied" % type(obj).__name__)
+
+
+def _dist_params(d, ids):
+    """The constructor arguments of a distribution: its parameters as given. probs and logits are both
+    cached once used; the one given is the one `_param` is (Categorical, Bernoulli, …)."""
+    given = {k: v for k, v in vars(d).items() if k in d.arg_constraints}
+    if "probs" in given and "logits" in given and hasattr(d, "_param"):
+        given = {k: v for k, v in given.items() if k not in ("probs", "logits") or v is d._param}
+    return {k: encode(v, ids) for k, v in given.items()}
 
 
 def _made(obj, what):

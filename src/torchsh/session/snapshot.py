@@ -147,8 +147,10 @@ def rebuild(manifest, tensors):
             built[row["handle"]] = params[name] if name in params else model.get_buffer(name)
         else:
             built[row["handle"]] = recipe.build(row["recipe"], lookup)
-    for row in manifest["objects"]:
-        if "recipe" in row:
+            if row["kind"] == "tensor":   # values now: a constructor may read them (a distribution checks its scale)
+                recipe.load_state(built[row["handle"]], tensors.get(row["handle"], {}))
+    for row in manifest["objects"]:   # the rest once all are built: a scheduler's constructor changes its optimizer
+        if "recipe" in row and row["kind"] != "tensor":
             recipe.load_state(built[row["handle"]], tensors.get(row["handle"], {}))
     return built
 
