@@ -130,3 +130,16 @@ def test_distributions_come_back_with_the_parameters_they_were_given(own, tmp_pa
     own("torch session save %s >/dev/null; torch daemon stop" % (tmp_path / "s"))
     own("torch session load %s" % (tmp_path / "s"))
     assert own(show) == before
+
+
+def test_objects_without_values_do_not_stop_a_save(own, tmp_path):
+    """A meta tensor or model comes back by its shape; a lazy module's uninitialized parameter handle is named."""
+    a, m, lazy, p, x = own("""a=$(torch ones 2 --device meta); m=$(torch nn linear 2 3 --device meta)
+        l=$(torch nn lazy_linear 3); p=$(torch nn parameters $l | head -1); echo $a $m $l $p $(torch ones 2)""").split()
+    r = own.run("torch session save %s" % (tmp_path / "s"))
+    assert r.code == 0 and r.out.startswith("saved 4 objects") and p in r.err
+    own("torch daemon stop")
+    own("torch session load %s" % (tmp_path / "s"))
+    assert own("torch tensors -q").split() == [a, m, lazy, x]
+    assert own("torch shape %s" % a) == "[2]" and own("torch nn info %s --json" % m).count('"meta"')
+    assert own("torch forward %s $(torch ones 4 5) | torch shape" % lazy) == "[4,3]"

@@ -60,6 +60,9 @@ def capture(obj, refs=None):
 
 def _capture(obj, ids, refs):
     if isinstance(obj, torch.Tensor):
+        if is_lazy(obj):
+            raise not_portable("an uninitialized parameter of a lazy module has no shape or values yet",
+                               "run the module once (`torch forward`), or save the module itself")
         return {"kind": "tensor", "shape": list(obj.shape), "dtype": dtype_name(obj.dtype), "device": str(obj.device),
                 "requires_grad": obj.requires_grad, "graph": obj.grad_fn is not None}
     if isinstance(obj, torch.nn.Module):

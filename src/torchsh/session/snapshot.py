@@ -21,20 +21,24 @@ FORMAT = "torchsh-session-1"
 _COMPLEX = "#complex"   # safetensors has no complex dtypes: stored as view_as_real, marked by this suffix
 
 
-def plan(registry, handles=None):
+def plan(registry, handles=None, failed=()):
     """What a save or copy of these handles (every object held when None) would write, without its values:
-    (objects {handle: obj}, recipes {handle: recipe}, aliases, order, skipped [{handle, reason}])."""
+    (objects {handle: obj}, recipes {handle: recipe}, aliases, order, skipped [{handle, reason, hint}]).
+    failed: [{handle, reason, hint}] of objects whose values could not be read, left out with what needs them."""
     entries = dict(registry.items())
     chosen = list(entries) if handles is None else list(dict.fromkeys(handles))
-    objs = {h: entries[h].obj for h in chosen}
+    gone = {f["handle"] for f in failed}
+    objs = {h: entries[h].obj for h in chosen if h not in gone}
     recs, skipped = _portable(objs)
+    skipped = list(failed) + skipped
     aliases = _aliases(objs, recs)
     return objs, recs, aliases, _ordered(recs, aliases), skipped
 
 
-def collect(registry, handles=None):
-    """(manifest, tensors) for the given handles (every object held when None)."""
-    objs, recs, aliases, order, skipped = plan(registry, handles)
+def collect(registry, handles=None, failed=()):
+    """(manifest, tensors) for the given handles (every object held when None). An object whose values
+    cannot be read is left out, with what needs it, and named in the manifest's `skipped`."""
+    objs, recs, aliases, order, skipped = plan(registry, handles, failed)
     kinds = {h: e for h, e in registry.items()}
     objects, tensors = [], {}
     for h in order:
@@ -43,7 +47,12 @@ def collect(registry, handles=None):
             row["alias"] = aliases[h]
         else:
             row["recipe"] = recs[h]
-            for key, t in recipe.state_tensors(objs[h], {r: objs[r] for r in recs}).items():
+            try:
+                state = recipe.state_tensors(objs[h], {r: objs[r] for r in recs})
+            except (RuntimeError, ValueError, TypeError, TorchshError) as e:  # a device gone, an odd state
+                reason = getattr(e, "message", None) or str(e).split("\n")[0][:200]
+                return collect(registry, handles, list(failed) + [{"handle": h, "reason": reason, "hint": None}])
+            for key, t in state.items():
                 _put(tensors, "%s|%s" % (h, key), t)
         objects.append(row)
     manifest = {"format": FORMAT, "epoch": registry.epoch, "objects": objects, "skipped": skipped,
@@ -62,6 +71,8 @@ def _portable(objs):
                 recs[h] = recipe.capture(obj, {r: o for r, o in keep.items() if r != h})
             except TorchshError as e:
                 dropped.append({"handle": h, "reason": e.message, "hint": e.hint})
+            except (RuntimeError, ValueError, TypeError) as e:  # what PyTorch refuses to tell (an odd object)
+                dropped.append({"handle": h, "reason": str(e).split("\n")[0][:200], "hint": None})
         for d in dropped:
             del keep[d["handle"]]
         skipped += dropped

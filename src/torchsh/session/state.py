@@ -22,15 +22,14 @@ def state_tensors(obj, refs=None):
     Objects in refs are left out (each is saved under its own name)."""
     ids = {id(o) for o in (refs or {}).values()} - {id(obj)}
     if isinstance(obj, torch.Tensor):
-        out = {"value": obj.detach().cpu().contiguous().clone()}
-        if obj.is_leaf and obj.grad is not None:
-            out["grad"] = obj.grad.detach().cpu().contiguous().clone()
+        out = {"value": _copy(obj)} if has_data(obj) else {}   # a meta tensor is its shape alone
+        if obj.is_leaf and obj.grad is not None and has_data(obj.grad):
+            out["grad"] = _copy(obj.grad)
         return out
     if isinstance(obj, torch.nn.Module):
-        out = {"model." + k: v.detach().cpu().contiguous().clone() for k, v in obj.state_dict().items()
-               if not is_lazy(v)}
-        out.update({"grad." + n: p.grad.detach().cpu().contiguous().clone()
-                    for n, p in obj.named_parameters() if p.grad is not None})
+        out = {"model." + k: _copy(v) for k, v in obj.state_dict().items() if has_data(v)}
+        out.update({"grad." + n: _copy(p.grad) for n, p in obj.named_parameters()
+                    if p.grad is not None and has_data(p.grad)})
         return out
     if isinstance(obj, (torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler, Loader)):
         tensors = {}
@@ -44,11 +43,21 @@ def state_tensors(obj, refs=None):
     return {}   # a distribution's parameters are in its recipe
 
 
+def has_data(t):
+    """False for what has a shape but no values: a meta tensor, a lazy module's uninitialized parameter."""
+    return not (t.is_meta or is_lazy(t))
+
+
+def _copy(t):
+    return t.detach().cpu().contiguous().clone()
+
+
 def load_state(obj, tensors):
     """Fill obj (built from its recipe) with the values state_tensors gave."""
     with torch.no_grad():
         if isinstance(obj, torch.Tensor):
-            obj.copy_(tensors["value"])
+            if "value" in tensors:
+                obj.copy_(tensors["value"])
             obj.grad = tensors["grad"].to(obj.device) if "grad" in tensors else None
         elif isinstance(obj, torch.nn.Module):
             _load_module(obj, tensors)
@@ -63,8 +72,7 @@ def load_state(obj, tensors):
 
 def _load_module(m, tensors):
     weights = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
-    lazy = any(is_lazy(t) for _, t in (list(m.named_parameters()) + list(m.named_buffers())))
-    if lazy:
+    if not all(has_data(t) for _, t in list(m.named_parameters()) + list(m.named_buffers())):
         m.load_state_dict(weights, strict=False)
     else:
         nested.load_model(m, weights, "saved state")
