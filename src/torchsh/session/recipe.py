@@ -213,7 +213,9 @@ def refs_of(rec):
 
 # -- build -----------------------------------------------------------------------------------------
 def build(rec, lookup):
-    """An object from its recipe; lookup(name) gives the object already built for a {"ref": name}."""
+    """An object from its recipe; lookup(name) (or lookup[name]) gives the object already built for a {"ref": name}."""
+    if isinstance(lookup, dict):
+        lookup = lookup.__getitem__
     kind = rec.get("kind")
     if kind == "tensor":
         t = torch.empty(rec["shape"], dtype=DTYPES[rec["dtype"]], device=rec["device"])

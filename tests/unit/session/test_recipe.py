@@ -76,6 +76,8 @@ def test_optimizer_step_after_rebuild_equals_the_original_step():
     for a, b in zip(m.parameters(), new["m"].parameters()):
         assert torch.equal(a, b)
     assert new["o"].param_groups[1]["lr"] == 0.1
+    again = recipe.build(recipe.capture(opt, {"model": m}), {"model": new["m"]})   # lookup as a dict, too
+    assert again.param_groups[0]["params"][0] is new["m"][0].weight
 
 
 def test_scheduler_rebuilt_mid_schedule_continues_with_the_same_lrs():
