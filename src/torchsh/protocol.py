@@ -23,6 +23,9 @@ H_SETTINGS = "torchsh-settings"  # `daemon stop`: "K=V K=V" of TORCHSH_TTL, _MAX
 # header: exit with its status. STOPS "1": Ctrl-C meanwhile adds --interrupt to the next poll (the job
 # stops at its next step boundary) and following goes on; "0": Ctrl-C just leaves. Write stderr first.
 H_FOLLOW = "torchsh-follow"
+# `cp H… --to CTX` and `session push --to CTX`: "CTX" or "CTX keep"; stdout holds the source handles, one a
+# line. The client relays them (copyrelay.run): export here, import into CTX's daemon, print the new handles.
+H_COPY = "torchsh-copy"
 
 # Exit statuses by class. The README's table, docs/errors.md and `torch --help` are generated from
 # these, EXIT_CLASSES and ERRORS.
@@ -68,6 +71,7 @@ ERRORS = {
     "missing_extra": (501, EXIT_USAGE, "the command needs an optional dependency that is not installed; the hint names the extra"),
     "internal_error": (500, EXIT_INTERNAL, "a bug in torchsh; the daemon log has the traceback"),
     "remote_unavailable": (503, EXIT_DAEMON, "a context's remote host cannot be reached over ssh, or has no torchsh"),
+    "not_portable": (422, EXIT_USAGE, "the object cannot be saved or copied (no recipe: a TorchScript module, a running job)"),
 }
 
 # exit status -> (its name in `torch --help`, its class in the README's table). Generated into both,

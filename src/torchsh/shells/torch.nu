@@ -1411,6 +1411,15 @@ export def cov [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "cov" $in $args {correction: $correction, fweights: $fweights, aweights: $aweights, no_grad: $no_grad} {correction: 1} }
 
+# Copy tensors, models (with their state), optimizers (with their model) and schedulers to the daemon
+#
+# cp(Handle[] handles, *, str to) -> Json
+export def cp [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: handles…; piped handles fill the tensor slots still missing
+    --to: string  # str
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "cp" $in $args {to: $to, no_grad: $no_grad} {} }
+
 # Returns a copy of this object in CPU memory.
 #
 # torch.cpu(Tensor input) -> Tensor(b|a)
@@ -5487,6 +5496,33 @@ export def select_scatter [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "select_scatter" $in $args {dim: $dim, index: $index, no_grad: $no_grad} {} }
 
+# Restore a saved session in this (fresh) daemon under the same handles; all or nothing.
+#
+# session.load(Path dir) -> Json
+export def "session load" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dir; piped handles fill the tensor slots still missing
+    --dir: path  # Path
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "session.load" $in $args {dir: $dir, no_grad: $no_grad} {} }
+
+# Move this daemon's whole session to the daemon of context TO, under the same handles (as
+#
+# session.push(*, str to) -> Json
+export def "session push" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    --to: string  # str
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "session.push" $in $args {to: $to, no_grad: $no_grad} {} }
+
+# Write every object held to DIR (created 0700 if missing) as DIR/session.safetensors: values,
+#
+# session.save(Path dir) -> Json
+export def "session save" [
+    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dir; piped handles fill the tensor slots still missing
+    --dir: path  # Path
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "session.save" $in $args {dir: $dir, no_grad: $no_grad} {} }
+
 # This function is an extension of torch.sign() to complex tensors.
 #
 # torch.sgn(Tensor input) -> Tensor
@@ -6537,6 +6573,7 @@ export alias memory = cuda memory
 export alias next = data next
 export alias parameters = nn parameters
 export alias poll = job poll
+export alias push = session push
 export alias restart = daemon restart
 export alias rsample = dist rsample
 export alias sample = dist sample
