@@ -113,6 +113,24 @@ def test_free_refuses_what_a_running_job_uses_until_it_has_stopped(sh):
                         r"stop it first: torch job stop \1 \[in_use\]", first), first
 
 
+def test_a_scope_that_ends_while_its_job_runs_leaves_the_job_and_what_it_trains(sh):
+    """`torch scope -- …` frees what was made inside, but not what a running job still trains: those move
+    out of the scope, so the job finishes and its model, optimizer and job handle stay usable."""
+    make, _ = setup(sh)
+    inner, handles = sh.tmp("inner.sh"), sh.tmp("handles")
+    with open(inner, "w") as f:
+        f.write(make + "j=$(torch fit $m $o $L --epochs 100000 --detach); t=$(torch zeros 2); echo $m $o $L $j $t\n")
+    r = sh.run("torch scope -- bash %s > %s; read m o L j t < %s; "
+               "torch job stop $j >/dev/null; torch job wait $j >/dev/null; echo stopped=$?; "
+               "torch forward $m $(torch zeros 1 2) >/dev/null; echo model=$?; torch optim info $o >/dev/null; "
+               "echo optim=$?; torch job list | grep -c $j; torch value $t; echo tensor=$?"
+               % (inner, handles, handles))
+    assert re.findall(r"\w+=\d+", r.out) == ["stopped=130", "model=0", "optim=0", "tensor=3"], (r.out, r.err)
+    assert r.out.splitlines()[3] == "1"  # the job is still listed
+    stopped, freed = r.err.splitlines()
+    assert STOPPED.search(stopped) and freed.endswith("[unknown_handle]")  # the plain tensor went with the scope
+
+
 def test_the_json_face_detaches_refuses_delete_and_answers_polls_with_follow(sh):
     make, _ = setup(sh)
     m, o, L = sh(make + "echo $m $o $L").split()

@@ -14,6 +14,7 @@ import torch
 
 from torchsh import __version__, memory, protocol
 from torchsh.daemon import fastpath
+from torchsh.jobs import job as jobs_job
 from torchsh.registry import Registry
 from torchsh.table import build_table
 
@@ -24,6 +25,7 @@ class App:
         self.socket_path = socket_path
         self.log_path = protocol.sibling(socket_path, ".log")
         self.registry = Registry()
+        self.registry.in_use = jobs_job.in_use  # a scope that ends keeps what a running job trains
         self.table, self.table_seconds = build_table()
         self.ttl = ttl_seconds
         self.started = time.time()

@@ -152,6 +152,11 @@ def start(ctx, verb, work, columns=None, uses=()):
     return job
 
 
+def in_use(obj):
+    """Is obj a running job, or used by one? (registry.end_scope asks; cheap without a running job.)"""
+    return bool(_RUNNING) and any(obj is job or any(obj is u for u in job.uses) for job in list(_RUNNING))
+
+
 def refuse_freeing_in_use(registry, handles):
     """`torch free` of what a running job uses, or of the running job itself: refused (in_use), naming
     the job. Its work holds the objects anyway; freeing the handles would only lose the trained result.

@@ -217,8 +217,14 @@ class Registry:
             except Exception:  # never let the reaper die: the next round may succeed
                 log.exception("scope reaper")
 
+    # obj -> True while a running job uses it (the jobs layer sets this: jobs/job.py). A scope that ends
+    # meanwhile moves such an object to its parent scope instead of freeing it: the job keeps training it,
+    # and freeing the handle would lose what it trains, silently.
+    in_use = staticmethod(lambda obj: False)
+
     def end_scope(self, scope_id):
-        """Free every handle made in the scope and in scopes still open inside it; return the count."""
+        """Free every handle made in the scope and in scopes still open inside it (but what a running job
+        uses, which moves to the parent scope); return the count freed."""
         with self._lock:
             if scope_id not in self._scopes:
                 raise TorchshError("bad_argument", "no open scope %s (ended already, or from another daemon)" % scope_id,
@@ -227,12 +233,21 @@ class Registry:
             for s in list(self._scopes.values()):
                 if s.parent in doomed:
                     doomed.append(s.id)  # children listed after parents, so one pass suffices
+            parent = self._scopes[scope_id].parent
             freed = 0
             for sid in doomed:
                 scope = self._scopes.pop(sid)
                 for h in scope.handles:
-                    if self._entries.pop(h, None) is not None:
-                        freed += 1
+                    entry = self._entries.get(h)
+                    if entry is None:
+                        continue
+                    if self.in_use(entry.obj):  # a running job trains it: it outlives the scope (moves out)
+                        entry.scope = parent
+                        if parent is not None:
+                            self._scopes[parent].handles.add(h)
+                        continue
+                    del self._entries[h]
+                    freed += 1
             return freed
 
     def keep(self, handles, scope_id):
