@@ -123,3 +123,14 @@ def test_copyrelay_imports_only_builtins_and_the_client_wire():
     names = lambda text: {ln.split("|")[-1].strip() for ln in text.splitlines() if ln.startswith("import time:")}
     extra = names(p.stderr) - names(bare.stderr) - {"package"}
     assert extra <= {"torchsh", "torchsh.copyrelay", "torchsh.protocol", "torchsh.wire", "_socket"}, extra
+
+
+def test_the_json_face_refuses_cp_and_push_and_names_the_cli(sh):
+    """A daemon reaches only itself: over the JSON API `cp` would only echo the source handles, so it says
+    where the copy runs instead (torch.nu runs the client for it)."""
+    from apicall import post
+    t = sh("torch ones 2")
+    for op, body in (("cp", {"args": [t], "kwargs": {"to": "t2"}}), ("session.push", {"kwargs": {"to": "t2"}})):
+        status, reply = post(sh, op, body)
+        assert status == 400 and reply["error"]["code"] == "usage", reply
+        assert "--to CONTEXT" in reply["error"]["hint"]

@@ -8,6 +8,7 @@ Optional body fields: "cwd" (for relative paths), "env" (TORCHSH_* settings), "n
 """
 import json
 
+from torchsh import protocol
 from torchsh.api import calls
 from torchsh.api.openapi import op_description
 from torchsh.call import bind, results, tokens
@@ -54,6 +55,10 @@ def post_op(app, request, params):
     except TorchshError as e:
         e.op = e.op or op.name
         raise
+    if protocol.H_COPY in (getattr(result, "reply_headers", None) or {}):
+        raise TorchshError("usage", "%s moves objects between two daemons through the client, which reaches both"
+                           % op.name, "run it with the CLI: torch %s … --to CONTEXT" % op.name.replace(".", " "),
+                           op=op.name)
     if isinstance(result, results.Exec):  # the caller runs the block itself (torch.nu's `torch scope { … }`)
         return _exec_reply(app, result)
     if isinstance(result, results.Binary):

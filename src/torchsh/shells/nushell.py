@@ -41,6 +41,9 @@ NU_KEYWORDS = ("where", "if", "let", "mut", "def", "use", "for", "loop", "while"
 # Verbs that return only once the daemon has exited or answers: only the `torch` client can wait for
 # that (a daemon cannot report its own exit), so the module runs it for them.
 BY_CLIENT = ("daemon.start", "daemon.stop", "daemon.restart")
+# Verbs whose work runs in the client between two daemons (`cp`, `session push`: the copy relay reaches
+# both, a daemon reaches only itself): the module runs `^torch` with the words and flags, a handle a line.
+BY_CLIENT_WORDS = ("cp", "session.push")
 # Variables nu reserves: an argument of that name is positional only (no table row has one today).
 NU_RESERVED_VARS = ("in", "env", "nu", "it")
 
@@ -126,7 +129,7 @@ def command_text(op, name=None, fixed=None, command=None):
         "...%s: oneof<number, any>@\"nu-complete torch handles\"  # %s" % (rest, _positional_help(op))]
     params += [_flag_decl(f) for f in flags]
     kw = ["%s: $%s" % (f["name"], f["name"]) for f in flags]
-    if not block and op.name not in BY_CLIENT:
+    if not block and op.name not in BY_CLIENT + BY_CLIENT_WORDS:
         # The bash global --no_grad on every command; --inference_mode is the block form only in nu
         # (`torch inference_mode { … }`): a flag on every command costs a tenth of the load time.
         params.append("--no_grad  # run without recording gradients")
@@ -145,6 +148,10 @@ def _call(op, name, rest, flags, kw, block):
         return "torchsh block %s $block %s" % (json.dumps(name), kw)
     if op.name in BY_CLIENT:
         return "^torch %s" % op.name.replace(".", " ")
+    if op.name in BY_CLIENT_WORDS:
+        given = " ".join('...(if $%s != null { ["--%s" $%s] } else { [] })' % (f["name"], f["name"], f["name"])
+                         for f in flags)
+        return "^torch %s ...$%s %s | lines" % (op.name.replace(".", " "), rest, given)
     defaults = "{%s}" % ", ".join("%s: %s" % (f["name"], f["nu_default"]) for f in flags if f["nu_default"])
     marks = (" --whole" if _takes_whole_input(op) else "") + (" --values" if _returns_values(op) else "")
     call = "torchsh call %s $in $%s %s %s%s" % (json.dumps(name), rest, kw, defaults, marks)

@@ -1417,8 +1417,7 @@ export def cov [
 export def cp [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: handles…; piped handles fill the tensor slots still missing
     --to: string  # str
-    --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cp" $in $args {to: $to, no_grad: $no_grad} {} }
+]: any -> any { ^torch cp ...$args ...(if $to != null { ["--to" $to] } else { [] }) | lines }
 
 # Returns a copy of this object in CPU memory.
 #
@@ -5511,8 +5510,7 @@ export def "session load" [
 export def "session push" [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
     --to: string  # str
-    --no_grad  # run without recording gradients
-]: any -> any { torchsh call "session.push" $in $args {to: $to, no_grad: $no_grad} {} }
+]: any -> any { ^torch session push ...$args ...(if $to != null { ["--to" $to] } else { [] }) | lines }
 
 # Write every object held to DIR (created 0700 if missing) as DIR/session.safetensors: values,
 #
