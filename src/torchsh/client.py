@@ -16,26 +16,35 @@ which daemonctl.py shares.
 import posix
 import sys
 
-from torchsh import protocol
+from torchsh import protocol, wire
 from torchsh.wire import call, connect, connect_or_none, fail, write
 
 
 def main(argv=None):
     args = [a.encode(errors="surrogateescape") for a in (sys.argv[1:] if argv is None else argv)]
-    sock = None
-    if len(args) >= 2 and args[0] == b"--socket":
-        sock, args = args[1].decode(), args[2:]
-    path = protocol.socket_path(sock)
+    sock, name, args = _first_flags(args)
+    if args[:1] == [b"context"]:  # the context store: client-side only, no daemon (remote/cli.py)
+        from torchsh.remote import cli
+        sys.exit(cli.main([a.decode(errors="surrogateescape") for a in args[1:]]))
+    if sock is None and name is None:
+        name = _selected_context()
+    if name is not None and name != b"default":
+        path = protocol.context_socket(_checked_name(name).decode())
+        wire.context_header = b"Torchsh-Context: %s\r\n" % name
+    else:
+        name, path = None, protocol.socket_path(sock)
     try:
         tty = posix.isatty(0)
     except OSError:
         tty = True  # no stdin at all: never wait on it
     err_tty = _isatty(2)
-    env = [k + b"=" + v for k, v in posix.environ.items() if k.startswith(b"TORCHSH_")]
+    env = [k + b"=" + v for k, v in posix.environ.items() if k.startswith(b"TORCHSH_") and k != b"TORCHSH_CONTEXT"]
     if args[:1] == [b"nu-module"]:  # --install writes into the caller's Nushell folder, found from these
         env += [k + b"=" + v for k, v in posix.environ.items() if k in (b"HOME", b"XDG_CONFIG_HOME")]
     if sock:
         env.append(b"TORCHSH_SOCKET=" + sock.encode())
+    if name is not None:  # the daemon prints this context's handles as kind://NAME/… (remote/naming.py)
+        env.append(b"TORCHSH_CONTEXT=" + name)
     if b"TORCHSH_COLUMNS" not in posix.environ:  # `torch plot` sizes its chart to the terminal it prints on
         try:
             env.append(b"TORCHSH_COLUMNS=%d" % posix.get_terminal_size(1).columns)
@@ -43,23 +52,67 @@ def main(argv=None):
             pass
     request = dict(argv=args, cwd=_cwd(), stdin_is_tty=tty, env_pairs=env, stderr_is_tty=err_tty)
     try:
-        _run(path, args, request)
+        _run(path, args, request, name)
     except KeyboardInterrupt:  # Ctrl-C while we wait: one line, never a traceback
         _interrupted(args)
 
 
-def _run(path, args, request):
-    if args in ([b"daemon", b"stop"], [b"daemon", b"restart"]):
+def _first_flags(args):
+    """`--socket PATH` and `--context NAME` as the first words (either order): (socket, name, rest)."""
+    sock = name = None
+    while len(args) >= 2 and args[0] in (b"--socket", b"--context"):
+        if args[0] == b"--socket":
+            sock = args[1].decode()
+        else:
+            name = args[1]
+        args = args[2:]
+    return sock, name, args
+
+
+def _selected_context():
+    """$TORCHSH_CONTEXT, else none when $TORCHSH_SOCKET names a daemon (as DOCKER_HOST beats docker's
+    current context), else the name in the current-context file (`torch context use`), else None."""
+    env = posix.environ
+    if env.get(b"TORCHSH_CONTEXT"):
+        return env[b"TORCHSH_CONTEXT"]
+    if env.get(b"TORCHSH_SOCKET"):
+        return None
+    config = env.get(b"XDG_CONFIG_HOME") or (env.get(b"HOME", b"") + b"/.config")
+    path = config.decode(errors="surrogateescape") + "/torchsh/current-context"
+    try:
+        fd = posix.open(path, posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK)
+    except OSError:  # none (the common case: one failed open), or a symlink: the default daemon
+        return None
+    try:
+        wire.refuse_if(protocol.untrusted(path, protocol.S_IFREG, posix.fstat(fd)))
+        return posix.read(fd, 256).strip() or None
+    finally:
+        posix.close(fd)
+
+
+def _checked_name(name):
+    """A context name can become a path (contexts/NAME.sock): letters, digits, _ . - only."""
+    ok = 0 < len(name) <= 63 and name[:1] not in (b".", b"-") and all(
+        48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c in b"_.-" for c in name)
+    if not ok:
+        fail("unknown_context", "%r is not a context name" % name.decode(errors="replace"),
+             "`torch context ls` lists them")
+    return name
+
+
+def _run(path, args, request, name=None):
+    if name is None and args in ([b"daemon", b"stop"], [b"daemon", b"restart"]):
         from torchsh import daemonctl  # the rare lifecycle path: its code is paid for only here
         sys.exit(daemonctl.stop(path, request, restart=args[1] == b"restart"))
-    conn = _connect_or_start(path, args)
+    # A named context's daemon stops and restarts (in place) by its own verbs: its pid is not ours to wait on.
+    conn = _connect_or_start(path, args) if name is None else _connect_context(path, name)
     status, headers, body = call(conn, request)
     if protocol.H_STDIN in headers:
         request["stdin_lines"] = _read_stdin_lines(int(headers[protocol.H_STDIN]))
         status, headers, body = call(conn, request)
     if protocol.H_EXEC in headers:
         conn.close()
-        sys.exit(_run_exec(path, request, body))
+        sys.exit(_run_exec(path, request, body, name))
     if protocol.H_FOLLOW in headers:
         conn.close()
         sys.exit(_follow(path, request, headers, body))
@@ -68,6 +121,24 @@ def _run(path, args, request):
     write(1, body[:out_len])
     write(2, body[out_len:])
     sys.exit(int(headers.get(protocol.H_EXIT, protocol.EXIT_INTERNAL)))
+
+
+def _connect_context(path, name):
+    """Context NAME's local socket; when it does not answer, its forwarder is started (ssh or TLS, by the
+    context's record) and we connect again. Never starts a local daemon."""
+    conn = connect_or_none(path)
+    if conn is not None:
+        return conn
+    from torchsh.remote import contexts  # the rare path: a forwarder to start
+    try:
+        contexts.ensure_forwarder(name.decode())
+    except contexts.ContextError as e:
+        fail(e.code, "context %s: %s" % (name.decode(), e.message), e.hint)
+    try:
+        return connect(path)
+    except OSError as e:
+        fail("daemon_unavailable", "context %s: its forwarder on %s does not answer: %s"
+             % (name.decode(), path, e.strerror), "see the forwarder's log beside it")
 
 
 def _isatty(fd):
@@ -168,10 +239,15 @@ def _read_stdin_lines(count):
     return lines
 
 
-def _run_exec(path, request, body):
-    """Run a block form's command (`torch scope -- CMD`), then tell the daemon it ended."""
+def _run_exec(path, request, body, name=None):
+    """Run a block form's command (`torch scope -- CMD`), then tell the daemon it ended. CMD's own
+    `torch` commands run on the same context as we do (TORCHSH_CONTEXT), however it was chosen."""
     env_add, then_argv, argv = protocol.decode_exec(body)
     env = dict(posix.environ)
+    if name is not None:
+        env[b"TORCHSH_CONTEXT"] = name
+    elif b"TORCHSH_CONTEXT" in env:
+        env[b"TORCHSH_CONTEXT"] = b"default"
     for pair in env_add:
         k, _, v = pair.partition(b"=")
         if k.startswith(b"TORCHSH_"):  # a reply sets torchsh's own settings for CMD, never PATH or LD_*

@@ -67,6 +67,10 @@ ERRORS = {
     "end_of_epoch": (416, EXIT_END, "`data next`: the loader's epoch is over (silent); the next call starts the next"),
     "missing_extra": (501, EXIT_USAGE, "the command needs an optional dependency that is not installed; the hint names the extra"),
     "internal_error": (500, EXIT_INTERNAL, "a bug in torchsh; the daemon log has the traceback"),
+    "wrong_context": (409, EXIT_HANDLE, "the handle belongs to another context's daemon; `torch cp H --to CTX` copies it"),
+    "unknown_context": (404, EXIT_USAGE, "no context has that name (`torch context ls` lists them)"),
+    "fingerprint_mismatch": (403, EXIT_DAEMON, "the TLS daemon's certificate is not the one the context pins; nothing was sent"),
+    "token_refused": (403, EXIT_DAEMON, "the TLS daemon refused the context's token"),
 }
 
 # exit status -> (its name in `torch --help`, its class in the README's table). Generated into both,

@@ -50,10 +50,15 @@ def connect_or_none(path):
         return None
 
 
+# "Torchsh-Context: NAME\r\n" when the command runs on a named context (client.py sets it): the daemon
+# then prints that context's handles as kind://NAME/… and checks the handles it is given (remote/naming.py).
+context_header = b""
+
+
 def call(conn, request):
     body = protocol.encode_cli_request(**request)
-    head = b"POST %s HTTP/1.1\r\nHost: torchd\r\nContent-Length: %d\r\n\r\n" % (
-        protocol.CLI_PATH.encode(), len(body))
+    head = b"POST %s HTTP/1.1\r\nHost: torchd\r\n%sContent-Length: %d\r\n\r\n" % (
+        protocol.CLI_PATH.encode(), context_header, len(body))
     try:
         conn.sendall(head + body)
         return _read_response(conn)

@@ -81,7 +81,8 @@ def status_dict(app):
 
 def status_text(s):
     objects = ", ".join("%d %s" % (n, k) for k, n in s["objects"].items())
-    lines = [
+    lines = [("context", s["context"])] if "context" in s else []
+    lines += [
         ("pid", s["pid"]), ("version", "torchsh %s, torch %s" % (s["version"], s["torch_version"])),
         ("devices", " ".join(s["devices"])), ("uptime", format_duration(s["uptime_s"])),
         ("idle", format_duration(s["idle_s"])),

@@ -35,8 +35,9 @@ class StatusRecord(dict):
 @verb("daemon.status() -> Json", category="daemon", lockfree=True,
       examples=("torch daemon status",))
 def status(ctx):
-    """pid, version, devices, uptime, idle, remaining TTL, objects by kind, bytes held, memory, socket, log."""
-    return StatusRecord(status_dict(ctx.app))
+    """pid, version, devices, uptime, idle, remaining TTL, objects by kind, bytes held, memory, socket, log,
+    and the context the command ran on (`default`: the local daemon)."""
+    return StatusRecord(status_dict(ctx.app), context=ctx.env.get("TORCHSH_CONTEXT") or "default")
 
 
 @verb("daemon.start() -> str", category="daemon", lockfree=True,
