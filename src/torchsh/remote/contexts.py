@@ -12,17 +12,10 @@ import os
 import re
 
 from torchsh import protocol
+from torchsh.remote.private import ContextError, private_dir, read_private, refuse_if, write_private
 
 DEFAULT = "default"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-
-
-class ContextError(Exception):
-    """A problem with the store or a record: (code, message, hint), printed by the client as one line."""
-
-    def __init__(self, code, message, hint):
-        super().__init__(message)
-        self.code, self.message, self.hint = code, message, hint
 
 
 def config_dir():
@@ -46,46 +39,13 @@ def check_name(name):
     return name
 
 
-def _refuse_if(problem):
-    if problem:
-        raise ContextError("untrusted", problem, protocol.UNTRUSTED_HINT.replace(
-            "set XDG_RUNTIME_DIR or TORCHSH_SOCKET", "set XDG_CONFIG_HOME"))
-
-
-def _private_dir(path):
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    _refuse_if(protocol.untrusted(path, protocol.S_IFDIR))
-
-
-def _read_private(path):
-    """The bytes of a file of ours that nobody else can write (O_NOFOLLOW, fstat checked)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        _refuse_if(protocol.untrusted(path, protocol.S_IFREG, os.fstat(fd)))
-        return os.read(fd, 1 << 20)
-    finally:
-        os.close(fd)
-
-
-def _write_private(path, data):
-    """Atomic and fsync'd, mode 0600 from the start."""
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-
-
 def load(name):
     """The record of context NAME (a dict); unknown_context when there is none."""
     check_name(name)
     folder = store_dir()
     try:
-        _refuse_if(protocol.untrusted(folder, protocol.S_IFDIR))
-        data = _read_private(os.path.join(folder, name))
+        refuse_if(protocol.untrusted(folder, protocol.S_IFDIR))
+        data = read_private(os.path.join(folder, name))
     except FileNotFoundError:
         raise ContextError("unknown_context", "no context named %s" % name,
                            "`torch context ls` lists them; `torch context create %s --host …` makes one" % name)
@@ -98,9 +58,9 @@ def load(name):
 
 
 def save(record):
-    _private_dir(config_dir())
-    _private_dir(store_dir())
-    _write_private(os.path.join(store_dir(), check_name(record["name"])),
+    private_dir(config_dir())
+    private_dir(store_dir())
+    write_private(os.path.join(store_dir(), check_name(record["name"])),
                    (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
 
 
@@ -108,7 +68,7 @@ def names():
     """Every stored context's name, sorted (not "default")."""
     folder = store_dir()
     try:
-        _refuse_if(protocol.untrusted(folder, protocol.S_IFDIR))
+        refuse_if(protocol.untrusted(folder, protocol.S_IFDIR))
         found = os.listdir(folder)
     except FileNotFoundError:
         return []
@@ -122,7 +82,7 @@ def remove(name):
 def current():
     """The current context's name as the client reads it (current-context file), "default" without one."""
     try:
-        name = _read_private(current_file()).decode(errors="replace").strip()
+        name = read_private(current_file()).decode(errors="replace").strip()
     except FileNotFoundError:
         return DEFAULT
     return name or DEFAULT
@@ -136,8 +96,8 @@ def set_current(name):
         except FileNotFoundError:
             pass
         return
-    _private_dir(config_dir())
-    _write_private(current_file(), (name + "\n").encode())
+    private_dir(config_dir())
+    write_private(current_file(), (name + "\n").encode())
 
 
 def scheme(record):

@@ -9,7 +9,7 @@ after IDLE_S without a connection; the next command starts it again. When the da
 refuses the certificate pin or the token, the forwarder answers the request itself with one error
 (CLI-shaped for /v1/cli, JSON otherwise), so the client prints one line with its own code.
 
-Run: python -m torchsh.remote.forwarder NAME
+Run by ensure(): python -m torchsh.remote.forwarder NAME LOCAL_SOCKET, the context's record (JSON) on stdin.
 """
 import fcntl
 import json
@@ -22,7 +22,8 @@ import threading
 import time
 
 from torchsh import protocol
-from torchsh.remote import contexts, relay, tls
+from torchsh.remote import relay, tls
+from torchsh.remote.private import ContextError, private_dir
 
 IDLE_S = float(os.environ.get("TORCHSH_FORWARDER_IDLE_S") or 3600)
 START_TIMEOUT_S = 15.0
@@ -49,21 +50,25 @@ def ensure(record, local):
     if answers(local):
         return
     for folder in (protocol.runtime_dir(), protocol.socket_folder(local)):  # both 0700 and ours, or refused
-        contexts._private_dir(folder)
+        private_dir(folder)
     log = paths(local)[1]
     log_fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    record_r, record_w = os.pipe()  # the record (token included) reaches it on stdin, never in argv or a file
     pid = os.fork()
     if pid == 0:
         try:
             os.setsid()
-            null = os.open("/dev/null", os.O_RDONLY)
-            os.dup2(null, 0)
+            os.close(record_w)
+            os.dup2(record_r, 0)
             os.dup2(log_fd, 1)
             os.dup2(log_fd, 2)
             os.execv(sys.executable, [sys.executable, "-m", "torchsh.remote.forwarder", record["name"], local])
         finally:
             os._exit(127)
     os.close(log_fd)
+    os.close(record_r)
+    os.write(record_w, json.dumps(record).encode())  # far less than a pipe's buffer
+    os.close(record_w)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if answers(local):
@@ -72,7 +77,7 @@ def ensure(record, local):
         if done and os.waitstatus_to_exitcode(status) != 0:
             break
         time.sleep(0.01)
-    raise contexts.ContextError("daemon_unavailable", "the forwarder of context %s did not start" % record["name"],
+    raise ContextError("daemon_unavailable", "the forwarder of context %s did not start" % record["name"],
                                 "see its log: %s" % log)
 
 
@@ -107,7 +112,8 @@ def _lock_holder(lock):
 
 # ---- the forwarder process
 def main(name, local):
-    record = contexts.load(name)
+    record = json.loads(sys.stdin.buffer.read())  # ensure() sends the context's record; stdin is then closed
+    os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
     lock, _ = paths(local)
     lock_fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
@@ -216,6 +222,6 @@ def _log(line):
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1], sys.argv[2]))
-    except contexts.ContextError as e:
-        _log("%s [%s]" % (e.message, e.code))
+    except (ValueError, OSError) as e:
+        _log("cannot forward: %s" % e)
         sys.exit(1)

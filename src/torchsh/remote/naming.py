@@ -10,6 +10,7 @@ explicitly (what a command on one context prints for a handle it made on the def
 Text, not structure: the request's body (argv and stdin of /v1/cli, the JSON of /v1/ops) and target are
 rewritten before routing, the reply's text after it. Binary bodies (.npy) are left alone.
 """
+import json
 import re
 
 from torchsh import protocol
@@ -84,8 +85,7 @@ def dispatch(app, request, inner):
 
 def _refusal(err, request, cli):
     if not cli:
-        from torchsh.daemon.routes import error_response
-        return error_response(err)
+        return Response(protocol.http_status(err.code), json.dumps(err.to_json()).encode())
     argv = request.body.split(b"\0")[6:7]
     err.op = argv[0].decode(errors="replace")[:60] if argv else None
     line = (err.line() + "\n").encode()
