@@ -158,6 +158,7 @@ def _handshake(url, timeout):
     except OSError as e:
         raise TLSRefused("daemon_unavailable", "cannot reach the daemon at %s: %s" % (url, e.strerror or e),
                          "start it there: torchd --listen %s" % url) from None
+    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a request's small writes must not wait for an ACK
     try:
         s = client_context().wrap_socket(raw)
     except (OSError, ssl.SSLError) as e:
