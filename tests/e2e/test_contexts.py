@@ -199,3 +199,52 @@ def test_create_without_a_fingerprint_refuses_without_a_terminal(remote, user):
     r = bash("torch context create r3 --host %s --token-file %s" % (remote.url, remote.token_file), user)
     assert r.code == 2 and "--fingerprint" in r.err and r.err.rstrip().endswith("[missing_argument]")
     assert "r3" not in ok("torch context ls", user)
+
+
+def test_an_unreachable_context_daemon_is_one_line_naming_its_address(user):
+    url = "tls://127.0.0.1:%d" % free_port()  # nobody listens there
+    ok("torch context create gone --host %s --fingerprint SHA256:%s --token-file /dev/null" % (url, "A" * 43), user)
+    try:
+        r = bash("torch --context gone zeros 1", user)
+        assert r.code == 5 and r.out == "" and r.err.count("\n") == 1
+        assert url in r.err and r.err.rstrip().endswith("[daemon_unavailable]"), r.err
+    finally:
+        ok("torch context rm gone", user)
+
+
+def test_a_context_store_others_can_write_is_refused(remote, user):
+    store = os.path.join(remote.folder, "cfg", "torchsh", "contexts")
+    os.chmod(store, 0o777)
+    try:
+        for script in ("torch context ls", "torch --context r1 zeros 1"):
+            r = bash(script, user)
+            assert r.code == 5 and r.err.rstrip().endswith("[untrusted]") and "other users" in r.err, (script, r.err)
+    finally:
+        os.chmod(store, 0o700)
+
+
+def test_create_without_a_fingerprint_shows_it_and_pins_it_once_confirmed_on_a_terminal(remote, user):
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: `torch context create` on a terminal
+        os.execvpe("torch", ["torch", "context", "create", "r4", "--host", remote.url, "--token-file",
+                             remote.token_file], user)
+    seen = b""
+    while b"[y/N]" not in seen:
+        seen += os.read(fd, 1024)
+    os.write(fd, b"y\n")
+    while True:
+        try:
+            chunk = os.read(fd, 1024)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert os.waitpid(pid, 0)[1] == 0, seen
+    assert remote.fingerprint.encode() in seen
+    try:
+        assert json.loads(ok("torch context inspect r4", user))["fingerprint"] == remote.fingerprint
+        assert ok("torch --context r4 zeros 1", user).startswith("tensor://r4/")
+    finally:
+        ok("torch context rm r4", user)
