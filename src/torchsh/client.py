@@ -11,7 +11,9 @@ The daemon's own lifecycle (starting one when none answers, `daemon stop|restart
 those paths.
 
 The connection (trust checked before anything is sent), the call and the ways out live in wire.py,
-which daemonctl.py shares.
+which daemonctl.py shares. A named context (`--context NAME`, TORCHSH_CONTEXT, `torch context use`:
+docs/remote.md) is reached through its forwarder's local socket, started by remote/ when it does not
+answer; `torch context …` itself runs here (remote/cli.py), never in a daemon.
 """
 import posix
 import sys
@@ -127,18 +129,10 @@ def _connect_context(path, name):
     """Context NAME's local socket; when it does not answer, its forwarder is started (ssh or TLS, by the
     context's record) and we connect again. Never starts a local daemon."""
     conn = connect_or_none(path)
-    if conn is not None:
-        return conn
-    from torchsh.remote import contexts  # the rare path: a forwarder to start
-    try:
-        contexts.ensure_forwarder(name.decode())
-    except contexts.ContextError as e:
-        fail(e.code, "context %s: %s" % (name.decode(), e.message), e.hint)
-    try:
-        return connect(path)
-    except OSError as e:
-        fail("daemon_unavailable", "context %s: its forwarder on %s does not answer: %s"
-             % (name.decode(), path, e.strerror), "see the forwarder's log beside it")
+    if conn is None:
+        from torchsh.remote import contexts  # the rare path: a forwarder to start
+        conn = contexts.connect_starting_forwarder(name.decode(), path)
+    return conn
 
 
 def _isatty(fd):

@@ -60,3 +60,9 @@ def test_nu_follows_torch_context_use(nu, remote):
         assert r.out.strip().startswith("tensor://r1/")
     finally:
         bash("torch context use default", env)
+
+
+def test_nu_runs_torch_context_through_the_client(nu, remote):
+    env = {"XDG_CONFIG_HOME": remote.folder + "/cfg", "XDG_RUNTIME_DIR": remote.folder + "/rt"}
+    listed = nu("torch context ls --json | from json | get name | to json --raw | print", env=env)
+    assert listed == '["default","r1"]'

@@ -121,3 +121,18 @@ def ensure_forwarder(name):
         raise ContextError("bad_argument", "context %s has host %s: not tls:// or ssh://" % (name, record["host"]),
                            "create it again with --host tls://HOST:PORT or ssh://user@host")
     return local
+
+
+def connect_starting_forwarder(name, local):
+    """The client's rare path: start context NAME's forwarder, then a trusted connection to `local`
+    (wire.connect); one error line when either fails."""
+    from torchsh import wire
+    try:
+        ensure_forwarder(name)
+    except ContextError as e:
+        wire.fail(e.code, "context %s: %s" % (name, e.message), e.hint)
+    try:
+        return wire.connect(local)
+    except OSError as e:
+        wire.fail("daemon_unavailable", "context %s: its forwarder on %s does not answer: %s"
+                  % (name, local, e.strerror), "see the forwarder's log beside it")

@@ -225,6 +225,7 @@ def "torchsh cli-result" [argv: list, code: int, out: string, err: string, --tex
 # double that.) Results are JSON (`--json`), piped handles its stdin.
 export def --wrapped main [...words]: any -> any {
     let argv = ($words | each {|w| torchsh word $w })
+    if ($argv | is-not-empty) and $argv.0 == "context" { return (^torch ...$argv) }  # client-side: docs/remote.md
     let help = ($argv | is-empty) or ($argv | where {|w| $w in ["--help" "-h" "help"] } | is-not-empty)
     torchsh cli (if $help { $argv } else { $argv | append "--json" }) (torchsh handles-in $in) --text=$help
 }
