@@ -150,8 +150,10 @@ def test_selection_order_flag_then_env_then_socket_then_current(user):
     ok("torch context use default", env)
 
 
-def test_daemon_status_names_the_context(user):
-    assert ok("torch --context r1 daemon status", user).splitlines()[0].split() == ["context:", "r1"]
+def test_daemon_status_names_the_context_and_its_tls_listener(remote, user):
+    lines = ok("torch --context r1 daemon status", user).splitlines()
+    assert lines[0].split() == ["context:", "r1"]
+    assert lines[-1].split() == ["listen:", remote.url, "(certificate", remote.fingerprint + ")"]
     assert ok("torch daemon status", user).splitlines()[0].split() == ["context:", "default"]
 
 

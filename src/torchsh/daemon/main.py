@@ -87,7 +87,7 @@ def _serve(sock, args, lock_fd, log):
              len(app.table), app.table_seconds * 1000, time.perf_counter() - t0)
     server = Server(app, listener)
     try:
-        remote = _listen_tls(args.listen, sock, log)
+        remote = app.tls_listener = _listen_tls(args.listen, sock, log)  # status shows its address and fingerprint
     except (ValueError, OSError) as e:
         log.error("%s", e)
         sys.stderr.write("torchd: %s\n" % e)

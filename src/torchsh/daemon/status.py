@@ -76,7 +76,14 @@ def status_dict(app):
         "busy": busy,
         "socket": app.socket_path,
         "log": app.log_path,
+        "listen": _listen(app),
     }
+
+
+def _listen(app):
+    """The TLS listener for remote contexts (torchd --listen): its address and certificate, else None."""
+    tls = getattr(app, "tls_listener", None)
+    return None if tls is None else "tls://%s:%d (certificate %s)" % (tls.addr, tls.port, tls.fingerprint)
 
 
 def status_text(s):
@@ -93,7 +100,7 @@ def status_text(s):
         ("busy", "%s for %.1fs" % (s["busy"]["op"], s["busy"]["for_s"]) if s["busy"] else "no"),
         ("queue", "?" if s.get("queued") is None else "%d waiting for the tensor lock" % s["queued"]),
         ("socket", s["socket"]), ("log", s["log"]),
-    ]
+    ] + ([("listen", s["listen"])] if s.get("listen") else [])
     return "".join("%-13s %s\n" % (k + ":", v) for k, v in lines)
 
 
