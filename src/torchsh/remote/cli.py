@@ -173,7 +173,8 @@ def rm(words):
     for name in pos:
         local = protocol.context_socket(name)
         if contexts.scheme(contexts.load(name)) == "ssh":
-            _stop_ssh(contexts.load(name), local)
+            from torchsh.remote import ssh  # helper C's module: it ends its OpenSSH forwarder
+            ssh.stop_forwarder(local)
         forwarder.stop(local)
         for path in (local, protocol.sibling(local, ".lock")):
             try:
@@ -185,16 +186,6 @@ def rm(words):
             contexts.set_current(contexts.DEFAULT)
         sys.stdout.write(name + "\n")
     return 0
-
-
-def _stop_ssh(record, local):
-    try:
-        from torchsh.remote import ssh
-    except ImportError:
-        return
-    stop = getattr(ssh, "stop_forwarder", None)
-    if stop is not None:
-        stop(record, local)
 
 
 def inspect(words):

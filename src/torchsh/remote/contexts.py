@@ -127,9 +127,10 @@ def connect_starting_forwarder(name, local):
     """The client's rare path: start context NAME's forwarder, then a trusted connection to `local`
     (wire.connect); one error line when either fails."""
     from torchsh import wire
+    from torchsh.errors import TorchshError  # what ssh.py raises
     try:
         ensure_forwarder(name)
-    except ContextError as e:
+    except (ContextError, TorchshError) as e:
         wire.fail(e.code, "context %s: %s" % (name, e.message), e.hint)
     try:
         return wire.connect(local)
