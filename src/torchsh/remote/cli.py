@@ -175,7 +175,8 @@ def rm(words):
         if contexts.scheme(contexts.load(name)) == "ssh":
             from torchsh.remote import ssh  # helper C's module: it ends its OpenSSH forwarder
             ssh.stop_forwarder(local)
-        forwarder.stop(local)
+        else:
+            forwarder.stop(local)
         for path in (local, protocol.sibling(local, ".lock")):
             try:
                 os.unlink(path)
