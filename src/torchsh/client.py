@@ -24,17 +24,11 @@ from torchsh.wire import call, connect, connect_or_none, fail, write
 
 def main(argv=None):
     args = [a.encode(errors="surrogateescape") for a in (sys.argv[1:] if argv is None else argv)]
-    sock, name, args = _first_flags(args)
+    sock, name, args = wire.first_flags(args)
     if args[:1] == [b"context"]:  # the context store: client-side only, no daemon (remote/cli.py)
         from torchsh.remote import cli
         sys.exit(cli.main([a.decode(errors="surrogateescape") for a in args[1:]]))
-    if sock is None and name is None:
-        name = _selected_context()
-    if name is not None and name != b"default":
-        path = protocol.context_socket(_checked_name(name).decode())
-        wire.context_header = b"Torchsh-Context: %s\r\n" % name
-    else:
-        name, path = None, protocol.socket_path(sock)
+    path, name = wire.select(sock, name)
     try:
         tty = posix.isatty(0)
     except OSError:
@@ -59,49 +53,6 @@ def main(argv=None):
         _interrupted(args)
 
 
-def _first_flags(args):
-    """`--socket PATH` and `--context NAME` as the first words (either order): (socket, name, rest)."""
-    sock = name = None
-    while len(args) >= 2 and args[0] in (b"--socket", b"--context"):
-        if args[0] == b"--socket":
-            sock = args[1].decode()
-        else:
-            name = args[1]
-        args = args[2:]
-    return sock, name, args
-
-
-def _selected_context():
-    """$TORCHSH_CONTEXT, else none when $TORCHSH_SOCKET names a daemon (as DOCKER_HOST beats docker's
-    current context), else the name in the current-context file (`torch context use`), else None."""
-    env = posix.environ
-    if env.get(b"TORCHSH_CONTEXT"):
-        return env[b"TORCHSH_CONTEXT"]
-    if env.get(b"TORCHSH_SOCKET"):
-        return None
-    config = env.get(b"XDG_CONFIG_HOME") or (env.get(b"HOME", b"") + b"/.config")
-    path = config.decode(errors="surrogateescape") + "/torchsh/current-context"
-    try:
-        fd = posix.open(path, posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK)
-    except OSError:  # none (the common case: one failed open), or a symlink: the default daemon
-        return None
-    try:
-        wire.refuse_if(protocol.untrusted(path, protocol.S_IFREG, posix.fstat(fd)))
-        return posix.read(fd, 256).strip() or None
-    finally:
-        posix.close(fd)
-
-
-def _checked_name(name):
-    """A context name can become a path (contexts/NAME.sock): letters, digits, _ . - only."""
-    ok = 0 < len(name) <= 63 and name[:1] not in (b".", b"-") and all(
-        48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c in b"_.-" for c in name)
-    if not ok:
-        fail("unknown_context", "%r is not a context name" % name.decode(errors="replace"),
-             "`torch context ls` lists them")
-    return name
-
-
 def _run(path, args, request, name=None):
     if name is None and args in ([b"daemon", b"stop"], [b"daemon", b"restart"]):
         from torchsh import daemonctl  # the rare lifecycle path: its code is paid for only here
@@ -118,6 +69,9 @@ def _run(path, args, request, name=None):
     if protocol.H_FOLLOW in headers:
         conn.close()
         sys.exit(_follow(path, request, headers, body))
+    if protocol.H_COPY in headers:
+        conn.close()
+        sys.exit(_copy(path, name, args, headers, body))
     out_len = int(headers.get(protocol.H_STDOUT, len(body)))
     body = memoryview(body)  # no copy of a big stdout
     write(1, body[:out_len])
@@ -133,6 +87,23 @@ def _connect_context(path, name):
         from torchsh.remote import contexts  # the rare path: a forwarder to start
         conn = contexts.connect_starting_forwarder(name.decode(), path)
     return conn
+
+
+def _copy(path, name, args, headers, body):
+    """A copy directive (`cp H… --to CTX`, `session push --to CTX`): the source daemon named the handles
+    (stdout); copyrelay streams them from it to CTX's daemon and prints the new ones (docs/sessions.md)."""
+    from torchsh import copyrelay  # the rare path: its code is paid for only here
+    target, _, keep = headers[protocol.H_COPY].partition(" ")
+    out_len = int(headers.get(protocol.H_STDOUT, len(body)))
+    mine = b"://%s/" % (name or b"default")  # the daemon wrote our context's handles kind://NAME/ID
+    handles = [h.strip().replace(mine, b"://", 1).decode() for h in body[:out_len].split(b"\n") if h.strip()]
+    write(2, body[out_len:])
+    dst = protocol.socket_path() if target == "default" else protocol.context_socket(
+        wire.checked_name(target.encode()).decode())
+    if target != "default" and connect_or_none(dst) is None:
+        from torchsh.remote import contexts
+        contexts.connect_starting_forwarder(target, dst).close()
+    return copyrelay.run(path, dst, handles, keep=keep == "keep", context=target, op=args[0].decode())
 
 
 def _isatty(fd):
