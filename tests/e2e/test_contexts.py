@@ -249,3 +249,14 @@ def test_create_without_a_fingerprint_shows_it_and_pins_it_once_confirmed_on_a_t
         assert ok("torch --context r4 zeros 1", user).startswith("tensor://r4/")
     finally:
         ok("torch context rm r4", user)
+
+
+def test_cp_moves_objects_between_the_default_daemon_and_a_tls_context(user, tmp_path):
+    pytest.importorskip("torchsh.copyrelay")  # helper A's relay (issue 14: cp); this pins the client's side
+    out = tmp_path / "back.pt"
+    far = ok("a=$(torch tensor '[1.5,-2.5]'); torch cp $a --to r1", user)
+    assert re.fullmatch(r"tensor://r1/[0-9a-z]{8}", far)
+    back = ok("torch --context r1 cp %s --to default" % far, user)
+    assert re.fullmatch(r"tensor://[0-9a-z]{8}", back)
+    ok("torch save %s %s" % (back, out), user)
+    assert torch.equal(torch.load(out, weights_only=True), torch.tensor([1.5, -2.5]))
