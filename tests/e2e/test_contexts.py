@@ -131,7 +131,7 @@ def test_context_ls_use_inspect_rm(remote, user):
     local = record["local_socket"]
     assert record["forwarder_running"] and os.path.exists(local)
     assert ok("torch context rm r1", env) == "r1"
-    assert "r1" not in ok("torch context ls", env) and not os.path.exists(local)
+    assert not os.path.exists(local)
     assert ok("torch context ls --json", env) == json.dumps([{"name": "default", "host": "unix://%s/rt/torchsh/torchd.sock"
                                                                % remote.folder, "current": True}])
     r = bash("torch --context r1 zeros 1", env)
@@ -199,7 +199,7 @@ def test_the_fast_bash_path_reaches_the_selected_context(user):
 def test_create_without_a_fingerprint_refuses_without_a_terminal(remote, user):
     r = bash("torch context create r3 --host %s --token-file %s" % (remote.url, remote.token_file), user)
     assert r.code == 2 and "--fingerprint" in r.err and r.err.rstrip().endswith("[missing_argument]")
-    assert "r3" not in ok("torch context ls", user)
+    assert "r3" not in [c["name"] for c in json.loads(ok("torch context ls --json", user))]
 
 
 def test_an_unreachable_context_daemon_is_one_line_naming_its_address(user):
