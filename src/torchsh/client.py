@@ -11,31 +11,36 @@ The daemon's own lifecycle (starting one when none answers, `daemon stop|restart
 those paths.
 
 The connection (trust checked before anything is sent), the call and the ways out live in wire.py,
-which daemonctl.py shares.
+which daemonctl.py shares. A named context (`--context NAME`, TORCHSH_CONTEXT, `torch context use`:
+docs/remote.md) is reached through its forwarder's local socket, started by remote/ when it does not
+answer; `torch context …` itself runs here (remote/cli.py), never in a daemon.
 """
 import posix
 import sys
 
-from torchsh import protocol
+from torchsh import protocol, wire
 from torchsh.wire import call, connect, connect_or_none, fail, write
 
 
 def main(argv=None):
     args = [a.encode(errors="surrogateescape") for a in (sys.argv[1:] if argv is None else argv)]
-    sock = None
-    if len(args) >= 2 and args[0] == b"--socket":
-        sock, args = args[1].decode(), args[2:]
-    path = protocol.socket_path(sock)
+    sock, name, args = wire.first_flags(args)
+    if args[:1] == [b"context"]:  # the context store: client-side only, no daemon (remote/cli.py)
+        from torchsh.remote import cli
+        sys.exit(cli.main([a.decode(errors="surrogateescape") for a in args[1:]]))
+    path, name = wire.select(sock, name)
     try:
         tty = posix.isatty(0)
     except OSError:
         tty = True  # no stdin at all: never wait on it
     err_tty = _isatty(2)
-    env = [k + b"=" + v for k, v in posix.environ.items() if k.startswith(b"TORCHSH_")]
+    env = [k + b"=" + v for k, v in posix.environ.items() if k.startswith(b"TORCHSH_") and k != b"TORCHSH_CONTEXT"]
     if args[:1] == [b"nu-module"]:  # --install writes into the caller's Nushell folder, found from these
         env += [k + b"=" + v for k, v in posix.environ.items() if k in (b"HOME", b"XDG_CONFIG_HOME")]
     if sock:
         env.append(b"TORCHSH_SOCKET=" + sock.encode())
+    if name is not None:  # the daemon prints this context's handles as kind://NAME/… (remote/naming.py)
+        env.append(b"TORCHSH_CONTEXT=" + name)
     if b"TORCHSH_COLUMNS" not in posix.environ:  # `torch plot` sizes its chart to the terminal it prints on
         try:
             env.append(b"TORCHSH_COLUMNS=%d" % posix.get_terminal_size(1).columns)
@@ -43,31 +48,62 @@ def main(argv=None):
             pass
     request = dict(argv=args, cwd=_cwd(), stdin_is_tty=tty, env_pairs=env, stderr_is_tty=err_tty)
     try:
-        _run(path, args, request)
+        _run(path, args, request, name)
     except KeyboardInterrupt:  # Ctrl-C while we wait: one line, never a traceback
         _interrupted(args)
 
 
-def _run(path, args, request):
-    if args in ([b"daemon", b"stop"], [b"daemon", b"restart"]):
+def _run(path, args, request, name=None):
+    if name is None and args in ([b"daemon", b"stop"], [b"daemon", b"restart"]):
         from torchsh import daemonctl  # the rare lifecycle path: its code is paid for only here
         sys.exit(daemonctl.stop(path, request, restart=args[1] == b"restart"))
-    conn = _connect_or_start(path, args)
+    # A named context's daemon stops and restarts (in place) by its own verbs: its pid is not ours to wait on.
+    conn = _connect_or_start(path, args) if name is None else _connect_context(path, name)
     status, headers, body = call(conn, request)
     if protocol.H_STDIN in headers:
         request["stdin_lines"] = _read_stdin_lines(int(headers[protocol.H_STDIN]))
         status, headers, body = call(conn, request)
     if protocol.H_EXEC in headers:
         conn.close()
-        sys.exit(_run_exec(path, request, body))
+        sys.exit(_run_exec(path, request, body, name))
     if protocol.H_FOLLOW in headers:
         conn.close()
         sys.exit(_follow(path, request, headers, body))
+    if protocol.H_COPY in headers:
+        conn.close()
+        sys.exit(_copy(path, name, args, headers, body))
     out_len = int(headers.get(protocol.H_STDOUT, len(body)))
     body = memoryview(body)  # no copy of a big stdout
     write(1, body[:out_len])
     write(2, body[out_len:])
     sys.exit(int(headers.get(protocol.H_EXIT, protocol.EXIT_INTERNAL)))
+
+
+def _connect_context(path, name):
+    """Context NAME's local socket; when it does not answer, its forwarder is started (ssh or TLS, by the
+    context's record) and we connect again. Never starts a local daemon."""
+    conn = connect_or_none(path)
+    if conn is None:
+        from torchsh.remote import contexts  # the rare path: a forwarder to start
+        conn = contexts.connect_starting_forwarder(name.decode(), path)
+    return conn
+
+
+def _copy(path, name, args, headers, body):
+    """A copy directive (`cp H… --to CTX`, `session push --to CTX`): the source daemon named the handles
+    (stdout); copyrelay streams them from it to CTX's daemon and prints the new ones (docs/sessions.md)."""
+    from torchsh import copyrelay  # the rare path: its code is paid for only here
+    target, _, keep = headers[protocol.H_COPY].partition(" ")
+    out_len = int(headers.get(protocol.H_STDOUT, len(body)))
+    mine = b"://%s/" % (name or b"default")  # the daemon wrote our context's handles kind://NAME/ID
+    handles = [h.strip().replace(mine, b"://", 1).decode() for h in body[:out_len].split(b"\n") if h.strip()]
+    write(2, body[out_len:])
+    dst = protocol.socket_path() if target == "default" else protocol.context_socket(
+        wire.checked_name(target.encode()).decode())
+    if target != "default" and connect_or_none(dst) is None:
+        from torchsh.remote import contexts
+        contexts.connect_starting_forwarder(target, dst).close()
+    return copyrelay.run(path, dst, handles, keep=keep == "keep", context=target, op=args[0].decode())
 
 
 def _isatty(fd):
@@ -168,10 +204,15 @@ def _read_stdin_lines(count):
     return lines
 
 
-def _run_exec(path, request, body):
-    """Run a block form's command (`torch scope -- CMD`), then tell the daemon it ended."""
+def _run_exec(path, request, body, name=None):
+    """Run a block form's command (`torch scope -- CMD`), then tell the daemon it ended. CMD's own
+    `torch` commands run on the same context as we do (TORCHSH_CONTEXT), however it was chosen."""
     env_add, then_argv, argv = protocol.decode_exec(body)
     env = dict(posix.environ)
+    if name is not None:
+        env[b"TORCHSH_CONTEXT"] = name
+    elif b"TORCHSH_CONTEXT" in env:
+        env[b"TORCHSH_CONTEXT"] = b"default"
     for pair in env_add:
         k, _, v = pair.partition(b"=")
         if k.startswith(b"TORCHSH_"):  # a reply sets torchsh's own settings for CMD, never PATH or LD_*

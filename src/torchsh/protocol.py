@@ -72,6 +72,10 @@ ERRORS = {
     "internal_error": (500, EXIT_INTERNAL, "a bug in torchsh; the daemon log has the traceback"),
     "remote_unavailable": (503, EXIT_DAEMON, "a context's remote host cannot be reached over ssh, or has no torchsh"),
     "not_portable": (422, EXIT_USAGE, "the object cannot be saved or copied (no recipe: a TorchScript module, a running job)"),
+    "wrong_context": (409, EXIT_HANDLE, "the handle belongs to another context's daemon; `torch cp H --to CTX` copies it"),
+    "unknown_context": (404, EXIT_USAGE, "no context has that name (`torch context ls` lists them)"),
+    "fingerprint_mismatch": (403, EXIT_DAEMON, "the TLS daemon's certificate is not the one the context pins; nothing was sent"),
+    "token_refused": (403, EXIT_DAEMON, "the TLS daemon refused the context's token"),
 }
 
 # exit status -> (its name in `torch --help`, its class in the README's table). Generated into both,

@@ -1,6 +1,7 @@
 """The client's side of the wire, shared by the `torch` client (client.py) and its lifecycle path
-(daemonctl.py): a connection to our own daemon (trust checked first), one POST /v1/cli call, and the
-client's two ways out (writing a reply, failing with one line). Builtins only, like the client.
+(daemonctl.py): which daemon a command goes to (the local one, or a named context's forwarder socket:
+docs/remote.md), a connection to it (trust checked first), one POST /v1/cli call, and the client's two
+ways out (writing a reply, failing with one line). Builtins only, like the client.
 
 Nothing is sent before the daemon is proven ours (docs/security.md): the socket's folder must be a
 real folder of our uid that nobody else can write in, the socket ours, and the process serving it
@@ -50,10 +51,70 @@ def connect_or_none(path):
         return None
 
 
+# "Torchsh-Context: NAME\r\n" when the command runs on a named context (select() sets it): the daemon
+# then prints that context's handles as kind://NAME/… and checks the handles it is given (remote/naming.py).
+context_header = b""
+
+
+def select(sock, name):
+    """(socket path, context name or None for the default daemon) for a command, in docs/remote.md's order:
+    --socket, --context, $TORCHSH_CONTEXT, $TORCHSH_SOCKET, the current-context file, the default."""
+    global context_header
+    if sock is None and name is None:
+        name = selected_context()
+    if name is None or name == b"default":
+        return protocol.socket_path(sock), None
+    context_header = b"Torchsh-Context: %s\r\n" % checked_name(name)
+    return protocol.context_socket(name.decode()), name
+
+
+def first_flags(args):
+    """`--socket PATH` and `--context NAME` as the first words (either order): (socket, name, rest)."""
+    sock = name = None
+    while len(args) >= 2 and args[0] in (b"--socket", b"--context"):
+        if args[0] == b"--socket":
+            sock = args[1].decode()
+        else:
+            name = args[1]
+        args = args[2:]
+    return sock, name, args
+
+
+def selected_context():
+    """$TORCHSH_CONTEXT, else none when $TORCHSH_SOCKET names a daemon (as DOCKER_HOST beats docker's
+    current context), else the name in the current-context file (`torch context use`), else None."""
+    env = posix.environ
+    if env.get(b"TORCHSH_CONTEXT"):
+        return env[b"TORCHSH_CONTEXT"]
+    if env.get(b"TORCHSH_SOCKET"):
+        return None
+    config = env.get(b"XDG_CONFIG_HOME") or (env.get(b"HOME", b"") + b"/.config")
+    path = config.decode(errors="surrogateescape") + "/torchsh/current-context"
+    try:
+        fd = posix.open(path, posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK)
+    except OSError:  # none (the common case: one failed open), or a symlink: the default daemon
+        return None
+    try:
+        refuse_if(protocol.untrusted(path, protocol.S_IFREG, posix.fstat(fd)))
+        return posix.read(fd, 256).strip() or None
+    finally:
+        posix.close(fd)
+
+
+def checked_name(name):
+    """A context name can become a path (contexts/NAME.sock): letters, digits, _ . - only."""
+    ok = 0 < len(name) <= 63 and name[:1] not in (b".", b"-") and all(
+        48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c in b"_.-" for c in name)
+    if not ok:
+        fail("unknown_context", "%r is not a context name" % name.decode(errors="replace"),
+             "`torch context ls` lists them")
+    return name
+
+
 def call(conn, request):
     body = protocol.encode_cli_request(**request)
-    head = b"POST %s HTTP/1.1\r\nHost: torchd\r\nContent-Length: %d\r\n\r\n" % (
-        protocol.CLI_PATH.encode(), len(body))
+    head = b"POST %s HTTP/1.1\r\nHost: torchd\r\n%sContent-Length: %d\r\n\r\n" % (
+        protocol.CLI_PATH.encode(), context_header, len(body))
     try:
         conn.sendall(head + body)
         return _read_response(conn)

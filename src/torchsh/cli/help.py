@@ -28,7 +28,9 @@ def overview(table):
     lines += _rows([(name, table.ops[name].summary) for name in COMMON if name in table.ops])
     lines += ["", "  torch ops [CATEGORY] [--search WORD]   list all %d ops and verbs" % len(table),
               "  torch OP --help (or -h)                signature, arguments, an example, PyTorch's docs",
-              "  torch daemon status                    the daemon: pid, uptime, objects, memory", "",
+              "  torch daemon status                    the daemon: pid, uptime, objects, memory",
+              "  torch context ls|create|use|rm         remote daemons; `torch --context NAME OP …` runs one there",
+              "",
               exit_status_line(),
               ""]
     return Text("\n".join(lines))

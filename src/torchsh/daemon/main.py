@@ -47,9 +47,17 @@ def _parse_args(argv):
                              "min(RAM, cgroup limit)); an op whose output would not fit is refused")
     parser.add_argument("--persist", default=None, metavar="DIR",
                         help="save the session to DIR when the daemon stops, load it at start (default: $TORCHSH_PERSIST)")
+    parser.add_argument("--listen", default=os.environ.get("TORCHSH_LISTEN") or None,
+                        help="also serve remote contexts on tls://ADDR:PORT (a self-signed certificate and a token, "
+                             "made at first start beside the socket); plain tcp:// is refused "
+                             "(default: $TORCHSH_LISTEN)")
     args = parser.parse_args(argv)
     from torchsh.daemon import lifecycle
     try:
+        if args.listen:
+            from torchsh.remote.listener import parse_listen
+            parse_listen(args.listen)
+            os.environ["TORCHSH_LISTEN"] = args.listen  # a restart (execv, or the client's) keeps listening
         args.ttl_seconds = lifecycle.parse_ttl(args.ttl)
         if args.max_memory is not None:
             from torchsh.memory import parse_size
@@ -87,6 +95,14 @@ def _serve(sock, args, lock_fd, log):
     log.info("serving %s (epoch %s, %d ops, table %.0f ms, ready in %.2fs)", sock, app.registry.epoch,
              len(app.table), app.table_seconds * 1000, time.perf_counter() - t0)
     server = Server(app, listener)
+    try:
+        remote = app.tls_listener = _listen_tls(args.listen, sock, log)  # status shows its address and fingerprint
+    except (ValueError, OSError) as e:
+        log.error("%s", e)
+        sys.stderr.write("torchd: %s\n" % e)
+        server.close()
+        _unlink_quietly(sock)
+        return 1
     if os.environ.get(fastpath.ENV_FLAG):  # set by the bash function's auto-start, kept across restart
         app.enable_fastpath()
     signal.signal(signal.SIGTERM, lambda *_: app.request_stop())
@@ -97,15 +113,33 @@ def _serve(sock, args, lock_fd, log):
             persist.save_at_stop(app, args.persist)
     finally:
         fastpath.disable(app)  # remove the token file: a stale port must not look alive
+        if remote is not None:
+            remote.close()
         if server.watch.ours():  # never unlink a file that replaced our socket
             _unlink_quietly(sock)
         server.close()
         os.close(lock_fd)
     if app.restart_requested:
         log.info("restarting")
-        os.execv(sys.executable, [sys.executable, "-m", "torchsh.daemon", "--socket", sock, "--ttl", args.ttl])
+        os.execv(sys.executable, [sys.executable, "-m", "torchsh.daemon", "--socket", sock, "--ttl", args.ttl]
+                 + (["--listen", args.listen] if args.listen else []))
     log.info("stopped")
     os._exit(0)  # a request still running past the grace period must not hold the exit
+
+
+def _listen_tls(url, sock, log):
+    """`--listen tls://ADDR:PORT`: the remote contexts' door (remote/listener.py), or None without one.
+    Prints the certificate's fingerprint, which a client pins (`torch context create --fingerprint`)."""
+    if not url:
+        return None
+    from torchsh.remote.listener import TLSListener
+    remote = TLSListener(url, sock, sock).start()
+    line = "listening on tls://%s:%d; certificate %s; token in %s" % (
+        remote.addr, remote.port, remote.fingerprint, remote.token_file)
+    log.info("%s", line)
+    sys.stdout.write("torchd: %s\n" % line)
+    sys.stdout.flush()
+    return remote
 
 
 def _unlink_quietly(sock):

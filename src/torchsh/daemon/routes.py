@@ -17,6 +17,7 @@ from torchsh.api import bundle, objects, ops, openapi
 from torchsh.cli.run import run_cli
 from torchsh.daemon.http import Response
 from torchsh.errors import TorchshError
+from torchsh.remote import naming
 
 log = logging.getLogger("torchd")
 
@@ -66,6 +67,11 @@ _COMPILED = [(m, re.compile("^%s$" % p), h) for m, p, h, _ in ROUTES]
 
 
 def dispatch(app, request):
+    # handles of a named context (`tensor://gpu1/k3f00012`) are translated at this edge (remote/naming.py)
+    return naming.dispatch(app, request, _route)
+
+
+def _route(app, request):
     path = request.path
     allowed = []
     for method, pattern, handler in _COMPILED:

@@ -76,12 +76,20 @@ def status_dict(app):
         "busy": busy,
         "socket": app.socket_path,
         "log": app.log_path,
+        "listen": _listen(app),
     }
+
+
+def _listen(app):
+    """The TLS listener for remote contexts (torchd --listen): its address and certificate, else None."""
+    tls = getattr(app, "tls_listener", None)
+    return None if tls is None else "tls://%s:%d (certificate %s)" % (tls.addr, tls.port, tls.fingerprint)
 
 
 def status_text(s):
     objects = ", ".join("%d %s" % (n, k) for k, n in s["objects"].items())
-    lines = [
+    lines = [("context", s["context"])] if "context" in s else []
+    lines += [
         ("pid", s["pid"]), ("version", "torchsh %s, torch %s" % (s["version"], s["torch_version"])),
         ("devices", " ".join(s["devices"])), ("uptime", format_duration(s["uptime_s"])),
         ("idle", format_duration(s["idle_s"])),
@@ -92,7 +100,7 @@ def status_text(s):
         ("busy", "%s for %.1fs" % (s["busy"]["op"], s["busy"]["for_s"]) if s["busy"] else "no"),
         ("queue", "?" if s.get("queued") is None else "%d waiting for the tensor lock" % s["queued"]),
         ("socket", s["socket"]), ("log", s["log"]),
-    ]
+    ] + ([("listen", s["listen"])] if s.get("listen") else [])
     return "".join("%-13s %s\n" % (k + ":", v) for k, v in lines)
 
 

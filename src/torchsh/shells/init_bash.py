@@ -7,7 +7,9 @@ directives (a job's output, polled until it ends; a foreground `torch fit` runs 
 which turns Ctrl-C into stopping the job). When there is
 no fast path to talk to (no daemon yet, a daemon started without it, an untrusted reply) it runs the
 real client for that one command with TORCHSH_FASTPATH=1, which auto-starts the daemon and turns
-the fast path on, so the next command is fast again.
+the fast path on, so the next command is fast again. A command on a named context (`--context`,
+TORCHSH_CONTEXT, `torch context use`: docs/remote.md) runs the real client, which reaches the context's
+forwarder; the local fast path serves the default daemon only.
 
 The functions are exported (`export -f`): a bash started from this shell (`torch scope -- bash -c
 "…"`, scripts, `xargs bash -c`) imports them and keeps the fast path, checking the token file itself.
@@ -97,6 +99,17 @@ __torchsh_call() {  # rpc, and once more with fresh tokens when the daemon chang
     return $__r
 }
 
+__torchsh_remote() {  # a named context (client.py's order), or `torch context …`: then the real client runs it
+    local __c
+    if [[ ${1-} == --context || ${3-} == --context || ${1-} == context || ${3-} == context ]]; then return 0; fi
+    if [[ -n ${TORCHSH_CONTEXT-} && ${TORCHSH_CONTEXT@a} == *x* ]]; then [[ $TORCHSH_CONTEXT != default ]]; return; fi
+    if [[ ${1-} == --socket || ( -n ${TORCHSH_SOCKET-} && ${TORCHSH_SOCKET@a} == *x* ) ]]; then return 1; fi
+    __c=${XDG_CONFIG_HOME:-$HOME/.config}/torchsh/current-context
+    [[ -f $__c ]] || return 1  # `torch context use default` removes the file: one stat on the common path
+    { read -r __c < "$__c"; } 2>/dev/null || true
+    [[ -n $__c && $__c != default ]]
+}
+
 __torchsh_trim() {  # strip whitespace at both ends of $__l, as the client's bytes.strip() does
     __l=${__l#"${__l%%[![:space:]]*}"}; __l=${__l%"${__l##*[![:space:]]}"}
 }
@@ -156,6 +169,7 @@ __torchsh_follow() {  # a follow directive (a job's output): print, send the pol
 
 torch() {
     local __s __f __tty=0 __e=() __envtext= __v __r=0 __t
+    if __torchsh_remote "$@"; then command torch "$@" || return $?; return 0; fi
     if [[ -n ${TORCHSH_SOCKET-} && ${TORCHSH_SOCKET@a} == *x* ]]; then __s=$TORCHSH_SOCKET
     elif [[ -n ${XDG_RUNTIME_DIR-} ]]; then __s=$XDG_RUNTIME_DIR/torchsh/torchd.sock
     else __t=${TMPDIR:-/tmp}; __s=${__t%"${__t##*[!/]}"}/torchsh-$UID/torchd.sock; fi
@@ -206,7 +220,7 @@ torch() {
 }
 # Child bashes (`torch scope -- bash -c "…"`, scripts, xargs bash -c) import these and keep the fast
 # path; each child checks the token file itself. Programs that are not bash ignore them.
-export -f torch __torchsh_load __torchsh_private __torchsh_rpc __torchsh_call __torchsh_trim __torchsh_stdin __torchsh_exec __torchsh_follow
+export -f torch __torchsh_remote __torchsh_load __torchsh_private __torchsh_rpc __torchsh_call __torchsh_trim __torchsh_stdin __torchsh_exec __torchsh_follow
 '''
 
 

@@ -124,6 +124,17 @@ torch() {
     emulate -L zsh
     local s f tty=0 envtext= v r=0 t __torchsh_file
     local -a e argv2
+    # A named context (--context, TORCHSH_CONTEXT, `torch context use`) or `torch context …`: the real client.
+    if [[ ${1-} == (--context|context) || ${3-} == (--context|context) ]]; then command torch "$@"; return; fi
+    if [[ -n ${TORCHSH_CONTEXT-} && ${(t)TORCHSH_CONTEXT} == *export* ]]; then
+        if [[ $TORCHSH_CONTEXT != default ]]; then command torch "$@"; return; fi
+    elif [[ ${1-} != --socket && ! ( -n ${TORCHSH_SOCKET-} && ${(t)TORCHSH_SOCKET} == *export* ) ]]; then
+        t=${XDG_CONFIG_HOME:-$HOME/.config}/torchsh/current-context
+        if [[ -f $t ]]; then
+            { read -r t < $t } 2>/dev/null
+            if [[ -n $t && $t != default ]]; then command torch "$@"; return; fi
+        fi
+    fi
     if [[ -n ${TORCHSH_SOCKET-} && ${(t)TORCHSH_SOCKET} == *export* ]]; then s=$TORCHSH_SOCKET
     elif [[ -n ${XDG_RUNTIME_DIR-} ]]; then s=$XDG_RUNTIME_DIR/torchsh/torchd.sock
     else t=${TMPDIR:-/tmp}; s=${t%%/#}/torchsh-$UID/torchd.sock; fi

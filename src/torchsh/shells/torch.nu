@@ -48,12 +48,27 @@ def "torchsh trust" [sock: string]: nothing -> nothing {
     }
 }
 
-# protocol.runtime_dir(): $TORCHSH_SOCKET, else $XDG_RUNTIME_DIR/torchsh, else $TMPDIR/torchsh-UID.
+# The context a call runs on, in the client's order (docs/remote.md): $TORCHSH_CONTEXT, else the default
+# daemon when $TORCHSH_SOCKET names one, else the current-context file (`torch context use`), else default.
+def "torchsh context" []: nothing -> string {
+    if ($env.TORCHSH_CONTEXT? | is-not-empty) { return $env.TORCHSH_CONTEXT }
+    if ($env.TORCHSH_SOCKET? | is-not-empty) { return "default" }
+    let base = ($env.XDG_CONFIG_HOME? | default $"($env.HOME? | default "")/.config")
+    let file = $"($base)/torchsh/current-context"
+    if not ($file | path exists) { return "default" }
+    let name = (open --raw $file | decode utf-8 | str trim)
+    if ($name | is-empty) { "default" } else { $name }
+}
+
+# The socket to talk to: a named context's forwarder (protocol.context_socket), else protocol.socket_path():
+# $TORCHSH_SOCKET, else $XDG_RUNTIME_DIR/torchsh, else $TMPDIR/torchsh-UID.
 def "torchsh socket" []: nothing -> string {
-    if ($env.TORCHSH_SOCKET? | is-not-empty) { return $env.TORCHSH_SOCKET }
-    if ($env.XDG_RUNTIME_DIR? | is-not-empty) { return $"($env.XDG_RUNTIME_DIR)/torchsh/torchd.sock" }
+    let name = (torchsh context)
+    let file = if $name == "default" { "torchd.sock" } else { $"contexts/($name).sock" }
+    if $name == "default" and ($env.TORCHSH_SOCKET? | is-not-empty) { return $env.TORCHSH_SOCKET }
+    if ($env.XDG_RUNTIME_DIR? | is-not-empty) { return $"($env.XDG_RUNTIME_DIR)/torchsh/($file)" }
     let tmp = ($env.TMPDIR? | default "/tmp" | str trim --right --char "/")
-    $"($tmp)/torchsh-($env.TORCHSH_NU_UID)/torchd.sock"
+    $"($tmp)/torchsh-($env.TORCHSH_NU_UID)/($file)"
 }
 
 # The caller's TORCHSH_* settings, as the bash client forwards them.
@@ -63,6 +78,7 @@ def "torchsh env" []: nothing -> record {
         TORCHSH_NO_GRAD: ($env.TORCHSH_NO_GRAD? | default "")
         TORCHSH_INFERENCE_MODE: ($env.TORCHSH_INFERENCE_MODE? | default "")
         TORCHSH_DEVICE: ($env.TORCHSH_DEVICE? | default "")
+        TORCHSH_CONTEXT: (torchsh context)
     }
 }
 
@@ -112,15 +128,18 @@ def "torchsh http" [method: string, path: string, body: string = "", --full]: no
     torchsh send $method $sock $url $body --full=$full
 }
 
+# A named context's calls carry its name (Torchsh-Context): its daemon writes their handles kind://NAME/….
 def "torchsh send" [method: string, sock: string, url: string, body: string, --full]: nothing -> any {
     torchsh trust $sock
+    let name = (torchsh context)
+    let headers = if $name == "default" { [] } else { [torchsh-context $name] }
     if $full {
-        http post --unix-socket $sock --full --raw --allow-errors $url $body
+        http post --unix-socket $sock --headers $headers --full --raw --allow-errors $url $body
     } else if $method == "GET" {
-        http get --unix-socket $sock --raw --allow-errors $url
+        http get --unix-socket $sock --headers $headers --raw --allow-errors $url
     } else {
         # no --content-type application/json: nu would re-encode a body holding NaN as a JSON string
-        http post --unix-socket $sock --raw --allow-errors $url $body
+        http post --unix-socket $sock --headers $headers --raw --allow-errors $url $body
     }
 }
 
@@ -305,6 +324,7 @@ def "torchsh cli-result" [argv: list, code: int, out: string, err: string, --tex
 # double that.) Results are JSON (`--json`), piped handles its stdin.
 export def --wrapped main [...words]: any -> any {
     let argv = ($words | each {|w| torchsh word $w })
+    if ($argv | is-not-empty) and $argv.0 == "context" { return (^torch ...$argv) }  # client-side: docs/remote.md
     let help = ($argv | is-empty) or ($argv | where {|w| $w in ["--help" "-h" "help"] } | is-not-empty)
     torchsh cli (if $help { $argv } else { $argv | append "--json" }) (torchsh handles-in $in) --text=$help
 }
@@ -1560,7 +1580,7 @@ export def "daemon start" [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
 ]: any -> any { ^torch daemon start }
 
-# pid, version, devices, uptime, idle, remaining TTL, objects by kind, bytes held, memory, socket, log.
+# pid, version, devices, uptime, idle, remaining TTL, objects by kind, bytes held, memory, socket, log,
 #
 # daemon.status() -> Json
 export def "daemon status" [

@@ -44,15 +44,18 @@ def "torchsh http" [method: string, path: string, body: string = "", --full]: no
     torchsh send $method $sock $url $body --full=$full
 }
 
+# A named context's calls carry its name (Torchsh-Context): its daemon writes their handles kind://NAME/….
 def "torchsh send" [method: string, sock: string, url: string, body: string, --full]: nothing -> any {
     torchsh trust $sock
+    let name = (torchsh context)
+    let headers = if $name == "default" { [] } else { [torchsh-context $name] }
     if $full {
-        http post --unix-socket $sock --full --raw --allow-errors $url $body
+        http post --unix-socket $sock --headers $headers --full --raw --allow-errors $url $body
     } else if $method == "GET" {
-        http get --unix-socket $sock --raw --allow-errors $url
+        http get --unix-socket $sock --headers $headers --raw --allow-errors $url
     } else {
         # no --content-type application/json: nu would re-encode a body holding NaN as a JSON string
-        http post --unix-socket $sock --raw --allow-errors $url $body
+        http post --unix-socket $sock --headers $headers --raw --allow-errors $url $body
     }
 }
 

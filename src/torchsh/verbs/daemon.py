@@ -35,8 +35,9 @@ class StatusRecord(dict):
 @verb("daemon.status() -> Json", category="daemon", lockfree=True,
       examples=("torch daemon status",))
 def status(ctx):
-    """pid, version, devices, uptime, idle, remaining TTL, objects by kind, bytes held, memory, socket, log."""
-    return StatusRecord(status_dict(ctx.app))
+    """pid, version, devices, uptime, idle, remaining TTL, objects by kind, bytes held, memory, socket, log,
+    and the context the command ran on (`default`: the local daemon)."""
+    return StatusRecord(status_dict(ctx.app), context=ctx.env.get("TORCHSH_CONTEXT") or "default")
 
 
 @verb("daemon.start() -> str", category="daemon", lockfree=True,
@@ -60,7 +61,7 @@ def stop(ctx, restart=False):
 
 
 def restart_settings(app):
-    """What a restart keeps, as "K=V K=V": the TTL now in force, the memory budget, the fast path."""
+    """What a restart keeps, as "K=V K=V": the TTL now in force, the memory budget, the fast path, the TLS listener."""
     ttl = "none" if app.ttl is None else "%.3fs" % app.ttl
     pairs = ["TORCHSH_TTL=" + ttl]
     budget = "".join((os.environ.get("TORCHSH_MAX_MEMORY") or "").split())  # torchd --max-memory sets it
@@ -68,6 +69,9 @@ def restart_settings(app):
         pairs.append("TORCHSH_MAX_MEMORY=" + budget)
     if app.fastpath is not None:
         pairs.append("TORCHSH_FASTPATH=1")
+    listen = "".join((os.environ.get("TORCHSH_LISTEN") or "").split())  # torchd --listen sets it
+    if listen:
+        pairs.append("TORCHSH_LISTEN=" + listen)
     return " ".join(pairs)
 
 

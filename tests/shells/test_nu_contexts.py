@@ -1,0 +1,68 @@
+"""torch.nu on a named context: with TORCHSH_CONTEXT set (or `torch context use`), its calls reach the context's
+daemon through the forwarder's socket, its handles read kind://NAME/…, and a handle of the default daemon
+given to it fails with wrong_context, as in bash (tests/e2e/test_contexts.py)."""
+import shutil
+
+import pytest
+import torch
+
+from remotes import TLSRemote, bash, caller_env, private_folder, stop_all
+
+
+@pytest.fixture(scope="module")
+def remote():
+    folder = private_folder("tnctx-")
+    daemon = TLSRemote(folder)
+    try:
+        daemon.start()
+        daemon.folder = folder
+        env = caller_env(folder)
+        r = bash("torch context create r1 --host %s --fingerprint %s --token-file %s"
+                 % (daemon.url, daemon.fingerprint, daemon.token_file), env)
+        assert r.code == 0, r.err
+        yield daemon
+    finally:
+        daemon.stop()
+        stop_all(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_nu_reaches_the_selected_context_and_prefixes_its_handles(nu, remote, tmp_path):
+    env = {"XDG_CONFIG_HOME": remote.folder + "/cfg", "XDG_RUNTIME_DIR": remote.folder + "/rt"}
+    out = tmp_path / "y.pt"
+    script = """
+        let here = (torch tensor '[1.0, 2.0]')
+        $env.TORCHSH_CONTEXT = "r1"
+        let a = (torch tensor '[[1.5, 2.0], [3.0, -4.0]]')
+        let b = (torch matmul $a $a)
+        torch save $b %s
+        let census = (torch tensors | get handle)
+        let refused = (try { torch add $a $here; "ran" } catch {|e| $e.msg })
+        print ({a: $a, here: $here, in_census: ($b in $census), status: (torch daemon status | get context),
+                refused: $refused} | to json --raw)
+    """ % out
+    import json
+    got = json.loads(nu(script, env=env))
+    assert got["a"].startswith("tensor://r1/") and not got["here"].startswith("tensor://r1/")
+    assert got["in_census"] and got["status"] == "r1"
+    assert "belongs to context default, but this command runs on context r1" in got["refused"]
+    a = torch.tensor([[1.5, 2.0], [3.0, -4.0]])
+    assert torch.equal(torch.load(out, weights_only=True), a @ a)
+
+
+def test_nu_follows_torch_context_use(nu, remote):
+    env = caller_env(remote.folder)
+    bash("torch context use r1", env)
+    try:
+        r = nu.run("print (torch zeros 2)", env={"XDG_CONFIG_HOME": env["XDG_CONFIG_HOME"],
+                                                 "XDG_RUNTIME_DIR": env["XDG_RUNTIME_DIR"], "TORCHSH_SOCKET": ""})
+        assert r.code == 0, r.err
+        assert r.out.strip().startswith("tensor://r1/")
+    finally:
+        bash("torch context use default", env)
+
+
+def test_nu_runs_torch_context_through_the_client(nu, remote):
+    env = {"XDG_CONFIG_HOME": remote.folder + "/cfg", "XDG_RUNTIME_DIR": remote.folder + "/rt"}
+    listed = nu("torch context ls --json | from json | get name | to json --raw | print", env=env)
+    assert listed == '["default","r1"]'
