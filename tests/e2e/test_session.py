@@ -121,6 +121,23 @@ def test_with_torchsh_persist_every_handle_survives_the_idle_timeout(sh, tmp_pat
         d.stop()
 
 
+def test_a_restart_keeps_the_persistence_the_daemon_was_started_with(sh, tmp_path):
+    """`torch daemon restart` from a shell without TORCHSH_PERSIST: the new daemon still persists to the old
+    daemon's folder (as it keeps the TTL and the memory budget), so the session comes back."""
+    d = SecondDaemon(sh, "restarts", env={"TORCHSH_PERSIST": str(tmp_path / "keep")})
+    try:
+        x = d("torch randn 3")
+        before = d.fetch(x)
+        d("env -u TORCHSH_PERSIST torch daemon restart >/dev/null")
+        path = sh.tmp("after.pt")
+        d("env -u TORCHSH_PERSIST torch save %s %s" % (x, path))
+        assert torch.equal(torch.load(path, weights_only=True), before)
+        d("env -u TORCHSH_PERSIST torch daemon restart >/dev/null")
+        d("env -u TORCHSH_PERSIST torch shape %s" % x)   # and again: the second daemon kept it too
+    finally:
+        d.stop()
+
+
 def test_distributions_come_back_with_the_parameters_they_were_given(own, tmp_path):
     d, c = own("""d=$(torch dist normal $(torch zeros 2) $(torch ones 2))
         c=$(torch dist categorical --probs $(torch tensor '[0.2,0.3,0.5]')); torch dist sample $c >/dev/null

@@ -206,3 +206,27 @@ def test_the_harness_leaves_no_sshd_forwarder_or_remote_daemon_behind(sh, sshd_h
         assert not any(process_gone(pid) for pid in pids)
     assert all(wait_until(lambda pid=pid: process_gone(pid)) for pid in pids)
     assert not os.path.exists(host.folder) and not os.path.exists(os.path.dirname(local))
+
+
+def test_an_ssh_context_by_name_runs_commands_there_and_cp_brings_a_model_with_its_weights(sshd_host):
+    """The whole user path: `context create --host ssh://…`, `--context NAME` on any command (handles say
+    NAME), and `cp` from the local daemon to the remote one; the copy computes what the original does."""
+    from remotes import bash, caller_env, private_folder, stop_all
+    folder = private_folder("tsh-sshctx-")
+    env = caller_env(folder)
+    try:
+        r = bash("torch context create g1 --host %s --remote-torch %s --ssh-config %s >/dev/null\n"
+                 "a=$(torch --context g1 randn 3); echo $a; torch --context g1 tensors -q | grep -c ${a#tensor://g1/}\n"
+                 "m=$(torch nn linear 2 1); x=$(torch ones 1 2); r=$(torch cp $m --to g1); echo $r\n"
+                 "torch forward $m $x | torch value --json\n"
+                 "torch --context g1 forward $r $(torch --context g1 ones 1 2) | torch --context g1 value --json\n"
+                 "torch shape $a; echo shape=$?; torch context rm g1"
+                 % (sshd_host.host, sshd_host.remote_torch, sshd_host.config), env)
+        lines = r.out.splitlines()
+        assert lines[0].startswith("tensor://g1/") and lines[1] == "1", (r.out, r.err)
+        assert lines[2].startswith("nn://g1/")
+        assert json.loads(lines[3]) == json.loads(lines[4])  # the copy's weights are the original's
+        assert "shape=3" in lines and "[wrong_context]" in r.err and "torch --context g1 cp" in r.err, r.err
+    finally:
+        stop_all(folder)
+        shutil.rmtree(folder, ignore_errors=True)

@@ -11,6 +11,7 @@ from torchsh.remote import contexts, forwarder
 USAGE = """usage: torch context ls [--json]
        torch context create NAME --host tls://HOST:PORT --token-file F [--fingerprint SHA256:…]
        torch context create NAME --host ssh://user@host[:port] [--socket REMOTE_SOCKET]
+                            [--remote-torch PATH] [--ssh-config FILE]
        torch context use NAME          (default: the local daemon)
        torch context rm NAME…          (stops its forwarder)
        torch context inspect NAME      (JSON, token redacted)
@@ -91,7 +92,8 @@ def ls(words):
 
 
 def create(words):
-    pos, flags = _flags(words, {"host": str, "fingerprint": str, "token-file": str, "socket": str}, 1, 1)
+    pos, flags = _flags(words, {"host": str, "fingerprint": str, "token-file": str, "socket": str,
+                                "remote-torch": str, "ssh-config": str}, 1, 1)
     name = contexts.check_name(pos[0])
     host = flags.get("host") or ""
     if name in contexts.names():
@@ -100,7 +102,9 @@ def create(words):
         if "fingerprint" in flags or "token-file" in flags:
             raise contexts.ContextError("usage", "--fingerprint and --token-file are for tls:// contexts",
                                         "ssh checks the host with its own known_hosts")
-        record = {"name": name, "host": host, "socket": flags.get("socket", "")}
+        # remote-torch: the remote's `torch` when it is not on the login's PATH (a venv); ssh-config: ssh -F
+        record = {"name": name, "host": host, "socket": flags.get("socket", ""),
+                  "remote_torch": flags.get("remote-torch", ""), "ssh_config": _absolute(flags.get("ssh-config"))}
     elif host.startswith("tls://"):
         record = _tls_record(name, host, flags)
     else:
@@ -111,10 +115,16 @@ def create(words):
     return 0
 
 
+def _absolute(path):
+    return os.path.abspath(os.path.expanduser(path)) if path else ""  # the record is read from any cwd
+
+
 def _tls_record(name, host, flags):
     from torchsh.remote import tls
-    if "socket" in flags:
-        raise contexts.ContextError("usage", "--socket is for ssh:// contexts", "a TLS daemon is reached at its port")
+    for ssh_only in ("socket", "remote-torch", "ssh-config"):
+        if ssh_only in flags:
+            raise contexts.ContextError("usage", "--%s is for ssh:// contexts" % ssh_only,
+                                        "a TLS daemon is reached at its port")
     try:
         tls.split_host(host)
     except ValueError as e:

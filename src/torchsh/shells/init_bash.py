@@ -99,9 +99,10 @@ __torchsh_call() {  # rpc, and once more with fresh tokens when the daemon chang
     return $__r
 }
 
-__torchsh_remote() {  # a named context (client.py's order), or `torch context …`: then the real client runs it
-    local __c
+__torchsh_remote() {  # a named context (client.py's order), `torch context …`, or a copy between daemons
+    local __c          # (`cp`, `session push`: the client's relay reaches both): then the real client runs it
     if [[ ${1-} == --context || ${3-} == --context || ${1-} == context || ${3-} == context ]]; then return 0; fi
+    if [[ ${1-} == cp || ${3-} == cp || "${1-} ${2-}" == "session push" || "${3-} ${4-}" == "session push" ]]; then return 0; fi
     if [[ -n ${TORCHSH_CONTEXT-} && ${TORCHSH_CONTEXT@a} == *x* ]]; then [[ $TORCHSH_CONTEXT != default ]]; return; fi
     if [[ ${1-} == --socket || ( -n ${TORCHSH_SOCKET-} && ${TORCHSH_SOCKET@a} == *x* ) ]]; then return 1; fi
     __c=${XDG_CONFIG_HOME:-$HOME/.config}/torchsh/current-context

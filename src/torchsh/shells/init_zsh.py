@@ -126,6 +126,10 @@ torch() {
     local -a e argv2
     # A named context (--context, TORCHSH_CONTEXT, `torch context use`) or `torch context …`: the real client.
     if [[ ${1-} == (--context|context) || ${3-} == (--context|context) ]]; then command torch "$@"; return; fi
+    # `cp` and `session push` copy between two daemons through the client's relay, which reaches both.
+    if [[ ${1-} == cp || ${3-} == cp || "${1-} ${2-}" == "session push" || "${3-} ${4-}" == "session push" ]]; then
+        command torch "$@"; return
+    fi
     if [[ -n ${TORCHSH_CONTEXT-} && ${(t)TORCHSH_CONTEXT} == *export* ]]; then
         if [[ $TORCHSH_CONTEXT != default ]]; then command torch "$@"; return; fi
     elif [[ ${1-} != --socket && ! ( -n ${TORCHSH_SOCKET-} && ${(t)TORCHSH_SOCKET} == *export* ) ]]; then

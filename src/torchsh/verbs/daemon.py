@@ -61,7 +61,8 @@ def stop(ctx, restart=False):
 
 
 def restart_settings(app):
-    """What a restart keeps, as "K=V K=V": the TTL now in force, the memory budget, the fast path, the TLS listener."""
+    """What a restart keeps, as "K=V K=V": the TTL now in force, the memory budget, the fast path, the TLS
+    listener, the persistence folder."""
     ttl = "none" if app.ttl is None else "%.3fs" % app.ttl
     pairs = ["TORCHSH_TTL=" + ttl]
     budget = "".join((os.environ.get("TORCHSH_MAX_MEMORY") or "").split())  # torchd --max-memory sets it
@@ -72,6 +73,9 @@ def restart_settings(app):
     listen = "".join((os.environ.get("TORCHSH_LISTEN") or "").split())  # torchd --listen sets it
     if listen:
         pairs.append("TORCHSH_LISTEN=" + listen)
+    persist = os.environ.get("TORCHSH_PERSIST") or ""  # torchd --persist sets it (an absolute path)
+    if persist and not any(c.isspace() for c in persist):  # the pairs are space-separated: such a path stays
+        pairs.append("TORCHSH_PERSIST=" + persist)         # with the caller's own TORCHSH_PERSIST only
     return " ".join(pairs)
 
 
