@@ -34,3 +34,18 @@ def test_train_on_data_runs_as_written_and_resumes_to_ten_epochs(sh, tmp_path):
     epochs = [int(line.split()[0]) for line in out.split("\n") if re.match(r"^\d+\s+[\d.]+\s", line)]
     assert epochs == list(range(1, 11))  # five, then the resumed run's 6..10
     assert "val_loss:" in out and "accuracy" in out  # the chart's legend; the metric column
+
+
+def test_sessions_runs_as_written_and_the_model_trains_on_in_a_fresh_daemon(sh, tmp_path):
+    """On a daemon of its own: the section stops the daemon it runs on."""
+    from second_daemon import SecondDaemon
+    script = section("Sessions that outlive a daemon")
+    assert "torch session save" in script and "torch daemon stop" in script and "torch session load" in script
+    own = SecondDaemon(sh, "readme")
+    try:
+        lines = own("set -e\ncd %s\n%s" % (tmp_path, script), timeout=300).split("\n")
+    finally:
+        own.stop()
+    assert lines[0].startswith("saved 5 objects to ") and lines[1].startswith("torchd stopped"), lines
+    assert lines[2] == "restored 5 objects"  # w, the model, its optimizer and the batch, under their handles
+    assert re.match(r"^-?\d+(\.\d+)?(e-?\d+)?$", lines[3])  # the train_step after the load prints its loss
