@@ -2,6 +2,7 @@
 
 Handlers take a Context instead of reaching for globals, so unit tests can build one by hand.
 """
+import os
 from dataclasses import dataclass
 
 _TRUE = ("1", "true", "yes", "on")
@@ -49,6 +50,29 @@ class Context:
             from torchsh.vocab import device_from_text  # vocab imports torch; Context stays light
             device_from_text(text)
         return text
+
+    @property
+    def context_name(self):
+        """The context this command runs on, as the caller named it ("default": the local daemon)."""
+        return self.env.get("TORCHSH_CONTEXT") or "default"
+
+    def path(self, text):
+        """A path word as this daemon opens it. On the local daemon: relative to the caller's cwd. On a named
+        context (a remote daemon) a path is the caller's file, which this daemon cannot see: only
+        `NAME:/path` (a file on the daemon's own host) is taken; anything else is refused by name, never
+        resolved silently on the wrong host."""
+        text = os.path.expanduser(str(text))
+        name = self.context_name
+        if name == "default":
+            return os.path.normpath(os.path.join(self.cwd, text))
+        host_path = text[len(name) + 1:] if text.startswith(name + ":") else None
+        if host_path is not None and host_path.startswith("/"):
+            return os.path.normpath(host_path)
+        from torchsh.errors import TorchshError
+        raise TorchshError("remote_path", "%s is a path on this machine, but context %s's daemon runs elsewhere"
+                           % (text, name), "for a file on %s's host write %s:/absolute/path; for a file here, "
+                           "load it on the local daemon and copy it: torch --context default cp H --to %s"
+                           % (name, name, name))
 
     def put(self, obj, kind="tensor"):
         return self.app.registry.put(obj, kind, self.scope)

@@ -71,6 +71,7 @@ ERRORS = {
     "missing_extra": (501, EXIT_USAGE, "the command needs an optional dependency that is not installed; the hint names the extra"),
     "internal_error": (500, EXIT_INTERNAL, "a bug in torchsh; the daemon log has the traceback"),
     "remote_unavailable": (503, EXIT_DAEMON, "a context's remote host cannot be reached over ssh, or has no torchsh"),
+    "remote_path": (422, EXIT_USAGE, "a path on the caller's machine given to a remote context's daemon; NAME:/path names its host's files"),
     "not_portable": (422, EXIT_USAGE, "the object cannot be saved or copied (no recipe: a TorchScript module, a running job)"),
     "wrong_context": (409, EXIT_HANDLE, "the handle belongs to another context's daemon; `torch cp H --to CTX` copies it"),
     "unknown_context": (404, EXIT_USAGE, "no context has that name (`torch context ls` lists them)"),

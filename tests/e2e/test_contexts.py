@@ -49,11 +49,26 @@ def ok(script, env, **kw):
 def test_commands_through_a_tls_context_equal_pytorch(user, tmp_path):
     out = tmp_path / "y.pt"
     h = ok("a=$(torch --context r1 tensor '[[1.5,2],[3,-4]]'); b=$(torch --context r1 matmul $a $a); "
-           "torch --context r1 save $b %s; echo $b" % out, user)
+           "torch --context r1 save $b r1:%s; echo $b" % out, user)  # r1:/path: a file on r1's host (here too)
     assert re.fullmatch(r"tensor://r1/[0-9a-z]{8}", h)
     a = torch.tensor([[1.5, 2], [3, -4]])
     got = torch.load(out, weights_only=True)
     assert torch.equal(got, a @ a) and got.dtype == (a @ a).dtype
+
+
+def test_a_path_of_the_callers_machine_is_refused_on_a_remote_context_never_resolved_there(user, tmp_path):
+    """Docker's lesson: a path silently resolved on the daemon's host. A remote context's daemon takes only
+    `NAME:/path` (its host's file); a plain path names the caller's file, and is refused by name."""
+    local = tmp_path / "here.pt"
+    r = bash("cd %s; t=$(torch --context r1 ones 2); torch --context r1 save $t here.pt; echo save=$?; "
+             "torch --context r1 load %s; echo load=$?; torch --context r1 save $t r1:relative.pt; echo rel=$?"
+             % (tmp_path, local), user)
+    assert r.out.split() == ["save=2", "load=2", "rel=2"], (r.out, r.err)
+    lines = r.err.splitlines()
+    assert len(lines) == 3 and all(line.endswith("[remote_path]") for line in lines), r.err
+    assert "here.pt is a path on this machine, but context r1's daemon runs elsewhere" in lines[0]
+    assert "r1:/absolute/path" in lines[0] and "cp H --to r1" in lines[0]
+    assert not local.exists() and not (tmp_path / "relative.pt").exists()
 
 
 def test_handles_carry_the_context_name_in_the_census_and_the_json_api(user):

@@ -75,7 +75,7 @@ def _parse_args(argv):
 
 def _serve(sock, args, lock_fd, log):
     """Holding the start lock: build the App, bind the socket, serve until stopped, clean up."""
-    from torchsh.daemon import fastpath, lifecycle
+    from torchsh.daemon import fastpath
     from torchsh.daemon.app import App
     from torchsh.daemon.server import Server
     t0 = time.perf_counter()
@@ -84,14 +84,9 @@ def _serve(sock, args, lock_fd, log):
     if args.persist:  # before binding: no command sees a half-restored registry
         from torchsh.session import persist
         persist.load_at_start(app, args.persist)
-    try:
-        listener = lifecycle.bind_private(sock)
-    except lifecycle.AlreadyServing as e:
-        log.info("%s; exiting", e)
-        return 0
-    except lifecycle.Untrusted as e:
-        log.error("refusing to serve %s: %s", sock, e)
-        return 1
+    listener, status = _bind(sock, log)
+    if listener is None:
+        return status
     log.info("serving %s (epoch %s, %d ops, table %.0f ms, ready in %.2fs)", sock, app.registry.epoch,
              len(app.table), app.table_seconds * 1000, time.perf_counter() - t0)
     server = Server(app, listener)
@@ -125,6 +120,20 @@ def _serve(sock, args, lock_fd, log):
                  + (["--listen", args.listen] if args.listen else []))
     log.info("stopped")
     os._exit(0)  # a request still running past the grace period must not hold the exit
+
+
+def _bind(sock, log):
+    """(the private socket, None), or (None, the exit status) when another daemon serves it (0) or its
+    folder is not ours (1)."""
+    from torchsh.daemon import lifecycle
+    try:
+        return lifecycle.bind_private(sock), None
+    except lifecycle.AlreadyServing as e:
+        log.info("%s; exiting", e)
+        return None, 0
+    except lifecycle.Untrusted as e:
+        log.error("refusing to serve %s: %s", sock, e)
+        return None, 1
 
 
 def _listen_tls(url, sock, log):

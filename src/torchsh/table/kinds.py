@@ -5,7 +5,6 @@ score: 3 exact, 2 natural, 1 coerced (a number in a Tensor slot), 0 does not fit
 sums scores, so `add $a 2` picks add.Scalar and `add $a $b` picks add.Tensor, as PyTorch does.
 A new kind is one row here plus its converter (and, for a new handle kind, a row in registry/kinds.py).
 """
-import os
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -79,7 +78,7 @@ def _str_list(tok, ctx):
 
 
 def _path(tok, ctx):
-    return os.path.normpath(os.path.join(ctx.cwd, os.path.expanduser(str(tok.text))))
+    return ctx.path(tok.text)  # the caller's cwd; on a remote context only NAME:/path (context.py)
 
 
 def _json(tok, ctx):
