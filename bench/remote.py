@@ -16,7 +16,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 
-from bench.common import CLIENT, interleaved, row, spawn_ms  # noqa: E402
+from bench.common import CLIENT, interleaved, row, spawn_ms, value_row  # noqa: E402
 
 
 def _handles(env, n=2):
@@ -40,6 +40,33 @@ def latency_row(label, context_env, local_env, quick=False):
                noise=noise, note="loopback; the client, the forwarder and both daemons share this machine's cores")
 
 
+def cp_row(local_env, folder, quick=False):
+    """`torch cp` of one float32 tensor to the TLS context (export, the client's relay through the forwarder
+    and TLS, import there), in MB/s, against `torch save` of the same tensor to a local file."""
+    import statistics
+    import time
+    mib = 16 if quick else 64
+    ctx_env = dict(local_env, TORCHSH_CONTEXT="bench")
+    h = subprocess.run([CLIENT, "randn", str(mib * 262144)], env=local_env, capture_output=True, text=True,
+                       check=True).stdout.strip()
+    target = os.path.join(folder, "t.safetensors")
+    cp_s, save_s = [], []
+    for _ in range(3 if quick else 5):
+        t0 = time.perf_counter()
+        copy = subprocess.run([CLIENT, "cp", h, "--to", "bench"], env=local_env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        cp_s.append(time.perf_counter() - t0)
+        subprocess.run([CLIENT, "free", copy], env=ctx_env, check=True, capture_output=True)
+        t0 = time.perf_counter()
+        subprocess.run([CLIENT, "save", h, target], env=local_env, check=True, capture_output=True)
+        save_s.append(time.perf_counter() - t0)
+        os.unlink(target)
+    mb = mib * 1.048576
+    return value_row("tls context (loopback): `torch cp` of a %d MiB tensor" % mib, mb / statistics.median(cp_s),
+                     "MB/s", "`torch save` of it to a local file", mb / statistics.median(save_s),
+                     note="medians of %d; the relay streams raw bytes in 1 MiB pieces" % len(cp_s))
+
+
 def tls_rows(quick=False):
     from remotes import TLSRemote, caller_env, private_folder, stop_all
     folder = private_folder("tshb-tls-")
@@ -51,7 +78,8 @@ def tls_rows(quick=False):
         subprocess.run([CLIENT, "context", "create", "bench", "--host", remote.url, "--fingerprint",
                         remote.fingerprint, "--token-file", remote.token_file],
                        env=local_env, check=True, capture_output=True)
-        return [latency_row("tls context (loopback)", dict(local_env, TORCHSH_CONTEXT="bench"), local_env, quick)]
+        return [latency_row("tls context (loopback)", dict(local_env, TORCHSH_CONTEXT="bench"), local_env, quick),
+                cp_row(local_env, folder, quick)]
     finally:
         remote.stop()
         stop_all(folder)
