@@ -67,6 +67,7 @@ ERRORS = {
     "end_of_epoch": (416, EXIT_END, "`data next`: the loader's epoch is over (silent); the next call starts the next"),
     "missing_extra": (501, EXIT_USAGE, "the command needs an optional dependency that is not installed; the hint names the extra"),
     "internal_error": (500, EXIT_INTERNAL, "a bug in torchsh; the daemon log has the traceback"),
+    "not_portable": (422, EXIT_USAGE, "the object cannot be saved or copied (no recipe: a TorchScript module, a running job)"),
 }
 
 # exit status -> (its name in `torch --help`, its class in the README's table). Generated into both,
