@@ -85,13 +85,7 @@ def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1
                    sched=sched, clip=clip, accum=accum, autocast=autocast, patience=patience, monitor=monitor,
                    log=log, resume=_resume_path(ctx, resume), save_every=save_every, max_steps=max_steps,
                    loss_name=loss, command=_command(locals()))
-    work = functools.partial(run_fit, ctx, plan)
-    if nproc_per_node is not None:
-        launch = distributed.Launch(nproc_per_node, nnodes, node_rank, rdzv, strategy, timeout)
-        work = functools.partial(distributed.run, ctx, plan, launch)
-    elif (nnodes, node_rank, rdzv, strategy, timeout) != (1, 0, None, "ddp", distributed.TIMEOUT_S):
-        raise TorchshError("missing_argument", "--nnodes, --node_rank, --rdzv, --strategy and --timeout belong to "
-                           "a distributed fit", "add --nproc_per_node N")
+    work = _work(ctx, plan, nproc_per_node, (nnodes, node_rank, rdzv, strategy, timeout))
     columns = [c for c in _COLUMNS if c != "val_loss" or val is not None]
     columns += list(plan.metrics) + ["val_" + m for m in plan.metrics if val is not None] + ["lr", "seconds"]
     if detach or ctx.can_follow:  # a job: the CLI's client follows a foreground one (progress, Ctrl-C)
@@ -100,6 +94,16 @@ def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1
     result = work(lambda event: None, lambda: False)  # the JSON API: rows when it is over
     rows = [{k: r[k] for k in columns if k in r} for r in result.rows]
     return FitRows(rows, columns)
+
+
+def _work(ctx, plan, nproc_per_node, launch_options):
+    """The run as work(report, should_stop): one process, or N on torch.distributed."""
+    if nproc_per_node is not None:
+        return functools.partial(distributed.run, ctx, plan, distributed.Launch(nproc_per_node, *launch_options))
+    if launch_options != (1, 0, None, "ddp", distributed.TIMEOUT_S):
+        raise TorchshError("missing_argument", "--nnodes, --node_rank, --rdzv, --strategy and --timeout belong to "
+                           "a distributed fit", "add --nproc_per_node N")
+    return functools.partial(run_fit, ctx, plan)
 
 
 def _resume_path(ctx, resume):
