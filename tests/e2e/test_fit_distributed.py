@@ -160,8 +160,10 @@ def test_job_stop_ends_every_rank_and_the_model_keeps_the_steps_all_ranks_took(s
     last = sh.tmp("last.safetensors")
     r = sh.run(text + "j=$(torch fit $m $o $L --sched $s --epochs 100000 --nproc_per_node 2 --detach); "
                "for i in $(seq 1200); do torch job list | grep -q \"$j .*batch\" && break; sleep 0.05; done; "
+               "torch value $(torch add $(torch tensor '[1.5]') 1); torch job list | grep -c \"$j .*running\"; "
                "torch job stop $j; torch job wait $j; echo wait=$?; torch nn save $m %s" % last, timeout=180)
     assert r.code == 0, r.err
+    assert r.out.splitlines()[:2] == ["[2.5]", "1"]  # tensor work is answered while the ranks train
     stop_line, = [x for x in r.out.splitlines() if x.startswith("stopped at")]
     epoch, step = map(int, STOPPED.fullmatch(stop_line).groups())
     assert step >= 1 and epoch == (step - 1) // (N // (WORLD * B)) + 1

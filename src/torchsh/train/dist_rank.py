@@ -16,7 +16,6 @@ import torch
 import torch.distributed as dist
 
 from torchsh.errors import TorchshError, from_torch_exception
-from torchsh.session import recipe
 from torchsh.train import dist_spec
 from torchsh.train.dist_world import RankWorld
 from torchsh.train.fit import run_fit

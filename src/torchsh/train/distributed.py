@@ -129,7 +129,8 @@ def _follow(proc, folder, report, should_stop, launch):
         events.relay(report)
         if ended:
             return
-        if stop_asked is None and should_stop():
+        stop = should_stop()  # in a job this also answers the requests queued for the tensor thread
+        if stop and stop_asked is None:
             open(dist_spec.path(folder, "stop"), "w").close()
             stop_asked = time.monotonic()
         if stop_asked is not None and time.monotonic() - stop_asked > launch.timeout + STOP_GRACE_S:
