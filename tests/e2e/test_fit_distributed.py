@@ -224,13 +224,38 @@ def test_launch_options_are_checked_before_anything_starts(sh, flags, code, word
     assert len(r.err.strip().splitlines()) == 1
 
 
-def test_the_ranks_end_with_a_killed_daemon(fresh_sh):
+def test_the_ranks_end_with_a_killed_daemon_and_the_run_folder_goes(fresh_sh):
     s = fresh_sh()
     text, _ = make(s)
     r = s.run(text + "j=$(torch fit $m $o $L --epochs 100000 --nproc_per_node 2 --detach); "
               "for i in $(seq 1200); do torch job list | grep -q \"$j .*batch\" && break; sleep 0.05; done; "
               "torch daemon status --json", timeout=180)
     assert r.code == 0, r.err
-    assert fit_processes()
+    running = fit_processes()
+    with open("/proc/%d/environ" % running[0], "rb") as f:
+        folder = [v for v in f.read().split(b"\0") if v.startswith(b"TORCHSH_FIT_RUN=")][0].split(b"=", 1)[1]
+    assert os.path.isdir(folder)
     os.kill(json.loads(r.out.splitlines()[-1])["pid"], signal.SIGKILL)
     assert wait_until(lambda: not fit_processes(), timeout=30)
+    assert wait_until(lambda: not os.path.exists(folder), timeout=10)  # the run's spec does not outlive it
+
+
+def test_two_nodes_each_with_its_own_daemon_train_as_one_run_and_both_daemons_get_the_result(sh, fresh_sh):
+    """Two "hosts" on this one: two daemons, one rank each, the static rendezvous at node 0's address.
+    DDP starts every rank from rank 0's weights, so node 1's own first weights do not matter."""
+    other = fresh_sh()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    node = "torch fit $m $o $L --sched $s --epochs 2 --nproc_per_node 1 --nnodes 2 --rdzv 127.0.0.1:%d " % port
+    text1, _ = make(other)
+    job, model = other(text1 + "j=$(%s --node_rank 1 --detach); echo $j $m" % node).split()
+    text0, first = make(sh)
+    w0, w1 = sh.tmp("w0.safetensors"), sh.tmp("w1.safetensors")
+    rows = sh(text0 + "%s --node_rank 0 --json; torch nn save $m %s" % (node, w0), timeout=300)
+    r = other.run("torch job wait %s; echo wait=$?; torch nn save %s %s" % (job, model, w1), timeout=300)
+    assert "wait=0" in r.out, r.err
+    assert [json.loads(x)["epoch"] for x in rows.splitlines()] == [1, 2]
+    want = simulated_ddp(load_file(first), epochs=2)[0]
+    assert_close(load_file(w0), want)
+    assert_close(load_file(w1), want)

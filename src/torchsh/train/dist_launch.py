@@ -14,6 +14,7 @@ is gone.
 """
 import multiprocessing
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -27,27 +28,35 @@ def config(launch, log_dir):
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
     from torch.distributed.launcher.api import LaunchConfig
     rdzv = launch.get("rdzv")
-    if rdzv:
-        backend, endpoint, configs = "static", rdzv, {"rank": launch["node_rank"]}
+    if rdzv:  # the run id prefixes the store's keys: the same on every node
+        backend, endpoint, configs, run_id = "static", rdzv, {"rank": launch["node_rank"]}, "torchsh-fit-" + rdzv
     else:
-        backend, endpoint, configs = "c10d", "localhost:0", {}
+        backend, endpoint, configs, run_id = "c10d", "localhost:0", {}, uuid.uuid4().hex
     configs["timeout"] = launch["rdzv_timeout"]
     return LaunchConfig(min_nodes=launch["nnodes"], max_nodes=launch["nnodes"], nproc_per_node=launch["nproc_per_node"],
-                        run_id=launch.get("run_id") or uuid.uuid4().hex, rdzv_backend=backend, rdzv_endpoint=endpoint,
+                        run_id=run_id, rdzv_backend=backend, rdzv_endpoint=endpoint,
                         rdzv_configs=configs, max_restarts=0, monitor_interval=0.1, start_method="forkserver",
                         logs_specs=DefaultLogsSpecs(log_dir=log_dir), shutdown_timeout=5)
 
 
 def main(folder):
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.launcher.api import elastic_launch
     from torchsh.train import dist_spec
-    from torchsh.train.dist_rank import rank_main
     spec = dist_spec.read_json(dist_spec.path(folder, "spec.json"))
     _end_with(spec["daemon_pid"])
     multiprocessing.set_forkserver_preload(PRELOAD)
     try:
-        elastic_launch(config(spec["launch"], dist_spec.path(folder, "logs")), rank_main)(folder)
+        return _launch(folder, spec)
+    finally:
+        if not _alive(spec["daemon_pid"]):  # no daemon will read the folder or remove it
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _launch(folder, spec):
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import elastic_launch
+    from torchsh.train.dist_rank import rank_main
+    try:
+        elastic_launch(config(spec["launch"], os.path.join(folder, "logs")), rank_main)(folder)
     except ChildFailedError as e:
         rank, failure = e.get_first_failure()
         killed = failure.exitcode is not None and failure.exitcode < 0  # a signal: that rank wrote nothing
@@ -90,16 +99,20 @@ def _write_failure(folder, record):
     dist_spec.write_json(dist_spec.path(folder, "failure.json"), record)
 
 
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def _end_with(daemon_pid):
     """SIGTERM to this launcher (elastic then ends every rank) within a second of the daemon's end."""
     def watch():
-        while True:
+        while _alive(daemon_pid):
             time.sleep(1.0)
-            try:
-                os.kill(daemon_pid, 0)
-            except ProcessLookupError:
-                os.kill(os.getpid(), signal.SIGTERM)
-                return
+        os.kill(os.getpid(), signal.SIGTERM)
     threading.Thread(target=watch, name="daemon-watch", daemon=True).start()
 
 

@@ -3,8 +3,9 @@
 It joins the process group (gloo on CPU, nccl on CUDA, the collective timeout of --timeout), rebuilds the
 model, optimizer, scheduler and loaders from the spec's recipes and values, wraps the model (DDP, or FSDP's
 fully_shard with --strategy fsdp), and runs fit's own loop (train/fit.py) with a RankWorld: every rank
-trains on its DistributedSampler share; rank 0 alone reports progress, writes --log and the checkpoints,
-and writes the finished state back into the spec folder (dist_spec.py names the files).
+trains on its DistributedSampler share; rank 0 alone writes --log and the checkpoints; each node's local
+rank 0 reports progress and writes the finished state back into its spec folder (dist_spec.py names the
+files).
 """
 import datetime
 import json
@@ -29,7 +30,7 @@ def rank_main(folder):
     try:
         spec, tensors = dist_spec.read(folder)
         _end_with(spec["daemon_pid"])
-        _run(folder, spec, tensors, rank)
+        _run(folder, spec, tensors)
     except BaseException as e:
         _record_failure(folder, rank, e)
         raise
@@ -38,7 +39,7 @@ def rank_main(folder):
             dist.destroy_process_group()
 
 
-def _run(folder, spec, tensors, rank):
+def _run(folder, spec, tensors):
     fit, launch = spec["fit"], spec["launch"]
     device = _device(spec)
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
@@ -52,16 +53,16 @@ def _run(folder, spec, tensors, rank):
                    clip=fit["clip"], accum=fit["accum"], autocast=fit["autocast"], patience=fit["patience"],
                    monitor=fit["monitor"], log=fit["log"], resume=None, save_every=fit["save_every"],
                    max_steps=fit["max_steps"], command=tuple(fit["command"]), loss_name=fit["loss"])
-    events = open(dist_spec.path(folder, "events.jsonl"), "a") if rank == 0 else None
+    events = open(dist_spec.path(folder, "events.jsonl"), "a") if world.speaks else None
     stop_file = dist_spec.path(folder, "stop")
 
     def report(event):
-        if events is not None:  # rank 0 speaks for the run; the daemon's job tails the file
+        if events is not None:  # local rank 0 speaks for the run; its daemon's job tails the file
             events.write(json.dumps(event, allow_nan=True) + "\n")
             events.flush()
 
     try:
-        run_fit(None, plan, report, lambda: rank == 0 and os.path.exists(stop_file), world)
+        run_fit(None, plan, report, lambda: world.speaks and os.path.exists(stop_file), world)
     finally:
         if events is not None:
             events.close()

@@ -6,10 +6,13 @@
   file; every rank stops at the same step) and the step's mean loss for --log;
 - the epoch's loss and metric sums are summed over ranks, so the epoch row is the whole data's;
 - rank 0 alone writes --log and the checkpoints: the same `fit` checkpoints as one process (model keys
-  without DDP's `module.` prefix; with FSDP the full state gathered from the shards first, by every rank).
+  without DDP's `module.` prefix; with FSDP the full state gathered from the shards first, by every rank);
+- each node's local rank 0 speaks to its node's daemon: progress events and the finished state (every
+  rank holds the same trained state), so with several nodes every daemon's handles get the result.
 """
 import dataclasses
 import json
+import os
 import types
 
 import torch
@@ -27,7 +30,8 @@ class RankWorld:
     def __init__(self, folder, strategy, device, start):
         self.folder, self.strategy, self.device, self.start = folder, strategy, device, start
         self.rank, self.size = dist.get_rank(), dist.get_world_size()
-        self.writes = self.rank == 0
+        self.writes = self.rank == 0                           # --log and its checkpoints
+        self.speaks = int(os.environ.get("LOCAL_RANK", "0")) == 0  # this node's events and result
         self.net = None
         self.recipes = None
         self.names = []   # the optimizer's parameters' names, in its order (FSDP's state is keyed by them)
@@ -129,22 +133,25 @@ class RankWorld:
     def save(self, path, plan, scaler, progress):
         """A `fit` checkpoint at PATH, written by rank 0 (every rank calls: the sums and FSDP's state are
         gathered from all of them)."""
+        self._save(path, plan, scaler, progress, self.writes)
+
+    def _save(self, path, plan, scaler, progress, mine):
         saved = dataclasses.replace(progress, sums=self._summed(progress.sums, plan.metrics)
                                     if progress.in_epoch else None)
-        view = self._full_state(plan)
-        if self.writes:
+        view = self._full_state(plan, mine)
+        if mine:
             resume.save(path, view, scaler, saved)
 
-    def _full_state(self, plan):
-        """What resume.save reads: the plan itself with DDP; with FSDP an unsharded copy on rank 0."""
+    def _full_state(self, plan, mine):
+        """What resume.save reads: the plan itself with DDP; with FSDP an unsharded copy where it is written."""
         if self.strategy != "fsdp":
             return plan
         from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
                                                              get_optimizer_state_dict)
-        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        options = StateDictOptions(full_state_dict=True)  # every rank gets it: each node's local rank 0 may write
         weights = get_model_state_dict(plan.model, options=options)
         optim = get_optimizer_state_dict(plan.model, plan.optimizer, options=options)
-        if not self.writes:
+        if not mine:
             return None
         model = recipe.build(self.recipes["model"], {}.__getitem__)
         optimizer = recipe.build(self.recipes["optimizer"], {"model": model}.__getitem__)
@@ -155,8 +162,8 @@ class RankWorld:
 
     def finish(self, plan, scaler, progress, result):
         """The finished state back to the daemon: result.safetensors (a fit checkpoint) and result.json."""
-        self.save(dist_spec.path(self.folder, "result.safetensors"), plan, scaler, progress)
-        if self.writes:
+        self._save(dist_spec.path(self.folder, "result.safetensors"), plan, scaler, progress, self.speaks)
+        if self.speaks:
             dist_spec.write_json(dist_spec.path(self.folder, "result.json"),
                                  {"rows": result.rows, "epoch": result.epoch, "step": result.step,
                                   "reason": result.reason, "loader_epoch": plan.loader.epoch})
