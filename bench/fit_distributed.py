@@ -6,7 +6,8 @@ takes batches of 256, each of the 2 ranks batches of 128 (DDP averages their gra
 
   (a) `fit --nproc_per_node 2`: samples/s of the whole command (start of the launcher and ranks included)
       and of the training alone (the epochs' `seconds`, as the rows report them);
-  (b) the one-process `fit`, the same epochs: samples/s.
+  (b) the one-process `fit`, the same epochs: samples/s (also with OMP_NUM_THREADS=1, as each rank
+      runs on a 2-core machine: OpenMP's threads spin-wait, and on shared cores that costs much).
   start-up: (a)'s wall time minus its epochs' seconds: the launcher, the forkserver's `import torch`,
   the rendezvous, rebuilding the objects in every rank, and loading the result back.
 
@@ -64,17 +65,26 @@ def run(quick=False, device=None):
     if device == "cuda":
         import torch
         nproc = max(1, torch.cuda.device_count())
-    walls, trains, ones = [], [], []
+    walls, trains, ones, single = [], [], [], []
     with Daemon() as daemon:
         for _ in range(rounds):
             wall, train = fit(daemon, nproc, device)
             walls.append(wall)
             trains.append(train)
             ones.append(fit(daemon, 1, device)[1])
+    if device is None:  # the ranks run one OpenMP thread each on 2 cores: the one-process fit so too
+        os.environ["OMP_NUM_THREADS"] = "1"
+        try:
+            with Daemon() as daemon:
+                single = [fit(daemon, 1)[1] for _ in range(rounds)]
+        finally:
+            del os.environ["OMP_NUM_THREADS"]
     samples = N * EPOCHS
     where = "CUDA x%d (nccl)" % nproc if device == "cuda" else "CPU (gloo)"
     one = samples / median(ones)
-    return [
+    extra = [value_row("one-process fit, daemon with OMP_NUM_THREADS=1 (as each rank)", samples / median(single),
+                       "samples/s", "one-process fit, default threads", one, noise=spread(single))] if single else []
+    return extra + [
         value_row("fit --nproc_per_node %d, %s, MLP 784-512-512-10 global batch 256, %d x %d epochs: whole command"
                   % (nproc, where, N, EPOCHS), samples / median(walls), "samples/s", "one-process fit", one,
                   noise=spread(walls)),
