@@ -23,6 +23,9 @@ H_SETTINGS = "torchsh-settings"  # `daemon stop`: "K=V K=V" of TORCHSH_TTL, _MAX
 # header: exit with its status. STOPS "1": Ctrl-C meanwhile adds --interrupt to the next poll (the job
 # stops at its next step boundary) and following goes on; "0": Ctrl-C just leaves. Write stderr first.
 H_FOLLOW = "torchsh-follow"
+# `cp H… --to CTX` and `session push --to CTX`: "CTX" or "CTX keep"; stdout holds the source handles, one a
+# line. The client relays them (copyrelay.run): export here, import into CTX's daemon, print the new handles.
+H_COPY = "torchsh-copy"
 
 # Exit statuses by class. The README's table, docs/errors.md and `torch --help` are generated from
 # these, EXIT_CLASSES and ERRORS.

@@ -7,9 +7,11 @@ from torchsh import verbs
 # They end the daemon every other test of the session talks to (restart also changes its pid);
 # tests/e2e/test_lifecycle.py runs them against daemons of their own.
 NOT_RUN = ("daemon.restart", "daemon.stop")
+NEEDS_A_CONTEXT = ("session.push",)  # tests/e2e/test_session_cp.py pushes to a second daemon
 
 ROWS = sorted((r for r in verbs.all_verbs() if r.cls is None), key=lambda r: r.name)  # not the class-backed kinds
-CASES = [pytest.param(r.name, e, id="%s-%d" % (r.name, i)) for r in ROWS for i, e in enumerate(r.examples)]
+CASES = [pytest.param(r.name, e, id="%s-%d" % (r.name, i)) for r in ROWS for i, e in enumerate(r.examples)
+         if r.name not in NEEDS_A_CONTEXT]
 
 
 def test_every_verb_has_an_example_but_those_that_end_the_daemon():

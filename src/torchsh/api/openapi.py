@@ -105,8 +105,11 @@ def document(routes, table):
             op["requestBody"] = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/OpRequest"}}}}
         elif handler.__name__ == "get_op":
             op["responses"]["200"]["content"] = {"application/json": {"schema": {"$ref": "#/components/schemas/OpDescription"}}}
-        elif handler.__name__ == "post_tensor":
+        elif handler.__name__ in ("post_tensor", "post_import"):
             op["requestBody"] = {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}
+        if handler.__name__ == "post_export":
+            op["requestBody"] = {"content": {"text/plain": {"schema": {"type": "string"}}}}
+            op["responses"]["200"]["content"] = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
         paths.setdefault(path, {})[method.lower()] = op
     doc = {"openapi": "3.1.0",
            "info": {"title": "torchd", "version": __version__,

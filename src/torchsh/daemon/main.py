@@ -45,6 +45,8 @@ def _parse_args(argv):
     parser.add_argument("--max-memory", default=os.environ.get("TORCHSH_MAX_MEMORY"),
                         help="memory budget: 512M, 2G, 50%%, none (default: $TORCHSH_MAX_MEMORY or 50%% of "
                              "min(RAM, cgroup limit)); an op whose output would not fit is refused")
+    parser.add_argument("--persist", default=None, metavar="DIR",
+                        help="save the session to DIR when the daemon stops, load it at start (default: $TORCHSH_PERSIST)")
     args = parser.parse_args(argv)
     from torchsh.daemon import lifecycle
     try:
@@ -56,6 +58,10 @@ def _parse_args(argv):
         parser.error(str(e))
     if args.max_memory is not None:
         os.environ["TORCHSH_MAX_MEMORY"] = args.max_memory  # App reads it; a restart (execv) keeps it
+    persist = args.persist or os.environ.get("TORCHSH_PERSIST") or ""
+    args.persist = os.path.abspath(os.path.expanduser(persist)) if persist.strip() else None
+    if args.persist:
+        os.environ["TORCHSH_PERSIST"] = args.persist  # a restart (execv) keeps it
     return args
 
 
@@ -67,6 +73,9 @@ def _serve(sock, args, lock_fd, log):
     t0 = time.perf_counter()
     app = App(sock, args.ttl_seconds)
     gc.freeze()  # the op table (~175k objects) lives forever: keep the cyclic GC from walking it on every sweep
+    if args.persist:  # before binding: no command sees a half-restored registry
+        from torchsh.session import persist
+        persist.load_at_start(app, args.persist)
     try:
         listener = lifecycle.bind_private(sock)
     except lifecycle.AlreadyServing as e:
@@ -84,6 +93,8 @@ def _serve(sock, args, lock_fd, log):
     signal.signal(signal.SIGINT, lambda *_: app.request_stop())
     try:
         server.serve()  # returns once stopped and the requests in flight are answered (grace period)
+        if args.persist:
+            persist.save_at_stop(app, args.persist)
     finally:
         fastpath.disable(app)  # remove the token file: a stale port must not look alive
         if server.watch.ours():  # never unlink a file that replaced our socket

@@ -13,7 +13,7 @@ import re
 import traceback
 
 from torchsh import protocol
-from torchsh.api import objects, ops, openapi
+from torchsh.api import bundle, objects, ops, openapi
 from torchsh.cli.run import run_cli
 from torchsh.daemon.http import Response
 from torchsh.errors import TorchshError
@@ -57,6 +57,10 @@ ROUTES = (
     ("DELETE", r"/v1/tensors/(?P<handle>[a-z]+://\w+)", objects.delete_tensor, "Free one object"),
     ("GET", r"/v1/status", objects.get_status, "Daemon status: pid, version, uptime, TTL, objects, memory"),
     ("GET", r"/v1/openapi.json", get_openapi, "This API's OpenAPI 3.1 document"),
+    ("POST", r"/v1/bundle/export", bundle.post_export,
+     "Objects as one bundle (handles in, one a line; a safetensors stream out: JSON header, raw bytes)"),
+    ("POST", r"/v1/bundle/import", bundle.post_import,
+     "Hold a bundle's objects (?keep=1: under their own handles); the handles out, one a line"),
 )
 _COMPILED = [(m, re.compile("^%s$" % p), h) for m, p, h, _ in ROUTES]
 

@@ -90,6 +90,36 @@ class Registry:
                 self._scopes[scope].handles.add(handle)
             return handle
 
+    def restore(self, objects, scopes=()):
+        """Hold objects {handle: (obj, kind, scope)} under the handles they had in an earlier daemon (a session
+        load): all or none. This registry accepts their epoch for exactly these handles, and its counter moves
+        past their serials, so a handle it makes later never equals one of them (whatever the epochs)."""
+        with self._lock:
+            taken = [h for h in objects if h in self._entries]
+            if taken:
+                raise TorchshError("bad_argument", "%s is held already (%d of the session's handles are)"
+                                   % (taken[0], len(taken)), "load a session into a fresh daemon")
+            for sid, parent, owner in scopes:
+                if sid not in self._scopes:
+                    self._scopes[sid] = Scope(sid, parent, owner=tuple(owner) if owner else None)
+            last = 0
+            for handle, (obj, kind, scope) in objects.items():
+                scope = scope if scope in self._scopes else None
+                self._entries[handle] = Entry(kind, obj, time.time(), scope)
+                if scope is not None:
+                    self._scopes[scope].handles.add(handle)
+                last = max(last, int(parse_handle(handle)[2], 36))
+            for sid, _, _ in scopes:
+                last = max(last, int(sid[len("scope-") + len(self.epoch):] or "0", 36))
+            self._serial = itertools.count(max(last + 1, next(self._serial)))
+            if any(s.owner for s in self._scopes.values()) and self._reaper is None:
+                self._start_reaper()
+
+    def scope_records(self):
+        """[(id, parent, owner)] of the open scopes, parents first (what a session save writes)."""
+        with self._lock:
+            return [(s.id, s.parent, list(s.owner) if s.owner else None) for s in self._scopes.values()]
+
     def get(self, handle, kind=None):
         return self.entry(handle, kind).obj
 
@@ -157,9 +187,12 @@ class Registry:
             scope_id = "scope-%s%s" % (self.epoch, base36(next(self._serial)))
             self._scopes[scope_id] = Scope(scope_id, parent, owner=owner)
             if owner is not None and self._reaper is None:
-                self._reaper = threading.Thread(target=self._reap_forever, name="scope-reaper", daemon=True)
-                self._reaper.start()
+                self._start_reaper()
             return scope_id
+
+    def _start_reaper(self):
+        self._reaper = threading.Thread(target=self._reap_forever, name="scope-reaper", daemon=True)
+        self._reaper.start()
 
     def reap_orphans(self):
         """End every scope whose owning client process is gone; return {scope id: objects freed}."""

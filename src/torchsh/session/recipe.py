@@ -29,13 +29,14 @@ import torch.distributions
 import torch.utils.data
 from torch.nn.parameter import is_lazy
 
-from torchsh.classes import state as nested
 from torchsh.data.loader import Loader
 from torchsh.errors import TorchshError
 from torchsh.session import datasets
+from torchsh.session.state import STATE_JSON, load_state, state_tensors
+
+__all__ = ["capture", "build", "state_tensors", "load_state", "record", "refs_of", "STATE_JSON", "not_portable"]
 from torchsh.vocab import DTYPES, dtype_name
 
-STATE_JSON = "_state.json"
 _MADE = weakref.WeakKeyDictionary()   # module or scheduler -> (class name, constructor values) as built
 
 
@@ -59,6 +60,9 @@ def capture(obj, refs=None):
 
 def _capture(obj, ids, refs):
     if isinstance(obj, torch.Tensor):
+        if is_lazy(obj):
+            raise not_portable("an uninitialized parameter of a lazy module has no shape or values yet",
+                               "run the module once (`torch forward`), or save the module itself")
         return {"kind": "tensor", "shape": list(obj.shape), "dtype": dtype_name(obj.dtype), "device": str(obj.device),
                 "requires_grad": obj.requires_grad, "graph": obj.grad_fn is not None}
     if isinstance(obj, torch.nn.Module):
@@ -74,14 +78,27 @@ def _capture(obj, ids, refs):
     if isinstance(obj, torch.utils.data.Dataset):
         return datasets.capture(obj, lambda v: encode(v, ids))
     if isinstance(obj, torch.distributions.Distribution):
-        params = {k: encode(v, ids) for k, v in vars(obj).items() if k in obj.arg_constraints}
-        return {"kind": "dist", "class": type(obj).__name__, "params": params}
-    raise not_portable("a %s cannot be saved or copied" % type(obj).__name__,
-                       "a running job is not saved; wait for it or stop it" if type(obj).__name__ == "Job" else None)
+        return {"kind": "dist", "class": type(obj).__name__, "params": _dist_params(obj, ids)}
+    if type(obj).__name__ == "Job":
+        raise not_portable("a job is not saved (its model, optimizer and loader are, as they stand)",
+                           "`torch job wait` first to save a finished run's state")
+    raise not_portable("a %s cannot be saved or copied" % type(obj).__name__)
+
+
+def _dist_params(d, ids):
+    """The constructor arguments of a distribution: its parameters as given. probs and logits are both
+    cached once used; the one given is the one `_param` is (Categorical, Bernoulli, …)."""
+    given = {k: v for k, v in vars(d).items() if k in d.arg_constraints}
+    if "probs" in given and "logits" in given and hasattr(d, "_param"):
+        given = {k: v for k, v in given.items() if k not in ("probs", "logits") or v is d._param}
+    return {k: encode(v, ids) for k, v in given.items()}
 
 
 def _made(obj, what):
     made = _MADE.get(obj)
+    if made is None and isinstance(obj, torch.jit.ScriptModule):
+        raise not_portable("a TorchScript module (nn jit_load) has no recipe: its archive holds code, not a recipe",
+                           "load the same file with `torch nn jit_load` where it is needed")
     if made is None:
         raise not_portable("this %s (%s) was not built by torchsh's verbs, so there is no recipe to rebuild it"
                            % (what, type(obj).__name__),
@@ -196,7 +213,9 @@ def refs_of(rec):
 
 # -- build -----------------------------------------------------------------------------------------
 def build(rec, lookup):
-    """An object from its recipe; lookup(name) gives the object already built for a {"ref": name}."""
+    """An object from its recipe; lookup(name) (or lookup[name]) gives the object already built for a {"ref": name}."""
+    if isinstance(lookup, dict):
+        lookup = lookup.__getitem__
     kind = rec.get("kind")
     if kind == "tensor":
         t = torch.empty(rec["shape"], dtype=DTYPES[rec["dtype"]], device=rec["device"])
@@ -235,7 +254,8 @@ def _build_module(rec, lookup):
     _place(m, rec.get("placement", {}))
     frozen, in_eval = set(rec.get("frozen", ())), set(rec.get("eval", ()))
     for n, p in m.named_parameters():
-        p.requires_grad_(n not in frozen)
+        if not is_lazy(p):   # a lazy module (LazyLinear) gets its parameters from its state
+            p.requires_grad_(n not in frozen)
     for n, x in m.named_modules():
         x.training = n not in in_eval
     return m
@@ -267,68 +287,3 @@ def _build_optimizer(rec, lookup):
     accepted = inspect.signature(cls.__init__).parameters
     defaults = {k: v for k, v in decode(rec["defaults"], lookup).items() if k in accepted}
     return cls(groups, **defaults)
-
-
-# -- state -----------------------------------------------------------------------------------------
-def state_tensors(obj, refs=None):
-    """What safetensors holds for obj: its values (and grads), and its non-tensor state as JSON bytes.
-    Objects in refs are left out (each is saved under its own name)."""
-    ids = {id(o) for o in (refs or {}).values()} - {id(obj)}
-    if isinstance(obj, torch.Tensor):
-        out = {"value": obj.detach().cpu().contiguous().clone()}
-        if obj.is_leaf and obj.grad is not None:
-            out["grad"] = obj.grad.detach().cpu().contiguous().clone()
-        return out
-    if isinstance(obj, torch.nn.Module):
-        out = {"model." + k: v.detach().cpu().contiguous().clone() for k, v in obj.state_dict().items()
-               if not is_lazy(v)}
-        out.update({"grad." + n: p.grad.detach().cpu().contiguous().clone()
-                    for n, p in obj.named_parameters() if p.grad is not None})
-        return out
-    if isinstance(obj, (torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler, Loader)):
-        tensors = {}
-        skeleton = nested.encode(obj.state_dict(), "state", tensors)
-        tensors[STATE_JSON] = _json_tensor(skeleton)
-        if isinstance(obj, Loader) and id(obj.dataset) not in ids:
-            tensors.update({"data." + k: v for k, v in datasets.tensors(obj.dataset, ids).items()})
-        return tensors
-    if isinstance(obj, torch.utils.data.Dataset):
-        return datasets.tensors(obj, ids)
-    return {}   # a distribution's parameters are in its recipe
-
-
-def load_state(obj, tensors):
-    """Fill obj (built from its recipe) with the values state_tensors gave."""
-    with torch.no_grad():
-        if isinstance(obj, torch.Tensor):
-            obj.copy_(tensors["value"])
-            obj.grad = tensors["grad"].to(obj.device) if "grad" in tensors else None
-        elif isinstance(obj, torch.nn.Module):
-            _load_module(obj, tensors)
-        elif isinstance(obj, (torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler, Loader)):
-            state = nested.decode(_tensor_json(tensors[STATE_JSON]), tensors)
-            obj.load_state_dict(state)
-            if isinstance(obj, Loader):
-                datasets.load(obj.dataset, {k[5:]: v for k, v in tensors.items() if k.startswith("data.")})
-        elif isinstance(obj, torch.utils.data.Dataset):
-            datasets.load(obj, tensors)
-
-
-def _load_module(m, tensors):
-    weights = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
-    lazy = any(is_lazy(t) for _, t in _named_tensors(m))
-    if lazy:
-        m.load_state_dict(weights, strict=False)
-    else:
-        nested.load_model(m, weights, "saved state")
-    for n, p in m.named_parameters():
-        g = tensors.get("grad." + n)
-        p.grad = g.to(device=p.device, dtype=p.dtype) if g is not None else None
-
-
-def _json_tensor(value):
-    return torch.frombuffer(bytearray(json.dumps(value, allow_nan=True).encode()), dtype=torch.uint8)
-
-
-def _tensor_json(t):
-    return json.loads(bytes(t.contiguous().numpy()).decode())

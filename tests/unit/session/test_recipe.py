@@ -76,6 +76,8 @@ def test_optimizer_step_after_rebuild_equals_the_original_step():
     for a, b in zip(m.parameters(), new["m"].parameters()):
         assert torch.equal(a, b)
     assert new["o"].param_groups[1]["lr"] == 0.1
+    again = recipe.build(recipe.capture(opt, {"model": m}), {"model": new["m"]})   # lookup as a dict, too
+    assert again.param_groups[0]["params"][0] is new["m"][0].weight
 
 
 def test_scheduler_rebuilt_mid_schedule_continues_with_the_same_lrs():
@@ -135,3 +137,20 @@ def test_optimizer_without_its_model_is_not_portable():
     with pytest.raises(TorchshError) as e:
         recipe.capture(torch.optim.SGD(m.parameters(), lr=0.1))
     assert e.value.code == "not_portable"
+
+
+def test_a_lazy_module_initialised_by_a_forward_comes_back_with_its_parameters():
+    m = layer(torch.nn.LazyLinear, out_features=3)
+    x = torch.randn(2, 5)
+    m(x)
+    new = rebuilt({"m": m}, ["m"])["m"]
+    assert torch.equal(new(x), m(x))
+
+
+def test_a_file_dataset_comes_back_over_the_same_file_with_its_in_memory_columns(tmp_path):
+    import numpy as np
+    from torchsh.data.datasets import FileDataset, NpyField, TensorField
+    np.save(tmp_path / "x.npy", np.arange(12, dtype=np.float32).reshape(4, 3))
+    d = FileDataset([NpyField("x", str(tmp_path / "x.npy")), TensorField("y", torch.tensor([3, 1, 4, 1]))])
+    new = rebuilt({"d": d}, ["d"])["d"]
+    assert all(torch.equal(a, b) for i in range(4) for a, b in zip(d[i], new[i]))

@@ -1,0 +1,71 @@
+"""Sessions and bundles in and out of a registry: save/load a session folder, export/import a bundle.
+
+A session folder holds one file, session.safetensors (snapshot.py's stream), written atomically and
+fsync'd (fileio.atomic_write). A bundle is the same stream over HTTP (`cp`, `session push`). Restoring
+builds and fills every object before any is held, so a bad stream changes nothing.
+"""
+import os
+
+from torchsh import fileio
+from torchsh.errors import TorchshError
+from torchsh.session import snapshot
+
+SESSION_FILE = "session.safetensors"
+
+
+def save_folder(registry, folder):
+    """Write every object held to FOLDER/session.safetensors; returns the manifest (with what was skipped)."""
+    manifest, tensors = snapshot.collect(registry)
+    data = snapshot.to_bytes(manifest, tensors)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError as e:
+        raise fileio.file_error(folder, "write", e) from None
+
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            f.write(data)
+    fileio.atomic_write(os.path.join(folder, SESSION_FILE), write)
+    return manifest
+
+
+def read_folder(folder):
+    path = os.path.join(folder, SESSION_FILE)
+    if not os.path.exists(path):
+        raise TorchshError("file_error", "no session in %s (%s is missing)" % (folder, SESSION_FILE),
+                           "`torch session save DIR` writes one")
+    fileio.regular_file(path)
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise fileio.file_error(path, "read", e) from None
+
+
+def restore(registry, data, keep, where, scope=None, owners=True):
+    """Hold the objects of a stream. keep: under their own handles (and scopes); else under new handles in
+    `scope`. Returns (the handles, in the order the stream was asked for, and the manifest). owners=False
+    drops the scopes' owning client processes (a pushed session's clients are on another machine)."""
+    manifest, tensors = snapshot.from_bytes(data, where)
+    built = snapshot.rebuild(manifest, tensors)
+    rows = manifest["objects"]
+    if keep:
+        scopes = [(sid, parent, owner if owners else None) for sid, parent, owner in manifest.get("scopes", ())]
+        registry.restore({r["handle"]: (built[r["handle"]], r["kind"], r["scope"]) for r in rows}, scopes)
+        new = {r["handle"]: r["handle"] for r in rows}
+    else:
+        new = {r["handle"]: registry.put(built[r["handle"]], r["kind"], scope) for r in rows}
+    order = manifest.get("order") or [r["handle"] for r in rows]
+    return [new[h] for h in order if h in new], manifest
+
+
+def export(registry, handles):
+    """The bundle of these objects (and nothing else): not_portable if one of them cannot go."""
+    for h in handles:
+        registry.entry(h)   # unknown, stale or malformed handles fail here, by name
+    manifest, tensors = snapshot.collect(registry, handles)
+    if manifest["skipped"]:
+        first = manifest["skipped"][0]
+        raise TorchshError("not_portable", "%s cannot be copied: %s" % (first["handle"], first["reason"]), first["hint"])
+    manifest["order"] = list(dict.fromkeys(handles))
+    return snapshot.to_bytes(manifest, tensors)
