@@ -47,7 +47,9 @@ def _cell(key, value):
       examples=("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
                 "L=$(torch data loader $(torch data tensors $(torch randn 64 2) $(torch randn 64 1)) "
                 "--batch_size 16 --shuffle --seed 0); torch fit $m $o $L --loss mse_loss --epochs 2",
-                "torch fit $m $o $L --loss mse_loss --epochs 2 --nproc_per_node 2"))
+                "m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
+                "L=$(torch data loader $(torch data tensors $(torch randn 64 2) $(torch randn 64 1)) "
+                "--batch_size 8 --shuffle --seed 0); torch fit $m $o $L --loss mse_loss --epochs 2 --nproc_per_node 2"))
 def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1, val=None, metrics=None, sched=None,
         clip=None, accum=1, autocast=None, patience=None, monitor=None, log=None, resume=None,
         save_every=SAVE_EVERY, max_steps=None, nproc_per_node=None, nnodes=1, node_rank=0, rdzv=None, strategy="ddp",
