@@ -114,6 +114,8 @@ def _start(plan):
 def _launch(folder, launch):
     env = dict(os.environ, TORCHSH_FIT_RUN=folder)  # marks the launcher and its ranks (`ps e`, the tests)
     env.setdefault("LOGLEVEL", "INFO")  # elastic's account of the launch in launcher.log (the daemon log gets its tail)
+    if launch.nnodes == 1 and not launch.rdzv:  # one node: the ranks' gloo sockets listen on loopback only
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
     if "OMP_NUM_THREADS" not in env:  # the ranks share the cores (torchrun sets 1; this keeps all in use)
         env["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // launch.nproc_per_node))
     with open(dist_spec.path(folder, "launcher.log"), "wb") as out:
