@@ -77,6 +77,7 @@ ERRORS = {
     "unknown_context": (404, EXIT_USAGE, "no context has that name (`torch context ls` lists them)"),
     "fingerprint_mismatch": (403, EXIT_DAEMON, "the TLS daemon's certificate is not the one the context pins; nothing was sent"),
     "token_refused": (403, EXIT_DAEMON, "the TLS daemon refused the context's token"),
+    "rank_failed": (422, EXIT_TORCH, "a rank of a distributed fit failed, timed out or could not start; the message names it"),
 }
 
 # exit status -> (its name in `torch --help`, its class in the README's table). Generated into both,

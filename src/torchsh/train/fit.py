@@ -19,8 +19,13 @@ run_fit(ctx, plan, report, should_stop) reports progress events to report(event)
 batch, {"event": "epoch", **row} after every epoch, {"event": "stopped"|"done", "epoch", "step",
 "reason"} at the end — and polls should_stop() after every optimizer step: a stop there (or
 --max_steps) ends the run resumably, the model keeping that step.
+
+The same loop runs in every rank of `fit --nproc_per_node N` (train/dist_rank.py): `world` is what differs
+between one process and a rank (who writes logs and checkpoints, the model the forward goes through, the
+sums and the stop decision all ranks must share). OneProcess is the world of a plain `fit`.
 """
 import contextlib
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -53,8 +58,40 @@ class FitResult:
     reason: str = "done"                      # done | stopped | max_steps | early_stop
 
 
-def run_fit(ctx, plan, report, should_stop):
-    return _Run(plan, report, should_stop).go()
+class OneProcess:
+    """The world of a one-process fit: this process reads, trains, logs and checkpoints everything."""
+    writes = True  # logs, progress events and checkpoints come from this process
+
+    def wrap(self, model):
+        """The module the training forward goes through (a rank's: DistributedDataParallel or FSDP)."""
+        return model
+
+    def agree(self, stop, window_loss):
+        """(stop, the step's mean loss) as every process sees them: a rank stops only when all do."""
+        return stop, window_loss
+
+    def reduce(self, sums):
+        """An epoch's sums over every process's share of the data."""
+        return sums
+
+    def val_batches(self, loader):
+        while (batch := loader.next_batch()) is not None:
+            yield batch, True  # (batch, counted): a rank may run an uncounted batch to keep in step
+
+    def restore(self, plan, scaler, progress_type):
+        """(progress, the checkpoint resumed from or None)."""
+        source = resume.source(plan)
+        return (resume.restore(source, plan, scaler, progress_type) if source else progress_type()), source
+
+    def save(self, path, plan, scaler, progress):
+        resume.save(path, plan, scaler, progress)
+
+    def finish(self, plan, scaler, progress, result):
+        pass
+
+
+def run_fit(ctx, plan, report, should_stop, world=None):
+    return _Run(plan, report, should_stop, world or OneProcess()).go()
 
 
 def _on_device(batch, device):
@@ -67,21 +104,20 @@ def _on_device(batch, device):
 
 
 class _Run:
-    def __init__(self, plan, report, should_stop):
-        self.plan, self.report, self.should_stop = plan, report, should_stop
+    def __init__(self, plan, report, should_stop, world):
+        self.plan, self.report, self.should_stop, self.world = plan, report, should_stop, world
+        self.net = world.wrap(plan.model)  # what the training forward and backward go through
         self.scaler = torch.amp.GradScaler(plan.device_type, enabled=plan.autocast == "fp16")
         self.params = [p for g in plan.optimizer.param_groups for p in g["params"]]
         p = next(plan.model.parameters(), None)
         self.device = p.device if p is not None else torch.device("cpu")
         self.progress = Progress()
         self.result = FitResult()
-        self.log = LogDir(plan.log) if plan.log else None
+        self.log = LogDir(plan.log) if plan.log and world.writes else None
 
     def go(self):
         plan = self.plan
-        source = resume.source(plan)
-        if source:
-            self.progress = resume.restore(source, plan, self.scaler, Progress)
+        self.progress, source = self.world.restore(plan, self.scaler, Progress)
         if self.log:
             self.log.start(plan, self.progress, source)
         with torch.enable_grad():
@@ -109,7 +145,7 @@ class _Run:
 
     def _epoch(self):
         plan, p = self.plan, self.progress
-        plan.model.train()
+        self.net.train()
         if not p.in_epoch:
             p.in_epoch, p.sums, p.epoch_seconds = True, None, 0.0
         sums = EpochSums(plan.metrics, p.sums)
@@ -140,7 +176,7 @@ class _Run:
         plan = self.plan
         *inputs, target = _on_device(batch, self.device)
         with self._autocast():
-            output = plan.model(*inputs)
+            output = self.net(*inputs)
             loss = plan.loss(output, target, **plan.loss_args)
         sums.add(loss.item(), output, target)
         self.scaler.scale(loss / plan.accum if plan.accum > 1 else loss).backward()
@@ -154,15 +190,16 @@ class _Run:
         self.scaler.step(plan.optimizer)          # optimizer.step() without fp16
         self.scaler.update()
         p.step += 1
+        stop, window_loss = self.world.agree(self.should_stop(), sums.window_loss())
         if self.log:
-            self.log.row({"kind": "step", "epoch": p.epoch, "step": p.step, "loss": sums.window_loss(),
+            self.log.row({"kind": "step", "epoch": p.epoch, "step": p.step, "loss": window_loss,
                           "lr": self._lr(), "seconds": seconds})
-        reason = "stopped" if self.should_stop() else None
+        reason = "stopped" if stop else None
         if plan.max_steps is not None and p.step >= plan.max_steps:
             reason = reason or "max_steps"
-        if self.log and (reason or p.step % plan.save_every == 0):
+        if plan.log and (reason or p.step % plan.save_every == 0):
             p.sums, p.epoch_seconds = sums.state(), seconds
-            resume.save(self.log.last, plan, self.scaler, p)
+            self.world.save(os.path.join(plan.log, "last.safetensors"), plan, self.scaler, p)
         return reason
 
     def _lr(self):
@@ -171,7 +208,7 @@ class _Run:
 
     def _end_epoch(self, sums, seconds):
         plan, p = self.plan, self.progress
-        row = {"kind": "epoch", "epoch": p.epoch, "step": p.step, **sums.row()}
+        row = {"kind": "epoch", "epoch": p.epoch, "step": p.step, **self.world.reduce(sums).row()}
         if plan.val is not None:
             row.update(self._validate())
         row.update(lr=self._lr(), seconds=seconds)
@@ -184,9 +221,10 @@ class _Run:
         p.epoch, p.in_epoch, p.sums, p.epoch_seconds = p.epoch + 1, False, None, 0.0
         if self.log:
             self.log.row(row)
-            resume.save(self.log.last, plan, self.scaler, p)
+        if plan.log:
+            self.world.save(os.path.join(plan.log, "last.safetensors"), plan, self.scaler, p)
             if improved:
-                resume.save(self.log.best, plan, self.scaler, p)
+                self.world.save(os.path.join(plan.log, "best.safetensors"), plan, self.scaler, p)
         self.result.rows.append(row)
         self.report(dict(row, event="epoch"))
 
@@ -201,20 +239,23 @@ class _Run:
 
     def _validate(self):
         plan, sums = self.plan, EpochSums(self.plan.metrics)
-        plan.model.eval()
+        plan.model.eval()  # not through a DDP wrapper: ranks evaluate unequal shares, with no collective
         with torch.no_grad(), self._autocast():
-            while (batch := plan.val.next_batch()) is not None:
+            for batch, counted in self.world.val_batches(plan.val):
                 *inputs, target = _on_device(batch, self.device)
                 output = plan.model(*inputs)
-                sums.add(plan.loss(output, target, **plan.loss_args).item(), output, target)
+                loss = plan.loss(output, target, **plan.loss_args)
+                if counted:
+                    sums.add(loss.item(), output, target)
         plan.model.train()
-        return sums.row("val_")
+        return self.world.reduce(sums).row("val_")
 
     def _finish(self, reason):
         p = self.progress
         if self.log:
             self.log.close()
         self.result.epoch, self.result.step, self.result.reason = p.epoch - (0 if p.in_epoch else 1), p.step, reason
+        self.world.finish(self.plan, self.scaler, p, self.result)
         self.report({"event": "done" if reason in ("done", "early_stop") else "stopped",
                      "epoch": self.result.epoch, "step": p.step, "reason": reason})
         return self.result

@@ -4,12 +4,16 @@ training loop in one request (src/torchsh/train/fit.py has the loop, step for st
 stdout: one row per epoch (epoch, train loss, val loss, metrics, lr, seconds) as aligned text, or one
 JSON object a line with --json. --log DIR keeps metrics.jsonl/.csv, run.json and the checkpoints
 last/best; --resume auto continues from DIR's last checkpoint bit for bit, even mid-epoch.
+--nproc_per_node N trains on torch.distributed instead (train/distributed.py; docs/distributed.md).
 """
+import functools
 import os
 
 from torchsh import jobs
 from torchsh.call.results import Table
+from torchsh.errors import TorchshError
 from torchsh.jobs import follow
+from torchsh.train import distributed
 from torchsh.train.fit import run_fit
 from torchsh.train.plan import SAVE_EVERY, FitPlan
 from torchsh.verbs import verb
@@ -36,14 +40,20 @@ def _cell(key, value):
 @verb("fit(Module model, Optimizer optimizer, Loader loader, *, str loss=\"mse_loss\", Json? loss_args=None, "
       "int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, "
       "str? autocast=None, int? patience=None, str? monitor=None, Path? log=None, str? resume=None, "
-      "int save_every=%d, int? max_steps=None, bool detach=False, bool json=False) -> Json" % SAVE_EVERY,
+      "int save_every=%d, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, "
+      "str? rdzv=None, str strategy=\"ddp\", float timeout=%g, bool detach=False, bool json=False) -> Json"
+      % (SAVE_EVERY, distributed.TIMEOUT_S),
       category="optim",
       examples=("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
                 "L=$(torch data loader $(torch data tensors $(torch randn 64 2) $(torch randn 64 1)) "
-                "--batch_size 16 --shuffle --seed 0); torch fit $m $o $L --loss mse_loss --epochs 2",))
+                "--batch_size 16 --shuffle --seed 0); torch fit $m $o $L --loss mse_loss --epochs 2",
+                "m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
+                "L=$(torch data loader $(torch data tensors $(torch randn 64 2) $(torch randn 64 1)) "
+                "--batch_size 8 --shuffle --seed 0); torch fit $m $o $L --loss mse_loss --epochs 2 --nproc_per_node 2"))
 def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1, val=None, metrics=None, sched=None,
         clip=None, accum=1, autocast=None, patience=None, monitor=None, log=None, resume=None,
-        save_every=SAVE_EVERY, max_steps=None, detach=False, json=False):
+        save_every=SAVE_EVERY, max_steps=None, nproc_per_node=None, nnodes=1, node_rank=0, rdzv=None, strategy="ddp",
+        timeout=distributed.TIMEOUT_S, detach=False, json=False):
     """Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 
     Args:
@@ -62,6 +72,13 @@ def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1
         resume: auto (the --log folder's last checkpoint, when there is one) or a checkpoint file
         save_every: optimizer steps between `last` checkpoints (also saved every epoch and where a run stops)
         max_steps: stop after this many optimizer steps of the whole run (resumable with --resume)
+        nproc_per_node: train in N processes on torch.distributed (DDP; gloo on CPU, nccl on CUDA), each on a
+            DistributedSampler share of LOADER's data in batches of its batch size; the handles get the result
+        nnodes: nodes of the run (one daemon per host, each runs this fit; docs/distributed.md)
+        node_rank: this node's rank, 0..nnodes-1 (node 0 hosts the rendezvous at --rdzv)
+        rdzv: HOST:PORT of node 0's rendezvous (several nodes)
+        strategy: ddp (DistributedDataParallel) or fsdp (FSDP's fully_shard: parameters and state sharded)
+        timeout: seconds a collective waits for the other ranks before the run fails
         detach: run as a job and print its job:// at once (`torch job logs|wait|stop`, docs/jobs.md)
         json: rows as JSON lines
     """
@@ -70,15 +87,25 @@ def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1
                    sched=sched, clip=clip, accum=accum, autocast=autocast, patience=patience, monitor=monitor,
                    log=log, resume=_resume_path(ctx, resume), save_every=save_every, max_steps=max_steps,
                    loss_name=loss, command=_command(locals()))
+    work = _work(ctx, plan, nproc_per_node, (nnodes, node_rank, rdzv, strategy, timeout))
     columns = [c for c in _COLUMNS if c != "val_loss" or val is not None]
     columns += list(plan.metrics) + ["val_" + m for m in plan.metrics if val is not None] + ["lr", "seconds"]
     if detach or ctx.can_follow:  # a job: the CLI's client follows a foreground one (progress, Ctrl-C)
-        job = jobs.start(ctx, "fit", lambda report, should_stop: run_fit(ctx, plan, report, should_stop), columns,
-                         uses=(model, optimizer, loader, val, sched))
+        job = jobs.start(ctx, "fit", work, columns, uses=(model, optimizer, loader, val, sched))
         return job.handle if detach else follow.reply(ctx, job, "run", as_json=json)
-    result = run_fit(ctx, plan, lambda event: None, lambda: False)  # the JSON API: rows when it is over
+    result = work(lambda event: None, lambda: False)  # the JSON API: rows when it is over
     rows = [{k: r[k] for k in columns if k in r} for r in result.rows]
     return FitRows(rows, columns)
+
+
+def _work(ctx, plan, nproc_per_node, launch_options):
+    """The run as work(report, should_stop): one process, or N on torch.distributed."""
+    if nproc_per_node is not None:
+        return functools.partial(distributed.run, ctx, plan, distributed.Launch(nproc_per_node, *launch_options))
+    if launch_options != (1, 0, None, "ddp", distributed.TIMEOUT_S):
+        raise TorchshError("missing_argument", "--nnodes, --node_rank, --rdzv, --strategy and --timeout belong to "
+                           "a distributed fit", "add --nproc_per_node N")
+    return functools.partial(run_fit, ctx, plan)
 
 
 def _resume_path(ctx, resume):
@@ -91,7 +118,7 @@ def _command(args):
     """The command line as run.json records it: handles stand for the objects run.json describes."""
     words = ["torch", "fit", "MODEL", "OPT", "LOADER"]
     for key in ("loss", "loss_args", "epochs", "metrics", "clip", "accum", "autocast", "patience", "monitor",
-                "log", "resume", "save_every", "max_steps"):
+                "log", "resume", "save_every", "max_steps", "nproc_per_node"):
         value = args[key]
         if value is not None:
             words += ["--" + key, ",".join(value) if isinstance(value, list) else str(value)]

@@ -1,0 +1,120 @@
+"""`python -m torchsh.train.dist_launch FOLDER`: the launcher process of `fit --nproc_per_node N`.
+
+The daemon starts it with subprocess (fork+exec: nothing of the threaded daemon is copied) and it runs
+torch.distributed's elastic launcher, the API under torchrun (LaunchConfig + elastic_launch), with
+dist_rank.rank_main as every rank's entrypoint. Ranks start from a forkserver that has imported torch
+and torchsh's rank code once (start_method "forkserver" with that preload), not by fork() of a process
+with threads. Rendezvous: c10d on localhost for one node; with --rdzv HOST:PORT the static rendezvous
+(torchrun's default with --master_addr/--master_port): node_rank 0 hosts the store there.
+
+On a failing rank elastic stops the others (max_restarts 0) and raises ChildFailedError; the first
+failure (its rank, and the rank-R.json the rank wrote) goes to failure.json for the daemon. A SIGTERM
+(the daemon giving up on a stop) makes elastic end every rank. The launcher ends itself when the daemon
+is gone.
+"""
+import multiprocessing
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+import uuid
+
+PRELOAD = ["torch", "torch.distributed", "torchsh.train.dist_rank"]
+
+
+def config(launch, log_dir):
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
+    from torch.distributed.launcher.api import LaunchConfig
+    rdzv = launch.get("rdzv")
+    if rdzv:  # the run id prefixes the store's keys: the same on every node
+        backend, endpoint, configs, run_id = "static", rdzv, {"rank": launch["node_rank"]}, "torchsh-fit-" + rdzv
+    else:
+        backend, endpoint, configs, run_id = "c10d", "localhost:0", {}, uuid.uuid4().hex
+    configs["timeout"] = launch["rdzv_timeout"]
+    return LaunchConfig(min_nodes=launch["nnodes"], max_nodes=launch["nnodes"], nproc_per_node=launch["nproc_per_node"],
+                        run_id=run_id, rdzv_backend=backend, rdzv_endpoint=endpoint,
+                        rdzv_configs=configs, max_restarts=0, monitor_interval=0.1, start_method="forkserver",
+                        logs_specs=DefaultLogsSpecs(log_dir=log_dir), shutdown_timeout=5)
+
+
+def main(folder):
+    from torchsh.train import dist_spec
+    spec = dist_spec.read_json(dist_spec.path(folder, "spec.json"))
+    _end_with(spec["daemon_pid"])
+    multiprocessing.set_forkserver_preload(PRELOAD)
+    try:
+        return _launch(folder, spec)
+    finally:
+        if not _alive(spec["daemon_pid"]):  # no daemon will read the folder or remove it
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _launch(folder, spec):
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import elastic_launch
+    from torchsh.train.dist_rank import rank_main
+    try:
+        elastic_launch(config(spec["launch"], os.path.join(folder, "logs")), rank_main)(folder)
+    except ChildFailedError as e:
+        rank, failure = e.get_first_failure()
+        killed = failure.exitcode is not None and failure.exitcode < 0  # a signal: that rank wrote nothing
+        _write_failure(folder, (not killed and _first_recorded(folder)) or _from_elastic(rank, failure))
+        return 1
+    except Exception as e:  # the rendezvous or the launch itself: no rank ran
+        _write_failure(folder, {"rank": None, "code": "rank_failed", "hint": None,
+                                "message": "the launch failed: %s: %s" % (type(e).__name__, str(e).split("\n")[0])})
+        return 1
+    return 0
+
+
+def _first_recorded(folder):
+    """The earliest rank-R.json: the rank that failed first (the others' errors follow from its end)."""
+    from torchsh.train import dist_spec
+    records = []
+    for name in os.listdir(folder):
+        if name.startswith("rank-") and name.endswith(".json"):
+            try:
+                records.append(dist_spec.read_json(dist_spec.path(folder, name)))
+            except (OSError, ValueError):
+                continue
+    return min(records, key=lambda r: r["time"]) if records else None
+
+
+def _from_elastic(rank, failure):
+    """A rank that died without a record (a signal, os._exit): elastic's words for it."""
+    message = failure.message
+    if isinstance(message, dict):
+        message = message.get("message", "")
+    if not message or "To enable traceback" in str(message):
+        message = "exited with status %s" % failure.exitcode
+        if failure.exitcode is not None and failure.exitcode < 0:
+            message = "killed by %s" % signal.Signals(-failure.exitcode).name
+    return {"rank": rank, "code": "rank_failed", "message": str(message).split("\n")[0], "hint": None}
+
+
+def _write_failure(folder, record):
+    from torchsh.train import dist_spec
+    dist_spec.write_json(dist_spec.path(folder, "failure.json"), record)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _end_with(daemon_pid):
+    """SIGTERM to this launcher (elastic then ends every rank) within a second of the daemon's end."""
+    def watch():
+        while _alive(daemon_pid):
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+    threading.Thread(target=watch, name="daemon-watch", daemon=True).start()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

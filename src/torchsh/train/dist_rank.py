@@ -1,0 +1,113 @@
+"""One rank of `fit --nproc_per_node N`: rank_main(folder) is the elastic launcher's entrypoint.
+
+It joins the process group (gloo on CPU, nccl on CUDA, the collective timeout of --timeout), rebuilds the
+model, optimizer, scheduler and loaders from the spec's recipes and values, wraps the model (DDP, or FSDP's
+fully_shard with --strategy fsdp), and runs fit's own loop (train/fit.py) with a RankWorld: every rank
+trains on its DistributedSampler share; rank 0 alone writes --log and the checkpoints; each node's local
+rank 0 reports progress and writes the finished state back into its spec folder (dist_spec.py names the
+files).
+"""
+import datetime
+import json
+import os
+import threading
+import time
+
+import torch
+import torch.distributed as dist
+
+from torchsh.errors import TorchshError, from_torch_exception
+from torchsh.train import dist_spec
+from torchsh.train.dist_world import RankWorld
+from torchsh.train.fit import run_fit
+from torchsh.train.plan import FitPlan
+from torchsh.verbs.train import loss_function
+
+
+def rank_main(folder):
+    """The entrypoint of every rank (module level, the spec folder's path its only argument)."""
+    rank = int(os.environ["RANK"])
+    try:
+        spec, tensors = dist_spec.read(folder)
+        _end_with(spec["daemon_pid"])
+        _run(folder, spec, tensors)
+    except BaseException as e:
+        _record_failure(folder, rank, e)
+        raise
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _run(folder, spec, tensors):
+    fit, launch = spec["fit"], spec["launch"]
+    device = _device(spec)
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+                            timeout=datetime.timedelta(seconds=launch["timeout"]))
+    world = RankWorld(folder, launch["strategy"], device, spec["start"])
+    objects = world.build(spec, tensors)
+    torch.set_rng_state(tensors["rng.cpu"])
+    plan = FitPlan(model=objects["model"], optimizer=objects["optimizer"], loader=objects["loader"],
+                   loss=loss_function(fit["loss"]), loss_args=fit["loss_args"], epochs=fit["epochs"],
+                   val=objects.get("val"), metrics=tuple(fit["metrics"]), sched=objects.get("sched"),
+                   clip=fit["clip"], accum=fit["accum"], autocast=fit["autocast"], patience=fit["patience"],
+                   monitor=fit["monitor"], log=fit["log"], resume=None, save_every=fit["save_every"],
+                   max_steps=fit["max_steps"], command=tuple(fit["command"]), loss_name=fit["loss"])
+    events = open(dist_spec.path(folder, "events.jsonl"), "a") if world.speaks else None
+    stop_file = dist_spec.path(folder, "stop")
+
+    def report(event):
+        if events is not None:  # local rank 0 speaks for the run; its daemon's job tails the file
+            events.write(json.dumps(event, allow_nan=True) + "\n")
+            events.flush()
+
+    try:
+        run_fit(None, plan, report, lambda: world.speaks and os.path.exists(stop_file), world)
+    finally:
+        if events is not None:
+            events.close()
+
+
+def _device(spec):
+    """cuda:LOCAL_RANK when the daemon's model is on CUDA, else the CPU."""
+    placement = spec["objects"]["model"].get("placement", {})
+    if any(device.startswith("cuda") for _, device in placement.values()):
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        return torch.device("cuda", local)
+    return torch.device("cpu")
+
+
+def _end_with(daemon_pid):
+    """End this rank within a second of the daemon's end or its launcher's, however they ended (kill -9
+    included): the launcher's forkserver, this rank's parent, ends with the launcher."""
+    parent = os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(daemon_pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            if os.getppid() != parent:
+                os._exit(1)
+    threading.Thread(target=watch, name="daemon-watch", daemon=True).start()
+
+
+def _record_failure(folder, rank, exc):
+    """rank-R.json: the failure as one torchsh error (code, message, hint), for the daemon's one line."""
+    if isinstance(exc, TorchshError):
+        err = exc
+    elif isinstance(exc, (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError, MemoryError)):
+        err = from_torch_exception(exc)
+    elif isinstance(exc, KeyboardInterrupt):
+        err = TorchshError("rank_failed", "interrupted")
+    else:
+        err = TorchshError("rank_failed", "%s: %s" % (type(exc).__name__, str(exc).split("\n")[0]))
+    try:
+        dist_spec.write_json(dist_spec.path(folder, "rank-%d.json" % rank),
+                             {"rank": rank, "time": time.time(), "code": err.code, "message": err.message,
+                              "hint": err.hint})
+    except OSError:
+        pass  # the folder is gone: the daemon has given up on the run already

@@ -1,0 +1,186 @@
+"""RankWorld: what fit's loop (train/fit.py) does differently in a rank of `fit --nproc_per_node N`.
+
+- the forward goes through DistributedDataParallel (gradients averaged over ranks in backward), or with
+  --strategy fsdp through FSDP's fully_shard (parameters, gradients and optimizer state sharded);
+- each optimizer step ends with one all_reduce that carries the stop flag (rank 0 reads the daemon's stop
+  file; every rank stops at the same step) and the step's mean loss for --log;
+- the epoch's loss and metric sums are summed over ranks, so the epoch row is the whole data's;
+- rank 0 alone writes --log and the checkpoints: the same `fit` checkpoints as one process (model keys
+  without DDP's `module.` prefix; with FSDP the full state gathered from the shards first, by every rank);
+- each node's local rank 0 speaks to its node's daemon: progress events and the finished state (every
+  rank holds the same trained state), so with several nodes every daemon's handles get the result.
+"""
+import dataclasses
+import json
+import os
+import types
+
+import torch
+import torch.distributed as dist
+
+from torchsh.classes import state as state_file
+from torchsh.errors import TorchshError
+from torchsh.session import recipe
+from torchsh.train import dist_spec, resume
+from torchsh.train.dist_loader import DistLoader, ValShare
+from torchsh.train.metrics import EpochSums
+
+
+class RankWorld:
+    def __init__(self, folder, strategy, device, start):
+        self.folder, self.strategy, self.device, self.start = folder, strategy, device, start
+        self.rank, self.size = dist.get_rank(), dist.get_world_size()
+        self.writes = self.rank == 0                           # --log and its checkpoints
+        self.speaks = int(os.environ.get("LOCAL_RANK", "0")) == 0  # this node's events and result
+        self.net = None
+        self.recipes = None
+        self.names = []   # the optimizer's parameters' names, in its order (FSDP's state is keyed by them)
+
+    # -- the objects -------------------------------------------------------------------------------
+    def build(self, spec, tensors):
+        """model, optimizer, sched, loader, val from the spec: recipes built, values loaded, model wrapped."""
+        self.recipes = spec["objects"]
+        built = {}
+
+        def make(name):
+            if name in self.recipes:
+                built[name] = recipe.build(self.recipes[name], built.__getitem__)
+            return built.get(name)
+
+        model = make("model")
+        recipe.load_state(model, dist_spec.values(tensors, "model"))
+        model.to(self.device)
+        if self.strategy == "fsdp":
+            from torch.distributed.fsdp import fully_shard
+            fully_shard(model)
+        optimizer, sched = make("optimizer"), make("sched")
+        self.names = _parameter_names(model, optimizer)
+        self._load_optimizer(model, optimizer, dist_spec.values(tensors, "optimizer"))
+        if sched is not None:
+            recipe.load_state(sched, dist_spec.values(tensors, "sched"))
+        if self.strategy == "ddp":
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.net = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
+        else:
+            self.net = model
+        built.update(loader=self._share(make("loader"), tensors, "loader"), val=self._share(make("val"), tensors, "val"))
+        return built
+
+    def _load_optimizer(self, model, optimizer, values):
+        state = state_file.decode(json.loads(bytes(values[recipe.STATE_JSON].numpy()).decode()), values)
+        if self.strategy == "fsdp":
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+            set_optimizer_state_dict(model, optimizer, _by_name(state, self.names),
+                                     options=StateDictOptions(full_state_dict=True))
+        else:
+            optimizer.load_state_dict(state)
+
+    def _share(self, loader, tensors, name):
+        """This rank's share of a loader built from its recipe (its dataset's values loaded)."""
+        if loader is None:
+            return None
+        recipe.load_state(loader, dist_spec.values(tensors, name))
+        if name == "val":
+            return ValShare(loader.dataset, loader.batch_size, loader.num_workers, self.size, self.rank)
+        return DistLoader(loader.dataset, loader.batch_size, loader.shuffle, loader.drop_last, loader.seed,
+                          loader.num_workers, self.size, self.rank, epoch=self.start["loader_epoch"])
+
+    # -- fit's hooks (train/fit.py OneProcess says what each is for) ----------------------------------
+    def wrap(self, model):
+        return self.net
+
+    def agree(self, stop, window_loss):
+        t = torch.tensor([1.0 if stop else 0.0, window_loss], dtype=torch.float64, device=self.device)
+        dist.all_reduce(t)
+        return bool(t[0] > 0), t[1].item() / self.size
+
+    def reduce(self, sums):
+        return EpochSums(sums.names, self._summed(sums.state(), sums.names))
+
+    def _summed(self, state, names):
+        """An EpochSums state summed over ranks (a rank without one adds zeros: every rank joins)."""
+        state = state or {"samples": 0, "loss": 0.0, "correct": {n: 0 for n in names}}
+        t = torch.tensor([state["samples"], state["loss"]] + [state["correct"].get(n, 0) for n in names],
+                         dtype=torch.float64, device=self.device)
+        dist.all_reduce(t)
+        values = t.tolist()
+        return {"samples": int(values[0]), "loss": values[1],
+                "correct": {n: int(v) for n, v in zip(names, values[2:])}}
+
+    def val_batches(self, share):
+        for batch, counted in share.batches():
+            if counted or self.strategy == "fsdp":  # FSDP's forward gathers: every rank runs as many
+                yield batch, counted
+
+    def restore(self, plan, scaler, progress_type):
+        fit = self.start.get("resumed")
+        if not fit:
+            return progress_type(), None
+        try:
+            plan.loader.load_state_dict(fit["loader"])
+            if plan.val is not None and fit["val_loader"] is not None:
+                plan.val.load_state_dict(fit["val_loader"])
+        except ValueError as e:
+            raise TorchshError("state_mismatch", "the checkpoint's loader does not fit: %s" % e,
+                               "resume with the --nproc_per_node it was saved with") from None
+        if fit["scaler"]:
+            scaler.load_state_dict(fit["scaler"])
+        progress = progress_type(**fit["progress"])
+        if self.rank != 0:
+            progress.sums = None  # the checkpoint's partial sums are all ranks' already: counted once, on rank 0
+        return progress, self.start.get("resumed_from")
+
+    def save(self, path, plan, scaler, progress):
+        """A `fit` checkpoint at PATH, written by rank 0 (every rank calls: the sums and FSDP's state are
+        gathered from all of them)."""
+        self._save(path, plan, scaler, progress, self.writes)
+
+    def _save(self, path, plan, scaler, progress, mine):
+        saved = dataclasses.replace(progress, sums=self._summed(progress.sums, plan.metrics)
+                                    if progress.in_epoch else None)
+        view = self._full_state(plan, mine)
+        if mine:
+            resume.save(path, view, scaler, saved)
+
+    def _full_state(self, plan, mine):
+        """What resume.save reads: the plan itself with DDP; with FSDP an unsharded copy where it is written."""
+        if self.strategy != "fsdp":
+            return plan
+        from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
+                                                             get_optimizer_state_dict)
+        options = StateDictOptions(full_state_dict=True)  # every rank gets it: each node's local rank 0 may write
+        weights = get_model_state_dict(plan.model, options=options)
+        optim = get_optimizer_state_dict(plan.model, plan.optimizer, options=options)
+        if not mine:
+            return None
+        model = recipe.build(self.recipes["model"], {}.__getitem__)
+        optimizer = recipe.build(self.recipes["optimizer"], {"model": model}.__getitem__)
+        model.load_state_dict(weights)
+        optimizer.load_state_dict(_by_index(optim, self.names))
+        return types.SimpleNamespace(model=model, optimizer=optimizer, sched=plan.sched, loader=plan.loader,
+                                     val=plan.val)
+
+    def finish(self, plan, scaler, progress, result):
+        """The finished state back to the daemon: result.safetensors (a fit checkpoint) and result.json."""
+        self._save(dist_spec.path(self.folder, "result.safetensors"), plan, scaler, progress, self.speaks)
+        if self.speaks:
+            dist_spec.write_json(dist_spec.path(self.folder, "result.json"),
+                                 {"rows": result.rows, "epoch": result.epoch, "step": result.step,
+                                  "reason": result.reason, "loader_epoch": plan.loader.epoch})
+
+
+def _parameter_names(model, optimizer):
+    names = {id(p): n for n, p in model.named_parameters()}
+    return [names.get(id(p)) for g in optimizer.param_groups for p in g["params"]]
+
+
+def _by_name(state, names):
+    """An optimizer state_dict keyed by parameter index -> keyed by parameter name (FSDP's full form)."""
+    return {"state": {names[i]: s for i, s in state["state"].items()},
+            "param_groups": [dict(g, params=[names[i] for i in g["params"]]) for g in state["param_groups"]]}
+
+
+def _by_index(state, names):
+    index = {n: i for i, n in enumerate(names)}
+    return {"state": {index[n]: s for n, s in state["state"].items()},
+            "param_groups": [dict(g, params=[index[n] for n in g["params"]]) for g in state["param_groups"]]}
