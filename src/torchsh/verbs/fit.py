@@ -7,7 +7,6 @@ last/best; --resume auto continues from DIR's last checkpoint bit for bit, even 
 --nproc_per_node N trains on torch.distributed instead (train/distributed.py; docs/distributed.md).
 """
 import functools
-import os
 
 from torchsh import jobs
 from torchsh.call.results import Table
@@ -111,7 +110,7 @@ def _work(ctx, plan, nproc_per_node, launch_options):
 def _resume_path(ctx, resume):
     if resume is None or resume == "auto":
         return resume
-    return os.path.normpath(os.path.join(ctx.cwd, os.path.expanduser(resume)))
+    return ctx.path(resume)  # the caller's cwd; on a remote context only NAME:/path
 
 
 def _command(args):
