@@ -41,6 +41,7 @@ def main(argv=None):
         env.append(b"TORCHSH_SOCKET=" + sock.encode())
     if name is not None:  # the daemon prints this context's handles as kind://NAME/… (remote/naming.py)
         env.append(b"TORCHSH_CONTEXT=" + name)
+        env.append(b"TORCHSH_STREAMS_FILES=1")  # and this client streams the files its command names
     if b"TORCHSH_COLUMNS" not in posix.environ:  # `torch plot` sizes its chart to the terminal it prints on
         try:
             env.append(b"TORCHSH_COLUMNS=%d" % posix.get_terminal_size(1).columns)
@@ -63,6 +64,9 @@ def _run(path, args, request, name=None):
     if protocol.H_STDIN in headers:
         request["stdin_lines"] = _read_stdin_lines(int(headers[protocol.H_STDIN]))
         status, headers, body = call(conn, request)
+    if protocol.H_UPLOAD in headers or protocol.H_DOWNLOAD in headers:  # a remote context and the caller's files
+        from torchsh import filerelay  # the rare remote path: its code is paid for only here
+        headers, body = filerelay.serve(conn, path, request, headers, body)
     if protocol.H_EXEC in headers:
         conn.close()
         sys.exit(_run_exec(path, request, body, name))

@@ -5,7 +5,18 @@ Handlers take a Context instead of reaching for globals, so unit tests can build
 import os
 from dataclasses import dataclass
 
+from torchsh.remote import staging
+
 _TRUE = ("1", "true", "yes", "on")
+
+
+class NeedUpload(Exception):
+    """A command on a remote context names a caller's file the daemon has not been sent yet: the CLI face
+    asks the client for it (protocol.H_UPLOAD). Not a TorchshError: no op ran, nothing failed."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.path = path
 
 
 @dataclass(slots=True)  # built for every request: slots make that cheaper
@@ -18,9 +29,11 @@ class Context:
     peer_pid: int = None        # the client process (SO_PEERCRED on the Unix socket); None on the fast path
     stderr_is_tty: bool = False  # the caller's stderr is a terminal: a job's progress may be a live \r line
     can_follow: bool = False    # the caller follows a job's output to its end (the CLI face's clients do)
+    downloads: list = None      # (stage id, the caller's path) of files the op wrote for a remote caller
 
     def __post_init__(self):
         self.env = self.env or {}
+        self.downloads = []
 
     @property
     def registry(self):
@@ -56,23 +69,40 @@ class Context:
         """The context this command runs on, as the caller named it ("default": the local daemon)."""
         return self.env.get("TORCHSH_CONTEXT") or "default"
 
-    def path(self, text):
-        """A path word as this daemon opens it. On the local daemon: relative to the caller's cwd. On a named
-        context (a remote daemon) a path is the caller's file, which this daemon cannot see: only
-        `NAME:/path` (a file on the daemon's own host) is taken; anything else is refused by name, never
-        resolved silently on the wrong host."""
+    def path(self, text, mode="in"):
+        """A path word as this daemon opens it. mode: "in" (a file the op reads), "out" (a file it writes),
+        "dir" (a folder). On the local daemon: relative to the caller's cwd. On a named context (a remote
+        daemon) a path is the caller's: `NAME:/path` names a file on the daemon's own host instead. A
+        caller's file is streamed by the client that can (remote/staging.py): an input is read from its
+        staged copy (or asked for: NeedUpload), an output written to a staged path the client fetches.
+        A folder, or a face that cannot stream (the JSON API), is refused by name, never resolved silently
+        on the wrong host."""
         text = os.path.expanduser(str(text))
         name = self.context_name
         if name == "default":
             return os.path.normpath(os.path.join(self.cwd, text))
         host_path = text[len(name) + 1:] if text.startswith(name + ":") else None
-        if host_path is not None and host_path.startswith("/"):
-            return os.path.normpath(host_path)
+        if host_path is not None:
+            if host_path.startswith("/"):
+                return os.path.normpath(host_path)
+            from torchsh.errors import TorchshError
+            raise TorchshError("remote_path", "%s: a path on %s's host must be absolute (its cwd is not yours)"
+                               % (text, name), "write %s:/absolute/path" % name)
+        caller_path = os.path.normpath(os.path.join(self.cwd, text))
+        if mode != "dir" and self.env.get(staging.ENV_STREAMS):
+            if mode == "out":
+                stage_id, staged = self.app.staging.new(caller_path)
+                self.downloads.append((stage_id, caller_path))
+                return staged
+            staged = self.app.staging.path_of(staging.staged_map(self.env).get(caller_path))
+            if staged is None:
+                raise NeedUpload(caller_path)
+            return staged
+        what = "a folder on this machine" if mode == "dir" else "a path on this machine"
         from torchsh.errors import TorchshError
-        raise TorchshError("remote_path", "%s is a path on this machine, but context %s's daemon runs elsewhere"
-                           % (text, name), "for a file on %s's host write %s:/absolute/path; for a file here, "
-                           "load it on the local daemon and copy it: torch --context default cp H --to %s"
-                           % (name, name, name))
+        raise TorchshError("remote_path", "%s is %s, but context %s's daemon runs elsewhere" % (text, what, name),
+                           "for one on %s's host write %s:/absolute/path%s" % (name, name, "" if mode == "dir" else
+                           "; files here stream through the `torch` client (not the JSON API)"))
 
     def put(self, obj, kind="tensor"):
         return self.app.registry.put(obj, kind, self.scope)

@@ -26,6 +26,10 @@ H_FOLLOW = "torchsh-follow"
 # `cp H… --to CTX` and `session push --to CTX`: "CTX" or "CTX keep"; stdout holds the source handles, one a
 # line. The client relays them (copyrelay.run): export here, import into CTX's daemon, print the new handles.
 H_COPY = "torchsh-copy"
+# A remote context's daemon and the client move the caller's files (remote/staging.py, filerelay.py):
+# "send me these files" before the op runs, and "fetch these files it wrote" after; id:hex(path),…
+H_UPLOAD = "torchsh-upload"
+H_DOWNLOAD = "torchsh-download"
 
 # Exit statuses by class. The README's table, docs/errors.md and `torch --help` are generated from
 # these, EXIT_CLASSES and ERRORS.

@@ -35,17 +35,21 @@ def test_nu_reaches_the_selected_context_and_prefixes_its_handles(nu, remote, tm
         $env.TORCHSH_CONTEXT = "r1"
         let a = (torch tensor '[[1.5, 2.0], [3.0, -4.0]]')
         let b = (torch matmul $a $a)
-        torch save $b %s
+        torch save $b r1:%s
         let census = (torch tensors | get handle)
         let refused = (try { torch add $a $here; "ran" } catch {|e| $e.msg })
+        let local_path = (try { torch save $b y2.pt; "ran" } catch {|e| $e.msg })
         print ({a: $a, here: $here, in_census: ($b in $census), status: (torch daemon status | get context),
-                refused: $refused} | to json --raw)
+                refused: $refused, local_path: $local_path} | to json --raw)
     """ % out
     import json
     got = json.loads(nu(script, env=env))
     assert got["a"].startswith("tensor://r1/") and not got["here"].startswith("tensor://r1/")
     assert got["in_census"] and got["status"] == "r1"
     assert "belongs to context default, but this command runs on context r1" in got["refused"]
+    # r1:/path is a file on r1's host (here the same machine); a plain path is the caller's, which only the
+    # `torch` client streams: nu's socket calls say so instead of writing it on the wrong host
+    assert "is a path on this machine, but context r1's daemon runs elsewhere" in got["local_path"]
     a = torch.tensor([[1.5, 2.0], [3.0, -4.0]])
     assert torch.equal(torch.load(out, weights_only=True), a @ a)
 

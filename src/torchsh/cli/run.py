@@ -17,7 +17,7 @@ from torchsh.call.invoke import invoke
 from torchsh.call.misfit import no_binding
 from torchsh.call.tokens import Token
 from torchsh.cli import help as cli_help, render
-from torchsh.context import Context
+from torchsh.context import Context, NeedUpload
 from torchsh.errors import TorchshError
 from torchsh.table.kinds import STDIN_TEXT_KINDS
 
@@ -53,7 +53,12 @@ def run_cli(app, request):
             return CliReply(stdout="torchsh %s (torch %s)\n" % (app.version, torch.__version__))
         op, fixed, words = app.table.resolve(argv)
         op_name = op.display_name
-        return _run_op(ctx, op, fixed, words)
+        reply = _run_op(ctx, op, fixed, words)
+        if ctx.downloads:  # files the op wrote for a remote caller: the client fetches them (remote/staging.py)
+            reply.headers = dict(reply.headers or {}, **{protocol.H_DOWNLOAD: _files_header(ctx.downloads)})
+        return reply
+    except NeedUpload as e:  # a caller's file this remote daemon has not been sent: the client sends it
+        return CliReply(headers={protocol.H_UPLOAD: _files_header([("", e.path)])})
     except TorchshError as e:
         e.op = e.op or op_name
         return CliReply(stderr="" if e.code in protocol.SILENT else e.line() + "\n", exit=protocol.exit_status(e.code))
@@ -62,6 +67,12 @@ def run_cli(app, request):
         err = TorchshError("internal_error", "internal error", "the daemon log %s has the traceback" % app.log_path,
                            op=op_name)
         return CliReply(stderr=err.line() + "\n", exit=protocol.EXIT_INTERNAL)
+
+
+def _files_header(pairs):
+    """(stage id, the caller's path) pairs as one header value: id:hex(path), comma-separated (a path may
+    hold any byte but NUL; a header may not)."""
+    return ",".join("%s:%s" % (stage_id, path.encode(errors="surrogateescape").hex()) for stage_id, path in pairs)
 
 
 def _check_word_sizes(argv):

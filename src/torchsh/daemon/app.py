@@ -15,6 +15,7 @@ import torch
 from torchsh import __version__, memory, protocol
 from torchsh.daemon import fastpath
 from torchsh.jobs import job as jobs_job
+from torchsh.remote.staging import Staging
 from torchsh.registry import Registry
 from torchsh.table import build_table
 
@@ -26,6 +27,7 @@ class App:
         self.log_path = protocol.sibling(socket_path, ".log")
         self.registry = Registry()
         self.registry.in_use = jobs_job.in_use  # a scope that ends keeps what a running job trains
+        self.staging = Staging()  # the callers' files, when this daemon is a remote context's (remote/staging.py)
         self.table, self.table_seconds = build_table()
         self.ttl = ttl_seconds
         self.started = time.time()

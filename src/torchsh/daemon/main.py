@@ -108,6 +108,7 @@ def _serve(sock, args, lock_fd, log):
             persist.save_at_stop(app, args.persist)
     finally:
         fastpath.disable(app)  # remove the token file: a stale port must not look alive
+        app.staging.close()
         if remote is not None:
             remote.close()
         if server.watch.ours():  # never unlink a file that replaced our socket

@@ -13,7 +13,7 @@ import re
 import traceback
 
 from torchsh import protocol
-from torchsh.api import bundle, objects, ops, openapi
+from torchsh.api import bundle, files, objects, ops, openapi
 from torchsh.cli.run import run_cli
 from torchsh.daemon.http import Response
 from torchsh.errors import TorchshError
@@ -58,6 +58,9 @@ ROUTES = (
     ("DELETE", r"/v1/tensors/(?P<handle>[a-z]+://\w+)", objects.delete_tensor, "Free one object"),
     ("GET", r"/v1/status", objects.get_status, "Daemon status: pid, version, uptime, TTL, objects, memory"),
     ("GET", r"/v1/openapi.json", get_openapi, "This API's OpenAPI 3.1 document"),
+    ("POST", r"/v1/files", files.post_file,
+     "Stage a caller's file on a remote context's daemon (the body; ?name=BASENAME); its id out"),
+    ("GET", r"/v1/files/(?P<id>[0-9a-f]+)", files.get_file, "A staged output file, once (then removed)"),
     ("POST", r"/v1/bundle/export", bundle.post_export,
      "Objects as one bundle (handles in, one a line; a safetensors stream out: JSON header, raw bytes)"),
     ("POST", r"/v1/bundle/import", bundle.post_import,
@@ -104,7 +107,7 @@ def lockfree(app, request):
     method, path = request.method, request.path
     try:
         if method == "GET":
-            return path in _LOCKFREE_GETS or path.startswith("/v1/ops/")
+            return path in _LOCKFREE_GETS or path.startswith(("/v1/ops/", "/v1/files/"))
         if method == "DELETE":
             return True  # free one object: the registry has its own lock
         if method != "POST":
@@ -115,7 +118,7 @@ def lockfree(app, request):
         elif path.startswith("/v1/ops/"):
             op = app.table.lookup(path[len("/v1/ops/"):])[0]
         else:
-            return False
+            return path == "/v1/files"  # file I/O only: a staged upload never waits for tensor work
         return bool(op is not None and op.lockfree)
     except Exception:  # unknown op, bad body: the handler will say so; it never needs the lock for that
         return False

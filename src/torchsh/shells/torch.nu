@@ -1064,10 +1064,10 @@ export def "checkpoint load" [
 
 # Save model, optimizer and scheduler state (and the RNG state) to one .safetensors file, atomically.
 #
-# checkpoint.save(Path file, Module model, Optimizer? optimizer=None, Scheduler? scheduler=None) -> None
+# checkpoint.save(OutPath file, Module model, Optimizer? optimizer=None, Scheduler? scheduler=None) -> None
 export def "checkpoint save" [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: file model optimizer scheduler; piped handles fill the tensor slots still missing
-    --file: path  # Path
+    --file: path  # OutPath
     --optimizer: string@"nu-complete torch handles"  # Optimizer?
     --scheduler: string@"nu-complete torch handles"  # Scheduler?
     --no_grad  # run without recording gradients
@@ -2623,7 +2623,7 @@ export def fill [
 
 # Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 #
-# fit(Module model, Optimizer optimizer, Loader loader, *, str loss=mse_loss, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, Path? log=None, str? resume=None, int save_every=200, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, str? rdzv=None, str strategy=ddp, float timeout=60, bool detach=False, bool json=False) -> Json
+# fit(Module model, Optimizer optimizer, Loader loader, *, str loss=mse_loss, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, DirPath? log=None, str? resume=None, int save_every=200, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, str? rdzv=None, str strategy=ddp, float timeout=60, bool detach=False, bool json=False) -> Json
 export def fit [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model optimizer loader; piped handles fill the tensor slots still missing
     --loss: string = "mse_loss"  # str
@@ -2637,7 +2637,7 @@ export def fit [
     --autocast: string  # str?
     --patience: int  # int?
     --monitor: string  # str?
-    --log: path  # Path?
+    --log: path  # DirPath?
     --resume: string  # str?
     --save_every: int = 200  # int
     --max_steps: int  # int?
@@ -4228,10 +4228,10 @@ export def "nn parameters" [
 
 # Save the model's state_dict (parameters and buffers) to a .safetensors file, written atomically.
 #
-# nn.save(Module model, Path file) -> None
+# nn.save(Module model, OutPath file) -> None
 export def "nn save" [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model file; piped handles fill the tensor slots still missing
-    --file: path  # Path
+    --file: path  # OutPath
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "nn.save" $in $args {file: $file, no_grad: $no_grad} {} }
 
@@ -4733,13 +4733,13 @@ export def pixel_unshuffle [
 
 # Chart training metrics from a `torch fit --log DIR` folder (DIR/metrics.jsonl) or a metrics.jsonl.
 #
-# plot(Path source, *, str[]? y=None, str? x=None, Path? png=None, int? width=None, int? height=None) -> str
+# plot(DirPath source, *, str[]? y=None, str? x=None, OutPath? png=None, int? width=None, int? height=None) -> str
 export def plot [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: source; piped handles fill the tensor slots still missing
-    --source: path  # Path
+    --source: path  # DirPath
     --y: any  # str[]?
     --x: string  # str?
-    --png: path  # Path?
+    --png: path  # OutPath?
     --width: int  # int?
     --height: int  # int?
     --no_grad  # run without recording gradients
@@ -5193,10 +5193,10 @@ export def rsub [
 
 # Save tensors to a file chosen by extension; several tensors need npz, safetensors or pt.
 #
-# save(Tensor[] tensors, Path file, *, str[]? names=None) -> None
+# save(Tensor[] tensors, OutPath file, *, str[]? names=None) -> None
 export def save [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… file; piped handles fill the tensor slots still missing
-    --file: path  # Path
+    --file: path  # OutPath
     --names: any  # str[]?
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "save" $in $args {file: $file, names: $names, no_grad: $no_grad} {} }
@@ -5523,10 +5523,10 @@ export def select_scatter [
 
 # Restore a saved session in this (fresh) daemon under the same handles; all or nothing.
 #
-# session.load(Path dir) -> Json
+# session.load(DirPath dir) -> Json
 export def "session load" [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dir; piped handles fill the tensor slots still missing
-    --dir: path  # Path
+    --dir: path  # DirPath
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "session.load" $in $args {dir: $dir, no_grad: $no_grad} {} }
 
@@ -5540,10 +5540,10 @@ export def "session push" [
 
 # Write every object held to DIR (created 0700 if missing) as DIR/session.safetensors: values,
 #
-# session.save(Path dir) -> Json
+# session.save(DirPath dir) -> Json
 export def "session save" [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dir; piped handles fill the tensor slots still missing
-    --dir: path  # Path
+    --dir: path  # DirPath
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "session.save" $in $args {dir: $dir, no_grad: $no_grad} {} }
 
@@ -6278,13 +6278,13 @@ export def unsqueeze_copy [
 
 # A snapshot of a tensor's data: compact JSON (default), csv or npy. JSON is valid JSON (RFC 8259):
 #
-# value(Tensor input, *, bool meta=False, str format=json, str nan=string, Path? out=None) -> Json
+# value(Tensor input, *, bool meta=False, str format=json, str nan=string, OutPath? out=None) -> Json
 export def value [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --meta  # bool
     --format: string = "json"  # str
     --nan: string = "string"  # str
-    --out: path  # Path?
+    --out: path  # OutPath?
     --no_grad  # run without recording gradients
     --table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)
 ]: any -> any { let v = (torchsh call "value" $in $args {meta: $meta, format: $format, nan: $nan, out: $out, no_grad: $no_grad} {meta: false, format: "json", nan: "string"} --values); if $table { torchsh table $v } else { $v } }
@@ -6569,13 +6569,13 @@ export def short [
 
 # A snapshot of a tensor's data: compact JSON (default), csv or npy. JSON is valid JSON (RFC 8259):
 #
-# value(Tensor input, *, bool meta=False, str format=json, str nan=string, Path? out=None) -> Json
+# value(Tensor input, *, bool meta=False, str format=json, str nan=string, OutPath? out=None) -> Json
 export def tolist [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
     --meta  # bool
     --format: string = "json"  # str
     --nan: string = "string"  # str
-    --out: path  # Path?
+    --out: path  # OutPath?
     --no_grad  # run without recording gradients
     --table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)
 ]: any -> any { let v = (torchsh call "tolist" $in $args {meta: $meta, format: $format, nan: $nan, out: $out, no_grad: $no_grad} {meta: false, format: "json", nan: "string"} --values); if $table { torchsh table $v } else { $v } }

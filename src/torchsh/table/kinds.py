@@ -168,6 +168,14 @@ KINDS = {k.name: k for k in (
             stdin="line", nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
     ArgKind("job", _handle_score, _held("job"), aten=("Job",), metavar="JOB", handle="job", stdin="line",
             nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
+    # a file the op writes, and a folder: on a remote context the first streams back to the caller, the
+    # second is refused unless written NAME:/path (Context.path)
+    ArgKind("out_path", lambda t: 3 if t.cls == "str" else 1, lambda tok, ctx: ctx.path(tok.text, "out"),
+            aten=("OutPath",), metavar="FILE", null_score=1, null_as_text=True, nu_type="path", schema=_STR,
+            complete="files"),
+    ArgKind("dir_path", lambda t: 3 if t.cls == "str" else 1, lambda tok, ctx: ctx.path(tok.text, "dir"),
+            aten=("DirPath",), metavar="DIR", null_score=1, null_as_text=True, nu_type="path", schema=_STR,
+            complete="files"),
 )}
 
 # The kinds by what they share, for the readers that ask one question of every row

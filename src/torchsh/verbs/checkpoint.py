@@ -17,7 +17,7 @@ from torchsh.verbs import verb
 FORMAT = "torchsh-checkpoint-1"
 
 
-@verb("checkpoint.save(Path file, Module model, Optimizer? optimizer=None, Scheduler? scheduler=None) -> None",
+@verb("checkpoint.save(OutPath file, Module model, Optimizer? optimizer=None, Scheduler? scheduler=None) -> None",
       category="nn",
       examples=("m=$(torch nn linear 2 1); torch checkpoint save ck.pt $m $(torch optim sgd $m --lr 0.1)",))
 def save(ctx, file, model, optimizer=None, scheduler=None):

@@ -143,7 +143,7 @@ def _from_numpy(array):
         raise ValueError("numpy dtype %s has no PyTorch equivalent (%s)" % (array.dtype, e)) from None
 
 
-@verb("save(Tensor[] tensors, Path file, *, str[]? names=None) -> None", category="files",
+@verb("save(Tensor[] tensors, OutPath file, *, str[]? names=None) -> None", category="files",
       examples=("torch save $(torch tensor '[1,2,3]') t.pt && torch load t.pt",))
 def save(ctx, tensors, file, names=None):
     """Save tensors to a file chosen by extension; several tensors need npz, safetensors or pt."""

@@ -38,7 +38,7 @@ def _cell(key, value):
 
 @verb("fit(Module model, Optimizer optimizer, Loader loader, *, str loss=\"mse_loss\", Json? loss_args=None, "
       "int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, "
-      "str? autocast=None, int? patience=None, str? monitor=None, Path? log=None, str? resume=None, "
+      "str? autocast=None, int? patience=None, str? monitor=None, DirPath? log=None, str? resume=None, "
       "int save_every=%d, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, "
       "str? rdzv=None, str strategy=\"ddp\", float timeout=%g, bool detach=False, bool json=False) -> Json"
       % (SAVE_EVERY, distributed.TIMEOUT_S),

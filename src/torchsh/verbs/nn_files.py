@@ -15,7 +15,7 @@ from torchsh.errors import TorchshError, bad_argument
 from torchsh.verbs import verb
 
 
-@verb("nn.save(Module model, Path file) -> None", category="nn",
+@verb("nn.save(Module model, OutPath file) -> None", category="nn",
       examples=("torch nn save $(torch nn linear 3 2) model.safetensors",))
 def nn_save(ctx, model, file):
     """Save the model's state_dict (parameters and buffers) to a .safetensors file, written atomically."""

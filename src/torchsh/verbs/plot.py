@@ -13,7 +13,7 @@ from torchsh.verbs import verb
 DEFAULT_WIDTH, DEFAULT_HEIGHT = 80, 15
 
 
-@verb("plot(Path source, *, str[]? y=None, str? x=None, Path? png=None, int? width=None, int? height=None) -> str",
+@verb("plot(DirPath source, *, str[]? y=None, str? x=None, OutPath? png=None, int? width=None, int? height=None) -> str",
       category="files",
       examples=("printf '%s\\n' '{\"kind\":\"step\",\"step\":1,\"loss\":2.0}' '{\"kind\":\"step\",\"step\":2,\"loss\":1.5}' "
                 "'{\"kind\":\"step\",\"step\":3,\"loss\":0.75}' > metrics.jsonl && torch plot metrics.jsonl --width 60",))

@@ -19,7 +19,7 @@ from torchsh.verbs import verb
 _CONTEXT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-@verb("session.save(Path dir) -> Json", category="objects",
+@verb("session.save(DirPath dir) -> Json", category="objects",
       examples=("torch ones 2 >/dev/null && torch session save saved && ls saved",))
 def save(ctx, dir):
     """Write every object held to DIR (created 0700 if missing) as DIR/session.safetensors: values,
@@ -37,7 +37,7 @@ def save(ctx, dir):
     return Text("saved %d objects to %s\n" % (len(manifest["objects"]), dir))
 
 
-@verb("session.load(Path dir) -> Json", category="objects",
+@verb("session.load(DirPath dir) -> Json", category="objects",
       examples=("mkdir -m700 d && export TORCHSH_SOCKET=$PWD/d/s && x=$(torch ones 2) && torch session save saved "
                 "&& torch daemon stop && torch session load saved && torch value $x && torch daemon stop",))
 def load(ctx, dir):

@@ -64,7 +64,7 @@ def check_grad_dtype(t):
                            % dtype_name(t.dtype), "make it with --dtype float32")
 
 
-@verb("value(Tensor input, *, bool meta=False, str format=\"json\", str nan=\"string\", Path? out=None) -> Json",
+@verb("value(Tensor input, *, bool meta=False, str format=\"json\", str nan=\"string\", OutPath? out=None) -> Json",
       category="tensors", lockfree=False,
       examples=("torch value $(torch arange 4)",
                 "torch value $(torch eye 2) --meta",
