@@ -73,6 +73,19 @@ def test_cp_brings_a_tensor_a_model_its_optimizer_and_scheduler_with_equal_state
     assert all(torch.equal(here[0][k], there[0][k]) for k in here[0])
 
 
+def test_cp_brings_a_dataset_and_a_loader_mid_epoch_that_go_on_with_the_same_batches(sh, t2):
+    d, L = sh("d=$(torch data tensors $(torch randn 10 2) $(torch arange 10)); "
+              "L=$(torch data loader $d --batch_size 4 --shuffle --seed 3); torch data next $L >/dev/null; echo $d $L").split()
+    out, err, code = relay(sh, t2, [d, L])
+    assert code == 0, err
+    nd, nL = (unnamed(h) for h in out.split())
+    assert t2("torch data info %s --json" % nd) == sh("torch data info %s --json" % d)
+    for step in range(4):  # the rest of the epoch, its end, then the next epoch's first batch: alike on both
+        here, there = sh.run("torch data next %s" % L), t2.run("torch data next %s" % nL)
+        assert here.code == there.code == (1 if step == 2 else 0)
+        assert all(torch.equal(sh.fetch(a), t2.fetch(b)) for a, b in zip(here.out.split(), there.out.split()))
+
+
 def test_cp_of_an_optimizer_without_its_model_is_refused_before_anything_moves(sh, t2):
     m, o, s, x = trained(sh)
     r = sh.run("torch cp %s --to t2" % o)
