@@ -30,10 +30,11 @@ class Context:
     stderr_is_tty: bool = False  # the caller's stderr is a terminal: a job's progress may be a live \r line
     can_follow: bool = False    # the caller follows a job's output to its end (the CLI face's clients do)
     downloads: list = None      # (stage id, the caller's path) of files the op wrote for a remote caller
+    uploads: list = None        # staged copies of the caller's files the op read (removed after it, mostly)
 
     def __post_init__(self):
         self.env = self.env or {}
-        self.downloads = []
+        self.downloads, self.uploads = [], []
 
     @property
     def registry(self):
@@ -97,6 +98,7 @@ class Context:
             staged = self.app.staging.path_of(staging.staged_map(self.env).get(caller_path))
             if staged is None:
                 raise NeedUpload(caller_path)
+            self.uploads.append(staged)
             return staged
         what = "a folder on this machine" if mode == "dir" else "a path on this machine"
         from torchsh.errors import TorchshError

@@ -319,3 +319,21 @@ def test_the_zsh_function_reaches_the_selected_context(user):
     assert p.returncode == 0, p.stderr
     first, *rest = p.stdout.splitlines()
     assert not first.startswith("tensor://r1/") and len(rest) == 3 and all(h.startswith("tensor://r1/") for h in rest)
+
+
+def test_several_files_in_one_command_and_staged_copies_go_when_it_ends(user, tmp_path, remote):
+    """data open of two files asks for them one round each; a plain `load`'s staged copy is removed once
+    read, a dataset's stays (it maps the file) while the daemon runs."""
+    x, y = torch.randn(6, 2), torch.arange(6)
+    np.save(tmp_path / "x.npy", x.numpy())
+    np.save(tmp_path / "y.npy", y.numpy())
+    def staged():  # every staged file of every daemon here (the TLS daemon stages in /tmp)
+        return {os.path.join(root, n) for f in os.listdir("/tmp") if f.startswith("torchd-staged-")
+                for root, _, names in os.walk(os.path.join("/tmp", f)) for n in names}
+    before = staged()
+    r = bash("cd %s && d=$(torch --context r1 data open x.npy y.npy) && torch --context r1 data head $d --n 6 && "
+             "for i in 1 2 3; do torch --context r1 load x.npy >/dev/null; done" % tmp_path, user)
+    assert r.code == 0, r.err
+    items = [json.loads(line) for line in r.out.splitlines()]
+    assert torch.equal(torch.tensor([i[0] for i in items]), x) and [i[1] for i in items] == y.tolist()
+    assert sorted(os.path.basename(p) for p in staged() - before) == ["x.npy", "y.npy"]  # the dataset's; no load's

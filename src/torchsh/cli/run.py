@@ -53,7 +53,14 @@ def run_cli(app, request):
             return CliReply(stdout="torchsh %s (torch %s)\n" % (app.version, torch.__version__))
         op, fixed, words = app.table.resolve(argv)
         op_name = op.display_name
-        reply = _run_op(ctx, op, fixed, words)
+        try:
+            reply = _run_op(ctx, op, fixed, words)
+        except NeedUpload:
+            raise  # more files to come: those staged so far serve the next round
+        except BaseException:
+            _drop_uploads(ctx, op)
+            raise
+        _drop_uploads(ctx, op)
         if ctx.downloads:  # files the op wrote for a remote caller: the client fetches them (remote/staging.py)
             reply.headers = dict(reply.headers or {}, **{protocol.H_DOWNLOAD: _files_header(ctx.downloads)})
         return reply
@@ -67,6 +74,12 @@ def run_cli(app, request):
         err = TorchshError("internal_error", "internal error", "the daemon log %s has the traceback" % app.log_path,
                            op=op_name)
         return CliReply(stderr=err.line() + "\n", exit=protocol.EXIT_INTERNAL)
+
+
+def _drop_uploads(ctx, op):
+    """A command's staged inputs are read by its end; a dataset (`data …`) maps its files: those stay."""
+    if ctx.uploads and not op.name.startswith("data."):
+        ctx.app.staging.remove(ctx.uploads)
 
 
 def _files_header(pairs):

@@ -5,7 +5,8 @@ so the client streams it: the CLI face answers "upload these" (protocol.H_UPLOAD
 file the daemon has not been sent, the client POSTs each to /v1/files and repeats the command naming the
 staged copies (TORCHSH_STAGED_i=ID:PATH), and the op reads the copy. A file the op writes goes to a fresh
 staged path; the reply names it (protocol.H_DOWNLOAD) and the client GETs it into the caller's path,
-atomically. Staged inputs stay for the daemon's life (a dataset maps its file); outputs go once fetched.
+atomically. Staged inputs go when the command ends, but a dataset's (`data …` maps its files), which stay
+for the daemon's life; outputs go once fetched.
 """
 import os
 import secrets
@@ -48,6 +49,10 @@ class Staging:
         except OSError:
             return None
         return os.path.join(sub, names[0]) if len(names) == 1 else None
+
+    def remove(self, paths):
+        for path in paths:
+            shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
     def close(self):
         if self.folder is not None:
