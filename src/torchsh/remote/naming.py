@@ -69,8 +69,9 @@ def dispatch(app, request, inner):
     here = request.headers.get(HEADER) or DEFAULT
     cli = request.path == protocol.CLI_PATH
     textual = cli or request.path.startswith("/v1/ops/")
-    if here == DEFAULT and (not textual or b"://" not in request.body) and "://" not in request.target:
-        return inner(app, request)  # the common local command: nothing to translate
+    if here == DEFAULT and "://" not in request.target and (
+            not textual or b"://" not in request.body or not _QUALIFIED.search(request.body)):
+        return inner(app, request)  # the common local command: no handle of a named context to check
     try:
         request.target = strip(request.target.encode(), here, app.registry.epoch.encode()).decode()
         if textual:
