@@ -45,9 +45,9 @@ def invoke(ctx, op, binding, globals_=None, warned=None, convert=convert_all):
     lock = contextlib.nullcontext() if lockfree else ctx.app.tensor_lock(op.name)
     with lock, _warnings_to(None if lockfree else warned):
         values = convert(ctx, binding)
-        guards.check(op.name, values)  # inputs on which PyTorch never returns
         with _grad_mode(ctx, globals_):
             try:
+                guards.check(op.name, values)  # inputs on which PyTorch never returns (its checks may raise)
                 budget = getattr(ctx.app, "memory", None)  # out_of_memory before allocating (torchsh.memory)
                 if op.verb:
                     if budget is not None:
