@@ -1,6 +1,5 @@
 """Commands run with a terminal (a pty) on stdin, stdout and stderr, and Ctrl-C typed into it.
-Use: `from terminal import run_in_pty` (tests/ is on sys.path). The same helper as tests/e2e/test_jobs.py's,
-moved to a plain module so other test files can share it."""
+Use: `from terminal import run_in_pty` (tests/ is on sys.path); the job tests and the distributed fit's share it."""
 import os
 import pty
 import select

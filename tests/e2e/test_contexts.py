@@ -8,13 +8,13 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
 
+from imports import extra_imports
 from remotes import TLSRemote, bash, caller_env, free_port, private_folder, stop_all
 from waiting import process_gone, wait_until
 
@@ -93,12 +93,7 @@ def test_a_folder_or_a_missing_file_on_a_remote_context_is_one_line(user, tmp_pa
 
 
 def test_filerelay_imports_only_builtins_and_the_client_wire():
-    src = os.path.dirname(os.path.dirname(os.path.abspath(__import__("torchsh").__file__)))
-    code = "import sys; sys.path.insert(0, %r); import torchsh.filerelay" % src
-    p = subprocess.run([sys.executable, "-IS", "-X", "importtime", "-c", code], capture_output=True, text=True)
-    bare = subprocess.run([sys.executable, "-IS", "-X", "importtime", "-c", "pass"], capture_output=True, text=True)
-    names = lambda text: {ln.split("|")[-1].strip() for ln in text.splitlines() if ln.startswith("import time:")}
-    extra = names(p.stderr) - names(bare.stderr) - {"package"}
+    extra = extra_imports("torchsh.filerelay")
     assert extra <= {"torchsh", "torchsh.filerelay", "torchsh.copyrelay", "torchsh.protocol", "torchsh.wire",
                      "_socket"}, extra
 
@@ -311,7 +306,6 @@ def test_cp_moves_objects_between_the_default_daemon_and_a_tls_context(user, tmp
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
 def test_the_zsh_function_reaches_the_selected_context(user):
-    import subprocess
     script = ('eval "$(torch init zsh)"; torch zeros 1; TORCHSH_CONTEXT=r1 torch zeros 1; torch --context r1 zeros 1; '
               'unset TORCHSH_SOCKET; torch context use r1 >/dev/null; torch zeros 1; torch context use default >/dev/null')
     p = subprocess.run(["zsh", "-f", "-c", script], env=user, capture_output=True, text=True, timeout=120,

@@ -2,15 +2,12 @@
 PyTorch's loop replayed for as many steps, other commands answer while a job runs, and a foreground
 fit's progress and Ctrl-C in a terminal (a pty) and without one."""
 import json
-import os
-import pty
 import re
-import select
-import time
 
 import torch
 import torch.nn.functional as F
 from apicall import call, post
+from terminal import run_in_pty
 from safetensors.torch import load_file
 
 X = torch.randn(640, 2, generator=torch.Generator().manual_seed(5))
@@ -157,49 +154,6 @@ def test_foreground_fit_without_a_terminal_prints_rows_and_plain_progress_lines(
     assert "\r" not in r.err and "\x1b" not in r.err
     assert [line.split()[:4] for line in r.err.splitlines()] == [["epoch", "1", "batch", "40/40"],
                                                                 ["epoch", "2", "batch", "40/40"]]
-
-
-def run_in_pty(sh, script, send_when=None, send=b"\x03", timeout=120):
-    """Run bash -c SCRIPT with a terminal on stdin, stdout and stderr; once send_when(output so far) is
-    true, type `send` (Ctrl-C by default). Returns (output bytes, exit status)."""
-    prelude = os.environ.get("TORCHSH_TEST_PRELUDE", "")
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: a new session whose controlling terminal is the pty
-        os.chdir(sh.folder)
-        os.execve("/bin/bash", ["bash", "-c", (prelude + "\n" + script) if prelude else script], sh.env)
-    out, sent, ok, deadline = bytearray(), send_when is None, False, time.monotonic() + timeout
-    try:
-        while (chunk := _read(fd, deadline)) is not None:
-            out += chunk
-            if not sent and send_when(bytes(out)):
-                os.write(fd, send)
-                sent = True
-        ok = True
-    finally:
-        if not ok:  # stop the fit it runs (Ctrl-C), so nothing is left burning, then end it all
-            os.write(fd, b"\x03")
-            end = time.monotonic() + 30
-            while _read(fd, end, fail=False) is not None:
-                pass
-            try:
-                os.killpg(pid, 9)
-            except ProcessLookupError:
-                pass
-        _, status = os.waitpid(pid, 0)
-        os.close(fd)
-    return bytes(out), os.waitstatus_to_exitcode(status)
-
-
-def _read(fd, deadline, fail=True):
-    """The terminal's next output; None once every process holding it has exited."""
-    ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-    if not ready:
-        assert not fail, "the command did not finish in time"
-        return None
-    try:
-        return os.read(fd, 65536) or None
-    except OSError:  # EIO: the terminal's last process has exited
-        return None
 
 
 def test_foreground_fit_in_a_terminal_redraws_a_live_progress_line(sh):

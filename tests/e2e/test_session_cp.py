@@ -1,7 +1,6 @@
 """`torch cp H… --to CTX` and `session push`: the client's relay (copyrelay.run) streams a bundle from one
 daemon to another (here a second daemon on protocol.context_socket("t2")); what arrives equals what left."""
 import json
-import os
 import subprocess
 import sys
 
@@ -9,6 +8,7 @@ import pytest
 import torch
 from safetensors import safe_open
 
+from imports import extra_imports
 from second_daemon import SecondDaemon
 
 
@@ -129,12 +129,7 @@ def test_relay_to_a_daemon_that_is_not_there_fails_with_one_line(sh, tmp_path):
 
 
 def test_copyrelay_imports_only_builtins_and_the_client_wire():
-    src = os.path.dirname(os.path.dirname(os.path.abspath(__import__("torchsh").__file__)))
-    code = "import sys; sys.path.insert(0, %r); import torchsh.copyrelay" % src
-    p = subprocess.run([sys.executable, "-IS", "-X", "importtime", "-c", code], capture_output=True, text=True)
-    bare = subprocess.run([sys.executable, "-IS", "-X", "importtime", "-c", "pass"], capture_output=True, text=True)
-    names = lambda text: {ln.split("|")[-1].strip() for ln in text.splitlines() if ln.startswith("import time:")}
-    extra = names(p.stderr) - names(bare.stderr) - {"package"}
+    extra = extra_imports("torchsh.copyrelay")
     assert extra <= {"torchsh", "torchsh.copyrelay", "torchsh.protocol", "torchsh.wire", "_socket"}, extra
 
 

@@ -19,7 +19,6 @@ import torch
 import torch.distributed as dist
 
 from torchsh.classes import state as state_file
-from torchsh.errors import TorchshError
 from torchsh.session import recipe
 from torchsh.train import dist_spec, resume
 from torchsh.train.dist_loader import DistLoader, ValShare
@@ -116,15 +115,7 @@ class RankWorld:
         fit = self.start.get("resumed")
         if not fit:
             return progress_type(), None
-        try:
-            plan.loader.load_state_dict(fit["loader"])
-            if plan.val is not None and fit["val_loader"] is not None:
-                plan.val.load_state_dict(fit["val_loader"])
-        except ValueError as e:
-            raise TorchshError("state_mismatch", "the checkpoint's loader does not fit: %s" % e,
-                               "resume with the --nproc_per_node it was saved with") from None
-        if fit["scaler"]:
-            scaler.load_state_dict(fit["scaler"])
+        resume.loaders_and_scaler(fit, plan, scaler, "resume with the --nproc_per_node it was saved with")
         progress = progress_type(**fit["progress"])
         if self.rank != 0:
             progress.sums = None  # the checkpoint's partial sums are all ranks' already: counted once, on rank 0

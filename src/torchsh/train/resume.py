@@ -48,15 +48,19 @@ def restore(path, plan, scaler, progress_type):
         raise TorchshError("state_mismatch", "%s is a checkpoint of `torch checkpoint save`, not of `torch fit`" % path,
                            "resume from a fit log folder's last.safetensors")
     fit = state_file.decode(meta["fit"], tensors)
+    loaders_and_scaler(fit, plan, scaler, "make the loaders as in the first run")
+    if fit["cuda_rng"]:
+        torch.cuda.set_rng_state_all(fit["cuda_rng"])
+    return progress_type(**fit["progress"])
+
+
+def loaders_and_scaler(fit, plan, scaler, hint):
+    """A fit checkpoint's loader positions and GradScaler into the plan's (state_mismatch when they don't fit)."""
     try:
         plan.loader.load_state_dict(fit["loader"])
         if plan.val is not None and fit["val_loader"] is not None:
             plan.val.load_state_dict(fit["val_loader"])
     except ValueError as e:
-        raise TorchshError("state_mismatch", "the checkpoint's loader does not fit: %s" % e,
-                           "make the loaders as in the first run") from None
+        raise TorchshError("state_mismatch", "the checkpoint's loader does not fit: %s" % e, hint) from None
     if fit["scaler"]:
         scaler.load_state_dict(fit["scaler"])
-    if fit["cuda_rng"]:
-        torch.cuda.set_rng_state_all(fit["cuda_rng"])
-    return progress_type(**fit["progress"])
