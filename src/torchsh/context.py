@@ -5,6 +5,7 @@ Handlers take a Context instead of reaching for globals, so unit tests can build
 import os
 from dataclasses import dataclass
 
+from torchsh.errors import TorchshError
 from torchsh.remote import staging
 
 _TRUE = ("1", "true", "yes", "on")
@@ -86,7 +87,6 @@ class Context:
         if host_path is not None:
             if host_path.startswith("/"):
                 return os.path.normpath(host_path)
-            from torchsh.errors import TorchshError
             raise TorchshError("remote_path", "%s: a path on %s's host must be absolute (its cwd is not yours)"
                                % (text, name), "write %s:/absolute/path" % name)
         caller_path = os.path.normpath(os.path.join(self.cwd, text))
@@ -101,7 +101,6 @@ class Context:
             self.uploads.append(staged)
             return staged
         what = "a folder on this machine" if mode == "dir" else "a path on this machine"
-        from torchsh.errors import TorchshError
         raise TorchshError("remote_path", "%s is %s, but context %s's daemon runs elsewhere" % (text, what, name),
                            "for one on %s's host write %s:/absolute/path%s" % (name, name, "" if mode == "dir" else
                            "; files here stream through the `torch` client (not the JSON API)"))
