@@ -37,7 +37,8 @@ class Staging:
         stage_id = secrets.token_hex(8)
         sub = os.path.join(self._dir(), stage_id)
         os.mkdir(sub, 0o700)
-        return stage_id, os.path.join(sub, os.path.basename(caller_path) or "file")
+        name = os.path.basename(caller_path.replace("\0", ""))
+        return stage_id, os.path.join(sub, name if name not in ("", ".", "..") else "file")
 
     def path_of(self, stage_id):
         """The staged file of an id, or None (unknown, or already fetched)."""
