@@ -331,3 +331,9 @@ def test_several_files_in_one_command_and_staged_copies_go_when_it_ends(user, tm
     items = [json.loads(line) for line in r.out.splitlines()]
     assert torch.equal(torch.tensor([i[0] for i in items]), x) and [i[1] for i in items] == y.tolist()
     assert sorted(os.path.basename(p) for p in staged() - before) == ["x.npy", "y.npy"]  # the dataset's; no load's
+    stage_dirs = lambda: {os.path.join(f, d) for f in os.listdir("/tmp") if f.startswith("torchd-staged-")
+                          for d in os.listdir(os.path.join("/tmp", f))}
+    held = stage_dirs()
+    failed = bash("cd %s && torch --context r1 save $(torch --context r1 ones 2) out.xyz" % tmp_path, user)
+    assert failed.code == 2 and "unknown file type" in failed.err and not (tmp_path / "out.xyz").exists()
+    assert stage_dirs() == held  # the failed save's staged output went with it

@@ -59,6 +59,7 @@ def run_cli(app, request):
             raise  # more files to come: those staged so far serve the next round
         except BaseException:
             _drop_uploads(ctx, op)
+            ctx.app.staging.remove_ids(stage_id for stage_id, _ in ctx.downloads)  # a failed op's outputs: none
             raise
         _drop_uploads(ctx, op)
         if ctx.downloads:  # files the op wrote for a remote caller: the client fetches them (remote/staging.py)

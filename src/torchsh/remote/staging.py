@@ -55,6 +55,11 @@ class Staging:
         for path in paths:
             shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
+    def remove_ids(self, stage_ids):
+        for stage_id in stage_ids:
+            if self.folder is not None and set(stage_id) <= _ID_CHARS:
+                shutil.rmtree(os.path.join(self.folder, stage_id), ignore_errors=True)
+
     def close(self):
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
