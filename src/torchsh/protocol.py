@@ -82,6 +82,7 @@ ERRORS = {
     "fingerprint_mismatch": (403, EXIT_DAEMON, "the TLS daemon's certificate is not the one the context pins; nothing was sent"),
     "token_refused": (403, EXIT_DAEMON, "the TLS daemon refused the context's token"),
     "rank_failed": (422, EXIT_TORCH, "a rank of a distributed fit failed, timed out or could not start; the message names it"),
+    "untrusted_network": (400, EXIT_USAGE, "a listener beyond loopback without TLS and a token; torch.distributed's needs --trusted_network"),
 }
 
 # exit status -> (its name in `torch --help`, its class in the README's table). Generated into both,

@@ -9,6 +9,7 @@ PyTorch's own DistributedSampler giving the shares; without shuffling the union 
 2Bk..2B(k+1)-1, which is the one-process `torch fit` over batches of 2B. Within 1e-6 (the two ranks'
 gradients are summed in another order than one process sums them).
 """
+import ipaddress
 import json
 import os
 import re
@@ -21,6 +22,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 from torch.utils.data import DistributedSampler
 
+from torchsh.train import dist_netns
 from waiting import process_gone, wait_until
 
 N, B, SEED, LR, WORLD = 48, 6, 11, 0.1, 2   # 48 samples, 6 per rank per step: 4 steps an epoch
@@ -172,6 +174,53 @@ def test_job_stop_ends_every_rank_and_the_model_keeps_the_steps_all_ranks_took(s
     assert wait_until(lambda: not fit_processes(), timeout=30)
 
 
+def listening_addresses(pid):
+    """The local addresses pid's TCP sockets listen on (its own network namespace's tables)."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table in ("tcp", "tcp6"):
+        with open("/proc/%d/net/%s" % (pid, table)) as f:
+            for row in f.read().splitlines()[1:]:
+                cols = row.split()
+                if cols[3] == "0A" and cols[9] in inodes:  # 0A: LISTEN
+                    found.append(ipaddress.ip_address(bytes.fromhex(cols[1].split(":")[0])[::-1]
+                                                      if table == "tcp" else _ipv6(cols[1].split(":")[0])))
+    return found
+
+
+def _ipv6(hexaddr):
+    raw = bytes.fromhex(hexaddr)  # four 32-bit words, each in host (little-endian) order
+    return b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+
+
+def test_while_two_ranks_train_every_listening_socket_of_the_run_is_on_loopback(sh):
+    """torch.distributed authenticates nothing (and elastic's c10d rendezvous unpickles its store): the
+    launcher's store and the ranks' gloo sockets must not be reachable from the network."""
+    text, _ = make(sh)
+    job = sh(text + "j=$(torch fit $m $o $L --epochs 100000 --nproc_per_node 2 --detach); "
+             "for i in $(seq 1200); do torch job list | grep -q \"$j .*batch\" && break; sleep 0.05; done; echo $j",
+             timeout=180)
+    try:
+        running = fit_processes()
+        addresses = {pid: listening_addresses(pid) for pid in running}
+        assert len(addresses) >= 3 and any(addresses.values()), addresses  # the launcher and two ranks
+        assert all(a.is_loopback for found in addresses.values() for a in found), addresses
+        # where the kernel allows user namespaces, another user of this machine cannot reach them either
+        namespaces = {os.readlink("/proc/%d/ns/net" % pid) for pid in running}
+        if dist_netns._unshare_argv() is not None:
+            assert len(namespaces) == 1 and os.readlink("/proc/self/ns/net") not in namespaces
+    finally:
+        sh("torch job stop %s; torch job wait %s; true" % (job, job))
+    assert wait_until(lambda: not fit_processes(), timeout=30)
+
+
 def test_resume_auto_of_a_stopped_two_rank_run_equals_the_straight_run(sh):
     text, first = make(sh)
     straight, resumed, log = sh.tmp("straight.safetensors"), sh.tmp("resumed.safetensors"), sh.tmp("run")
@@ -216,6 +265,7 @@ def test_static_rendezvous_at_a_given_address_runs_one_node(sh):
     ("--nproc_per_node 0", "bad_argument", "at least 1"),
     ("--nproc_per_node 2 --rdzv nowhere", "bad_argument", "HOST:PORT"),
     ("--strategy fsdp", "missing_argument", "--nproc_per_node N"),
+    ("--nproc_per_node 1 --nnodes 2 --rdzv 10.0.0.1:29500", "untrusted_network", "--trusted_network"),
 ])
 def test_launch_options_are_checked_before_anything_starts(sh, flags, code, words):
     text, _ = make(sh)

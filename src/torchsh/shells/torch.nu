@@ -2623,7 +2623,7 @@ export def fill [
 
 # Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 #
-# fit(Module model, Optimizer optimizer, Loader loader, *, str loss=mse_loss, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, DirPath? log=None, str? resume=None, int save_every=200, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, str? rdzv=None, str strategy=ddp, float timeout=60, bool detach=False, bool json=False) -> Json
+# fit(Module model, Optimizer optimizer, Loader loader, *, str loss=mse_loss, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, DirPath? log=None, str? resume=None, int save_every=200, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, str? rdzv=None, str strategy=ddp, float timeout=60, bool trusted_network=False, bool detach=False, bool json=False) -> Json
 export def fit [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model optimizer loader; piped handles fill the tensor slots still missing
     --loss: string = "mse_loss"  # str
@@ -2647,10 +2647,11 @@ export def fit [
     --rdzv: string  # str?
     --strategy: string = "ddp"  # str
     --timeout: number = 60  # float
+    --trusted_network  # bool
     --detach  # bool
     --json  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "fit" $in $args {loss: $loss, loss_args: $loss_args, epochs: $epochs, val: $val, metrics: $metrics, sched: $sched, clip: $clip, accum: $accum, autocast: $autocast, patience: $patience, monitor: $monitor, log: $log, resume: $resume, save_every: $save_every, max_steps: $max_steps, nproc_per_node: $nproc_per_node, nnodes: $nnodes, node_rank: $node_rank, rdzv: $rdzv, strategy: $strategy, timeout: $timeout, detach: $detach, json: $json, no_grad: $no_grad} {loss: "mse_loss", epochs: 1, accum: 1, save_every: 200, nnodes: 1, node_rank: 0, strategy: "ddp", timeout: 60, detach: false, json: false} }
+]: any -> any { torchsh call "fit" $in $args {loss: $loss, loss_args: $loss_args, epochs: $epochs, val: $val, metrics: $metrics, sched: $sched, clip: $clip, accum: $accum, autocast: $autocast, patience: $patience, monitor: $monitor, log: $log, resume: $resume, save_every: $save_every, max_steps: $max_steps, nproc_per_node: $nproc_per_node, nnodes: $nnodes, node_rank: $node_rank, rdzv: $rdzv, strategy: $strategy, timeout: $timeout, trusted_network: $trusted_network, detach: $detach, json: $json, no_grad: $no_grad} {loss: "mse_loss", epochs: 1, accum: 1, save_every: 200, nnodes: 1, node_rank: 0, strategy: "ddp", timeout: 60, trusted_network: false, detach: false, json: false} }
 
 # Alias for torch.trunc.
 #

@@ -25,22 +25,24 @@ PRELOAD = ["torch", "torch.distributed", "torchsh.train.dist_rank"]
 
 
 def config(launch, log_dir):
+    """Elastic's launch of this node. The rendezvous is dist_rdzv's: one node's store on 127.0.0.1, several
+    nodes' on node 0's --rdzv address (the run id prefixes the store's keys: the same on every node)."""
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
     from torch.distributed.launcher.api import LaunchConfig
+    from torchsh.train import dist_rdzv
     rdzv = launch.get("rdzv")
-    if rdzv:  # the run id prefixes the store's keys: the same on every node
-        backend, endpoint, configs, run_id = "static", rdzv, {"rank": launch["node_rank"]}, "torchsh-fit-" + rdzv
-    else:
-        backend, endpoint, configs, run_id = "c10d", "localhost:0", {}, uuid.uuid4().hex
-    configs["timeout"] = launch["rdzv_timeout"]
+    endpoint, run_id = (rdzv, "torchsh-fit-" + rdzv) if rdzv else ("127.0.0.1:0", uuid.uuid4().hex)
+    configs = {"rank": launch["node_rank"], "timeout": launch["rdzv_timeout"]}
     return LaunchConfig(min_nodes=launch["nnodes"], max_nodes=launch["nnodes"], nproc_per_node=launch["nproc_per_node"],
-                        run_id=run_id, rdzv_backend=backend, rdzv_endpoint=endpoint,
+                        run_id=run_id, rdzv_backend=dist_rdzv.BACKEND, rdzv_endpoint=endpoint,
                         rdzv_configs=configs, max_restarts=0, monitor_interval=0.1, start_method="forkserver",
                         logs_specs=DefaultLogsSpecs(log_dir=log_dir), shutdown_timeout=5)
 
 
 def main(folder):
-    from torchsh.train import dist_spec
+    from torchsh.train import dist_netns, dist_spec
+    if dist_netns.inside():
+        dist_netns.loopback_up()
     spec = dist_spec.read_json(dist_spec.path(folder, "spec.json"))
     _end_with(spec["daemon_pid"])
     multiprocessing.set_forkserver_preload(PRELOAD)
@@ -54,13 +56,19 @@ def main(folder):
 def _launch(folder, spec):
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import elastic_launch
+    from torchsh.train import dist_rdzv
     from torchsh.train.dist_rank import rank_main
+    dist_rdzv.register()
     try:
         elastic_launch(config(spec["launch"], os.path.join(folder, "logs")), rank_main)(folder)
     except ChildFailedError as e:
         rank, failure = e.get_first_failure()
         killed = failure.exitcode is not None and failure.exitcode < 0  # a signal: that rank wrote nothing
         _write_failure(folder, (not killed and _first_recorded(folder)) or _from_elastic(rank, failure))
+        return 1
+    except dist_rdzv.AddressNotHere as e:
+        _write_failure(folder, {"rank": None, "code": "rank_failed", "message": str(e),
+                                "hint": "--rdzv names node 0's own address and a free port"})
         return 1
     except Exception as e:  # the rendezvous or the launch itself: no rank ran
         _write_failure(folder, {"rank": None, "code": "rank_failed", "hint": None,

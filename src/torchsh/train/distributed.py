@@ -22,7 +22,8 @@ from typing import Optional
 
 from torchsh.classes import state as state_file
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.train import dist_loader, dist_spec, resume
+from torchsh.remote import listener
+from torchsh.train import dist_loader, dist_netns, dist_spec, resume
 from torchsh.train.fit import FitResult
 from torchsh.verbs import checkpoint
 
@@ -42,6 +43,7 @@ class Launch:
     rdzv: Optional[str] = None     # HOST:PORT of node_rank 0's rendezvous store (several nodes)
     strategy: str = "ddp"          # ddp | fsdp
     timeout: float = TIMEOUT_S     # seconds a collective waits (gloo/nccl timeout) before the run fails
+    trusted_network: bool = False  # the user vouches for --rdzv's network: torch.distributed has no TLS, no token
 
     def __post_init__(self):
         if self.nproc_per_node < 1 or self.nnodes < 1:
@@ -53,6 +55,11 @@ class Launch:
                                "the address of node_rank 0, where the rendezvous store listens")
         if self.rdzv and not _host_port(self.rdzv):
             raise bad_argument("--rdzv takes HOST:PORT, not %r" % self.rdzv, "e.g. --rdzv 10.0.0.1:29500")
+        if self.rdzv and not self.trusted_network and not listener.is_loopback(self.rdzv.rpartition(":")[0]):
+            raise TorchshError("untrusted_network", "--rdzv %s: torch.distributed's store and gloo/nccl would "
+                               "listen there with no TLS and no token (anyone who reaches them joins the run)"
+                               % self.rdzv, "on a private network you trust, add --trusted_network "
+                               "(docs/distributed.md, Security)")
         if self.strategy not in ("ddp", "fsdp"):
             raise bad_argument("--strategy takes ddp or fsdp, not %r" % self.strategy)
         if not self.timeout > 0:
@@ -114,13 +121,15 @@ def _start(plan):
 def _launch(folder, launch):
     env = dict(os.environ, TORCHSH_FIT_RUN=folder)  # marks the launcher and its ranks (`ps e`, the tests)
     env.setdefault("LOGLEVEL", "INFO")  # elastic's account of the launch in launcher.log (the daemon log gets its tail)
-    if launch.nnodes == 1 and not launch.rdzv:  # one node: the ranks' gloo sockets listen on loopback only
-        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    if not launch.rdzv or listener.is_loopback(launch.rdzv.rpartition(":")[0]):
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # the ranks' gloo and nccl sockets listen on loopback only
+        env.setdefault("NCCL_SOCKET_IFNAME", "lo")
     if "OMP_NUM_THREADS" not in env:  # the ranks share the cores (torchrun sets 1; this keeps all in use)
         env["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // launch.nproc_per_node))
+    prefix = dist_netns.isolating_argv(env) if not launch.rdzv else []  # one node: its own loopback
     with open(dist_spec.path(folder, "launcher.log"), "wb") as out:
-        return subprocess.Popen([sys.executable, "-m", "torchsh.train.dist_launch", folder], stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        return subprocess.Popen(prefix + [sys.executable, "-m", "torchsh.train.dist_launch", folder],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
 
 def _follow(proc, folder, report, should_stop, launch):

@@ -40,7 +40,7 @@ def _cell(key, value):
       "int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, "
       "str? autocast=None, int? patience=None, str? monitor=None, DirPath? log=None, str? resume=None, "
       "int save_every=%d, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, "
-      "str? rdzv=None, str strategy=\"ddp\", float timeout=%g, bool detach=False, bool json=False) -> Json"
+      "str? rdzv=None, str strategy=\"ddp\", float timeout=%g, bool trusted_network=False, bool detach=False, bool json=False) -> Json"
       % (SAVE_EVERY, distributed.TIMEOUT_S),
       category="optim",
       examples=("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
@@ -52,7 +52,7 @@ def _cell(key, value):
 def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1, val=None, metrics=None, sched=None,
         clip=None, accum=1, autocast=None, patience=None, monitor=None, log=None, resume=None,
         save_every=SAVE_EVERY, max_steps=None, nproc_per_node=None, nnodes=1, node_rank=0, rdzv=None, strategy="ddp",
-        timeout=distributed.TIMEOUT_S, detach=False, json=False):
+        timeout=distributed.TIMEOUT_S, trusted_network=False, detach=False, json=False):
     """Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 
     Args:
@@ -78,6 +78,7 @@ def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1
         rdzv: HOST:PORT of node 0's rendezvous (several nodes)
         strategy: ddp (DistributedDataParallel) or fsdp (FSDP's fully_shard: parameters and state sharded)
         timeout: seconds a collective waits for the other ranks before the run fails
+        trusted_network: allow --rdzv beyond loopback: torch.distributed's traffic there has no TLS and no token
         detach: run as a job and print its job:// at once (`torch job logs|wait|stop`, docs/jobs.md)
         json: rows as JSON lines
     """
@@ -86,7 +87,7 @@ def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1
                    sched=sched, clip=clip, accum=accum, autocast=autocast, patience=patience, monitor=monitor,
                    log=log, resume=_resume_path(ctx, resume), save_every=save_every, max_steps=max_steps,
                    loss_name=loss, command=_command(locals()))
-    work = _work(ctx, plan, nproc_per_node, (nnodes, node_rank, rdzv, strategy, timeout))
+    work = _work(ctx, plan, nproc_per_node, (nnodes, node_rank, rdzv, strategy, timeout, trusted_network))
     columns = [c for c in _COLUMNS if c != "val_loss" or val is not None]
     columns += list(plan.metrics) + ["val_" + m for m in plan.metrics if val is not None] + ["lr", "seconds"]
     if detach or ctx.can_follow:  # a job: the CLI's client follows a foreground one (progress, Ctrl-C)
@@ -101,9 +102,9 @@ def _work(ctx, plan, nproc_per_node, launch_options):
     """The run as work(report, should_stop): one process, or N on torch.distributed."""
     if nproc_per_node is not None:
         return functools.partial(distributed.run, ctx, plan, distributed.Launch(nproc_per_node, *launch_options))
-    if launch_options != (1, 0, None, "ddp", distributed.TIMEOUT_S):
-        raise TorchshError("missing_argument", "--nnodes, --node_rank, --rdzv, --strategy and --timeout belong to "
-                           "a distributed fit", "add --nproc_per_node N")
+    if launch_options != (1, 0, None, "ddp", distributed.TIMEOUT_S, False):
+        raise TorchshError("missing_argument", "--nnodes, --node_rank, --rdzv, --strategy, --timeout and "
+                           "--trusted_network belong to a distributed fit", "add --nproc_per_node N")
     return functools.partial(run_fit, ctx, plan)
 
 

@@ -7,7 +7,7 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 from torchsh.data.loader import Loader
 from torchsh.errors import TorchshError
-from torchsh.train import dist_launch
+from torchsh.train import dist_launch, dist_rdzv
 from torchsh.train.dist_loader import DistLoader, ValShare
 from torchsh.train.dist_world import _by_index, _by_name
 from torchsh.train.distributed import Launch
@@ -100,10 +100,13 @@ def test_launch_options_are_refused_with_a_code(options, code):
     assert e.value.code == code
 
 
-def test_one_node_uses_c10d_on_localhost_and_a_given_address_the_static_rendezvous():
+def test_one_node_rendezvous_listens_on_127_0_0_1_and_several_nodes_on_the_given_address():
     one = dist_launch.config(Launch(2).record(), "/tmp/x")
-    assert (one.rdzv_backend, one.rdzv_endpoint, one.nproc_per_node, one.max_restarts) == ("c10d", "localhost:0", 2, 0)
+    assert (one.rdzv_backend, one.rdzv_endpoint, one.nproc_per_node, one.max_restarts) == (
+        dist_rdzv.BACKEND, "127.0.0.1:0", 2, 0)
     assert one.start_method == "forkserver"
-    two = dist_launch.config(Launch(4, nnodes=2, node_rank=1, rdzv="10.0.0.1:29500", timeout=30).record(), "/tmp/x")
-    assert (two.rdzv_backend, two.rdzv_endpoint, two.min_nodes, two.max_nodes) == ("static", "10.0.0.1:29500", 2, 2)
+    two = dist_launch.config(Launch(4, nnodes=2, node_rank=1, rdzv="10.0.0.1:29500", timeout=30,
+                                    trusted_network=True).record(), "/tmp/x")
+    assert (two.rdzv_backend, two.rdzv_endpoint, two.min_nodes, two.max_nodes) == (
+        dist_rdzv.BACKEND, "10.0.0.1:29500", 2, 2)
     assert two.rdzv_configs["rank"] == 1 and two.rdzv_configs["timeout"] >= 30
