@@ -7,6 +7,7 @@ field names; everything else is JSON.
 """
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -129,6 +130,7 @@ def dumps(value):
 
 NAN_MODES = ("string", "bare")
 _NONFINITE_TEXTS = {"NaN", "Infinity", "-Infinity"}
+_PLAIN_TEXT = re.compile(r"[A-Za-z0-9:/._-]*")  # JSON spells these characters as they are
 
 
 def json_bytes(value, nan="string"):
@@ -164,6 +166,8 @@ def result_json(result, wire, nan="string", warnings=()):
         if nan != "bare" and text.strip() in _NONFINITE_TEXTS:
             text = '"%s"' % text.strip()
         return b'{"result":' + text.encode() + end
+    if type(wire) is str and not warnings and _PLAIN_TEXT.fullmatch(wire):  # a handle: what most ops return
+        return b'{"result":"' + wire.encode() + b'"}'  # json_bytes' very bytes, without the encoder (~1 us)
     return json_bytes(dict({"result": wire}, **({"warnings": list(warnings)} if warnings else {})), nan)
 
 

@@ -23,6 +23,8 @@ HEADER = "torchsh-context"
 _KINDS = "|".join(sorted(KINDS, key=len, reverse=True))
 # kind://NAME/ID, and a bare kind://ID not followed by "/" (so a prefixed one is never prefixed twice)
 _QUALIFIED = re.compile(rb"\b(%s)://([A-Za-z0-9][A-Za-z0-9_.-]{0,62})/([0-9a-z]{8,})\b" % _KINDS.encode())
+# what every _QUALIFIED match contains, found without trying each kind at each word boundary (~1 us less)
+_MAYBE_QUALIFIED = re.compile(rb"://[A-Za-z0-9][A-Za-z0-9_.-]{0,62}/")
 _BARE = re.compile(rb"\b(%s)://([0-9a-z]{8,})\b(?![/.-])" % _KINDS.encode())
 
 
@@ -70,7 +72,7 @@ def dispatch(app, request, inner):
     cli = request.path == protocol.CLI_PATH
     textual = cli or request.path.startswith("/v1/ops/")
     if here == DEFAULT and "://" not in request.target and (
-            not textual or b"://" not in request.body or not _QUALIFIED.search(request.body)):
+            not textual or not _MAYBE_QUALIFIED.search(request.body)):
         return inner(app, request)  # the common local command: no handle of a named context to check
     try:
         request.target = strip(request.target.encode(), here, app.registry.epoch.encode()).decode()
