@@ -38,8 +38,10 @@ def python_model(weights):
     return model
 
 
-def simulated_ddp(weights, epochs=None, steps=None, shuffle=True):
-    """2 DDP ranks replayed in one process: (weights, optimizer state, epoch losses)."""
+def simulated_ddp(weights, epochs=None, steps=None, shuffle=True, batch=B):
+    """2 DDP ranks replayed in one process, each taking `batch` samples a step: (weights, optimizer state,
+    epoch losses). --accum K over batches of B is batch=K*B: a rank's K micro-batches are its next K*B
+    samples, their losses divided by K sum to the mean over them."""
     model = python_model(weights)
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
@@ -51,10 +53,10 @@ def simulated_ddp(weights, epochs=None, steps=None, shuffle=True):
             s.set_epoch(epoch)
         shares = [list(s) for s in samplers]
         total = 0.0
-        for k in range(len(shares[0]) // B):
+        for k in range(len(shares[0]) // batch):
             if steps is not None and taken == steps:
                 break
-            union = torch.tensor(sum((share[k * B:(k + 1) * B] for share in shares), []))
+            union = torch.tensor(sum((share[k * batch:(k + 1) * batch] for share in shares), []))
             opt.zero_grad()
             loss = F.mse_loss(model(X[union]), Y[union])
             loss.backward()
@@ -122,6 +124,18 @@ def test_two_gloo_ranks_equal_ddp_replayed_in_one_process_and_the_same_handles_h
     rows = [json.loads(r) for r in rows]
     assert [r["epoch"] for r in rows] == [1, 2]
     assert [r["loss"] for r in rows] == pytest.approx(want_losses, abs=TOL)  # both ranks' samples counted
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_accumulating_two_batches_per_step_equals_ddp_over_twice_the_batch(sh, strategy):
+    """The ranks exchange gradients only in a window's last backward (no_sync before): the same result."""
+    text, first = make(sh)
+    saved = sh.tmp("accum.safetensors")
+    rows = sh(text + "torch fit $m $o $L --sched $s --epochs 1 --accum 2 --nproc_per_node 2 --strategy %s --json; "
+              "torch nn save $m %s" % (strategy, saved))
+    want_weights, _, want_losses = simulated_ddp(load_file(first), epochs=1, batch=2 * B)
+    assert_close(load_file(saved), want_weights)
+    assert json.loads(rows)["loss"] == pytest.approx(want_losses[0], abs=TOL)
 
 
 def test_two_ranks_without_shuffle_equal_the_one_process_fit_with_twice_the_batch(sh):

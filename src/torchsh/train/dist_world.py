@@ -10,6 +10,7 @@
 - each node's local rank 0 speaks to its node's daemon: progress events and the finished state (every
   rank holds the same trained state), so with several nodes every daemon's handles get the result.
 """
+import contextlib
 import dataclasses
 import json
 import os
@@ -88,6 +89,13 @@ class RankWorld:
     def wrap(self, model):
         return self.net
 
+    def gradient_sync(self, closes_window):
+        if closes_window:
+            return contextlib.nullcontext()
+        if self.strategy == "ddp":
+            return self.net.no_sync()  # gradients accumulate locally; the closing backward averages them all
+        return _fsdp_no_sync(self.net)
+
     def agree(self, stop, window_loss):
         t = torch.tensor([1.0 if stop else 0.0, window_loss], dtype=torch.float64, device=self.device)
         dist.all_reduce(t)
@@ -158,6 +166,16 @@ class RankWorld:
             dist_spec.write_json(dist_spec.path(self.folder, "result.json"),
                                  {"rows": result.rows, "epoch": result.epoch, "step": result.step,
                                   "reason": result.reason, "loader_epoch": plan.loader.epoch})
+
+
+@contextlib.contextmanager
+def _fsdp_no_sync(module):
+    """FSDP2's no_sync: reduce-scatter skipped, unsharded gradients kept until the window's last backward."""
+    module.set_requires_gradient_sync(False)
+    try:
+        yield
+    finally:
+        module.set_requires_gradient_sync(True)
 
 
 def _parameter_names(model, optimizer):

@@ -66,6 +66,11 @@ class OneProcess:
         """The module the training forward goes through (a rank's: DistributedDataParallel or FSDP)."""
         return model
 
+    def gradient_sync(self, closes_window):
+        """Around one micro-batch's forward and backward: ranks exchange gradients only in the one that
+        closes an accumulation window (DDP's no_sync; one process has nothing to exchange)."""
+        return contextlib.nullcontext()
+
     def agree(self, stop, window_loss):
         """(stop, the step's mean loss) as every process sees them: a rank stops only when all do."""
         return stop, window_loss
@@ -157,10 +162,12 @@ class _Run:
             batch = plan.loader.next_batch()
             if batch is None:
                 break
-            self._forward_backward(batch, sums)
-            window, taken = window + 1, taken + 1
             position = plan.loader.position
-            if window == plan.accum or position == batches:
+            closes = window + 1 == plan.accum or position == batches
+            with self.world.gradient_sync(closes):
+                self._forward_backward(batch, sums)
+            window, taken = window + 1, taken + 1
+            if closes:
                 window = 0
                 reason = self._step(sums, time.monotonic() - start)
                 if reason:
