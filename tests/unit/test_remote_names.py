@@ -20,6 +20,15 @@ def test_a_request_loses_its_own_prefix_and_keeps_this_daemons_bare_handles():
     assert naming.strip(b"neg tensor://default/k3f00012", "default", b"k3f") == b"neg tensor://k3f00012"
 
 
+def test_a_restored_sessions_handles_of_an_older_epoch_are_this_daemons_on_a_named_context():
+    restored = {"tensor://a0c00012"}  # `session load` keeps the saved handles, epoch a0c, in a k3f daemon
+    holds = restored.__contains__
+    assert naming.strip(b"add\0tensor://gpu1/a0c00012\0tensor://a0c00012", "gpu1", b"k3f", holds) == \
+        b"add\0tensor://a0c00012\0tensor://a0c00012"
+    with pytest.raises(TorchshError):  # a handle of that epoch this daemon does not hold came from elsewhere
+        naming.strip(b"add tensor://a0c00013", "gpu1", b"k3f", holds)
+
+
 @pytest.mark.parametrize("text, here, its", [
     (b"add tensor://gpu2/k3f00012", "gpu1", "gpu2"),      # another named context
     (b"add tensor://gpu1/k3f00012", "default", "gpu1"),   # a named context's handle on the local daemon

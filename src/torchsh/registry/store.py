@@ -123,6 +123,10 @@ class Registry:
     def get(self, handle, kind=None):
         return self.entry(handle, kind).obj
 
+    def holds(self, handle):
+        """True when the handle names an object held here (of this daemon's epoch, or restored)."""
+        return handle.strip() in self._entries
+
     def entry(self, handle, kind=None):
         handle = handle.strip()
         entry = self._entries.get(handle)

@@ -41,22 +41,23 @@ def wrong_context(handle, its, here, op=None):
                         "copy it there: torch --context %s cp %s %s" % (its, handle, target), op=op)
 
 
-def strip(data, here, epoch):
-    """The request bytes with this context's prefixes removed; wrong_context for another context's handle."""
+def strip(data, here, epoch, holds=lambda handle: False):
+    """The request bytes with this context's prefixes removed; wrong_context for another context's handle.
+    On a named context a bare handle of another epoch came from the default daemon, unless this one holds
+    it (`session load` restores handles under their saved epoch): holds(handle text) says."""
     if b"://" not in data:
         return data
+    if here != DEFAULT:  # before unqualifying: kind://HERE/ID of a restored session is this daemon's too
+        for m in _BARE.finditer(data):
+            if m.group(2)[:3] != epoch and not holds(m.group(0).decode()):
+                raise wrong_context(m.group(0).decode(), DEFAULT, here)
 
     def unqualify(m):
         its = m.group(2).decode()
         if its != here:
             raise wrong_context(m.group(0).decode(), its, here)
         return m.group(1) + b"://" + m.group(3)
-    data = _QUALIFIED.sub(unqualify, data)
-    if here != DEFAULT:
-        for m in _BARE.finditer(data):
-            if m.group(2)[:3] != epoch:
-                raise wrong_context(m.group(0).decode(), DEFAULT, here)
-    return data
+    return _QUALIFIED.sub(unqualify, data)
 
 
 def prefix(data, here):
@@ -75,9 +76,10 @@ def dispatch(app, request, inner):
             not textual or not _MAYBE_QUALIFIED.search(request.body)):
         return inner(app, request)  # the common local command: no handle of a named context to check
     try:
-        request.target = strip(request.target.encode(), here, app.registry.epoch.encode()).decode()
+        epoch, holds = app.registry.epoch.encode(), app.registry.holds
+        request.target = strip(request.target.encode(), here, epoch, holds).decode()
         if textual:
-            request.body = strip(request.body, here, app.registry.epoch.encode())
+            request.body = strip(request.body, here, epoch, holds)
     except TorchshError as e:
         return _refusal(e, request, cli)
     response = inner(app, request)
