@@ -115,8 +115,9 @@ def test_session_save_and_load_on_a_remote_context_use_the_callers_folder(user, 
     (tmp_path / "saved").mkdir()
     (tmp_path / "saved" / "notes.txt").write_text("mine")
     # only this test's objects (a dataset of another test maps a staged copy that goes with the daemon)
-    a = ok("cd %s && torch --context r1 free --all && a=$(torch --context r1 tensor '[[1.5,2],[3,-4]]') && torch --context r1 session save saved >&2 "
-           "&& echo $a" % tmp_path, user)
+    a, said = ok("cd %s && torch --context r1 free --all && a=$(torch --context r1 tensor '[[1.5,2],[3,-4]]') && "
+                 "said=$(torch --context r1 session save saved) && echo $a && echo $said" % tmp_path, user).split("\n")
+    assert said == "saved 1 objects to %s/saved" % tmp_path  # where it is for the caller
     assert (tmp_path / "saved" / "session.safetensors").is_file() and (tmp_path / "saved" / "notes.txt").read_text() == "mine"
     assert not [n for n in os.listdir(tmp_path / "saved") if n.endswith(".torchsh-part")]
     remote.stop()  # a fresh daemon of the context: nothing held, the same certificate and token
@@ -145,6 +146,23 @@ def test_fit_log_on_a_remote_context_is_the_callers_folder_and_resumes_from_it(u
     assert sorted(r["epoch"] for r in logged if r["kind"] == "epoch") == sorted({epochs[0] - 1, epochs[0]})
     assert json.loads((run / "run.json").read_text())["resumed"] and (run / "mine.txt").read_text() == "mine\n"
     assert "model.weight" in load_file(run / "last.safetensors")
+
+
+def test_a_remote_fit_stopped_with_ctrl_c_brings_its_log_folder_back(user, tmp_path):
+    """Ctrl-C stops a foreground fit at a step boundary; its --log folder (the checkpoint `--resume auto`
+    goes on from) comes back here."""
+    m, o, L = ok("m=$(torch --context r1 nn linear 2 1) && o=$(torch --context r1 optim sgd $m --lr 0.01) && "
+                 "L=$(torch --context r1 data loader $(torch --context r1 data tensors $(torch --context r1 randn 2048 2) "
+                 "$(torch --context r1 randn 2048 1))) && echo $m $o $L", user).split()
+    with open(tmp_path / "err", "w") as err:
+        p = subprocess.Popen(["torch", "--context", "r1", "fit", m, o, L, "--epochs", "100000", "--log", "run"],
+                             env=user, cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        wait_until(lambda: "batch 2048/2048" in (tmp_path / "err").read_text() or p.poll() is not None, timeout=120)
+        p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=120) == 130
+    assert "stopped at epoch" in (tmp_path / "err").read_text()
+    assert {"metrics.jsonl", "last.safetensors", "run.json"} <= set(os.listdir(tmp_path / "run"))
+    assert "model.weight" in load_file(tmp_path / "run" / "last.safetensors")
 
 
 def test_filerelay_imports_only_builtins_and_the_client_wire():

@@ -66,6 +66,7 @@ def run_cli(app, request):
             raise
         _drop_uploads(ctx, op)
         if ctx.downloads:  # files the op wrote for a remote caller: the client fetches them (remote/staging.py)
+            reply.stdout = staging.as_callers(ctx.app.staging, ctx.downloads, reply.stdout)
             reply.headers = dict(reply.headers or {}, **{protocol.H_DOWNLOAD: staging.header(ctx.downloads)})
         return reply
     except NeedUpload as e:  # a caller's file this remote daemon has not been sent: the client sends it

@@ -33,12 +33,12 @@ def reply(ctx, job, view, offset=0, as_json=False, wait=0.0):
 def _hand_over_files(ctx, job):
     """What the run wrote for a remote caller (`fit --log DIR`) goes with its last reply (the CLI face names
     it: remote/staging.py): fetched when the run finished or was stopped (its checkpoint resumes it),
-    removed when it failed."""
-    downloads, job.downloads = job.downloads, []
+    removed when it failed. Every last reply names them: a Ctrl-C can lose one, and the client polls again."""
     if job.exit in (0, EXIT_STOPPED):
-        ctx.downloads.extend(downloads)
+        ctx.downloads.extend(job.downloads)
     else:
-        ctx.app.staging.remove_ids(stage_id for stage_id, _ in downloads)
+        ctx.app.staging.remove_ids(stage_id for stage_id, _ in job.downloads)
+        job.downloads = []
 
 
 def _forget(ctx, job):

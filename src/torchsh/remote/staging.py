@@ -142,6 +142,16 @@ def staged_map(env):
     return out
 
 
+def as_callers(staged, downloads, text):
+    """TEXT with the staged paths of DOWNLOADS written as the caller's (`saved 3 objects to DIR`, `plot --png`
+    print where they wrote: the caller's path is where it will be)."""
+    for stage_id, caller_path in downloads:
+        path = staged.path_of(stage_id.removeprefix(FOLDER_MARK))
+        if path is not None and text:
+            text = text.replace(path, caller_path)
+    return text
+
+
 def header(pairs):
     """(stage id, path) pairs as one header value: id:hex(path), comma-separated (a path may hold any byte
     but NUL; a header may not)."""
