@@ -134,6 +134,9 @@ def _follow(path, request, headers, body):
                 body = None
             follow = headers.get(protocol.H_FOLLOW)
             if follow is None:
+                if protocol.H_DOWNLOAD in headers:  # a remote context's run wrote the caller's --log folder
+                    from torchsh import filerelay
+                    filerelay.download(path, headers[protocol.H_DOWNLOAD], request["argv"][0].decode(errors="replace"))
                 return int(headers.get(protocol.H_EXIT, protocol.EXIT_INTERNAL))
             stops, _, words = follow.partition(" ")
             argv = words.encode().split(b" ") + ([b"--interrupt"] if interrupt else [])

@@ -15,9 +15,10 @@ class NeedUpload(Exception):
     """A command on a remote context names a caller's file the daemon has not been sent yet: the CLI face
     asks the client for it (protocol.H_UPLOAD). Not a TorchshError: no op ran, nothing failed."""
 
-    def __init__(self, path):
+    def __init__(self, path, may_be_missing=False):
         super().__init__(path)
         self.path = path
+        self.may_be_missing = may_be_missing  # a folder the op also writes (fit --log): none there is fine
 
 
 @dataclass(slots=True)  # built for every request: slots make that cheaper
@@ -72,13 +73,13 @@ class Context:
         return self.env.get("TORCHSH_CONTEXT") or "default"
 
     def path(self, text, mode="in"):
-        """A path word as this daemon opens it. mode: "in" (a file the op reads), "out" (a file it writes),
-        "dir" (a folder). On the local daemon: relative to the caller's cwd. On a named context (a remote
-        daemon) a path is the caller's: `NAME:/path` names a file on the daemon's own host instead. A
-        caller's file is streamed by the client that can (remote/staging.py): an input is read from its
-        staged copy (or asked for: NeedUpload), an output written to a staged path the client fetches.
-        A folder, or a face that cannot stream (the JSON API), is refused by name, never resolved silently
-        on the wrong host."""
+        """A path word as this daemon opens it. mode: "in" (a file or folder the op reads), "out" (a file it
+        writes), "dir_out" (a folder it writes), "dir_inout" (a folder it reads and writes: it may be missing).
+        On the local daemon: relative to the caller's cwd. On a named context (a remote daemon) a path is the
+        caller's: `NAME:/path` names one on the daemon's own host instead. The client that can streams the
+        caller's (remote/staging.py): an input is read from its staged copy (or asked for: NeedUpload), an
+        output written to a staged path the client fetches once the op succeeded. A face that cannot stream
+        (the JSON API, Nushell) is refused by name, never resolved silently on the wrong host."""
         text = os.path.expanduser(str(text))
         name = self.context_name
         if name == "default":
@@ -90,20 +91,30 @@ class Context:
             raise TorchshError("remote_path", "%s: a path on %s's host must be absolute (its cwd is not yours)"
                                % (text, name), "write %s:/absolute/path" % name)
         caller_path = os.path.normpath(os.path.join(self.cwd, text))
-        if mode != "dir" and self.env.get(staging.ENV_STREAMS):
-            if mode == "out":
-                stage_id, staged = self.app.staging.new(caller_path)
-                self.downloads.append((stage_id, caller_path))
-                return staged
-            staged = self.app.staging.path_of(staging.staged_map(self.env).get(caller_path))
-            if staged is None:
-                raise NeedUpload(caller_path)
-            self.uploads.append(staged)
-            return staged
-        what = "a folder on this machine" if mode == "dir" else "a path on this machine"
+        if self.env.get(staging.ENV_STREAMS):
+            return self._staged(caller_path, mode)
+        what = "a folder on this machine" if mode.startswith("dir") else "a path on this machine"
         raise TorchshError("remote_path", "%s is %s, but context %s's daemon runs elsewhere" % (text, what, name),
-                           "for one on %s's host write %s:/absolute/path%s" % (name, name, "" if mode == "dir" else
-                           "; files here stream through the `torch` client (not the JSON API)"))
+                           "for one on %s's host write %s:/absolute/path; files and folders here stream through "
+                           "the `torch` client (not the JSON API)" % (name, name))
+
+    def _staged(self, caller_path, mode):
+        if mode == "out":
+            stage_id, staged = self.app.staging.new(caller_path)
+        elif mode == "dir_out":
+            stage_id, staged = self.app.staging.new_folder(caller_path)
+            stage_id = staging.FOLDER_MARK + stage_id
+        else:
+            stage_id = staging.staged_map(self.env).get(caller_path)
+            staged = self.app.staging.path_of(stage_id)
+            if staged is None:
+                raise NeedUpload(caller_path, may_be_missing=mode == "dir_inout")
+            if mode != "dir_inout":
+                self.uploads.append(staged)
+                return staged
+            stage_id = staging.FOLDER_MARK + stage_id
+        self.downloads.append((stage_id, caller_path))
+        return staged
 
     def put(self, obj, kind="tensor"):
         return self.app.registry.put(obj, kind, self.scope)

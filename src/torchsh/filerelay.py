@@ -4,6 +4,9 @@ A path in a command run on a named context is the caller's file. When the daemon
 (protocol.H_UPLOAD) the client POSTs each to /v1/files and repeats the command with TORCHSH_STAGED_i=ID:PATH;
 when the reply names files the op wrote (protocol.H_DOWNLOAD) it GETs each into the caller's path, written
 beside it, fsync'd and renamed over it (never half a file). Bytes stream in 1 MiB pieces, never whole.
+A folder goes file by file into one staged folder (its files and sub-folders only: a link or a special
+file inside is refused by name, never followed), and one the op wrote comes back file by file into the
+caller's folder (what was there and not rewritten stays).
 
 Builtins only (posix, sys) plus torchsh.wire, torchsh.protocol and copyrelay's HTTP reading, like client.py.
 """
@@ -14,6 +17,9 @@ from torchsh.copyrelay import PIECE, _body, _error_reply, _head
 from torchsh.wire import call, connect, fail
 
 MAX_ROUNDS = 64  # one round per file the command names: data open of many files asks file by file
+MAX_FOLDER_FILES = 10000  # files and sub-folders of one folder sent: checked before anything is sent
+MAX_FILE = 4 << 30  # a file's bytes: the daemon's body limit (daemon/server.py MAX_BODY)
+FOLDER, MAY_BE_MISSING = "+", "?"  # remote/staging.py's FOLDER_MARK and MAY_BE_MISSING
 
 
 def serve(conn, sock, request, headers, body):
@@ -41,14 +47,87 @@ def pairs(header):
 
 def upload(sock, header, env_pairs, op):
     """Send each asked-for file to the daemon on sock; append its TORCHSH_STAGED_i pair to env_pairs."""
-    for _, path in pairs(header):
+    for mark, path in pairs(header):
         if b"\n" in path:  # the staged-file setting is one line
             fail("remote_path", "%s: a file name with a line break cannot be sent" % op, "rename it")
-        stage_id = _send(sock, path, op)
+        try:
+            is_dir = posix.stat(path).st_mode & protocol.S_IFMT == protocol.S_IFDIR  # the path named: followed
+        except OSError:
+            is_dir = None
+        if is_dir is None and mark == MAY_BE_MISSING:  # a folder the op makes (fit --log): an empty one
+            stage_id = _post(sock, b"folder=" + _query_word(_name(path)), b"", op)
+        elif is_dir:
+            stage_id = _send_folder(sock, path, op)
+        else:
+            stage_id = _send(sock, path, op, b"name=" + _query_word(_name(path)))
         env_pairs.append(b"TORCHSH_STAGED_%d=%s:%s" % (len(env_pairs), stage_id, path))
 
 
-def _send(sock, path, op):
+def _name(path):
+    return path.rstrip(b"/").rsplit(b"/", 1)[-1]
+
+
+def _send_folder(sock, path, op):
+    """Send a folder's sub-folders and files into a new staged folder: its id. Every entry is checked (and
+    counted) before the first byte goes."""
+    entries = _walk(path, op)
+    stage_id = _post(sock, b"folder=" + _query_word(_name(path)), b"", op)
+    for rel, is_dir in entries:
+        query = b"in=%s&path=%s" % (stage_id, _query_word(rel))
+        if is_dir:
+            _post(sock, query + b"&folder_part=1", b"", op)
+        else:
+            _send(sock, path + b"/" + rel, op, query)
+    return stage_id
+
+
+def _walk(root, op):
+    """[(relative path, is a folder)] under root, parents first; a link or special file fails naming it."""
+    out, todo = [], [b""]
+    while todo:
+        rel_dir = todo.pop()
+        try:
+            names = sorted(posix.listdir(root + b"/" + rel_dir if rel_dir else root))
+        except OSError as e:
+            fail("file_error", "%s: cannot read %s: %s" % (op, _show(root + b"/" + rel_dir), e.strerror), None)
+        for name in names:
+            rel = rel_dir + b"/" + name if rel_dir else name
+            st = posix.lstat(root + b"/" + rel)
+            kind = st.st_mode & protocol.S_IFMT
+            if kind not in (protocol.S_IFDIR, protocol.S_IFREG):
+                fail("remote_path", "%s: %s is %s; a folder streams only its files and sub-folders, never a link "
+                     "followed" % (op, _show(root + b"/" + rel), protocol._KIND_NAMES.get(kind, "a special file")),
+                     "copy what it points to into the folder, or name a folder on the context's host: NAME:/path")
+            if kind == protocol.S_IFREG and st.st_size > MAX_FILE:
+                fail("too_large", "%s: %s is %d bytes, over the %d GiB a file may send"
+                     % (op, _show(root + b"/" + rel), st.st_size, MAX_FILE >> 30), "name it as NAME:/path on the host")
+            out.append((rel, kind == protocol.S_IFDIR))
+            if len(out) > MAX_FOLDER_FILES:
+                fail("too_large", "%s: %s holds over %d files and folders" % (op, _show(root), MAX_FOLDER_FILES),
+                     "put it on the context's host and write NAME:/absolute/path")
+            if kind == protocol.S_IFDIR:
+                todo.append(rel)  # listed after it: a sub-folder is sent before what is in it
+    return out
+
+
+def _show(path):
+    return path.decode(errors="replace")
+
+
+def _post(sock, query, body, op):
+    """POST /v1/files?QUERY with a small body: the id the daemon answers."""
+    conn = connect(sock)
+    conn.sendall(b"POST /v1/files?%s HTTP/1.1\r\nHost: torchd\r\nConnection: close\r\n"
+                 b"Content-Length: %d\r\n\r\n%s" % (query, len(body), body))
+    status, length, rest = _head(conn)
+    reply = _body(conn, length, rest)
+    conn.close()
+    if status != 200:
+        raise SystemExit(_error_reply(op, reply))
+    return reply.strip()
+
+
+def _send(sock, path, op, query):
     try:
         fd = posix.open(path, posix.O_RDONLY)
     except OSError as e:
@@ -57,13 +136,12 @@ def _send(sock, path, op):
     try:
         st = posix.fstat(fd)
         if st.st_mode & protocol.S_IFMT != protocol.S_IFREG:
-            fail("remote_path", "%s: %s is not a regular file; a remote daemon reads folders on its own host"
-                 % (op, path.decode(errors="replace")), "write NAME:/absolute/path")
+            fail("remote_path", "%s: %s is not a regular file or a folder" % (op, path.decode(errors="replace")),
+                 "for one on the context's host write NAME:/absolute/path")
         conn = connect(sock)
-        name = path.rsplit(b"/", 1)[-1]
-        conn.sendall(b"POST /v1/files?name=%s HTTP/1.1\r\nHost: torchd\r\nConnection: close\r\n"
+        conn.sendall(b"POST /v1/files?%s HTTP/1.1\r\nHost: torchd\r\nConnection: close\r\n"
                      b"Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n"
-                     % (_query_word(name), st.st_size))
+                     % (query, st.st_size))
         left = st.st_size
         while left > 0:
             chunk = posix.read(fd, min(PIECE, left))
@@ -88,15 +166,53 @@ def _query_word(name):
 
 
 def download(sock, header, op):
-    """Fetch each file the op wrote into the caller's path (atomically)."""
+    """Fetch each file (and folder) the op wrote into the caller's path (atomically, file by file)."""
     for stage_id, path in pairs(header):
-        conn = connect(sock)
-        conn.sendall(b"GET /v1/files/%s HTTP/1.1\r\nHost: torchd\r\nConnection: close\r\n\r\n" % stage_id.encode())
-        status, length, rest = _head(conn)
-        if status != 200:
-            raise SystemExit(_error_reply(op, _body(conn, length, rest)))
-        _write_file(conn, path, length, rest, op)
-        conn.close()
+        if stage_id.startswith(FOLDER):
+            _fetch_folder(sock, stage_id[1:], path, op)
+        else:
+            _fetch(sock, stage_id, path, op)
+
+
+def _fetch_folder(sock, stage_id, path, op):
+    """The folder's list of (file id, relative path) first (an empty id: a sub-folder), then each file."""
+    _make_folder(path, op)
+    conn = connect(sock)
+    conn.sendall(b"GET /v1/files/%s HTTP/1.1\r\nHost: torchd\r\nConnection: close\r\n\r\n" % stage_id.encode())
+    status, length, rest = _head(conn)
+    listing = _body(conn, length, rest)
+    conn.close()
+    if status != 200:
+        raise SystemExit(_error_reply(op, listing))
+    for file_id, rel in pairs(listing.decode()) if listing else ():
+        parts = rel.split(b"/")
+        if not rel or rel.startswith(b"/") or b"\0" in rel or any(p in (b"", b".", b"..") for p in parts):
+            fail("remote_path", "%s: the daemon named %r inside %s; refused" % (op, rel[:200], _show(path)),
+                 "the context's daemon is not the one you trust: check it")
+        if file_id:
+            _fetch(sock, file_id, path + b"/" + rel, op)
+        else:
+            _make_folder(path + b"/" + rel, op)
+
+
+def _make_folder(path, op):
+    try:
+        posix.mkdir(path, 0o777)  # the caller's umask applies, as to any folder a command makes
+    except FileExistsError:
+        if posix.stat(path).st_mode & protocol.S_IFMT != protocol.S_IFDIR:
+            fail("file_error", "%s: %s is not a folder" % (op, _show(path)), "remove it or name another folder")
+    except OSError as e:
+        fail("file_error", "%s: cannot make %s: %s" % (op, _show(path), e.strerror), None)
+
+
+def _fetch(sock, stage_id, path, op):
+    conn = connect(sock)
+    conn.sendall(b"GET /v1/files/%s HTTP/1.1\r\nHost: torchd\r\nConnection: close\r\n\r\n" % stage_id.encode())
+    status, length, rest = _head(conn)
+    if status != 200:
+        raise SystemExit(_error_reply(op, _body(conn, length, rest)))
+    _write_file(conn, path, length, rest, op)
+    conn.close()
 
 
 def _write_file(conn, path, length, rest, op):

@@ -19,6 +19,7 @@ from torchsh.call.tokens import Token
 from torchsh.cli import help as cli_help, render
 from torchsh.context import Context, NeedUpload
 from torchsh.errors import TorchshError
+from torchsh.remote import staging
 from torchsh.table.kinds import STDIN_TEXT_KINDS
 
 log = logging.getLogger("torchd")
@@ -55,18 +56,22 @@ def run_cli(app, request):
         op_name = op.display_name
         try:
             reply = _run_op(ctx, op, fixed, words)
-        except NeedUpload:
-            raise  # more files to come: those staged so far serve the next round
+        except NeedUpload:  # more files to come: those staged so far serve the next round; outputs made anew
+            sent = set(staging.staged_map(ctx.env).values())
+            ctx.app.staging.remove_ids(i for i, _ in ctx.downloads if i.lstrip(staging.FOLDER_MARK) not in sent)
+            raise
         except BaseException:
             _drop_uploads(ctx, op)
             ctx.app.staging.remove_ids(stage_id for stage_id, _ in ctx.downloads)  # a failed op's outputs: none
             raise
         _drop_uploads(ctx, op)
         if ctx.downloads:  # files the op wrote for a remote caller: the client fetches them (remote/staging.py)
-            reply.headers = dict(reply.headers or {}, **{protocol.H_DOWNLOAD: _files_header(ctx.downloads)})
+            reply.stdout = staging.as_callers(ctx.app.staging, ctx.downloads, reply.stdout)
+            reply.headers = dict(reply.headers or {}, **{protocol.H_DOWNLOAD: staging.header(ctx.downloads)})
         return reply
     except NeedUpload as e:  # a caller's file this remote daemon has not been sent: the client sends it
-        return CliReply(headers={protocol.H_UPLOAD: _files_header([("", e.path)])})
+        mark = staging.MAY_BE_MISSING if e.may_be_missing else ""  # a folder the op also writes
+        return CliReply(headers={protocol.H_UPLOAD: staging.header([(mark, e.path)])})
     except TorchshError as e:
         e.op = e.op or op_name
         return CliReply(stderr="" if e.code in protocol.SILENT else e.line() + "\n", exit=protocol.exit_status(e.code))
@@ -81,12 +86,6 @@ def _drop_uploads(ctx, op):
     """A command's staged inputs are read by its end; a dataset (`data …`) maps its files: those stay."""
     if ctx.uploads and not op.name.startswith("data."):
         ctx.app.staging.remove(ctx.uploads)
-
-
-def _files_header(pairs):
-    """(stage id, the caller's path) pairs as one header value: id:hex(path), comma-separated (a path may
-    hold any byte but NUL; a header may not)."""
-    return ",".join("%s:%s" % (stage_id, path.encode(errors="surrogateescape").hex()) for stage_id, path in pairs)
 
 
 def _check_word_sizes(argv):

@@ -59,8 +59,10 @@ ROUTES = (
     ("GET", r"/v1/status", objects.get_status, "Daemon status: pid, version, uptime, TTL, objects, memory"),
     ("GET", r"/v1/openapi.json", get_openapi, "This API's OpenAPI 3.1 document"),
     ("POST", r"/v1/files", files.post_file,
-     "Stage a caller's file on a remote context's daemon (the body; ?name=BASENAME); its id out"),
-    ("GET", r"/v1/files/(?P<id>[0-9a-f]+)", files.get_file, "A staged output file, once (then removed)"),
+     "Stage a caller's file on a remote context's daemon (the body; ?name=BASENAME), or a folder (?folder=NAME, "
+     "then ?in=ID&path=RELATIVE per file); its id out"),
+    ("GET", r"/v1/files/(?P<id>[0-9a-f]+)", files.get_file,
+     "A staged output file, once (then removed); a staged folder: the ids of its files"),
     ("POST", r"/v1/bundle/export", bundle.post_export,
      "Objects as one bundle (handles in, one a line; a safetensors stream out: JSON header, raw bytes)"),
     ("POST", r"/v1/bundle/import", bundle.post_import,

@@ -9,6 +9,7 @@ condition, without the tensor lock: the job verbs are lock-free, and answer betw
 from torchsh.call.results import Streams
 from torchsh.errors import TorchshError
 from torchsh.jobs import render
+from torchsh.jobs.job import EXIT_STOPPED
 
 MAX_WAIT_S = 1.0
 
@@ -22,10 +23,22 @@ def reply(ctx, job, view, offset=0, as_json=False, wait=0.0):
     if seen.ended:
         if view == "run":  # a foreground run's handle was never shown: it goes with its last reply
             _forget(ctx, job)
+            _hand_over_files(ctx, job)
         return Streams(seen.stdout, seen.stderr, 0 if view == "stop" else job.exit)
     words = ["job", "poll", job.handle, view, "--offset", str(seen.offset)] + (["--json"] if as_json else [])
     stops = "1" if view == "run" else "0"  # Ctrl-C stops a foreground run; it only leaves a follower
     return Streams(seen.stdout, seen.stderr, follow=" ".join([stops] + words))
+
+
+def _hand_over_files(ctx, job):
+    """What the run wrote for a remote caller (`fit --log DIR`) goes with its last reply (the CLI face names
+    it: remote/staging.py): fetched when the run finished or was stopped (its checkpoint resumes it),
+    removed when it failed. Every last reply names them: a Ctrl-C can lose one, and the client polls again."""
+    if job.exit in (0, EXIT_STOPPED):
+        ctx.downloads.extend(job.downloads)
+    else:
+        ctx.app.staging.remove_ids(stage_id for stage_id, _ in job.downloads)
+        job.downloads = []
 
 
 def _forget(ctx, job):

@@ -37,6 +37,7 @@ class Job:
         self.first_row = None       # the first epoch row: text output prints the header above it
         self.columns = columns      # the row keys shown, in order (None: the first row's keys)
         self.position = None        # (epoch, step) of the last completed step the work reported
+        self.downloads = []         # (stage id, path): what a remote caller fetches once it ends (fit --log)
         self.started, self.ended = time.time(), None
         self.changed = threading.Condition()
         self._stop = threading.Event()

@@ -7,14 +7,23 @@ staged copies (TORCHSH_STAGED_i=ID:PATH), and the op reads the copy. A file the 
 staged path; the reply names it (protocol.H_DOWNLOAD) and the client GETs it into the caller's path,
 atomically. Staged inputs go when the command ends, but a dataset's (`data …` maps its files), which stay
 for the daemon's life; outputs go once fetched.
+
+A folder is staged the same way, as one id: the client POSTs each file at its relative path inside it
+(checked here: it stays inside), and a folder the op wrote is fetched by GETting its id, which answers
+the list of its files, each moved under an id of its own (then fetched like any file). A folder the op
+both reads and writes (`fit --log DIR --resume auto`) sends back only the files new or changed since they
+were received (size, mtime and inode compared with what was written here).
 """
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 import threading
 
 ENV_STAGED = "TORCHSH_STAGED_"   # TORCHSH_STAGED_<i>=<id>:<the caller's absolute path>
+FOLDER_MARK = "+"  # a folder's id in the download header: +ID (the client GETs its list of files)
+MAY_BE_MISSING = "?"  # the upload header's id of a folder the op also writes: none there is an empty one
 ENV_STREAMS = "TORCHSH_STREAMS_FILES"  # the client can upload and download (the standalone client does)
 _ID_CHARS = frozenset("0123456789abcdef")
 
@@ -25,6 +34,7 @@ class Staging:
     def __init__(self):
         self.folder = None
         self._lock = threading.Lock()
+        self._received = {}  # a staged folder's path -> {relative path: (size, mtime_ns, inode)} as written
 
     def _dir(self):
         with self._lock:
@@ -40,6 +50,59 @@ class Staging:
         name = os.path.basename(caller_path.replace("\0", ""))
         return stage_id, os.path.join(sub, name if name not in ("", ".", "..") else "file")
 
+    def new_folder(self, caller_path):
+        """(id, a fresh empty 0700 folder under the folder, named like the caller's)."""
+        stage_id, path = self.new(caller_path)
+        os.mkdir(path, 0o700)
+        return stage_id, path
+
+    def inside(self, stage_id, relative):
+        """Where a file at RELATIVE goes inside staged folder ID (its parent folders made 0700), or None when
+        ID is no staged folder or RELATIVE is no plain relative path: an empty, `.` or `..` part, a leading
+        slash or a NUL. Nothing from a client may land outside the folder it names."""
+        root = self.path_of(stage_id)
+        parts = relative.split("/")
+        if root is None or not os.path.isdir(root) or "\0" in relative or not relative or \
+                any(part in ("", ".", "..") for part in parts):
+            return None
+        parent = root
+        for part in parts[:-1]:
+            parent = os.path.join(parent, part)
+            if os.path.islink(parent):
+                return None
+            if not os.path.isdir(parent):
+                os.mkdir(parent, 0o700)  # FileExistsError (a file there) is the caller's OSError
+        return os.path.join(parent, parts[-1])
+
+    def received(self, stage_id, relative, path):
+        """Note a file as written from the client (a read-write folder sends back only what changed)."""
+        st = os.lstat(path)
+        self._received.setdefault(self.path_of(stage_id), {})[relative] = (st.st_size, st.st_mtime_ns, st.st_ino)
+
+    def unpack(self, stage_id):
+        """A staged folder's files, each moved under an id of its own, as [(id, relative path)], its
+        sub-folders as ("", relative path); the folder goes. Only regular files and folders, never a link
+        followed; a file received from the client and unchanged since is left out. None: no staged folder."""
+        root = self.path_of(stage_id)
+        if root is None or not os.path.isdir(root) or os.path.islink(root):
+            return None
+        seen = self._received.pop(root, {})
+        out = []
+        for top, dirs, files in os.walk(root):
+            rel_top = os.path.relpath(top, root)
+            for name in sorted(dirs):
+                if not os.path.islink(os.path.join(top, name)):  # os.walk lists a link to a folder here
+                    out.append(("", os.path.normpath(os.path.join(rel_top, name))))
+            for name in sorted(files):
+                rel, path = os.path.normpath(os.path.join(rel_top, name)), os.path.join(top, name)
+                st = os.lstat(path)
+                if stat.S_ISREG(st.st_mode) and seen.get(rel) != (st.st_size, st.st_mtime_ns, st.st_ino):
+                    file_id, target = self.new(name)
+                    os.rename(path, target)
+                    out.append((file_id, rel))
+        shutil.rmtree(os.path.dirname(root), ignore_errors=True)
+        return out
+
     def path_of(self, stage_id):
         """The staged file of an id, or None (unknown, or already fetched)."""
         if not stage_id or not set(stage_id) <= _ID_CHARS or self.folder is None:
@@ -53,11 +116,14 @@ class Staging:
 
     def remove(self, paths):
         for path in paths:
+            self._received.pop(path, None)
             shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
     def remove_ids(self, stage_ids):
         for stage_id in stage_ids:
-            if self.folder is not None and set(stage_id) <= _ID_CHARS:
+            stage_id = stage_id.removeprefix(FOLDER_MARK)
+            if self.folder is not None and stage_id and set(stage_id) <= _ID_CHARS:
+                self._received.pop(self.path_of(stage_id), None)
                 shutil.rmtree(os.path.join(self.folder, stage_id), ignore_errors=True)
 
     def close(self):
@@ -74,3 +140,19 @@ def staged_map(env):
             if sep:
                 out[path] = stage_id
     return out
+
+
+def as_callers(staged, downloads, text):
+    """TEXT with the staged paths of DOWNLOADS written as the caller's (`saved 3 objects to DIR`, `plot --png`
+    print where they wrote: the caller's path is where it will be)."""
+    for stage_id, caller_path in downloads:
+        path = staged.path_of(stage_id.removeprefix(FOLDER_MARK))
+        if path is not None and text:
+            text = text.replace(path, caller_path)
+    return text
+
+
+def header(pairs):
+    """(stage id, path) pairs as one header value: id:hex(path), comma-separated (a path may hold any byte
+    but NUL; a header may not)."""
+    return ",".join("%s:%s" % (stage_id, path.encode(errors="surrogateescape").hex()) for stage_id, path in pairs)

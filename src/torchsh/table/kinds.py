@@ -168,14 +168,20 @@ KINDS = {k.name: k for k in (
             stdin="line", nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
     ArgKind("job", _handle_score, _held("job"), aten=("Job",), metavar="JOB", handle="job", stdin="line",
             nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
-    # a file the op writes, and a folder: on a remote context the first streams back to the caller, the
-    # second is refused unless written NAME:/path (Context.path)
+    # a file the op writes, and folders by what the op does with them (it reads, writes, or both): on a
+    # remote context the client uploads what the op reads and downloads what it wrote (Context.path)
     ArgKind("out_path", lambda t: 3 if t.cls == "str" else 1, lambda tok, ctx: ctx.path(tok.text, "out"),
             aten=("OutPath",), metavar="FILE", null_score=1, null_as_text=True, nu_type="path", schema=_STR,
             complete="files"),
-    ArgKind("dir_path", lambda t: 3 if t.cls == "str" else 1, lambda tok, ctx: ctx.path(tok.text, "dir"),
+    ArgKind("dir_path", lambda t: 3 if t.cls == "str" else 1, lambda tok, ctx: ctx.path(tok.text, "in"),
             aten=("DirPath",), metavar="DIR", null_score=1, null_as_text=True, nu_type="path", schema=_STR,
             complete="files"),
+    ArgKind("out_dir_path", lambda t: 3 if t.cls == "str" else 1, lambda tok, ctx: ctx.path(tok.text, "dir_out"),
+            aten=("OutDirPath",), metavar="DIR", null_score=1, null_as_text=True, nu_type="path", schema=_STR,
+            complete="files"),
+    ArgKind("inout_dir_path", lambda t: 3 if t.cls == "str" else 1,
+            lambda tok, ctx: ctx.path(tok.text, "dir_inout"), aten=("InOutDirPath",), metavar="DIR", null_score=1,
+            null_as_text=True, nu_type="path", schema=_STR, complete="files"),
 )}
 
 # The kinds by what they share, for the readers that ask one question of every row

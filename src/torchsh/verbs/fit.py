@@ -38,7 +38,7 @@ def _cell(key, value):
 
 @verb("fit(Module model, Optimizer optimizer, Loader loader, *, str loss=\"mse_loss\", Json? loss_args=None, "
       "int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, "
-      "str? autocast=None, int? patience=None, str? monitor=None, DirPath? log=None, str? resume=None, "
+      "str? autocast=None, int? patience=None, str? monitor=None, InOutDirPath? log=None, str? resume=None, "
       "int save_every=%d, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, "
       "str? rdzv=None, str strategy=\"ddp\", float timeout=%g, bool trusted_network=False, bool detach=False, bool json=False) -> Json"
       % (SAVE_EVERY, distributed.TIMEOUT_S),
@@ -91,7 +91,9 @@ def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1
     columns = [c for c in _COLUMNS if c != "val_loss" or val is not None]
     columns += list(plan.metrics) + ["val_" + m for m in plan.metrics if val is not None] + ["lr", "seconds"]
     if detach or ctx.can_follow:  # a job: the CLI's client follows a foreground one (progress, Ctrl-C)
+        files = _callers_files(ctx, detach)
         job = jobs.start(ctx, "fit", work, columns, uses=(model, optimizer, loader, val, sched))
+        job.downloads = files  # fetched with the run's last reply (jobs/follow.py)
         return job.handle if detach else follow.reply(ctx, job, "run", as_json=json)
     result = work(lambda event: None, lambda: False)  # the JSON API: rows when it is over
     rows = [{k: r[k] for k in columns if k in r} for r in result.rows]
@@ -106,6 +108,18 @@ def _work(ctx, plan, nproc_per_node, launch_options):
         raise TorchshError("missing_argument", "--nnodes, --node_rank, --rdzv, --strategy, --timeout and "
                            "--trusted_network belong to a distributed fit", "add --nproc_per_node N")
     return functools.partial(run_fit, ctx, plan)
+
+
+def _callers_files(ctx, detach):
+    """On a remote context: the caller's --log folder, which the run writes after this command returns, so
+    it is fetched with the followed run's last reply; a detached run's cannot be."""
+    if detach and ctx.downloads:
+        raise TorchshError("remote_path", "--log %s: a detached run's folder cannot be brought back here"
+                           % ctx.downloads[0][1], "write --log %s:/absolute/path (a folder on its host), or run "
+                           "without --detach" % ctx.context_name)
+    ctx.uploads.clear()  # the run reads --resume FILE after this returns: its staged copy stays (daemon's life)
+    files, ctx.downloads = ctx.downloads, []
+    return files
 
 
 def _resume_path(ctx, resume):

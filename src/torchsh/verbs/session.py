@@ -19,7 +19,7 @@ from torchsh.verbs import verb
 _CONTEXT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-@verb("session.save(DirPath dir) -> Json", category="objects",
+@verb("session.save(OutDirPath dir) -> Json", category="objects",
       examples=("torch ones 2 >/dev/null && torch session save saved && ls saved",))
 def save(ctx, dir):
     """Write every object held to DIR (created 0700 if missing) as DIR/session.safetensors: values,
