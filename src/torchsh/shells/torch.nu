@@ -2623,7 +2623,7 @@ export def fill [
 
 # Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 #
-# fit(Module model, Optimizer optimizer, Loader loader, *, str loss=mse_loss, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, DirPath? log=None, str? resume=None, int save_every=200, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, str? rdzv=None, str strategy=ddp, float timeout=60, bool trusted_network=False, bool detach=False, bool json=False) -> Json
+# fit(Module model, Optimizer optimizer, Loader loader, *, str loss=mse_loss, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, InOutDirPath? log=None, str? resume=None, int save_every=200, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, str? rdzv=None, str strategy=ddp, float timeout=60, bool trusted_network=False, bool detach=False, bool json=False) -> Json
 export def fit [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model optimizer loader; piped handles fill the tensor slots still missing
     --loss: string = "mse_loss"  # str
@@ -2637,7 +2637,7 @@ export def fit [
     --autocast: string  # str?
     --patience: int  # int?
     --monitor: string  # str?
-    --log: path  # DirPath?
+    --log: path  # InOutDirPath?
     --resume: string  # str?
     --save_every: int = 200  # int
     --max_steps: int  # int?
@@ -5541,10 +5541,10 @@ export def "session push" [
 
 # Write every object held to DIR (created 0700 if missing) as DIR/session.safetensors: values,
 #
-# session.save(DirPath dir) -> Json
+# session.save(OutDirPath dir) -> Json
 export def "session save" [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dir; piped handles fill the tensor slots still missing
-    --dir: path  # DirPath
+    --dir: path  # OutDirPath
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh call "session.save" $in $args {dir: $dir, no_grad: $no_grad} {} }
 
