@@ -215,3 +215,28 @@ def test_zeros_in_a_2gib_cgroup_is_refused_and_every_handle_survives(fresh_sh):
                 break
             except OSError:
                 time.sleep(0.1)
+
+
+def test_a_request_body_over_the_budget_is_refused_when_its_head_arrives(fresh_sh):
+    """A body is held whole before its handler runs: one that could not fit is refused at once, not after
+    gigabytes were read (the client here sends the head alone and gets the answer)."""
+    import socket as socketlib
+    s = start(fresh_sh, TORCHSH_MAX_MEMORY="1G")
+    a = s("torch tensor '[1.5, 2]'")
+    with socketlib.socket(socketlib.AF_UNIX) as conn:
+        conn.settimeout(20)
+        conn.connect(s.socket)
+        conn.sendall(b"POST /v1/tensors HTTP/1.1\r\nHost: torchd\r\nContent-Type: application/octet-stream\r\n"
+                     b"Content-Length: %d\r\n\r\n" % (3 * GiB))
+        reply = b""
+        while b"\r\n\r\n" not in reply or not reply.rstrip().endswith(b"}"):
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 ") and b" 200 " not in head.split(b"\r\n")[0], head
+    err = json.loads(body)["error"]
+    assert err["code"] == "out_of_memory" and "request body of 3.0 GiB" in err["message"], err
+    assert s("torch value %s" % a) == "[1.5,2.0]"  # the daemon lives on, its objects too
+    assert status(s)["memory_refused"] == 1

@@ -11,11 +11,12 @@ from torchsh.errors import TorchshError
 
 
 class Conn:
-    __slots__ = ("sock", "fast", "buf", "deadline", "peer_pid", "peer_uid", "authorized")
+    __slots__ = ("sock", "fast", "buf", "deadline", "peer_pid", "peer_uid", "authorized", "reserved")
 
     def __init__(self, sock, fast, deadline, peer_pid=None, peer_uid=None):
         self.sock, self.fast, self.buf, self.deadline = sock, fast, bytearray(), deadline
         self.peer_pid, self.peer_uid, self.authorized = peer_pid, peer_uid, not fast
+        self.reserved = 0  # bytes of memory budget held for the big body now arriving (server._admit_body)
 
     def client_gone(self):
         """True when the peer closed its end: EOF (or an error) waits where a request would be.

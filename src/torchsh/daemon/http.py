@@ -80,6 +80,26 @@ class Response:
 
 def parse_request(buf, max_body):
     """Return (Request, bytes consumed) if buf holds a whole request, else None."""
+    head = _head(buf, max_body)
+    if head is None:
+        return None
+    method, target, version, headers, start, length = head
+    if len(buf) - start < length:
+        return None
+    if version == "HTTP/1.0" and headers.get("connection", "").lower() != "keep-alive":
+        headers["connection"] = "close"
+    return Request(method, target, headers, bytes(buf[start:start + length])), start + length
+
+
+def announced_body(buf, max_body):
+    """The body length a whole head in buf announces (None: the head is not all here yet), so a big body
+    can be admitted, or refused, before it arrives."""
+    head = _head(buf, max_body)
+    return None if head is None else head[5]
+
+
+def _head(buf, max_body):
+    """(method, target, version, headers, where the body starts, its length), or None for half a head."""
     end = buf.find(b"\r\n\r\n", 0, MAX_HEAD)
     if end < 0:
         if len(buf) >= MAX_HEAD:  # even one more byte could not end a head within the limit
@@ -109,9 +129,4 @@ def parse_request(buf, max_body):
     length = int(text) if len(text) <= 18 else max_body + 1  # int() refuses over 4,300 digits
     if length > max_body:
         raise HTTPError("body of %d bytes is over the %d-byte limit" % (length, max_body), "too_large")
-    start = end + 4
-    if len(buf) - start < length:
-        return None
-    if version == "HTTP/1.0" and headers.get("connection", "").lower() != "keep-alive":
-        headers["connection"] = "close"
-    return Request(method, target, headers, bytes(buf[start:start + length])), start + length
+    return method, target, version, headers, end + 4, length

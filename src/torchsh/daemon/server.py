@@ -1,24 +1,21 @@
 """The daemon's I/O: one event-loop thread owns every socket while a request arrives; whole requests
 go to worker threads; tensor work serializes on App.tensor_lock inside the handlers.
 
-Why a loop: a thread per connection lets idle or slow connections occupy every thread, and starting
-threads under load fails (`can't start new thread`) and killed the daemon. Here an idle connection
-costs a file descriptor and a buffer, and the worker threads are all started up front.
-
-Limits (docs/security.md), per connection:
-  - CONNECTION_LIMIT open Unix-socket connections (FAST_CONNECTION_LIMIT on the fast path); one more
-    is answered 503 `overloaded` and closed. Out of file descriptors (EMFILE), the same.
-  - REQUEST_S to deliver a whole request once its first byte arrived (a body that keeps arriving in
-    64 KiB pieces earns more time); then 408 `request_timeout` and closed. A slow drip is cut here.
+Why a loop: with a thread per connection idle ones occupy every thread, and starting threads under load
+failed and killed the daemon; here an idle connection costs a descriptor and a buffer.
+Limits per connection (docs/security.md):
+  - CONNECTION_LIMIT open Unix-socket connections (FAST_CONNECTION_LIMIT on the fast path); one more,
+    or one when out of file descriptors (EMFILE), is answered 503 `overloaded` and closed.
+  - REQUEST_S to deliver a whole request once its first byte arrived (a body arriving in 64 KiB pieces
+    earns more time); then 408 `request_timeout` and closed: a slow drip is cut.
   - IDLE_S without a request (before the first one, or between kept-alive ones): closed quietly.
-  - FAST_HEAD_S for the fast path's token-bearing head, counted from accept.
-  - SEND_S for a client to take its reply (SO_SNDTIMEO): a client that stops reading is dropped.
+  - FAST_HEAD_S for the fast path's token-bearing head (from accept); SEND_S for a client to take its
+    reply (SO_SNDTIMEO); a big body admitted against the memory budget as it begins (daemon/bodies.py).
 Unix-socket peers of another uid are refused (403 `forbidden`, logged): PostgreSQL's peer rule.
 
-Whole requests go to daemon/workers.py (two pools, chosen before a request waits anywhere by the
-route table's `lockfree`, handed in with `dispatch`). A request whose client left while it waited
-for the lock is dropped unrun (App.Cancelled). Stopping (daemon stop, SIGTERM, TTL): new connections
-get 503, idle ones close, requests already taken finish (GRACE_S at most) and get their answers.
+Whole requests go to daemon/workers.py (two pools, by the route table's `lockfree`, handed in with
+`dispatch`); one whose client left while it waited for the lock is dropped unrun (App.Cancelled).
+Stopping: new connections get 503, idle ones close, requests taken finish (GRACE_S at most).
 """
 import errno
 import logging
@@ -30,6 +27,7 @@ import time
 
 from torchsh import protocol
 from torchsh.daemon import http
+from torchsh.daemon.bodies import BodyBudget
 from torchsh.daemon.conn import Conn, Drain, error_bytes, refuse_now
 from torchsh.daemon.fastpath import NOT_FOUND, REFUSED, quickack
 from torchsh.daemon.routes import dispatch, lockfree
@@ -60,6 +58,7 @@ class Server:
         self.reading = {}           # fd -> Conn the loop is reading a request from
         self.open = {False: 0, True: 0}   # open connections, Unix socket (False) and fast path (True)
         self.busy = 0               # connections a worker holds
+        self.bodies = BodyBudget(app)  # big bodies are admitted against the memory budget as they begin
         self.stopping_at = None     # monotonic deadline of the grace period once stopping
         self.fast_listener = None
         self._spare_fd = _open_spare()
@@ -230,8 +229,10 @@ class Server:
         except http.HTTPError as e:
             json_body = not conn.buf.startswith(b"POST %s " % protocol.CLI_PATH.encode())
             return self._refuse(conn, b"" if conn.fast else error_bytes(e.code, str(e), json_body=json_body))
-        if parsed is None:
-            return
+        if parsed is None:  # a big body that begins is admitted against the memory budget, or refused now
+            refusal = self.bodies.admit(conn, FAST_MAX_BODY if conn.fast else MAX_BODY)
+            return self._refuse(conn, refusal) if refusal else None
+        self.bodies.release(conn)
         request, used = parsed
         del conn.buf[:used]
         request.peer_pid, request.peer_uid = conn.peer_pid, conn.peer_uid
@@ -273,12 +274,14 @@ class Server:
             self._parse(conn)
 
     def _refuse(self, conn, data):
+        self.bodies.release(conn)
         if self.reading.pop(conn.sock.fileno(), None) is not None:
             self.sel.unregister(conn.sock)
         self.open[conn.fast] -= 1
         self.drain.refuse(conn.sock, data)
 
     def _close(self, conn, registered=True):
+        self.bodies.release(conn)
         if registered and self.reading.pop(conn.sock.fileno(), None) is not None:
             self.sel.unregister(conn.sock)
         self.open[conn.fast] -= 1
