@@ -21,7 +21,11 @@ def post_file(app, request, params):
             stage_id, _ = app.staging.new_folder(query["folder"])
             return Response(200, stage_id.encode(), "text/plain")
         stage_id, path = app.staging.new(query.get("name") or "file")
-        _write_new(path, request.body)
+        try:
+            _write_new(path, request.body)
+        except BaseException:
+            app.staging.remove([path])  # refused, or half written (a full disk): its folder goes
+            raise
     except OSError as e:  # the daemon host's disk is full, its temp folder unwritable
         raise TorchshError("file_error", "cannot stage the file on the daemon's host: %s" % e.strerror,
                            "free space in its temp folder (TMPDIR)") from None
@@ -43,7 +47,18 @@ def _post_inside(app, query, body):
     return Response(200, stage_id.encode(), "text/plain")
 
 
+DISK_RESERVE = 256 << 20  # a staged file never leaves the daemon host's disk with less than this free
+
+
 def _write_new(path, data):
+    """The caller's bytes as a new file; refused (file_error) when they would all but fill the disk: the
+    daemon's own saves and the host's other users need room too."""
+    disk = os.statvfs(os.path.dirname(path))
+    free = disk.f_bavail * disk.f_frsize
+    if len(data) > free - DISK_RESERVE:
+        raise TorchshError("file_error", "staging %d bytes would leave the daemon host's temp folder with %d "
+                           "MiB free" % (len(data), max(0, free - len(data)) >> 20),
+                           "free space there (TMPDIR of the daemon), or name a file on its host: NAME:/path")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         view = memoryview(data)

@@ -36,3 +36,15 @@ def test_a_staged_file_stays_in_its_own_folder_whatever_its_name(app, name):
     assert got.status == 200 and got.body == body
     again = request(app, b"GET /v1/files/%s HTTP/1.1\r\n\r\n" % stage_id.encode())  # once only
     assert again.status == 404 and json.loads(again.body)["error"]["code"] == "unknown_handle"
+
+
+def test_a_file_that_would_all_but_fill_the_daemons_disk_is_refused_and_nothing_stays(app, monkeypatch):
+    from torchsh.api import files
+    disk = os.statvfs(app.staging.folder if app.staging.folder else tempfile.gettempdir())
+    monkeypatch.setattr(files, "DISK_RESERVE", disk.f_bavail * disk.f_frsize)  # any byte more is too many
+    before = set(os.listdir(app.staging.folder)) if app.staging.folder else set()
+    body = b"x" * 4096
+    r = request(app, b"POST /v1/files?name=big.npy HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    err = json.loads(r.body)["error"]
+    assert r.status != 200 and err["code"] == "file_error" and "free" in err["message"], err
+    assert set(os.listdir(app.staging.folder)) == before  # nothing staged, not even its folder
