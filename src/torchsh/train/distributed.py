@@ -85,7 +85,7 @@ def run(ctx, plan, launch, report, should_stop):
         objects = {"model": plan.model, "optimizer": plan.optimizer, "sched": plan.sched, "loader": plan.loader,
                    "val": plan.val}
         dist_spec.write(folder, objects, _fit_options(plan), launch.record(), start)
-        proc = _launch(folder, launch)
+        proc = _launch(folder, launch, isolate=ctx.env.get(dist_netns.ENV_OFF) != "0")
         _follow(proc, folder, report, should_stop, launch)
         return _finish(folder, plan, proc)
     finally:
@@ -118,7 +118,7 @@ def _start(plan):
     return {"loader_epoch": plan.loader.epoch, "resumed": fit, "resumed_from": source}
 
 
-def _launch(folder, launch):
+def _launch(folder, launch, isolate=True):
     env = dict(os.environ, TORCHSH_FIT_RUN=folder)  # marks the launcher and its ranks (`ps e`, the tests)
     env.setdefault("LOGLEVEL", "INFO")  # elastic's account of the launch in launcher.log (the daemon log gets its tail)
     if not launch.rdzv or listener.is_loopback(launch.rdzv.rpartition(":")[0]):
@@ -126,7 +126,7 @@ def _launch(folder, launch):
         env.setdefault("NCCL_SOCKET_IFNAME", "lo")
     if "OMP_NUM_THREADS" not in env:  # the ranks share the cores (torchrun sets 1; this keeps all in use)
         env["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // launch.nproc_per_node))
-    prefix = dist_netns.isolating_argv(env) if not launch.rdzv else []  # one node: its own loopback
+    prefix = dist_netns.isolating_argv(env) if isolate and not launch.rdzv else []  # one node: its own loopback
     with open(dist_spec.path(folder, "launcher.log"), "wb") as out:
         return subprocess.Popen(prefix + [sys.executable, "-m", "torchsh.train.dist_launch", folder],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
