@@ -24,7 +24,7 @@ def load_at_start(app, where):
     t0 = time.perf_counter()
     try:
         with app.tensor_lock("persist load"):
-            handles, manifest = transfer.restore(app.registry, transfer.read_folder(where), True, path)
+            handles, manifest = transfer.hold(app.registry, transfer.read_folder(where), True)
     except TorchshError as e:
         aside = "%s.bad-%d" % (path, int(time.time()))
         os.replace(path, aside)

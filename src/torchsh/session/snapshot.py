@@ -11,7 +11,8 @@ same object when restored. Never pickle: JSON and raw bytes only.
 import json
 
 import torch
-from safetensors.torch import load as st_load, save as st_save
+from safetensors import safe_open
+from safetensors.torch import load as st_load, save as st_save, save_file as st_save_file
 
 from torchsh.errors import TorchshError
 from torchsh.registry.handles import parse_handle
@@ -120,7 +121,16 @@ def _put(tensors, key, t):
 
 
 def to_bytes(manifest, tensors):
-    return st_save(tensors, metadata={"torchsh": json.dumps(manifest, allow_nan=True)})
+    return st_save(tensors, metadata=_metadata(manifest))
+
+
+def to_file(manifest, tensors, path):
+    """The same stream written straight to PATH (no copy of every value in memory as bytes first)."""
+    st_save_file(tensors, path, metadata=_metadata(manifest))
+
+
+def _metadata(manifest):
+    return {"torchsh": json.dumps(manifest, allow_nan=True)}
 
 
 def from_bytes(data, where="the bundle"):
@@ -131,6 +141,23 @@ def from_bytes(data, where="the bundle"):
         manifest = json.loads(json.loads(bytes(data[8:8 + n]))["__metadata__"]["torchsh"])
     except Exception as e:  # SafetensorError, JSON and key errors: not a torchsh session at all
         raise TorchshError("file_error", "%s is not a torchsh session: %s" % (where, str(e).split("\n")[0][:120])) from None
+    return _per_handle(manifest, flat, where)
+
+
+def from_file(path):
+    """from_bytes of a file, each value read once from it (not the whole file into memory first)."""
+    try:
+        with safe_open(path, framework="pt") as f:
+            flat = {k: f.get_tensor(k) for k in f.keys()}
+            manifest = json.loads((f.metadata() or {})["torchsh"])
+    except OSError as e:
+        raise TorchshError("file_error", "cannot read %s: %s" % (path, e.strerror or e)) from None
+    except Exception as e:  # SafetensorError, JSON and key errors: not a torchsh session at all
+        raise TorchshError("file_error", "%s is not a torchsh session: %s" % (path, str(e).split("\n")[0][:120])) from None
+    return _per_handle(manifest, flat, path)
+
+
+def _per_handle(manifest, flat, where):
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise TorchshError("file_error", "%s is not a torchsh session (format %r)" % (where, manifest.get("format")))
     per = {}

@@ -16,37 +16,35 @@ SESSION_FILE = "session.safetensors"
 def save_folder(registry, folder):
     """Write every object held to FOLDER/session.safetensors; returns the manifest (with what was skipped)."""
     manifest, tensors = snapshot.collect(registry)
-    data = snapshot.to_bytes(manifest, tensors)
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
     except OSError as e:
         raise fileio.file_error(folder, "write", e) from None
-
-    def write(tmp):
-        with open(tmp, "wb") as f:
-            f.write(data)
-    fileio.atomic_write(os.path.join(folder, SESSION_FILE), write)
+    fileio.atomic_write(os.path.join(folder, SESSION_FILE), lambda tmp: snapshot.to_file(manifest, tensors, tmp))
     return manifest
 
 
 def read_folder(folder):
+    """(manifest, tensors) of FOLDER/session.safetensors, for hold()."""
     path = os.path.join(folder, SESSION_FILE)
     if not os.path.exists(path):
         raise TorchshError("file_error", "no session in %s (%s is missing)" % (folder, SESSION_FILE),
                            "`torch session save DIR` writes one")
     fileio.regular_file(path)
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as e:
-        raise fileio.file_error(path, "read", e) from None
+    return snapshot.from_file(path)
 
 
 def restore(registry, data, keep, where, scope=None, owners=True):
-    """Hold the objects of a stream. keep: under their own handles (and scopes); else under new handles in
-    `scope`. Returns (the handles, in the order the stream was asked for, and the manifest). owners=False
-    drops the scopes' owning client processes (a pushed session's clients are on another machine)."""
-    manifest, tensors = snapshot.from_bytes(data, where)
+    """hold() of a stream's bytes (a bundle: `cp`, `session push`)."""
+    return hold(registry, snapshot.from_bytes(data, where), keep, scope, owners)
+
+
+def hold(registry, stream, keep, scope=None, owners=True):
+    """Hold the objects of a stream, (manifest, tensors). keep: under their own handles (and scopes); else
+    under new handles in `scope`. Returns (the handles, in the order the stream was asked for, and the
+    manifest). owners=False drops the scopes' owning client processes (a pushed session's clients are on
+    another machine)."""
+    manifest, tensors = stream
     built = snapshot.rebuild(manifest, tensors)
     rows = manifest["objects"]
     if keep:

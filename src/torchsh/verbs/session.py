@@ -48,8 +48,7 @@ def load(ctx, dir):
     Args:
         dir: a folder `torch session save` wrote
     """
-    data = transfer.read_folder(dir)
-    handles, manifest = transfer.restore(ctx.registry, data, True, dir)
+    handles, manifest = transfer.hold(ctx.registry, transfer.read_folder(dir), True)
     detached = snapshot.detached_count(manifest)
     tail = "; %d tensor%s came back detached from %s graph" % (detached, "" if detached == 1 else "s",
                                                                "its" if detached == 1 else "their") if detached else ""
