@@ -29,7 +29,7 @@ def remote():
 
 def test_nu_reaches_the_selected_context_and_prefixes_its_handles(nu, remote, tmp_path):
     env = {"XDG_CONFIG_HOME": remote.folder + "/cfg", "XDG_RUNTIME_DIR": remote.folder + "/rt"}
-    out = tmp_path / "y.pt"
+    out, mine = tmp_path / "y.pt", tmp_path / "y2.pt"
     script = """
         let here = (torch tensor '[1.0, 2.0]')
         $env.TORCHSH_CONTEXT = "r1"
@@ -38,20 +38,24 @@ def test_nu_reaches_the_selected_context_and_prefixes_its_handles(nu, remote, tm
         torch save $b r1:%s
         let census = (torch tensors | get handle)
         let refused = (try { torch add $a $here; "ran" } catch {|e| $e.msg })
-        let local_path = (try { torch save $b y2.pt; "ran" } catch {|e| $e.msg })
+        torch save $b %s
+        let back = (torch load %s)
+        torch session save %s
         print ({a: $a, here: $here, in_census: ($b in $census), status: (torch daemon status | get context),
-                refused: $refused, local_path: $local_path} | to json --raw)
-    """ % out
+                refused: $refused, back: $back, back_value: (torch value $back)} | to json --raw)
+    """ % (out, mine, mine, tmp_path / "sess")
     import json
     got = json.loads(nu(script, env=env))
     assert got["a"].startswith("tensor://r1/") and not got["here"].startswith("tensor://r1/")
     assert got["in_census"] and got["status"] == "r1"
     assert "belongs to context default, but this command runs on context r1" in got["refused"]
-    # r1:/path is a file on r1's host (here the same machine); a plain path is the caller's, which only the
-    # `torch` client streams: nu's socket calls say so instead of writing it on the wrong host
-    assert "is a path on this machine, but context r1's daemon runs elsewhere" in got["local_path"]
+    # r1:/path is a file on r1's host (here the same machine); a plain path is the caller's: nu's socket
+    # calls cannot stream it, so such a command runs through the `torch` client, which does
     a = torch.tensor([[1.5, 2.0], [3.0, -4.0]])
     assert torch.equal(torch.load(out, weights_only=True), a @ a)
+    assert torch.equal(torch.load(mine, weights_only=True), a @ a)  # written here, by the client
+    assert got["back"].startswith("tensor://r1/") and got["back_value"] == (a @ a).tolist()
+    assert (tmp_path / "sess" / "session.safetensors").is_file()  # a folder comes back too
 
 
 def test_nu_follows_torch_context_use(nu, remote):

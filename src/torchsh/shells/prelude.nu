@@ -152,7 +152,37 @@ def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: re
         if $v != null and $v != ($defaults | get --optional $name) { $kwargs = ($kwargs | insert $name $v) }
     }
     let no_grad = ($kwargs.no_grad? | default false)
-    torchsh request $op {tensors: $lead, args: $args, kwargs: ($kwargs | reject --optional no_grad), no_grad: $no_grad, values: $values}
+    let kwargs = $kwargs  # immutable from here: the catch's closure below reads it
+    let body = {tensors: $lead, args: $args, kwargs: ($kwargs | reject --optional no_grad), no_grad: $no_grad, values: $values}
+    if $whole or (torchsh context) == "default" { return (torchsh request $op $body) }
+    try { torchsh request $op $body } catch {|e|
+        # a caller's file or folder on a remote context: only the `torch` client streams it (docs/remote.md)
+        let d = $e.details
+        if $d.code? != "torchsh::remote_path" or not ($d.msg =~ "runs elsewhere") {
+            error make --unspanned {msg: $d.msg, help: ($d.help? | default ""), code: ($d.code? | default "nu::shell::error")}
+        }
+        torchsh by-client $op $lead $args $kwargs
+    }
+}
+
+# An op run by the `torch` client, its result parsed as the command line's: the words of `torchsh call`
+# written as a command line (flags after the words; a list flag repeated), piped handles as its stdin.
+def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record]: nothing -> any {
+    mut argv = ($op | split row "." | append ($args | each {|w| torchsh word $w }))
+    for name in ($kwargs | columns) {
+        let v = ($kwargs | get $name)
+        let kind = ($v | describe)
+        if $v == true {
+            $argv = ($argv | append $"--($name)")
+        } else if ($kind starts-with "list") {
+            for item in $v { $argv = ($argv | append [$"--($name)" (torchsh word $item)]) }
+        } else {
+            $argv = ($argv | append [$"--($name)" (torchsh word $v)])
+        }
+    }
+    $argv = ($argv | append "--json")
+    let r = ($lead | str join "\n" | ^torch ...$argv | complete)
+    torchsh cli-result $argv $r.exit_code $r.stdout $r.stderr
 }
 
 # The handles in piped input: a handle, the handle lines of a text (`^torch chunk …` prints one a
