@@ -4,9 +4,10 @@ torch.distributed authenticates nothing: its TCP store and gloo/nccl accept whoe
 binds the store to 127.0.0.1 and the ranks' sockets to `lo`, which keeps the network out, but not another
 user of the same machine. So when the kernel lets us (unprivileged user namespaces), the launcher runs
 under `unshare --user --map-current-user --keep-caps --net`: a private loopback, no other interface, the
-same uid and files (--keep-caps: the launcher keeps CAP_NET_ADMIN of its own namespace to bring `lo` up). Where that is refused (a container's seccomp, a hardened kernel) the run goes on without it, and
-TORCHSH_DIST_ISOLATE=0 (the caller's, or the daemon's) turns it off (docs/distributed.md). Several nodes must reach each other: never
-isolated.
+same uid and files (--keep-caps: the launcher keeps CAP_NET_ADMIN of its namespace to bring `lo` up).
+Where that is refused (a container's seccomp, a hardened kernel, an older unshare) the run goes on
+without it; TORCHSH_DIST_ISOLATE=0 (the caller's, or the daemon's) turns it off (docs/distributed.md).
+Several nodes must reach each other: never isolated.
 """
 import fcntl
 import functools
