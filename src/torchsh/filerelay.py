@@ -18,8 +18,6 @@ from torchsh.wire import call, connect, fail
 
 MAX_ROUNDS = 64  # one round per file the command names: data open of many files asks file by file
 MAX_FOLDER_FILES = 10000  # files and sub-folders of one folder sent: checked before anything is sent
-MAX_FILE = 4 << 30  # a file's bytes: the daemon's body limit (daemon/server.py MAX_BODY)
-FOLDER, MAY_BE_MISSING = "+", "?"  # remote/staging.py's FOLDER_MARK and MAY_BE_MISSING
 
 
 def serve(conn, sock, request, headers, body):
@@ -54,7 +52,7 @@ def upload(sock, header, env_pairs, op):
             is_dir = posix.stat(path).st_mode & protocol.S_IFMT == protocol.S_IFDIR  # the path named: followed
         except OSError:
             is_dir = None
-        if is_dir is None and mark == MAY_BE_MISSING:  # a folder the op makes (fit --log): an empty one
+        if is_dir is None and mark == protocol.STAGED_MAY_BE_MISSING:  # a folder the op makes (fit --log): empty
             stage_id = _post(sock, b"folder=" + _query_word(_name(path)), b"", op)
         elif is_dir:
             stage_id = _send_folder(sock, path, op)
@@ -96,11 +94,12 @@ def _walk(root, op):
             kind = st.st_mode & protocol.S_IFMT
             if kind not in (protocol.S_IFDIR, protocol.S_IFREG):
                 fail("remote_path", "%s: %s is %s; a folder streams only its files and sub-folders, never a link "
-                     "followed" % (op, _show(root + b"/" + rel), protocol._KIND_NAMES.get(kind, "a special file")),
+                     "followed" % (op, _show(root + b"/" + rel), protocol.KIND_NAMES.get(kind, "a special file")),
                      "copy what it points to into the folder, or name a folder on the context's host: NAME:/path")
-            if kind == protocol.S_IFREG and st.st_size > MAX_FILE:
+            if kind == protocol.S_IFREG and st.st_size > protocol.MAX_BODY:
                 fail("too_large", "%s: %s is %d bytes, over the %d GiB a file may send"
-                     % (op, _show(root + b"/" + rel), st.st_size, MAX_FILE >> 30), "name it as NAME:/path on the host")
+                     % (op, _show(root + b"/" + rel), st.st_size, protocol.MAX_BODY >> 30),
+                     "name it as NAME:/path on the host")
             out.append((rel, kind == protocol.S_IFDIR))
             if len(out) > MAX_FOLDER_FILES:
                 fail("too_large", "%s: %s holds over %d files and folders" % (op, _show(root), MAX_FOLDER_FILES),
@@ -168,7 +167,7 @@ def _query_word(name):
 def download(sock, header, op):
     """Fetch each file (and folder) the op wrote into the caller's path (atomically, file by file)."""
     for stage_id, path in pairs(header):
-        if stage_id.startswith(FOLDER):
+        if stage_id.startswith(protocol.STAGED_FOLDER):
             _fetch_folder(sock, stage_id[1:], path, op)
         else:
             _fetch(sock, stage_id, path, op)

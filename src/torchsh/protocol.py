@@ -131,8 +131,12 @@ def runtime_dir():
 # followed) finds the kind we expect, owned by our effective uid (the owner of what we create, and
 # what SO_PEERCRED reports), and, for a folder, not writable by group or others (else anyone could
 # plant a socket, token file or log symlink in it). Raw st_mode bits: the `stat` module is not a builtin.
+MAX_BODY = 4 << 30  # a request body on the daemon's Unix socket (bulk .npy uploads, staged files)
+# The caller's files on a remote context (remote/staging.py, filerelay.py): in H_DOWNLOAD, +ID is a staged
+# folder (GET it for its files); in H_UPLOAD, ?ID marks a folder the op also writes (missing: send an empty one)
+STAGED_FOLDER, STAGED_MAY_BE_MISSING = "+", "?"
 S_IFMT, S_IFDIR, S_IFREG, S_IFSOCK, S_IFLNK = 0o170000, 0o040000, 0o100000, 0o140000, 0o120000
-_KIND_NAMES = {S_IFDIR: "a folder", S_IFREG: "a regular file", S_IFSOCK: "a socket", S_IFLNK: "a symlink"}
+KIND_NAMES = {S_IFDIR: "a folder", S_IFREG: "a regular file", S_IFSOCK: "a socket", S_IFLNK: "a symlink"}
 UNTRUSTED_HINT = ("remove it if it is yours, or set XDG_RUNTIME_DIR or TORCHSH_SOCKET to a folder "
                   "of your own with mode 0700")
 
@@ -146,7 +150,7 @@ def untrusted(path, kind, st=None):
     st = st or posix.lstat(path)
     found = st.st_mode & S_IFMT
     if found != kind:
-        return "%s is %s, not %s" % (path, _KIND_NAMES.get(found, "something else"), _KIND_NAMES[kind])
+        return "%s is %s, not %s" % (path, KIND_NAMES.get(found, "something else"), KIND_NAMES[kind])
     me = posix.geteuid()
     if st.st_uid != me:
         return "%s belongs to uid %d, not to you (uid %d)" % (path, st.st_uid, me)

@@ -79,7 +79,8 @@ def get_file(app, request, params):
         try:
             listing = app.staging.unpack(params["id"])
         except OSError as e:
-            raise TorchshError("file_error", "cannot list staged folder %s: %s" % (params["id"][:40], e.strerror)) from None
+            raise TorchshError("file_error", "cannot list staged folder %s: %s"
+                               % (params["id"][:40], e.strerror)) from None
         return Response(200, staging.header(listing or []).encode(), "text/plain")
     try:
         with open(path, "rb") as f:

@@ -35,7 +35,7 @@ from torchsh.daemon.watch import SocketWatch
 from torchsh.daemon.workers import Workers
 
 log = logging.getLogger("torchd")
-MAX_BODY = 4 << 30          # 4 GiB: bulk .npy uploads
+MAX_BODY = protocol.MAX_BODY  # 4 GiB: bulk .npy uploads
 FAST_MAX_BODY = 64 << 20    # argv and stdin handles only; bulk data goes through the Unix socket
 CONNECTION_LIMIT = 1024
 FAST_CONNECTION_LIMIT = 256

@@ -21,9 +21,10 @@ import stat
 import tempfile
 import threading
 
+from torchsh import protocol
+
 ENV_STAGED = "TORCHSH_STAGED_"   # TORCHSH_STAGED_<i>=<id>:<the caller's absolute path>
-FOLDER_MARK = "+"  # a folder's id in the download header: +ID (the client GETs its list of files)
-MAY_BE_MISSING = "?"  # the upload header's id of a folder the op also writes: none there is an empty one
+FOLDER_MARK, MAY_BE_MISSING = protocol.STAGED_FOLDER, protocol.STAGED_MAY_BE_MISSING  # the client reads them too
 ENV_STREAMS = "TORCHSH_STREAMS_FILES"  # the client can upload and download (the standalone client does)
 _ID_CHARS = frozenset("0123456789abcdef")
 

@@ -153,7 +153,8 @@ def from_file(path):
     except OSError as e:
         raise TorchshError("file_error", "cannot read %s: %s" % (path, e.strerror or e)) from None
     except Exception as e:  # SafetensorError, JSON and key errors: not a torchsh session at all
-        raise TorchshError("file_error", "%s is not a torchsh session: %s" % (path, str(e).split("\n")[0][:120])) from None
+        raise TorchshError("file_error", "%s is not a torchsh session: %s"
+                           % (path, str(e).split("\n")[0][:120])) from None
     return _per_handle(manifest, flat, path)
 
 

@@ -252,7 +252,9 @@ def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: re
     }
     let no_grad = ($kwargs.no_grad? | default false)
     let kwargs = $kwargs  # immutable from here: the catch's closure below reads it
-    let body = {tensors: $lead, args: $args, kwargs: ($kwargs | reject --optional no_grad), no_grad: $no_grad, values: $values}
+    let body = {
+        tensors: $lead, args: $args, kwargs: ($kwargs | reject --optional no_grad), no_grad: $no_grad, values: $values
+    }
     if $whole or (torchsh context) == "default" { return (torchsh request $op $body) }
     try { torchsh request $op $body } catch {|e|
         # a caller's file or folder on a remote context: only the `torch` client streams it (docs/remote.md)

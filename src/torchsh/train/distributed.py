@@ -129,7 +129,8 @@ def _launch(folder, launch, isolate=True):
     prefix = dist_netns.isolating_argv(env) if isolate and not launch.rdzv else []  # one node: its own loopback
     with open(dist_spec.path(folder, "launcher.log"), "wb") as out:
         return subprocess.Popen(prefix + [sys.executable, "-m", "torchsh.train.dist_launch", folder],
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
 
 
 def _follow(proc, folder, report, should_stop, launch):

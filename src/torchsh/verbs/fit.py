@@ -40,7 +40,8 @@ def _cell(key, value):
       "int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, "
       "str? autocast=None, int? patience=None, str? monitor=None, InOutDirPath? log=None, str? resume=None, "
       "int save_every=%d, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, "
-      "str? rdzv=None, str strategy=\"ddp\", float timeout=%g, bool trusted_network=False, bool detach=False, bool json=False) -> Json"
+      "str? rdzv=None, str strategy=\"ddp\", float timeout=%g, bool trusted_network=False, bool detach=False, "
+      "bool json=False) -> Json"
       % (SAVE_EVERY, distributed.TIMEOUT_S),
       category="optim",
       examples=("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
