@@ -5,6 +5,9 @@ Tiny model (the README's regression: Linear(1,1), 4 points, SGD with momentum):
       (zero_grad; forward | mse_loss | backward; step), and the same five commands without the scope
   (b) `torch train_step` from bash (one process per step), from bash with the fast path
       (`eval "$(torch init bash)"`: no process), and over the JSON API on a kept-alive connection
+  (b') the floor of (b) over the API: a bare Python server on a Unix socket that reads a request, runs
+      the reference step and answers the loss (no parsing, binding, registry or lock): what any Python
+      daemon answering one step per request pays on this machine
   (c) the reference: opt.zero_grad(); F.mse_loss(model(x), y).backward(); opt.step() in a Python
       process of its own (`--reference KIND`, fed step counts on stdin): not this bench's process, whose
       torch (OpenMP threads still spinning after a step) would share the cores with the subject's daemon
@@ -124,6 +127,65 @@ def api_step_times(daemon, body, steps):
     return out
 
 
+# The floor of any Python HTTP server on a Unix socket for this step: read a request, run the reference
+# step in-process (no parsing, binding, registry or lock), answer the loss. Same client, same socket kind.
+_STEP_SERVER = r'''
+import socket, sys
+sys.path.insert(0, sys.argv[2])
+from bench.training import _reference_model
+model, opt, x, y, loss_fn = _reference_model("tiny")
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(sys.argv[1])
+srv.listen(1)
+print("ready", flush=True)
+c, _ = srv.accept()
+buf = b""
+while True:
+    d = c.recv(65536)
+    if not d:
+        break
+    buf += d
+    while b"\r\n\r\n" in buf:
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        n = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        if len(rest) < n:
+            break
+        buf = rest[n:]
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        body = b'{"result":%r}' % loss.item()
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+        c.sendall(head + body)
+'''
+
+
+class StepServer:
+    """_STEP_SERVER in a process of its own: step(n) -> per-step ms of n requests on one connection."""
+
+    def __init__(self, folder):
+        path = os.path.join(folder, "step-floor.sock")
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.proc = subprocess.Popen([sys.executable, "-c", _STEP_SERVER, path, root], stdout=subprocess.PIPE,
+                                     text=True)
+        self.proc.stdout.readline()
+        from bench.api import Conn
+        self.conn = Conn(path)
+
+    def __call__(self, steps):
+        out = []
+        for _ in range(steps):
+            t0 = time.perf_counter_ns()
+            self.conn.post(b"/v1/ops/train_step", b"{}")
+            out.append((time.perf_counter_ns() - t0) / 1e6)
+        return out
+
+    def close(self):
+        self.conn.sock.close()
+        self.proc.wait()
+
+
 def tiny(daemon, quick):
     x = daemon.cli("tensor", "[[0.0],[1.0],[2.0],[3.0]]")
     y = daemon.cli("tensor", "[[1.0],[3.0],[5.0],[7.0]]")
@@ -136,6 +198,7 @@ def tiny(daemon, quick):
     scoped = "torch scope -- bash -c '%s'" % five
     train = "torch train_step %s %s %s %s" % (m, o, x, y)
     body = json.dumps({"args": [m, o, x, y]}).encode()
+    floor = StepServer(daemon.folder)
     cases = [
         ("(a) bash loop: 5 commands in `torch scope -- bash -c` per step", lambda: bash_step_times(daemon, scoped, steps)),
         ("(a) bash loop: the 5 commands alone", lambda: bash_step_times(daemon, "{ %s; }" % five, steps)),
@@ -145,6 +208,7 @@ def tiny(daemon, quick):
         ("(b) train_step from bash, fast path (torch init bash)",
          lambda: bash_step_times(daemon, train, steps * 4, fast=True)),
         ("(b) train_step over the JSON API, keep-alive", lambda: api_step_times(daemon, body, steps * 20)),
+        ("(b) floor: a bare Python server on a Unix socket, the step alone", lambda: floor(steps * 20)),
     ]
     rows = []
     for name, subject in cases:
@@ -154,6 +218,7 @@ def tiny(daemon, quick):
             r.update(target="<= %gx" % TINY_TARGET, met=r["ratio"] <= TINY_TARGET)
         rows.append(r)
     reference.close()
+    floor.close()
     return rows
 
 

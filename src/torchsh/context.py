@@ -52,11 +52,11 @@ class Context:
 
     @property
     def no_grad(self):
-        return self.env.get("TORCHSH_NO_GRAD", "").lower() in _TRUE
+        return bool(self.env) and self.env.get("TORCHSH_NO_GRAD", "").lower() in _TRUE  # no env: every op's case
 
     @property
     def inference_mode(self):
-        return self.env.get("TORCHSH_INFERENCE_MODE", "").lower() in _TRUE
+        return bool(self.env) and self.env.get("TORCHSH_INFERENCE_MODE", "").lower() in _TRUE
 
     @property
     def device(self):

@@ -12,6 +12,7 @@ from torchsh.call.tokens import Token, from_json
 from torchsh.registry.handles import looks_like_handle
 from torchsh.table import kinds
 
+_HELD = {"ha": "oa", "ht": "ot"}
 PLAIN_FIELDS = frozenset(("tensors", "args", "kwargs", "env", "cwd"))
 _PLANS = {}         # shape key -> Plan
 _PLANS_LIMIT = 4096  # bounded; cleared whole when full (as bind's plans)
@@ -19,7 +20,8 @@ _PLANS_LIMIT = 4096  # bounded; cleared whole when full (as bind's plans)
 
 class Plan:
     """Where each argument's word comes from: ("a", i) args[i], ("t", j) tensors[j] ("ha", "ht": a handle
-    there), ("k", name) kwargs, ("c", token) a word the op's name fixed (an alias's flag); a variadic slot
+    there; "oa", "ot": a handle in a slot of one handle kind, the slot's `kind` then being that handle
+    kind), ("k", name) kwargs, ("c", token) a word the op's name fixed (an alias's flag); a variadic slot
     has a tuple of those."""
     __slots__ = ("op", "overload", "slots")
 
@@ -40,32 +42,36 @@ def word_token(value):
     return from_json(value, value if isinstance(value, str) else None)
 
 
-def key(name, args, tensors, kwargs):
-    """The shape of a body's words, or None when one of them is not remembered."""
+def key(name, args, tensors, kwargs, kind_of):
+    """The shape of a body's words, or None when one of them is not remembered. kind_of(text): the kind
+    of the object a held handle names, else None (Registry.kind_of): most words are such handles."""
     shapes = [name, len(args)]
     for v in args:
-        s = _shape(v)
+        s = _shape(v, kind_of)
         if s is None:
             return None
         shapes.append(s)
     for v in tensors:
-        s = _shape(v)
+        s = _shape(v, kind_of)
         if s is None:
             return None
         shapes.append(s)
     for k, v in kwargs.items():
-        s = _shape(v)
+        s = _shape(v, kind_of)
         if s is None:
             return None
         shapes.append((k, s))
     return tuple(shapes)
 
 
-def _shape(value):
+def _shape(value, kind_of):
     kind = type(value)
     if kind is str:
         if value == "-" or len(value) > 64:  # `-` moves a tensor (api/ops._put_dashes); long texts: not worth it
             return None
+        held = kind_of(value)
+        if held is not None:  # a held handle's prefix is its kind: what the test below would find, quicker
+            return held + "://"
         if "://" in value and looks_like_handle(value):
             return value.partition("://")[0] + "://"
         return ("str", value)
@@ -101,6 +107,10 @@ def remember(shape_key, op, binding, positionals, piped, flags, fixed):
             slots.append((a.name, item, sources))
         elif isinstance(v, list) or a.kind == "argv" or id(v) not in where:
             return
+        elif where[id(v)][0] in _HELD and kinds.KINDS[a.kind].handle:
+            # a handle in a slot of one handle kind is the object it names: looked up, no token made
+            source, at = where[id(v)]
+            slots.append((a.name, kinds.KINDS[a.kind].handle, (_HELD[source], at)))
         else:
             slots.append((a.name, a.kind, where[id(v)]))
     if len(_PLANS) >= _PLANS_LIMIT:
@@ -110,9 +120,13 @@ def remember(shape_key, op, binding, positionals, piped, flags, fixed):
 
 def convert(ctx, call):
     """invoke()'s conversion for a PlannedCall: each word through its slot's kind, as convert_all does."""
-    out = {}
+    out, get = {}, ctx.registry.get
     for name, kind, source in call.plan.slots:
-        if type(source[0]) is tuple:
+        if source[0] == "oa":
+            out[name] = get(call.args[source[1]], kind)  # kind: the slot's handle kind (remember)
+        elif source[0] == "ot":
+            out[name] = get(call.tensors[source[1]], kind)
+        elif type(source[0]) is tuple:
             out[name] = [kinds.convert(kind, _word(call, s), ctx) for s in source]
         else:
             out[name] = kinds.convert(kind, _word(call, source), ctx)

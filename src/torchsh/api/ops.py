@@ -29,9 +29,7 @@ def post_op(app, request, params):
         raise TorchshError("bad_request", "body is not JSON: %s" % e)
     if not isinstance(body, dict):
         raise TorchshError("bad_request", "body must be a JSON object")
-    tensors, args = _field(body, "tensors", list, []), _field(body, "args", list, [])
-    kwargs, env = _field(body, "kwargs", dict, {}), _field(body, "env", dict, {})
-    cwd = _field(body, "cwd", str, "/") or "/"
+    tensors, args, kwargs, env, cwd = _fields(body)
     for k, v in env.items():
         if not isinstance(v, (str, int, float, bool)):
             raise TorchshError("bad_request", "env value %s must be a string, not %s" % (k[:60], _json_type(v)))
@@ -40,7 +38,8 @@ def post_op(app, request, params):
     ctx = Context(app, cwd, {k: str(v) for k, v in env.items()} if env else {})
     if kwargs:
         kwargs = {k.replace("-", "_"): v for k, v in kwargs.items()}
-    shape = calls.key(params["op"], args, tensors, kwargs) if body.keys() <= calls.PLAIN_FIELDS else None
+    plain = body.keys() <= calls.PLAIN_FIELDS
+    shape = calls.key(params["op"], args, tensors, kwargs, app.registry.kind_of) if plain else None
     plan = calls.plan_for(shape, op) if shape is not None else None
     if plan is not None:  # a call of a shape seen before: its words go straight to their slots
         binding, convert = calls.PlannedCall(plan, args, tensors, kwargs), calls.convert
@@ -48,7 +47,8 @@ def post_op(app, request, params):
         binding, convert = _bind_body(op, fixed, args, tensors, kwargs, shape), convert_all
     if op.block and not body.get("exec"):  # refuse before the verb opens a scope nobody would end
         raise TorchshError("usage", "%s runs a command; use the CLI, or send \"exec\": true" % op.name, op=op.name)
-    globals_ = {"no_grad": bool(body.get("no_grad")), "inference_mode": bool(body.get("inference_mode"))}
+    globals_ = None if plain else {"no_grad": bool(body.get("no_grad")),
+                                   "inference_mode": bool(body.get("inference_mode"))}
     warned = []
     try:
         result = invoke(ctx, op, binding, globals_, warned, convert)
@@ -110,6 +110,17 @@ def _put_dashes(op, args, tensors):
                            op.usage(), op=op.name)
     rest = list(tensors)
     return [rest.pop(0) if v == "-" else v for v in args], rest
+
+
+def _fields(body):
+    """(tensors, args, kwargs, env, cwd) of a body, each of the JSON type the API documents (absent or
+    null: empty, cwd "/"); bad_request otherwise. The common body (arrays and nothing else) in one test."""
+    tensors, args, kwargs = body.get("tensors"), body.get("args"), body.get("kwargs")
+    if (type(tensors) is list or tensors is None) and (type(args) is list or args is None) and (
+            kwargs is None and "env" not in body and "cwd" not in body):
+        return tensors or [], args or [], {}, {}, "/"
+    return (_field(body, "tensors", list, []), _field(body, "args", list, []), _field(body, "kwargs", dict, {}),
+            _field(body, "env", dict, {}), _field(body, "cwd", str, "/") or "/")
 
 
 def _field(body, name, want, default):

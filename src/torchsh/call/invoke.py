@@ -42,7 +42,7 @@ def invoke(ctx, op, binding, globals_=None, warned=None, convert=convert_all):
     """
     globals_ = globals_ or {}
     lockfree = op.lockfree
-    lock = contextlib.nullcontext() if lockfree else ctx.app.tensor_lock(op.name)
+    lock = _NO_CONTEXT if lockfree else ctx.app.tensor_lock(op.name)
     with lock, _warnings_to(None if lockfree else warned):
         values = convert(ctx, binding)
         with _grad_mode(ctx, globals_):
@@ -135,12 +135,15 @@ def _shape_text(shape):
     return "[%s]" % ",".join(str(n) for n in shape)
 
 
+_NO_CONTEXT = contextlib.nullcontext()  # reusable: no state
+
+
 def _grad_mode(ctx, globals_):
     if globals_.get("inference_mode") or ctx.inference_mode:
         return torch.inference_mode()
     if globals_.get("no_grad") or ctx.no_grad:
         return torch.no_grad()
-    return contextlib.nullcontext()
+    return _NO_CONTEXT
 
 
 @functools.lru_cache(maxsize=None)

@@ -4,6 +4,7 @@ Pure. A token knows what it looks like (handle, int, float, bool, null, list, di
 argument kinds in table/kinds.py decide what it may become.
 """
 import json
+import json.scanner
 import re
 from dataclasses import dataclass
 
@@ -82,17 +83,37 @@ def from_json(value, text=None):
 _JSON_CLASSES = {bool: "bool", int: "int", float: "float", type(None): "null", list: "list", dict: "dict"}
 
 
+_SCAN = json.scanner.make_scanner(json.JSONDecoder())  # json.loads' own scanner (the C one), called directly
+
+
 def loads(text):
     """JSON with the non-finite tokens NaN, Infinity and -Infinity (as Python's json reads them).
 
     Raises ValueError for anything that is not JSON, including nesting deeper than MAX_JSON_DEPTH.
     """
     try:
-        value = json.loads(text)
+        if type(text) is bytes and text[:1] == b"{":
+            value = _object(text)
+        else:
+            value = json.loads(text)
     except RecursionError:
         raise ValueError("JSON nested more than %d levels deep" % MAX_JSON_DEPTH) from None
     if _brackets(text) > MAX_JSON_DEPTH:  # fewer brackets than that cannot nest deeper (the common body)
         _check_depth(value)
+    return value
+
+
+def _object(text):
+    """A body that begins with `{` (UTF-8, RFC 8259 8.1) through the scanner alone: json.loads spends
+    ~0.7 µs of a small body on detecting the encoding and on two whitespace regexes. Anything but one
+    object and trailing whitespace goes to json.loads, for its error message."""
+    s = text.decode("utf-8", "surrogatepass")
+    try:
+        value, end = _SCAN(s, 0)
+    except StopIteration:
+        return json.loads(s)
+    if end != len(s) and s[end:].strip(" \t\n\r"):
+        return json.loads(s)
     return value
 
 

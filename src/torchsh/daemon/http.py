@@ -121,7 +121,7 @@ def _head(buf, max_body):
         if name == "content-length" and name in headers:
             raise HTTPError("Content-Length given twice")
         headers[name] = value.strip(" \t")  # RFC 9110 optional whitespace: space and tab, nothing else
-    if "chunked" in headers.get("transfer-encoding", "").lower():
+    if "transfer-encoding" in headers and "chunked" in headers["transfer-encoding"].lower():
         raise HTTPError("chunked request bodies are not supported; send Content-Length")
     text = headers.get("content-length", "0")
     if not (text.isdigit() and text.isascii()):  # int() would take "+5", " 5", "5_0", "٥"

@@ -11,6 +11,7 @@ _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 SERIAL_LEN = 5  # base36(n) is zero-padded to this width, so a shorter id (`tensor://nope`) is malformed
 HANDLE_RE = re.compile(r"^([a-z]+)://([0-9a-z]{%d})([0-9a-z]{%d,})$" % (EPOCH_LEN, SERIAL_LEN))
 _LOOSE_RE = re.compile(r"^[a-z]+://")
+_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]  # base36 of 0..1295, two digits each
 
 
 def new_epoch():
@@ -19,10 +20,10 @@ def new_epoch():
 
 def base36(n, width=SERIAL_LEN):
     digits = []
-    while n:
-        n, r = divmod(n, 36)
-        digits.append(_ALPHABET[r])
-    return "".join(reversed(digits)).rjust(width, "0")
+    while n:  # two digits a turn: a new handle per op, so this runs once per request
+        n, r = divmod(n, 1296)
+        digits.append(_PAIRS[r])
+    return "".join(reversed(digits)).lstrip("0").rjust(width, "0")
 
 
 def format_handle(kind, epoch, serial):

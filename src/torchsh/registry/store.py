@@ -24,7 +24,7 @@ REAP_INTERVAL_S = 1.0   # how often the reaper looks for scopes whose client is 
 log = logging.getLogger("torchd")
 
 
-@dataclass
+@dataclass(slots=True)  # one per object the daemon holds, made by every op
 class Entry:
     kind: str
     obj: object
@@ -121,7 +121,12 @@ class Registry:
             return [(s.id, s.parent, list(s.owner) if s.owner else None) for s in self._scopes.values()]
 
     def get(self, handle, kind=None):
-        return self.entry(handle, kind).obj
+        entry = self._entries.get(handle)  # first the common case: a held handle, exactly, of that kind
+        return entry.obj if entry is not None and kind in (None, entry.kind) else self.entry(handle, kind).obj
+
+    def kind_of(self, handle):
+        """The kind of the object `handle` names exactly (no stripping, no epoch check), or None."""
+        return getattr(self._entries.get(handle), "kind", None)
 
     def holds(self, handle):
         """True when the handle names an object held here (of this daemon's epoch, or restored)."""

@@ -70,8 +70,9 @@ def prefix(data, here):
 def dispatch(app, request, inner):
     """Run `inner` (the route table) with handle names translated for the request's context."""
     here = request.headers.get(HEADER) or DEFAULT
-    cli = request.path == protocol.CLI_PATH
-    textual = cli or request.path.startswith("/v1/ops/")
+    path = request.path
+    cli = path == protocol.CLI_PATH
+    textual = cli or path.startswith("/v1/ops/")
     if here == DEFAULT and "://" not in request.target and (
             not textual or not _MAYBE_QUALIFIED.search(request.body)):
         return inner(app, request)  # the common local command: no handle of a named context to check

@@ -152,3 +152,22 @@ def test_an_aliases_fixed_flag_is_kept_and_a_given_one_wins(app):
         assert status == 200
         u = resolved(app, reply["result"])["U"]
         assert u.shape == (3, rows) and torch.allclose(u, torch.linalg.svd(m, full_matrices=rows == 3)[0])
+
+
+@pytest.mark.parametrize("order", ["m x x y", "m o m y"])
+def test_a_handle_of_another_kind_on_a_remembered_call_fails_as_on_the_full_path(app, order):
+    """train_step's handle slots are looked up straight from a remembered plan: a tensor where the
+    optimizer goes, a module where the input goes, must answer what the full path answers."""
+    model = torch.nn.Linear(1, 1)
+    put = app.registry.put
+    held = {"m": put(model, "nn", None), "o": put(torch.optim.SGD(model.parameters(), lr=0.1), "optim", None),
+            "x": put(torch.ones(4, 1), "tensor", None), "y": put(torch.ones(4, 1), "tensor", None)}
+    calls._PLANS.clear()
+    assert post(app, "train_step", {"args": [held[w] for w in "m o x y".split()]})[0] == 200
+    words = [held[w] for w in order.split()]
+    post(app, "train_step", {"args": words})  # the full path, which leaves the plan of this shape
+    assert calls.key("train_step", words, [], {}, app.registry.kind_of) in calls._PLANS
+    planned = post(app, "train_step", {"args": words})
+    calls._PLANS.clear()
+    assert planned == post(app, "train_step", {"args": words})
+    assert planned[0] == 409 and planned[1]["error"]["code"] == "wrong_kind"

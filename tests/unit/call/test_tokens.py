@@ -23,3 +23,24 @@ def test_nonfinite_words_are_floats():
 
 def test_json_values_keep_their_types():
     assert from_json(True).cls == "bool" and from_json(1).cls == "int" and from_json("nn://abc00001").cls == "handle"
+
+
+@pytest.mark.parametrize("body", [
+    b'{"tensors":["tensor://abc00001"]}', b'{"a": 1} \r\n', b'{"a": NaN, "b": -Infinity}', b'{"a":"\xc3\xa9"}',
+    b'{"a":1} x', b'{"a":', b'{', b'{}{}', b'{"a":"\xff"}', b'[1, 2]', b' {"a": 1}', b'"text"',
+    '{"a": 1}'.encode("utf-16"), b'\xef\xbb\xbf{"a": 1}',
+])
+def test_a_body_reads_as_pythons_json_reads_it_or_fails_with_its_message(body):
+    """loads() reads a body that begins with `{` through json's scanner alone; what it returns, or the
+    error it raises, is json.loads' own."""
+    import json
+
+    from torchsh.call.tokens import loads
+
+    def outcome(read):
+        try:
+            return "value", read(body)
+        except ValueError as e:
+            return type(e).__name__, str(e)
+    got, want = outcome(loads), outcome(json.loads)
+    assert got[0] == want[0] and (got[1] == want[1] or math.isnan(got[1]["a"]) and math.isnan(want[1]["a"]))
