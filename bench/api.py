@@ -7,13 +7,11 @@ it includes this bench's own socket calls (the floor of any client).
 import json
 import os
 import socket
-import subprocess
-import sys
 import time
 
 import torch
 
-from bench.common import row, spread, summary
+from bench.common import floor_server, row, spread, summary
 
 TARGET_US = 60.0
 
@@ -39,35 +37,16 @@ class Conn:
 
 
 # The floor of any Python HTTP server: a minimal keep-alive echo of a fixed reply, in its own process.
-_ECHO_SERVER = r'''
-import socket, sys
-srv = socket.socket(socket.AF_UNIX)
-srv.bind(sys.argv[1])
-srv.listen(1)
-print("ready", flush=True)
-REPLY = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 30\r\n\r\n" + b'{"result":"tensor://abc00001"}'
-c, _ = srv.accept()
-buf = b""
-while True:
-    d = c.recv(65536)
-    if not d:
-        break
-    buf += d
-    while b"\r\n\r\n" in buf:
-        head, _, rest = buf.partition(b"\r\n\r\n")
-        n = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-        if len(rest) < n:
-            break
-        buf = rest[n:]
-        c.sendall(REPLY)
-'''
+_ECHO = """
+REPLY = b"HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: 30\\r\\n\\r\\n" + b'{"result":"tensor://abc00001"}'
+answer = lambda: REPLY  # noqa: E731
+"""
 
 
 def _echo_floor(folder, body, batch, batches):
     path = os.path.join(folder, "echo.sock")
-    server = subprocess.Popen([sys.executable, "-c", _ECHO_SERVER, path], stdout=subprocess.PIPE, text=True)
+    server = floor_server(path, _ECHO)
     try:
-        server.stdout.readline()
         conn = Conn(path)
         out = []
         for _ in range(batches):

@@ -16,6 +16,41 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
 PYTHON = sys.executable
 CLIENT = os.path.join(BIN, "torch")
+
+
+# The floor of any Python HTTP server on a Unix socket: read whole keep-alive requests and send answer()
+# for each, nothing else. SETUP (Python source) defines answer() -> the reply's bytes; argv[1] is the socket.
+FLOOR_SERVER = r'''
+import socket, sys
+sys.path.insert(0, %r)
+%s
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(sys.argv[1])
+srv.listen(1)
+print("ready", flush=True)
+c, _ = srv.accept()
+buf = b""
+while True:
+    d = c.recv(65536)
+    if not d:
+        break
+    buf += d
+    while b"\r\n\r\n" in buf:
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        n = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        if len(rest) < n:
+            break
+        buf = rest[n:]
+        c.sendall(answer())
+'''
+
+
+def floor_server(path, setup):
+    """FLOOR_SERVER with `setup` in a process of its own, serving `path` once it prints ready."""
+    server = subprocess.Popen([sys.executable, "-c", FLOOR_SERVER % (ROOT, setup), path], stdout=subprocess.PIPE,
+                              text=True)
+    server.stdout.readline()
+    return server
 NOISY = 0.20  # reference's per-round medians spread over more than 20% of their median: say so
 
 

@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from bench.common import Daemon, row, spread  # noqa: E402
+from bench.common import Daemon, floor_server, row, spread  # noqa: E402
 
 TINY_TARGET, MLP_TARGET = 1.5, 1.05  # issue 7: train_step within 1.5x (tiny) / 1.05x (MLP) of in-process
 
@@ -129,36 +129,18 @@ def api_step_times(daemon, body, steps):
 
 # The floor of any Python HTTP server on a Unix socket for this step: read a request, run the reference
 # step in-process (no parsing, binding, registry or lock), answer the loss. Same client, same socket kind.
-_STEP_SERVER = r'''
-import socket, sys
-sys.path.insert(0, sys.argv[2])
+_STEP = """
 from bench.training import _reference_model
 model, opt, x, y, loss_fn = _reference_model("tiny")
-srv = socket.socket(socket.AF_UNIX)
-srv.bind(sys.argv[1])
-srv.listen(1)
-print("ready", flush=True)
-c, _ = srv.accept()
-buf = b""
-while True:
-    d = c.recv(65536)
-    if not d:
-        break
-    buf += d
-    while b"\r\n\r\n" in buf:
-        head, _, rest = buf.partition(b"\r\n\r\n")
-        n = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-        if len(rest) < n:
-            break
-        buf = rest[n:]
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        body = b'{"result":%r}' % loss.item()
-        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
-        c.sendall(head + body)
-'''
+
+def answer():
+    opt.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.step()
+    body = b'{"result":%r}' % loss.item()
+    return b"HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: %d\\r\\n\\r\\n%s" % (len(body), body)
+"""
 
 
 class StepServer:
@@ -166,10 +148,7 @@ class StepServer:
 
     def __init__(self, folder):
         path = os.path.join(folder, "step-floor.sock")
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        self.proc = subprocess.Popen([sys.executable, "-c", _STEP_SERVER, path, root], stdout=subprocess.PIPE,
-                                     text=True)
-        self.proc.stdout.readline()
+        self.proc = floor_server(path, _STEP)
         from bench.api import Conn
         self.conn = Conn(path)
 
