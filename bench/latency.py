@@ -4,7 +4,6 @@ One `torch add $a $b` is a process start, a request, a reply and an exit; its fl
 interpreter start `python -IS -c pass` on the same interpreter. The fast path has no process at
 all; its reference is the standalone client doing the same commands.
 """
-import os
 import statistics
 import subprocess
 
