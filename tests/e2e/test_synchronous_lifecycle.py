@@ -10,7 +10,7 @@ runs with TORCHSH_TEST_PRELUDE (the function hands stop/start/restart to the rea
 The round counts are constants: a round costs about 1.0-1.1 s here (PyTorch's import in the new
 daemon), so the issue's 200 rounds take about 3.5 minutes per loop. The restart loop runs all 200;
 the stop/start/status loop runs STOP_START_ROUNDS by default (TORCHSH_LIFECYCLE_ROUNDS=200 runs both
-loops at 200).
+loops at 200; scripts/test.sh's fast-path pass runs both at 50, after the first pass ran the 200).
 """
 import json
 import os

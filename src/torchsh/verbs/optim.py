@@ -233,9 +233,14 @@ def clip_grad_value(ctx, targets, clip_value):
 
 def number_text(t):
     """A one-element tensor as the shortest text that reads back to the same value in its dtype."""
-    v = t.item() if isinstance(t, torch.Tensor) else t  # item(): any one-element tensor, no graph
-    if v != v or v in (float("inf"), float("-inf")):
+    if isinstance(t, torch.Tensor):
+        v, narrow = t.item(), t.dtype in _NARROW_FLOATS  # item(): any one-element tensor, no graph
+    else:
+        v, narrow = t, False
+    if v != v or v in _INFINITIES:
         return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
-    if isinstance(t, torch.Tensor) and t.dtype in (torch.float32, torch.float16, torch.bfloat16):
-        return str(np.float32(v))
-    return repr(v)
+    return str(np.float32(v)) if narrow else repr(v)
+
+
+_NARROW_FLOATS = frozenset((torch.float32, torch.float16, torch.bfloat16))  # shortest text as a float32's
+_INFINITIES = (float("inf"), float("-inf"))

@@ -79,7 +79,7 @@ def train_step(ctx, model, optimizer, input, target, loss="mse_loss", loss_args=
     if sched is not None:
         plateau = isinstance(sched, torch.optim.lr_scheduler.ReduceLROnPlateau)
         sched.step(value.item()) if plateau else sched.step()
-    return JsonText(number_text(value.detach()))
+    return JsonText(number_text(value))  # item() reads a value that requires grad as it is
 
 
 def _autocast(model, name):
