@@ -82,6 +82,9 @@ class Reference:
     def __init__(self, kind):
         self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--reference", kind],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        # wait until it has imported torch and built its model (~1.5 s of a core): a subject measured
+        # meanwhile shared the two cores with that start-up (MLP steps of 200 ms in the first round)
+        self(2)
 
     def __call__(self, steps):
         self.proc.stdin.write("%d\n" % steps)
