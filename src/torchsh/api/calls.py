@@ -107,7 +107,7 @@ def remember(shape_key, op, binding, positionals, piped, flags, fixed):
             slots.append((a.name, item, sources))
         elif isinstance(v, list) or a.kind == "argv" or id(v) not in where:
             return
-        elif where[id(v)][0] in _HELD and kinds.KINDS[a.kind].handle:
+        elif where[id(v)][0] in _HELD and kinds.KINDS[a.kind].handle and not kinds.KINDS[a.kind].variadic:
             # a handle in a slot of one handle kind is the object it names: looked up, no token made
             source, at = where[id(v)]
             slots.append((a.name, kinds.KINDS[a.kind].handle, (_HELD[source], at)))

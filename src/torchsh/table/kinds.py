@@ -27,7 +27,8 @@ class ArgKind:
     item: str = ""            # a handle-list kind (several words): the kind each word is read as
     variadic: bool = False    # takes several words (an item list, or argv's words after `--`)
     handle: str = ""          # the handle kind (registry/kinds.py) its words name; a handle of another
-                              # kind fits only as a last resort. "" any kind, or no handle at all
+                              # kind fits only as a last resort. "" any kind, or no handle at all. A one-word
+                              # row's convert of a handle is registry.get(word, handle): api/calls.py relies on it
     stdin: str = ""           # "line": an open slot takes one stdin line each; "text": all of stdin is one value
     null_score: int = 0       # how well a JSON null fits when the slot is not optional (as text)
     null_as_text: bool = False  # a null word is its text ("null"), not None

@@ -39,3 +39,20 @@ def test_a_result_is_held_as_the_kind_whose_type_it_has():
     sched = torch.optim.lr_scheduler.StepLR(opt, 2)
     assert [kind_of(x) for x in (torch.zeros(1), model, opt, sched, 3, "x")] == \
         ["tensor", "nn", "optim", "sched", None, None]
+
+
+def test_a_handle_word_in_a_one_word_slot_of_a_handle_kind_converts_to_the_object_it_names():
+    """api/calls.py's remembered plans look such a handle up directly instead of converting its token:
+    that holds only while every one-word row with a handle kind converts a handle that way."""
+    from types import SimpleNamespace
+
+    from torchsh.call.tokens import Token
+    from torchsh.registry import Registry
+    registry = Registry()
+    ctx = SimpleNamespace(registry=registry)
+    rows = [row for row in KINDS.values() if row.handle and not row.variadic]
+    assert {row.name for row in rows} >= {"tensor", "module", "optimizer"}
+    for row in rows:
+        obj = object()
+        handle = registry.put(obj, row.handle, None)
+        assert row.convert(Token("handle", handle, handle), ctx) is obj, row.name
