@@ -22,6 +22,7 @@ import collections
 import logging
 import os
 import queue
+import select
 import socket
 import threading
 import time
@@ -202,14 +203,16 @@ class Workers:
 
 def _spin_recv(sock):
     """What arrives within SPIN_S, polled without sleeping (None: nothing yet). A client in a loop sends
-    its next request within tens of microseconds, and waking a sleeping thread costs as much again."""
+    its next request within tens of microseconds, and waking a sleeping thread costs as much again.
+    poll(0), not recv(MSG_DONTWAIT): a turn of the loop is 0.4 µs instead of ~2 µs of raising and
+    catching BlockingIOError, so a request is seen sooner (tiny train_step over the API: -4 µs)."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
     deadline = time.perf_counter() + SPIN_S
-    while True:
-        try:
-            return sock.recv(1 << 16, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            if time.perf_counter() > deadline:
-                return None
+    while not poller.poll(0):
+        if time.perf_counter() > deadline:
+            return None
+    return sock.recv(1 << 16, socket.MSG_DONTWAIT)  # b"" at EOF; an error (POLLERR) raises OSError
 
 
 class _Pool:
