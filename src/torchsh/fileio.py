@@ -2,17 +2,16 @@
 
 One helper per concern, shared by `save`/`load`, `nn save`/`nn load` and `checkpoint save`/`load`:
 - atomic_write: temp file beside the target, fsync'd, renamed into place, the folder fsync'd; the temp
-  file is removed on every failure path (a full disk leaves no `.torchsh-*` file behind).
+  file is removed on every failure path (a full disk leaves no `.torchsh-*` file behind). The file gets
+  the mode `>` would give it: a new one 0666 less the umask, one it replaces keeps its mode.
 - regular_file: a load opens only regular files, so a FIFO nobody writes, /dev/zero or a terminal is
   refused at once instead of holding the tensor lock (and every other shell) forever.
 - .npy headers are read before the data: a header claiming more bytes than the file holds is refused
   before anything is allocated (a 40-byte file must not ask for 8 EiB).
 Errors are file_error (bad_request for an HTTP body) with the path and the reason on one line.
 """
-import csv
 import io
 import lzma
-import math
 import os
 import stat
 import tempfile
@@ -60,7 +59,7 @@ def atomic_write(path, write):
     os.close(fd)
     try:
         write(tmp)
-        _fsync_path(tmp)
+        _seal(tmp, _mode_for(path))
         os.replace(tmp, path)
     except BaseException as e:
         try:
@@ -74,6 +73,44 @@ def atomic_write(path, write):
         _fsync_path(folder, os.O_DIRECTORY)  # the rename itself survives a crash only once the folder is synced
     except OSError:
         pass  # some filesystems refuse fsync on folders; the file itself is already durable
+
+
+def _mode_for(path):
+    """What the saved file's mode would be had it been written in place: an existing regular file's own
+    (a group-readable model stays group-readable when saved again), else 0666 less the umask (mkstemp
+    makes its file 0600 whatever the umask)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return 0o666 & ~umask()
+    return stat.S_IMODE(st.st_mode) & 0o777 if stat.S_ISREG(st.st_mode) else 0o666 & ~umask()
+
+
+def _seal(tmp, mode):
+    """Give the temp file its mode and fsync it, through one descriptor that never follows a link (the
+    writer had the name; the folder is the caller's)."""
+    fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        os.fchmod(fd, mode)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_umask = []
+
+
+def umask():
+    """The daemon's umask, inherited from the shell that started it: read from /proc (os.umask() would
+    have to set it to read it, for every thread at once); 0o077, the private choice, where /proc has none."""
+    if not _umask:
+        try:
+            with open("/proc/self/status") as f:
+                line = next((l for l in f if l.startswith("Umask:")), None)
+            _umask.append(int(line.split()[1], 8) if line else 0o077)
+        except OSError:
+            _umask.append(0o077)
+    return _umask[0]
 
 
 def _fsync_path(path, flags=0):
@@ -172,129 +209,3 @@ def _read_array(f, where, code):
                            "`torch tensors` lists what is held; `torch free` frees it") from None
     except HEADER_ERRORS as e:
         raise TorchshError(code, "%s is not a readable .npy array: %s" % (where, first_line(e))) from None
-
-
-# -- CSV ------------------------------------------------------------------------------------
-# A CSV is read twice at most: numpy's C reader first (60,000 x 10 in ~0.1 s), and only when it refuses
-# the file the csv module, which reads empty cells as NaN and otherwise names the exact cell at fault.
-# Lines that start with `#` are comments; fields may be quoted ("1.5"); a UTF-8 byte order mark is skipped.
-def load_csv(path, groups=None, header=None, delimiter=",", integer=False):
-    """[ndarray] of a CSV's numbers, one per column group (all columns, one array, when groups is None).
-
-    groups: lists of column names or 0-based indices (as text or int). header: True, False, or None to
-    detect one (every non-empty cell of the first record is text). integer: parse int64, else float64.
-    Each array is shaped as numpy.loadtxt(ndmin=1) shapes it: one column (or one row) gives 1-D.
-    """
-    first, names, lines_before_data = _header(path, header, delimiter)
-    index_groups = [_column_indices(g, names, len(first), path) for g in groups] if groups else None
-    usecols = sorted({i for g in index_groups for i in g}) if index_groups else list(range(len(first)))
-    try:
-        table = np.loadtxt(path, delimiter=delimiter, skiprows=lines_before_data, usecols=usecols, ndmin=2,
-                           dtype=np.int64 if integer else np.float64, comments="#", quotechar='"',
-                           encoding="utf-8-sig")
-    except ValueError:  # a text or empty cell, a ragged row: find it (or read the empties as NaN)
-        table = _read_cells(path, delimiter, lines_before_data, usecols, integer, names, exact=not groups)
-    table = table.reshape(-1, len(usecols))
-    if not index_groups:
-        return [_loadtxt_shape(table)]
-    where = {c: k for k, c in enumerate(usecols)}
-    return [_loadtxt_shape(table[:, [where[i] for i in g]]) for g in index_groups]
-
-
-def csv_columns_except(path, excluded, header=None, delimiter=","):
-    """0-based indices of a CSV's columns but `excluded` (names or indices): `data open t.csv --target y`."""
-    first, names, _ = _header(path, header, delimiter)
-    dropped = set(_column_indices(excluded, names, len(first), path))
-    return [i for i in range(len(first)) if i not in dropped]
-
-
-def _header(path, header, delimiter):
-    """(first record, column names or None, lines before the data) of a CSV; header None: detect one."""
-    regular_file(path)
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            first, lines_before_data = _first_record(csv.reader(f, delimiter=delimiter))
-    except csv.Error as e:
-        raise file_error(path, "read", e) from None
-    if first is None:
-        raise TorchshError("file_error", "%s holds no rows" % path)
-    named = header if header is not None else _looks_like_header(first)
-    return (first, [c.strip() for c in first], lines_before_data) if named else (first, None, 0)
-
-
-def _first_record(reader):
-    """The first record that is not blank or a comment, and how many lines it and those before it span."""
-    for record in reader:
-        if record and not record[0].lstrip().startswith("#"):
-            return record, reader.line_num
-    return None, 0
-
-
-def _looks_like_header(record):
-    cells = [c.strip() for c in record]
-    return any(cells) and not any(_is_number(c) for c in cells if c)
-
-
-def _is_number(text):
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
-
-
-def _column_indices(group, names, width, path):
-    """0-based column indices for a group of names or indices; bad_argument naming what the file has."""
-    out = []
-    for item in group:
-        text = str(item).strip()
-        if names is not None and text in names:
-            out.append(names.index(text))
-        elif text.lstrip("-").isdigit() and -width <= int(text) < width:
-            out.append(int(text) % width)
-        else:
-            have = ("columns %s" % ", ".join(names)) if names else "no header row"
-            raise TorchshError("bad_argument", "%s has no column %r (%d columns, %s)" % (path, text, width, have),
-                               "name a column of the header or give a 0-based index below %d" % width)
-    return out
-
-
-def _read_cells(path, delimiter, skip, usecols, integer, names, exact):
-    """The cells of usecols as an array, empty ones NaN; file_error at the first cell that is no number."""
-    parse = int if integer else float
-    rows = []
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        reader = csv.reader(f, delimiter=delimiter)
-        for record in reader:
-            if reader.line_num <= skip or not record or record[0].lstrip().startswith("#"):
-                continue
-            if len(record) <= usecols[-1] or (exact and len(record) != len(usecols)):
-                raise TorchshError("file_error", "%s line %d has %d cells, expected %s" % (
-                    path, reader.line_num, len(record), len(usecols) if exact else "at least %d" % (usecols[-1] + 1)),
-                    "every row needs the same number of cells (--delimiter if they are not split by %r)" % delimiter)
-            row = []
-            for i in usecols:
-                cell = record[i].strip()
-                try:
-                    row.append(parse(cell) if cell or integer else math.nan)
-                except ValueError:
-                    raise _bad_cell(path, reader.line_num, len(rows) + 1, i, names, record[i], integer) from None
-            rows.append(row)
-    return np.array(rows, dtype=np.int64 if integer else np.float64).reshape(-1, len(usecols))
-
-
-def _bad_cell(path, line, row, column, names, text, integer):
-    where = "%s row %d (line %d), column %d%s" % (path, row, line, column,
-                                                  " (%s)" % names[column] if names and names[column] else "")
-    if integer and not text.strip():
-        return TorchshError("file_error", "%s is empty" % where, "an integer dtype has no NaN for empty cells; load as float")
-    hint = "pick numeric columns with --columns"
-    if row == 1 and names is None:
-        hint = "--header if the first line names the columns; " + hint
-    shown = text if len(text) <= 40 else text[:40] + "…"
-    return TorchshError("file_error", "%s: %r is not %s" % (where, shown, "an integer" if integer else "a number"), hint)
-
-
-def _loadtxt_shape(table):
-    """numpy.loadtxt(ndmin=1)'s shape: size-1 axes squeezed, at least 1-D."""
-    return np.atleast_1d(np.squeeze(table)).copy()

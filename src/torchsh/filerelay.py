@@ -214,6 +214,16 @@ def _fetch(sock, stage_id, path, op):
     conn.close()
 
 
+def _keep_mode(fd, path):
+    """A file this replaces keeps its mode, as under `>`; a new one keeps open's 0666 less the umask."""
+    try:
+        st = posix.lstat(path)
+    except OSError:
+        return
+    if st.st_mode & protocol.S_IFMT == protocol.S_IFREG:
+        posix.fchmod(fd, st.st_mode & 0o777)
+
+
 def _write_file(conn, path, length, rest, op):
     tmp = path + b".torchsh-part"
     try:
@@ -230,6 +240,7 @@ def _write_file(conn, path, length, rest, op):
                      "nothing was written")
             _write_all(fd, chunk)
             left -= len(chunk)
+        _keep_mode(fd, path)
         posix.fsync(fd)
     except BaseException:
         posix.close(fd)

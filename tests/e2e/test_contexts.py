@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 
 import numpy as np
@@ -79,6 +80,16 @@ def test_the_callers_files_stream_to_and_from_a_remote_context(user, tmp_path, r
     assert {"model.weight", "model.bias"} <= set(load_file(tmp_path / "ck.safetensors"))
     assert os.path.exists(os.path.join(remote.dir, "host.pt")) and not (tmp_path / "host.pt").exists()
     assert not [n for n in os.listdir(tmp_path) if n.endswith(".torchsh-part")]
+
+
+def test_a_file_written_back_from_a_remote_context_has_the_callers_umask_or_keeps_its_mode(user, tmp_path):
+    (tmp_path / "kept.safetensors").write_bytes(b"")
+    os.chmod(tmp_path / "kept.safetensors", 0o604)
+    r = bash("cd %s && umask 027 && t=$(torch --context r1 randn 2) && torch --context r1 save $t new.safetensors && "
+             "torch --context r1 save $t kept.safetensors" % tmp_path, user)
+    assert r.code == 0, r.err
+    assert stat.S_IMODE(os.stat(tmp_path / "new.safetensors").st_mode) == 0o640
+    assert stat.S_IMODE(os.stat(tmp_path / "kept.safetensors").st_mode) == 0o604
 
 
 def test_a_folder_the_client_cannot_stream_or_a_missing_file_on_a_remote_context_is_one_line(user, tmp_path):

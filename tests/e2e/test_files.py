@@ -1,4 +1,7 @@
 """Files: every format round-trips; paths resolve against the caller's cwd; no pickle."""
+import os
+import stat
+
 import numpy as np
 import pytest
 import torch
@@ -12,6 +15,17 @@ def test_save_then_load_round_trips(sh, tmp_path, ext):
     assert (tmp_path / ("data." + ext)).exists()
     back = sh.fetch(sh("torch load data.%s" % ext, cwd=str(tmp_path)))
     assert torch.equal(back, ref)
+
+
+def test_a_saved_file_gets_the_mode_a_shell_redirect_would_give(sh, tmp_path):
+    umask = os.umask(0)
+    os.umask(umask)  # the test daemon's: it inherits this process's
+    h = sh.put(torch.randn(2))
+    sh("torch save %s new.safetensors" % h, cwd=str(tmp_path))
+    assert stat.S_IMODE(os.stat(tmp_path / "new.safetensors").st_mode) == 0o666 & ~umask
+    os.chmod(tmp_path / "new.safetensors", 0o640)
+    sh("torch save %s new.safetensors" % h, cwd=str(tmp_path))  # saved again: replaced, its mode kept
+    assert stat.S_IMODE(os.stat(tmp_path / "new.safetensors").st_mode) == 0o640
 
 
 @pytest.mark.parametrize("ext", ["npz", "safetensors", "pt"])

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from safetensors import safe_open
 
-from torchsh import fileio
+from torchsh import csvfile, fileio
 from torchsh.data import images
 from torchsh.data.datasets import FileDataset, NpyField, SafetensorsField, TensorField, stem
 from torchsh.errors import TorchshError, bad_argument
@@ -130,7 +130,7 @@ def _csv(path, options):
     target = [options.target] if options.target is not None else None
     names = None if groups is None else [",".join(g) for g in groups]
     if target and groups is None:  # --target alone: every other column is a feature
-        others = fileio.csv_columns_except(path, target, read["header"], read["delimiter"])
+        others = csvfile.csv_columns_except(path, target, read["header"], read["delimiter"])
         groups, names = ([[str(i) for i in others]], ["features"]) if others else ([], [])
     fields = []
     if groups is None:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from safetensors import SafetensorError
 
-from torchsh import fileio
+from torchsh import csvfile, fileio
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.verbs import verb
 
@@ -112,7 +112,7 @@ def _read_csv(path, dtype, groups=None, header=None, delimiter=",", several=Fals
     """[Tensor] of a CSV, one per column group: parsed as int64 for integer dtypes, else float64, then cast."""
     dtype = dtype or torch.float32
     integer = not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
-    arrays = fileio.load_csv(path, groups, header, delimiter, integer)
+    arrays = csvfile.load_csv(path, groups, header, delimiter, integer)
     return [torch.from_numpy(a).to(dtype) for a in arrays]
 
 
