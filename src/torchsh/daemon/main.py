@@ -75,10 +75,12 @@ def _parse_args(argv):
 
 def _serve(sock, args, lock_fd, log):
     """Holding the start lock: build the App, bind the socket, serve until stopped, clean up."""
+    from torchsh import fileio
     from torchsh.daemon import fastpath
     from torchsh.daemon.app import App
     from torchsh.daemon.server import Server
     t0 = time.perf_counter()
+    fileio.umask()  # read once now: binding and the TLS token set another umask for a moment
     app = App(sock, args.ttl_seconds)
     gc.freeze()  # the op table (~175k objects) lives forever: keep the cyclic GC from walking it on every sweep
     if args.persist:  # before binding: no command sees a half-restored registry
