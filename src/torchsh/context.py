@@ -109,6 +109,7 @@ class Context:
             staged = self.app.staging.path_of(stage_id)
             if staged is None:
                 raise NeedUpload(caller_path, may_be_missing=mode == "dir_inout")
+            self.app.staging.taken(stage_id)
             if mode != "dir_inout":
                 self.uploads.append(staged)
                 return staged

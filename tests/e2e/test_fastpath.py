@@ -217,6 +217,12 @@ def test_zsh_function_reads_stdin_lines_like_the_client(sh):
     assert (out, err, code) == (b"[2.0,3.0]\n[2.0,3.0]\n", b"", 0)
 
 
+def test_init_nu_says_nushell_needs_no_fast_path_and_what_to_run_instead(sh):
+    r = sh.run("command torch init nu")
+    assert r.code == 2 and r.out == ""
+    assert "[bad_argument]" in r.err and "torch nu-module --install" in r.err
+
+
 def test_init_with_no_daemon_prints_the_function_and_starts_nothing(fresh_sh):
     s = fresh_sh(start=False)
     for shell in ("bash", "zsh"):

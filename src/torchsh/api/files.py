@@ -19,6 +19,7 @@ def post_file(app, request, params):
             return _post_inside(app, query, request.body)
         if "folder" in query:
             stage_id, _ = app.staging.new_folder(query["folder"])
+            app.staging.waiting([stage_id])  # for its files, then the command (removed if neither comes)
             return Response(200, stage_id.encode(), "text/plain")
         stage_id, path = app.staging.new(query.get("name") or "file")
         try:
@@ -26,6 +27,7 @@ def post_file(app, request, params):
         except BaseException:
             app.staging.remove([path])  # refused, or half written (a full disk): its folder goes
             raise
+        app.staging.waiting([stage_id])  # for the command that reads it (removed if none comes)
     except OSError as e:  # the daemon host's disk is full, its temp folder unwritable
         raise TorchshError("file_error", "cannot stage the file on the daemon's host: %s" % e.strerror,
                            "free space in its temp folder (TMPDIR)") from None
@@ -44,6 +46,7 @@ def _post_inside(app, query, body):
     else:
         _write_new(path, body)
         app.staging.received(stage_id, relative, path)
+    app.staging.waiting([stage_id])  # a big folder may take long to send: it waits from its latest file
     return Response(200, stage_id.encode(), "text/plain")
 
 

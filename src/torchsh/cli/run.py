@@ -59,15 +59,17 @@ def run_cli(app, request):
         except NeedUpload:  # more files to come: those staged so far serve the next round; outputs made anew
             sent = set(staging.staged_map(ctx.env).values())
             ctx.app.staging.remove_ids(i for i, _ in ctx.downloads if i.lstrip(staging.FOLDER_MARK) not in sent)
+            ctx.app.staging.waiting(sent)
             raise
         except BaseException:
-            _drop_uploads(ctx, op)
+            _drop_uploads(ctx, op, failed=True)
             ctx.app.staging.remove_ids(stage_id for stage_id, _ in ctx.downloads)  # a failed op's outputs: none
             raise
         _drop_uploads(ctx, op)
         if ctx.downloads:  # files the op wrote for a remote caller: the client fetches them (remote/staging.py)
             reply.stdout = staging.as_callers(ctx.app.staging, ctx.downloads, reply.stdout)
             reply.headers = dict(reply.headers or {}, **{protocol.H_DOWNLOAD: staging.header(ctx.downloads)})
+            ctx.app.staging.waiting(stage_id for stage_id, _ in ctx.downloads)
         return reply
     except NeedUpload as e:  # a caller's file this remote daemon has not been sent: the client sends it
         mark = staging.MAY_BE_MISSING if e.may_be_missing else ""  # a folder the op also writes
@@ -82,9 +84,10 @@ def run_cli(app, request):
         return CliReply(stderr=err.line() + "\n", exit=protocol.EXIT_INTERNAL)
 
 
-def _drop_uploads(ctx, op):
-    """A command's staged inputs are read by its end; a dataset (`data …`) maps its files: those stay."""
-    if ctx.uploads and not op.name.startswith("data."):
+def _drop_uploads(ctx, op, failed=False):
+    """A command's staged inputs are read by its end; a dataset (`data …`) maps its files: those stay,
+    unless the command failed (no dataset holds them then)."""
+    if ctx.uploads and (failed or not op.name.startswith("data.")):
         ctx.app.staging.remove(ctx.uploads)
 
 

@@ -13,6 +13,10 @@ A folder is staged the same way, as one id: the client POSTs each file at its re
 the list of its files, each moved under an id of its own (then fetched like any file). A folder the op
 both reads and writes (`fit --log DIR --resume auto`) sends back only the files new or changed since they
 were received (size, mtime and inode compared with what was written here).
+
+A staged file that waits on a client (uploaded and not yet read by a command, or written for the caller and
+not yet fetched) is removed once it has waited STALE_S: its client went away between the two steps. One that
+a command holds (a dataset's file, a run's --log folder) never waits on a client, so it is never swept.
 """
 import os
 import secrets
@@ -20,6 +24,7 @@ import shutil
 import stat
 import tempfile
 import threading
+import time
 
 from torchsh import protocol
 
@@ -27,6 +32,7 @@ ENV_STAGED = "TORCHSH_STAGED_"   # TORCHSH_STAGED_<i>=<id>:<the caller's absolut
 FOLDER_MARK, MAY_BE_MISSING = protocol.STAGED_FOLDER, protocol.STAGED_MAY_BE_MISSING  # the client reads them too
 ENV_STREAMS = "TORCHSH_STREAMS_FILES"  # the client can upload and download (the standalone client does)
 _ID_CHARS = frozenset("0123456789abcdef")
+STALE_S = 3600.0  # a staged file that waited on its client this long is a leftover (see above)
 
 
 class Staging:
@@ -36,6 +42,7 @@ class Staging:
         self.folder = None
         self._lock = threading.Lock()
         self._received = {}  # a staged folder's path -> {relative path: (size, mtime_ns, inode)} as written
+        self._waiting = {}   # an id's folder -> when it began to wait on a client (time.monotonic)
 
     def _dir(self):
         with self._lock:
@@ -45,6 +52,7 @@ class Staging:
 
     def new(self, caller_path):
         """(id, a fresh path under the folder that keeps the caller's file name, so its suffix says the format)."""
+        self.sweep()
         stage_id = secrets.token_hex(8)
         sub = os.path.join(self._dir(), stage_id)
         os.mkdir(sub, 0o700)
@@ -102,7 +110,35 @@ class Staging:
                     os.rename(path, target)
                     out.append((file_id, rel))
         shutil.rmtree(os.path.dirname(root), ignore_errors=True)
+        self.waiting(file_id for file_id, _ in out if file_id)
         return out
+
+    def waiting(self, stage_ids):
+        """These ids now wait on the client: uploaded for a command to come, or written for it to fetch."""
+        now = time.monotonic()
+        with self._lock:
+            for stage_id in stage_ids:
+                stage_id = stage_id.removeprefix(FOLDER_MARK)
+                if self.folder is not None and stage_id and set(stage_id) <= _ID_CHARS:
+                    self._waiting[os.path.join(self.folder, stage_id)] = now
+
+    def taken(self, stage_id):
+        """A command reads this id: it is the command's now (removed after it, or kept by what it made)."""
+        if self.folder is not None and stage_id:
+            with self._lock:
+                self._waiting.pop(os.path.join(self.folder, stage_id.removeprefix(FOLDER_MARK)), None)
+
+    def sweep(self, now=None):
+        """Remove what waited on a client for STALE_S, and forget what went meanwhile (fetched, removed)."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            gone = [d for d, since in self._waiting.items() if now - since >= STALE_S or not os.path.isdir(d)]
+            for d in gone:
+                del self._waiting[d]
+        for d in gone:
+            for path in [p for p in self._received if os.path.dirname(p) == d]:
+                self._received.pop(path, None)
+            shutil.rmtree(d, ignore_errors=True)
 
     def path_of(self, stage_id):
         """The staged file of an id, or None (unknown, or already fetched)."""

@@ -21,7 +21,8 @@ def init(ctx, shell):
     elif shell == "zsh":
         from torchsh.shells.init_zsh import script
     else:
-        raise bad_argument("no fast path for shell %r" % shell, "use bash or zsh")
+        hint = "Nushell needs none: `torch nu-module --install`, then `use torch.nu`" if shell == "nu" else None
+        raise bad_argument("no fast path for shell %r" % shell, hint or "use bash or zsh")
     ctx.app.enable_fastpath()
     return Text(script())
 
