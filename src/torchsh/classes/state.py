@@ -20,7 +20,7 @@ def encode(value, prefix, tensors):
     """JSON-able skeleton of value; tensors go into `tensors` under keys starting with prefix."""
     if isinstance(value, torch.Tensor):
         key = "%s.%d" % (prefix, len(tensors))
-        tensors[key] = value.detach().cpu().contiguous().clone()
+        tensors[key] = value.detach().cpu().contiguous()  # written at once, under the tensor lock: no copy
         return {_TENSOR: key}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -52,8 +52,23 @@ def write(path, tensors, meta=None):
     from safetensors.torch import save_file
     from torchsh import fileio
     metadata = {"torchsh": json.dumps(meta, allow_nan=True)} if meta is not None else None
-    data = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
+    data = own_storage({k: v.detach().cpu().contiguous() for k, v in tensors.items()})
     fileio.atomic_write(path, lambda tmp: save_file(data, tmp, metadata=metadata))
+
+
+def own_storage(tensors):
+    """tensors, with a copy for each value that shares a storage with one before it (a held view of a held
+    tensor, tied weights): safetensors refuses two names on one storage. The others stay the live tensors
+    (safetensors writes from their memory), so a save does not hold every value twice."""
+    seen = set()
+    for key, t in tensors.items():
+        storage = t.untyped_storage()
+        where = (t.device, storage.data_ptr(), storage.nbytes())
+        if where[1] and where[2]:  # what has no bytes shares nothing
+            if where in seen:
+                tensors[key] = t.clone()
+            seen.add(where)
+    return tensors
 
 
 def read(path):

@@ -14,6 +14,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load as st_load, save as st_save, save_file as st_save_file
 
+from torchsh.classes.state import own_storage
 from torchsh.errors import TorchshError
 from torchsh.registry.handles import parse_handle
 from torchsh.session import recipe
@@ -121,12 +122,12 @@ def _put(tensors, key, t):
 
 
 def to_bytes(manifest, tensors):
-    return st_save(tensors, metadata=_metadata(manifest))
+    return st_save(own_storage(tensors), metadata=_metadata(manifest))
 
 
 def to_file(manifest, tensors, path):
     """The same stream written straight to PATH (no copy of every value in memory as bytes first)."""
-    st_save_file(tensors, path, metadata=_metadata(manifest))
+    st_save_file(own_storage(tensors), path, metadata=_metadata(manifest))
 
 
 def _metadata(manifest):
