@@ -28,6 +28,16 @@ def test_a_saved_file_gets_the_mode_a_shell_redirect_would_give(sh, tmp_path):
     assert stat.S_IMODE(os.stat(tmp_path / "new.safetensors").st_mode) == 0o640
 
 
+def test_a_loaded_tensor_outlives_its_file_being_written_over_in_place(sh, tmp_path):
+    from safetensors.torch import save_file
+    big = torch.randn(1 << 18)
+    save_file({"w": big}, tmp_path / "w.safetensors")
+    save_file({"w": torch.ones(2)}, tmp_path / "small.safetensors")
+    h = sh("torch load w.safetensors", cwd=str(tmp_path))
+    sh("cp small.safetensors w.safetensors", cwd=str(tmp_path))  # the same inode, cut and rewritten
+    assert torch.equal(sh.fetch(h), big)  # a value mapping the file: SIGBUS, and the daemon gone
+
+
 @pytest.mark.parametrize("ext", ["npz", "safetensors", "pt"])
 def test_several_tensors_keep_their_names(sh, tmp_path, ext):
     a, b = torch.randn(2), torch.arange(3)

@@ -73,12 +73,11 @@ def own_storage(tensors):
 
 def read(path):
     """(tensors, metadata or None) from a safetensors file; anything else (a pickle, a FIFO) is a file_error."""
-    from safetensors import safe_open
-    from torchsh import fileio
+    from torchsh import fileio, stfile
     fileio.regular_file(path)
     try:
-        with safe_open(path, framework="pt") as f:
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
+        with stfile.File(path) as f:  # each value in memory of its own, never a map of the file
+            tensors = {k: f.read(k) for k in f.keys()}
             meta = (f.metadata() or {}).get("torchsh")
         return tensors, (json.loads(meta) if meta else None)
     except fileio.WRITE_ERRORS as e:  # the same family: OSError, ValueError, RuntimeError, SafetensorError

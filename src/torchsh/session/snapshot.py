@@ -8,12 +8,13 @@ and the objects left out, each with the reason. Tensor values live under "HANDLE
 A held tensor that is a model's parameter or buffer is written as that (an alias), so it stays the very
 same object when restored. Never pickle: JSON and raw bytes only.
 """
+import collections.abc
 import json
 
 import torch
-from safetensors import safe_open
 from safetensors.torch import load as st_load, save as st_save, save_file as st_save_file
 
+from torchsh import stfile
 from torchsh.classes.state import own_storage
 from torchsh.errors import TorchshError
 from torchsh.registry.handles import parse_handle
@@ -146,22 +147,59 @@ def from_bytes(data, where="the bundle"):
 
 
 def from_file(path):
-    """from_bytes of a file, each value read once from it (not the whole file into memory first)."""
+    """(manifest, {handle: its values}) of a session file, each value read from it when asked for: a session
+    loads in about its own size, where reading every value first held it twice (built objects + values)."""
     try:
-        with safe_open(path, framework="pt") as f:
-            flat = {k: f.get_tensor(k) for k in f.keys()}
-            manifest = json.loads((f.metadata() or {})["torchsh"])
+        f = stfile.File(path)  # stays open while a _Values of it is alive; values never map the file
+        keys = f.keys()
+        manifest = json.loads((f.metadata() or {})["torchsh"])
     except OSError as e:
         raise TorchshError("file_error", "cannot read %s: %s" % (path, e.strerror or e)) from None
+    except TorchshError:
+        raise  # it changed while it was read
     except Exception as e:  # SafetensorError, JSON and key errors: not a torchsh session at all
         raise TorchshError("file_error", "%s is not a torchsh session: %s"
                            % (path, str(e).split("\n")[0][:120])) from None
-    return _per_handle(manifest, flat, path)
+    _check_format(manifest, path)
+    per = {}
+    for key in keys:
+        handle, _, name = key.partition("|")
+        per.setdefault(handle, {})[name.removesuffix(_COMPLEX)] = key
+    return manifest, {handle: _Values(f, names, path) for handle, names in per.items()}
+
+
+class _Values(collections.abc.Mapping):
+    """One object's values in an open session file: {name: tensor}, each read when looked up."""
+
+    def __init__(self, f, keys, path):
+        self._f, self._keys, self._path = f, keys, path  # name -> the file's key
+
+    def __getitem__(self, name):
+        key = self._keys[name]
+        try:
+            t = self._f.read(key)  # a file_error when the file changed since it was opened
+        except OSError as e:
+            raise TorchshError("file_error", "cannot read %s from %s: %s" % (key, self._path, e.strerror)) from None
+        return torch.view_as_complex(t) if key.endswith(_COMPLEX) else t
+
+    def __contains__(self, name):  # Mapping's own would read the value to answer
+        return name in self._keys
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self):
+        return len(self._keys)
+
+
+def _check_format(manifest, where):
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise TorchshError("file_error", "%s is not a torchsh session (format %r)"
+                           % (where, manifest.get("format") if isinstance(manifest, dict) else None))
 
 
 def _per_handle(manifest, flat, where):
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise TorchshError("file_error", "%s is not a torchsh session (format %r)" % (where, manifest.get("format")))
+    _check_format(manifest, where)
     per = {}
     for key, t in flat.items():
         handle, _, name = key.partition("|")
@@ -185,14 +223,29 @@ def rebuild(manifest, tensors):
             name = row["alias"]["name"]
             params = dict(model.named_parameters())
             built[row["handle"]] = params[name] if name in params else model.get_buffer(name)
+        elif row["kind"] == "tensor":   # values now: a constructor may read them (a distribution checks its scale)
+            built[row["handle"]] = _tensor(row["recipe"], tensors.get(row["handle"], {}), lookup)
         else:
             built[row["handle"]] = recipe.build(row["recipe"], lookup)
-            if row["kind"] == "tensor":   # values now: a constructor may read them (a distribution checks its scale)
-                recipe.load_state(built[row["handle"]], tensors.get(row["handle"], {}))
     for row in manifest["objects"]:   # the rest once all are built: a scheduler's constructor changes its optimizer
         if "recipe" in row and row["kind"] != "tensor":
             recipe.load_state(built[row["handle"]], tensors.get(row["handle"], {}))
     return built
+
+
+def _tensor(rec, values, lookup):
+    """A held tensor: the value read from the stream becomes it (an empty tensor filled from the value held
+    the biggest tensor of a session twice while it loaded); built and filled when there is none to adopt."""
+    value = values["value"] if "value" in values else None
+    like = recipe.build(dict(rec, device="meta"), lookup)  # shape and dtype, nothing allocated
+    if value is None or value.shape != like.shape or value.dtype != like.dtype:
+        t = recipe.build(rec, lookup)
+        recipe.load_state(t, values)
+        return t
+    with torch.no_grad():
+        t = value.to(rec["device"]).requires_grad_(like.requires_grad)
+    t.grad = values["grad"].to(t.device) if "grad" in values else None
+    return t
 
 
 def detached_count(manifest):

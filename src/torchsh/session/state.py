@@ -68,13 +68,13 @@ def load_state(obj, tensors):
             state = nested.decode(_tensor_json(tensors[STATE_JSON]), tensors)
             obj.load_state_dict(state)
             if isinstance(obj, Loader):
-                datasets.load(obj.dataset, {k[5:]: v for k, v in tensors.items() if k.startswith("data.")})
+                datasets.load(obj.dataset, {k[5:]: tensors[k] for k in tensors if k.startswith("data.")})
         elif isinstance(obj, torch.utils.data.Dataset):
             datasets.load(obj, tensors)
 
 
 def _load_module(m, tensors):
-    weights = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
+    weights = {k[6:]: tensors[k] for k in tensors if k.startswith("model.")}  # a session file reads each once
     if not all(has_data(t) for _, t in list(m.named_parameters()) + list(m.named_buffers())):
         m.load_state_dict(weights, strict=False)
     else:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from safetensors import SafetensorError
 
-from torchsh import csvfile, fileio
+from torchsh import csvfile, fileio, stfile
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.verbs import verb
 
@@ -121,9 +121,9 @@ def _read(path, ext):
         return {"": _from_numpy(fileio.load_npy(path))}
     if ext == ".npz":
         return {k: _from_numpy(v) for k, v in fileio.load_npz(path).items()}
-    if ext == ".safetensors":
-        from safetensors.torch import load_file
-        return load_file(path)
+    if ext == ".safetensors":  # not safetensors' load_file: its tensors map the file (stfile.py says why not)
+        with stfile.File(path) as f:
+            return {k: f.read(k) for k in f.keys()}
     obj = torch.load(path, weights_only=True, map_location="cpu")
     if isinstance(obj, torch.Tensor):
         return {"": obj}
