@@ -85,8 +85,9 @@ def read(path):
 
 
 def model_tensors(model, prefix=""):
-    """The model's state_dict (parameters and buffers) as independent CPU tensors under PyTorch's key names."""
-    return {prefix + k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
+    """The model's state_dict (parameters and buffers) as CPU tensors under PyTorch's key names: the live
+    ones, for write() to save at once (no copy of every weight; write copies only tied ones)."""
+    return {prefix + k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
 
 
 def check_fits(model, tensors, where="file"):
