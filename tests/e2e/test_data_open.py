@@ -48,6 +48,21 @@ def test_npy_files_side_by_side_are_memory_mapped_fields(sh):
     assert row["length"] == 7
 
 
+@pytest.mark.parametrize("ext", ["npy", "safetensors"])
+def test_a_mapped_file_written_over_in_place_is_a_file_error_and_the_daemon_lives(sh, ext):
+    from safetensors.torch import save_file
+    p, small = sh.tmp("big." + ext), sh.tmp("small." + ext)
+    x = np.random.default_rng(0).standard_normal((1 << 14, 16)).astype(np.float32)
+    for path, a in ((p, x), (small, x[:4])):
+        np.save(path, a) if ext == "npy" else save_file({"x": torch.from_numpy(a)}, path)
+    d = sh("torch data open %s" % p)
+    assert_items(head(sh, d, 2), [torch.from_numpy(x[:2])])
+    sh("cp %s %s" % (small, p))  # the same file, cut and rewritten (as np.save over it does too)
+    r = sh.run("torch data head %s 20000" % d)
+    assert r.code != 0 and "[file_error]" in r.err and "cut short" in r.err, r.err  # a mapped read: SIGBUS
+    assert sh("torch value $(torch add $(torch ones 1) $(torch ones 1))") == "[2.0]"  # the daemon lives
+
+
 def test_files_of_different_lengths_are_one_line_error(sh):
     xp, yp = sh.tmp("x.npy"), sh.tmp("y.npy")
     np.save(xp, np.zeros((4, 2), np.float32))

@@ -39,6 +39,41 @@ class TensorField:
     mapped_bytes = 0
 
 
+class _Guard:
+    """A mapped file's descriptor and its size when mapped. Reading a map past the end of its file raises
+    SIGBUS, which would end the daemon and every object it holds; a file written over in place (`np.save`,
+    `cp`) is cut first. So every read checks, with one fstat, that the file still holds what was mapped: a
+    file cut short is a file_error (the race left is the few microseconds between the check and the read)."""
+
+    def __init__(self, path, open_map):
+        """open_map() maps path; it must map the file this opened (checked by inode), else file_error."""
+        self.path, self.fd = path, os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            self.mapped = open_map()
+            st = os.fstat(self.fd)
+            if os.stat(path).st_ino != st.st_ino:
+                raise TorchshError("file_error", "%s was replaced while it was opened" % path, "open it again")
+            self.size = st.st_size
+        except BaseException:
+            self.close()
+            raise
+
+    def check(self):
+        if os.fstat(self.fd).st_size < self.size:
+            raise TorchshError("file_error", "%s was cut short while a dataset reads it (written over in place?)"
+                               % self.path, "write a new file and rename it over the old; then `torch data open` "
+                               "it again")
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __del__(self):
+        if getattr(self, "fd", None) is not None:
+            self.close()
+
+
 class NpyField:
     """A field over an .npy file, memory-mapped (np.load(mmap_mode="r")): item i is a copy of row i,
     so the file is never read whole and the page cache, not the daemon, holds what was touched."""
@@ -47,7 +82,7 @@ class NpyField:
         st = fileio.regular_file(path)
         with open(path, "rb") as f:
             fileio.check_npy_header(f, st.st_size, path)  # truncated files and object arrays, refused early
-        self.name, self.path, self._array = name, path, None
+        self.name, self.path, self._map = name, path, None
         array = self.array
         if array.ndim == 0:
             raise TorchshError("shape_mismatch", "%s holds a single value (0-d), which has no items" % path)
@@ -56,12 +91,14 @@ class NpyField:
 
     @property
     def array(self):
-        if self._array is None:
+        """The map, checked to lie within the file (_Guard): read it only right after this."""
+        if self._map is None:
             try:
-                self._array = np.load(self.path, mmap_mode="r", allow_pickle=False)
+                self._map = _Guard(self.path, lambda: np.load(self.path, mmap_mode="r", allow_pickle=False))
             except (OSError, ValueError) as e:
                 raise fileio.file_error(self.path, "read", e) from None
-        return self._array
+        self._map.check()
+        return self._map.mapped
 
     def __len__(self):
         return self.length
@@ -83,14 +120,14 @@ class NpyField:
         return []
 
     def __getstate__(self):
-        return dict(self.__dict__, _array=None)  # a memory map does not cross a process boundary
+        return dict(self.__dict__, _map=None)  # a memory map does not cross a process boundary
 
 
 class SafetensorsField:
     """One tensor of a .safetensors file, read lazily: item i reads row i through safe_open's slice."""
 
     def __init__(self, name, path, key):
-        self.name, self.path, self.key, self._slice = name, path, key, None
+        self.name, self.path, self.key, self._map = name, path, key, None
         shape = self.slice.get_shape()
         if not shape:
             raise TorchshError("shape_mismatch", "%s tensor %s is a single value (0-d), which has no items"
@@ -101,12 +138,16 @@ class SafetensorsField:
 
     @property
     def slice(self):
-        if self._slice is None:
+        """safe_open's slice (it maps the file), checked to lie within the file (_Guard)."""
+        if self._map is None:
             try:
-                self._slice = safe_open(self.path, framework="pt").get_slice(self.key)
+                self._map = _Guard(self.path, lambda: safe_open(self.path, framework="pt").get_slice(self.key))
+            except TorchshError:
+                raise
             except Exception as e:  # SafetensorError, OSError: a damaged or vanished file
                 raise fileio.file_error(self.path, "read", e) from None
-        return self._slice
+        self._map.check()
+        return self._map.mapped
 
     def __len__(self):
         return self.length
@@ -118,7 +159,7 @@ class SafetensorsField:
         return []
 
     def __getstate__(self):
-        return dict(self.__dict__, _slice=None)
+        return dict(self.__dict__, _map=None)
 
 
 def _check_numpy_dtype(dtype, where):
