@@ -35,9 +35,13 @@ class File:
             self._keys, self._metadata = list(f.keys()), f.metadata()
         self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         try:
+            self._end = os.fstat(self._fd).st_size
             size = int.from_bytes(self._pread(8, 0), "little")
-            self._header = json.loads(self._pread(size, 8))
-            self._start, self._end = 8 + size, os.fstat(self._fd).st_size
+            if size > self._end - 8:  # checked before reading: the file may not be the one safe_open checked
+                raise ValueError("header past the end")
+            self._header, self._start = json.loads(self._pread(size, 8)), 8 + size
+            if not isinstance(self._header, dict):
+                raise ValueError("header is no object")
         except (ValueError, OSError, TorchshError):
             self.close()
             raise self._changed() from None
