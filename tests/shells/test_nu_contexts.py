@@ -74,3 +74,20 @@ def test_nu_runs_torch_context_through_the_client(nu, remote):
     env = {"XDG_CONFIG_HOME": remote.folder + "/cfg", "XDG_RUNTIME_DIR": remote.folder + "/rt"}
     listed = nu("torch context ls --json | from json | get name | to json --raw | print", env=env)
     assert listed == '["default","r1"]'
+
+
+def test_nu_untyped_commands_stream_a_callers_file_through_the_client_too(nu, remote, tmp_path):
+    """`nn jit_load` has no typed command: it runs by name (prelude.nu's main), and on a named context its
+    plain path is the caller's file, which that wire cannot stream: it runs again through the `torch` client."""
+    env = {"XDG_CONFIG_HOME": remote.folder + "/cfg", "XDG_RUNTIME_DIR": remote.folder + "/rt"}
+    torch.jit.script(torch.nn.Linear(2, 1)).save(str(tmp_path / "m.pt"))
+    script = """
+        $env.TORCHSH_CONTEXT = "r1"
+        let m = (torch nn jit_load %s)
+        let missing = (try { torch nn jit_load %s; "ran" } catch {|e| $e.msg })
+        print ({m: $m, missing: $missing} | to json --raw)
+    """ % (tmp_path / "m.pt", tmp_path / "nope.pt")
+    import json
+    got = json.loads(nu(script, env=env))
+    assert got["m"].startswith("nn://r1/")
+    assert "nope.pt" in got["missing"] and "runs elsewhere" not in got["missing"]

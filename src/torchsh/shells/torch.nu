@@ -358,7 +358,18 @@ export def --wrapped main [...words]: any -> any {
     let argv = ($words | each {|w| torchsh word $w })
     if ($argv | is-not-empty) and $argv.0 == "context" { return (^torch ...$argv) }  # client-side: docs/remote.md
     let help = ($argv | is-empty) or ($argv | where {|w| $w in ["--help" "-h" "help"] } | is-not-empty)
-    torchsh cli (if $help { $argv } else { $argv | append "--json" }) (torchsh handles-in $in) --text=$help
+    let argv = (if $help { $argv } else { $argv | append "--json" })
+    let stdin = (torchsh handles-in $in)
+    if (torchsh context) == "default" { return (torchsh cli $argv $stdin --text=$help) }
+    try { torchsh cli $argv $stdin --text=$help } catch {|e|
+        # a caller's file on a remote context: only the `torch` client streams it, as in `torchsh call`
+        let d = $e.details
+        if $d.code? != "torchsh::remote_path" or not ($d.msg =~ "runs elsewhere") {
+            error make --unspanned {msg: $d.msg, help: ($d.help? | default ""), code: ($d.code? | default "nu::shell::error")}
+        }
+        let r = ($stdin | str join "\n" | ^torch ...$argv | complete)
+        torchsh cli-result $argv $r.exit_code $r.stdout $r.stderr --text=$help
+    }
 }
 
 # -- generated: one command per op-table row --
