@@ -136,7 +136,7 @@ class Staging:
             for d in gone:
                 del self._waiting[d]
         for d in gone:
-            for path in [p for p in self._received if os.path.dirname(p) == d]:
+            for path in [p for p in list(self._received) if os.path.dirname(p) == d]:  # list(): one step
                 self._received.pop(path, None)
             shutil.rmtree(d, ignore_errors=True)
 

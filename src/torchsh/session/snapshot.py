@@ -239,7 +239,7 @@ def _tensor(rec, values, lookup):
     value = values["value"] if "value" in values else None
     like = recipe.build(dict(rec, device="meta"), lookup)  # shape and dtype, nothing allocated
     if value is None or value.shape != like.shape or value.dtype != like.dtype:
-        t = recipe.build(rec, lookup)
+        value, t = None, recipe.build(rec, lookup)
         recipe.load_state(t, values)
         return t
     with torch.no_grad():
