@@ -20,7 +20,7 @@ def encode(value, prefix, tensors):
     """JSON-able skeleton of value; tensors go into `tensors` under keys starting with prefix."""
     if isinstance(value, torch.Tensor):
         key = "%s.%d" % (prefix, len(tensors))
-        tensors[key] = value.detach().cpu().contiguous()  # written at once, under the tensor lock: no copy
+        tensors[key] = live(value)
         return {_TENSOR: key}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -52,7 +52,7 @@ def write(path, tensors, meta=None):
     from safetensors.torch import save_file
     from torchsh import fileio
     metadata = {"torchsh": json.dumps(meta, allow_nan=True)} if meta is not None else None
-    data = own_storage({k: v.detach().cpu().contiguous() for k, v in tensors.items()})
+    data = own_storage({k: live(v) for k, v in tensors.items()})
     fileio.atomic_write(path, lambda tmp: save_file(data, tmp, metadata=metadata))
 
 
@@ -87,7 +87,13 @@ def read(path):
 def model_tensors(model, prefix=""):
     """The model's state_dict (parameters and buffers) as CPU tensors under PyTorch's key names: the live
     ones, for write() to save at once (no copy of every weight; write copies only tied ones)."""
-    return {prefix + k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    return {prefix + k: live(v) for k, v in model.state_dict().items()}
+
+
+def live(t):
+    """t's values as safetensors writes them, the live tensor itself when it can be: written at once, under the
+    tensor lock, so no copy (a lazy conj/neg view is resolved: safetensors writes memory, not view bits)."""
+    return t.detach().cpu().resolve_conj().resolve_neg().contiguous()
 
 
 def check_fits(model, tensors, where="file"):

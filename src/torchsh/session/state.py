@@ -22,13 +22,13 @@ def state_tensors(obj, refs=None):
     Objects in refs are left out (each is saved under its own name)."""
     ids = {id(o) for o in (refs or {}).values()} - {id(obj)}
     if isinstance(obj, torch.Tensor):
-        out = {"value": _value(obj)} if has_data(obj) else {}   # a meta tensor is its shape alone
+        out = {"value": nested.live(obj)} if has_data(obj) else {}   # a meta tensor is its shape alone
         if obj.is_leaf and obj.grad is not None and has_data(obj.grad):
-            out["grad"] = _value(obj.grad)
+            out["grad"] = nested.live(obj.grad)
         return out
     if isinstance(obj, torch.nn.Module):
-        out = {"model." + k: _value(v) for k, v in obj.state_dict().items() if has_data(v)}
-        out.update({"grad." + n: _value(p.grad) for n, p in obj.named_parameters()
+        out = {"model." + k: nested.live(v) for k, v in obj.state_dict().items() if has_data(v)}
+        out.update({"grad." + n: nested.live(p.grad) for n, p in obj.named_parameters()
                     if p.grad is not None and has_data(p.grad)})
         return out
     if isinstance(obj, (torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler, Loader)):
@@ -46,13 +46,6 @@ def state_tensors(obj, refs=None):
 def has_data(t):
     """False for what has a shape but no values: a meta tensor, a lazy module's uninitialized parameter."""
     return not (t.is_meta or is_lazy(t))
-
-
-def _value(t):
-    """The values to write: the live tensor itself when it is a contiguous CPU one, not a copy (a session
-    would be held twice at its peak). Every caller writes them at once, under the tensor lock;
-    classes/state.own_storage copies only what shares a storage, which safetensors refuses."""
-    return t.detach().cpu().contiguous()
 
 
 def load_state(obj, tensors):

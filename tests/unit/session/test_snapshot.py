@@ -33,3 +33,14 @@ def test_a_held_view_and_tied_weights_save_and_come_back_equal(tmp_path):
     back = fresh.get(h_model, "nn")
     assert torch.equal(back[0].weight, model[0].weight) and torch.equal(back[1].weight, model[0].weight)
     assert torch.equal(back[1].bias, model[1].bias)
+
+
+def test_conjugate_and_negative_views_save_as_their_values(tmp_path):
+    registry = Registry()
+    z = torch.randn(3, dtype=torch.complex64)
+    h_conj, h_neg = registry.put(z.conj(), "tensor"), registry.put(torch.randn(3)._neg_view(), "tensor")
+    want = {h: registry.get(h, "tensor").resolve_conj().resolve_neg() for h in (h_conj, h_neg)}
+    transfer.save_folder(registry, str(tmp_path))
+    fresh = Registry()
+    transfer.hold(fresh, transfer.read_folder(str(tmp_path)), True)
+    assert all(torch.equal(fresh.get(h, "tensor"), v) for h, v in want.items())
