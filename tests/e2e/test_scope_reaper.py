@@ -30,10 +30,17 @@ def start_scope_client(s, tmp_path):
     ready = tmp_path / "ready"
     client = subprocess.Popen(["torch", "scope", "--", "bash", "-c", BASH_SCOPE.format(ready=ready)],
                               env=s.env, cwd=s.folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+                              stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_default_signals)
     assert wait_until(ready.exists, 60), "the scope's command never started"
     bash_pid, handle = ready.read_text().split()
     return client, int(bash_pid), handle
+
+
+def _default_signals():
+    """The client as a terminal's shell starts it: a suite run under nohup, or as a background job, passes
+    SIGHUP (and SIGINT) on ignored, and the client rightly keeps an inherited ignore (client.py: _spawn_and_wait)."""
+    for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 @pytest.fixture
