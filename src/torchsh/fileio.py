@@ -106,7 +106,7 @@ def umask():
     if not _umask:
         try:
             with open("/proc/self/status") as f:
-                line = next((l for l in f if l.startswith("Umask:")), None)
+                line = next((text for text in f if text.startswith("Umask:")), None)
             _umask.append(int(line.split()[1], 8) if line else 0o077)
         except OSError:
             _umask.append(0o077)

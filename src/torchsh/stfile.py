@@ -33,7 +33,7 @@ class File:
         self.path = path
         with safe_open(path, framework="pt") as f:  # SafetensorError/OSError for what is no safetensors file
             self._keys, self._metadata = list(f.keys()), f.metadata()
-        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO swapped in fails, not hangs
         try:
             self._end = os.fstat(self._fd).st_size
             size = int.from_bytes(self._pread(8, 0), "little")

@@ -47,7 +47,7 @@ class _Guard:
 
     def __init__(self, path, open_map):
         """open_map() maps path; it must map the file this opened (checked by inode), else file_error."""
-        self.path, self.fd = path, os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self.path, self.fd = path, os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO: fails, not hangs
         try:
             self.mapped = open_map()
             st = os.fstat(self.fd)

@@ -63,3 +63,20 @@ def test_a_folder_comes_back_as_its_new_and_changed_files(app):
     assert got == {"c.txt": b"c", "sub/b.txt": b"new!"}
     assert app.staging.path_of(folder_id.decode()) is None  # the folder went with its list
     app.staging.remove_ids([staging.FOLDER_MARK + folder_id.decode()])  # a failed op's: no error when gone
+
+
+def test_a_folder_being_sent_waits_from_its_latest_file_and_listed_files_never_fetched_go_in_time(app):
+    import time
+    folder_id = request(app, b"POST", b"/v1/files?folder=run").body.decode()
+    start = time.monotonic()
+    app.staging._waiting[os.path.join(app.staging.folder, folder_id)] = start - staging.STALE_S + 5  # an old folder
+    assert request(app, b"POST", b"/v1/files?in=%s&path=a.txt" % folder_id.encode(), b"a").status == 200
+    app.staging.sweep(start + 60)
+    assert app.staging.path_of(folder_id) is not None  # its latest file came just now
+    with open(os.path.join(app.staging.path_of(folder_id), "made.txt"), "wb") as f:  # what an op wrote there
+        f.write(b"m")
+    listing = request(app, b"GET", b"/v1/files/%s" % folder_id.encode()).body.decode()
+    file_id = listing.partition(":")[0]
+    assert app.staging.path_of(file_id) is not None
+    app.staging.sweep(time.monotonic() + staging.STALE_S + 1)  # its client never came for it
+    assert app.staging.path_of(file_id) is None
