@@ -258,3 +258,24 @@ def test_ctrl_c_in_a_block_form_ends_the_scope_and_keeps_the_shells_trap_like_th
         results.append((out, err, code))
     fast, real = results
     assert fast == real == ("trapped\nstatus 130\ntrap -- 'echo trapped' SIGINT\n", "", 0)
+
+
+ZSH_FIT = ("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
+           "L=$(torch data loader $(torch data tensors $(torch randn 64 2) $(torch randn 64 1)) --batch_size 16); ")
+
+
+@needs_zsh
+def test_zsh_job_wait_follows_the_job_to_its_end_like_the_client(sh):
+    out, err, code = _zsh(sh, ZSH_FIT + "j=$(torch fit $m $o $L --epochs 3 --detach); torch job wait $j; echo rc=$?")
+    lines = out.decode().splitlines()
+    assert b"job poll" not in out + err
+    assert lines[0].split()[:2] == ["epoch", "loss"] and [l.split()[0] for l in lines[1:4]] == ["1", "2", "3"]
+    assert lines[4] == "rc=0" and code == 0
+
+
+@needs_zsh
+def test_zsh_foreground_fit_prints_every_epoch_and_exits_0(sh):
+    out, err, code = _zsh(sh, ZSH_FIT + "torch fit $m $o $L --epochs 3; echo rc=$?")
+    lines = out.decode().splitlines()
+    assert b"job poll" not in out + err
+    assert [l.split()[0] for l in lines[1:4]] == ["1", "2", "3"] and lines[4] == "rc=0"
