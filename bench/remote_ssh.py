@@ -28,7 +28,7 @@ HOP_TARGET_MS = 2.0
 
 def run(quick=False):
     import sshd  # tests/sshd.py: the harness the ssh tests use
-    from torchsh.remote import ssh
+    from torchsh.client.contexts import ssh
     reason = sshd.skip_reason()
     if reason:
         print("remote_ssh: skipped: %s" % reason, file=sys.stderr)

@@ -64,7 +64,7 @@ class TLSRemote:
 
 def stop_all(folder):
     """Stop the forwarders under folder/rt and any local daemon there (a test may have started one)."""
-    from torchsh.remote import forwarder
+    from torchsh.client.contexts import forwarder
     for lock in glob.glob(os.path.join(folder, "rt", "torchsh", "contexts", "*.lock")):
         forwarder.stop(lock[:-len(".lock")] + ".sock")
     subprocess.run(["torch", "daemon", "stop"], env=caller_env(folder), capture_output=True, timeout=60)

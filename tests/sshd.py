@@ -171,7 +171,7 @@ def skip_reason():
 
 
 def _cleanup(host):
-    from torchsh.remote import ssh
+    from torchsh.client.contexts import ssh
     for path in host.local_sockets:
         ssh.stop_forwarder(path)
         shutil.rmtree(os.path.dirname(path), ignore_errors=True)

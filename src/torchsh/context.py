@@ -5,20 +5,14 @@ Handlers take a Context instead of reaching for globals, so unit tests can build
 import os
 from dataclasses import dataclass
 
+from torchsh.call import replies
+from torchsh.call.results import NeedUpload
 from torchsh.errors import TorchshError
 from torchsh.remote import staging
 
 _TRUE = ("1", "true", "yes", "on")
-
-
-class NeedUpload(Exception):
-    """A command on a remote context names a caller's file the daemon has not been sent yet: the CLI face
-    asks the client for it (protocol.H_UPLOAD). Not a TorchshError: no op ran, nothing failed."""
-
-    def __init__(self, path, may_be_missing=False):
-        super().__init__(path)
-        self.path = path
-        self.may_be_missing = may_be_missing  # a folder the op also writes (fit --log): none there is fine
+# The replies a caller's file on a remote context needs, by how the op uses it (Context.path's modes)
+_FILE_REPLIES = {"in": ("upload",), "out": ("download",), "dir_out": ("download",), "dir_inout": ("upload", "download")}
 
 
 @dataclass(slots=True)  # built for every request: slots make that cheaper
@@ -30,7 +24,7 @@ class Context:
     stdin: list = None          # stdin lines, once the client has sent them
     peer_pid: int = None        # the client process (SO_PEERCRED on the Unix socket); None on the fast path
     stderr_is_tty: bool = False  # the caller's stderr is a terminal: a job's progress may be a live \r line
-    can_follow: bool = False    # the caller follows a job's output to its end (the CLI face's clients do)
+    replies: frozenset = replies.NONE  # the replies the caller carries out (protocol.REPLIES, call/replies.py)
     downloads: list = None      # (stage id, the caller's path) of files the op wrote for a remote caller
     uploads: list = None        # staged copies of the caller's files the op read (removed after it, mostly)
 
@@ -76,10 +70,11 @@ class Context:
         """A path word as this daemon opens it. mode: "in" (a file or folder the op reads), "out" (a file it
         writes), "dir_out" (a folder it writes), "dir_inout" (a folder it reads and writes: it may be missing).
         On the local daemon: relative to the caller's cwd. On a named context (a remote daemon) a path is the
-        caller's: `NAME:/path` names one on the daemon's own host instead. The client that can streams the
-        caller's (remote/staging.py): an input is read from its staged copy (or asked for: NeedUpload), an
-        output written to a staged path the client fetches once the op succeeded. A face that cannot stream
-        (the JSON API, Nushell) is refused by name, never resolved silently on the wrong host."""
+        caller's: `NAME:/path` names one on the daemon's own host instead. A caller that carries the upload and
+        download replies (the `torch` client) streams the caller's (remote/staging.py): an input is read from its
+        staged copy (or asked for: NeedUpload), an output written to a staged path the client fetches once the op
+        succeeded. Any other caller hands the command over to the client, or is refused by name, never
+        resolved silently on the wrong host."""
         text = os.path.expanduser(str(text))
         name = self.context_name
         if name == "default":
@@ -91,12 +86,13 @@ class Context:
             raise TorchshError("remote_path", "%s: a path on %s's host must be absolute (its cwd is not yours)"
                                % (text, name), "write %s:/absolute/path" % name)
         caller_path = os.path.normpath(os.path.join(self.cwd, text))
-        if self.env.get(staging.ENV_STREAMS):
-            return self._staged(caller_path, mode)
         what = "a folder on this machine" if mode.startswith("dir") else "a path on this machine"
-        raise TorchshError("remote_path", "%s is %s, but context %s's daemon runs elsewhere" % (text, what, name),
-                           "for one on %s's host write %s:/absolute/path; files and folders here stream through "
-                           "the `torch` client (not the JSON API)" % (name, name))
+        refusal = TorchshError("remote_path", "%s is %s, but context %s's daemon runs elsewhere" % (text, what, name),
+                               "for one on %s's host write %s:/absolute/path; files and folders here stream through "
+                               "the `torch` client" % (name, name))
+        if all([replies.needed(self, r, refusal=refusal) for r in _FILE_REPLIES[mode]]):
+            return self._staged(caller_path, mode)
+        raise refusal  # a row with a fallback of its own would come here; upload's and download's refuse
 
     def _staged(self, caller_path, mode):
         if mode == "out":

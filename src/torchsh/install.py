@@ -16,7 +16,7 @@ import torchsh
 CLIENT = """#!{python} -IS
 import sys
 sys.path.insert(0, {package_root!r})
-from torchsh.client import main
+from torchsh.client.main import main
 main()
 """
 DAEMON = """#!{python}

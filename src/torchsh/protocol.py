@@ -2,7 +2,8 @@
 
 Builtins only: the `torch` client imports this module on every shell command, so it may use
 `posix` and `sys` and nothing else. What lives here: where the socket, log and lock live; the
-shape of a `/v1/cli` request and reply; and the one table from error code to HTTP status to exit code.
+shape of a `/v1/cli` request and reply; the replies besides output a command may get (REPLIES); and the
+one table from error code to HTTP status to exit code. What is trusted is trust.py.
 """
 import posix
 import sys
@@ -14,22 +15,80 @@ CLI_FORMAT = b"torchsh-cli-1"  # first field of a /v1/cli body; bump when the fr
 # Reply headers of POST /v1/cli. The body is stdout bytes followed by stderr bytes.
 H_EXIT = "torchsh-exit"        # the exit status the client must return
 H_STDOUT = "torchsh-stdout"    # how many body bytes are stdout; the rest is stderr
-H_STDIN = "torchsh-stdin"      # N: resend with N stdin lines; -1: with all of stdin
-H_EXEC = "torchsh-exec"        # present: body is an exec directive (see encode_exec)
-H_PID = "torchsh-pid"          # `daemon stop`: the stopping daemon's pid, which the client waits on
-H_SETTINGS = "torchsh-settings"  # `daemon stop`: "K=V K=V" of TORCHSH_TTL, _MAX_MEMORY, _FASTPATH for a restart
-# A follow directive (a job's output, docs/jobs.md): write this reply, then send the argv in this header
-# ("STOPS WORD WORD…", words without spaces) and do the same with its reply, until one has no such
-# header: exit with its status. STOPS "1": Ctrl-C meanwhile adds --interrupt to the next poll (the job
-# stops at its next step boundary) and following goes on; "0": Ctrl-C just leaves. Write stderr first.
-H_FOLLOW = "torchsh-follow"
-# `cp H… --to CTX` and `session push --to CTX`: "CTX" or "CTX keep"; stdout holds the source handles, one a
-# line. The client relays them (copyrelay.run): export here, import into CTX's daemon, print the new handles.
-H_COPY = "torchsh-copy"
-# A remote context's daemon and the client move the caller's files (remote/staging.py, filerelay.py):
-# "send me these files" before the op runs, and "fetch these files it wrote" after; id:hex(path),…
-H_UPLOAD = "torchsh-upload"
-H_DOWNLOAD = "torchsh-download"
+# The request header in which a caller lists the replies below that it carries out (space-separated names).
+H_REPLIES = "torchsh-replies"
+# The reply headers of the REPLIES rows below (each row says what its header holds)
+H_STDIN, H_EXEC, H_FOLLOW, H_COPY = "torchsh-stdin", "torchsh-exec", "torchsh-follow", "torchsh-copy"
+H_UPLOAD, H_DOWNLOAD, H_PID, H_ENV = "torchsh-upload", "torchsh-download", "torchsh-pid", "torchsh-env"
+H_HANDOVER = "torchsh-handover"
+H_SETTINGS = "torchsh-settings"  # with H_PID: "K=V K=V" of TORCHSH_TTL, _MAX_MEMORY, _FASTPATH… for a restart
+
+
+class Reply:
+    """One reply the daemon may answer a command with, besides plain output: a row of REPLIES."""
+    __slots__ = ("name", "header", "letter", "fields", "fallback", "meaning")
+
+    def __init__(self, name, header, letter, fields, fallback, meaning):
+        self.name, self.header, self.letter, self.fields = name, header, letter, fields
+        self.fallback, self.meaning = fallback, meaning
+
+
+# What a caller that carries out neither the reply nor `handover` gets (docs/architecture.md):
+DAEMON = "daemon"    # the daemon carries it out itself and answers once, at the end
+SKIP = "skip"        # the output alone, without the reply
+REFUSE = "refuse"    # nothing runs: one error line, code needs_client
+# A caller that lacks a reply the command needs, but carries `handover`, is handed the command over before
+# anything runs: "run it with the real `torch` client". A new reply can never break an older or smaller caller.
+REPLIES = (
+    Reply("stdin", H_STDIN, "i", "N", REFUSE,
+          "resend the command with N stdin lines (-1: all of stdin), one handle a line; nothing ran yet"),
+    Reply("exec", H_EXEC, "x", "body: encode_exec(argv, env, then_argv)", REFUSE,
+          "run argv in the caller's world with env added, then send then_argv; exit with argv's status"),
+    Reply("follow", H_FOLLOW, "f", "STOPS WORD…; body: this poll's stdout and stderr", DAEMON,
+          "write this reply (stderr first), send the poll WORD…, repeat until a reply has none: its exit status "
+          "is the command's. STOPS 1: the job is leased to its follower: Ctrl-C adds --interrupt to the next "
+          "poll, and a follower gone for a few seconds stops it at its next step boundary"),
+    Reply("copy", H_COPY, "", "CTX [keep]; stdout: the source handles", REFUSE,
+          "relay these objects from this daemon to context CTX's (the client alone reaches both)"),
+    Reply("upload", H_UPLOAD, "", "[?]ID:hex(path),…", REFUSE,
+          "send the caller's files a remote context's daemon needs, then resend the command; nothing ran yet"),
+    Reply("download", H_DOWNLOAD, "", "[+]ID:hex(path),…; with the output", REFUSE,
+          "fetch the files the command wrote for the caller from a remote context's daemon"),
+    Reply("await", H_PID, "", "PID; H_SETTINGS: K=V…; with the output", SKIP,
+          "the daemon is stopping: wait until process PID has exited (restart: then start one with SETTINGS)"),
+    Reply("env", H_ENV, "", "NAME…", REFUSE,
+          "resend the command with these variables of the caller's environment added; nothing ran yet"),
+    Reply("handover", H_HANDOVER, "h", "OP; stderr: why, for a caller that prints it", REFUSE,
+          "run this command with the real `torch` client instead (command torch \"$@\"); nothing ran"),
+)
+REPLY_ROWS = {r.name: r for r in REPLIES}
+CLIENT_REPLIES = tuple(r.name for r in REPLIES if r.name != "handover")  # the torch client: all, it hands over to none
+
+
+def staged_pairs(pairs):
+    """(stage id, path) pairs as one upload or download field: id:hex(path), comma-separated (a path may hold
+    any byte but NUL; a header may not). filerelay.pairs reads it back."""
+    return ",".join("%s:%s" % (stage_id, (path.encode(errors="surrogateescape") if isinstance(path, str) else path).hex())
+                    for stage_id, path in pairs)
+
+
+def replies_header(names):
+    """The value of H_REPLIES for these names, in REPLIES order."""
+    return " ".join(r.name for r in REPLIES if r.name in names).encode()
+
+
+def reply_in(headers):
+    """The REPLIES row whose header a reply carries (header names lower-case), or None: plain output."""
+    for row in REPLIES:
+        if row.header in headers:
+            return row
+    return None
+
+
+def carried(value):
+    """The reply names an H_REPLIES value lists (unknown names ignored: a newer caller, an older daemon)."""
+    return frozenset(w for w in (value or "").replace(",", " ").split() if w in REPLY_ROWS)
+
 
 # Exit statuses by class. The README's table, docs/errors.md and `torch --help` are generated from
 # these, EXIT_CLASSES and ERRORS.
@@ -83,6 +142,7 @@ ERRORS = {
     "token_refused": (403, EXIT_DAEMON, "the TLS daemon refused the context's token"),
     "rank_failed": (422, EXIT_TORCH, "a rank of a distributed fit failed, timed out or could not start; the message names it"),
     "untrusted_network": (400, EXIT_USAGE, "a listener beyond loopback without TLS and a token; torch.distributed's needs --trusted_network"),
+    "needs_client": (409, EXIT_USAGE, "the command needs a reply this caller does not carry out (the `torch` client does); nothing ran"),
 }
 
 # exit status -> (its name in `torch --help`, its class in the README's table). Generated into both,
@@ -127,40 +187,10 @@ def runtime_dir():
     return "%s/torchsh-%d" % (tmp, posix.getuid())
 
 
-# What the client trusts (docs/security.md): a file or folder is ours when lstat (symlinks are never
-# followed) finds the kind we expect, owned by our effective uid (the owner of what we create, and
-# what SO_PEERCRED reports), and, for a folder, not writable by group or others (else anyone could
-# plant a socket, token file or log symlink in it). Raw st_mode bits: the `stat` module is not a builtin.
 MAX_BODY = 4 << 30  # a request body on the daemon's Unix socket (bulk .npy uploads, staged files)
 # The caller's files on a remote context (remote/staging.py, filerelay.py): in H_DOWNLOAD, +ID is a staged
 # folder (GET it for its files); in H_UPLOAD, ?ID marks a folder the op also writes (missing: send an empty one)
 STAGED_FOLDER, STAGED_MAY_BE_MISSING = "+", "?"
-S_IFMT, S_IFDIR, S_IFREG, S_IFSOCK, S_IFLNK = 0o170000, 0o040000, 0o100000, 0o140000, 0o120000
-KIND_NAMES = {S_IFDIR: "a folder", S_IFREG: "a regular file", S_IFSOCK: "a socket", S_IFLNK: "a symlink"}
-UNTRUSTED_HINT = ("remove it if it is yours, or set XDG_RUNTIME_DIR or TORCHSH_SOCKET to a folder "
-                  "of your own with mode 0700")
-
-
-def untrusted(path, kind, st=None):
-    """Why `path` must not be trusted, or None when it is ours. kind: S_IFDIR, S_IFREG or S_IFSOCK.
-
-    Raises FileNotFoundError (an OSError) when there is nothing at `path`: absent is not untrusted.
-    `st` is an fstat result for a file already opened with O_NOFOLLOW.
-    """
-    st = st or posix.lstat(path)
-    found = st.st_mode & S_IFMT
-    if found != kind:
-        return "%s is %s, not %s" % (path, KIND_NAMES.get(found, "something else"), KIND_NAMES[kind])
-    me = posix.geteuid()
-    if st.st_uid != me:
-        return "%s belongs to uid %d, not to you (uid %d)" % (path, st.st_uid, me)
-    if kind == S_IFDIR and st.st_mode & 0o022:
-        return "%s has mode %04o: other users can put files in it" % (path, st.st_mode & 0o7777)
-    if kind == S_IFREG and st.st_mode & 0o022:
-        return "%s has mode %04o: other users can write it" % (path, st.st_mode & 0o7777)
-    if kind == S_IFREG and st.st_nlink > 1:  # a hard link to another of your files (say ~/.bashrc)
-        return "%s has %d hard links: it is another file too" % (path, st.st_nlink)
-    return None
 
 
 def socket_folder(sock):

@@ -176,8 +176,8 @@ def test_a_remote_fit_stopped_with_ctrl_c_brings_its_log_folder_back(user, tmp_p
 
 
 def test_filerelay_imports_only_builtins_and_the_client_wire():
-    extra = extra_imports("torchsh.filerelay")
-    assert extra <= {"torchsh", "torchsh.filerelay", "torchsh.copyrelay", "torchsh.protocol", "torchsh.wire",
+    extra = extra_imports("torchsh.client.filerelay")
+    assert extra <= {"torchsh", "torchsh.client.filerelay", "torchsh.client.copyrelay", "torchsh.protocol", "torchsh.client.wire",
                      "_socket"}, extra
 
 
@@ -377,7 +377,7 @@ def test_create_without_a_fingerprint_shows_it_and_pins_it_once_confirmed_on_a_t
 
 
 def test_cp_moves_objects_between_the_default_daemon_and_a_tls_context(user, tmp_path):
-    pytest.importorskip("torchsh.copyrelay")  # helper A's relay (issue 14: cp); this pins the client's side
+    pytest.importorskip("torchsh.client.copyrelay")  # helper A's relay (issue 14: cp); this pins the client's side
     out = tmp_path / "back.pt"
     far = ok("a=$(torch tensor '[1.5,-2.5]'); torch cp $a --to r1", user)
     assert re.fullmatch(r"tensor://r1/[0-9a-z]{8}", far)

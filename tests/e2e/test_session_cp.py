@@ -24,7 +24,7 @@ def t2(sh):
 
 def relay(sh, dst, handles, keep=False, context="t2"):
     """copyrelay.run in a process of its own, as the client runs it: (stdout, stderr, exit status)."""
-    code = ("import sys; from torchsh import copyrelay; sys.exit(copyrelay.run(sys.argv[1], sys.argv[2], "
+    code = ("import sys; from torchsh.client import copyrelay; sys.exit(copyrelay.run(sys.argv[1], sys.argv[2], "
             "sys.argv[4:], keep=sys.argv[3] == '1', context=%r))" % context)
     p = subprocess.run([sys.executable, "-c", code, sh.socket, dst.socket, "1" if keep else "0"] + handles,
                        capture_output=True, text=True)
@@ -129,8 +129,8 @@ def test_relay_to_a_daemon_that_is_not_there_fails_with_one_line(sh, tmp_path):
 
 
 def test_copyrelay_imports_only_builtins_and_the_client_wire():
-    extra = extra_imports("torchsh.copyrelay")
-    assert extra <= {"torchsh", "torchsh.copyrelay", "torchsh.protocol", "torchsh.wire", "_socket"}, extra
+    extra = extra_imports("torchsh.client.copyrelay")
+    assert extra <= {"torchsh", "torchsh.client.copyrelay", "torchsh.protocol", "torchsh.client.wire", "_socket"}, extra
 
 
 def test_the_json_face_refuses_cp_and_push_and_names_the_cli(sh):

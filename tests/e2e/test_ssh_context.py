@@ -19,7 +19,7 @@ from sshd import running_sshd, sshd_host  # noqa: F401
 from waiting import process_gone, wait_until
 from torchsh import protocol
 from torchsh.errors import TorchshError
-from torchsh.remote import ssh
+from torchsh.client.contexts import ssh
 
 
 def through(sh, local_sock):
@@ -161,7 +161,7 @@ def test_stop_forwarder_ends_the_ssh_process_and_removes_its_socket(sh, sshd_hos
 def test_two_first_commands_at_once_start_one_forwarder(sshd_host):
     local = sshd_host.local_socket("race")
     ctx = json.dumps(sshd_host.context("race"))
-    code = "import json, sys; from torchsh.remote import ssh; ssh.ensure_forwarder(json.loads(sys.argv[1]), sys.argv[2])"
+    code = "import json, sys; from torchsh.client.contexts import ssh; ssh.ensure_forwarder(json.loads(sys.argv[1]), sys.argv[2])"
     racers = [subprocess.Popen([sys.executable, "-c", code, ctx, local]) for _ in range(2)]
     assert [p.wait(timeout=300) for p in racers] == [0, 0]
     assert ssh_processes_for(local) == [forwarder_pid(local)]

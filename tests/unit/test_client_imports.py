@@ -7,8 +7,10 @@ import tempfile
 
 CLIENT = os.path.join(os.path.dirname(sys.executable), "torch")
 # _socket: the C module, not socket.py; daemonctl: builtins only, and loaded on the lifecycle path alone;
-# wire: the client's connection and call, builtins only, shared with daemonctl (no import circle)
-ALLOWED = {"torchsh", "torchsh.client", "torchsh.protocol", "torchsh.wire", "torchsh.daemonctl", "_socket"}
+# wire and http: the client's connection, call and HTTP, builtins only, shared with daemonctl (no import circle);
+# trust: what the client trusts (the socket's folder, the socket), builtins only
+ALLOWED = {"torchsh", "torchsh.client", "torchsh.client.main", "torchsh.protocol", "torchsh.trust", "torchsh.client.wire",
+           "torchsh.client.http", "torchsh.client.daemonctl", "_socket"}
 
 
 def _imported(args):
@@ -23,7 +25,7 @@ def test_the_client_imports_only_builtins_and_the_protocol_module():
     with tempfile.TemporaryDirectory() as d:  # no daemon there: `daemon status` fails fast, starts nothing
         extra = _imported([CLIENT, "--socket", os.path.join(d, "none.sock"), "daemon", "status"]) - bare
     assert extra <= ALLOWED, "the client now imports %s" % sorted(extra - ALLOWED)
-    assert {"torchsh.client", "torchsh.protocol"} <= extra
+    assert {"torchsh.client.main", "torchsh.protocol"} <= extra
 
 
 def test_the_launcher_names_the_real_interpreter_with_isolated_no_site_flags():
@@ -34,5 +36,5 @@ def test_the_launcher_names_the_real_interpreter_with_isolated_no_site_flags():
 def test_an_ordinary_command_does_not_load_the_lifecycle_module():
     """daemonctl (stop, restart, the commands that never start a daemon) is paid for on its path only."""
     src = os.path.dirname(os.path.dirname(os.path.abspath(__import__("torchsh").__file__)))
-    code = "import sys; sys.path.insert(0, %r); import torchsh.client" % src
-    assert "torchsh.daemonctl" not in _imported(["-c", code])
+    code = "import sys; sys.path.insert(0, %r); import torchsh.client.main" % src
+    assert "torchsh.client.daemonctl" not in _imported(["-c", code])

@@ -3,10 +3,12 @@ small generator for work (run_fit's shape: work(report, should_stop)) in-process
 import contextlib
 import json
 import threading
+import time
 
 from torchsh.context import Context
 from torchsh.daemon.app import FairLock
 from torchsh.errors import TorchshError
+from torchsh.call.results import Follow
 from torchsh.jobs import follow, job as jobs, render
 from torchsh.registry import Registry
 
@@ -163,17 +165,39 @@ def test_a_torchsh_error_keeps_its_code():
     assert job.exit == 6 and "[file_error]" in follow.everything(job).stderr
 
 
-def test_follow_directive_names_the_next_poll_until_the_job_ends():
+def test_follow_reply_names_the_next_poll_until_the_job_ends():
     gate = threading.Event()
     ctx = Context(App())
     job = jobs.start(ctx, "fit", counting(epochs=2, batches=2, gate=gate))
     r = follow.reply(ctx, job, "wait", 0)
     gate.set()
     hops, out = 0, r.stdout
-    while r.follow:
-        stops, _, words = r.follow.partition(" ")
+    while isinstance(r, Follow):
+        stops, _, words = r.field().partition(" ")
         assert stops == "0" and words.startswith("job poll %s wait --offset " % job.handle)
         r = follow.reply(ctx, job, "wait", int(words.split()[-1]), wait=1.0)
         out += r.stdout
         hops += 1
     assert r.exit == 0 and hops >= 1 and len(out.splitlines()) == 3  # the header and two rows, once each
+
+
+def test_a_foreground_run_whose_follower_stops_polling_stops_at_a_step_boundary(monkeypatch):
+    """The lease: a "run" poll renews it; a follower silent for LEASE_S (Ctrl-C in nu, a killed client) stops
+    the job at its next step boundary, and its last line says why."""
+    monkeypatch.setattr(jobs, "LEASE_S", 0.2)
+    ctx = Context(App())
+    job = jobs.start(ctx, "fit", counting(epochs=10 ** 6, batches=10))
+    follow.reply(ctx, job, "run", 0)
+    assert job.lease_until is not None
+    deadline = time.monotonic() + 60
+    while job.running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert job.state == "stopped" and job.exit == jobs.EXIT_STOPPED
+    assert follow.everything(job).stderr.splitlines()[-1].endswith("its follower went away (no poll for 0.2s)")
+
+
+def test_a_detached_job_has_no_lease():
+    ctx = Context(App())
+    job = jobs.start(ctx, "fit", counting(epochs=1, batches=1))
+    follow.reply(ctx, job, "wait", 0)
+    assert job.lease_until is None

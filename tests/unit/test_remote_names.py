@@ -5,7 +5,8 @@ import hashlib
 import pytest
 
 from torchsh.errors import TorchshError
-from torchsh.remote import naming, tls
+from torchsh.remote import naming
+from torchsh.link import tls
 
 
 def test_a_reply_prefixes_every_bare_handle_once():

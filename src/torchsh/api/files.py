@@ -3,6 +3,7 @@
 import os
 import shutil
 
+from torchsh import protocol
 from torchsh.daemon.http import Response
 from torchsh.errors import TorchshError
 from torchsh.remote import staging
@@ -73,7 +74,7 @@ def _write_new(path, data):
 
 def get_file(app, request, params):
     """GET /v1/files/{id}: a staged output, once (then it is removed). A staged folder answers the list of
-    its files (staging.header's id:hex(relative path) pairs; an empty id is a sub-folder), each now staged
+    its files (protocol.staged_pairs' id:hex(relative path) pairs; an empty id is a sub-folder), each now staged
     under its own id to GET."""
     path = app.staging.path_of(params["id"])
     if path is None:
@@ -84,7 +85,7 @@ def get_file(app, request, params):
         except OSError as e:
             raise TorchshError("file_error", "cannot list staged folder %s: %s"
                                % (params["id"][:40], e.strerror)) from None
-        return Response(200, staging.header(listing or []).encode(), "text/plain")
+        return Response(200, protocol.staged_pairs(listing or []).encode(), "text/plain")
     try:
         with open(path, "rb") as f:
             data = f.read()

@@ -9,7 +9,7 @@ import torch
 from torch.nn.parameter import is_lazy
 
 from torchsh.call import tensortext
-from torchsh.call.results import json_bytes, nan_mode
+from torchsh.call.jsonout import json_bytes, nan_mode
 from torchsh.context import Context
 from torchsh.daemon.http import Response
 from torchsh.daemon.status import status_dict

@@ -4,25 +4,35 @@
 tensor slots the args left open, leftmost first: {"tensors": [x], "args": [m]} runs forward(m, x).
 The same binder and invoker as the CLI, so both faces resolve overloads identically. PyTorch's
 warnings come back as "warnings": [first line of each], beside "result".
-Optional body fields: "cwd" (for relative paths), "env" (TORCHSH_* settings), "no_grad".
+Optional body fields: "cwd" (for relative paths), "env" (TORCHSH_* settings), "no_grad", "exec" (true: the
+caller runs a block form's command itself; the same as listing exec in the Torchsh-Replies header).
+Replies besides output (protocol.REPLIES) the caller lists in the Torchsh-Replies header come back as a
+field of their name: {"exec": …}, {"follow": …, "stdout", "stderr"}, {"copy": …}, {"handover": …}; for one it
+does not list, the daemon follows a job to its end itself (a foreground fit answers its rows once it ends),
+or refuses with needs_client (call/replies.py).
 """
 import json
 
 from torchsh import protocol
 from torchsh.api import calls
 from torchsh.api.openapi import op_description
-from torchsh.call import bind, results, tokens
+from torchsh.call import bind, replies, results, tokens
 from torchsh.call.invoke import convert_all, invoke
+from torchsh.call.jsonout import nan_mode, result_json
 from torchsh.call.misfit import no_binding
 from torchsh.context import Context
-from torchsh.daemon.http import Response
+from torchsh.daemon.http import Later, Response
 from torchsh.errors import TorchshError
+from torchsh.jobs import follow
 from torchsh.table.kinds import LIST_FLAG_KINDS
+
+# The replies a JSON caller can list (the others move the caller's files or its stdin: the CLI's)
+JSON_REPLIES = frozenset({"exec", "follow", "copy", "await", "handover"})
 
 
 def post_op(app, request, params):
     op, fixed = app.table.lookup(params["op"])
-    nan = results.nan_mode(request.query)
+    nan = nan_mode(request.query)
     try:
         body = tokens.loads(request.body or b"{}")
     except ValueError as e:
@@ -35,7 +45,10 @@ def post_op(app, request, params):
             raise TorchshError("bad_request", "env value %s must be a string, not %s" % (k[:60], _json_type(v)))
     # No peer_pid: an API caller that runs a block itself (`"exec": true`) may be a one-shot process
     # (curl) that is gone before the block ends, so its scope must not be reaped with it.
-    ctx = Context(app, cwd, {k: str(v) for k, v in env.items()} if env else {})
+    listed = request.headers.get(protocol.H_REPLIES)
+    carried = protocol.carried(listed) & JSON_REPLIES if listed else replies.NONE
+    ctx = Context(app, cwd, {k: str(v) for k, v in env.items()} if env else {},
+                  replies=carried | {"exec"} if body.get("exec") else carried)
     if kwargs:
         kwargs = {k.replace("-", "_"): v for k, v in kwargs.items()}
     plain = body.keys() <= calls.PLAIN_FIELDS
@@ -45,26 +58,57 @@ def post_op(app, request, params):
         binding, convert = calls.PlannedCall(plan, args, tensors, kwargs), calls.convert
     else:
         binding, convert = _bind_body(op, fixed, args, tensors, kwargs, shape), convert_all
-    if op.block and not body.get("exec"):  # refuse before the verb opens a scope nobody would end
-        raise TorchshError("usage", "%s runs a command; use the CLI, or send \"exec\": true" % op.name, op=op.name)
     globals_ = None if plain else {"no_grad": bool(body.get("no_grad")),
                                    "inference_mode": bool(body.get("inference_mode"))}
     warned = []
     try:
+        replies.check(ctx, op)  # a caller lacking a reply the op declares: handed over or refused, nothing runs
         result = invoke(ctx, op, binding, globals_, warned, convert)
     except TorchshError as e:
         e.op = e.op or op.name
         raise
-    if protocol.H_COPY in (getattr(result, "reply_headers", None) or {}):
-        raise TorchshError("usage", "%s moves objects between two daemons through the client, which reaches both"
-                           % op.name, "run it with the CLI: torch %s … --to CONTEXT" % op.name.replace(".", " "),
-                           op=op.name)
+    except results.Handover as h:
+        h.op = h.op or op.name
+        return _json({"handover": h.json()})
+    return _answer(ctx, result, nan, warned)
+
+
+def _answer(ctx, result, nan, warned):
+    """The JSON reply for what the op returned: its result, or a reply besides output by its name."""
+    if isinstance(result, results.Follow):
+        if "follow" in ctx.replies:
+            return _json({"follow": result.json(), "stdout": result.stdout, "stderr": result.stderr})
+        return Later(lambda client_gone: _followed(ctx, result, client_gone, nan))  # protocol.DAEMON
     if isinstance(result, results.Exec):  # the caller runs the block itself (torch.nu's `torch scope { … }`)
-        return _exec_reply(app, result)
+        return _exec_reply(ctx.app, result)
+    if isinstance(result, results.Copy):
+        return _json({"copy": result.json()})
+    if isinstance(result, results.Await):  # SKIP unless listed: the stop is not waited for
+        return _json(dict({"result": result.text}, **({"await": {"pid": result.pid}} if "await" in ctx.replies else {})))
     if isinstance(result, results.Binary):
         return Response(200, bytes(result), "application/octet-stream")
     wire = results.to_wire(result, ctx)
-    return Response(200, results.result_json(result, wire, nan, warned))  # valid JSON unless ?nan=bare
+    return Response(200, result_json(result, wire, nan, warned))  # valid JSON unless ?nan=bare
+
+
+def _followed(ctx, first, client_gone, nan):
+    """A job followed here to its end (the caller lists no follow): a foreground run answers its epoch rows, as
+    the verb's result (a failed run: its error; a stopped one: the rows, and where it stopped as a warning);
+    a job verb answers {stdout, stderr, exit}. None when the client left first (a leased run then stops)."""
+    ended = follow.to_end(ctx, first, client_gone)
+    if ended is None:
+        return None
+    job = first.job
+    if first.view != "run":
+        return Response(200, result_json(ended, results.to_wire(ended, ctx), nan))
+    if job.error is not None:
+        return Response(protocol.http_status(job.error.code), _json(job.error.to_json()).body)
+    stopped = [job.stopped_line()] if job.state == "stopped" else []
+    return Response(200, result_json(job.rows(), job.rows(), nan, stopped))
+
+
+def _json(value):
+    return Response(200, json.dumps(value, separators=(",", ":")).encode())
 
 
 def _bind_body(op, fixed, args, tensors, kwargs, shape):

@@ -1,19 +1,17 @@
 """What an op returns, as values both faces turn into their reply: the wire form (to_wire: objects
-registered as handles), the JSON API's bytes, the result types verbs return (Text, Table, Binary,
-LateJson) and the block-form directive (Exec).
+registered as handles), the result types verbs return (Text, Table, Binary, LateJson), and the replies
+besides output, one type per protocol.REPLIES row (Exec, Follow, Copy, Await; raised before anything
+ran: NeedStdin, NeedUpload, NeedEnv, Handover). The JSON API's bytes are call/jsonout.py's.
 
 New objects are registered here (in the caller's scope) and become handles; named tuples keep their
 field names; everything else is JSON.
 """
-import json
-import math
-import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 
-from torchsh.errors import TorchshError
+from torchsh import protocol
 from torchsh.registry.kinds import kind_of
 from torchsh.vocab import dtype_name
 
@@ -59,23 +57,151 @@ class LateJson:
 
 
 class Streams(NamedTuple):
-    """A verb's own stdout, stderr and exit status: a job's output for its follower (jobs/follow.py).
-    `follow`: while the job runs, the next poll's words, which the CLI face sends as a follow directive
-    (protocol.H_FOLLOW); the JSON face answers the four fields as they are."""
+    """A verb's own stdout, stderr and exit status: a job's output once it has ended (jobs/follow.py)."""
     stdout: str
     stderr: str = ""
     exit: int = 0
-    follow: str = None
+
+
+# -- Replies besides plain output: one type per protocol.REPLIES row (`reply` names it) --------------------
+# Handlers return the ones a command answers with once it ran; the ones found before anything ran are raised
+# (Ask). call/replies.py decides, per caller, between the reply, a handover and the row's fallback; each
+# face writes a reply's wire form from its fields (cli/run.py + daemon/routes.py, daemon/fastpath.py, api/ops.py).
+
+class Ask(Exception):
+    """A reply found before anything ran, raised where it is found (deep in the binder or a path's
+    conversion): the face answers it, or hands the command over, or refuses. Not a failure."""
+    reply = ""
+    op = None
+
+
+class NeedStdin(Ask):
+    """stdin: resend the command with `count` stdin lines (-1: all of it)."""
+    reply = "stdin"
+
+    def __init__(self, count):
+        super().__init__(count)
+        self.count = count
+
+    def field(self):
+        return str(self.count)
+
+
+class NeedUpload(Ask):
+    """upload: a command on a remote context names a caller's file the daemon has not been sent yet."""
+    reply = "upload"
+
+    def __init__(self, path, may_be_missing=False):
+        super().__init__(path)
+        self.path = path
+        self.may_be_missing = may_be_missing  # a folder the op also writes (fit --log): none there is fine
+
+    def field(self):
+        return protocol.staged_pairs([(protocol.STAGED_MAY_BE_MISSING if self.may_be_missing else "", self.path)])
+
+
+class NeedEnv(Ask):
+    """env: resend the command with these variables of the caller's environment (`nu-module --install`: HOME)."""
+    reply = "env"
+
+    def __init__(self, names):
+        super().__init__(names)
+        self.names = tuple(names)
+
+    def field(self):
+        return " ".join(self.names)
+
+
+class Handover(Ask):
+    """handover: the caller lacks a reply this command needs (row `needs`): the real `torch` client runs it."""
+    reply = "handover"
+
+    def __init__(self, op, needs):
+        super().__init__(op, needs)
+        self.op, self.needs = op, needs
+
+    def field(self):
+        return self.needs
+
+    def line(self):
+        return "torch: %s: needs the `torch` client (it carries out the %s reply); nothing ran [needs_client]" % (
+            self.op, self.needs)
+
+    def json(self):
+        return {"op": self.op, "needs": self.needs, "message": self.line()}
 
 
 @dataclass(frozen=True)
 class Exec:
-    """A block form's answer (`scope -- CMD`, `no_grad -- CMD`, `daemon log -f`): the caller runs argv
-    in its own world with env added, then runs then_argv (`scope end ID`). The CLI face sends it to the
-    client as an exec directive; the JSON face answers {"exec": {"env", "then"}} and the caller runs it."""
+    """exec: a block form's answer (`scope -- CMD`, `no_grad -- CMD`, `daemon log -f`): the caller runs argv
+    in its own world with env added, then runs then_argv (`scope end ID`)."""
     argv: list
     env: dict
     then_argv: tuple = ()
+    reply = "exec"
+
+    def field(self):
+        return "1"
+
+    def body(self):
+        return protocol.encode_exec(self.argv, self.env, list(self.then_argv))
+
+
+@dataclass(frozen=True)
+class Follow:
+    """follow: a job's output so far for its follower, and the poll that reads on: `job poll J VIEW --offset N`.
+    A foreground run (view "run") is leased to its follower: Ctrl-C stops it, and so does its absence."""
+    stdout: str
+    stderr: str
+    job: object
+    view: str
+    offset: int
+    as_json: bool = False
+    reply = "follow"
+
+    @property
+    def stops(self):
+        return self.view == "run"
+
+    def poll(self):
+        """The next poll as command-line words."""
+        return ["job", "poll", self.job.handle, self.view, "--offset", str(self.offset)] + (
+            ["--json"] if self.as_json else [])
+
+    def field(self):
+        return "%d %s" % (self.stops, " ".join(self.poll()))
+
+    def json(self):
+        return {"op": "job.poll", "args": [self.job.handle, self.view],
+                "kwargs": {"offset": self.offset, "json": self.as_json}, "stops": self.stops}
+
+
+@dataclass(frozen=True)
+class Copy:
+    """copy: the client relays these objects from this daemon to context `context`'s (`cp`, `session push`)."""
+    handles: tuple
+    context: str
+    keep: bool = False
+    reply = "copy"
+
+    def field(self):
+        return self.context + (" keep" if self.keep else "")
+
+    def json(self):
+        return {"handles": list(self.handles), "to": self.context, "keep": self.keep}
+
+
+@dataclass(frozen=True)
+class Await:
+    """await: this daemon is stopping (`daemon stop`): the caller waits until process `pid` has exited; a
+    restart then starts a new one with `settings` ("K=V K=V")."""
+    text: str
+    pid: int
+    settings: str = ""
+    reply = "await"
+
+    def field(self):
+        return str(self.pid)
 
 
 def to_wire(result, ctx):
@@ -116,68 +242,3 @@ def _field_names(result):
     if hasattr(result, "n_fields"):
         return tuple(getattr(result, "__match_args__", ()))
     return None
-
-
-# Built once: json.dumps with any option builds a new encoder per call (microseconds of every reply)
-_COMPACT = json.JSONEncoder(separators=(",", ":"), allow_nan=True)
-_COMPACT_FINITE = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
-
-
-def dumps(value):
-    """Compact JSON; non-finite floats as NaN, Infinity, -Infinity."""
-    return _COMPACT.encode(value)
-
-
-NAN_MODES = ("string", "bare")
-_NONFINITE_TEXTS = {"NaN", "Infinity", "-Infinity"}
-_PLAIN_TEXT = re.compile(r"[A-Za-z0-9:/._-]*")  # JSON spells these characters as they are
-
-
-def json_bytes(value, nan="string"):
-    """Compact JSON bytes for a reply. nan="string" (the default): valid JSON (RFC 8259), non-finite
-    floats as the strings "NaN", "Infinity", "-Infinity"; nan="bare": Python's bare tokens."""
-    if nan == "bare":
-        return _COMPACT.encode(value).encode()
-    try:
-        return _COMPACT_FINITE.encode(value).encode()
-    except ValueError:  # a non-finite float somewhere: spell it as a string
-        return _COMPACT_FINITE.encode(nonfinite_as_strings(value)).encode()
-
-
-def nonfinite_as_strings(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, (list, tuple)):
-        return [nonfinite_as_strings(v) for v in value]
-    if isinstance(value, dict):
-        return {k: nonfinite_as_strings(v) for k, v in value.items()}
-    return value
-
-
-def result_json(result, wire, nan="string", warnings=()):
-    """The bytes of {"result": ...[, "warnings": [...]]} for the JSON API: ready-made JSON text is
-    embedded as it is (a bare non-finite scalar quoted unless nan="bare"), a LateJson rendered now,
-    anything else dumped. warnings: PyTorch's warnings while the op ran, one line each."""
-    end = (b',"warnings":' + json.dumps(list(warnings)).encode() if warnings else b"") + b"}"
-    if isinstance(result, LateJson):
-        return result.render(nan, end=end, start=b'{"result":')
-    if isinstance(result, JsonText):
-        text = str(result)
-        if nan != "bare" and text.strip() in _NONFINITE_TEXTS:
-            text = '"%s"' % text.strip()
-        return b'{"result":' + text.encode() + end
-    if type(wire) is str and not warnings and _PLAIN_TEXT.fullmatch(wire):  # a handle: what most ops return
-        return b'{"result":"' + wire.encode() + b'"}'  # json_bytes' very bytes, without the encoder (~1 us)
-    return json_bytes(dict({"result": wire}, **({"warnings": list(warnings)} if warnings else {})), nan)
-
-
-def nan_mode(query):
-    """The ?nan= query parameter of a JSON API request: "string" (default) or "bare"."""
-    mode = query.get("nan", "string")
-    if mode not in NAN_MODES:
-        raise TorchshError("bad_request", "nan=%s: use nan=string (the default) or nan=bare" % mode[:40])
-    return mode
-
-
-def is_finite_number(x):
-    return isinstance(x, (int, float)) and not (isinstance(x, float) and not math.isfinite(x))

@@ -1,5 +1,6 @@
 """The CLI's stdout for a result: handles one per line, --json as compact JSON, tables as columns."""
-from torchsh.call.results import Binary, LateJson, Text, dumps
+from torchsh.call.jsonout import dumps
+from torchsh.call.results import Binary, LateJson, Text
 from torchsh.registry.kinds import kind_of
 
 

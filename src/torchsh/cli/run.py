@@ -1,8 +1,10 @@
-"""POST /v1/cli, the CLI face: argv in, (stdout, stderr, exit status) out, or a request for stdin lines.
+"""POST /v1/cli, the CLI face: argv in, (stdout, stderr, exit status) out, or another reply (protocol.REPLIES).
 
-The order of work: resolve the op name, split flags, bind an overload (asking the client for
-stdin lines when tensor slots are missing), invoke it (call/), render its text. Every failure
-becomes one line `torch: OP: message; hint [code]` and its exit status.
+The order of work: resolve the op name, split flags, check that the caller carries the replies the op
+declares (call/replies.py: else a handover before anything runs), bind an overload (asking for stdin
+lines when tensor slots are missing), invoke it (call/), render its text. A reply besides output is a typed
+result (call/results.py) the router writes (daemon/routes.py). Every failure becomes one line
+`torch: OP: message; hint [code]` and its exit status.
 """
 import contextlib
 import logging
@@ -12,12 +14,12 @@ from dataclasses import dataclass
 import torch
 
 from torchsh import protocol
-from torchsh.call import bind, parse, results, tokens
+from torchsh.call import bind, parse, replies, results, tokens
 from torchsh.call.invoke import invoke
 from torchsh.call.misfit import no_binding
 from torchsh.call.tokens import Token
 from torchsh.cli import help as cli_help, render
-from torchsh.context import Context, NeedUpload
+from torchsh.context import Context
 from torchsh.errors import TorchshError
 from torchsh.remote import staging
 from torchsh.table.kinds import STDIN_TEXT_KINDS
@@ -35,15 +37,15 @@ class CliReply:
     stdout: str = ""
     stderr: str = ""
     exit: int = 0
-    need_stdin: int = None    # ask the client for N lines (-1: all) and resend
-    exec_body: bytes = None   # ask the client to run a command (block forms)
-    headers: dict = None      # extra reply headers a verb sets (`daemon stop`: pid and settings)
+    reply: object = None      # a reply besides output (call/results.py: NeedStdin, Exec, Follow, Copy, Await, …)
+    downloads: list = None    # (stage id, the caller's path): files the op wrote for a remote caller (download)
+    ctx: object = None        # the request's Context, for a Follow the daemon carries out itself (protocol.DAEMON)
 
 
 def run_cli(app, request):
     ctx = Context(app, request["cwd"], request["env"], request["stdin_is_tty"], request["stdin"],
                   peer_pid=request.get("peer_pid"), stderr_is_tty=request.get("stderr_is_tty", False),
-                  can_follow=True)
+                  replies=request.get("replies", replies.NONE))
     argv = request["argv"]
     op_name = argv[0][:60] if argv else None
     try:
@@ -54,26 +56,17 @@ def run_cli(app, request):
             return CliReply(stdout="torchsh %s (torch %s)\n" % (app.version, torch.__version__))
         op, fixed, words = app.table.resolve(argv)
         op_name = op.display_name
-        try:
+        with staging.command_files(ctx, op):
             reply = _run_op(ctx, op, fixed, words)
-        except NeedUpload:  # more files to come: those staged so far serve the next round; outputs made anew
-            sent = set(staging.staged_map(ctx.env).values())
-            ctx.app.staging.remove_ids(i for i, _ in ctx.downloads if i.lstrip(staging.FOLDER_MARK) not in sent)
-            ctx.app.staging.waiting(sent)
-            raise
-        except BaseException:
-            _drop_uploads(ctx, op, failed=True)
-            ctx.app.staging.remove_ids(stage_id for stage_id, _ in ctx.downloads)  # a failed op's outputs: none
-            raise
-        _drop_uploads(ctx, op)
         if ctx.downloads:  # files the op wrote for a remote caller: the client fetches them (remote/staging.py)
             reply.stdout = staging.as_callers(ctx.app.staging, ctx.downloads, reply.stdout)
-            reply.headers = dict(reply.headers or {}, **{protocol.H_DOWNLOAD: staging.header(ctx.downloads)})
-            ctx.app.staging.waiting(stage_id for stage_id, _ in ctx.downloads)
+            reply.downloads = ctx.downloads
         return reply
-    except NeedUpload as e:  # a caller's file this remote daemon has not been sent: the client sends it
-        mark = staging.MAY_BE_MISSING if e.may_be_missing else ""  # a folder the op also writes
-        return CliReply(headers={protocol.H_UPLOAD: staging.header([(mark, e.path)])})
+    except results.Ask as ask:  # nothing ran: the caller carries it out (call/replies.py decided), or hands over
+        ask.op = ask.op or op_name
+        if isinstance(ask, results.Handover):
+            return CliReply(stderr=ask.line() + "\n", exit=protocol.exit_status("needs_client"), reply=ask)
+        return CliReply(reply=ask)
     except TorchshError as e:
         e.op = e.op or op_name
         return CliReply(stderr="" if e.code in protocol.SILENT else e.line() + "\n", exit=protocol.exit_status(e.code))
@@ -82,13 +75,6 @@ def run_cli(app, request):
         err = TorchshError("internal_error", "internal error", "the daemon log %s has the traceback" % app.log_path,
                            op=op_name)
         return CliReply(stderr=err.line() + "\n", exit=protocol.EXIT_INTERNAL)
-
-
-def _drop_uploads(ctx, op, failed=False):
-    """A command's staged inputs are read by its end; a dataset (`data …`) maps its files: those stay,
-    unless the command failed (no dataset holds them then)."""
-    if ctx.uploads and (failed or not op.name.startswith("data.")):
-        ctx.app.staging.remove(ctx.uploads)
 
 
 def _check_word_sizes(argv):
@@ -107,6 +93,7 @@ def _run_op(ctx, op, fixed, words):
         lock = contextlib.nullcontext() if op.lockfree else ctx.app.tensor_lock(op.name + " --help")
         with lock:
             return CliReply(stdout=cli_help.op_help(op))
+    replies.check(ctx, op)  # after --help (which needs no reply), before anything runs
     flags = dict(parsed.flags)
     if parsed.argv_rest is not None:
         argv_arg = next((a for a in op.flags().values() if a.kind == "argv"), None)
@@ -114,24 +101,33 @@ def _run_op(ctx, op, fixed, words):
             raise TorchshError("usage", "%s takes no command after --" % op.name, op.usage())
         flags[argv_arg.name] = Token("argv", parsed.argv_rest, "--")
     binding = _bind_with_stdin(ctx, op, parsed, flags)
-    if isinstance(binding, CliReply):
-        return binding
     warned = []
     result = invoke(ctx, op, binding, parsed.globals, warned)
-    if isinstance(result, results.Exec):  # a block form: the client runs the command in its own world
-        return CliReply(exec_body=protocol.encode_exec(result.argv, result.env, list(result.then_argv)))
-    if isinstance(result, results.Streams):  # a job's output for its follower (jobs/follow.py)
-        return CliReply(stdout=result.stdout, stderr=result.stderr, exit=result.exit,
-                        headers={protocol.H_FOLLOW: result.follow} if result.follow else None)
+    warnings = "".join("torch: %s: warning: %s\n" % (op.display_name, w) for w in warned)
+    if isinstance(result, results.Streams):  # a job's output once it ended (jobs/follow.py)
+        return CliReply(stdout=result.stdout, stderr=result.stderr, exit=result.exit)
+    if isinstance(result, (results.Exec, results.Follow, results.Copy, results.Await)):
+        return _replied(ctx, op, result, warnings)
     wire = results.to_wire(result, ctx)
-    return CliReply(stdout=render.cli_text(result, wire, parsed.globals.get("json", False)),
-                    stderr="".join("torch: %s: warning: %s\n" % (op.display_name, w) for w in warned),
-                    headers=getattr(result, "reply_headers", None))
+    return CliReply(stdout=render.cli_text(result, wire, parsed.globals.get("json", False)), stderr=warnings)
+
+
+def _replied(ctx, op, result, warnings):
+    """A reply besides output the op answered with, once it ran: the caller carries it out, or the row's
+    fallback applies (call/replies.py checked before the op ran that nothing else is left)."""
+    if isinstance(result, results.Follow):
+        if ctx.replies and "follow" in ctx.replies:
+            return CliReply(stdout=result.stdout, stderr=warnings + result.stderr, reply=result)
+        return CliReply(reply=result, ctx=ctx)  # DAEMON: the router follows the job itself (daemon/routes.py)
+    if isinstance(result, results.Copy):
+        return CliReply(stdout="".join(h + "\n" for h in result.handles), stderr=warnings, reply=result)
+    if isinstance(result, results.Await):
+        return CliReply(stdout=result.text, stderr=warnings, reply=result if "await" in ctx.replies else None)
+    return CliReply(stderr=warnings, reply=result)  # Exec
 
 
 def _bind_with_stdin(ctx, op, parsed, flags):
-    """The binding to run, or a CliReply asking the client for stdin lines (then the request comes again
-    with them). `-` takes exactly one line each; without `-`, stdin fills the tensor slots the given words
+    """The binding to run; NeedStdin when it needs stdin lines the caller has not sent (it resends with them). `-` takes exactly one line each; without `-`, stdin fills the tensor slots the given words
     left open, and is read only when that fits the words better than any binding of the words alone."""
     if parse.stdin_marks(parsed):
         return _bind_marked(ctx, op, parsed, flags)
@@ -145,7 +141,8 @@ def _bind_with_stdin(ctx, op, parsed, flags):
         return binding
     need = open_.need()
     if ctx.stdin is None:
-        return CliReply(need_stdin=need)
+        replies.needed(ctx, "stdin", op.display_name)
+        raise results.NeedStdin(need)
     toks = [tokens.from_word(line) for line in ctx.stdin if line.strip()]
     text = "\n".join(ctx.stdin) if any(a.kind in STDIN_TEXT_KINDS for a in open_.holes) else None
     filled = bind.fill_stdin(op, parsed.positionals, flags, [] if text is not None else toks, text) if toks else None
@@ -166,7 +163,8 @@ def _bind_marked(ctx, op, parsed, flags):
         if ctx.stdin_is_tty:
             raise TorchshError("usage", "`-` stands for a handle on stdin, but stdin is a terminal",
                                "pipe one in: echo $t | torch %s -" % op.display_name)
-        return CliReply(need_stdin=need)
+        replies.needed(ctx, "stdin", op.display_name)
+        raise results.NeedStdin(need)
     lines = [line for line in ctx.stdin if line.strip()]
     if len(lines) < need:
         raise TorchshError("missing_argument", "expected %d handle(s) on stdin for `-`, got %d" % (need, len(lines)),

@@ -21,10 +21,11 @@ Reply framing (protocol.FAST_HEAD), fixed-width so bash reads the head in one `r
     HTTP/1.1 200 OK, Content-Length: %10d, Torchsh-Fast: SERVER_TOKEN K %11d %11d, then the body.
 K is the kind: o = output (numbers: exit status, stdout length; body: stdout then stderr),
 b = the same with stdout escaped for bash's `printf %b` (it holds NUL bytes, which bash variables
-cannot), i = send stdin lines (first number: how many, -1 for all; no body), x = exec directive
-(body: one printf-%b-escaped field per line, see exec_lines), f = follow a job (protocol.H_FOLLOW;
-numbers: Ctrl-C stops it (1) or not (0), length of the poll line and stdout; body: the next poll's
-words on a line, then stdout, then stderr).
+cannot), and one letter per protocol.REPLIES row the functions carry out: i = send stdin lines (first
+number: how many, -1 for all; no body), x = exec directive (body: one printf-%b-escaped field per line,
+see exec_lines), f = follow a job (numbers: Ctrl-C stops it (1) or not (0), length of the poll line and
+stdout; body: the next poll's words on a line, then stdout, then stderr), h = handover (as o: run the
+command with the real client; its stderr says why, for a function that does not know h).
 """
 import hmac
 import logging
@@ -109,26 +110,26 @@ class FastPath:
         return False
 
     def reply_for_bash(self, response):
-        h = response.headers
-        if protocol.H_STDIN in h:
-            return self._frame("i", int(h[protocol.H_STDIN]), 0, b"")
-        if protocol.H_EXEC in h:
-            lines = exec_lines(response.body)
-            return self._frame("x", 0, len(lines), lines)
-        body = response.body
-        if protocol.H_FOLLOW in h:  # f: follow a job; body: the next poll's words on one line, stdout, stderr
-            stops, _, words = h[protocol.H_FOLLOW].partition(" ")
-            line = words.encode() + b"\n"
-            out_len = len(line) + int(h.get(protocol.H_STDOUT, len(body)))
-            return self._frame("f", int(stops), out_len, line + body.replace(b"\0", b""))
-        # An error answered by dispatch itself has no torchsh headers: the client prints it as stdout.
-        out_len = int(h.get(protocol.H_STDOUT, len(body)))
+        """A CLI reply framed for the shell functions, by its protocol.REPLIES row's letter (a row without
+        one never comes here: the functions do not list it, so the daemon hands those commands over)."""
+        h, body = response.headers, response.body
+        row = next((r for r in protocol.REPLIES if r.letter and r.header in h), None)
+        out_len = int(h.get(protocol.H_STDOUT, len(body)))  # an error dispatch answered: all "stdout"
         status = int(h.get(protocol.H_EXIT, protocol.EXIT_INTERNAL))
-        out, err = body[:out_len], body[out_len:]
-        if b"\0" in out:
-            out = printf_escape(out)
-            return self._frame("b", status, len(out), out + err.replace(b"\0", b""))
-        return self._frame("o", status, out_len, body.replace(b"\0", b""))
+        if row is None or row.letter == "h":
+            out, err = body[:out_len], body[out_len:]
+            if b"\0" in out:
+                out = printf_escape(out)
+                return self._frame("b", status, len(out), out + err.replace(b"\0", b""))
+            return self._frame(row.letter if row else "o", status, out_len, body.replace(b"\0", b""))
+        if row.letter == "i":
+            return self._frame("i", int(h[row.header]), 0, b"")
+        if row.letter == "x":
+            lines = exec_lines(body[:out_len])
+            return self._frame("x", 0, len(lines), lines)
+        stops, _, words = h[row.header].partition(" ")  # f: the next poll's words on a line, stdout, stderr
+        line = words.encode() + b"\n"
+        return self._frame("f", int(stops), len(line) + out_len, line + body.replace(b"\0", b""))
 
     def _frame(self, kind, num1, num2, body):
         head = protocol.FAST_HEAD % (len(body), self.server_token.decode(), kind, num1, num2)

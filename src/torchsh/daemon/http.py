@@ -78,6 +78,14 @@ class Response:
         return [self.head(keep_alive), self.body]
 
 
+@dataclass
+class Later:
+    """A reply made after its handler returned, on a follower thread (daemon/workers.py), not on the worker
+    that ran the handler: a job the daemon follows to its end for a caller that cannot (protocol.DAEMON).
+    make(client_gone) -> the Response, or None when the client left first (nothing to send)."""
+    make: object
+
+
 def parse_request(buf, max_body):
     """Return (Request, bytes consumed) if buf holds a whole request, else None."""
     head = _head(buf, max_body)

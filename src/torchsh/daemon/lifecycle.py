@@ -19,7 +19,7 @@ import socket
 import stat
 import sys
 
-from torchsh import protocol
+from torchsh import protocol, trust
 
 _TTL_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd]?)$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -66,19 +66,19 @@ def ensure_private_dir(folder):
         pass
     except FileNotFoundError:  # missing parents (TORCHSH_SOCKET=~/a/b/torchd.sock): made private too
         os.makedirs(folder, mode=0o700, exist_ok=True)
-    _refuse_if(protocol.untrusted(folder, protocol.S_IFDIR))
+    _refuse_if(trust.untrusted(folder, trust.S_IFDIR))
 
 
 def _refuse_if(problem):
     if problem:
-        raise Untrusted("%s; %s" % (problem, protocol.UNTRUSTED_HINT))
+        raise Untrusted("%s; %s" % (problem, trust.UNTRUSTED_HINT))
 
 
 def open_private(path, flags):
     """Open a file of ours in the private folder: never through a symlink, never another's file."""
     fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)  # O_NONBLOCK: no FIFO hang
     try:
-        _refuse_if(protocol.untrusted(path, protocol.S_IFREG, os.fstat(fd)))
+        _refuse_if(trust.untrusted(path, trust.S_IFREG, os.fstat(fd)))
     except Untrusted:
         os.close(fd)
         raise
@@ -92,7 +92,7 @@ def take_start_lock(sock_path):
         fd = open_private(path, os.O_RDWR | os.O_CREAT)
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise Untrusted("%s is a symlink; %s" % (path, protocol.UNTRUSTED_HINT)) from None
+            raise Untrusted("%s is a symlink; %s" % (path, trust.UNTRUSTED_HINT)) from None
         raise
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -122,7 +122,7 @@ def probe(sock_path):
 def bind_private(sock_path):
     """Probe, replace a stale socket file, bind with mode 0600, listen."""
     try:
-        problem = protocol.untrusted(sock_path, protocol.S_IFSOCK)
+        problem = trust.untrusted(sock_path, trust.S_IFSOCK)
     except FileNotFoundError:
         pass
     else:  # a file that is not our socket (say TORCHSH_SOCKET names a data file) is never unlinked

@@ -14,8 +14,10 @@ import traceback
 
 from torchsh import protocol
 from torchsh.api import bundle, files, objects, ops, openapi
-from torchsh.cli.run import run_cli
-from torchsh.daemon.http import Response
+from torchsh.call.results import Await, Exec, Follow
+from torchsh.cli.run import CliReply, run_cli
+from torchsh.daemon.http import Later, Response
+from torchsh.jobs import follow
 from torchsh.errors import TorchshError
 from torchsh.remote import naming
 
@@ -28,17 +30,35 @@ def post_cli(app, request, params):
     except ValueError as e:
         raise TorchshError("bad_request", str(e))
     fields["peer_pid"] = getattr(request, "peer_pid", None)  # owner of a `scope -- CMD` (SO_PEERCRED)
+    fields["replies"] = protocol.carried(request.headers.get(protocol.H_REPLIES))
     if app.fastpath is None and fields["env"].get("TORCHSH_FASTPATH"):  # the bash function's fallback asks
         app.enable_fastpath()
     reply = run_cli(app, fields)
-    if reply.need_stdin is not None:
-        return Response(200, b"", "text/plain", {protocol.H_STDIN: str(reply.need_stdin)})
-    if reply.exec_body is not None:
-        return Response(200, reply.exec_body, "application/octet-stream", {protocol.H_EXEC: "1"})
-    out = reply.stdout if isinstance(reply.stdout, bytes) else reply.stdout.encode(errors="surrogateescape")
+    if isinstance(reply.reply, Follow) and "follow" not in fields["replies"]:  # protocol.DAEMON: we follow it
+        return Later(lambda client_gone: _followed(reply, client_gone))
+    return cli_response(reply)
+
+
+def _followed(reply, client_gone):
+    """The whole output of a job followed here to its end, as one CLI reply (None: the client left)."""
+    ended = follow.to_end(reply.ctx, reply.reply, client_gone)
+    return None if ended is None else cli_response(CliReply(ended.stdout, ended.stderr, ended.exit,
+                                                            downloads=reply.ctx.downloads))
+
+
+def cli_response(reply):
+    """A CLI reply as HTTP: body stdout then stderr, H_EXIT and H_STDOUT, and the header of its
+    protocol.REPLIES row when it carries a reply besides output (its field: the value; exec's body: its fields)."""
+    stdout = reply.reply.body() if isinstance(reply.reply, Exec) else reply.stdout
+    out = stdout if isinstance(stdout, bytes) else stdout.encode(errors="surrogateescape")
     err = reply.stderr.encode(errors="surrogateescape")
     headers = {protocol.H_EXIT: str(reply.exit), protocol.H_STDOUT: str(len(out))}
-    headers.update(reply.headers or {})
+    if reply.reply is not None:
+        headers[protocol.REPLY_ROWS[reply.reply.reply].header] = reply.reply.field()
+        if isinstance(reply.reply, Await):
+            headers[protocol.H_SETTINGS] = reply.reply.settings
+    if reply.downloads:
+        headers[protocol.H_DOWNLOAD] = protocol.staged_pairs(reply.downloads)
     return Response(200, out + err if err else out, "application/octet-stream", headers)  # no copy of a big stdout
 
 

@@ -32,7 +32,7 @@ from torchsh.daemon.app import Cancelled
 
 log = logging.getLogger("torchd")
 SPIN_S = 0.00005  # a lingering worker polls this long before it sleeps in recv (see _spin_recv)
-QUICK_WORKERS, SENDERS = 4, 4  # started up front; the tensor pool is one thread (above)
+QUICK_WORKERS, SENDERS, FOLLOWERS = 4, 4, 4  # started up front; the tensor pool is one thread (above)
 
 
 class Workers:
@@ -44,6 +44,7 @@ class Workers:
         self.quick = _Pool("torchd-quick", QUICK_WORKERS, self._work)
         self.tensor = _Pool("torchd-tensor", 1, self._work)
         self.senders = _Pool("torchd-send", SENDERS, self._send_rest)
+        self.followers = _Pool("torchd-follow", FOLLOWERS, self._follow)  # http.Later replies, made off the workers
         self.tasks = collections.deque()  # run_task's functions, each with a (None, None) turn in the tensor queue
 
     def submit(self, conn, request):
@@ -92,6 +93,7 @@ class Workers:
         self.quick.stop()
         self.tensor.stop()
         self.senders.stop()
+        self.followers.stop()
 
     def _work(self, conn, request, pool, linger=True):
         """Worker thread: answer, then linger for the connection's next request and answer it here
@@ -144,6 +146,9 @@ class Workers:
         try:
             self.app.touch()
             response = self.dispatch(self.app, request)
+            if isinstance(response, http.Later):  # made on a follower thread, which sends it and hands back
+                self.followers.queue.put((conn, request, response))
+                return None
             if conn.fast:
                 return self._send(conn, [self.app.fastpath.reply_for_bash(response)], False)
             keep = request.keep_alive and not self.stopping
@@ -169,6 +174,26 @@ class Workers:
                 self.senders.queue.put((conn, [view[sent:]] + pieces[i + 1:], keep))
                 return None
         return keep
+
+    def _follow(self, conn, request, later, pool):
+        """Follower thread: make a Later reply (a job followed to its end; the connection's end stops a leased
+        job), send it, hand the connection back. Never on the tensor thread, which the job itself runs on."""
+        keep = False
+        try:
+            response = later.make(conn.client_gone)
+            if response is not None:
+                if conn.fast:
+                    keep = self._send(conn, [self.app.fastpath.reply_for_bash(response)], False)
+                else:
+                    keep = self._send(conn, response.pieces(request.keep_alive and not self.stopping),
+                                      request.keep_alive and not self.stopping)
+                if keep is None:
+                    return  # a sender thread finishes it
+        except OSError:
+            keep = False
+        except Exception:
+            log.exception("follower: %s %s", request.method, request.path)
+        self._hand_back(conn, keep)
 
     def _send_rest(self, conn, pieces, keep, pool):
         """Sender thread: the rest of a reply, blocking (SO_SNDTIMEO = SEND_S at most), then back to the loop."""

@@ -1,12 +1,13 @@
-"""A follower's replies: what the job said since its offset, and, until the job has ended, a follow
-directive naming the next poll, `job poll J VIEW --offset N` (the CLI face sends it as the header
-protocol.H_FOLLOW). The client and the bash function carry it out: print, poll again, and exit with
-the status of the reply that has none.
+"""A follower's replies: what the job said since its offset, and, until the job has ended, the follow reply
+(call/results.Follow) naming the next poll, `job poll J VIEW --offset N`. The client, the bash and zsh
+functions and torch.nu carry it out: print, poll again, and exit with the status of the reply that has none.
+For a caller that cannot, the daemon follows the job itself (`to_end`, protocol.DAEMON) and answers once.
 
 Each poll waits for news at most MAX_WAIT_S (a terminal's live line: render.LIVE_POLL_S), on the job's
 condition, without the tensor lock: the job verbs are lock-free, and answer between any two steps.
+A foreground run ("run" view) is leased to its follower: every poll of it renews the lease (jobs/job.py).
 """
-from torchsh.call.results import Streams
+from torchsh.call.results import Follow, Streams
 from torchsh.errors import TorchshError
 from torchsh.jobs import render
 from torchsh.jobs.job import EXIT_STOPPED
@@ -15,8 +16,10 @@ MAX_WAIT_S = 1.0
 
 
 def reply(ctx, job, view, offset=0, as_json=False, wait=0.0):
-    """This poll's Streams: stdout, stderr, and the next poll's words (follow) or the final status."""
+    """This poll's reply: Streams once the job has ended (stdout, stderr, its status), else a Follow."""
     live = ctx.stderr_is_tty and view in ("run", "logs")
+    if view == "run" and job.ended is None:
+        job.lease()
     if wait > 0:
         job.wait_for(offset, min(wait, render.LIVE_POLL_S if live else MAX_WAIT_S))
     seen = render.poll(job, view, offset, ctx.stderr_is_tty, as_json)
@@ -25,9 +28,24 @@ def reply(ctx, job, view, offset=0, as_json=False, wait=0.0):
             _forget(ctx, job)
             _hand_over_files(ctx, job)
         return Streams(seen.stdout, seen.stderr, 0 if view == "stop" else job.exit)
-    words = ["job", "poll", job.handle, view, "--offset", str(seen.offset)] + (["--json"] if as_json else [])
-    stops = "1" if view == "run" else "0"  # Ctrl-C stops a foreground run; it only leaves a follower
-    return Streams(seen.stdout, seen.stderr, follow=" ".join([stops] + words))
+    return Follow(seen.stdout, seen.stderr, job, view, seen.offset, as_json)
+
+
+def to_end(ctx, first, client_gone):
+    """Follow a job in the daemon for a caller that cannot follow (protocol.DAEMON): Streams of all it said,
+    once it has ended; None when the client left first. The request's connection holds the lease: a client
+    gone stops a foreground run at its next step boundary, as Ctrl-C would."""
+    ctx.stderr_is_tty = False  # one answer at the end: plain progress lines, never a live one
+    out, err, now = [first.stdout], [first.stderr], first
+    while isinstance(now, Follow):
+        if client_gone():
+            if now.view == "run":
+                now.job.request_stop("its client disconnected")
+            return None
+        now = reply(ctx, now.job, now.view, now.offset, now.as_json, wait=MAX_WAIT_S)
+        out.append(now.stdout)
+        err.append(now.stderr)
+    return Streams("".join(out), "".join(err), now.exit)
 
 
 def _hand_over_files(ctx, job):

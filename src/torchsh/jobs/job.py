@@ -10,6 +10,10 @@ row for stdout, ("plain", text) a plain progress line (every PLAIN_EVERY_S, and 
 epoch's batches) for followers whose stderr is not a terminal, ("err", text) a final line (stopped
 at…, the failure). The newest batch event is kept aside (`progress`) for a terminal's live line.
 Followers read by offset into the event list (jobs/render.py), so any number can follow one job.
+
+A foreground job is leased to its follower (docs/jobs.md): each of its polls renews the lease for LEASE_S;
+a follower gone that long (Ctrl-C in nu, a killed client, a closed API connection) stops the job at its next
+step boundary, as `job stop` does, and its last line and the daemon's log say why.
 """
 import logging
 import threading
@@ -23,6 +27,9 @@ PLAIN_EVERY_S = 30.0
 # The jobs not yet ended, in this process (one daemon): what `free` checks, without walking the registry
 _RUNNING = set()
 EXIT_STOPPED = 130  # what a shell reports for a Ctrl-C'd command: a stopped job ends the same way
+# A leased job's follower polls at least once a second (follow.MAX_WAIT_S) while it lives; one silent for
+# this long has gone (a loaded machine may delay a poll a while: a few seconds of slack)
+LEASE_S = 5.0
 
 
 class Job:
@@ -41,7 +48,10 @@ class Job:
         self.started, self.ended = time.time(), None
         self.changed = threading.Condition()
         self._stop = threading.Event()
+        self.stop_reason = None     # why it was asked to stop, when not by `job stop` or Ctrl-C
         self.stopped_early = False  # the work ended at a stop request, not at its end
+        self.error = None           # the TorchshError it failed with
+        self.lease_until = None     # a foreground job: its follower's lease runs out then (time.monotonic)
         self._last_plain = time.monotonic()
 
     # -- the work's side ----------------------------------------------------------------------
@@ -73,15 +83,25 @@ class Job:
             self.position = (event["epoch"], event["step"])
 
     def should_stop(self):
+        if self.lease_until is not None and not self._stop.is_set() and time.monotonic() > self.lease_until:
+            self.request_stop("its follower went away (no poll for %gs)" % LEASE_S)
         if self._stop.is_set():
             self.stopped_early = True
             return True
         return False
 
     # -- the caller's side --------------------------------------------------------------------
-    def request_stop(self):
-        """Stop at the next step boundary (the work's should_stop() answers True from now on)."""
+    def request_stop(self, reason=None):
+        """Stop at the next step boundary (the work's should_stop() answers True from now on). A reason
+        (a follower gone, the daemon stopping) goes into its last line and the daemon's log."""
+        if reason and not self._stop.is_set() and self.ended is None:
+            self.stop_reason = reason
+            log.info("stopping %s at its next step boundary: %s", self.handle, reason)
         self._stop.set()
+
+    def lease(self):
+        """A follower polled: the job is its for LEASE_S more."""
+        self.lease_until = time.monotonic() + LEASE_S
 
     def running(self):
         return self.ended is None
@@ -104,9 +124,14 @@ class Job:
                     break
                 self.changed.wait(left)
 
+    def rows(self):
+        """Its epoch rows so far, as dicts (the JSON face's result of a run followed to its end)."""
+        with self.changed:
+            return [payload for kind, payload in self.events if kind == "row"]
+
     def stopped_line(self):
         epoch, step = self.position or (0, 0)
-        return "stopped at epoch %s step %s" % (epoch, step)
+        return "stopped at epoch %s step %s" % (epoch, step) + (": %s" % self.stop_reason if self.stop_reason else "")
 
     def progress_text(self):
         """The census's and `job list`'s progress: where the work is now."""
@@ -199,7 +224,21 @@ def _run(app, job, work, tensor_thread=None):
 
 def _failed(job, err):
     err.op = err.op or job.verb
+    job.error = err
     job.finish("failed", protocol.exit_status(err.code), err.line())
+
+
+def stop_all(reason):
+    """Ask every running job to stop at its next step boundary (the daemon is stopping: each writes its
+    checkpoint first); returns how many were running."""
+    running = list(_RUNNING)
+    for job in running:
+        job.request_stop(reason)
+    return len(running)
+
+
+def any_running():
+    return bool(_RUNNING)
 
 
 class _StepLock:

@@ -10,7 +10,7 @@ stderr part first: on a terminal, the live progress line is cleared before a row
 """
 from dataclasses import dataclass
 
-from torchsh.call.results import json_bytes
+from torchsh.call.jsonout import json_bytes
 from torchsh.jobs.job import progress_text
 
 VIEWS = ("run", "logs", "wait", "stop")

@@ -1,2 +1,3 @@
-"""Remote daemons as contexts (docs/remote.md): the context store, the TLS listener and forwarder, the
-ssh forwarder (ssh.py), and the handle names a named context's daemon prints (`tensor://gpu1/k3f00012`)."""
+"""Remote contexts, on the daemon's side (docs/remote.md): the TLS listener (listener.py), the handle names a
+named context's daemon prints (`tensor://gpu1/k3f00012`, naming.py), and the caller's files staged on this
+host (staging.py). The client's side lives in client/ (contexts/, filerelay.py, copyrelay.py)."""

@@ -11,7 +11,7 @@ import logging
 import socket
 import threading
 
-from torchsh.remote import relay, tls
+from torchsh.link import relay, tls
 
 log = logging.getLogger("torchd")
 MAX_CONNECTIONS = 128  # open TLS connections; one more is closed at once (the Unix socket has its own limit)

@@ -18,6 +18,7 @@ A staged file that waits on a client (uploaded and not yet read by a command, or
 not yet fetched) is removed once it has waited STALE_S: its client went away between the two steps. One that
 a command holds (a dataset's file, a run's --log folder) never waits on a client, so it is never swept.
 """
+import contextlib
 import os
 import secrets
 import shutil
@@ -30,7 +31,6 @@ from torchsh import protocol
 
 ENV_STAGED = "TORCHSH_STAGED_"   # TORCHSH_STAGED_<i>=<id>:<the caller's absolute path>
 FOLDER_MARK, MAY_BE_MISSING = protocol.STAGED_FOLDER, protocol.STAGED_MAY_BE_MISSING  # the client reads them too
-ENV_STREAMS = "TORCHSH_STREAMS_FILES"  # the client can upload and download (the standalone client does)
 _ID_CHARS = frozenset("0123456789abcdef")
 STALE_S = 3600.0  # a staged file that waited on its client this long is a leftover (see above)
 
@@ -168,6 +168,31 @@ class Staging:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def command_files(ctx, op):
+    """Around one CLI command, the caller's staged files: a command's staged inputs are read by its end, but a
+    dataset's (`data …` maps its files), which stay unless the command failed; outputs wait to be fetched,
+    or go with a failed command. When a file is still to come (NeedUpload), those staged so far serve the next
+    round and its outputs are made anew (any reply asked before anything ran: the command comes again)."""
+    from torchsh.call.results import Ask
+    try:
+        yield
+    except Ask:
+        sent = set(staged_map(ctx.env).values())
+        ctx.app.staging.remove_ids(i for i, _ in ctx.downloads if i.lstrip(FOLDER_MARK) not in sent)
+        ctx.app.staging.waiting(sent)
+        raise
+    except BaseException:
+        if ctx.uploads:
+            ctx.app.staging.remove(ctx.uploads)
+        ctx.app.staging.remove_ids(stage_id for stage_id, _ in ctx.downloads)  # a failed op's outputs: none
+        raise
+    if ctx.uploads and not op.name.startswith("data."):
+        ctx.app.staging.remove(ctx.uploads)
+    if ctx.downloads:
+        ctx.app.staging.waiting(stage_id for stage_id, _ in ctx.downloads)
+
+
 def staged_map(env):
     """{the caller's absolute path: stage id} from a request's TORCHSH_STAGED_i settings."""
     out = {}
@@ -187,9 +212,3 @@ def as_callers(staged, downloads, text):
         if path is not None and text:
             text = text.replace(path, caller_path)
     return text
-
-
-def header(pairs):
-    """(stage id, path) pairs as one header value: id:hex(path), comma-separated (a path may hold any byte
-    but NUL; a header may not)."""
-    return ",".join("%s:%s" % (stage_id, path.encode(errors="surrogateescape").hex()) for stage_id, path in pairs)

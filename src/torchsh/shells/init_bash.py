@@ -2,10 +2,12 @@
 
 The function speaks the daemon's fast path (daemon/fastpath.py) over bash's own /dev/tcp: it
 builds the same POST /v1/cli body the real client sends (argv, cwd, tty, TORCHSH_* environment),
-and handles the same four replies: output, "send N stdin lines", exec directives and follow
-directives (a job's output, polled until it ends; a foreground `torch fit` runs the real client,
-which turns Ctrl-C into stopping the job). When there is
-no fast path to talk to (no daemon yet, a daemon started without it, an untrusted reply) it runs the
+lists the replies it carries out (CARRIES: output and stdin, exec, follow, handover of protocol.REPLIES)
+and carries them out: "send N stdin lines", a block form's command, a job followed to its end (a
+foreground run's Ctrl-C stops it at a step boundary, as the client's does). For any other reply a
+command needs (a copy between daemons, a daemon's exit to wait for, the caller's files or environment)
+the daemon answers "handover" before anything runs, and the function runs the real client: it keeps no
+list of such commands. When there is no fast path to talk to (no daemon yet, a daemon started without it, an untrusted reply) it runs the
 real client for that one command with TORCHSH_FASTPATH=1, which auto-starts the daemon and turns
 the fast path on, so the next command is fast again. A command on a named context (`--context`,
 TORCHSH_CONTEXT, `torch context use`: docs/remote.md) runs the real client, which reaches the context's
@@ -69,7 +71,7 @@ __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv
     __n=$(( 19 + ${#PWD} + ${#1} + ${#2} + ${#4} ))
     for __a in "${@:5}"; do __n=$(( __n + ${#__a} + 1 )); done
     if (( $# > 4 )); then printf -v __fmt '\\0%%s%.0s' "${@:5}"; fi
-    printf -v __head 'POST /v1/cli HTTP/1.1\r\nTorchsh-Token: %s\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n' \
+    printf -v __head 'POST /v1/cli HTTP/1.1\r\nTorchsh-Token: %s\r\nTorchsh-Replies: @REPLIES@\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n' \
         "$__torchsh_ctok" "$__n"
     if ! echo -n "$__head" >&"$__fd"; then  # echo: one write (printf writes line by line)
         exec {__fd}>&-; return 1
@@ -99,10 +101,9 @@ __torchsh_call() {  # rpc, and once more with fresh tokens when the daemon chang
     return $__r
 }
 
-__torchsh_remote() {  # a named context (client.py's order), `torch context …`, or a copy between daemons
-    local __c          # (`cp`, `session push`: the client's relay reaches both): then the real client runs it
+__torchsh_remote() {  # a named context (client/main.py's order) or `torch context …`: the real client runs it
+    local __c          # (the fast path's port is the local daemon's; a context's forwarder is a Unix socket)
     if [[ ${1-} == --context || ${3-} == --context || ${1-} == context || ${3-} == context ]]; then return 0; fi
-    if [[ ${1-} == cp || ${3-} == cp || "${1-} ${2-}" == "session push" || "${3-} ${4-}" == "session push" ]]; then return 0; fi
     if [[ -n ${TORCHSH_CONTEXT-} && ${TORCHSH_CONTEXT@a} == *x* ]]; then [[ $TORCHSH_CONTEXT != default ]]; return; fi
     if [[ ${1-} == --socket || ( -n ${TORCHSH_SOCKET-} && ${TORCHSH_SOCKET@a} == *x* ) ]]; then return 1; fi
     __c=${XDG_CONFIG_HOME:-$HOME/.config}/torchsh/current-context
@@ -153,17 +154,23 @@ __torchsh_exec() {  # an exec directive (block forms): run argv with env added, 
     return $__st
 }
 
-__torchsh_follow() {  # a follow directive (a job's output): print, send the poll it names, until a final reply
-    local __line __w
+__torchsh_follow() {  # a follow reply (a job's output): print, send the poll it names, until a final reply
+    local __line __w __int= __sent= __restore=
+    if (( __torchsh_n1 == 1 )); then  # a foreground run, leased to us: Ctrl-C stops it at a step boundary
+        __restore=$(trap -p INT); __restore=${__restore:-trap - INT}
+        trap '__int=1' INT  # bash's read goes on after the trap: the next poll carries --interrupt
+    fi
     while [[ $__torchsh_kind == f ]]; do
         __line=${__torchsh_out%%$'\n'*} __torchsh_out=${__torchsh_out#*$'\n'}
         printf '%s' "$__torchsh_err" >&2; printf '%s' "$__torchsh_out"  # stderr first: it clears a live line
         read -r -a __w <<< "$__line"
+        if [[ -n $__int && -z $__sent ]]; then __w+=(--interrupt); __sent=1; fi
         if ! __torchsh_call "$1" "$2" 0 "" "${__w[@]}"; then
             printf 'torch: the daemon went away while following a job; its objects are gone [daemon_unavailable]\n' >&2
-            return 5
+            eval "$__restore"; return 5
         fi
     done
+    eval "$__restore"
     printf '%s' "$__torchsh_err" >&2; printf '%s' "$__torchsh_out"
     return $__torchsh_n1
 }
@@ -184,17 +191,6 @@ torch() {
     if (( ${#__e[@]} )); then printf -v __envtext '%s\n' "${__e[@]}"; __envtext=${__envtext%$'\n'}; fi
     local __argv=("$@")
     if [[ ${1-} == --socket && $# -ge 2 ]]; then __argv=("${@:3}"); fi
-    if [[ ${__argv[0]-} == daemon && ( ${__argv[1]-} == stop || ${__argv[1]-} == start || ${__argv[1]-} == restart ) ]]; then
-        # They wait until the daemon has exited or answers, which the real client does (rare: speed is moot).
-        if [[ ${__argv[1]} == stop ]]; then command torch "$@" || return $?; return 0; fi
-        TORCHSH_FASTPATH=1 command torch "$@" || return $?; return 0
-    fi
-    # nu-module --install writes into the caller's HOME, which the real client sends. A foreground fit
-    # is a job whose Ctrl-C must stop it at a step boundary and still say where: the real client does
-    # that (one process per run: nothing next to a run's length).
-    if [[ ${__argv[0]-} == nu-module || ${__argv[0]-} == fit ]]; then
-        TORCHSH_FASTPATH=1 command torch "$@" || return $?; return 0
-    fi
     __torchsh_call "$__tty" "$__envtext" 0 "" "${__argv[@]}" || __r=$?
     if (( __r == 0 )) && [[ $__torchsh_kind == i ]]; then
         __torchsh_stdin "$__torchsh_n1"
@@ -204,6 +200,10 @@ torch() {
     fi
     if (( __r == 1 )); then  # no fast path here: the real client runs it (starting torchd if need be)
         TORCHSH_FASTPATH=1 command torch "$@" || return $?
+        return 0
+    fi
+    if (( __r == 0 )) && [[ $__torchsh_kind == h ]]; then  # handover: a reply only the real client carries out
+        command torch "$@" || return $?
         return 0
     fi
     if (( __r == 2 )); then
@@ -225,9 +225,13 @@ export -f torch __torchsh_remote __torchsh_load __torchsh_private __torchsh_rpc 
 '''
 
 
+# The replies the function carries out (protocol.REPLIES); the daemon hands any other over to the client.
+CARRIES = ("stdin", "exec", "follow", "handover")
+
+
 def script():
     """The bash text that `eval "$(torch init bash)"` runs, with the daemon's head offsets filled in."""
-    text = _TEMPLATE
+    text = _TEMPLATE.replace("@REPLIES@", protocol.replies_header(CARRIES).decode())
     for name in ("HEAD_LEN", "TOKEN_AT", "TOKEN_LEN", "LENGTH_AT", "KIND_AT", "NUM1_AT", "NUM2_AT",
                  "CONTINUE_LEN", "CONTINUE_TOKEN_AT"):
         text = text.replace("@%s@" % name, str(getattr(protocol, "FAST_" + name)))

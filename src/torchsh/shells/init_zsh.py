@@ -2,11 +2,13 @@
 
 zsh's own modules do the I/O: zsh/net/tcp (`ztcp`) opens the loopback connection, zsh/system
 (`sysread`, `syswrite`) moves exact byte counts. zsh variables hold NUL bytes, so the request body
-is one string; `nomultibyte` makes ${#x} count bytes. Same wire, same replies, same fallback to the
+is one string; `nomultibyte` makes ${#x} count bytes. Same wire, the same replies carried out (stdin,
+exec, follow with Ctrl-C stopping a foreground run, handover to the real client), the same fallback to the
 real client as the bash function, and the same trust rule for the token file (zsh/stat's zstat is a
 builtin lstat). Builtins only (protocol): the client prints it with no daemon.
 """
 from torchsh import protocol
+from torchsh.shells import init_bash
 
 _TEMPLATE = r'''# torchsh fast path for zsh (torch init zsh): `torch` runs in this shell, no process per command.
 zmodload zsh/net/tcp zsh/system || return 1
@@ -59,7 +61,7 @@ __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv
     fd=$REPLY
     body="torchsh-cli-1"$'\0'$PWD$'\0'$1$'\0'$2$'\0'$3$'\0'$4
     for a in "${(@)argv[5,-1]}"; do body+=$'\0'$a; done
-    if ! __torchsh_write $fd "POST /v1/cli HTTP/1.1"$'\r\n'"Torchsh-Token: $__torchsh_ctok"$'\r\n'"Expect: 100-continue"$'\r\n'"Content-Length: ${#body}"$'\r\n\r\n'; then
+    if ! __torchsh_write $fd "POST /v1/cli HTTP/1.1"$'\r\n'"Torchsh-Token: $__torchsh_ctok"$'\r\n'"Torchsh-Replies: @REPLIES@"$'\r\n'"Expect: 100-continue"$'\r\n'"Content-Length: ${#body}"$'\r\n\r\n'; then
         ztcp -c $fd; return 1
     fi
     __torchsh_readn $fd @CONTINUE_LEN@  # the server proves itself before we send argv
@@ -120,16 +122,33 @@ __torchsh_exec() {  # an exec directive (block forms): run argv with env added, 
     return $st
 }
 
+__torchsh_follow() {  # a follow reply (a job's output): print, send the poll it names, until a final reply
+    emulate -L zsh
+    setopt localtraps
+    local line int= sent=
+    local -a w
+    (( __torchsh_n1 == 1 )) && trap 'int=1' INT  # a leased foreground run: Ctrl-C stops it at a step boundary
+    while [[ $__torchsh_kind == f ]]; do
+        line=${__torchsh_out%%$'\n'*} __torchsh_out=${__torchsh_out#*$'\n'}
+        print -rn -u2 -- "$__torchsh_err"; print -rn -- "$__torchsh_out"  # stderr first: it clears a live line
+        w=(${(s: :)line})
+        if [[ -n $int && -z $sent ]]; then w+=(--interrupt); sent=1; fi
+        if ! __torchsh_call $1 $2 0 "" "${(@)w}"; then
+            print -ru2 -- "torch: the daemon went away while following a job; its objects are gone [daemon_unavailable]"
+            return 5
+        fi
+    done
+    print -rn -u2 -- "$__torchsh_err"; print -rn -- "$__torchsh_out"
+    return $__torchsh_n1
+}
+
 torch() {
     emulate -L zsh
     local s f tty=0 envtext= v r=0 t __torchsh_file
     local -a e argv2
-    # A named context (--context, TORCHSH_CONTEXT, `torch context use`) or `torch context …`: the real client.
+    # A named context (--context, TORCHSH_CONTEXT, `torch context use`) or `torch context …`: the real client
+    # (the fast path's port is the local daemon's; a context's forwarder is a Unix socket).
     if [[ ${1-} == (--context|context) || ${3-} == (--context|context) ]]; then command torch "$@"; return; fi
-    # `cp` and `session push` copy between two daemons through the client's relay, which reaches both.
-    if [[ ${1-} == cp || ${3-} == cp || "${1-} ${2-}" == "session push" || "${3-} ${4-}" == "session push" ]]; then
-        command torch "$@"; return
-    fi
     if [[ -n ${TORCHSH_CONTEXT-} && ${(t)TORCHSH_CONTEXT} == *export* ]]; then
         if [[ $TORCHSH_CONTEXT != default ]]; then command torch "$@"; return; fi
     elif [[ ${1-} != --socket && ! ( -n ${TORCHSH_SOCKET-} && ${(t)TORCHSH_SOCKET} == *export* ) ]]; then
@@ -145,18 +164,11 @@ torch() {
     for v in ${(k)parameters[(I)TORCHSH_*]}; do [[ ${parameters[$v]} == *export* ]] && e+=("$v=${(P)v}"); done
     argv2=("$@")
     if [[ ${1-} == --socket && $# -ge 2 ]]; then s=$2; e+=("TORCHSH_SOCKET=$2"); argv2=("${(@)argv2[3,-1]}"); fi
-    if [[ ${argv2[1]-} == daemon && ${argv2[2]-} == (stop|start|restart) ]]; then
-        # They wait until the daemon has exited or answers, which the real client does (rare: speed is moot).
-        if [[ ${argv2[2]} == stop ]]; then command torch "$@"; else TORCHSH_FASTPATH=1 command torch "$@"; fi
-        return
-    fi
-    if [[ ${argv2[1]-} == nu-module ]]; then  # --install writes into the caller's HOME, which the real client sends
-        TORCHSH_FASTPATH=1 command torch "$@"; return
-    fi
     if [[ $s == *.sock ]]; then f=${s%.sock}.fast; else f=$s.fast; fi
     __torchsh_file=$f
     __torchsh_load $f
     [[ -t 0 ]] && tty=1
+    if [[ -t 2 ]]; then tty+=1; else tty+=0; fi  # a terminal on stderr: a job's progress is a live line
     envtext=${(pj:\n:)e}
     __torchsh_call $tty "$envtext" 0 "" "${(@)argv2}" || r=$?
     if (( r == 0 )) && [[ $__torchsh_kind == i ]]; then
@@ -167,17 +179,22 @@ torch() {
         TORCHSH_FASTPATH=1 command torch "$@"
         return
     fi
+    if (( r == 0 )) && [[ $__torchsh_kind == h ]]; then command torch "$@"; return; fi  # handover: the client's reply
     if (( r == 2 )); then
         print -ru2 -- "torch: lost the daemon mid-request: connection closed; retry; see the daemon log [daemon_unavailable]"
         return 5
     fi
     if [[ $__torchsh_kind == x ]]; then __torchsh_exec $tty "$envtext"; return; fi
+    if [[ $__torchsh_kind == f ]]; then __torchsh_follow $tty "$envtext"; return; fi
     if [[ $__torchsh_kind == b ]]; then printf '%b' "$__torchsh_out" 2>/dev/null
     else print -rn -- "$__torchsh_out" 2>/dev/null; fi
     print -rn -u2 -- "$__torchsh_err"
     return $__torchsh_n1
 }
 '''
+
+
+CARRIES = init_bash.CARRIES  # the same replies as bash's function: output, stdin, exec, follow, handover
 
 
 def script():
@@ -190,6 +207,7 @@ def script():
               "KIND": (p.FAST_KIND_AT, 1), "NUM1": (p.FAST_NUM1_AT, 11), "NUM2": (p.FAST_NUM2_AT, 11),
               "CONTINUE_TOKEN": (p.FAST_CONTINUE_TOKEN_AT, p.FAST_TOKEN_LEN)}
     text = _TEMPLATE.replace("@TOKEN_LEN@", str(p.FAST_TOKEN_LEN)).replace("@HEAD_LEN@", str(p.FAST_HEAD_LEN))
+    text = text.replace("@REPLIES@", p.replies_header(CARRIES).decode())
     text = text.replace("@CONTINUE_LEN@", str(p.FAST_CONTINUE_LEN))
     for name, (at, width) in fields.items():
         text = text.replace("@%s_AT1@" % name, str(at + 1)).replace("@%s_END@" % name, str(at + width))

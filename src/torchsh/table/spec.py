@@ -84,6 +84,7 @@ class OpSpec:
     repeatable: tuple = ()    # flags that may come more than once (`load --columns x --columns y`): a list
     group: bool = False       # a group word's listing (`torch nn`): made on demand, never in the table
     examples: tuple = ()      # runnable bash lines `--help` prints (tests/e2e/test_verb_examples.py runs each)
+    replies: tuple = ()       # the replies besides output it may answer with (protocol.REPLIES; call/replies.py)
     # -- class-backed rows: one per torch.nn layer, torch.optim optimizer, lr_scheduler scheduler ----
     cls: type = None          # the class itself (torch.nn.Linear); its handle kind is class_kind
     class_kind: str = ""      # the handle kind the class makes: "nn", "optim" or "sched"

@@ -14,7 +14,7 @@ _VERB_ATTR = "__torchsh_verbs__"
 
 
 def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(), block=False, repeatable=(),
-         examples=()):
+         examples=(), replies=()):
     """Declare a verb: one or more schemas (overloads), e.g. verb('value(Tensor input, *, bool meta=False)').
 
     block=True marks a block form (`scope -- CMD`): it answers with an exec directive, which only a
@@ -23,6 +23,8 @@ def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(),
     handler then gets a list, one value per occurrence.
     examples are command lines `torch VERB --help` prints, each runnable as it stands in bash (make
     handles with $(torch …)); tests/e2e/test_verb_examples.py runs every one.
+    replies names the replies besides output it may answer with (protocol.REPLIES: follow, copy, await…; a
+    block form execs): a caller that lacks one is handed the command over before it runs (call/replies.py).
     """
     def deco(fn):
         overloads, name = [], None
@@ -34,6 +36,7 @@ def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(),
         spec = OpSpec(name=name, category=category, summary=first, overloads=overloads, call=fn, verb=True,
                       doc=" ".join(doc.split("\n\n")[0].split()), aliases=tuple(aliases),
                       lockfree=lockfree, block=block, repeatable=tuple(repeatable),
+                      replies=tuple(replies) + (("exec",) if block and "exec" not in replies else ()),
                       examples=tuple(examples),
                       arg_docs=docargs.parse(inspect.cleandoc(doc)))
         setattr(fn, _VERB_ATTR, getattr(fn, _VERB_ATTR, []) + [spec])

@@ -1,30 +1,20 @@
 """The daemon from the shell: daemon status | start | stop | restart | ttl DUR | log.
 
 A daemon cannot report its own exit, so the `torch` client makes stop and restart synchronous:
-the stop reply names the pid to wait for and the settings a restart carries to the new daemon
-(client.py: `daemon restart` is `daemon stop --restart`, a wait, and a start).
+the stop answers with the await reply (call/results.Await): the pid to wait for and the settings a restart
+carries to the new daemon (client/daemonctl.py: `daemon restart` is `daemon stop --restart`, a wait, and a start).
 """
 import logging
 import os
 
 from torchsh import protocol
-from torchsh.call.results import Text
-from torchsh.call.results import Exec
+from torchsh.call.results import Await, Exec, Text
 from torchsh.daemon import lifecycle
 from torchsh.daemon.status import status_dict, status_text
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.verbs import verb
 
 log_ = logging.getLogger("torchd")  # `log` is the verb below
-
-
-class ReplyText(Text):
-    """Text plus reply headers for the client (POST /v1/cli copies `reply_headers` into the reply)."""
-
-    def __new__(cls, text, headers):
-        self = super().__new__(cls, text)
-        self.reply_headers = headers
-        return self
 
 
 class StatusRecord(dict):
@@ -47,7 +37,7 @@ def start(ctx):
     return Text("torchd is running (pid %d, %s)\n" % (ctx.app.pid(), ctx.app.socket_path))
 
 
-@verb("daemon.stop(*, bool restart=False) -> str", category="daemon", lockfree=True)
+@verb("daemon.stop(*, bool restart=False) -> str", category="daemon", lockfree=True, replies=("await",))
 def stop(ctx, restart=False):
     """Stop the daemon; every object it holds is freed. `torch daemon stop` returns once it has exited.
 
@@ -56,8 +46,8 @@ def stop(ctx, restart=False):
     if restart:
         log_.info("restarting")  # the client starts a fresh daemon once this one has exited
     ctx.app.request_stop()
-    return ReplyText("torchd %s (pid %d)\n" % ("restarting" if restart else "stopping", ctx.app.pid()),
-                     {protocol.H_PID: str(ctx.app.pid()), protocol.H_SETTINGS: restart_settings(ctx.app)})
+    return Await("torchd %s (pid %d)\n" % ("restarting" if restart else "stopping", ctx.app.pid()),
+                 ctx.app.pid(), restart_settings(ctx.app))
 
 
 def restart_settings(app):
@@ -79,13 +69,16 @@ def restart_settings(app):
     return " ".join(pairs)
 
 
-@verb("daemon.restart() -> str", category="daemon", lockfree=True)
+@verb("daemon.restart() -> str", category="daemon", lockfree=True, replies=("await",))
 def restart(ctx):
     """Restart the daemon: a fresh PyTorch, an empty registry; old handles become stale.
 
-    `torch daemon restart` returns once the new daemon answers. (Through the JSON API the daemon
+    `torch daemon restart` returns once the new daemon answers: a caller that waits (the await reply) gets
+    `daemon stop --restart`'s answer and starts the new daemon itself. (Through the JSON API the daemon
     re-executes itself in place, and the next request may find it still starting.)
     """
+    if "await" in ctx.replies:
+        return stop(ctx, restart=True)
     ctx.app.request_stop(restart=True)
     return Text("torchd restarting (pid %d)\n" % ctx.app.pid())
 
@@ -102,6 +95,7 @@ def ttl(ctx, duration):
 
 
 @verb("daemon.log(Argv? options=None, *, bool follow=False, int lines=50) -> str", category="daemon", lockfree=True,
+      replies=("exec",),
       examples=("torch daemon log -n 5",))
 def log(ctx, options=None, follow=False, lines=50):
     """Print the last lines of the daemon's log (-n N, default 50); -f (--follow) keeps printing until Ctrl-C.

@@ -8,7 +8,7 @@ import torch
 import torch.utils.data
 
 from torchsh.call import tensortext
-from torchsh.call.results import dumps
+from torchsh.call.jsonout import dumps
 from torchsh.data import formats, transforms
 from torchsh.data.datasets import describe
 from torchsh.errors import TorchshError, bad_argument

@@ -1,5 +1,6 @@
 """`torch fit MODEL OPT LOADER --loss L [--epochs N] [--val LOADER] [--metrics accuracy] …`: the whole
-training loop in one request (src/torchsh/train/fit.py has the loop, step for step PyTorch's recipe).
+training loop as a job in the daemon (src/torchsh/train/fit.py has the loop, step for step PyTorch's recipe),
+followed by its caller (a follow reply, docs/jobs.md) or, with --detach, left to run (its job:// printed).
 
 stdout: one row per epoch (epoch, train loss, val loss, metrics, lr, seconds) as aligned text, or one
 JSON object a line with --json. --log DIR keeps metrics.jsonl/.csv, run.json and the checkpoints
@@ -9,7 +10,6 @@ last/best; --resume auto continues from DIR's last checkpoint bit for bit, even 
 import functools
 
 from torchsh import jobs
-from torchsh.call.results import Table
 from torchsh.errors import TorchshError
 from torchsh.jobs import follow
 from torchsh.train import distributed
@@ -21,21 +21,6 @@ from torchsh.verbs.train import _loss_options, loss_function
 _COLUMNS = ("epoch", "loss", "val_loss")
 
 
-class FitRows(Table):
-    """Epoch rows: aligned columns on a terminal, one JSON object a line with --json."""
-    json_lines = True
-
-    def text(self):
-        header = {c: c for c in self.columns}
-        return Table([header] + [{k: _cell(k, v) for k, v in r.items()} for r in self], self.columns).text()
-
-
-def _cell(key, value):
-    if isinstance(value, float):
-        return "%.2f" % value if key == "seconds" else "%.6g" % value
-    return value
-
-
 @verb("fit(Module model, Optimizer optimizer, Loader loader, *, str loss=\"mse_loss\", Json? loss_args=None, "
       "int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, "
       "str? autocast=None, int? patience=None, str? monitor=None, InOutDirPath? log=None, str? resume=None, "
@@ -43,7 +28,7 @@ def _cell(key, value):
       "str? rdzv=None, str strategy=\"ddp\", float timeout=%g, bool trusted_network=False, bool detach=False, "
       "bool json=False) -> Json"
       % (SAVE_EVERY, distributed.TIMEOUT_S),
-      category="optim",
+      category="optim", replies=("follow",),
       examples=("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
                 "L=$(torch data loader $(torch data tensors $(torch randn 64 2) $(torch randn 64 1)) "
                 "--batch_size 16 --shuffle --seed 0); torch fit $m $o $L --loss mse_loss --epochs 2",
@@ -91,14 +76,10 @@ def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1
     work = _work(ctx, plan, nproc_per_node, (nnodes, node_rank, rdzv, strategy, timeout, trusted_network))
     columns = [c for c in _COLUMNS if c != "val_loss" or val is not None]
     columns += list(plan.metrics) + ["val_" + m for m in plan.metrics if val is not None] + ["lr", "seconds"]
-    if detach or ctx.can_follow:  # a job: the CLI's client follows a foreground one (progress, Ctrl-C)
-        files = _callers_files(ctx, detach)
-        job = jobs.start(ctx, "fit", work, columns, uses=(model, optimizer, loader, val, sched))
-        job.downloads = files  # fetched with the run's last reply (jobs/follow.py)
-        return job.handle if detach else follow.reply(ctx, job, "run", as_json=json)
-    result = work(lambda event: None, lambda: False)  # the JSON API: rows when it is over
-    rows = [{k: r[k] for k in columns if k in r} for r in result.rows]
-    return FitRows(rows, columns)
+    files = _callers_files(ctx, detach)
+    job = jobs.start(ctx, "fit", work, columns, uses=(model, optimizer, loader, val, sched))
+    job.downloads = files  # fetched with the run's last reply (jobs/follow.py)
+    return job.handle if detach else follow.reply(ctx, job, "run", as_json=json)
 
 
 def _work(ctx, plan, nproc_per_node, launch_options):

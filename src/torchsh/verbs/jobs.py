@@ -41,6 +41,7 @@ class JobRows(list):
 
 
 @verb("job.logs(Job job, *, bool follow=False, bool json=False) -> None", category="objects", lockfree=True,
+      replies=("follow",),
       examples=(_JOB + "torch job logs $j -f",))
 def job_logs(ctx, job, follow=False, json=False):
     """What job JOB said: its epoch rows on stdout (JSON lines with --json), its progress lines on stderr.
@@ -55,7 +56,7 @@ def job_logs(ctx, job, follow=False, json=False):
     return reply(ctx, job, "logs", 0, json) if follow else everything(job, json)
 
 
-@verb("job.wait(Job job, *, bool json=False) -> None", category="objects", lockfree=True,
+@verb("job.wait(Job job, *, bool json=False) -> None", category="objects", lockfree=True, replies=("follow",),
       examples=(_JOB + "torch job wait $j --json",))
 def job_wait(ctx, job, json=False):
     """Wait for job JOB to end; print its epoch rows; exit with its status (0 done, 130 stopped, or the
@@ -67,7 +68,7 @@ def job_wait(ctx, job, json=False):
     return reply(ctx, job, "wait", 0, json)
 
 
-@verb("job.stop(Job job) -> None", category="objects", lockfree=True,
+@verb("job.stop(Job job) -> None", category="objects", lockfree=True, replies=("follow",),
       examples=(_JOB.replace("--epochs 2", "--epochs 1000") + "torch job stop $j",))
 def job_stop(ctx, job):
     """Stop job JOB at its next step boundary and print where: `stopped at epoch E step S`. The model
@@ -77,7 +78,7 @@ def job_stop(ctx, job):
 
 
 @verb("job.poll(Job job, str view, *, int offset=0, float wait=1.0, bool json=False, bool interrupt=False) -> None",
-      category="objects", lockfree=True, examples=(_JOB + "torch job poll $j wait --offset 0",))
+      category="objects", lockfree=True, replies=("follow",), examples=(_JOB + "torch job poll $j wait --offset 0",))
 def job_poll(ctx, job, view, offset=0, wait=1.0, json=False, interrupt=False):
     """One bounded poll of job JOB's output after OFFSET (what `torch` sends while it follows a job).
 

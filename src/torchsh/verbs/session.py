@@ -4,14 +4,13 @@
 A session is every object the daemon holds (tensors with requires_grad and .grad, models, optimizers with
 their state, schedulers, datasets, loaders with their position, scopes) under its handle, as safetensors
 + JSON (session/snapshot.py); `session load` restores it in a fresh daemon under the same handles.
-`cp` and `session push` only check here and answer with a copy directive (protocol.H_COPY): the client,
+`cp` and `session push` only check here and answer with the copy reply (call/results.Copy): the client,
 which alone reaches both daemons, streams the bundle from this daemon to the other (copyrelay.py).
 """
 import re
 import warnings
 
-from torchsh import protocol
-from torchsh.call.results import Text
+from torchsh.call.results import Copy, Text
 from torchsh.errors import TorchshError
 from torchsh.session import snapshot, transfer
 from torchsh.verbs import verb
@@ -55,22 +54,13 @@ def load(ctx, dir):
     return Text("restored %d objects%s\n" % (len(handles), tail))
 
 
-class CopyDirective(Text):
-    """The source handles (stdout) with the copy header the client acts on."""
-
-    def __new__(cls, handles, context, keep):
-        self = super().__new__(cls, "".join(h + "\n" for h in handles))
-        self.reply_headers = {protocol.H_COPY: context + (" keep" if keep else "")}
-        return self
-
-
 def _context(to):
     if not _CONTEXT_NAME.match(to or ""):
         raise TorchshError("bad_argument", "%r is not a context name" % to, "`torch context ls` lists them")
     return to
 
 
-@verb("cp(Handle[] handles, *, str to) -> Json", category="objects",
+@verb("cp(Handle[] handles, *, str to) -> Json", category="objects", replies=("copy",),
       examples=("torch cp $(torch ones 2) $(torch nn linear 2 1) --to default",))
 def cp(ctx, handles, to):
     """Copy tensors, models (with their state), optimizers (with their model) and schedulers to the daemon
@@ -88,10 +78,10 @@ def cp(ctx, handles, to):
     if skipped:
         first = skipped[0]
         raise TorchshError("not_portable", "%s cannot be copied: %s" % (first["handle"], first["reason"]), first["hint"])
-    return CopyDirective(handles, to, keep=False)
+    return Copy(tuple(handles), to, keep=False)
 
 
-@verb("session.push(*, str to) -> Json", category="objects",
+@verb("session.push(*, str to) -> Json", category="objects", replies=("copy",),
       examples=("torch session push --to gpu1",))
 def push(ctx, to):
     """Move this daemon's whole session to the daemon of context TO, under the same handles (as
@@ -104,4 +94,4 @@ def push(ctx, to):
     _, _, _, order, skipped = snapshot.plan(ctx.registry)
     for s in skipped:
         warnings.warn("%s not pushed: %s" % (s["handle"], s["reason"]))
-    return CopyDirective(order, to, keep=True)
+    return Copy(tuple(order), to, keep=True)

@@ -3,9 +3,12 @@ import os
 import sys
 
 from torchsh import fileio
-from torchsh.call.results import Text
+from torchsh.call import replies
+from torchsh.call.results import NeedEnv, Text
 from torchsh.errors import bad_argument
 from torchsh.verbs import verb
+
+CALLERS_HOME = ("HOME", "XDG_CONFIG_HOME")  # where the caller's Nushell keeps its scripts
 
 
 @verb("init(str shell) -> str", category="shell", lockfree=True,
@@ -47,7 +50,9 @@ def nu_module(ctx, transport="socket", install=False):
         text = nushell.module_text(ctx.table, transport)
     if not install:
         return Text(text)
-    path = os.path.join(nu_config_dir(ctx.env if "HOME" in ctx.env else os.environ), "scripts", "torch.nu")
+    if not all(name in ctx.env for name in CALLERS_HOME) and replies.needed(ctx, "env", "nu-module"):
+        raise NeedEnv(CALLERS_HOME)  # the caller's own folders, not the daemon's: it resends with them
+    path = os.path.join(nu_config_dir(ctx.env if ctx.env.get("HOME") else os.environ), "scripts", "torch.nu")
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
     except OSError as e:
@@ -57,8 +62,9 @@ def nu_module(ctx, transport="socket", install=False):
 
 
 def nu_config_dir(env):
-    """Nushell's $nu.default-config-dir for a caller's environment (the client sends HOME and XDG_CONFIG_HOME
-    with nu-module; other callers get the daemon's own): $XDG_CONFIG_HOME/nushell, else the platform's."""
+    """Nushell's $nu.default-config-dir for a caller's environment (a caller that carries the env reply sends
+    HOME and XDG_CONFIG_HOME when asked; other callers get the daemon's own): $XDG_CONFIG_HOME/nushell, else
+    the platform's."""
     xdg = env.get("XDG_CONFIG_HOME")
     if xdg and os.path.isabs(xdg):
         return os.path.join(xdg, "nushell")

@@ -58,11 +58,13 @@ def _upload(app, name, body):
 
 
 def _remote_command(app, argv, staged=()):
-    """argv run as the client runs it on a context named r1: it streams files (TORCHSH_STREAMS_FILES)."""
+    """argv run as the client runs it on a context named r1: it streams files (it carries upload and download)."""
+    from torchsh import protocol
     from torchsh.cli.run import run_cli
-    env = {"TORCHSH_CONTEXT": "r1", "TORCHSH_STREAMS_FILES": "1"}
+    env = {"TORCHSH_CONTEXT": "r1"}
     env.update(("TORCHSH_STAGED_%d" % i, "%s:%s" % pair) for i, pair in enumerate(staged))
-    return run_cli(app, {"argv": argv, "cwd": "/caller", "env": env, "stdin_is_tty": True, "stdin": None})
+    return run_cli(app, {"argv": argv, "cwd": "/caller", "env": env, "stdin_is_tty": True, "stdin": None,
+                         "replies": frozenset(protocol.CLIENT_REPLIES)})
 
 
 def _later(seconds):
@@ -91,7 +93,7 @@ def test_an_output_the_client_never_fetched_is_removed_but_a_datasets_file_stays
     saved = _remote_command(app, ["save", t, "out.npy"])
     assert saved.exit == 0, saved.stderr
     from torchsh import protocol
-    out_id = saved.headers[protocol.H_DOWNLOAD].split(":")[0]
+    out_id = saved.downloads[0][0]
     assert app.staging.path_of(out_id) is not None
     app.staging.sweep(_later(1))
     assert app.staging.path_of(out_id) is None  # its client never came for it

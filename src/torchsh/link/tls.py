@@ -16,7 +16,7 @@ import socket
 import ssl
 import subprocess
 
-from torchsh import protocol
+from torchsh import protocol, trust
 
 PREAMBLE = b"torchsh-tls-1 "
 TOKEN_BYTES = 32
@@ -82,7 +82,7 @@ def ensure_material(sock):
     finally:
         os.umask(old)
     for path in (crt, key, token_path):
-        problem = protocol.untrusted(path, protocol.S_IFREG)
+        problem = trust.untrusted(path, trust.S_IFREG)
         if problem:
             raise ValueError(problem)
     with open(token_path, "rb") as f:

@@ -6,7 +6,7 @@ import os
 import sys
 
 from torchsh import protocol
-from torchsh.remote import contexts, forwarder
+from torchsh.client.contexts import forwarder, store
 
 USAGE = """usage: torch context ls [--json]
        torch context create NAME --host tls://HOST:PORT --token-file F [--fingerprint SHA256:…]
@@ -30,9 +30,9 @@ def main(words):
         handler = {"ls": ls, "list": ls, "create": create, "use": use, "rm": rm, "remove": rm,
                    "inspect": inspect}.get(verb)
         if handler is None:
-            raise contexts.ContextError("usage", "no context command %r" % verb, "torch context --help")
+            raise store.ContextError("usage", "no context command %r" % verb, "torch context --help")
         return handler(rest) or 0
-    except contexts.ContextError as e:
+    except store.ContextError as e:
         sys.stderr.write("torch: context %s: %s; %s [%s]\n" % (verb, e.message, e.hint, e.code))
         return protocol.exit_status(e.code)
 
@@ -45,7 +45,7 @@ def _flags(words, names, nargs_min=0, nargs_max=None):
         if w.startswith("--"):
             key, eq, value = w[2:].partition("=")
             if key not in names:
-                raise contexts.ContextError("unknown_flag", "no flag --%s" % key, "torch context --help")
+                raise store.ContextError("unknown_flag", "no flag --%s" % key, "torch context --help")
             if names[key] is bool:
                 flags[key] = True
             elif eq:
@@ -53,12 +53,12 @@ def _flags(words, names, nargs_min=0, nargs_max=None):
             elif i + 1 < len(words):
                 flags[key], i = words[i + 1], i + 1
             else:
-                raise contexts.ContextError("missing_argument", "--%s needs a value" % key, "torch context --help")
+                raise store.ContextError("missing_argument", "--%s needs a value" % key, "torch context --help")
         else:
             pos.append(w)
         i += 1
     if len(pos) < nargs_min or (nargs_max is not None and len(pos) > nargs_max):
-        raise contexts.ContextError("usage", "wrong number of arguments", USAGE.split("\n")[0])
+        raise store.ContextError("usage", "wrong number of arguments", USAGE.split("\n")[0])
     return pos, flags
 
 
@@ -67,18 +67,18 @@ def _selected():
     if env:
         return env
     if os.environ.get("TORCHSH_SOCKET"):
-        return contexts.DEFAULT
-    return contexts.current()
+        return store.DEFAULT
+    return store.current()
 
 
 def ls(words):
     _, flags = _flags(words, {"json": bool}, 0, 0)
     current = _selected()
-    rows = [{"name": contexts.DEFAULT, "host": "unix://" + protocol.socket_path(), "current": current == "default"}]
-    for name in contexts.names():
+    rows = [{"name": store.DEFAULT, "host": "unix://" + protocol.socket_path(), "current": current == "default"}]
+    for name in store.names():
         try:
-            host = contexts.load(name).get("host", "?")
-        except contexts.ContextError as e:
+            host = store.load(name).get("host", "?")
+        except store.ContextError as e:
             host = "(unreadable: %s)" % e.message
         rows.append({"name": name, "host": host, "current": current == name})
     if flags.get("json"):
@@ -94,13 +94,13 @@ def ls(words):
 def create(words):
     pos, flags = _flags(words, {"host": str, "fingerprint": str, "token-file": str, "socket": str,
                                 "remote-torch": str, "ssh-config": str}, 1, 1)
-    name = contexts.check_name(pos[0])
+    name = store.check_name(pos[0])
     host = flags.get("host") or ""
-    if name in contexts.names():
-        raise contexts.ContextError("usage", "context %s exists" % name, "`torch context rm %s` first" % name)
+    if name in store.names():
+        raise store.ContextError("usage", "context %s exists" % name, "`torch context rm %s` first" % name)
     if host.startswith("ssh://"):
         if "fingerprint" in flags or "token-file" in flags:
-            raise contexts.ContextError("usage", "--fingerprint and --token-file are for tls:// contexts",
+            raise store.ContextError("usage", "--fingerprint and --token-file are for tls:// contexts",
                                         "ssh checks the host with its own known_hosts")
         # remote-torch: the remote's `torch` when it is not on the login's PATH (a venv); ssh-config: ssh -F
         record = {"name": name, "host": host, "socket": flags.get("socket", ""),
@@ -108,9 +108,9 @@ def create(words):
     elif host.startswith("tls://"):
         record = _tls_record(name, host, flags)
     else:
-        raise contexts.ContextError("usage", "--host %r is not tls://HOST:PORT or ssh://user@host[:port]" % host,
+        raise store.ContextError("usage", "--host %r is not tls://HOST:PORT or ssh://user@host[:port]" % host,
                                     "e.g. torch context create gpu1 --host ssh://me@gpu1")
-    contexts.save(record)
+    store.save(record)
     sys.stdout.write(name + "\n")
     return 0
 
@@ -120,55 +120,55 @@ def _absolute(path):
 
 
 def _tls_record(name, host, flags):
-    from torchsh.remote import tls
+    from torchsh.link import tls
     for ssh_only in ("socket", "remote-torch", "ssh-config"):
         if ssh_only in flags:
-            raise contexts.ContextError("usage", "--%s is for ssh:// contexts" % ssh_only,
+            raise store.ContextError("usage", "--%s is for ssh:// contexts" % ssh_only,
                                         "a TLS daemon is reached at its port")
     try:
         tls.split_host(host)
     except ValueError as e:
-        raise contexts.ContextError("bad_argument", str(e), "e.g. tls://gpu1.lan:7443") from None
+        raise store.ContextError("bad_argument", str(e), "e.g. tls://gpu1.lan:7443") from None
     if "token-file" not in flags:
-        raise contexts.ContextError("missing_argument", "a tls:// context needs the daemon's token",
+        raise store.ContextError("missing_argument", "a tls:// context needs the daemon's token",
                                     "--token-file F: a copy of torchd.tls.token beside the daemon's socket")
     try:
         with open(flags["token-file"], "rb") as f:
             token = f.read().decode().strip()
     except (OSError, UnicodeDecodeError) as e:
-        raise contexts.ContextError("file_error", "cannot read %s: %s" % (flags["token-file"], e), "check the path")
+        raise store.ContextError("file_error", "cannot read %s: %s" % (flags["token-file"], e), "check the path")
     fingerprint = flags.get("fingerprint") or _confirm_fingerprint(host)
     try:
         tls.parse_fingerprint(fingerprint)
     except ValueError as e:
-        raise contexts.ContextError("bad_argument", str(e), "copy the line torchd printed at its start") from None
+        raise store.ContextError("bad_argument", str(e), "copy the line torchd printed at its start") from None
     return {"name": name, "host": host, "fingerprint": fingerprint, "token": token}
 
 
 def _confirm_fingerprint(host):
     """No --fingerprint: show the certificate's and ask once, on a terminal only."""
-    from torchsh.remote import tls
+    from torchsh.link import tls
     if not (os.isatty(0) and os.isatty(2)):
-        raise contexts.ContextError("missing_argument", "no --fingerprint, and no terminal to confirm one on",
+        raise store.ContextError("missing_argument", "no --fingerprint, and no terminal to confirm one on",
                                     "pass --fingerprint SHA256:… (torchd prints it when it starts listening)")
     try:
         seen = tls.fetch_fingerprint(host)
     except tls.TLSRefused as e:
-        raise contexts.ContextError(e.code, e.message, e.hint) from None
+        raise store.ContextError(e.code, e.message, e.hint) from None
     sys.stderr.write("the daemon at %s shows certificate %s\ncompare it with the line torchd printed; "
                      "pin it? [y/N] " % (host, seen))
     sys.stderr.flush()
     if sys.stdin.readline().strip().lower() not in ("y", "yes"):
-        raise contexts.ContextError("usage", "not confirmed; nothing was saved", "pass --fingerprint to pin one")
+        raise store.ContextError("usage", "not confirmed; nothing was saved", "pass --fingerprint to pin one")
     return seen
 
 
 def use(words):
     pos, _ = _flags(words, {}, 1, 1)
     name = pos[0]
-    if name != contexts.DEFAULT:
-        contexts.load(name)  # unknown_context unless it exists
-    contexts.set_current(name)
+    if name != store.DEFAULT:
+        store.load(name)  # unknown_context unless it exists
+    store.set_current(name)
     sys.stdout.write(name + "\n")
     if os.environ.get("TORCHSH_CONTEXT") and os.environ["TORCHSH_CONTEXT"] != name:
         sys.stderr.write("torch: context use: warning: TORCHSH_CONTEXT=%s overrides it in this shell\n"
@@ -179,11 +179,11 @@ def use(words):
 def rm(words):
     pos, _ = _flags(words, {}, 1)
     for name in pos:
-        contexts.load(name)  # unknown_context (and the default's refusal) before anything is removed
+        store.load(name)  # unknown_context (and the default's refusal) before anything is removed
     for name in pos:
         local = protocol.context_socket(name)
-        if contexts.scheme(contexts.load(name)) == "ssh":
-            from torchsh.remote import ssh  # helper C's module: it ends its OpenSSH forwarder
+        if store.scheme(store.load(name)) == "ssh":
+            from torchsh.client.contexts import ssh  # helper C's module: it ends its OpenSSH forwarder
             ssh.stop_forwarder(local)
         else:
             forwarder.stop(local)
@@ -192,9 +192,9 @@ def rm(words):
                 os.unlink(path)
             except FileNotFoundError:
                 pass
-        contexts.remove(name)
-        if contexts.current() == name:
-            contexts.set_current(contexts.DEFAULT)
+        store.remove(name)
+        if store.current() == name:
+            store.set_current(store.DEFAULT)
         sys.stdout.write(name + "\n")
     return 0
 
@@ -202,10 +202,10 @@ def rm(words):
 def inspect(words):
     pos, _ = _flags(words, {}, 1, 1)
     name = pos[0]
-    if name == contexts.DEFAULT:
+    if name == store.DEFAULT:
         record = {"name": name, "host": "unix://" + protocol.socket_path()}
     else:
-        record = dict(contexts.load(name))
+        record = dict(store.load(name))
         if record.get("token"):
             record["token"] = "(redacted)"
         local = protocol.context_socket(name)

@@ -18,16 +18,14 @@ import signal
 import subprocess
 import time
 
-from torchsh import protocol, wire
+from torchsh import protocol, trust
+from torchsh.client import http, wire
 from torchsh.errors import TorchshError
-from torchsh.remote import ssh_login
+from torchsh.client.contexts import ssh_login
 
 FORWARD_TIMEOUT_S = 30.0        # from starting the forwarder to the remote daemon's first reply through it
 PROBE_TIMEOUT_S = 10.0          # one request through the forwarder
 STOP_TIMEOUT_S = 5.0
-# Fails when the remote daemon is not reached: ssh may accept a local connection and only then learn
-# that the remote socket has nobody behind it, so a connect alone proves nothing through a forwarder.
-_PROBE = b"GET /v1/status HTTP/1.1\r\nHost: torchd\r\nContent-Length: 0\r\n\r\n"
 
 
 def ensure_forwarder(ctx, local_sock):
@@ -58,9 +56,9 @@ def stop_forwarder(local_sock):
                 os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass  # it ended meanwhile
-    for path, kind in ((local_sock, protocol.S_IFSOCK), (protocol.sibling(local_sock, ".pid"), protocol.S_IFREG)):
+    for path, kind in ((local_sock, trust.S_IFSOCK), (protocol.sibling(local_sock, ".pid"), trust.S_IFREG)):
         try:
-            if protocol.untrusted(path, kind) is None:  # never unlink what is not ours
+            if trust.untrusted(path, kind) is None:  # never unlink what is not ours
                 os.unlink(path)
         except FileNotFoundError:
             pass
@@ -130,22 +128,25 @@ def _wait_until_answering(ctx, p, local_sock, remote_sock, log_since):
 
 
 def _answers(local_sock):
-    """Does a request through local_sock get a reply? Refuses (untrusted) a socket or folder not ours."""
-    for path, kind in ((protocol.socket_folder(local_sock), protocol.S_IFDIR), (local_sock, protocol.S_IFSOCK)):
+    """Does a request through local_sock get a reply? Refuses (untrusted) a socket or folder not ours.
+    A reply, not a connect: ssh may accept a local connection and only then learn that the remote socket has
+    nobody behind it, so a connect alone proves nothing through a forwarder."""
+    for path, kind in ((protocol.socket_folder(local_sock), trust.S_IFDIR), (local_sock, trust.S_IFSOCK)):
         try:
-            problem = protocol.untrusted(path, kind)
+            problem = trust.untrusted(path, kind)
         except FileNotFoundError:
             return False
         if problem:
-            raise TorchshError("untrusted", problem, protocol.UNTRUSTED_HINT)
+            raise TorchshError("untrusted", problem, trust.UNTRUSTED_HINT)
     try:
         conn = wire.connect(local_sock)
     except OSError:
         return False
     try:
         conn.settimeout(PROBE_TIMEOUT_S)
-        conn.sendall(_PROBE)
-        return conn.recv(16).startswith(b"HTTP/1.")
+        http.send(conn, b"GET", b"/v1/status")
+        http.Reply(conn)
+        return True
     except OSError:
         return False
     finally:
@@ -194,9 +195,9 @@ def _private_folder(folder):
         except OSError as e:
             raise TorchshError("daemon_unavailable", "cannot create %s: %s" % (folder, e.strerror),
                                "check permissions") from None
-    problem = protocol.untrusted(folder, protocol.S_IFDIR)
+    problem = trust.untrusted(folder, trust.S_IFDIR)
     if problem:
-        raise TorchshError("untrusted", problem, protocol.UNTRUSTED_HINT)
+        raise TorchshError("untrusted", problem, trust.UNTRUSTED_HINT)
 
 
 def _open_private(path, flags):
@@ -204,11 +205,11 @@ def _open_private(path, flags):
     try:
         fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
     except OSError as e:
-        raise TorchshError("untrusted", "cannot open %s: %s" % (path, e.strerror), protocol.UNTRUSTED_HINT) from None
-    problem = protocol.untrusted(path, protocol.S_IFREG, os.fstat(fd))
+        raise TorchshError("untrusted", "cannot open %s: %s" % (path, e.strerror), trust.UNTRUSTED_HINT) from None
+    problem = trust.untrusted(path, trust.S_IFREG, os.fstat(fd))
     if problem:
         os.close(fd)
-        raise TorchshError("untrusted", problem, protocol.UNTRUSTED_HINT)
+        raise TorchshError("untrusted", problem, trust.UNTRUSTED_HINT)
     return fd
 
 

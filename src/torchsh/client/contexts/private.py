@@ -1,9 +1,9 @@
 """Files of ours for the context store and the forwarders: folders 0700 and files 0600 that are checked
-(protocol.untrusted: ours, not symlinks, nobody else can write them) before they are read or used, and
+(trust.untrusted: ours, not symlinks, nobody else can write them) before they are read or used, and
 the error these paths report (printed by the client as one line with its code)."""
 import os
 
-from torchsh import protocol
+from torchsh import trust
 
 
 class ContextError(Exception):
@@ -16,20 +16,20 @@ class ContextError(Exception):
 
 def refuse_if(problem):
     if problem:
-        raise ContextError("untrusted", problem, protocol.UNTRUSTED_HINT.replace(
+        raise ContextError("untrusted", problem, trust.UNTRUSTED_HINT.replace(
             "set XDG_RUNTIME_DIR or TORCHSH_SOCKET", "set XDG_CONFIG_HOME"))
 
 
 def private_dir(path):
     os.makedirs(path, mode=0o700, exist_ok=True)
-    refuse_if(protocol.untrusted(path, protocol.S_IFDIR))
+    refuse_if(trust.untrusted(path, trust.S_IFDIR))
 
 
 def read_private(path):
     """The bytes of a file of ours that nobody else can write (O_NOFOLLOW, fstat checked)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        refuse_if(protocol.untrusted(path, protocol.S_IFREG, os.fstat(fd)))
+        refuse_if(trust.untrusted(path, trust.S_IFREG, os.fstat(fd)))
         return os.read(fd, 1 << 20)
     finally:
         os.close(fd)

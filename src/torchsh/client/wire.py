@@ -1,4 +1,4 @@
-"""The client's side of the wire, shared by the `torch` client (client.py) and its lifecycle path
+"""The client's side of the wire, shared by the `torch` client (main.py) and its lifecycle path
 (daemonctl.py): which daemon a command goes to (the local one, or a named context's forwarder socket:
 docs/remote.md), a connection to it (trust checked first), one POST /v1/cli call, and the client's two
 ways out (writing a reply, failing with one line). Builtins only, like the client.
@@ -12,7 +12,8 @@ import _socket
 import posix
 import sys
 
-from torchsh import protocol
+from torchsh import protocol, trust
+from torchsh.client import http
 
 
 # struct ucred {pid_t pid; uid_t uid; gid_t gid;}: three native ints. Linux only (OpenBSD's
@@ -22,7 +23,7 @@ _PEERCRED = getattr(_socket, "SO_PEERCRED", None) if sys.platform.startswith("li
 
 def connect(path):
     """A connection to our own daemon. OSError when nobody serves `path`; refuses an impostor."""
-    refuse_if(protocol.untrusted(path, protocol.S_IFSOCK))  # FileNotFoundError: no socket yet
+    refuse_if(trust.untrusted(path, trust.S_IFSOCK))  # FileNotFoundError: no socket yet
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         s.connect(path)
@@ -39,13 +40,13 @@ def connect(path):
 
 def refuse_if(problem):
     if problem:
-        fail("untrusted", problem, protocol.UNTRUSTED_HINT)
+        fail("untrusted", problem, trust.UNTRUSTED_HINT)
 
 
 def connect_or_none(path):
     """A connection to our daemon, or None when none answers (no folder, no socket, nobody listening)."""
     try:
-        refuse_if(protocol.untrusted(protocol.socket_folder(path), protocol.S_IFDIR))
+        refuse_if(trust.untrusted(protocol.socket_folder(path), trust.S_IFDIR))
         return connect(path)
     except OSError:
         return None
@@ -54,6 +55,8 @@ def connect_or_none(path):
 # "Torchsh-Context: NAME\r\n" when the command runs on a named context (select() sets it): the daemon
 # then prints that context's handles as kind://NAME/… and checks the handles it is given (remote/naming.py).
 context_header = b""
+# The replies this client carries out (protocol.REPLIES): all of them, but handover (it is the real client).
+CARRIES = b"%s: %s\r\n" % (protocol.H_REPLIES.encode(), protocol.replies_header(protocol.CLIENT_REPLIES))
 
 
 def select(sock, name):
@@ -95,7 +98,7 @@ def selected_context():
     except OSError:  # none (the common case: one failed open), or a symlink: the default daemon
         return None
     try:
-        refuse_if(protocol.untrusted(path, protocol.S_IFREG, posix.fstat(fd)))
+        refuse_if(trust.untrusted(path, trust.S_IFREG, posix.fstat(fd)))
         return posix.read(fd, 256).strip() or None
     finally:
         posix.close(fd)
@@ -112,40 +115,14 @@ def checked_name(name):
 
 
 def call(conn, request):
-    body = protocol.encode_cli_request(**request)
-    head = b"POST %s HTTP/1.1\r\nHost: torchd\r\n%sContent-Length: %d\r\n\r\n" % (
-        protocol.CLI_PATH.encode(), context_header, len(body))
+    """POST one command to /v1/cli on conn: (status, headers, body) of the reply; one line and exit 5 if lost."""
     try:
-        conn.sendall(head + body)
-        return _read_response(conn)
+        http.send(conn, b"POST", protocol.CLI_PATH.encode(), protocol.encode_cli_request(**request),
+                  headers=context_header + CARRIES)
+        reply = http.Reply(conn)
+        return reply.status, reply.headers, reply.body()
     except OSError as e:
         fail("daemon_unavailable", "lost the daemon mid-request: %s" % e, "retry; see the daemon log")
-
-
-def _read_response(conn):
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = conn.recv(65536)
-        if not chunk:
-            raise ConnectionError("connection closed")
-        buf += chunk
-    head, rest = buf.split(b"\r\n\r\n", 1)
-    lines = head.split(b"\r\n")
-    status = int(lines[0].split(b" ", 2)[1])
-    headers = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(b":")
-        headers[k.strip().lower().decode()] = v.strip().decode()
-    need = int(headers.get("content-length", 0))
-    parts = [rest]
-    have = len(rest)
-    while have < need:
-        chunk = conn.recv(max(65536, need - have))
-        if not chunk:
-            raise ConnectionError("connection closed")
-        parts.append(chunk)
-        have += len(chunk)
-    return status, headers, b"".join(parts)
 
 
 def write(fd, data):

@@ -11,8 +11,8 @@ import json
 import os
 import re
 
-from torchsh import protocol
-from torchsh.remote.private import ContextError, private_dir, read_private, refuse_if, write_private
+from torchsh import protocol, trust
+from torchsh.client.contexts.private import ContextError, private_dir, read_private, refuse_if, write_private
 
 DEFAULT = "default"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
@@ -44,7 +44,7 @@ def load(name):
     check_name(name)
     folder = store_dir()
     try:
-        refuse_if(protocol.untrusted(folder, protocol.S_IFDIR))
+        refuse_if(trust.untrusted(folder, trust.S_IFDIR))
         data = read_private(os.path.join(folder, name))
     except FileNotFoundError:
         raise ContextError("unknown_context", "no context named %s" % name,
@@ -68,7 +68,7 @@ def names():
     """Every stored context's name, sorted (not "default")."""
     folder = store_dir()
     try:
-        refuse_if(protocol.untrusted(folder, protocol.S_IFDIR))
+        refuse_if(trust.untrusted(folder, trust.S_IFDIR))
         found = os.listdir(folder)
     except FileNotFoundError:
         return []
@@ -106,16 +106,16 @@ def scheme(record):
 
 def ensure_forwarder(name):
     """Make protocol.context_socket(NAME) answer, starting the context's forwarder when none does, and
-    return that path. tls: our forwarder (forwarder.py); ssh: torchsh.remote.ssh.ensure_forwarder
+    return that path. tls: our forwarder (forwarder.py); ssh: torchsh.client.contexts.ssh.ensure_forwarder
     (OpenSSH's own forwarding of the remote daemon's socket, which starts the remote daemon when needed)."""
     record = load(name)
     local = protocol.context_socket(name)
     kind = scheme(record)
     if kind == "tls":
-        from torchsh.remote import forwarder
+        from torchsh.client.contexts import forwarder
         forwarder.ensure(record, local)
     elif kind == "ssh":
-        from torchsh.remote import ssh  # helper C's module
+        from torchsh.client.contexts import ssh  # helper C's module
         ssh.ensure_forwarder(record, local)
     else:
         raise ContextError("bad_argument", "context %s has host %s: not tls:// or ssh://" % (name, record["host"]),
@@ -126,7 +126,7 @@ def ensure_forwarder(name):
 def connect_starting_forwarder(name, local):
     """The client's rare path: start context NAME's forwarder, then a trusted connection to `local`
     (wire.connect); one error line when either fails."""
-    from torchsh import wire
+    from torchsh.client import wire
     from torchsh.errors import TorchshError  # what ssh.py raises
     try:
         ensure_forwarder(name)

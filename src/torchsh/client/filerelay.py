@@ -8,30 +8,15 @@ A folder goes file by file into one staged folder (its files and sub-folders onl
 file inside is refused by name, never followed), and one the op wrote comes back file by file into the
 caller's folder (what was there and not rewritten stays).
 
-Builtins only (posix, sys) plus torchsh.wire, torchsh.protocol and copyrelay's HTTP reading, like client.py.
+Builtins only, like the client (client/http.py, client/wire.py, protocol.py).
 """
 import posix
 
-from torchsh import protocol
-from torchsh.copyrelay import PIECE, _body, _error_reply, _head
-from torchsh.wire import call, connect, fail
+from torchsh import protocol, trust
+from torchsh.client import http
+from torchsh.client.wire import connect, fail
 
-MAX_ROUNDS = 64  # one round per file the command names: data open of many files asks file by file
 MAX_FOLDER_FILES = 10000  # files and sub-folders of one folder sent: checked before anything is sent
-
-
-def serve(conn, sock, request, headers, body):
-    """Send the files a remote context's daemon asks for, repeat the command on conn, then fetch the files
-    it wrote: (headers, body) of the command's last reply."""
-    op = request["argv"][0].decode(errors="replace") if request["argv"] else "torch"
-    for _ in range(MAX_ROUNDS):
-        if protocol.H_UPLOAD not in headers:
-            break
-        upload(sock, headers[protocol.H_UPLOAD], request["env_pairs"], op)
-        _, headers, body = call(conn, request)
-    if protocol.H_DOWNLOAD in headers and headers.get(protocol.H_EXIT) == "0":
-        download(sock, headers[protocol.H_DOWNLOAD], op)
-    return headers, body
 
 
 def pairs(header):
@@ -49,7 +34,7 @@ def upload(sock, header, env_pairs, op):
         if b"\n" in path:  # the staged-file setting is one line
             fail("remote_path", "%s: a file name with a line break cannot be sent" % op, "rename it")
         try:
-            is_dir = posix.stat(path).st_mode & protocol.S_IFMT == protocol.S_IFDIR  # the path named: followed
+            is_dir = posix.stat(path).st_mode & trust.S_IFMT == trust.S_IFDIR  # the path named: followed
         except OSError:
             is_dir = None
         if is_dir is None and mark == protocol.STAGED_MAY_BE_MISSING:  # a folder the op makes (fit --log): empty
@@ -91,20 +76,20 @@ def _walk(root, op):
         for name in names:
             rel = rel_dir + b"/" + name if rel_dir else name
             st = posix.lstat(root + b"/" + rel)
-            kind = st.st_mode & protocol.S_IFMT
-            if kind not in (protocol.S_IFDIR, protocol.S_IFREG):
+            kind = st.st_mode & trust.S_IFMT
+            if kind not in (trust.S_IFDIR, trust.S_IFREG):
                 fail("remote_path", "%s: %s is %s; a folder streams only its files and sub-folders, never a link "
-                     "followed" % (op, _show(root + b"/" + rel), protocol.KIND_NAMES.get(kind, "a special file")),
+                     "followed" % (op, _show(root + b"/" + rel), trust.KIND_NAMES.get(kind, "a special file")),
                      "copy what it points to into the folder, or name a folder on the context's host: NAME:/path")
-            if kind == protocol.S_IFREG and st.st_size > protocol.MAX_BODY:
+            if kind == trust.S_IFREG and st.st_size > protocol.MAX_BODY:
                 fail("too_large", "%s: %s is %d bytes, over the %d GiB a file may send"
                      % (op, _show(root + b"/" + rel), st.st_size, protocol.MAX_BODY >> 30),
                      "name it as NAME:/path on the host")
-            out.append((rel, kind == protocol.S_IFDIR))
+            out.append((rel, kind == trust.S_IFDIR))
             if len(out) > MAX_FOLDER_FILES:
                 fail("too_large", "%s: %s holds over %d files and folders" % (op, _show(root), MAX_FOLDER_FILES),
                      "put it on the context's host and write NAME:/absolute/path")
-            if kind == protocol.S_IFDIR:
+            if kind == trust.S_IFDIR:
                 todo.append(rel)  # listed after it: a sub-folder is sent before what is in it
     return out
 
@@ -116,14 +101,13 @@ def _show(path):
 def _post(sock, query, body, op):
     """POST /v1/files?QUERY with a small body: the id the daemon answers."""
     conn = connect(sock)
-    conn.sendall(b"POST /v1/files?%s HTTP/1.1\r\nHost: torchd\r\nConnection: close\r\n"
-                 b"Content-Length: %d\r\n\r\n%s" % (query, len(body), body))
-    status, length, rest = _head(conn)
-    reply = _body(conn, length, rest)
-    conn.close()
-    if status != 200:
-        raise SystemExit(_error_reply(op, reply))
-    return reply.strip()
+    try:
+        reply, answer = http.request(conn, b"POST", b"/v1/files?" + query, body)
+    finally:
+        conn.close()
+    if reply.status != 200:
+        raise SystemExit(http.error_exit(op, answer))
+    return answer.strip()
 
 
 def _send(sock, path, op, query):
@@ -134,28 +118,29 @@ def _send(sock, path, op, query):
              "the path is on this machine (a file on the context's host is NAME:/path)")
     try:
         st = posix.fstat(fd)
-        if st.st_mode & protocol.S_IFMT != protocol.S_IFREG:
+        if st.st_mode & trust.S_IFMT != trust.S_IFREG:
             fail("remote_path", "%s: %s is not a regular file or a folder" % (op, path.decode(errors="replace")),
                  "for one on the context's host write NAME:/absolute/path")
         conn = connect(sock)
-        conn.sendall(b"POST /v1/files?%s HTTP/1.1\r\nHost: torchd\r\nConnection: close\r\n"
-                     b"Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n"
-                     % (query, st.st_size))
-        left = st.st_size
-        while left > 0:
-            chunk = posix.read(fd, min(PIECE, left))
-            if not chunk:
-                fail("file_error", "%s: %s shrank while it was sent" % (op, path.decode(errors="replace")), None)
-            conn.sendall(chunk)
-            left -= len(chunk)
-        status, length, rest = _head(conn)
-        reply = _body(conn, length, rest)
-        conn.close()
+        try:
+            http.send(conn, b"POST", b"/v1/files?" + query, length=st.st_size, close=True,
+                      headers=b"Content-Type: application/octet-stream\r\n")
+            left = st.st_size
+            while left > 0:
+                chunk = posix.read(fd, min(http.PIECE, left))
+                if not chunk:
+                    fail("file_error", "%s: %s shrank while it was sent" % (op, path.decode(errors="replace")), None)
+                conn.sendall(chunk)
+                left -= len(chunk)
+            reply = http.Reply(conn)
+            answer = reply.body()
+        finally:
+            conn.close()
     finally:
         posix.close(fd)
-    if status != 200:
-        raise SystemExit(_error_reply(op, reply))
-    return reply.strip()
+    if reply.status != 200:
+        raise SystemExit(http.error_exit(op, answer))
+    return answer.strip()
 
 
 def _query_word(name):
@@ -177,12 +162,12 @@ def _fetch_folder(sock, stage_id, path, op):
     """The folder's list of (file id, relative path) first (an empty id: a sub-folder), then each file."""
     _make_folder(path, op)
     conn = connect(sock)
-    conn.sendall(b"GET /v1/files/%s HTTP/1.1\r\nHost: torchd\r\nConnection: close\r\n\r\n" % stage_id.encode())
-    status, length, rest = _head(conn)
-    listing = _body(conn, length, rest)
-    conn.close()
-    if status != 200:
-        raise SystemExit(_error_reply(op, listing))
+    try:
+        reply, listing = http.request(conn, b"GET", b"/v1/files/" + stage_id.encode())
+    finally:
+        conn.close()
+    if reply.status != 200:
+        raise SystemExit(http.error_exit(op, listing))
     for file_id, rel in pairs(listing.decode()) if listing else ():
         parts = rel.split(b"/")
         if not rel or rel.startswith(b"/") or b"\0" in rel or any(p in (b"", b".", b"..") for p in parts):
@@ -198,7 +183,7 @@ def _make_folder(path, op):
     try:
         posix.mkdir(path, 0o777)  # the caller's umask applies, as to any folder a command makes
     except FileExistsError:
-        if posix.stat(path).st_mode & protocol.S_IFMT != protocol.S_IFDIR:
+        if posix.stat(path).st_mode & trust.S_IFMT != trust.S_IFDIR:
             fail("file_error", "%s: %s is not a folder" % (op, _show(path)), "remove it or name another folder")
     except OSError as e:
         fail("file_error", "%s: cannot make %s: %s" % (op, _show(path), e.strerror), None)
@@ -206,12 +191,14 @@ def _make_folder(path, op):
 
 def _fetch(sock, stage_id, path, op):
     conn = connect(sock)
-    conn.sendall(b"GET /v1/files/%s HTTP/1.1\r\nHost: torchd\r\nConnection: close\r\n\r\n" % stage_id.encode())
-    status, length, rest = _head(conn)
-    if status != 200:
-        raise SystemExit(_error_reply(op, _body(conn, length, rest)))
-    _write_file(conn, path, length, rest, op)
-    conn.close()
+    try:
+        http.send(conn, b"GET", b"/v1/files/" + stage_id.encode(), close=True)
+        reply = http.Reply(conn)
+        if reply.status != 200:
+            raise SystemExit(http.error_exit(op, reply.body()))
+        _write_file(reply, path, op)
+    finally:
+        conn.close()
 
 
 def _keep_mode(fd, path):
@@ -220,26 +207,23 @@ def _keep_mode(fd, path):
         st = posix.lstat(path)
     except OSError:
         return
-    if st.st_mode & protocol.S_IFMT == protocol.S_IFREG:
+    if st.st_mode & trust.S_IFMT == trust.S_IFREG:
         posix.fchmod(fd, st.st_mode & 0o777)
 
 
-def _write_file(conn, path, length, rest, op):
+def _write_file(reply, path, op):
+    """The reply's body into path: beside it first, fsync'd, then renamed over it (never half a file)."""
     tmp = path + b".torchsh-part"
     try:
         fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC | posix.O_NOFOLLOW, 0o666)
     except OSError as e:
         fail("file_error", "%s: cannot write %s: %s" % (op, path.decode(errors="replace"), e.strerror), None)
     try:
-        _write_all(fd, rest)
-        left = length - len(rest)
-        while left > 0:
-            chunk = conn.recv(min(PIECE, left))
-            if not chunk:
-                fail("daemon_unavailable", "%s: %s was cut off" % (op, path.decode(errors="replace")),
-                     "nothing was written")
-            _write_all(fd, chunk)
-            left -= len(chunk)
+        try:
+            for piece in reply.pieces():
+                _write_all(fd, piece)
+        except ConnectionError:
+            fail("daemon_unavailable", "%s: %s was cut off" % (op, path.decode(errors="replace")), "nothing was written")
         _keep_mode(fd, path)
         posix.fsync(fd)
     except BaseException:

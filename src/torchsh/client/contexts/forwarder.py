@@ -9,7 +9,7 @@ after IDLE_S without a connection; the next command starts it again. When the da
 refuses the certificate pin or the token, the forwarder answers the request itself with one error
 (CLI-shaped for /v1/cli, JSON otherwise), so the client prints one line with its own code.
 
-Run by ensure(): python -m torchsh.remote.forwarder NAME LOCAL_SOCKET, the context's record (JSON) on stdin.
+Run by ensure(): python -m torchsh.client.contexts.forwarder NAME LOCAL_SOCKET, the context's record (JSON) on stdin.
 """
 import fcntl
 import json
@@ -22,8 +22,8 @@ import threading
 import time
 
 from torchsh import protocol
-from torchsh.remote import relay, tls
-from torchsh.remote.private import ContextError, private_dir
+from torchsh.link import relay, tls
+from torchsh.client.contexts.private import ContextError, private_dir
 
 IDLE_S = float(os.environ.get("TORCHSH_FORWARDER_IDLE_S") or 3600)
 START_TIMEOUT_S = 15.0
@@ -62,7 +62,7 @@ def ensure(record, local):
             os.dup2(record_r, 0)
             os.dup2(log_fd, 1)
             os.dup2(log_fd, 2)
-            os.execv(sys.executable, [sys.executable, "-m", "torchsh.remote.forwarder", record["name"], local])
+            os.execv(sys.executable, [sys.executable, "-m", "torchsh.client.contexts.forwarder", record["name"], local])
         finally:
             os._exit(127)
     os.close(log_fd)

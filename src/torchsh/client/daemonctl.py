@@ -10,7 +10,8 @@ the client: `posix`, `sys`, and the client's wire (wire.py).
 import posix
 import sys
 
-from torchsh import protocol, wire
+from torchsh import protocol, trust
+from torchsh.client import wire
 
 START_TIMEOUT_S = 120.0   # import torch takes ~1.5 s, but a loaded CI machine can be much slower
 STOP_TIMEOUT_S = 20.0     # the daemon's shutdown grace (server.GRACE_S, 10 s) plus a margin
@@ -94,15 +95,15 @@ def _private_folder(folder):
                 pass
         xdg = posix.environ.get(b"XDG_RUNTIME_DIR")
         if xdg and folder == protocol.runtime_dir():  # $XDG_RUNTIME_DIR/torchsh: its parent must be ours too
-            wire.refuse_if(protocol.untrusted(xdg.decode().rstrip("/") or "/", protocol.S_IFDIR))
+            wire.refuse_if(trust.untrusted(xdg.decode().rstrip("/") or "/", trust.S_IFDIR))
         fd = posix.open(folder, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_NOFOLLOW)
     except OSError as e:
         try:  # say why we cannot use it when that is a trust problem (a symlink, not ours)
-            wire.refuse_if(protocol.untrusted(folder, protocol.S_IFDIR))
+            wire.refuse_if(trust.untrusted(folder, trust.S_IFDIR))
         except OSError:
             pass
         wire.fail("daemon_unavailable", "cannot create %s: %s" % (folder, e.strerror), "check permissions")
-    wire.refuse_if(protocol.untrusted(folder, protocol.S_IFDIR, posix.fstat(fd)))
+    wire.refuse_if(trust.untrusted(folder, trust.S_IFDIR, posix.fstat(fd)))
     return fd
 
 
@@ -113,13 +114,13 @@ def _open_log(folder_fd, log):
                         | posix.O_NONBLOCK, 0o600, dir_fd=folder_fd)  # O_NONBLOCK: a planted FIFO fails, not hangs
     except OSError as e:
         try:
-            wire.refuse_if(protocol.untrusted(log, protocol.S_IFREG))  # a symlink: O_NOFOLLOW said ELOOP
+            wire.refuse_if(trust.untrusted(log, trust.S_IFREG))  # a symlink: O_NOFOLLOW said ELOOP
         except OSError:
             pass
         wire.fail("daemon_unavailable", "cannot create %s: %s" % (log, e.strerror), "check permissions")
     finally:
         posix.close(folder_fd)
-    problem = protocol.untrusted(log, protocol.S_IFREG, posix.fstat(fd))
+    problem = trust.untrusted(log, trust.S_IFREG, posix.fstat(fd))
     if problem:
         posix.close(fd)
         wire.refuse_if(problem)
