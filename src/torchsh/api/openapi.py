@@ -24,7 +24,10 @@ _OP_REQUEST = {"type": "object", "properties": {
     "env": {"type": "object", "description": "TORCHSH_* settings (TORCHSH_SCOPE, TORCHSH_DEVICE, TORCHSH_NO_GRAD)"},
     "no_grad": {"type": "boolean"}, "inference_mode": {"type": "boolean"},
     "exec": {"type": "boolean", "description": "block forms (scope, no_grad -- CMD): answer "
-             "{\"exec\": {env, then}} for the caller to run its own block, instead of an error"}}}
+             "{\"exec\": {env, then}} for the caller to run its own block, instead of an error "
+             "(the same as listing exec in the Torchsh-Replies header)"},
+    "stderr_tty": {"type": "boolean", "description": "the caller's stderr is a terminal: a followed job's "
+                   "progress comes as a live line (\\r), not plain lines"}}}
 
 
 # Replies are valid JSON (RFC 8259) by default; ?nan=bare is for readers of Python's tokens (Nushell's NUON).

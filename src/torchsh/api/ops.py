@@ -5,7 +5,8 @@ tensor slots the args left open, leftmost first: {"tensors": [x], "args": [m]} r
 The same binder and invoker as the CLI, so both faces resolve overloads identically. PyTorch's
 warnings come back as "warnings": [first line of each], beside "result".
 Optional body fields: "cwd" (for relative paths), "env" (TORCHSH_* settings), "no_grad", "exec" (true: the
-caller runs a block form's command itself; the same as listing exec in the Torchsh-Replies header).
+caller runs a block form's command itself; the same as listing exec in the Torchsh-Replies header),
+"stderr_tty" (true: the caller's stderr is a terminal, so a followed job's progress is a live line).
 Replies besides output (protocol.REPLIES) the caller lists in the Torchsh-Replies header come back as a
 field of their name: {"exec": …}, {"follow": …, "stdout", "stderr"}, {"copy": …}, {"handover": …}; for one it
 does not list, the daemon follows a job to its end itself (a foreground fit answers its rows once it ends),
@@ -48,9 +49,11 @@ def post_op(app, request, params):
     listed = request.headers.get(protocol.H_REPLIES)
     carried = protocol.carried(listed) & JSON_REPLIES if listed else replies.NONE
     ctx = Context(app, cwd, {k: str(v) for k, v in env.items()} if env else {},
-                  replies=carried | {"exec"} if body.get("exec") else carried)
+                  replies=carried | {"exec"} if body.get("exec") else carried, stderr_is_tty=body.get("stderr_tty") is True)
     if kwargs:
         kwargs = {k.replace("-", "_"): v for k, v in kwargs.items()}
+    if op.replies and "follow" in op.replies and "json" in op.flags() and "json" not in kwargs:
+        kwargs = dict(kwargs, json=True)  # a job's rows reach a JSON caller as JSON lines, never as columns
     plain = body.keys() <= calls.PLAIN_FIELDS
     shape = calls.key(params["op"], args, tensors, kwargs, app.registry.kind_of) if plain else None
     plan = calls.plan_for(shape, op) if shape is not None else None
@@ -67,9 +70,9 @@ def post_op(app, request, params):
     except TorchshError as e:
         e.op = e.op or op.name
         raise
-    except results.Handover as h:
+    except results.Handover as h:  # the caller runs the command with the `torch` client (--json when it takes it)
         h.op = h.op or op.name
-        return _json({"handover": h.json()})
+        return _json({"handover": dict(h.json(), json="json" in op.flags())})
     return _answer(ctx, result, nan, warned)
 
 

@@ -8,7 +8,9 @@ so the daemon's binder chooses the overload exactly as for the command line; pip
 the API's `tensors` (the binder's stdin). Every other row (nn module kinds, nn.functional, linalg,
 fft, special) runs by name through prelude.nu's `main`, with the command line's grammar: nu parses
 every typed command at `use`, so there are only as many as users type most, each one line calling
-the shared wrapper in prelude.nu (the wire: HTTP over the daemon's socket).
+the shared wrapper in prelude.nu (the wire: HTTP over the daemon's socket). The module carries out the
+replies exec (a block form's closure), follow (a job followed to its end) and handover (a command only the
+`torch` client can carry out runs `^torch`): it keeps no list of such commands (protocol.REPLIES).
 """
 import json
 import os
@@ -38,12 +40,6 @@ LATE_ALIASED = ("print",)
 # Nu parser keywords cannot be command names even inside a module; `torch where` goes to main.
 NU_KEYWORDS = ("where", "if", "let", "mut", "def", "use", "for", "loop", "while", "match", "module",
                "export", "const", "alias", "source", "overlay", "hide", "return", "break", "continue")
-# Verbs that return only once the daemon has exited or answers: only the `torch` client can wait for
-# that (a daemon cannot report its own exit), so the module runs it for them.
-BY_CLIENT = ("daemon.start", "daemon.stop", "daemon.restart")
-# Verbs whose work runs in the client between two daemons (`cp`, `session push`: the copy relay reaches
-# both, a daemon reaches only itself): the module runs `^torch` with the words and flags, a handle a line.
-BY_CLIENT_WORDS = ("cp", "session.push")
 # Variables nu reserves: an argument of that name is positional only (no table row has one today).
 NU_RESERVED_VARS = ("in", "env", "nu", "it")
 
@@ -129,7 +125,7 @@ def command_text(op, name=None, fixed=None, command=None):
         "...%s: oneof<number, any>@\"nu-complete torch handles\"  # %s" % (rest, _positional_help(op))]
     params += [_flag_decl(f) for f in flags]
     kw = ["%s: $%s" % (f["name"], f["name"]) for f in flags]
-    if not block and op.name not in BY_CLIENT + BY_CLIENT_WORDS:
+    if not block:
         # The bash global --no_grad on every command; --inference_mode is the block form only in nu
         # (`torch inference_mode { … }`): a flag on every command costs a tenth of the load time.
         params.append("--no_grad  # run without recording gradients")
@@ -146,14 +142,9 @@ def _call(op, name, rest, flags, kw, block):
     """The body: the shared wrapper with the op's name, the piped input, the words and the flags."""
     if block:
         return "torchsh block %s $block %s" % (json.dumps(name), kw)
-    if op.name in BY_CLIENT:
-        return "^torch %s" % op.name.replace(".", " ")
-    if op.name in BY_CLIENT_WORDS:
-        given = " ".join('...(if $%s != null { ["--%s" $%s] } else { [] })' % (f["name"], f["name"], f["name"])
-                         for f in flags)
-        return "^torch %s ...$%s %s | lines" % (op.name.replace(".", " "), rest, given)
     defaults = "{%s}" % ", ".join("%s: %s" % (f["name"], f["nu_default"]) for f in flags if f["nu_default"])
-    marks = (" --whole" if _takes_whole_input(op) else "") + (" --values" if _returns_values(op) else "")
+    marks = (" --whole" if _takes_whole_input(op) else "") + (" --values" if _returns_values(op) else "") + (
+        " --follows" if "follow" in op.replies else "")
     call = "torchsh call %s $in $%s %s %s%s" % (json.dumps(name), rest, kw, defaults, marks)
     if op.name == "value":
         return "let v = (%s); if $table { torchsh table $v } else { $v }" % call

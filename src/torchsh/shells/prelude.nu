@@ -143,8 +143,8 @@ def "torchsh nonfinite" [value: any]: nothing -> any {
 # tensor`, `--whole`) take the piped value itself; a table becomes its rows, columns in table order.
 # Flags equal to their default (or not given) are left out so the daemon chooses the overload as for
 # the bash command line. `kw` holds the op's flags and the global switch no_grad; `--values` marks an
-# op whose result is a tensor value (NaN and ±inf come back as floats).
-def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: record, --whole, --values]: nothing -> any {
+# op whose result is a tensor value (NaN and ±inf come back as floats); `--follows` one that follows a job.
+def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: record, --whole, --values, --follows]: nothing -> any {
     let lead = if $piped == null { [] } else if $whole { torchsh data $piped } else { torchsh handles-in $piped }
     mut kwargs = {}
     for name in ($kw | columns) {
@@ -152,24 +152,53 @@ def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: re
         if $v != null and $v != ($defaults | get --optional $name) { $kwargs = ($kwargs | insert $name $v) }
     }
     let no_grad = ($kwargs.no_grad? | default false)
-    let kwargs = $kwargs  # immutable from here: the catch's closure below reads it
     let body = {
         tensors: $lead, args: $args, kwargs: ($kwargs | reject --optional no_grad), no_grad: $no_grad, values: $values
     }
-    if $whole or (torchsh context) == "default" { return (torchsh request $op $body) }
-    try { torchsh request $op $body } catch {|e|
-        # a caller's file or folder on a remote context: only the `torch` client streams it (docs/remote.md)
-        let d = $e.details
-        if $d.code? != "torchsh::remote_path" or not ($d.msg =~ "runs elsewhere") {
-            error make --unspanned {msg: $d.msg, help: ($d.help? | default ""), code: ($d.code? | default "nu::shell::error")}
-        }
-        torchsh by-client $op $lead $args $kwargs
-    }
+    let reply = (torchsh request $op $body)
+    # Replies besides output (protocol.REPLIES; this module carries out exec, follow and handover): a command
+    # only the `torch` client can carry out (a copy between daemons, a daemon's exit to wait for, the caller's
+    # files on a remote context) is handed over before it ran; a job is followed to its end.
+    if "handover" in $reply { return (torchsh by-client $op $lead $args $kwargs --json=$reply.handover.json) }
+    if $follows or ("follow" in $reply) { return (torchsh follow $reply) }
+    $reply.result
 }
 
-# An op run by the `torch` client, its result parsed as the command line's: the words of `torchsh call`
-# written as a command line (flags after the words; a list flag repeated), piped handles as its stdin.
-def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record]: nothing -> any {
+# The follow reply (a job's output) carried out: the poll it names, again and again, until a reply has none.
+# Progress (stderr) prints as it comes, a live line on a terminal; rows (JSON lines) are gathered. A foreground
+# run (`torch fit`) answers its rows as a table, and fails as in bash when its status is not 0 (stopped,
+# failed: its last line); the job verbs answer {rows, stdout, stderr, exit}. Ctrl-C ends nu and its polls
+# with it: the daemon then stops the run at its next step boundary (its follower is gone: docs/jobs.md).
+def "torchsh follow" [reply: record]: nothing -> any {
+    if not ("follow" in $reply) and (($reply.result | describe) !~ '^record') { return $reply.result }  # --detach
+    let run = ($reply.follow?.stops? | default false)
+    mut now = if "follow" in $reply { $reply } else { $reply.result }
+    mut out = []
+    mut err = ""
+    loop {
+        if ($now.stderr? | default "" | is-not-empty) { print --stderr --no-newline $now.stderr; $err = $err + $now.stderr }
+        $out = ($out | append ($now.stdout? | default "" | lines))
+        if not ("follow" in $now) { break }
+        let poll = (torchsh json {args: $now.follow.args, kwargs: $now.follow.kwargs, env: (torchsh env), cwd: $env.PWD, stderr_tty: (is-terminal --stderr)})
+        let next = (torchsh result "job poll" (torchsh http POST "/v1/ops/job.poll" $poll))
+        $now = if "result" in $next { $next.result } else { $next }
+    }
+    let rows = ($out | where {|l| $l starts-with "{" } | each {|l| $l | from json })
+    let text = ($out | where {|l| not ($l starts-with "{") } | str join "\n")
+    let exit = ($now.exit? | default 0)
+    if not $run { return {rows: $rows, stdout: $text, stderr: $err, exit: $exit} }
+    if $exit != 0 {
+        let line = ($err | str trim | lines | last | default "")
+        let code = ($line | parse --regex '\[(?<c>\w+)\]$' | get c.0? | default "stopped")
+        error make --unspanned {msg: ($line | str replace --regex ' \[\w+\]$' ''), code: $"torchsh::($code)"}
+    }
+    $rows
+}
+
+# An op run by the `torch` client (a handover), its result parsed as the command line's: the words of
+# `torchsh call` written as a command line (flags after the words; a list flag repeated), piped handles as its
+# stdin; `--json` when the op takes it (the handover says).
+def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record, --json]: nothing -> any {
     mut argv = ($op | split row "." | append ($args | each {|w| torchsh word $w }))
     for name in ($kwargs | columns) {
         let v = ($kwargs | get $name)
@@ -182,7 +211,7 @@ def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record]: no
             $argv = ($argv | append [$"--($name)" (torchsh word $v)])
         }
     }
-    $argv = ($argv | append "--json")
+    if $json { $argv = ($argv | append "--json") }
     let r = ($lead | str join "\n" | ^torch ...$argv | complete)
     torchsh cli-result $argv $r.exit_code $r.stdout $r.stderr
 }
@@ -261,14 +290,5 @@ export def --wrapped main [...words]: any -> any {
     let help = ($argv | is-empty) or ($argv | where {|w| $w in ["--help" "-h" "help"] } | is-not-empty)
     let argv = (if $help { $argv } else { $argv | append "--json" })
     let stdin = (torchsh handles-in $in)
-    if (torchsh context) == "default" { return (torchsh cli $argv $stdin --text=$help) }
-    try { torchsh cli $argv $stdin --text=$help } catch {|e|
-        # a caller's file on a remote context: only the `torch` client streams it, as in `torchsh call`
-        let d = $e.details
-        if $d.code? != "torchsh::remote_path" or not ($d.msg =~ "runs elsewhere") {
-            error make --unspanned {msg: $d.msg, help: ($d.help? | default ""), code: ($d.code? | default "nu::shell::error")}
-        }
-        let r = ($stdin | str join "\n" | ^torch ...$argv | complete)
-        torchsh cli-result $argv $r.exit_code $r.stdout $r.stderr --text=$help
-    }
+    torchsh cli $argv $stdin --text=$help
 }

@@ -86,13 +86,15 @@ def "torchsh env" []: nothing -> record {
 # per op. (tools/regen.py splices this into torch.nu; `torch nu-module --transport external` uses
 # wire_external.nu instead, for a nu without --unix-socket.)
 
-# One op call: {tensors, args, kwargs, no_grad, values} -> the result, or a nu error. `values`: the
-# result is a tensor value, asked for with bare NaN/±Infinity tokens (?nan=bare) to read as floats.
-def "torchsh request" [op: string, req: record]: nothing -> any {
+# One op call: {tensors, args, kwargs, no_grad, values, stderr_tty} -> the daemon's answer as a record:
+# {result}, or a reply besides output ({follow, stdout, stderr}, {handover}, {exec}: `torchsh call` carries
+# them out), or a nu error. `values`: the result is a tensor value, asked for with bare NaN/±Infinity
+# tokens (?nan=bare) to read as floats.
+def "torchsh request" [op: string, req: record]: nothing -> record {
     let values = ($req.values? | default false)
     let body = (torchsh json ($req | reject --optional values | merge {env: (torchsh env), cwd: $env.PWD}))
     let path = if $values { $"/v1/ops/($op)?nan=bare" } else { $"/v1/ops/($op)" }
-    torchsh result $op (torchsh http POST $path $body) --values=$values | get result
+    torchsh result $op (torchsh http POST $path $body) --values=$values
 }
 
 # The handles the daemon holds (for completion).
@@ -129,10 +131,13 @@ def "torchsh http" [method: string, path: string, body: string = "", --full]: no
 }
 
 # A named context's calls carry its name (Torchsh-Context): its daemon writes their handles kind://NAME/….
+# Every call lists the replies this module carries out (protocol.REPLIES; Torchsh-Replies): through the JSON
+# API a block's exec, a job's follow and the handover to the `torch` client; by name (/v1/cli) the handover.
 def "torchsh send" [method: string, sock: string, url: string, body: string, --full]: nothing -> any {
     torchsh trust $sock
     let name = (torchsh context)
-    let headers = if $name == "default" { [] } else { [torchsh-context $name] }
+    let replies = if ($url | str ends-with "/v1/cli") { "handover" } else { "exec follow handover" }
+    let headers = if $name == "default" { [torchsh-replies $replies] } else { [torchsh-replies $replies torchsh-context $name] }
     if $full {
         http post --unix-socket $sock --headers $headers --full --raw --allow-errors $url $body
     } else if $method == "GET" {
@@ -169,8 +174,9 @@ def "torchsh cli" [argv: list, stdin: list, --text]: nothing -> any {
     if ($headers.torchsh-exit? | is-empty) {   # the daemon refused the request itself: a JSON error
         return (torchsh result ($argv | first) ($reply.body | into binary | decode utf-8))
     }
-    if ($headers.torchsh-stdin? | is-not-empty) {
-        error make --unspanned {msg: $"torch ($argv | first): needs a piped handle", code: "torchsh::usage"}
+    if ($headers.torchsh-handover? | is-not-empty) {  # a reply only the `torch` client carries out: it runs it
+        let r = ($stdin | str join "\n" | ^torch ...$argv | complete)
+        return (torchsh cli-result $argv $r.exit_code $r.stdout $r.stderr --text=$text)
     }
     let bytes = ($reply.body | into binary)
     let n = ($headers.torchsh-stdout? | default ($bytes | bytes length) | into int)
@@ -242,8 +248,8 @@ def "torchsh nonfinite" [value: any]: nothing -> any {
 # tensor`, `--whole`) take the piped value itself; a table becomes its rows, columns in table order.
 # Flags equal to their default (or not given) are left out so the daemon chooses the overload as for
 # the bash command line. `kw` holds the op's flags and the global switch no_grad; `--values` marks an
-# op whose result is a tensor value (NaN and ±inf come back as floats).
-def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: record, --whole, --values]: nothing -> any {
+# op whose result is a tensor value (NaN and ±inf come back as floats); `--follows` one that follows a job.
+def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: record, --whole, --values, --follows]: nothing -> any {
     let lead = if $piped == null { [] } else if $whole { torchsh data $piped } else { torchsh handles-in $piped }
     mut kwargs = {}
     for name in ($kw | columns) {
@@ -251,24 +257,53 @@ def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: re
         if $v != null and $v != ($defaults | get --optional $name) { $kwargs = ($kwargs | insert $name $v) }
     }
     let no_grad = ($kwargs.no_grad? | default false)
-    let kwargs = $kwargs  # immutable from here: the catch's closure below reads it
     let body = {
         tensors: $lead, args: $args, kwargs: ($kwargs | reject --optional no_grad), no_grad: $no_grad, values: $values
     }
-    if $whole or (torchsh context) == "default" { return (torchsh request $op $body) }
-    try { torchsh request $op $body } catch {|e|
-        # a caller's file or folder on a remote context: only the `torch` client streams it (docs/remote.md)
-        let d = $e.details
-        if $d.code? != "torchsh::remote_path" or not ($d.msg =~ "runs elsewhere") {
-            error make --unspanned {msg: $d.msg, help: ($d.help? | default ""), code: ($d.code? | default "nu::shell::error")}
-        }
-        torchsh by-client $op $lead $args $kwargs
-    }
+    let reply = (torchsh request $op $body)
+    # Replies besides output (protocol.REPLIES; this module carries out exec, follow and handover): a command
+    # only the `torch` client can carry out (a copy between daemons, a daemon's exit to wait for, the caller's
+    # files on a remote context) is handed over before it ran; a job is followed to its end.
+    if "handover" in $reply { return (torchsh by-client $op $lead $args $kwargs --json=$reply.handover.json) }
+    if $follows or ("follow" in $reply) { return (torchsh follow $reply) }
+    $reply.result
 }
 
-# An op run by the `torch` client, its result parsed as the command line's: the words of `torchsh call`
-# written as a command line (flags after the words; a list flag repeated), piped handles as its stdin.
-def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record]: nothing -> any {
+# The follow reply (a job's output) carried out: the poll it names, again and again, until a reply has none.
+# Progress (stderr) prints as it comes, a live line on a terminal; rows (JSON lines) are gathered. A foreground
+# run (`torch fit`) answers its rows as a table, and fails as in bash when its status is not 0 (stopped,
+# failed: its last line); the job verbs answer {rows, stdout, stderr, exit}. Ctrl-C ends nu and its polls
+# with it: the daemon then stops the run at its next step boundary (its follower is gone: docs/jobs.md).
+def "torchsh follow" [reply: record]: nothing -> any {
+    if not ("follow" in $reply) and (($reply.result | describe) !~ '^record') { return $reply.result }  # --detach
+    let run = ($reply.follow?.stops? | default false)
+    mut now = if "follow" in $reply { $reply } else { $reply.result }
+    mut out = []
+    mut err = ""
+    loop {
+        if ($now.stderr? | default "" | is-not-empty) { print --stderr --no-newline $now.stderr; $err = $err + $now.stderr }
+        $out = ($out | append ($now.stdout? | default "" | lines))
+        if not ("follow" in $now) { break }
+        let poll = (torchsh json {args: $now.follow.args, kwargs: $now.follow.kwargs, env: (torchsh env), cwd: $env.PWD, stderr_tty: (is-terminal --stderr)})
+        let next = (torchsh result "job poll" (torchsh http POST "/v1/ops/job.poll" $poll))
+        $now = if "result" in $next { $next.result } else { $next }
+    }
+    let rows = ($out | where {|l| $l starts-with "{" } | each {|l| $l | from json })
+    let text = ($out | where {|l| not ($l starts-with "{") } | str join "\n")
+    let exit = ($now.exit? | default 0)
+    if not $run { return {rows: $rows, stdout: $text, stderr: $err, exit: $exit} }
+    if $exit != 0 {
+        let line = ($err | str trim | lines | last | default "")
+        let code = ($line | parse --regex '\[(?<c>\w+)\]$' | get c.0? | default "stopped")
+        error make --unspanned {msg: ($line | str replace --regex ' \[\w+\]$' ''), code: $"torchsh::($code)"}
+    }
+    $rows
+}
+
+# An op run by the `torch` client (a handover), its result parsed as the command line's: the words of
+# `torchsh call` written as a command line (flags after the words; a list flag repeated), piped handles as its
+# stdin; `--json` when the op takes it (the handover says).
+def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record, --json]: nothing -> any {
     mut argv = ($op | split row "." | append ($args | each {|w| torchsh word $w }))
     for name in ($kwargs | columns) {
         let v = ($kwargs | get $name)
@@ -281,7 +316,7 @@ def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record]: no
             $argv = ($argv | append [$"--($name)" (torchsh word $v)])
         }
     }
-    $argv = ($argv | append "--json")
+    if $json { $argv = ($argv | append "--json") }
     let r = ($lead | str join "\n" | ^torch ...$argv | complete)
     torchsh cli-result $argv $r.exit_code $r.stdout $r.stderr
 }
@@ -360,16 +395,7 @@ export def --wrapped main [...words]: any -> any {
     let help = ($argv | is-empty) or ($argv | where {|w| $w in ["--help" "-h" "help"] } | is-not-empty)
     let argv = (if $help { $argv } else { $argv | append "--json" })
     let stdin = (torchsh handles-in $in)
-    if (torchsh context) == "default" { return (torchsh cli $argv $stdin --text=$help) }
-    try { torchsh cli $argv $stdin --text=$help } catch {|e|
-        # a caller's file on a remote context: only the `torch` client streams it, as in `torchsh call`
-        let d = $e.details
-        if $d.code? != "torchsh::remote_path" or not ($d.msg =~ "runs elsewhere") {
-            error make --unspanned {msg: $d.msg, help: ($d.help? | default ""), code: ($d.code? | default "nu::shell::error")}
-        }
-        let r = ($stdin | str join "\n" | ^torch ...$argv | complete)
-        torchsh cli-result $argv $r.exit_code $r.stdout $r.stderr --text=$help
-    }
+    torchsh cli $argv $stdin --text=$help
 }
 
 # -- generated: one command per op-table row --
@@ -1480,7 +1506,8 @@ export def cov [
 export def cp [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: handles…; piped handles fill the tensor slots still missing
     --to: string  # str
-]: any -> any { ^torch cp ...$args ...(if $to != null { ["--to" $to] } else { [] }) | lines }
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "cp" $in $args {to: $to, no_grad: $no_grad} {} }
 
 # Returns a copy of this object in CPU memory.
 #
@@ -1614,14 +1641,16 @@ export def "daemon log" [
 # daemon.restart() -> str
 export def "daemon restart" [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
-]: any -> any { ^torch daemon restart }
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "daemon.restart" $in $args {no_grad: $no_grad} {} }
 
 # Start the daemon (any command does); says so when one is already running.
 #
 # daemon.start() -> str
 export def "daemon start" [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
-]: any -> any { ^torch daemon start }
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "daemon.start" $in $args {no_grad: $no_grad} {} }
 
 # pid, version, devices, uptime, idle, remaining TTL, objects by kind, bytes held, memory, socket, log,
 #
@@ -1637,7 +1666,8 @@ export def "daemon status" [
 export def "daemon stop" [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
     --restart  # bool
-]: any -> any { ^torch daemon stop }
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "daemon.stop" $in $args {restart: $restart, no_grad: $no_grad} {restart: false} }
 
 # Set the sliding idle TTL: 90s, 30m, 2h, 1d or none.
 #
@@ -2694,7 +2724,7 @@ export def fit [
     --detach  # bool
     --json  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "fit" $in $args {loss: $loss, loss_args: $loss_args, epochs: $epochs, val: $val, metrics: $metrics, sched: $sched, clip: $clip, accum: $accum, autocast: $autocast, patience: $patience, monitor: $monitor, log: $log, resume: $resume, save_every: $save_every, max_steps: $max_steps, nproc_per_node: $nproc_per_node, nnodes: $nnodes, node_rank: $node_rank, rdzv: $rdzv, strategy: $strategy, timeout: $timeout, trusted_network: $trusted_network, detach: $detach, json: $json, no_grad: $no_grad} {loss: "mse_loss", epochs: 1, accum: 1, save_every: 200, nnodes: 1, node_rank: 0, strategy: "ddp", timeout: 60, trusted_network: false, detach: false, json: false} }
+]: any -> any { torchsh call "fit" $in $args {loss: $loss, loss_args: $loss_args, epochs: $epochs, val: $val, metrics: $metrics, sched: $sched, clip: $clip, accum: $accum, autocast: $autocast, patience: $patience, monitor: $monitor, log: $log, resume: $resume, save_every: $save_every, max_steps: $max_steps, nproc_per_node: $nproc_per_node, nnodes: $nnodes, node_rank: $node_rank, rdzv: $rdzv, strategy: $strategy, timeout: $timeout, trusted_network: $trusted_network, detach: $detach, json: $json, no_grad: $no_grad} {loss: "mse_loss", epochs: 1, accum: 1, save_every: 200, nnodes: 1, node_rank: 0, strategy: "ddp", timeout: 60, trusted_network: false, detach: false, json: false} --follows }
 
 # Alias for torch.trunc.
 #
@@ -3474,7 +3504,7 @@ export def "job logs" [
     --follow  # bool
     --json  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "job.logs" $in $args {follow: $follow, json: $json, no_grad: $no_grad} {follow: false, json: false} }
+]: any -> any { torchsh call "job.logs" $in $args {follow: $follow, json: $json, no_grad: $no_grad} {follow: false, json: false} --follows }
 
 # One bounded poll of job JOB's output after OFFSET (what `torch` sends while it follows a job).
 #
@@ -3487,7 +3517,7 @@ export def "job poll" [
     --json  # bool
     --interrupt  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "job.poll" $in $args {view: $view, offset: $offset, wait: $wait, json: $json, interrupt: $interrupt, no_grad: $no_grad} {offset: 0, wait: 1.0, json: false, interrupt: false} }
+]: any -> any { torchsh call "job.poll" $in $args {view: $view, offset: $offset, wait: $wait, json: $json, interrupt: $interrupt, no_grad: $no_grad} {offset: 0, wait: 1.0, json: false, interrupt: false} --follows }
 
 # Stop job JOB at its next step boundary and print where: `stopped at epoch E step S`. The model
 #
@@ -3495,7 +3525,7 @@ export def "job poll" [
 export def "job stop" [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: job; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "job.stop" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh call "job.stop" $in $args {no_grad: $no_grad} {} --follows }
 
 # Wait for job JOB to end; print its epoch rows; exit with its status (0 done, 130 stopped, or the
 #
@@ -3504,7 +3534,7 @@ export def "job wait" [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: job; piped handles fill the tensor slots still missing
     --json  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "job.wait" $in $args {json: $json, no_grad: $no_grad} {json: false} }
+]: any -> any { torchsh call "job.wait" $in $args {json: $json, no_grad: $no_grad} {json: false} --follows }
 
 # Computes the Kaiser window with window length window_length and shape parameter beta.
 #
@@ -5580,7 +5610,8 @@ export def "session load" [
 export def "session push" [
     ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
     --to: string  # str
-]: any -> any { ^torch session push ...$args ...(if $to != null { ["--to" $to] } else { [] }) | lines }
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh call "session.push" $in $args {to: $to, no_grad: $no_grad} {} }
 
 # Write every object held to DIR (created 0700 if missing) as DIR/session.safetensors: values,
 #

@@ -1,7 +1,8 @@
 # torch.nu's transport for a nu without `http --unix-socket`: every op runs the external `^torch`
 # client (one process per op: slower, same results). `torch nu-module --transport external` picks it.
 
-# One op call: {tensors, args, kwargs, no_grad} -> the result, or a nu error.
+# One op call: {tensors, args, kwargs, no_grad} -> {result}, or a nu error. The `torch` client carries out every
+# reply besides output itself (a job is followed to its end: its rows come back as JSON lines).
 def "torchsh request" [op: string, req: record]: nothing -> any {
     mut words = ($op | split row ".")
     for v in (($req.tensors? | default []) ++ ($req.args? | default [])) { $words = ($words | append (torchsh word $v)) }
@@ -22,8 +23,10 @@ def "torchsh request" [op: string, req: record]: nothing -> any {
         error make --unspanned {msg: ($line | str replace --regex '^torch: ([\w.]+): ' 'torch $1: '), code: $"torchsh::($code)"}
     }
     if ($run.stderr | is-not-empty) { torchsh warn ($run.stderr | str trim --right) }   # PyTorch's warnings
-    if ($run.stdout | is-empty) { return null }
-    try { torchsh parse $run.stdout --values=($req.values? | default false) } catch { $run.stdout }
+    if ($run.stdout | is-empty) { return {result: null} }
+    let lines = ($run.stdout | lines)
+    if ($lines | length) > 1 and ($lines | all {|l| $l starts-with "{" }) { return {result: ($lines | each {|l| $l | from json })} }
+    {result: (try { torchsh parse $run.stdout --values=($req.values? | default false) } catch { $run.stdout })}
 }
 
 # A command line by name (ops without a typed command): the client with the handles as its stdin.

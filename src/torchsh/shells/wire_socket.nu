@@ -2,13 +2,15 @@
 # per op. (tools/regen.py splices this into torch.nu; `torch nu-module --transport external` uses
 # wire_external.nu instead, for a nu without --unix-socket.)
 
-# One op call: {tensors, args, kwargs, no_grad, values} -> the result, or a nu error. `values`: the
-# result is a tensor value, asked for with bare NaN/±Infinity tokens (?nan=bare) to read as floats.
-def "torchsh request" [op: string, req: record]: nothing -> any {
+# One op call: {tensors, args, kwargs, no_grad, values, stderr_tty} -> the daemon's answer as a record:
+# {result}, or a reply besides output ({follow, stdout, stderr}, {handover}, {exec}: `torchsh call` carries
+# them out), or a nu error. `values`: the result is a tensor value, asked for with bare NaN/±Infinity
+# tokens (?nan=bare) to read as floats.
+def "torchsh request" [op: string, req: record]: nothing -> record {
     let values = ($req.values? | default false)
     let body = (torchsh json ($req | reject --optional values | merge {env: (torchsh env), cwd: $env.PWD}))
     let path = if $values { $"/v1/ops/($op)?nan=bare" } else { $"/v1/ops/($op)" }
-    torchsh result $op (torchsh http POST $path $body) --values=$values | get result
+    torchsh result $op (torchsh http POST $path $body) --values=$values
 }
 
 # The handles the daemon holds (for completion).
@@ -45,10 +47,13 @@ def "torchsh http" [method: string, path: string, body: string = "", --full]: no
 }
 
 # A named context's calls carry its name (Torchsh-Context): its daemon writes their handles kind://NAME/….
+# Every call lists the replies this module carries out (protocol.REPLIES; Torchsh-Replies): through the JSON
+# API a block's exec, a job's follow and the handover to the `torch` client; by name (/v1/cli) the handover.
 def "torchsh send" [method: string, sock: string, url: string, body: string, --full]: nothing -> any {
     torchsh trust $sock
     let name = (torchsh context)
-    let headers = if $name == "default" { [] } else { [torchsh-context $name] }
+    let replies = if ($url | str ends-with "/v1/cli") { "handover" } else { "exec follow handover" }
+    let headers = if $name == "default" { [torchsh-replies $replies] } else { [torchsh-replies $replies torchsh-context $name] }
     if $full {
         http post --unix-socket $sock --headers $headers --full --raw --allow-errors $url $body
     } else if $method == "GET" {
@@ -85,8 +90,9 @@ def "torchsh cli" [argv: list, stdin: list, --text]: nothing -> any {
     if ($headers.torchsh-exit? | is-empty) {   # the daemon refused the request itself: a JSON error
         return (torchsh result ($argv | first) ($reply.body | into binary | decode utf-8))
     }
-    if ($headers.torchsh-stdin? | is-not-empty) {
-        error make --unspanned {msg: $"torch ($argv | first): needs a piped handle", code: "torchsh::usage"}
+    if ($headers.torchsh-handover? | is-not-empty) {  # a reply only the `torch` client carries out: it runs it
+        let r = ($stdin | str join "\n" | ^torch ...$argv | complete)
+        return (torchsh cli-result $argv $r.exit_code $r.stdout $r.stderr --text=$text)
     }
     let bytes = ($reply.body | into binary)
     let n = ($headers.torchsh-stdout? | default ($bytes | bytes length) | into int)
