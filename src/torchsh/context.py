@@ -25,6 +25,7 @@ class Context:
     peer_pid: int = None        # the client process (SO_PEERCRED on the Unix socket); None on the fast path
     stderr_is_tty: bool = False  # the caller's stderr is a terminal: a job's progress may be a live \r line
     replies: frozenset = replies.NONE  # the replies the caller carries out (protocol.REPLIES, call/replies.py)
+    hold: object = None         # hold(end): end() runs when the caller's connection drops (daemon/conn.Conn.hold)
     downloads: list = None      # (stage id, the caller's path) of files the op wrote for a remote caller
     uploads: list = None        # staged copies of the caller's files the op read (removed after it, mostly)
 

@@ -43,7 +43,8 @@ REPLIES = (
     Reply("stdin", H_STDIN, "i", "N", REFUSE,
           "resend the command with N stdin lines (-1: all of stdin), one handle a line; nothing ran yet"),
     Reply("exec", H_EXEC, "x", "body: encode_exec(argv, env, then_argv)", REFUSE,
-          "run argv in the caller's world with env added, then send then_argv; exit with argv's status"),
+          "run argv in the caller's world with env added, then send then_argv; exit with argv's status. "
+          "Hold this reply's connection open meanwhile: when it drops first, the scope the block opened ends"),
     Reply("follow", H_FOLLOW, "f", "STOPS WORD…; body: this poll's stdout and stderr", DAEMON,
           "write this reply (stderr first), send the poll WORD…, repeat until a reply has none: its exit status "
           "is the command's. STOPS 1: the job is leased to its follower: Ctrl-C adds --interrupt to the next "
@@ -130,6 +131,7 @@ ERRORS = {
     "untrusted": (403, EXIT_DAEMON, "the socket, its folder or a file beside it is not yours and private; nothing was sent"),
     "forbidden": (403, EXIT_DAEMON, "the daemon serves only its own user"),
     "in_use": (409, EXIT_HANDLE, "a running job uses the object; stop the job first"),
+    "scope_ended": (410, EXIT_HANDLE, "TORCHSH_SCOPE names a scope that is not open (it ended, or is an earlier daemon's); nothing ran"),
     "end_of_epoch": (416, EXIT_END, "`data next`: the loader's epoch is over (silent); the next call starts the next"),
     "missing_extra": (501, EXIT_USAGE, "the command needs an optional dependency that is not installed; the hint names the extra"),
     "internal_error": (500, EXIT_INTERNAL, "a bug in torchsh; the daemon log has the traceback"),

@@ -23,7 +23,7 @@ def test_nu_restart_and_stop_return_once_done(fresh_sh):
     s = fresh_sh()
     nu = Nu(s)
     old = json.loads(s("torch daemon status --json"))["pid"]
-    out = nu("torch daemon restart; print (torch ones [1])")
+    out = nu("torch daemon restart | print; print (torch ones [1])")
     assert "restarting (pid %d)" % old in out and out.split("\n")[-1].startswith("tensor://")
     assert json.loads(s("torch daemon status --json"))["pid"] != old
     nu("torch daemon stop")

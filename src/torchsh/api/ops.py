@@ -70,9 +70,9 @@ def post_op(app, request, params):
     except TorchshError as e:
         e.op = e.op or op.name
         raise
-    except results.Handover as h:  # the caller runs the command with the `torch` client (--json when it takes it)
+    except results.Handover as h:  # the caller runs the command with the `torch` client
         h.op = h.op or op.name
-        return _json({"handover": dict(h.json(), json="json" in op.flags())})
+        return _json({"handover": h.json()})
     return _answer(ctx, result, nan, warned)
 
 

@@ -45,7 +45,7 @@ class CliReply:
 def run_cli(app, request):
     ctx = Context(app, request["cwd"], request["env"], request["stdin_is_tty"], request["stdin"],
                   peer_pid=request.get("peer_pid"), stderr_is_tty=request.get("stderr_is_tty", False),
-                  replies=request.get("replies", replies.NONE))
+                  replies=request.get("replies", replies.NONE), hold=request.get("hold"))
     argv = request["argv"]
     op_name = argv[0][:60] if argv else None
     try:

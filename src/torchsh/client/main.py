@@ -55,7 +55,7 @@ def main(argv=None):
 
 
 def _run(path, args, request, name=None):
-    if name is None and args in ([b"daemon", b"stop"], [b"daemon", b"restart"]):
+    if name is None and args[:2] in ([b"daemon", b"stop"], [b"daemon", b"restart"]) and not {b"-h", b"--help"} & set(args):
         from torchsh.client import daemonctl  # the rare lifecycle path: its code is paid for only here
         sys.exit(daemonctl.stop(path, request, restart=args[1] == b"restart"))
     # A named context's daemon stops and restarts (in place) by its own verbs: its pid is not ours to wait on.
@@ -69,9 +69,13 @@ def _run(path, args, request, name=None):
         status, headers, body = call(conn, request)
     else:
         fail("bad_request", "the daemon asked for more than %d rounds of files" % MAX_ROUNDS, "see the daemon log")
-    conn.close()
     if row is not None and row.name in _FINAL:
-        sys.exit(_FINAL[row.name](path, request, headers, body, name))
+        try:  # held meanwhile: a block's scope ends when this connection drops (a client killed outright)
+            status = _FINAL[row.name](path, request, headers, body, name)
+        finally:
+            conn.close()
+        sys.exit(status)
+    conn.close()
     sys.exit(_output(headers, body))
 
 

@@ -1,6 +1,7 @@
 """A connection's state while the server reads it, and the replies the server sends on its own
 (before any handler ran: limits, timeouts, framing errors, the peer check)."""
 import json
+import logging
 import selectors
 import socket
 import time
@@ -9,14 +10,32 @@ from torchsh import protocol
 from torchsh.daemon import http
 from torchsh.errors import TorchshError
 
+log = logging.getLogger("torchd")
+
 
 class Conn:
-    __slots__ = ("sock", "fast", "buf", "deadline", "peer_pid", "peer_uid", "authorized", "reserved")
+    __slots__ = ("sock", "fast", "buf", "deadline", "peer_pid", "peer_uid", "authorized", "reserved", "on_close")
 
     def __init__(self, sock, fast, deadline, peer_pid=None, peer_uid=None):
         self.sock, self.fast, self.buf, self.deadline = sock, fast, bytearray(), deadline
         self.peer_pid, self.peer_uid, self.authorized = peer_pid, peer_uid, not fast
         self.reserved = 0  # bytes of memory budget held for the big body now arriving (server._admit_body)
+        self.on_close = None  # what ends when this connection drops (a block's scope: hold); it is never idle
+
+    def hold(self, end):
+        """Run end() when this connection closes: the client holds it open for as long as what it owns
+        lives (`torch scope -- CMD`: the exec reply's connection, until `scope end`), and a client killed
+        outright drops it, as PostgreSQL rolls back a disconnected client's transaction."""
+        self.on_close = (self.on_close or []) + [end]
+
+    def closed(self):
+        """The connection is gone: end what it held."""
+        ends, self.on_close = self.on_close or (), None
+        for end in ends:
+            try:
+                end()
+            except Exception:  # one failure must not keep the others, or the loop, from going on
+                log.exception("ending what a closed connection held")
 
     def client_gone(self):
         """True when the peer closed its end: EOF (or an error) waits where a request would be.

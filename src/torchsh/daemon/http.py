@@ -34,6 +34,7 @@ class Request:
     body: bytes = b""
     peer_pid: int = None  # SO_PEERCRED of a Unix-socket connection; None on the fast path (TCP)
     peer_uid: int = None
+    hold: object = None   # hold(end): end() runs when the request's connection closes (daemon/conn.Conn.hold)
 
     # Every request reads its path (routing) and query (post_op's ?nan=); the common target, a plain
     # "/v1/..." with no query, skips urlsplit and parse_qs (~4 us a request between them).

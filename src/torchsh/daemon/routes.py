@@ -31,6 +31,7 @@ def post_cli(app, request, params):
         raise TorchshError("bad_request", str(e))
     fields["peer_pid"] = getattr(request, "peer_pid", None)  # owner of a `scope -- CMD` (SO_PEERCRED)
     fields["replies"] = protocol.carried(request.headers.get(protocol.H_REPLIES))
+    fields["hold"] = request.hold
     if app.fastpath is None and fields["env"].get("TORCHSH_FASTPATH"):  # the bash function's fallback asks
         app.enable_fastpath()
     reply = run_cli(app, fields)

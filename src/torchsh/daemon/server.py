@@ -25,7 +25,7 @@ import socket
 import struct
 import time
 
-from torchsh import protocol
+from torchsh import jobs, protocol
 from torchsh.daemon import http
 from torchsh.daemon.bodies import BodyBudget
 from torchsh.daemon.conn import Conn, Drain, error_bytes, refuse_now
@@ -84,7 +84,8 @@ class Server:
         while True:
             if self.app.stop_event.is_set() and self.stopping_at is None:
                 self._begin_stop()
-            if self.stopping_at is not None and (self.busy == 0 or time.monotonic() > self.stopping_at):
+            if self.stopping_at is not None and (self.busy == 0 and not jobs.any_running()
+                                                 or time.monotonic() > self.stopping_at):
                 return
             if self.fast_listener is None and self.app.fastpath is not None and self.stopping_at is None:
                 self.fast_listener = self.app.fastpath.listener
@@ -142,8 +143,11 @@ class Server:
         """Answer what was taken; take nothing new. New connections get 503 until the grace ends."""
         self.stopping_at = time.monotonic() + GRACE_S
         self.workers.stopping = True
-        log.info("stopping: %d request(s) in flight, up to %gs to finish", self.busy, GRACE_S)
+        running = jobs.stop_all("the daemon is stopping")  # each stops at its next step boundary, checkpointed
+        log.info("stopping: %d request(s) in flight and %d job(s) running, up to %gs to finish",
+                 self.busy, running, GRACE_S)
         for conn in list(self.reading.values()):
+            conn.on_close = None  # what they hold ends with the daemon (or is saved with its session)
             self._close(conn)
 
     # ---- accepting
@@ -235,7 +239,7 @@ class Server:
         self.bodies.release(conn)
         request, used = parsed
         del conn.buf[:used]
-        request.peer_pid, request.peer_uid = conn.peer_pid, conn.peer_uid
+        request.peer_pid, request.peer_uid, request.hold = conn.peer_pid, conn.peer_uid, conn.hold
         if conn.fast and (request.method != "POST" or request.path != protocol.CLI_PATH):
             return self._refuse(conn, NOT_FOUND)
         self.sel.unregister(conn.sock)
@@ -266,7 +270,7 @@ class Server:
         self.busy -= 1
         if not keep or self.stopping_at is not None:
             return self._close(conn, registered=False)
-        conn.deadline = time.monotonic() + IDLE_S
+        conn.deadline = time.monotonic() + IDLE_S if conn.on_close is None else float("inf")  # held: never idle
         self.reading[conn.sock.fileno()] = conn
         self.sel.register(conn.sock, selectors.EVENT_READ, conn)
         if conn.buf:  # a pipelined request already here
@@ -274,6 +278,7 @@ class Server:
             self._parse(conn)
 
     def _refuse(self, conn, data):
+        conn.closed()
         self.bodies.release(conn)
         if self.reading.pop(conn.sock.fileno(), None) is not None:
             self.sel.unregister(conn.sock)
@@ -281,6 +286,7 @@ class Server:
         self.drain.refuse(conn.sock, data)
 
     def _close(self, conn, registered=True):
+        conn.closed()
         self.bodies.release(conn)
         if registered and self.reading.pop(conn.sock.fileno(), None) is not None:
             self.sel.unregister(conn.sock)

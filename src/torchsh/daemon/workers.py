@@ -149,8 +149,8 @@ class Workers:
             if isinstance(response, http.Later):  # made on a follower thread, which sends it and hands back
                 self.followers.queue.put((conn, request, response))
                 return None
-            if conn.fast:
-                return self._send(conn, [self.app.fastpath.reply_for_bash(response)], False)
+            if conn.fast:  # one request a connection, but one held (a block's scope) stays open
+                return self._send(conn, [self.app.fastpath.reply_for_bash(response)], conn.on_close is not None)
             keep = request.keep_alive and not self.stopping
             return self._send(conn, response.pieces(keep), keep)
         except Cancelled:
@@ -222,7 +222,7 @@ class Workers:
             return None
         request, used = parsed
         del conn.buf[:used]
-        request.peer_pid, request.peer_uid = conn.peer_pid, conn.peer_uid
+        request.peer_pid, request.peer_uid, request.hold = conn.peer_pid, conn.peer_uid, conn.hold
         return request
 
 

@@ -40,7 +40,7 @@ def to_end(ctx, first, client_gone):
     while isinstance(now, Follow):
         if client_gone():
             if now.view == "run":
-                now.job.request_stop("its client disconnected")
+                now.job.leave("its client disconnected")
             return None
         now = reply(ctx, now.job, now.view, now.offset, now.as_json, wait=MAX_WAIT_S)
         out.append(now.stdout)

@@ -52,6 +52,7 @@ class Job:
         self.stopped_early = False  # the work ended at a stop request, not at its end
         self.error = None           # the TorchshError it failed with
         self.lease_until = None     # a foreground job: its follower's lease runs out then (time.monotonic)
+        self.orphaned = False       # a foreground job whose follower left: nobody will read its end
         self._last_plain = time.monotonic()
 
     # -- the work's side ----------------------------------------------------------------------
@@ -84,7 +85,7 @@ class Job:
 
     def should_stop(self):
         if self.lease_until is not None and not self._stop.is_set() and time.monotonic() > self.lease_until:
-            self.request_stop("its follower went away (no poll for %gs)" % LEASE_S)
+            self.leave("its follower went away (no poll for %gs)" % LEASE_S)
         if self._stop.is_set():
             self.stopped_early = True
             return True
@@ -102,6 +103,11 @@ class Job:
     def lease(self):
         """A follower polled: the job is its for LEASE_S more."""
         self.lease_until = time.monotonic() + LEASE_S
+
+    def leave(self, reason):
+        """Its follower is gone: stop at the next step boundary, and once ended let nobody's handle go."""
+        self.orphaned = True
+        self.request_stop(reason)
 
     def running(self):
         return self.ended is None
@@ -172,9 +178,9 @@ def start(ctx, verb, work, columns=None, uses=()):
     tensor_thread = getattr(ctx.app, "tensor_thread", None)
     if tensor_thread is not None:
         job.state = "queued"
-        tensor_thread.run_task(lambda: _run(ctx.app, job, work, tensor_thread))
+        tensor_thread.run_task(lambda: _run(ctx, job, work, tensor_thread))
     else:
-        threading.Thread(target=_run, args=(ctx.app, job, work), name="torchd-job-%s" % verb, daemon=True).start()
+        threading.Thread(target=_run, args=(ctx, job, work), name="torchd-job-%s" % verb, daemon=True).start()
     return job
 
 
@@ -200,7 +206,8 @@ def refuse_freeing_in_use(registry, handles):
                                    "stop it first: torch job stop %s" % job.handle)
 
 
-def _run(app, job, work, tensor_thread=None):
+def _run(ctx, job, work, tensor_thread=None):
+    app = ctx.app
     lock = _StepLock(app, "%s (%s)" % (job.verb, job.handle), tensor_thread)
     lock.take()
     job.state = "running"
@@ -220,6 +227,12 @@ def _run(app, job, work, tensor_thread=None):
             job.finish("done", 0)
     finally:
         lock.give()
+        if job.orphaned:  # a foreground run whose follower left: its handle was never shown; the log says how it ended
+            log.info("%s %s (its follower had left)", job.handle, job.state)
+            try:
+                ctx.registry.free([job.handle])
+            except TorchshError:
+                pass
 
 
 def _failed(job, err):

@@ -4,24 +4,22 @@ Thread-safe by its own small lock, so `torch tensors` and `daemon status` can re
 tensor lock is held by a long op. Lookups are kind-checked: a module handle in a tensor slot is a
 `wrong_kind` error, a handle of an earlier daemon is `stale_handle`, a freed one `unknown_handle`.
 
-A scope opened by `torch scope -- CMD` records its owner, the client process that waits for CMD and
-then ends the scope. If that client dies first (SIGKILL, OOM killer), a reaper thread ends the scope
-once the process is gone, so its objects do not leak. The owner is known by pid plus the process's
-start time (from /proc), so a recycled pid never keeps a dead client's scope alive.
+A scope opened by `torch scope -- CMD` belongs to the client that waits for CMD and then ends it: it ends
+when that client's connection drops (the exec reply's connection is held for the block's life) or, when
+known, once its process is gone (registry/owners.py), so its objects do not leak. A command still running
+in an ended scope is refused (scope_ended), naming why it ended, instead of making objects nobody frees.
 """
 import itertools
-import logging
-import os
 import threading
 import time
 from dataclasses import dataclass, field
 
 from torchsh.errors import TorchshError
+from torchsh.registry import owners
 from torchsh.registry.handles import base36, format_handle, new_epoch, parse_handle
 from torchsh.registry.kinds import HANDLE_KINDS, KINDS
 
-REAP_INTERVAL_S = 1.0   # how often the reaper looks for scopes whose client is gone
-log = logging.getLogger("torchd")
+ENDED_KEPT = 4096  # ended scopes remembered, so a command still running in one is told why (scope_ended)
 
 
 @dataclass(slots=True)  # one per object the daemon holds, made by every op
@@ -40,35 +38,6 @@ class Scope:
     owner: tuple = None   # (pid, start time) of the client process that will end it, if any
 
 
-def process_identity(pid):
-    """(pid, start time) of a live process, or None if there is no such process (or only its zombie).
-
-    The start time (clock ticks since boot, /proc/PID/stat field 22) tells a recycled pid apart. Where
-    /proc is missing, kill(pid, 0) says whether the pid exists at all.
-    """
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return _exists(pid)
-    fields = data[data.rindex(b")") + 2:].split()   # the command name may hold spaces and parentheses
-    if fields[0] in (b"Z", b"X"):                      # exited, waiting to be reaped by its parent
-        return None
-    return (pid, int(fields[19]))                      # fields[0] is field 3 (state); starttime is field 22
-
-
-def _exists(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        pass
-    return (pid, None)
-
-
 class Registry:
     def __init__(self, epoch=None):
         self.epoch = epoch or new_epoch()
@@ -77,6 +46,7 @@ class Registry:
         self._serial = itertools.count(1)
         self._lock = threading.Lock()
         self._reaper = None
+        self._ended = {}  # ended scope id -> why, the newest ENDED_KEPT
 
     # -- objects ---------------------------------------------------------------------------
     def put(self, obj, kind="tensor", scope=None):
@@ -189,7 +159,7 @@ class Registry:
     # -- scopes ------------------------------------------------------------------------------
     def begin_scope(self, parent=None, owner_pid=None):
         """Open a scope; with owner_pid, the scope also ends when that process is gone (see reap_orphans)."""
-        owner = (process_identity(owner_pid) or (owner_pid, -1)) if owner_pid else None  # gone already: reap
+        owner = (owners.process_identity(owner_pid) or (owner_pid, -1)) if owner_pid else None  # gone: reap
         with self._lock:
             if parent is not None and parent not in self._scopes:
                 parent = None
@@ -200,38 +170,28 @@ class Registry:
             return scope_id
 
     def _start_reaper(self):
-        self._reaper = threading.Thread(target=self._reap_forever, name="scope-reaper", daemon=True)
-        self._reaper.start()
+        self._reaper = owners.Reaper(self)
 
     def reap_orphans(self):
         """End every scope whose owning client process is gone; return {scope id: objects freed}."""
         with self._lock:
             owned = [(s.id, s.owner) for s in self._scopes.values() if s.owner is not None]
-        gone = [sid for sid, owner in owned if process_identity(owner[0]) != owner]
-        freed = {}
-        for sid in gone:
-            try:
-                freed[sid] = self.end_scope(sid)
-            except TorchshError:
-                continue  # ended meanwhile (its client's `scope end`, or a parent's reaping)
-            log.info("ended scope %s: its client (pid %d) is gone; freed %d objects", sid, dict(owned)[sid][0],
-                     freed[sid])
-        return freed
-
-    def _reap_forever(self):
-        while True:
-            time.sleep(REAP_INTERVAL_S)
-            try:
-                self.reap_orphans()
-            except Exception:  # never let the reaper die: the next round may succeed
-                log.exception("scope reaper")
+        return owners.reap(self, owned)
 
     # obj -> True while a running job uses it (the jobs layer sets this: jobs/job.py). A scope that ends
     # meanwhile moves such an object to its parent scope instead of freeing it: the job keeps training it,
     # and freeing the handle would lose what it trains, silently.
     in_use = staticmethod(lambda obj: False)
 
-    def end_scope(self, scope_id):
+    def check_scope(self, scope_id):
+        """A command runs in scope `scope_id` (TORCHSH_SCOPE): scope_ended unless it is open here."""
+        if scope_id not in self._scopes:
+            why = self._ended.get(scope_id)
+            raise TorchshError("scope_ended", "scope %s %s" % (scope_id, "ended: %s" % why if why else
+                               "is not open here (ended, or from an earlier daemon)"),
+                               "nothing ran; the block's command outlived its scope: stop it, or unset TORCHSH_SCOPE to work outside one")
+
+    def end_scope(self, scope_id, why="`torch scope end` ran"):
         """Free every handle made in the scope and in scopes still open inside it (but what a running job
         uses, which moves to the parent scope); return the count freed."""
         with self._lock:
@@ -246,6 +206,9 @@ class Registry:
             freed = 0
             for sid in doomed:
                 scope = self._scopes.pop(sid)
+                self._ended[sid] = why if sid == scope_id else "its outer scope %s ended" % scope_id
+                while len(self._ended) > ENDED_KEPT:
+                    del self._ended[next(iter(self._ended))]
                 for h in scope.handles:
                     entry = self._entries.get(h)
                     if entry is None:

@@ -29,7 +29,7 @@ from torchsh import protocol
 
 _TEMPLATE = r'''# torchsh fast path for bash (torch init bash): `torch` runs in this shell, no process per command.
 __torchsh_file= __torchsh_port= __torchsh_ctok= __torchsh_stok=
-__torchsh_kind= __torchsh_n1= __torchsh_out= __torchsh_err=
+__torchsh_kind= __torchsh_n1= __torchsh_out= __torchsh_err= __torchsh_held=
 
 __torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token file $1, if it is ours
     local __p= __c= __k= __d=.
@@ -87,7 +87,9 @@ __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv
     __len=$(( ${__head:@LENGTH_AT@:10} )) __torchsh_kind=${__head:@KIND_AT@:1}
     __torchsh_n1=$(( ${__head:@NUM1_AT@:11} )) __n2=$(( ${__head:@NUM2_AT@:11} ))
     if (( __len > 0 )); then IFS= read -r -N "$__len" -u "$__fd" __body || true; fi
-    exec {__fd}>&-
+    # An exec reply's connection is held until the block's command has ended: if this shell is killed
+    # meanwhile, its drop ends the scope the block opened (__torchsh_exec closes it)
+    if [[ $__torchsh_kind == x ]]; then __torchsh_held=$__fd; else exec {__fd}>&-; fi
     if (( ${#__body} != __len )); then return 2; fi
     __torchsh_out=${__body:0:__n2} __torchsh_err=${__body:__n2}
 }
@@ -139,18 +141,20 @@ __torchsh_exec() {  # an exec directive (block forms): run argv with env added, 
         # the command, that process exits normally with its status (130), so this shell carries on,
         # runs its own INT trap if it has one, and sends the clean-up command. (Ignoring INT here
         # instead needed `$(trap -p INT)` to restore it: a fork and a pipe, and the trap never ran.)
-        ( trap : INT; for __x in "${__envs[@]}"; do [[ $__x == TORCHSH_* ]] && export "$__x"; done
+        ( exec {__torchsh_held}>&-; trap : INT; for __x in "${__envs[@]}"; do [[ $__x == TORCHSH_* ]] && export "$__x"; done
           ( exec "${__argv[@]}" ) ) || __st=$?  # exec: the file, never a function or builtin of that name
     else
         printf 'torch: cannot run %s: No such file or directory\n' "$__argv" >&2; __st=127
     fi
+    local __held=$__torchsh_held
     if (( ${#__then[@]} )); then
         if ! __torchsh_call "$__tty" "$__env" 0 "" "${__then[@]}"; then
             printf 'torch: the daemon went away while the command ran; its objects are gone [daemon_unavailable]\n' >&2
-            return 5
+            exec {__held}>&-; return 5
         fi
         printf '%s' "$__torchsh_err" >&2
     fi
+    exec {__held}>&-
     return $__st
 }
 

@@ -14,6 +14,7 @@ _TEMPLATE = r'''# torchsh fast path for zsh (torch init zsh): `torch` runs in th
 zmodload zsh/net/tcp zsh/system || return 1
 zmodload -F zsh/stat b:zstat || return 1
 typeset -g __torchsh_port= __torchsh_ctok= __torchsh_stok= __torchsh_kind= __torchsh_n1= __torchsh_out= __torchsh_err=
+typeset -g __torchsh_held=
 typeset -ga __torchsh_lines
 
 __torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token file $1, if it is ours
@@ -74,7 +75,8 @@ __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv
     __torchsh_n1=$(( ${head[@NUM1_AT1@,@NUM1_END@]} )) n2=$(( ${head[@NUM2_AT1@,@NUM2_END@]} ))
     REPLY=
     if (( len > 0 )) && ! __torchsh_readn $fd $len; then ztcp -c $fd; return 2; fi
-    ztcp -c $fd
+    # An exec reply's connection is held until the block's command has ended: its drop ends the block's scope
+    if [[ $__torchsh_kind == x ]]; then __torchsh_held=$fd; else ztcp -c $fd; fi
     __torchsh_out=${REPLY[1,n2]} __torchsh_err=${REPLY[n2+1,-1]}
 }
 
@@ -108,17 +110,20 @@ __torchsh_exec() {  # an exec directive (block forms): run argv with env added, 
     envs=("${(@)f[2,ne+1]}"); then=("${(@)f[ne+3,ne+2+nt]}"); cmd=("${(@)f[ne+3+nt,-1]}")
     if [[ $cmd[1] == */* && -x $cmd[1] && ! -d $cmd[1] ]] || (( ${+commands[$cmd[1]]} )); then
         trap '' INT  # Ctrl-C goes to the command; this function still sends the clean-up command
-        ( trap - INT; for x in $envs; do [[ $x == TORCHSH_* ]] && export "$x"; done; exec "${(@)cmd}" ) || st=$?
+        ( exec {__torchsh_held}>&-; trap - INT; for x in $envs; do [[ $x == TORCHSH_* ]] && export "$x"; done
+          exec "${(@)cmd}" ) || st=$?
     else
         print -ru2 -- "torch: cannot run $cmd[1]: No such file or directory"; st=127
     fi
+    local held=$__torchsh_held
     if (( $#then )); then
         if ! __torchsh_call $1 $2 0 "" "${(@)then}"; then
             print -ru2 -- "torch: the daemon went away while the command ran; its objects are gone [daemon_unavailable]"
-            return 5
+            ztcp -c $held; return 5
         fi
         print -rn -u2 -- $__torchsh_err
     fi
+    ztcp -c $held
     return $st
 }
 

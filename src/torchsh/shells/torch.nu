@@ -103,15 +103,17 @@ def "torchsh handles" []: nothing -> list<string> {
 }
 
 # One HTTP request; a socket that does not answer starts the daemon (`torch daemon start`) once,
-# except for the census and status (and completion), which never start one: as the `torch` client.
+# except for the census, status and stop (and completion), which never start one: as the `torch` client.
 def "torchsh http" [method: string, path: string, body: string = "", --full]: nothing -> any {
     let sock = (torchsh socket)
     let url = $"http://localhost($path)"
     let first = try {
         {reply: (torchsh send $method $sock $url $body --full=$full)}
-    } catch {|err| {failed: $err.msg} }
+    } catch {|err| {failed: $err.msg, error: $err} }
     if "reply" in $first { return $first.reply }
+    if ($first.failed =~ "(?i)interrupted") { $first.error.raw }  # Ctrl-C: end here, never a retry that hides it
     if $path in ["/v1/ops/tensors", "/v1/tensors"] { return '{"result": [], "objects": []}' }  # nothing is held
+    if $path == "/v1/ops/daemon.stop" { return ({result: $"no torchd is running on ($sock)\n"} | to json) }
     if $path in ["/v1/ops/daemon.status", "/v1/status"] {
         error make --unspanned {
             msg: $"torch daemon status: no daemon is running on ($sock)"
@@ -257,14 +259,13 @@ def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: re
         if $v != null and $v != ($defaults | get --optional $name) { $kwargs = ($kwargs | insert $name $v) }
     }
     let no_grad = ($kwargs.no_grad? | default false)
-    let body = {
-        tensors: $lead, args: $args, kwargs: ($kwargs | reject --optional no_grad), no_grad: $no_grad, values: $values
-    }
-    let reply = (torchsh request $op $body)
+    let kwargs = ($kwargs | reject --optional no_grad)
+    let body = {tensors: $lead, args: $args, kwargs: $kwargs, no_grad: $no_grad, values: $values}
+    let reply = (torchsh request $op (if $follows { $body | insert stderr_tty (is-terminal --stderr) } else { $body }))
     # Replies besides output (protocol.REPLIES; this module carries out exec, follow and handover): a command
     # only the `torch` client can carry out (a copy between daemons, a daemon's exit to wait for, the caller's
     # files on a remote context) is handed over before it ran; a job is followed to its end.
-    if "handover" in $reply { return (torchsh by-client $op $lead $args $kwargs --json=$reply.handover.json) }
+    if "handover" in $reply { return (torchsh by-client $op $lead $args (if $no_grad { $kwargs | insert no_grad true } else { $kwargs })) }
     if $follows or ("follow" in $reply) { return (torchsh follow $reply) }
     $reply.result
 }
@@ -300,10 +301,9 @@ def "torchsh follow" [reply: record]: nothing -> any {
     $rows
 }
 
-# An op run by the `torch` client (a handover), its result parsed as the command line's: the words of
-# `torchsh call` written as a command line (flags after the words; a list flag repeated), piped handles as its
-# stdin; `--json` when the op takes it (the handover says).
-def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record, --json]: nothing -> any {
+# An op run by the `torch` client (a handover), its result parsed as the command line's (--json): the words of
+# `torchsh call` written as a command line (flags after the words; a list flag repeated), piped handles as its stdin.
+def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record]: nothing -> any {
     mut argv = ($op | split row "." | append ($args | each {|w| torchsh word $w }))
     for name in ($kwargs | columns) {
         let v = ($kwargs | get $name)
@@ -316,7 +316,7 @@ def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record, --j
             $argv = ($argv | append [$"--($name)" (torchsh word $v)])
         }
     }
-    if $json { $argv = ($argv | append "--json") }
+    $argv = ($argv | append "--json")
     let r = ($lead | str join "\n" | ^torch ...$argv | complete)
     torchsh cli-result $argv $r.exit_code $r.stdout $r.stderr
 }

@@ -19,15 +19,17 @@ def "torchsh handles" []: nothing -> list<string> {
 }
 
 # One HTTP request; a socket that does not answer starts the daemon (`torch daemon start`) once,
-# except for the census and status (and completion), which never start one: as the `torch` client.
+# except for the census, status and stop (and completion), which never start one: as the `torch` client.
 def "torchsh http" [method: string, path: string, body: string = "", --full]: nothing -> any {
     let sock = (torchsh socket)
     let url = $"http://localhost($path)"
     let first = try {
         {reply: (torchsh send $method $sock $url $body --full=$full)}
-    } catch {|err| {failed: $err.msg} }
+    } catch {|err| {failed: $err.msg, error: $err} }
     if "reply" in $first { return $first.reply }
+    if ($first.failed =~ "(?i)interrupted") { $first.error.raw }  # Ctrl-C: end here, never a retry that hides it
     if $path in ["/v1/ops/tensors", "/v1/tensors"] { return '{"result": [], "objects": []}' }  # nothing is held
+    if $path == "/v1/ops/daemon.stop" { return ({result: $"no torchd is running on ($sock)\n"} | to json) }
     if $path in ["/v1/ops/daemon.status", "/v1/status"] {
         error make --unspanned {
             msg: $"torch daemon status: no daemon is running on ($sock)"

@@ -7,12 +7,17 @@ it exits: the shell's own process tree is the scope. For memory scopes the clien
 `scope end ID`, which frees every handle made inside that was not passed to `torch keep`.
 
 The client passes SIGTERM, SIGHUP and SIGINT on to CMD and still ends the scope. If the client is
-killed outright (SIGKILL), the daemon ends the scope itself once that process is gone: the scope
-records its owner, the client's pid from SO_PEERCRED (registry/store.py reaps it).
+killed outright (SIGKILL), the daemon ends the scope itself: the client holds the exec reply's connection
+open while CMD runs, and its drop ends the scope (daemon/conn.Conn.hold); the scope also records its
+owner's pid from SO_PEERCRED (registry/owners.py reaps it). CMD's later commands are refused (scope_ended).
 """
+import logging
+
 from torchsh.call.results import Exec
 from torchsh.errors import TorchshError
 from torchsh.verbs import verb
+
+log = logging.getLogger("torchd")
 
 
 def _command(command, op):
@@ -30,9 +35,20 @@ def scope(ctx, command):
     Scopes nest: the new scope lives inside the caller's (TORCHSH_SCOPE). Exits with CMD's status.
     """
     _command(command, "scope")
-    # The client that asked waits for CMD and then ends the scope; if it dies first, the daemon ends it.
+    # The client that asked waits for CMD and then ends the scope; if it dies first (its connection drops,
+    # its process is gone), the daemon ends it, and CMD's later commands are told so (scope_ended).
     scope_id = ctx.registry.begin_scope(ctx.scope, owner_pid=ctx.peer_pid)
+    if ctx.hold is not None:
+        ctx.hold(lambda: _ended_with_client(ctx.registry, scope_id))
     return Exec(command, {"TORCHSH_SCOPE": scope_id}, ["scope", "end", scope_id])
+
+
+def _ended_with_client(registry, scope_id):
+    try:
+        freed = registry.end_scope(scope_id, "its `torch scope` client went away")
+    except TorchshError:
+        return  # ended already: its client's `scope end` came first, as it should
+    log.info("ended scope %s: its client's connection dropped; freed %d objects", scope_id, freed)
 
 
 @verb("scope.begin() -> str", category="objects", lockfree=True,

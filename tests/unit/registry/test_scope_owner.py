@@ -2,7 +2,8 @@
 import os
 import subprocess
 
-from torchsh.registry.store import Registry, process_identity
+from torchsh.registry.owners import process_identity
+from torchsh.registry.store import Registry
 
 
 def _finished_pid():
