@@ -92,3 +92,35 @@ def test_a_live_client_keeps_its_scope(daemon, tmp_path):
     groups.append(client.pid)
     time.sleep(2.5)  # more than two rounds of the reaper
     assert count(s) == before + 1 and s.run("torch value %s" % handle).code == 0
+
+
+LATER_BLOCK = ('x=$(torch ones "[2]"); echo $x > {d}/ready.tmp; mv {d}/ready.tmp {d}/ready; sleep 2; '
+               'torch ones "[3]" > {d}/later.out 2> {d}/later.err; echo $? > {d}/later.tmp; mv {d}/later.tmp {d}/later; '
+               'sleep 30')
+
+
+@pytest.mark.parametrize("caller", ["client", "bash", "zsh"])
+def test_a_killed_scope_clients_block_is_refused_naming_the_ended_scope(daemon, tmp_path, caller):
+    """kill -9 of the process that runs `torch scope -- CMD` (the client, or the shell whose function runs it:
+    no pid is known on the fast path) drops the connection it held: the scope ends, and CMD's later commands
+    get one line naming the ended scope instead of objects made in the global registry."""
+    s, groups = daemon
+    script = tmp_path / "block.sh"
+    script.write_text(LATER_BLOCK.format(d=tmp_path))
+    before = count(s)
+    line = "torch scope -- bash %s" % script
+    argv = {"client": ["torch", "scope", "--", "bash", str(script)],
+            "bash": ["bash", "-c", 'eval "$(torch init bash)"; %s' % line],
+            "zsh": ["zsh", "-f", "-c", 'eval "$(torch init zsh)"; %s' % line]}[caller]
+    p = subprocess.Popen(argv, env=s.env, cwd=s.folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_default_signals)
+    groups.append(p.pid)
+    assert wait_until((tmp_path / "ready").exists, 60), "the scope's command never started"
+    made = (tmp_path / "ready").read_text().strip()
+    p.kill()  # SIGKILL: the caller alone; CMD runs on
+    p.wait(timeout=30)
+    assert wait_until((tmp_path / "later").exists, 60), "CMD's later command never ran"
+    err = (tmp_path / "later.err").read_text()
+    assert (tmp_path / "later").read_text().strip() == "3" and (tmp_path / "later.out").read_text() == ""
+    assert "[scope_ended]" in err and "went away" in err and "scope-" in err, err
+    assert count(s) == before and s.run("torch value %s" % made).code == 3

@@ -84,8 +84,11 @@ class Server:
         while True:
             if self.app.stop_event.is_set() and self.stopping_at is None:
                 self._begin_stop()
-            if self.stopping_at is not None and (self.busy == 0 and not jobs.any_running()
-                                                 or time.monotonic() > self.stopping_at):
+            if self.stopping_at is not None and self.busy == 0 and not jobs.any_running():
+                return
+            if self.stopping_at is not None and time.monotonic() > self.stopping_at:
+                log.warning("grace period over: %d request(s) and %s still running; exiting", self.busy,
+                            "jobs" if jobs.any_running() else "no job")
                 return
             if self.fast_listener is None and self.app.fastpath is not None and self.stopping_at is None:
                 self.fast_listener = self.app.fastpath.listener

@@ -1,0 +1,55 @@
+"""A foreground job belongs to its follower (docs/jobs.md): a fit over the JSON API without a follow reply is
+a job too (listed, answering other commands between its steps) that stops at a step boundary when its client
+disconnects; `torch daemon stop` stops running jobs at a step boundary, their checkpoints written, and does
+not wait out its grace period for them."""
+import json
+import os
+import socket
+import time
+
+from waiting import wait_until
+
+
+def _jobs(s):
+    return json.loads(s("torch job list --json") or "[]")
+
+
+def _make(s, epochs):
+    m = s("torch nn linear 2 1")
+    o = s("torch optim sgd %s --lr 0.1" % m)
+    L = s("torch data loader $(torch data tensors $(torch randn 640 2) $(torch randn 640 1)) --batch_size 16")
+    return m, o, L
+
+
+def test_an_api_fit_is_a_job_that_answers_others_and_stops_when_its_client_disconnects(sh):
+    m, o, L = _make(sh, 100000)
+    before = {j["handle"] for j in _jobs(sh)}
+    body = json.dumps({"args": [m, o, L], "kwargs": {"epochs": 100000}}).encode()
+    conn = socket.socket(socket.AF_UNIX)
+    conn.connect(sh.socket)
+    conn.sendall(b"POST /v1/ops/fit HTTP/1.1\r\nHost: torchd\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    try:
+        assert wait_until(lambda: any(j["handle"] not in before and j["state"] == "running" for j in _jobs(sh)), 60)
+        job = next(j["handle"] for j in _jobs(sh) if j["handle"] not in before)
+        assert sh("torch randn 3 | torch numel | torch value") == "3"  # answered between two of its steps
+    finally:
+        conn.close()
+    assert wait_until(lambda: job not in {j["handle"] for j in _jobs(sh) if j["state"] == "running"}, 60)
+    with open(sh.socket[:-5] + ".log") as f:
+        assert "stopping %s at its next step boundary: its client disconnected" % job in f.read()
+
+
+def test_daemon_stop_stops_a_running_job_at_a_step_boundary_with_its_checkpoint(fresh_sh, tmp_path):
+    s = fresh_sh()
+    m, o, L = _make(s, 100000)
+    log = tmp_path / "run"
+    job = s("torch fit %s %s %s --epochs 100000 --log %s --detach" % (m, o, L, log))
+    assert wait_until(lambda: any(j["handle"] == job and j["progress"] != "-" for j in _jobs(s)), 60)
+    assert s("torch daemon stop").startswith("torchd stopped")
+    with open(os.path.join(s.folder, "torchd.log")) as f:
+        text = f.read()
+    assert "stopping %s at its next step boundary: the daemon is stopping" % job in text
+    assert "grace period over" not in text  # it waited for the job to stop, not for the grace to run out
+    assert (log / "last.safetensors").is_file()
+    rows = [json.loads(line) for line in (log / "metrics.jsonl").read_text().splitlines()]
+    assert rows, "the run wrote no metrics before it stopped"
