@@ -16,10 +16,12 @@ sys.path.insert(0, os.path.join(ROOT, "src"))
 
 import json  # noqa: E402
 
+from torchsh import protocol  # noqa: E402
 from torchsh.api import openapi  # noqa: E402
+from torchsh.api.ops import JSON_REPLIES  # noqa: E402
 from torchsh.daemon.routes import ROUTES  # noqa: E402
 from torchsh.errors import errors_markdown, exit_table_markdown  # noqa: E402
-from torchsh.shells import completions, nushell  # noqa: E402
+from torchsh.shells import completions, init_bash, nushell  # noqa: E402
 from torchsh.table import build_table  # noqa: E402
 
 ARTIFACTS = [
@@ -30,7 +32,28 @@ ARTIFACTS = [
     ("docs/openapi.json", lambda table: json.dumps(openapi.document(ROUTES, table), indent=1) + "\n"),
     ("docs/errors.md", lambda table: errors_markdown()),
     ("README.md", lambda table: exit_table_markdown(), "exit-table"),
+    ("docs/architecture.md", lambda table: replies_markdown(), "replies-table"),
 ]
+
+_FALLBACKS = {protocol.DAEMON: "the daemon carries it out itself and answers once", protocol.SKIP: "the output alone",
+              protocol.REFUSE: "refused: `needs_client` (nothing ran)"}
+
+
+_REFUSED_AS = {"upload": "remote_path", "download": "remote_path"}  # context.path's refusal names the path
+
+
+def replies_markdown():
+    """docs/architecture.md's table of protocol.REPLIES: each row, who carries it out, what others get."""
+    callers = (("client", protocol.CLIENT_REPLIES), ("bash, zsh", init_bash.CARRIES), ("torch.nu", nushell.NU_REPLIES),
+               ("JSON API (may list)", JSON_REPLIES))
+    lines = ["| reply | header | fast | " + " | ".join(name for name, _ in callers) + " | a caller without it or "
+             "handover gets | what the caller does |", "|---" * (5 + len(callers)) + "|"]
+    for r in protocol.REPLIES:
+        marks = " | ".join("yes" if r.name in names else "" for _, names in callers)
+        fallback = _FALLBACKS[r.fallback].replace("needs_client", _REFUSED_AS.get(r.name, "needs_client"))
+        lines.append("| `%s` | `%s` | %s | %s | %s | %s |" % (r.name, r.header, "`%s`" % r.letter if r.letter else "",
+                                                                marks, fallback, r.meaning))
+    return "\n".join(lines) + "\n"
 
 
 def stale(table=None):

@@ -54,7 +54,7 @@ def "torchsh http" [method: string, path: string, body: string = "", --full]: no
 def "torchsh send" [method: string, sock: string, url: string, body: string, --full]: nothing -> any {
     torchsh trust $sock
     let name = (torchsh context)
-    let replies = if ($url | str ends-with "/v1/cli") { "handover" } else { "exec follow handover" }
+    let replies = if ($url | str ends-with "/v1/cli") { "TORCHSH_REPLIES_CLI" } else { "TORCHSH_REPLIES_API" }
     let headers = if $name == "default" { [torchsh-replies $replies] } else { [torchsh-replies $replies torchsh-context $name] }
     if $full {
         http post --unix-socket $sock --headers $headers --full --raw --allow-errors $url $body
