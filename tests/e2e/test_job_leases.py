@@ -4,8 +4,11 @@ disconnects; `torch daemon stop` stops running jobs at a step boundary, their ch
 not wait out its grace period for them."""
 import json
 import os
+import signal
 import socket
-import time
+import subprocess
+
+import pytest
 
 from waiting import wait_until
 
@@ -53,3 +56,24 @@ def test_daemon_stop_stops_a_running_job_at_a_step_boundary_with_its_checkpoint(
     assert (log / "last.safetensors").is_file()
     rows = [json.loads(line) for line in (log / "metrics.jsonl").read_text().splitlines()]
     assert rows, "the run wrote no metrics before it stopped"
+
+
+@pytest.mark.parametrize("caller", ["client", "bash"])
+def test_a_killed_follower_leaves_its_foreground_fit_to_stop_at_a_step_boundary(sh, caller):
+    """kill -9 of the client (or of the shell whose function follows the run): nobody polls, and the daemon
+    stops the run once its lease has run out; the log says why."""
+    m, o, L = _make(sh, 100000)
+    before = {j["handle"] for j in _jobs(sh)}
+    line = "torch fit %s %s %s --epochs 100000" % (m, o, L)
+    argv = ["bash", "-c", line if caller == "client" else 'eval "$(torch init bash)"; ' + line]
+    p = subprocess.Popen(argv, env=sh.env, cwd=sh.folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert wait_until(lambda: any(j["handle"] not in before and j["state"] == "running" for j in _jobs(sh)), 60)
+        job = next(j["handle"] for j in _jobs(sh) if j["handle"] not in before)
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    assert wait_until(lambda: job not in {j["handle"] for j in _jobs(sh) if j["state"] == "running"}, 60)
+    with open(sh.socket[:-5] + ".log") as f:
+        assert "stopping %s at its next step boundary: its follower went away" % job in f.read()
