@@ -81,7 +81,8 @@ def make(sh, shuffle=True):
 def checkpoint_of(path):
     """(model weights, optimizer state_dict) of a `torch checkpoint save` file."""
     from torchsh.classes import state as state_file
-    tensors, meta = state_file.read(path)
+    from torchsh.formats import stfile
+    tensors, meta = stfile.read(path)
     weights = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
     return weights, state_file.decode(meta["optimizer"]["state"], tensors)
 

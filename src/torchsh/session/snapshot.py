@@ -14,8 +14,8 @@ import json
 import torch
 from safetensors.torch import load as st_load, save as st_save, save_file as st_save_file
 
-from torchsh import stfile
-from torchsh.classes.state import own_storage
+from torchsh.formats import stfile
+from torchsh.formats.stfile import own_storage
 from torchsh.errors import TorchshError
 from torchsh.registry.handles import parse_handle
 from torchsh.session import recipe

@@ -12,6 +12,7 @@ from torch.nn.parameter import is_lazy
 
 from torchsh.classes import state as nested
 from torchsh.data.loader import Loader
+from torchsh.formats.stfile import live
 from torchsh.session import datasets
 
 STATE_JSON = "_state.json"
@@ -22,13 +23,13 @@ def state_tensors(obj, refs=None):
     Objects in refs are left out (each is saved under its own name)."""
     ids = {id(o) for o in (refs or {}).values()} - {id(obj)}
     if isinstance(obj, torch.Tensor):
-        out = {"value": nested.live(obj)} if has_data(obj) else {}   # a meta tensor is its shape alone
+        out = {"value": live(obj)} if has_data(obj) else {}   # a meta tensor is its shape alone
         if obj.is_leaf and obj.grad is not None and has_data(obj.grad):
-            out["grad"] = nested.live(obj.grad)
+            out["grad"] = live(obj.grad)
         return out
     if isinstance(obj, torch.nn.Module):
-        out = {"model." + k: nested.live(v) for k, v in obj.state_dict().items() if has_data(v)}
-        out.update({"grad." + n: nested.live(p.grad) for n, p in obj.named_parameters()
+        out = {"model." + k: live(v) for k, v in obj.state_dict().items() if has_data(v)}
+        out.update({"grad." + n: live(p.grad) for n, p in obj.named_parameters()
                     if p.grad is not None and has_data(p.grad)})
         return out
     if isinstance(obj, (torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler, Loader)):

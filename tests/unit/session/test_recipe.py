@@ -29,7 +29,7 @@ def rebuilt(objs, order):
     """objs {name: obj}; rebuild each in order through JSON text and safetensors bytes, as a session does
     (state_tensors gives the live values, not copies: a session writes them out at once)."""
     from safetensors.torch import load, save
-    from torchsh.classes.state import own_storage
+    from torchsh.formats.stfile import own_storage
     recs = {n: json.loads(json.dumps(recipe.capture(objs[n], objs))) for n in order}
     states = {n: load(save(own_storage(recipe.state_tensors(objs[n], objs)))) for n in order}
     built = {}

@@ -20,8 +20,8 @@ from torchsh.errors import TorchshError, from_torch_exception
 from torchsh.train.distributed import handoff
 from torchsh.train.distributed.world import RankWorld
 from torchsh.train.fit import run_fit
+from torchsh.train.losses import loss_function
 from torchsh.train.plan import FitPlan
-from torchsh.verbs.train import loss_function
 
 
 def rank_main(folder):

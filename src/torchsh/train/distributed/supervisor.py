@@ -22,11 +22,11 @@ from typing import Optional
 
 from torchsh.classes import state as state_file
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.formats import stfile
 from torchsh.remote import listener
-from torchsh.train import resume
+from torchsh.train import checkpoint, resume
 from torchsh.train.distributed import handoff, netns, shares
 from torchsh.train.fit import FitResult
-from torchsh.verbs import checkpoint
 
 log = logging.getLogger("torchd")
 POLL_S = 0.1          # how often the daemon relays events and looks for a stop
@@ -107,7 +107,7 @@ def _start(plan):
     source = resume.source(plan)
     if source is None:
         return {"loader_epoch": plan.loader.epoch, "resumed": None, "resumed_from": None}
-    tensors, meta = state_file.read(source)
+    tensors, meta = stfile.read(source)
     if not isinstance(meta, dict) or "fit" not in meta:
         raise TorchshError("state_mismatch", "%s is not a checkpoint of `torch fit`" % source,
                            "resume from a fit log folder's last.safetensors")
@@ -115,7 +115,7 @@ def _start(plan):
     if (fit.get("loader") or {}).get("format") != shares.STATE_FORMAT:
         raise TorchshError("state_mismatch", "%s was saved by a one-process fit" % source,
                            "resume it without --nproc_per_node, or start the distributed run afresh")
-    checkpoint.load(None, source, plan.model, plan.optimizer, plan.sched, rng=True)
+    checkpoint.restore(source, plan.model, plan.optimizer, plan.sched, rng=True)
     return {"loader_epoch": plan.loader.epoch, "resumed": fit, "resumed_from": source}
 
 
@@ -186,8 +186,7 @@ def _finish(folder, plan, proc):
             raise TorchshError(rec["code"], where + rec["message"], rec.get("hint"))
         raise TorchshError("rank_failed", "the launcher ended with status %s" % proc.returncode,
                            "the daemon log has its output")
-    checkpoint.load(None, handoff.path(folder, "result.safetensors"), plan.model, plan.optimizer, plan.sched,
-                    rng=True)
+    checkpoint.restore(handoff.path(folder, "result.safetensors"), plan.model, plan.optimizer, plan.sched, rng=True)
     done = handoff.read_json(result)
     if not plan.loader.in_epoch:  # the epoch count goes on as after a one-process fit
         plan.loader.epoch = done["loader_epoch"]
