@@ -11,6 +11,7 @@ from torchsh.classes.signature import class_args
 from torchsh.data import transforms
 from torchsh.data.loader import Loader
 from torchsh.errors import TorchshError
+from torchsh.recipes.base import record
 from torchsh.session import recipe
 from torchsh.verbs import nn as nn_verbs, sched as sched_verbs
 
@@ -43,7 +44,7 @@ def rebuilt(objs, order):
 def _seq():
     children = [layer(torch.nn.Linear, in_features=3, out_features=4), layer(torch.nn.BatchNorm1d, num_features=4),
                 layer(torch.nn.ReLU), layer(torch.nn.Linear, in_features=4, out_features=2)]
-    return recipe.record(torch.nn.Sequential(*children), "Sequential", {"modules": children})
+    return record(torch.nn.Sequential(*children), "Sequential", {"modules": children})
 
 
 def test_module_rebuilt_forwards_bit_for_bit_with_its_modes_dtype_and_frozen_parameters():

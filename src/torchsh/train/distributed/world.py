@@ -12,14 +12,13 @@
 """
 import contextlib
 import dataclasses
-import json
 import os
 import types
 
 import torch
 import torch.distributed as dist
 
-from torchsh.classes import state as state_file
+from torchsh.recipes.base import state_dict_of
 from torchsh.session import recipe
 from torchsh.train import resume
 from torchsh.train.distributed import handoff
@@ -68,7 +67,7 @@ class RankWorld:
         return built
 
     def _load_optimizer(self, model, optimizer, values):
-        state = state_file.decode(json.loads(bytes(values[recipe.STATE_JSON].numpy()).decode()), values)
+        state = state_dict_of(values)
         if self.strategy == "fsdp":
             from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
             set_optimizer_state_dict(model, optimizer, _by_name(state, self.names),
