@@ -1,23 +1,21 @@
 """Files the daemon reads and writes for a caller: atomic saves, and reads that cannot wedge or balloon.
 
-One helper per concern, shared by `save`/`load`, `nn save`/`nn load` and `checkpoint save`/`load`:
+One helper per concern, shared by every file the daemon writes (formats/ has the tensor files' readers and
+writers, one row per extension):
 - atomic_write: temp file beside the target, fsync'd, renamed into place, the folder fsync'd; the temp
   file is removed on every failure path (a full disk leaves no `.torchsh-*` file behind). The file gets
   the mode `>` would give it: a new one 0666 less the umask, one it replaces keeps its mode.
 - regular_file: a load opens only regular files, so a FIFO nobody writes, /dev/zero or a terminal is
   refused at once instead of holding the tensor lock (and every other shell) forever.
-- .npy headers are read before the data: a header claiming more bytes than the file holds is refused
-  before anything is allocated (a 40-byte file must not ask for 8 EiB).
+- .npy headers are read before the data (a file's, an .npz member's, an HTTP body's): a header claiming more
+  bytes than the file holds is refused before anything is allocated (a 40-byte file must not ask for 8 EiB).
 Errors are file_error (bad_request for an HTTP body) with the path and the reason on one line.
 """
 import io
-import lzma
 import os
 import stat
 import tempfile
 import tokenize
-import zipfile
-import zlib
 
 import numpy as np
 from safetensors import SafetensorError
@@ -168,40 +166,11 @@ def npy_from_bytes(data, where="the body", code="bad_request"):
                            "send one array saved with numpy.save; .pt files go through `torch load FILE`")
     f = io.BytesIO(data)
     check_npy_header(f, len(data), where, code)
-    return _read_array(f, where, code)
+    return read_array(f, where, code)
 
 
-def load_npy(path):
-    regular_file(path)
-    try:
-        with open(path, "rb") as f:
-            check_npy_header(f, os.fstat(f.fileno()).st_size, path)
-            return _read_array(f, path, "file_error")
-    except OSError as e:
-        raise file_error(path, "read", e) from None
-
-
-def load_npz(path):
-    """{name: ndarray} from an .npz, each member's header checked against its stored (uncompressed) size first."""
-    regular_file(path)
-    out = {}
-    try:
-        with zipfile.ZipFile(path) as z:
-            for info in z.infolist():
-                name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
-                where = "%s member %s" % (path, info.filename)
-                with z.open(info) as m:
-                    head = io.BytesIO(m.read(1 << 16))  # a header is at most a few KiB
-                check_npy_header(head, info.file_size, where)
-                with z.open(info) as m:
-                    out[name] = _read_array(m, where, "file_error")
-    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError,
-            RuntimeError, zlib.error, lzma.LZMAError) as e:  # a damaged member fails while it is decompressed
-        raise file_error(path, "read", e) from None
-    return out
-
-
-def _read_array(f, where, code):
+def read_array(f, where, code):
+    """The array after a header check_npy_header passed: out_of_memory, or `code`, where it cannot be read."""
     try:
         return np.lib.format.read_array(f, allow_pickle=False)
     except MemoryError:

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 from torch.utils.data import DistributedSampler
 
-from torchsh.train import dist_netns
+from torchsh.train.distributed import netns
 from waiting import process_gone, wait_until
 
 N, B, SEED, LR, WORLD = 48, 6, 11, 0.1, 2   # 48 samples, 6 per rank per step: 4 steps an epoch
@@ -81,7 +81,8 @@ def make(sh, shuffle=True):
 def checkpoint_of(path):
     """(model weights, optimizer state_dict) of a `torch checkpoint save` file."""
     from torchsh.classes import state as state_file
-    tensors, meta = state_file.read(path)
+    from torchsh.formats import stfile
+    tensors, meta = stfile.read(path)
     weights = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
     return weights, state_file.decode(meta["optimizer"]["state"], tensors)
 
@@ -231,7 +232,7 @@ def test_while_two_ranks_train_every_listening_socket_of_the_run_is_on_loopback(
         assert all(a.is_loopback for found in addresses.values() for a in found), addresses
         # where the kernel allows user namespaces, another user of this machine cannot reach them either
         namespaces = {os.readlink("/proc/%d/ns/net" % pid) for pid in running}
-        if isolate == "1" and dist_netns._unshare_argv() is not None:
+        if isolate == "1" and netns._unshare_argv() is not None:
             assert len(namespaces) == 1 and os.readlink("/proc/self/ns/net") not in namespaces
         else:
             assert namespaces == {os.readlink("/proc/self/ns/net")}

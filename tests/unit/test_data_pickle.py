@@ -8,12 +8,12 @@ import torch
 import torch.utils.data
 from safetensors.torch import save_file
 
-from torchsh.data import formats
+from torchsh.data import openers
 from torchsh.data.transforms import Step, TransformedDataset
 
 
 def _open(*paths):
-    return formats.open_dataset([str(p) for p in paths], formats.Options())
+    return openers.open_dataset([str(p) for p in paths], openers.Options())
 
 
 def _items(ds):

@@ -79,3 +79,17 @@ def test_the_route_table_openapi_and_fast_path_import_in_one_direction():
     assert not any(p.startswith("torchsh/daemon/") for p in graph["torchsh/api/openapi.py"])
     assert "torchsh/daemon/routes.py" not in graph["torchsh/daemon/fastpath.py"]
     assert "torchsh/daemon/fastpath.py" not in graph["torchsh/daemon/routes.py"]
+
+
+# The op table's loader: build_table() imports every verb module to register its rows (verbs.all_verbs), and a
+# group word's listing (`torch nn`) is verbs/meta.py's. Everything else calls down, never up into a verb.
+VERB_LOADER = "torchsh/table/build.py"
+
+
+def test_nothing_outside_verbs_imports_a_verb_module_but_the_op_table_loader():
+    verbs = "torchsh/verbs/"
+    up = sorted("%s -> %s" % (p.relative_to(SRC).as_posix(), m)
+                for p in (SRC / "torchsh").rglob("*.py")
+                if not p.relative_to(SRC).as_posix().startswith(verbs) and p.relative_to(SRC).as_posix() != VERB_LOADER
+                for m in _imports(p) if m.startswith(verbs))
+    assert not up, "verbs are leaves: move what these need below verbs/ instead: %s" % up

@@ -12,6 +12,7 @@ import json
 import torch
 
 from torchsh.errors import TorchshError
+from torchsh.formats.stfile import live
 
 _TENSOR, _TUPLE, _DICT = "__tensor__", "__tuple__", "__dict__"
 
@@ -47,53 +48,10 @@ def decode(value, tensors):
     return value
 
 
-def write(path, tensors, meta=None):
-    """Write tensors (+ JSON metadata) to a safetensors file atomically (fileio.atomic_write)."""
-    from safetensors.torch import save_file
-    from torchsh import fileio
-    metadata = {"torchsh": json.dumps(meta, allow_nan=True)} if meta is not None else None
-    data = own_storage({k: live(v) for k, v in tensors.items()})
-    fileio.atomic_write(path, lambda tmp: save_file(data, tmp, metadata=metadata))
-
-
-def own_storage(tensors):
-    """tensors, with a copy for each value that shares a storage with one before it (a held view of a held
-    tensor, tied weights): safetensors refuses two names on one storage. The others stay the live tensors
-    (safetensors writes from their memory), so a save does not hold every value twice."""
-    seen = set()
-    for key, t in tensors.items():
-        storage = t.untyped_storage()
-        where = (t.device, storage.data_ptr(), storage.nbytes())
-        if where[1] and where[2]:  # what has no bytes shares nothing
-            if where in seen:
-                tensors[key] = t.clone()
-            seen.add(where)
-    return tensors
-
-
-def read(path):
-    """(tensors, metadata or None) from a safetensors file; anything else (a pickle, a FIFO) is a file_error."""
-    from torchsh import fileio, stfile
-    fileio.regular_file(path)
-    try:
-        with stfile.File(path) as f:  # each value in memory of its own, never a map of the file
-            tensors = {k: f.read(k) for k in f.keys()}
-            meta = (f.metadata() or {}).get("torchsh")
-        return tensors, (json.loads(meta) if meta else None)
-    except fileio.WRITE_ERRORS as e:  # the same family: OSError, ValueError, RuntimeError, SafetensorError
-        raise fileio.file_error(path, "read", e) from None
-
-
 def model_tensors(model, prefix=""):
     """The model's state_dict (parameters and buffers) as CPU tensors under PyTorch's key names: the live
     ones, for write() to save at once (no copy of every weight; write copies only tied ones)."""
     return {prefix + k: live(v) for k, v in model.state_dict().items()}
-
-
-def live(t):
-    """t's values as safetensors writes them, the live tensor itself when it can be: written at once, under the
-    tensor lock, so no copy (a lazy conj/neg view is resolved: safetensors writes memory, not view bits)."""
-    return t.detach().cpu().resolve_conj().resolve_neg().contiguous()
 
 
 def check_fits(model, tensors, where="file"):

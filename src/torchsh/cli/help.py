@@ -7,7 +7,7 @@ from torchsh.call.results import Text
 from torchsh.errors import exit_status_line
 from torchsh.table import aliases
 from torchsh.table.spec import MISSING
-from torchsh.verbs.meta import GROUP_WORDS, listing_rows as _rows
+from torchsh.table.groups import GROUP_WORDS, listing_rows as _rows
 
 
 

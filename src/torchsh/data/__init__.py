@@ -5,7 +5,7 @@ tensors), so PyTorch's DataLoader takes it as it is, with worker processes too: 
 is opened in __init__ (memory maps and safetensors handles open lazily, once per process).
 
 datasets.py   FileDataset: fields side by side (one per file or column group), each a Field
-formats.py    one opener per file type: .npy .npz .safetensors .csv .parquet, and image folders
+openers.py    one opener per file type: .npy .npz .safetensors .csv .parquet, and image folders
 images.py     the torchvision ImageFolder layout, read with Pillow
 transforms.py TransformedDataset: per-item normalize, one_hot, dtype, resize, center_crop (plain torch)
 loader.py     Loader: PyTorch's DataLoader with a seeded generator and a resumable position (`data loader`)

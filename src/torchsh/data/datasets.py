@@ -15,7 +15,6 @@ from safetensors import safe_open
 
 from torchsh import fileio
 from torchsh.errors import TorchshError
-from torchsh.registry.kinds import wrapped_datasets
 from torchsh.vocab import dtype_name
 
 
@@ -214,6 +213,16 @@ class FileDataset(torch.utils.data.Dataset):
     @property
     def field_names(self):
         return [f.name for f in self.fields]
+
+
+def wrapped_datasets(d):
+    """A dataset and those it wraps (a Subset's, a transform's `.dataset`), outermost first."""
+    out = []
+    while isinstance(d, torch.utils.data.Dataset) and not any(d is x for x in out):
+        out.append(d)
+        d = getattr(d, "dataset", None)
+    return out
+
 
 
 def describe(dataset):

@@ -1,8 +1,9 @@
-"""One row per handle kind: what a handle (`tensor://k3f00012`) can name, and how each kind shows.
+"""One row per handle kind: what a handle (`tensor://k3f00012`) can name, how each kind shows, how it is kept.
 
 A result's kind is the first row whose Python type it is an instance of; the kind is its handle's
 prefix. The census asks the row for a kind's own fields (every kind has `bytes`, an int), and
-bytes_held for the tensors whose storages it holds. A new kind is one row here.
+bytes_held for the tensors whose storages it holds. A session, `cp` and a distributed fit save and rebuild
+an object through its row's persistence (recipes/: capture, build, state, load). A new kind is one row here.
 """
 from dataclasses import dataclass
 from typing import Callable
@@ -12,8 +13,11 @@ import torch.distributions
 import torch.utils.data
 from torch.nn.parameter import is_lazy
 
+from torchsh.data.datasets import wrapped_datasets
 from torchsh.data.loader import Loader
 from torchsh.jobs.job import Job
+from torchsh.recipes import datasets, distributions, modules, optimizers, tensors
+from torchsh.recipes.base import Persistence, refused
 from torchsh.vocab import dtype_name
 
 
@@ -24,6 +28,7 @@ class HandleKind:
     article: str              # how messages name one: "a module" (`… is a tensor, but a module is needed`)
     census: Callable          # obj -> its census fields besides handle/kind/age_s/scope; always `bytes`
     storages: Callable        # obj -> the tensors whose storages count in bytes_held (shared ones once)
+    persist: Persistence      # how one is saved and rebuilt (a session folder, `cp`, a distributed fit)
 
 
 def tensor_bytes(values):
@@ -60,15 +65,6 @@ def _optimizer_fields(o):
 
 def _scheduler_fields(s):
     return dict(type=type(s).__name__, bytes=0)  # a scheduler holds numbers, no tensors
-
-
-def wrapped_datasets(d):
-    """A dataset and those it wraps (a Subset's, a transform's `.dataset`), outermost first."""
-    out = []
-    while isinstance(d, torch.utils.data.Dataset) and not any(d is x for x in out):
-        out.append(d)
-        d = getattr(d, "dataset", None)
-    return out
 
 
 def _dataset_tensors(d):
@@ -113,17 +109,21 @@ def _distribution_fields(d):
                 bytes=tensor_bytes(_distribution_tensors(d)))
 
 
+_JOB_NOT_KEPT = refused("a job is not saved (its model, optimizer and loader are, as they stand)",
+                        "`torch job wait` first to save a finished run's state")
 HANDLE_KINDS = {k.name: k for k in (
-    HandleKind("tensor", torch.Tensor, "a tensor", _tensor_fields, lambda t: [t]),
+    HandleKind("tensor", torch.Tensor, "a tensor", _tensor_fields, lambda t: [t], tensors.TENSOR),
     HandleKind("nn", torch.nn.Module, "a module", _module_fields,
-               lambda m: list(m.parameters()) + list(m.buffers())),
-    HandleKind("optim", torch.optim.Optimizer, "an optimizer", _optimizer_fields, lambda o: []),
-    HandleKind("sched", torch.optim.lr_scheduler.LRScheduler, "a scheduler", _scheduler_fields, lambda s: []),
-    HandleKind("data", torch.utils.data.Dataset, "a dataset", _dataset_fields, _dataset_tensors),
-    HandleKind("loader", Loader, "a loader", _loader_fields, lambda loader: _dataset_tensors(loader.dataset)),
+               lambda m: list(m.parameters()) + list(m.buffers()), modules.MODULE),
+    HandleKind("optim", torch.optim.Optimizer, "an optimizer", _optimizer_fields, lambda o: [], optimizers.OPTIMIZER),
+    HandleKind("sched", torch.optim.lr_scheduler.LRScheduler, "a scheduler", _scheduler_fields, lambda s: [],
+               optimizers.SCHEDULER),
+    HandleKind("data", torch.utils.data.Dataset, "a dataset", _dataset_fields, _dataset_tensors, datasets.DATASET),
+    HandleKind("loader", Loader, "a loader", _loader_fields, lambda loader: _dataset_tensors(loader.dataset),
+               datasets.LOADER),
     HandleKind("dist", torch.distributions.Distribution, "a distribution", _distribution_fields,
-               _distribution_tensors),
-    HandleKind("job", Job, "a job", _job_fields, lambda j: []),
+               _distribution_tensors, distributions.DISTRIBUTION),
+    HandleKind("job", Job, "a job", _job_fields, lambda j: [], _JOB_NOT_KEPT),
 )}
 KINDS = tuple(HANDLE_KINDS)  # the handle prefixes, in census order
 

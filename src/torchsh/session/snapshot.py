@@ -14,8 +14,8 @@ import json
 import torch
 from safetensors.torch import load as st_load, save as st_save, save_file as st_save_file
 
-from torchsh import stfile
-from torchsh.classes.state import own_storage
+from torchsh.formats import stfile
+from torchsh.formats.stfile import own_storage
 from torchsh.errors import TorchshError
 from torchsh.registry.handles import parse_handle
 from torchsh.session import recipe
@@ -84,13 +84,12 @@ def _portable(objs):
 
 
 def _aliases(objs, recs):
-    """{tensor handle: {"ref": model handle, "name": …}} for held tensors that are a held model's own."""
+    """{tensor handle: {"ref": model handle, "name": …}} for held tensors that a held object owns (a model's)."""
     owned = {}
-    for h, rec in recs.items():
-        if rec["kind"] == "nn":
-            for name, t in list(objs[h].named_parameters()) + list(objs[h].named_buffers()):
-                owned.setdefault(id(t), {"ref": h, "name": name})
-    return {h: owned[id(objs[h])] for h, rec in recs.items() if rec["kind"] == "tensor" and id(objs[h]) in owned}
+    for h in recs:
+        for name, t in recipe.parts(objs[h]):
+            owned.setdefault(id(t), {"ref": h, "name": name})
+    return {h: owned[id(objs[h])] for h in recs if id(objs[h]) in owned}
 
 
 def _ordered(recs, aliases):
@@ -219,33 +218,15 @@ def rebuild(manifest, tensors):
         return built[ref]
     for row in manifest["objects"]:
         if "alias" in row:
-            model = lookup(row["alias"]["ref"])
-            name = row["alias"]["name"]
-            params = dict(model.named_parameters())
-            built[row["handle"]] = params[name] if name in params else model.get_buffer(name)
-        elif row["kind"] == "tensor":   # values now: a constructor may read them (a distribution checks its scale)
-            built[row["handle"]] = _tensor(row["recipe"], tensors.get(row["handle"], {}), lookup)
+            built[row["handle"]] = recipe.part(lookup(row["alias"]["ref"]), row["alias"]["name"])
+        elif recipe.adopts(row["kind"]):   # values now: a constructor may read them (a distribution checks its scale)
+            built[row["handle"]] = recipe.adopt(row["recipe"], tensors.get(row["handle"], {}), lookup)
         else:
             built[row["handle"]] = recipe.build(row["recipe"], lookup)
     for row in manifest["objects"]:   # the rest once all are built: a scheduler's constructor changes its optimizer
-        if "recipe" in row and row["kind"] != "tensor":
+        if "recipe" in row and not recipe.adopts(row["kind"]):
             recipe.load_state(built[row["handle"]], tensors.get(row["handle"], {}))
     return built
-
-
-def _tensor(rec, values, lookup):
-    """A held tensor: the value read from the stream becomes it (an empty tensor filled from the value held
-    the biggest tensor of a session twice while it loaded); built and filled when there is none to adopt."""
-    value = values["value"] if "value" in values else None
-    like = recipe.build(dict(rec, device="meta"), lookup)  # shape and dtype, nothing allocated
-    if value is None or value.shape != like.shape or value.dtype != like.dtype:
-        value, t = None, recipe.build(rec, lookup)
-        recipe.load_state(t, values)
-        return t
-    with torch.no_grad():
-        t = value.to(rec["device"]).requires_grad_(like.requires_grad)
-    t.grad = values["grad"].to(t.device) if "grad" in values else None
-    return t
 
 
 def detached_count(manifest):

@@ -20,7 +20,7 @@ batch, {"event": "epoch", **row} after every epoch, {"event": "stopped"|"done", 
 "reason"} at the end — and polls should_stop() after every optimizer step: a stop there (or
 --max_steps) ends the run resumably, the model keeping that step.
 
-The same loop runs in every rank of `fit --nproc_per_node N` (train/dist_rank.py): `world` is what differs
+The same loop runs in every rank of `fit --nproc_per_node N` (train/distributed/rank.py): `world` is what differs
 between one process and a rank (who writes logs and checkpoints, the model the forward goes through, the
 sums and the stop decision all ranks must share). OneProcess is the world of a plain `fit`.
 """

@@ -11,7 +11,8 @@ import torch
 
 from torchsh.classes import state as state_file
 from torchsh.errors import TorchshError
-from torchsh.verbs import checkpoint
+from torchsh.formats import stfile
+from torchsh.train import checkpoint
 
 
 def source(plan):
@@ -25,25 +26,19 @@ def source(plan):
 
 
 def save(path, plan, scaler, progress):
-    tensors = state_file.model_tensors(plan.model, "model.")
-    tensors["rng.cpu"] = torch.get_rng_state()
-    meta = {"format": checkpoint.FORMAT, "model": type(plan.model).__name__, "rng": True,
-            "optimizer": {"kind": type(plan.optimizer).__name__,
-                          "state": state_file.encode(plan.optimizer.state_dict(), "optim", tensors)}}
-    if plan.sched is not None:
-        meta["scheduler"] = {"kind": type(plan.sched).__name__,
-                             "state": state_file.encode(plan.sched.state_dict(), "sched", tensors)}
+    """A `torch checkpoint` of the model, optimizer and scheduler, with the run's own `fit` part."""
+    tensors, meta = checkpoint.capture(plan.model, plan.optimizer, plan.sched)
     fit = {"progress": dataclasses.asdict(progress), "scaler": scaler.state_dict(),
            "loader": plan.loader.state_dict(), "val_loader": plan.val.state_dict() if plan.val else None,
            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else []}
     meta["fit"] = state_file.encode(fit, "fit", tensors)
-    state_file.write(path, tensors, meta)
+    stfile.write(path, tensors, meta)
 
 
 def restore(path, plan, scaler, progress_type):
     """Load model, optimizer, scheduler and RNG (checked and atomic, as `torch checkpoint load`), then the rest."""
-    checkpoint.load(None, path, plan.model, plan.optimizer, plan.sched, rng=True)
-    tensors, meta = state_file.read(path)
+    checkpoint.restore(path, plan.model, plan.optimizer, plan.sched, rng=True)
+    tensors, meta = stfile.read(path)
     if "fit" not in meta:
         raise TorchshError("state_mismatch", "%s is a checkpoint of `torch checkpoint save`, not of `torch fit`" % path,
                            "resume from a fit log folder's last.safetensors")

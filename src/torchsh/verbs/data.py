@@ -9,7 +9,7 @@ import torch.utils.data
 
 from torchsh.call import tensortext
 from torchsh.call.jsonout import dumps
-from torchsh.data import formats, transforms
+from torchsh.data import openers, transforms
 from torchsh.data.datasets import describe
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.verbs import verb
@@ -40,8 +40,8 @@ def open_(ctx, files, columns=None, target=None, dtype=None, target_dtype=None, 
         no_header: the csv's first line is data
         delimiter: the csv's cell separator (default ','; tab for tabs)
     """
-    options = formats.Options(columns, target, dtype, target_dtype, header, no_header, delimiter)
-    return formats.open_dataset(files, options)
+    options = openers.Options(columns, target, dtype, target_dtype, header, no_header, delimiter)
+    return openers.open_dataset(files, options)
 
 
 @verb("data.info(Dataset dataset) -> Json", category="files",

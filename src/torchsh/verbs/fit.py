@@ -12,11 +12,11 @@ import functools
 from torchsh import jobs
 from torchsh.errors import TorchshError
 from torchsh.jobs import follow
-from torchsh.train import distributed
+from torchsh.train.distributed import supervisor as distributed
 from torchsh.train.fit import run_fit
+from torchsh.train.losses import loss_function, loss_options as _loss_options
 from torchsh.train.plan import SAVE_EVERY, FitPlan
 from torchsh.verbs import verb
-from torchsh.verbs.train import _loss_options, loss_function
 
 _COLUMNS = ("epoch", "loss", "val_loss")
 

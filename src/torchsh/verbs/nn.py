@@ -18,7 +18,7 @@ from torchsh.call.results import Table, Text
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.classes.signature import WordsOpSpec, class_args, fit_values
 from torchsh.registry.handles import looks_like_handle
-from torchsh.session import recipe
+from torchsh.recipes.base import record
 from torchsh.table.from_torch import first_paragraph, summary_line
 from torchsh.table.spec import ArgSpec, OpSpec, Overload, parse_schema
 from torchsh.table import docargs
@@ -74,7 +74,7 @@ def construct(ctx, cls, values):
     if ctx.device and values.get("device") is None and "device" in _params(cls):
         values["device"] = torch.device(ctx.device)
     try:
-        return recipe.record(cls(**values), cls.__name__, values)  # how it was built: sessions and `cp` rebuild it
+        return record(cls(**values), cls.__name__, values)  # how it was built: sessions and `cp` rebuild it
     except (TypeError, ValueError, AssertionError) as e:
         text = str(e).split("\n")[0] or type(e).__name__
         raise bad_argument("%s: %s" % (cls.__name__, text), "`torch nn %s --help` shows its arguments"
@@ -117,7 +117,7 @@ def sequential(ctx, modules=None, layers=None):
     if not children:
         raise TorchshError("missing_argument", "sequential needs at least one layer",
                            "torch nn sequential 'linear 2 8' relu 'linear 8 1'")
-    return recipe.record(torch.nn.Sequential(*children), "Sequential", {"modules": children})
+    return record(torch.nn.Sequential(*children), "Sequential", {"modules": children})
 
 
 def build_from_words(ctx, words):

@@ -12,6 +12,7 @@ import torch
 from torchsh import fileio
 from torchsh.classes import state as state_file
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.formats import extensions, ptfile, stfile
 from torchsh.verbs import verb
 
 
@@ -22,7 +23,7 @@ def nn_save(ctx, model, file):
     if not file.endswith(".safetensors"):
         raise bad_argument("nn save writes .safetensors files, not %s" % os.path.basename(file),
                            "name the file MODEL.safetensors")
-    state_file.write(file, state_file.model_tensors(model))
+    stfile.write(file, state_file.model_tensors(model))
     return None
 
 
@@ -34,19 +35,14 @@ def nn_load(ctx, model, file):
     if file.endswith((".pt", ".pth")):
         tensors = _read_pt(file)
     else:
-        tensors, _ = state_file.read(file)
+        tensors, _ = stfile.read(file)
     with torch.no_grad():
         state_file.load_model(model, tensors)
     return None
 
 
 def _read_pt(file):
-    from torchsh.verbs.files import READ_ERRORS
-    fileio.regular_file(file)
-    try:
-        obj = torch.load(file, weights_only=True, map_location="cpu")  # restricted unpickler: tensors and plain data
-    except READ_ERRORS as e:
-        raise fileio.file_error(file, "read", e) from None
+    obj = extensions.read(file, ptfile.read_object)  # restricted unpickler: tensors and plain data
     if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
         raise TorchshError("file_error", "%s holds %s, not a state_dict" % (file, type(obj).__name__))
     return dict(obj)

@@ -16,7 +16,7 @@ from torchsh.call.results import Table
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.classes.signature import class_args, fit_values
 from torchsh.table.from_torch import first_paragraph, summary_line
-from torchsh.session import recipe
+from torchsh.recipes.base import record
 from torchsh.table.spec import OpSpec, Overload
 from torchsh.table import docargs
 from torchsh.verbs import verb
@@ -50,7 +50,7 @@ def _builder(cls, args):
         if "schedulers" in values:  # SequentialLR, ChainedScheduler: handles of schedulers built before
             values["schedulers"] = [ctx.registry.get(h, "sched") for h in values["schedulers"]]
         try:
-            return recipe.record(cls(**values), cls.__name__, values)  # sessions and `cp` rebuild it
+            return record(cls(**values), cls.__name__, values)  # sessions and `cp` rebuild it
         except (ValueError, TypeError, KeyError) as e:
             raise bad_argument("%s: %s" % (cls.__name__, str(e).split("\n")[0]),
                                "`torch sched %s --help` lists the options" % cls.__name__) from None

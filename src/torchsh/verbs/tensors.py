@@ -19,6 +19,7 @@ from torchsh.call.results import Binary, JsonText, LateJson, Text
 from torchsh.call.tokens import loads
 from torchsh.plot.png import write_image
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.formats import csvfile
 from torchsh.table.spec import split_top_level
 from torchsh.verbs import verb
 
@@ -99,7 +100,7 @@ def value(ctx, input, meta=False, format="json", nan=None, out=None):
         # --nan, else the JSON API's ?nan= (the mode render() gets), else strings
         return LateJson(lambda mode, start, end: _value_json(snap, head, nan or mode or "string", start, end))
     if format == "csv":
-        return Text(csv_text(input))
+        return Text(csvfile.text(input))
     if format == "npy":
         buf = io.BytesIO()
         np.save(buf, _numpy(input), allow_pickle=False)
@@ -112,15 +113,6 @@ def _value_json(snap, head, nan, start, end):
     if head is not None:
         pieces = [head] + pieces + [b"}"]
     return b"".join([start] + pieces + [end])
-
-
-def csv_text(t):
-    """One line per row (a 1-D tensor is one row), values as `torch value --nan bare` prints them."""
-    t = t.detach()
-    if t.dim() > 2:
-        raise bad_argument("csv holds at most 2 dimensions, this tensor has %d" % t.dim(), "use json, npy or npz")
-    rows = t.reshape(1, -1) if t.dim() < 2 else t
-    return "".join(",".join(_float_texts(r)) + "\n" for r in rows)
 
 
 def _numpy(t):

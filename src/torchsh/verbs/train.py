@@ -19,21 +19,12 @@ CUDA, where small gradients underflow, use `torch fit --autocast fp16`, which do
 import contextlib
 
 import torch
-import torch.nn.functional as F
 
 from torchsh.call.results import JsonText
 from torchsh.errors import bad_argument
+from torchsh.train.losses import loss_function, loss_options
 from torchsh.verbs import verb
 from torchsh.verbs.optim import number_text
-
-
-def loss_function(name):
-    """A torch.nn.functional loss by name: mse_loss, cross_entropy, nll_loss, l1_loss, huber_loss, …"""
-    fn = getattr(F, name, None)
-    if fn is None or name.startswith("_") or not ("loss" in name or "entropy" in name or name == "kl_div"):
-        losses = sorted(n for n in dir(F) if not n.startswith("_") and ("loss" in n or "entropy" in n))
-        raise bad_argument("unknown loss %r" % name, "losses: %s" % " ".join(losses))
-    return fn
 
 
 @verb("train_step(Module model, Optimizer optimizer, Tensor input, Tensor target, *, str loss=\"mse_loss\", "
@@ -51,7 +42,7 @@ def train_step(ctx, model, optimizer, input, target, loss="mse_loss", loss_args=
     """
     fn = loss_function(loss)
     _autocast(model, autocast)  # a bad --autocast is refused before any change
-    options = _loss_options(loss_args)
+    options = loss_options(loss_args)
     params = [p for g in optimizer.param_groups for p in g["params"]] if clip is not None else None
 
     def closure():
@@ -88,17 +79,3 @@ def _autocast(model, name):
     param = next(model.parameters(), None)
     device_type = param.device.type if param is not None else "cpu"
     return torch.autocast(device_type, dtype=dtypes[name])
-
-
-def _loss_options(loss_args):
-    if loss_args is None:
-        return {}
-    if isinstance(loss_args, str):
-        from torchsh.call.tokens import loads
-        try:
-            loss_args = loads(loss_args)
-        except ValueError:
-            loss_args = None
-    if not isinstance(loss_args, dict):
-        raise bad_argument("--loss_args takes a JSON object", "'{\"reduction\": \"sum\"}'")
-    return loss_args

@@ -1,8 +1,9 @@
-"""classes/state: a model's weights are written from the live tensors, one copy only for tied ones, and
-read back equal (nn save, checkpoint save, a fit's checkpoints)."""
+"""classes/state: a model's weights are written from the live tensors (formats/stfile.py writes them), one
+copy only for tied ones, and read back equal (nn save, checkpoint save, a fit's checkpoints)."""
 import torch
 
 from torchsh.classes import state
+from torchsh.formats import stfile
 
 
 def test_a_model_with_tied_weights_saves_from_its_live_tensors_and_loads_equal(tmp_path):
@@ -10,7 +11,7 @@ def test_a_model_with_tied_weights_saves_from_its_live_tensors_and_loads_equal(t
     model[1].weight = model[0].weight
     tensors = state.model_tensors(model)
     assert tensors["0.weight"].data_ptr() == model[0].weight.data_ptr()  # not a copy
-    state.write(str(tmp_path / "m.safetensors"), tensors, {"note": 1})
-    back, meta = state.read(str(tmp_path / "m.safetensors"))
+    stfile.write(str(tmp_path / "m.safetensors"), tensors, {"note": 1})
+    back, meta = stfile.read(str(tmp_path / "m.safetensors"))
     assert meta == {"note": 1} and set(back) == set(model.state_dict())
     assert all(torch.equal(back[k], v) for k, v in model.state_dict().items())

@@ -11,6 +11,7 @@ from torchsh.classes.signature import class_args
 from torchsh.data import transforms
 from torchsh.data.loader import Loader
 from torchsh.errors import TorchshError
+from torchsh.recipes.base import record
 from torchsh.session import recipe
 from torchsh.verbs import nn as nn_verbs, sched as sched_verbs
 
@@ -29,7 +30,7 @@ def rebuilt(objs, order):
     """objs {name: obj}; rebuild each in order through JSON text and safetensors bytes, as a session does
     (state_tensors gives the live values, not copies: a session writes them out at once)."""
     from safetensors.torch import load, save
-    from torchsh.classes.state import own_storage
+    from torchsh.formats.stfile import own_storage
     recs = {n: json.loads(json.dumps(recipe.capture(objs[n], objs))) for n in order}
     states = {n: load(save(own_storage(recipe.state_tensors(objs[n], objs)))) for n in order}
     built = {}
@@ -43,7 +44,7 @@ def rebuilt(objs, order):
 def _seq():
     children = [layer(torch.nn.Linear, in_features=3, out_features=4), layer(torch.nn.BatchNorm1d, num_features=4),
                 layer(torch.nn.ReLU), layer(torch.nn.Linear, in_features=4, out_features=2)]
-    return recipe.record(torch.nn.Sequential(*children), "Sequential", {"modules": children})
+    return record(torch.nn.Sequential(*children), "Sequential", {"modules": children})
 
 
 def test_module_rebuilt_forwards_bit_for_bit_with_its_modes_dtype_and_frozen_parameters():

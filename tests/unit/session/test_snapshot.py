@@ -3,7 +3,8 @@ values that share a storage (a held view of a held tensor, tied weights) still s
 import torch
 
 from torchsh.registry.store import Registry
-from torchsh.session import recipe, snapshot, transfer
+from torchsh.recipes.base import record
+from torchsh.session import snapshot, transfer
 from torchsh.verbs import nn as nn_verbs
 from test_recipe import CTX
 
@@ -23,7 +24,7 @@ def test_a_held_view_and_tied_weights_save_and_come_back_equal(tmp_path):
     base = torch.randn(4, 3)
     h_base, h_row = registry.put(base, "tensor"), registry.put(base[1], "tensor")  # one storage
     children = [nn_verbs.construct(CTX, torch.nn.Linear, {"in_features": 3, "out_features": 3}) for _ in range(2)]
-    model = recipe.record(torch.nn.Sequential(*children), "Sequential", {"modules": children})
+    model = record(torch.nn.Sequential(*children), "Sequential", {"modules": children})
     model[1].weight = model[0].weight  # tied
     h_model = registry.put(model, "nn")
     transfer.save_folder(registry, str(tmp_path))

@@ -1,8 +1,8 @@
-"""`python -m torchsh.train.dist_launch FOLDER`: the launcher process of `fit --nproc_per_node N`.
+"""`python -m torchsh.train.distributed.launch FOLDER`: the launcher process of `fit --nproc_per_node N`.
 
 The daemon starts it with subprocess (fork+exec: nothing of the threaded daemon is copied) and it runs
 torch.distributed's elastic launcher, the API under torchrun (LaunchConfig + elastic_launch), with
-dist_rank.rank_main as every rank's entrypoint. Ranks start from a forkserver that has imported torch
+rank.rank_main as every rank's entrypoint. Ranks start from a forkserver that has imported torch
 and torchsh's rank code once (start_method "forkserver" with that preload), not by fork() of a process
 with threads. Rendezvous: c10d on localhost for one node; with --rdzv HOST:PORT the static rendezvous
 (torchrun's default with --master_addr/--master_port): node_rank 0 hosts the store there.
@@ -21,29 +21,29 @@ import threading
 import time
 import uuid
 
-PRELOAD = ["torch", "torch.distributed", "torchsh.train.dist_rank"]
+PRELOAD = ["torch", "torch.distributed", "torchsh.train.distributed.rank"]
 
 
 def config(launch, log_dir):
-    """Elastic's launch of this node. The rendezvous is dist_rdzv's: one node's store on 127.0.0.1, several
+    """Elastic's launch of this node. The rendezvous is rendezvous.py's: one node's store on 127.0.0.1, several
     nodes' on node 0's --rdzv address (the run id prefixes the store's keys: the same on every node)."""
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
     from torch.distributed.launcher.api import LaunchConfig
-    from torchsh.train import dist_rdzv
+    from torchsh.train.distributed import rendezvous
     rdzv = launch.get("rdzv")
     endpoint, run_id = (rdzv, "torchsh-fit-" + rdzv) if rdzv else ("127.0.0.1:0", uuid.uuid4().hex)
     configs = {"rank": launch["node_rank"], "timeout": launch["rdzv_timeout"]}
     return LaunchConfig(min_nodes=launch["nnodes"], max_nodes=launch["nnodes"], nproc_per_node=launch["nproc_per_node"],
-                        run_id=run_id, rdzv_backend=dist_rdzv.BACKEND, rdzv_endpoint=endpoint,
+                        run_id=run_id, rdzv_backend=rendezvous.BACKEND, rdzv_endpoint=endpoint,
                         rdzv_configs=configs, max_restarts=0, monitor_interval=0.1, start_method="forkserver",
                         logs_specs=DefaultLogsSpecs(log_dir=log_dir), shutdown_timeout=5)
 
 
 def main(folder):
-    from torchsh.train import dist_netns, dist_spec
-    if dist_netns.inside():
-        dist_netns.loopback_up()
-    spec = dist_spec.read_json(dist_spec.path(folder, "spec.json"))
+    from torchsh.train.distributed import handoff, netns
+    if netns.inside():
+        netns.loopback_up()
+    spec = handoff.read_json(handoff.path(folder, "spec.json"))
     _end_with(spec["daemon_pid"])
     multiprocessing.set_forkserver_preload(PRELOAD)
     try:
@@ -56,9 +56,9 @@ def main(folder):
 def _launch(folder, spec):
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import elastic_launch
-    from torchsh.train import dist_rdzv
-    from torchsh.train.dist_rank import rank_main
-    dist_rdzv.register()
+    from torchsh.train.distributed import rendezvous
+    from torchsh.train.distributed.rank import rank_main
+    rendezvous.register()
     try:
         elastic_launch(config(spec["launch"], os.path.join(folder, "logs")), rank_main)(folder)
     except ChildFailedError as e:
@@ -66,7 +66,7 @@ def _launch(folder, spec):
         killed = failure.exitcode is not None and failure.exitcode < 0  # a signal: that rank wrote nothing
         _write_failure(folder, (not killed and _first_recorded(folder)) or _from_elastic(rank, failure))
         return 1
-    except dist_rdzv.AddressNotHere as e:
+    except rendezvous.AddressNotHere as e:
         _write_failure(folder, {"rank": None, "code": "rank_failed", "message": str(e),
                                 "hint": "--rdzv names node 0's own address and a free port"})
         return 1
@@ -79,12 +79,12 @@ def _launch(folder, spec):
 
 def _first_recorded(folder):
     """The earliest rank-R.json: the rank that failed first (the others' errors follow from its end)."""
-    from torchsh.train import dist_spec
+    from torchsh.train.distributed import handoff
     records = []
     for name in os.listdir(folder):
         if name.startswith("rank-") and name.endswith(".json"):
             try:
-                records.append(dist_spec.read_json(dist_spec.path(folder, name)))
+                records.append(handoff.read_json(handoff.path(folder, name)))
             except (OSError, ValueError):
                 continue
     return min(records, key=lambda r: r["time"]) if records else None
@@ -103,8 +103,8 @@ def _from_elastic(rank, failure):
 
 
 def _write_failure(folder, record):
-    from torchsh.train import dist_spec
-    dist_spec.write_json(dist_spec.path(folder, "failure.json"), record)
+    from torchsh.train.distributed import handoff
+    handoff.write_json(handoff.path(folder, "failure.json"), record)
 
 
 def _alive(pid):

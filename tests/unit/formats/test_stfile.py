@@ -7,8 +7,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from torchsh import stfile
-from torchsh.classes import state
+from torchsh.formats import stfile
 from torchsh.errors import TorchshError
 
 VALUES = {"f32": torch.randn(3, 4), "f64": torch.tensor(2.5, dtype=torch.float64), "bf16": torch.randn(5).bfloat16(),
@@ -49,7 +48,7 @@ def test_values_read_survive_their_file_being_cut_in_place(tmp_path):
         got = _truncated_after(path, lambda p: {k: f.read(k) for k in f.keys()})
     assert torch.equal(got["w"], big["w"]) and torch.equal(got["b"], big["b"])  # a mapped value: SIGBUS here
     save_file(big, path)
-    got, _ = _truncated_after(path, state.read)  # nn load, checkpoint load
+    got, _ = _truncated_after(path, stfile.read)  # nn load, checkpoint load
     assert torch.equal(got["w"], big["w"])
 
 

@@ -1,6 +1,6 @@
 """A one-node distributed fit in a network namespace of its own, where only its processes can reach its ports.
 
-torch.distributed authenticates nothing: its TCP store and gloo/nccl accept whoever connects. dist_rdzv
+torch.distributed authenticates nothing: its TCP store and gloo/nccl accept whoever connects. rendezvous.py
 binds the store to 127.0.0.1 and the ranks' sockets to `lo`, which keeps the network out, but not another
 user of the same machine. So when the kernel lets us (unprivileged user namespaces), the launcher runs
 under `unshare --user --map-current-user --keep-caps --net`: a private loopback, no other interface, the

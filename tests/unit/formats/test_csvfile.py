@@ -3,7 +3,7 @@ or index; empty cells are NaN; integers stay exact."""
 import numpy as np
 import pytest
 
-from torchsh import csvfile
+from torchsh.formats import csvfile
 from torchsh.errors import TorchshError
 
 

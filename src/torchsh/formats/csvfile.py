@@ -1,4 +1,4 @@
-"""CSV files as arrays: `torch load x.csv`, `data open x.csv` (verbs/files.py, data/formats.py).
+""".csv files as tensors: `torch load x.csv`, `data open x.csv`, `torch save T x.csv`, `torch value --format csv`.
 
 A CSV is read twice at most: numpy's C reader first (60,000 x 10 in ~0.1 s), and only when it refuses
 the file the csv module, which reads empty cells as NaN and otherwise names the exact cell at fault.
@@ -9,9 +9,33 @@ import csv
 import math
 
 import numpy as np
+import torch
 
-from torchsh.errors import TorchshError
+from torchsh.call import tensortext
+from torchsh.errors import TorchshError, bad_argument
 from torchsh.fileio import file_error, regular_file
+
+
+def read(path, groups=None, dtype=None, header=None, delimiter=","):
+    """[Tensor] of a CSV, one per column group (groups None: every column, one tensor): parsed as int64 for
+    integer dtypes, else float64, then cast to dtype (float32 when None)."""
+    dtype = dtype or torch.float32
+    integer = not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
+    return [torch.from_numpy(a).to(dtype) for a in load_csv(path, groups, header, delimiter, integer)]
+
+
+def write(path, named):
+    with open(path, "w") as f:
+        f.write(text(next(iter(named.values()))))
+
+
+def text(t):
+    """One line per row (a 1-D tensor is one row), values as `torch value --nan bare` prints them."""
+    t = t.detach()
+    if t.dim() > 2:
+        raise bad_argument("csv holds at most 2 dimensions, this tensor has %d" % t.dim(), "use json, npy or npz")
+    rows = t.reshape(1, -1) if t.dim() < 2 else t
+    return "".join(",".join(tensortext.float_texts(r, bare=True)) + "\n" for r in rows)
 
 
 def load_csv(path, groups=None, header=None, delimiter=",", integer=False):

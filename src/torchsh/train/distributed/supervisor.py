@@ -2,7 +2,7 @@
 
 run(ctx, plan, launch, report, should_stop) has run_fit's shape, so a distributed fit is a job like any
 fit (progress, rows, --detach, `job stop`, Ctrl-C). It writes the run's spec into a private folder
-(dist_spec.py: recipes and values, JSON + safetensors), starts the launcher process (dist_launch.py:
+(handoff.py: recipes and values, JSON + safetensors), starts the launcher process (launch.py:
 torch.distributed's elastic launcher) and, while the ranks train, relays rank 0's progress events, passes
 a stop on as the folder's `stop` file (the ranks stop together at the next optimizer step, resumably),
 and answers the requests queued for the tensor thread (should_stop does, as between one-process steps).
@@ -22,10 +22,11 @@ from typing import Optional
 
 from torchsh.classes import state as state_file
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.formats import stfile
 from torchsh.remote import listener
-from torchsh.train import dist_loader, dist_netns, dist_spec, resume
+from torchsh.train import checkpoint, resume
+from torchsh.train.distributed import handoff, netns, shares
 from torchsh.train.fit import FitResult
-from torchsh.verbs import checkpoint
 
 log = logging.getLogger("torchd")
 POLL_S = 0.1          # how often the daemon relays events and looks for a stop
@@ -84,8 +85,8 @@ def run(ctx, plan, launch, report, should_stop):
         start = _start(plan)
         objects = {"model": plan.model, "optimizer": plan.optimizer, "sched": plan.sched, "loader": plan.loader,
                    "val": plan.val}
-        dist_spec.write(folder, objects, _fit_options(plan), launch.record(), start)
-        proc = _launch(folder, launch, isolate=ctx.env.get(dist_netns.ENV_OFF) != "0")
+        handoff.write(folder, objects, _fit_options(plan), launch.record(), start)
+        proc = _launch(folder, launch, isolate=ctx.env.get(netns.ENV_OFF) != "0")
         _follow(proc, folder, report, should_stop, launch)
         return _finish(folder, plan, proc)
     finally:
@@ -106,15 +107,15 @@ def _start(plan):
     source = resume.source(plan)
     if source is None:
         return {"loader_epoch": plan.loader.epoch, "resumed": None, "resumed_from": None}
-    tensors, meta = state_file.read(source)
+    tensors, meta = stfile.read(source)
     if not isinstance(meta, dict) or "fit" not in meta:
         raise TorchshError("state_mismatch", "%s is not a checkpoint of `torch fit`" % source,
                            "resume from a fit log folder's last.safetensors")
     fit = state_file.decode(meta["fit"], tensors)
-    if (fit.get("loader") or {}).get("format") != dist_loader.STATE_FORMAT:
+    if (fit.get("loader") or {}).get("format") != shares.STATE_FORMAT:
         raise TorchshError("state_mismatch", "%s was saved by a one-process fit" % source,
                            "resume it without --nproc_per_node, or start the distributed run afresh")
-    checkpoint.load(None, source, plan.model, plan.optimizer, plan.sched, rng=True)
+    checkpoint.restore(source, plan.model, plan.optimizer, plan.sched, rng=True)
     return {"loader_epoch": plan.loader.epoch, "resumed": fit, "resumed_from": source}
 
 
@@ -126,9 +127,9 @@ def _launch(folder, launch, isolate=True):
         env.setdefault("NCCL_SOCKET_IFNAME", "lo")
     if "OMP_NUM_THREADS" not in env:  # the ranks share the cores (torchrun sets 1; this keeps all in use)
         env["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // launch.nproc_per_node))
-    prefix = dist_netns.isolating_argv(env) if isolate and not launch.rdzv else []  # one node: its own loopback
-    with open(dist_spec.path(folder, "launcher.log"), "wb") as out:
-        return subprocess.Popen(prefix + [sys.executable, "-m", "torchsh.train.dist_launch", folder],
+    prefix = netns.isolating_argv(env) if isolate and not launch.rdzv else []  # one node: its own loopback
+    with open(handoff.path(folder, "launcher.log"), "wb") as out:
+        return subprocess.Popen(prefix + [sys.executable, "-m", "torchsh.train.distributed.launch", folder],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
 
@@ -136,7 +137,7 @@ def _launch(folder, launch, isolate=True):
 def _follow(proc, folder, report, should_stop, launch):
     """Relay rank 0's events until the launcher ends; pass a stop on; end the launcher if the ranks
     do not stop in time."""
-    events, stop_asked = _Events(dist_spec.path(folder, "events.jsonl")), None
+    events, stop_asked = _Events(handoff.path(folder, "events.jsonl")), None
     while True:
         ended = proc.poll() is not None
         events.relay(report)
@@ -144,7 +145,7 @@ def _follow(proc, folder, report, should_stop, launch):
             return
         stop = should_stop()  # in a job this also answers the requests queued for the tensor thread
         if stop and stop_asked is None:
-            open(dist_spec.path(folder, "stop"), "w").close()
+            open(handoff.path(folder, "stop"), "w").close()
             stop_asked = time.monotonic()
         if stop_asked is not None and time.monotonic() - stop_asked > launch.timeout + STOP_GRACE_S:
             log.warning("fit: the ranks did not stop within %.0f s; ending them", launch.timeout + STOP_GRACE_S)
@@ -175,19 +176,18 @@ class _Events:
 
 
 def _finish(folder, plan, proc):
-    failure = dist_spec.path(folder, "failure.json")
-    result = dist_spec.path(folder, "result.json")
+    failure = handoff.path(folder, "failure.json")
+    result = handoff.path(folder, "result.json")
     if proc.returncode != 0 or not os.path.exists(result):
         _log_tail(folder)
         if os.path.exists(failure):
-            rec = dist_spec.read_json(failure)
+            rec = handoff.read_json(failure)
             where = "rank %d: " % rec["rank"] if rec.get("rank") is not None else ""
             raise TorchshError(rec["code"], where + rec["message"], rec.get("hint"))
         raise TorchshError("rank_failed", "the launcher ended with status %s" % proc.returncode,
                            "the daemon log has its output")
-    checkpoint.load(None, dist_spec.path(folder, "result.safetensors"), plan.model, plan.optimizer, plan.sched,
-                    rng=True)
-    done = dist_spec.read_json(result)
+    checkpoint.restore(handoff.path(folder, "result.safetensors"), plan.model, plan.optimizer, plan.sched, rng=True)
+    done = handoff.read_json(result)
     if not plan.loader.in_epoch:  # the epoch count goes on as after a one-process fit
         plan.loader.epoch = done["loader_epoch"]
     return FitResult(rows=done["rows"], epoch=done["epoch"], step=done["step"], reason=done["reason"])
@@ -195,7 +195,7 @@ def _finish(folder, plan, proc):
 
 def _log_tail(folder, lines=40):
     try:
-        with open(dist_spec.path(folder, "launcher.log"), errors="replace") as f:
+        with open(handoff.path(folder, "launcher.log"), errors="replace") as f:
             tail = f.read().splitlines()[-lines:]
     except OSError:
         return

@@ -12,17 +12,17 @@
 """
 import contextlib
 import dataclasses
-import json
 import os
 import types
 
 import torch
 import torch.distributed as dist
 
-from torchsh.classes import state as state_file
+from torchsh.recipes.base import state_dict_of
 from torchsh.session import recipe
-from torchsh.train import dist_spec, resume
-from torchsh.train.dist_loader import DistLoader, ValShare
+from torchsh.train import resume
+from torchsh.train.distributed import handoff
+from torchsh.train.distributed.shares import DistLoader, ValShare
 from torchsh.train.metrics import EpochSums
 
 
@@ -48,16 +48,16 @@ class RankWorld:
             return built.get(name)
 
         model = make("model")
-        recipe.load_state(model, dist_spec.values(tensors, "model"))
+        recipe.load_state(model, handoff.values(tensors, "model"))
         model.to(self.device)
         if self.strategy == "fsdp":
             from torch.distributed.fsdp import fully_shard
             fully_shard(model)
         optimizer, sched = make("optimizer"), make("sched")
         self.names = _parameter_names(model, optimizer)
-        self._load_optimizer(model, optimizer, dist_spec.values(tensors, "optimizer"))
+        self._load_optimizer(model, optimizer, handoff.values(tensors, "optimizer"))
         if sched is not None:
-            recipe.load_state(sched, dist_spec.values(tensors, "sched"))
+            recipe.load_state(sched, handoff.values(tensors, "sched"))
         if self.strategy == "ddp":
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.net = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
@@ -67,7 +67,7 @@ class RankWorld:
         return built
 
     def _load_optimizer(self, model, optimizer, values):
-        state = state_file.decode(json.loads(bytes(values[recipe.STATE_JSON].numpy()).decode()), values)
+        state = state_dict_of(values)
         if self.strategy == "fsdp":
             from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
             set_optimizer_state_dict(model, optimizer, _by_name(state, self.names),
@@ -79,7 +79,7 @@ class RankWorld:
         """This rank's share of a loader built from its recipe (its dataset's values loaded)."""
         if loader is None:
             return None
-        recipe.load_state(loader, dist_spec.values(tensors, name))
+        recipe.load_state(loader, handoff.values(tensors, name))
         if name == "val":
             return ValShare(loader.dataset, loader.batch_size, loader.num_workers, self.size, self.rank)
         return DistLoader(loader.dataset, loader.batch_size, loader.shuffle, loader.drop_last, loader.seed,
@@ -161,9 +161,9 @@ class RankWorld:
 
     def finish(self, plan, scaler, progress, result):
         """The finished state back to the daemon: result.safetensors (a fit checkpoint) and result.json."""
-        self._save(dist_spec.path(self.folder, "result.safetensors"), plan, scaler, progress, self.speaks)
+        self._save(handoff.path(self.folder, "result.safetensors"), plan, scaler, progress, self.speaks)
         if self.speaks:
-            dist_spec.write_json(dist_spec.path(self.folder, "result.json"),
+            handoff.write_json(handoff.path(self.folder, "result.json"),
                                  {"rows": result.rows, "epoch": result.epoch, "step": result.step,
                                   "reason": result.reason, "loader_epoch": plan.loader.epoch})
 

@@ -1,4 +1,5 @@
-"""One opener per file type for `torch data open`: each turns a path into fields (datasets.py).
+"""One opener per file type for `torch data open`: each turns a path into fields (datasets.py), reading
+through formats/ where it reads a file whole.
 
 .npy          memory-mapped, one field (rows read on demand)
 .npz          each array one field; zip members cannot be memory-mapped, so each is read whole into
@@ -16,15 +17,15 @@ a folder      the torchvision ImageFolder layout (images.py)
 import os
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from safetensors import safe_open
 
-from torchsh import csvfile, fileio
+from torchsh import fileio
 from torchsh.data import images
 from torchsh.data.datasets import FileDataset, NpyField, SafetensorsField, TensorField, stem
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.verbs import files
+from torchsh.formats import csvfile, extensions, parquetfile
+from torchsh.formats.flags import column_group, table_options
 
 EXTENSIONS = (".npy", ".npz", ".safetensors", ".csv", ".parquet")
 
@@ -90,11 +91,7 @@ def _npy(path, options):
 
 
 def _npz(path, options):
-    arrays = fileio.load_npz(path)
-    try:
-        tensors = {name: files._from_numpy(a) for name, a in arrays.items()}
-    except ValueError as e:
-        raise fileio.file_error(path, "read", e) from None
+    tensors = extensions.read(path, extensions.FORMATS[".npz"].read)
     return [TensorField(name, tensors[name]) for name in _pick(list(tensors), options, path)]
 
 
@@ -112,7 +109,7 @@ def _pick(names, options, path):
     chosen = names
     if options.columns is not None:
         groups = options.columns if isinstance(options.columns, list) else [options.columns]
-        chosen = [n for g in groups for n in files._column_group(g)]
+        chosen = [n for g in groups for n in column_group(g)]
     elif options.target is not None:
         chosen = [n for n in names if n != options.target]
     if options.target is not None:
@@ -124,9 +121,9 @@ def _pick(names, options, path):
 
 
 def _csv(path, options):
-    csv_options = files._csv_options(".csv", options.columns, options.header, options.no_header, options.delimiter)
+    csv_options = table_options(".csv", options.columns, options.header, options.no_header, options.delimiter)
     groups = csv_options["groups"]
-    read = dict(header=csv_options["header"], delimiter=csv_options["delimiter"], several=True)
+    read = dict(header=csv_options["header"], delimiter=csv_options["delimiter"])
     target = [options.target] if options.target is not None else None
     names = None if groups is None else [",".join(g) for g in groups]
     if target and groups is None:  # --target alone: every other column is a feature
@@ -134,61 +131,30 @@ def _csv(path, options):
         groups, names = ([[str(i) for i in others]], ["features"]) if others else ([], [])
     fields = []
     if groups is None:
-        fields.append(TensorField(stem(path), files._read_csv(path, options.dtype, **read)[0]))
+        fields.append(TensorField(stem(path), csvfile.read(path, dtype=options.dtype, **read)[0]))
     elif groups:
-        tensors = files._read_csv(path, options.dtype, groups=groups, **read)
+        tensors = csvfile.read(path, groups, options.dtype, **read)
         fields += [TensorField(name, t) for name, t in zip(names, tensors)]
     if target:
-        y = files._read_csv(path, options.target_dtype or options.dtype, groups=[target], **read)[0]
+        y = csvfile.read(path, [target], options.target_dtype or options.dtype, **read)[0]
         fields.append(TensorField(options.target, y))
     return fields
 
 
 def _parquet(path, options):
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise TorchshError("missing_extra", "reading .parquet needs pyarrow", "pip install 'torchsh[parquet]'") from None
-    fileio.regular_file(path)
-    try:
-        names = pq.read_schema(path).names
-    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
-        raise fileio.file_error(path, "read", e) from None
+    names = parquetfile.column_names(path)
     groups = options.columns if isinstance(options.columns, list) else [options.columns]
-    groups = [files._column_group(g) for g in groups] if options.columns is not None else None
+    groups = [column_group(g) for g in groups] if options.columns is not None else None
     if groups is None:
         groups = [[n for n in names if n != options.target]]
-    groups = [[_column_name(c, names, path) for c in g] for g in groups]
-    wanted = sorted({c for g in groups for c in g} | ({options.target} if options.target else set()))
-    for c in wanted:
-        _column_name(c, names, path)
-    table = pq.read_table(path, columns=wanted)
-    fields = [TensorField(",".join(g), _columns_tensor(table, g, options.dtype or torch.float32, path)) for g in groups]
+    groups = [[parquetfile.column_name(c, names, path) for c in g] for g in groups]
     if options.target:
-        fields.append(TensorField(options.target, _columns_tensor(table, [options.target], options.target_dtype, path)))
+        parquetfile.column_name(options.target, names, path)
+    tensors = parquetfile.read(path, groups, options.dtype or torch.float32)
+    fields = [TensorField(",".join(g), t) for g, t in zip(groups, tensors)]
+    if options.target:
+        fields.append(TensorField(options.target, parquetfile.read(path, [[options.target]], options.target_dtype)[0]))
     return fields
-
-
-def _column_name(text, names, path):
-    if text in names:
-        return text
-    if text.lstrip("-").isdigit() and -len(names) <= int(text) < len(names):
-        return names[int(text)]
-    raise bad_argument("%s has no column %r" % (path, text), "its columns: %s" % ", ".join(names))
-
-
-def _columns_tensor(table, columns, dtype, path):
-    """The columns side by side as one tensor (one column: 1-D), cast to dtype (None: as stored)."""
-    arrays = []
-    for c in columns:
-        a = table.column(c).to_numpy()
-        if a.dtype.kind not in "biuf":
-            raise bad_argument("%s column %r holds %s, not numbers" % (path, c, table.schema.field(c).type),
-                               "pick numeric columns with --columns and --target")
-        arrays.append(a)
-    stacked = arrays[0] if len(arrays) == 1 else np.column_stack(arrays)
-    t = torch.from_numpy(np.array(stacked))  # a private, writable copy of what pyarrow lent
-    return t.to(dtype) if dtype is not None else t
 
 
 _OPENERS = {".npy": _npy, ".npz": _npz, ".safetensors": _safetensors, ".csv": _csv, ".parquet": _parquet}

@@ -7,10 +7,10 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 from torchsh.data.loader import Loader
 from torchsh.errors import TorchshError
-from torchsh.train import dist_launch, dist_rdzv
-from torchsh.train.dist_loader import DistLoader, ValShare
-from torchsh.train.dist_world import _by_index, _by_name
-from torchsh.train.distributed import Launch
+from torchsh.train.distributed import launch, rendezvous
+from torchsh.train.distributed.shares import DistLoader, ValShare
+from torchsh.train.distributed.world import _by_index, _by_name
+from torchsh.train.distributed.supervisor import Launch
 
 DATA = TensorDataset(torch.arange(23.0).unsqueeze(1), torch.arange(23))
 
@@ -101,12 +101,12 @@ def test_launch_options_are_refused_with_a_code(options, code):
 
 
 def test_one_node_rendezvous_listens_on_127_0_0_1_and_several_nodes_on_the_given_address():
-    one = dist_launch.config(Launch(2).record(), "/tmp/x")
+    one = launch.config(Launch(2).record(), "/tmp/x")
     assert (one.rdzv_backend, one.rdzv_endpoint, one.nproc_per_node, one.max_restarts) == (
-        dist_rdzv.BACKEND, "127.0.0.1:0", 2, 0)
+        rendezvous.BACKEND, "127.0.0.1:0", 2, 0)
     assert one.start_method == "forkserver"
-    two = dist_launch.config(Launch(4, nnodes=2, node_rank=1, rdzv="10.0.0.1:29500", timeout=30,
+    two = launch.config(Launch(4, nnodes=2, node_rank=1, rdzv="10.0.0.1:29500", timeout=30,
                                     trusted_network=True).record(), "/tmp/x")
     assert (two.rdzv_backend, two.rdzv_endpoint, two.min_nodes, two.max_nodes) == (
-        dist_rdzv.BACKEND, "10.0.0.1:29500", 2, 2)
+        rendezvous.BACKEND, "10.0.0.1:29500", 2, 2)
     assert two.rdzv_configs["rank"] == 1 and two.rdzv_configs["timeout"] >= 30

@@ -4,11 +4,11 @@ import datetime
 import pytest
 from torch.distributed import TCPStore
 
-from torchsh.train import dist_rdzv
+from torchsh.train.distributed import rendezvous
 
 
 def test_node_0s_store_listens_on_the_given_loopback_address_and_a_rank_reaches_it():
-    rdzv = dist_rdzv.BoundStaticRendezvous("127.0.0.1", 0, 0, 1, "run", 10)
+    rdzv = rendezvous.BoundStaticRendezvous("127.0.0.1", 0, 0, 1, "run", 10)
     try:
         info = rdzv.next_rendezvous()
         assert rdzv._listener.getsockname()[0] == "127.0.0.1"
@@ -22,6 +22,6 @@ def test_node_0s_store_listens_on_the_given_loopback_address_and_a_rank_reaches_
 
 
 def test_an_address_that_is_not_this_hosts_is_one_clear_failure():
-    rdzv = dist_rdzv.BoundStaticRendezvous("192.0.2.1", 29500, 0, 2, "run", 10)  # TEST-NET-1: no host owns it
-    with pytest.raises(dist_rdzv.AddressNotHere, match="192.0.2.1:29500"):
+    rdzv = rendezvous.BoundStaticRendezvous("192.0.2.1", 29500, 0, 2, "run", 10)  # TEST-NET-1: no host owns it
+    with pytest.raises(rendezvous.AddressNotHere, match="192.0.2.1:29500"):
         rdzv.next_rendezvous()

@@ -1,9 +1,9 @@
-"""A rank's hooks into fit's loop (train/dist_world.py), in a gloo world of one process."""
+"""A rank's hooks into fit's loop (train/distributed/world.py), in a gloo world of one process."""
 import pytest
 import torch
 import torch.distributed as dist
 
-from torchsh.train.dist_world import RankWorld
+from torchsh.train.distributed.world import RankWorld
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import os
 import torch
 
 from torchsh.classes import state as state_file
+from torchsh.formats import stfile
 from torchsh.session import recipe
 
 FORMAT = "torchsh-fit-spec-1"
@@ -38,7 +39,7 @@ def write(folder, objects, fit_options, launch, start):
     start = dict(start, resumed=state_file.encode(start.get("resumed"), "fit", tensors))
     spec = {"format": FORMAT, "objects": recipes, "fit": fit_options, "launch": launch, "start": start,
             "daemon_pid": os.getpid()}
-    state_file.write(path(folder, "state.safetensors"), tensors)
+    stfile.write(path(folder, "state.safetensors"), tensors)
     write_json(path(folder, "spec.json"), spec)
 
 
@@ -63,7 +64,7 @@ def read(folder):
     spec = read_json(path(folder, "spec.json"))
     if spec.get("format") != FORMAT:
         raise ValueError("%s is not a torchsh fit spec" % folder)
-    tensors, _ = state_file.read(path(folder, "state.safetensors"))
+    tensors, _ = stfile.read(path(folder, "state.safetensors"))
     spec["start"]["resumed"] = state_file.decode(spec["start"]["resumed"], tensors)
     return spec, tensors
 

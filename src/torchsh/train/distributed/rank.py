@@ -4,7 +4,7 @@ It joins the process group (gloo on CPU, nccl on CUDA, the collective timeout of
 model, optimizer, scheduler and loaders from the spec's recipes and values, wraps the model (DDP, or FSDP's
 fully_shard with --strategy fsdp), and runs fit's own loop (train/fit.py) with a RankWorld: every rank
 trains on its DistributedSampler share; rank 0 alone writes --log and the checkpoints; each node's local
-rank 0 reports progress and writes the finished state back into its spec folder (dist_spec.py names the
+rank 0 reports progress and writes the finished state back into its spec folder (handoff.py names the
 files).
 """
 import datetime
@@ -17,18 +17,18 @@ import torch
 import torch.distributed as dist
 
 from torchsh.errors import TorchshError, from_torch_exception
-from torchsh.train import dist_spec
-from torchsh.train.dist_world import RankWorld
+from torchsh.train.distributed import handoff
+from torchsh.train.distributed.world import RankWorld
 from torchsh.train.fit import run_fit
+from torchsh.train.losses import loss_function
 from torchsh.train.plan import FitPlan
-from torchsh.verbs.train import loss_function
 
 
 def rank_main(folder):
     """The entrypoint of every rank (module level, the spec folder's path its only argument)."""
     rank = int(os.environ["RANK"])
     try:
-        spec, tensors = dist_spec.read(folder)
+        spec, tensors = handoff.read(folder)
         _end_with(spec["daemon_pid"])
         _run(folder, spec, tensors)
     except BaseException as e:
@@ -53,8 +53,8 @@ def _run(folder, spec, tensors):
                    clip=fit["clip"], accum=fit["accum"], autocast=fit["autocast"], patience=fit["patience"],
                    monitor=fit["monitor"], log=fit["log"], resume=None, save_every=fit["save_every"],
                    max_steps=fit["max_steps"], command=tuple(fit["command"]), loss_name=fit["loss"])
-    events = open(dist_spec.path(folder, "events.jsonl"), "a") if world.speaks else None
-    stop_file = dist_spec.path(folder, "stop")
+    events = open(handoff.path(folder, "events.jsonl"), "a") if world.speaks else None
+    stop_file = handoff.path(folder, "stop")
 
     def report(event):
         if events is not None:  # local rank 0 speaks for the run; its daemon's job tails the file
@@ -106,7 +106,7 @@ def _record_failure(folder, rank, exc):
     else:
         err = TorchshError("rank_failed", "%s: %s" % (type(exc).__name__, str(exc).split("\n")[0]))
     try:
-        dist_spec.write_json(dist_spec.path(folder, "rank-%d.json" % rank),
+        handoff.write_json(handoff.path(folder, "rank-%d.json" % rank),
                              {"rank": rank, "time": time.time(), "code": err.code, "message": err.message,
                               "hint": err.hint})
     except OSError:

@@ -1,0 +1,10 @@
+"""Files of tensors: one row per extension (extensions.py) says what a file holds, how it is read and written.
+
+extensions.py   THE table: .npy .npz .safetensors .pt .pth .csv .parquet; the guarded read, the atomic write
+npyfile.py      .npy and .npz (each header checked before anything is allocated: fileio.check_npy_header)
+stfile.py       .safetensors: read into memory of its own (never mapped), written with torchsh's JSON metadata
+ptfile.py       .pt/.pth through torch.load(weights_only=True): nothing is unpickled
+csvfile.py      .csv: numpy's reader, the csv module where it refuses; a tensor as CSV text
+parquetfile.py  .parquet through pyarrow (the `parquet` extra)
+flags.py        --columns, --header, --delimiter: the flags that pick and parse a table's columns
+"""

@@ -1,0 +1,10 @@
+"""How each handle kind outlives a daemon: its Persistence (capture, build, state, load), named by its row in
+registry/kinds.py; session/recipe.py walks the objects through them.
+
+base.py           the Persistence row, what torchsh built (record), JSON state, not_portable
+tensors.py        tensors: shape, dtype, device; value and grad
+modules.py        modules: class and constructor values, modes, frozen parameters, placement; state_dict
+optimizers.py     optimizers (groups as references to parameters) and schedulers; state_dict as JSON
+datasets.py       datasets (one row per class the data verbs make) and loaders
+distributions.py  distributions: class and parameters
+"""
