@@ -41,7 +41,7 @@ def invoke(ctx, op, binding, globals_=None, warned=None, convert=convert_all):
     binding's tokens through their kinds; the JSON face's remembered calls bring their own (api/calls.py).
     """
     globals_ = globals_ or {}
-    if ctx.env and ctx.scope is not None:  # a command in a scope that ended would make objects nobody frees
+    if getattr(ctx, "env", None) and ctx.scope is not None:  # in a scope that ended: objects nobody would free
         ctx.registry.check_scope(ctx.scope)
     lockfree = op.lockfree
     lock = _NO_CONTEXT if lockfree else ctx.app.tensor_lock(op.name)

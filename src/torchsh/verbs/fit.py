@@ -5,7 +5,7 @@ followed by its caller (a follow reply, docs/jobs.md) or, with --detach, left to
 stdout: one row per epoch (epoch, train loss, val loss, metrics, lr, seconds) as aligned text, or one
 JSON object a line with --json. --log DIR keeps metrics.jsonl/.csv, run.json and the checkpoints
 last/best; --resume auto continues from DIR's last checkpoint bit for bit, even mid-epoch.
---nproc_per_node N trains on torch.distributed instead (train/distributed.py; docs/distributed.md).
+--nproc_per_node N trains on torch.distributed instead (train/distributed/; docs/distributed.md).
 """
 import functools
 
