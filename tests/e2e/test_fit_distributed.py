@@ -25,6 +25,8 @@ from torch.utils.data import DistributedSampler
 from torchsh.train import dist_netns
 from waiting import process_gone, wait_until
 
+pytestmark = pytest.mark.slow  # a slow family (the tier rule: tests/conftest.py)
+
 N, B, SEED, LR, WORLD = 48, 6, 11, 0.1, 2   # 48 samples, 6 per rank per step: 4 steps an epoch
 X = torch.randn(N, 4, generator=torch.Generator().manual_seed(1))
 Y = torch.randn(N, 1, generator=torch.Generator().manual_seed(2))
