@@ -184,7 +184,8 @@ def _function_only(s):
 
 
 def _zsh(sh, script, stdin=None):
-    p = subprocess.run([require_tool("zsh"), "-f", "-c", 'eval "$(torch init zsh)"\n' + script], env=sh.env, cwd=sh.folder,
+    zsh = require_tool("zsh")
+    p = subprocess.run([zsh, "-f", "-c", 'eval "$(torch init zsh)"\n' + script], env=sh.env, cwd=sh.folder,
                        input=stdin, capture_output=True, stdin=None if stdin is not None else subprocess.DEVNULL,
                        timeout=120)
     return p.stdout, p.stderr, p.returncode
