@@ -4,6 +4,15 @@ Every test drives the installed `torch` (the .venv launcher) through `bash -c`, 
 a socket in a private temp folder; the daemon is stopped at the end of the session, pass or fail.
 In-process PyTorch is the oracle: `sh.fetch(handle)` brings a tensor back bit for bit (through a
 a .pt file read with weights_only=True), `sh.put(tensor)` sends one in.
+
+Tiers (scripts/test.sh). `--fast`, the edit loop (under 3 minutes on 2 cores), runs tests/unit and
+tests/smoke (a user's first hour through bash, zsh and nu) less what is marked `slow`; no arguments runs
+everything, then tests/e2e again through the fast bash function. `slow` goes on a test that takes 5 s or
+more in a full run on 2 cores (read the run's --durations), and on a whole module (`pytestmark =
+pytest.mark.slow`) when three or more such tests hold most of its time (doc examples, parity sweeps,
+fuzzing, lifecycle races, distributed fits). So a new unit test stays fast or is marked, tests/smoke stays
+a few seconds, and a new e2e file needs a mark only where that rule says. A test that needs a tool
+(zsh, fish, sshd, a second uid) asks tests/required.py: a skip here, a failure in CI.
 """
 import os
 import shutil

@@ -1,7 +1,9 @@
-"""Commands run with a terminal (a pty) on stdin, stdout and stderr, and Ctrl-C typed into it.
-Use: `from terminal import run_in_pty` (tests/ is on sys.path); the job tests and the distributed fit's share it."""
+"""Commands run with a terminal (a pty) on stdin, stdout and stderr, Ctrl-C typed into it, and the lines
+the terminal then shows. Use: `from terminal import run_in_pty, screen_lines` (tests/ is on sys.path); the
+job tests and the distributed fit's share it."""
 import os
 import pty
+import re
 import select
 import time
 
@@ -47,3 +49,28 @@ def _read(fd, deadline, fail=True):
         return os.read(fd, 65536) or None
     except OSError:  # EIO: the terminal's last process has exited
         return None
+
+
+# The terminal echoes a typed Ctrl-C as `^C` wherever its cursor is, at a moment that races with the
+# program's output: on the live progress line, or at the start of the line the program is about to clear
+# and write its last line on. Tests read what the user is shown, without that echo.
+CTRL_C_ECHO = "^C"
+_CURSOR = re.compile(r"(\r|\x1b\[K)")
+
+
+def screen_lines(out):
+    """The lines a terminal shows for output bytes `out`: the echoed ^C dropped, then each line as drawn
+    with its carriage returns (back to the line's start) and erase-to-end-of-line (ESC [ K) applied."""
+    lines = []
+    for raw in out.decode(errors="replace").replace(CTRL_C_ECHO, "").split("\n"):
+        line, column = "", 0
+        for piece in _CURSOR.split(raw):
+            if piece == "\r":
+                column = 0
+            elif piece == "\x1b[K":
+                line = line[:column]
+            elif piece:
+                line = line[:column] + piece + line[column + len(piece):]
+                column += len(piece)
+        lines.append(line)
+    return lines

@@ -1,8 +1,9 @@
 """A second real uid for the tests that need two users (the daemon's peer check, planted sockets).
 
 Root only: `other_user` creates a throwaway system user (or reuses one by that name) and removes
-it at the end of the module that used it; anyone else gets a skip with the reason. `run_as` runs a
-command as that user (no supplementary groups, no login environment).
+it at the end of the module that used it; anyone else gets a skip with the reason (a failure in CI,
+which runs as root: tests/required.py). `run_as` runs a command as that user (no supplementary groups,
+no login environment).
 Use: `from twouid import other_user, run_as  # noqa: F401` in a test module (tests/ is on sys.path).
 """
 import os
@@ -11,6 +12,7 @@ import shutil
 import subprocess
 
 import pytest
+from required import missing
 
 NAME = "torchsh-other"
 
@@ -19,9 +21,9 @@ NAME = "torchsh-other"
 def other_user():
     """(uid, gid) of a second real user."""
     if os.getuid() != 0:
-        pytest.skip("needs root to create a second user (useradd); run as root to cover two uids")
+        missing("needs root to create a second user (useradd); run as root to cover two uids")
     if not (shutil.which("useradd") and shutil.which("userdel")):
-        pytest.skip("needs useradd and userdel to play a second user")
+        missing("needs useradd and userdel to play a second user")
     created = False
     try:
         pw = pwd.getpwnam(NAME)
@@ -29,7 +31,7 @@ def other_user():
         p = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", NAME],
                            capture_output=True, text=True)
         if p.returncode != 0 and "already exists" not in p.stderr:  # a parallel user of this helper
-            pytest.skip("useradd failed: %s" % p.stderr.strip())
+            missing("useradd failed: %s" % p.stderr.strip())
         created = p.returncode == 0
         pw = pwd.getpwnam(NAME)
     try:

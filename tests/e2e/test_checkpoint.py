@@ -4,6 +4,7 @@ import json
 import os
 import time
 
+import pytest
 import torch
 from safetensors import safe_open
 from safetensors.torch import load_file
@@ -27,6 +28,7 @@ def weights_after(shell, script_tail, n):
     return load_file(path)
 
 
+@pytest.mark.slow
 def test_resuming_in_a_fresh_daemon_equals_uninterrupted_training(sh, fresh_sh):
     straight = sh.tmp("straight.safetensors")
     steps(sh, 20, "torch nn save $m %s" % straight)

@@ -1,7 +1,10 @@
 """Connections are served concurrently; nothing is lost when many shells work at once."""
 import json
 
+import pytest
 
+
+@pytest.mark.slow
 def test_eight_shells_times_fifty_ops_make_exactly_400_objects(fresh_sh):
     s = fresh_sh()
     before = len(json.loads(s("torch tensors --json")))

@@ -17,6 +17,7 @@ from safetensors.torch import load_file
 
 from imports import extra_imports
 from remotes import TLSRemote, bash, caller_env, free_port, private_folder, stop_all
+from required import require_tool
 from waiting import process_gone, wait_until
 
 
@@ -387,11 +388,11 @@ def test_cp_moves_objects_between_the_default_daemon_and_a_tls_context(user, tmp
     assert torch.equal(torch.load(out, weights_only=True), torch.tensor([1.5, -2.5]))
 
 
-@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
 def test_the_zsh_function_reaches_the_selected_context(user):
+    zsh = require_tool("zsh")
     script = ('eval "$(torch init zsh)"; torch zeros 1; TORCHSH_CONTEXT=r1 torch zeros 1; torch --context r1 zeros 1; '
               'unset TORCHSH_SOCKET; torch context use r1 >/dev/null; torch zeros 1; torch context use default >/dev/null')
-    p = subprocess.run(["zsh", "-f", "-c", script], env=user, capture_output=True, text=True, timeout=120,
+    p = subprocess.run([zsh, "-f", "-c", script], env=user, capture_output=True, text=True, timeout=120,
                        stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
     first, *rest = p.stdout.splitlines()

@@ -5,6 +5,8 @@ import select
 import signal
 import subprocess
 
+import pytest
+
 from waiting import wait_until
 
 
@@ -50,6 +52,7 @@ def _epoch(s):
     return json.loads(r.out)["epoch"] if r.code == 0 else None
 
 
+@pytest.mark.slow
 def test_the_log_is_rotated_past_its_size_limit(fresh_sh):
     s = fresh_sh(start=False)
     s.env["TORCHSH_LOG_MAX_BYTES"] = "600"  # the daemon inherits it from the client that starts it

@@ -4,7 +4,6 @@ runs tests/e2e a second time with TORCHSH_TEST_PRELUDE='eval "$(torch init bash)
 """
 import json
 import os
-import shutil
 import socket
 import stat
 import subprocess
@@ -12,6 +11,7 @@ import threading
 
 import pytest
 import torch
+from required import require_tool
 
 INIT = 'eval "$(torch init bash)"\n'
 
@@ -183,18 +183,14 @@ def _function_only(s):
     return script() + "\n"
 
 
-ZSH = shutil.which("zsh")
-needs_zsh = pytest.mark.skipif(ZSH is None, reason="zsh is not installed (apt-get install zsh)")
-
-
 def _zsh(sh, script, stdin=None):
-    p = subprocess.run([ZSH, "-f", "-c", 'eval "$(torch init zsh)"\n' + script], env=sh.env, cwd=sh.folder,
+    zsh = require_tool("zsh")
+    p = subprocess.run([zsh, "-f", "-c", 'eval "$(torch init zsh)"\n' + script], env=sh.env, cwd=sh.folder,
                        input=stdin, capture_output=True, stdin=None if stdin is not None else subprocess.DEVNULL,
                        timeout=120)
     return p.stdout, p.stderr, p.returncode
 
 
-@needs_zsh
 def test_zsh_function_gives_the_real_clients_output_errors_and_exit_codes(sh):
     a = sh.put(torch.tensor([[1.0, -2.5], [3.25, 4.0]]))
     assert _zsh(sh, "whence -w torch")[0] == b"torch: function\n"
@@ -210,7 +206,6 @@ def test_zsh_function_gives_the_real_clients_output_errors_and_exit_codes(sh):
         assert (out.decode(), err.decode(), code) == (real.out, real.err, real.code), cmd
 
 
-@needs_zsh
 def test_zsh_function_reads_stdin_lines_like_the_client(sh):
     a = sh.put(torch.tensor([1.0, 2.0]))
     out, err, code = _zsh(sh, "while read -r h; do torch add $h 1 | torch value; done", stdin=("%s\n\n %s \n" % (a, a)).encode())

@@ -7,14 +7,13 @@ fallback (`command torch`) would fail with "command not found".
 """
 import json
 import os
-import shutil
 import socket
 import subprocess
 
-import pytest
 import torch
 import torch.nn.functional as F
 from planted import nobody_connected, planted_fast_token
+from required import require_tool
 from safetensors.torch import load_file
 
 
@@ -77,9 +76,9 @@ def test_a_child_bash_checks_the_token_file_itself(sh):
         assert nobody_connected(impostor)  # nobody connected to the planted port
 
 
-@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed (apt-get install zsh)")
 def test_a_zsh_child_keeps_the_fast_path_when_zshenv_sources_the_saved_function(sh):
     """zsh cannot export functions; docs/fast-path.md: save `torch init zsh` once, source it in ~/.zshenv."""
+    zsh = require_tool("zsh")
     zdotdir = sh.tmp("zdotdir")
     os.mkdir(zdotdir)
     saved = os.path.join(zdotdir, "torchsh.zsh")
@@ -88,7 +87,7 @@ def test_a_zsh_child_keeps_the_fast_path_when_zshenv_sources_the_saved_function(
         f.write("source %s\n" % saved)
     script = ("torch ones '[1]' >/dev/null; path=(/usr/bin /bin)\n"  # no client on PATH from here on
               "torch scope -- zsh -c 'whence -w torch; torch ones \"[2]\" | torch value'")
-    p = subprocess.run([shutil.which("zsh"), "-c", script], env=dict(sh.env, ZDOTDIR=zdotdir), cwd=sh.folder,
+    p = subprocess.run([zsh, "-c", script], env=dict(sh.env, ZDOTDIR=zdotdir), cwd=sh.folder,
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
     assert (p.stdout, p.stderr, p.returncode) == ("torch: function\n[1.0,1.0]\n", "", 0)
 

@@ -25,6 +25,8 @@ from torch.utils.data import DistributedSampler
 from torchsh.train.distributed import netns
 from waiting import process_gone, wait_until
 
+pytestmark = pytest.mark.slow  # a slow family (the tier rule: tests/conftest.py)
+
 N, B, SEED, LR, WORLD = 48, 6, 11, 0.1, 2   # 48 samples, 6 per rank per step: 4 steps an epoch
 X = torch.randn(N, 4, generator=torch.Generator().manual_seed(1))
 Y = torch.randn(N, 1, generator=torch.Generator().manual_seed(2))
@@ -332,16 +334,17 @@ def test_two_nodes_each_with_its_own_daemon_train_as_one_run_and_both_daemons_ge
 
 
 def test_ctrl_c_stops_a_foreground_two_rank_fit_and_ends_every_rank(sh):
-    from terminal import run_in_pty
+    from terminal import run_in_pty, screen_lines
     text, first = make(sh)
     last = sh.tmp("last.safetensors")
     out, code = run_in_pty(sh, text + "torch fit $m $o $L --sched $s --epochs 100000 --nproc_per_node 2; "
                            "echo rc=$?; torch nn save $m %s" % last,
                            send_when=lambda out: re.search(rb"(\x1b\[K|\n)2 +[\d.]+ ", out),  # epoch 2's row
                            timeout=180)
-    text_out = out.decode().replace("\r\x1b[K", "")
+    lines = screen_lines(out)  # what the user sees: the live line cleared, the echoed ^C not counted
     assert code == 0
-    stopped = re.search(r"torch: fit: stopped at epoch (\d+) step (\d+)\r?$", text_out, re.M)  # after the live line
-    assert stopped and re.search(r"^rc=130\r?$", text_out, re.M), text_out[-800:]
+    at = [i for i, line in enumerate(lines) if line.startswith("torch: fit: stopped")]
+    stopped = len(at) == 1 and re.fullmatch(r"torch: fit: stopped at epoch (\d+) step (\d+)", lines[at[0]])
+    assert stopped and lines[at[0] + 1] == "rc=130", out[-800:]
     assert_close(load_file(last), simulated_ddp(load_file(first), steps=int(stopped.group(2)))[0])
     assert wait_until(lambda: not fit_processes(), timeout=30)

@@ -36,6 +36,7 @@ def kill_daemon(shell):
 # 7 batches an epoch: step 10 is mid-epoch 2; with --accum 2, 4 steps an epoch: step 6 is mid-epoch 2
 @pytest.mark.parametrize("flags,half_steps,steps", [("", 10, 21), ("--autocast fp16 --accum 2 --clip 1", 6, 12)],
                          ids=["plain", "fp16-scaler-accum-clip"])
+@pytest.mark.slow
 def test_resume_after_kill_9_mid_epoch_equals_the_straight_run(sh, fresh_sh, flags, half_steps, steps):
     want = run(sh, sh.tmp("straight"), flags, sh.tmp("straight.safetensors"))
     s = fresh_sh()

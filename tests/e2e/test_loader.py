@@ -2,6 +2,7 @@
 epoch, with a silent exit 1 at each epoch's end, so `while b=$(torch data next $L)` is a bash loop."""
 import os
 
+import pytest
 import torch
 from safetensors.torch import load_file
 from torch.utils.data import DataLoader, TensorDataset
@@ -81,6 +82,7 @@ def test_worker_processes_give_the_same_batches(sh):
     assert len(workers) == 6
 
 
+@pytest.mark.slow
 def test_worker_processes_are_not_forks_of_the_daemon_and_end_with_it_even_after_kill_9(fresh_sh):
     """A fork would hold the daemon's sockets and its threads' locks: the workers come from a forkserver,
     and they (and the forkserver) end once the daemon is gone, however it went."""

@@ -1,6 +1,7 @@
 """Memory scopes through real bash: scope -- CMD, keep, nesting, failures, two shells at once, the 1,000-step loop."""
 import json
 
+import pytest
 import torch
 
 from test_docs import bash_blocks
@@ -160,6 +161,7 @@ def test_scope_inside_an_interactive_scope_nests(sh):
     assert alive == "alive" and not exists(sh, k)
 
 
+@pytest.mark.slow
 def test_canonical_loop_from_the_docs_holds_a_flat_object_count_over_1000_iterations(sh):
     [(_, code)] = bash_blocks(marker=True)
     assert "seq 1000" in code

@@ -132,6 +132,7 @@ def test_status_census_and_free_answer_while_tensor_requests_queue_behind_a_long
     assert all(p.wait(60) == 0 for p in queued)
 
 
+@pytest.mark.slow
 def test_op_help_runs_its_example_trials_under_the_tensor_lock_and_lock_free_help_never_waits(fresh_sh):
     """An op's help tries candidate examples with PyTorch (RNG, warning filters are process-wide), so it
     queues behind running tensor work; a lock-free verb's help answers at once."""
@@ -198,6 +199,7 @@ def test_daemon_stop_lets_the_running_op_answer_first_and_returns_once_the_daemo
     assert not os.path.exists(sh.socket)  # gone by the time `stop` returned
 
 
+@pytest.mark.slow
 def test_sigterm_lets_the_running_op_answer_first(fresh_sh):
     sh = fresh_sh()
     pid = status(sh)["pid"]

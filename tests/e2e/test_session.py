@@ -10,6 +10,8 @@ from safetensors import safe_open
 from second_daemon import SecondDaemon
 from waiting import wait_until
 
+pytestmark = pytest.mark.slow  # a slow family (the tier rule: tests/conftest.py)
+
 BUILD = """m=$(torch nn sequential 'linear 3 5' 'batch_norm1d 5' tanh 'linear 5 1'); o=$(torch optim adam $m --lr 0.01)
 s=$(torch sched step_lr $o --step_size 1 --gamma 0.5); X=$(torch randn 10 3); Y=$(torch randn 10 1)
 L=$(torch data loader $(torch data tensors $X $Y) --batch_size 4 --shuffle --seed 7)

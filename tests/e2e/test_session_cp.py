@@ -101,6 +101,7 @@ def test_cp_of_a_torchscript_module_is_refused_with_not_portable(sh, tmp_path):
     assert r.code == 2 and "[not_portable]" in r.err and "TorchScript" in r.err
 
 
+@pytest.mark.slow
 def test_session_push_keeps_every_handle_and_scope(sh, t2):
     fresh = SecondDaemon(sh, "src")   # a source daemon of its own: push takes all it holds
     fresh("torch daemon start")
@@ -133,6 +134,7 @@ def test_copyrelay_imports_only_builtins_and_the_client_wire():
     assert extra <= {"torchsh", "torchsh.client.copyrelay", "torchsh.protocol", "torchsh.client.wire", "_socket"}, extra
 
 
+@pytest.mark.slow
 def test_the_json_face_refuses_cp_and_push_and_names_the_cli(sh):
     """A daemon reaches only itself: over the JSON API `cp` would only echo the source handles, so it says
     where the copy runs instead (torch.nu runs the client for it)."""

@@ -1,10 +1,10 @@
 """The stdin grammar: given words bind by kind first, then stdin fills the tensor slot still open;
 `-` marks the slot explicitly; a variadic op given its tensors leaves stdin alone. Against PyTorch."""
-import shutil
 
 import pytest
 import torch
 from apicall import post
+from required import require_tool
 
 X = torch.tensor([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
 
@@ -140,8 +140,8 @@ def test_api_dash_in_args_takes_the_next_piped_tensor_there(sh):
     assert status >= 400 and out["error"]["code"] == "missing_argument"
 
 
-@pytest.mark.skipif(not shutil.which("zsh"), reason="zsh is not installed")
 def test_zsh_fast_path_reads_one_line_per_dash_and_pipes_into_open_slots(sh):
+    require_tool("zsh")
     hs = [sh.put(X + i) for i in range(3)]
     script = "zsh -fc 'eval \"$(torch init zsh)\"; torch cat - - | torch shape; cat'"
     assert sh(script, stdin="\n".join(hs) + "\n").split("\n") == ["[4,3]", hs[2]]

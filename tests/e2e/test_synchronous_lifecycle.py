@@ -17,7 +17,11 @@ import os
 import signal
 import subprocess
 
+import pytest
+
 from waiting import process_gone, wait_until
+
+pytestmark = pytest.mark.slow  # a slow family (the tier rule: tests/conftest.py)
 
 RESTART_ROUNDS = int(os.environ.get("TORCHSH_LIFECYCLE_ROUNDS", "200"))
 STOP_START_ROUNDS = int(os.environ.get("TORCHSH_LIFECYCLE_ROUNDS", "50"))  # the figure is 200 (see above)

@@ -4,6 +4,8 @@ import pytest
 
 from torchsh import verbs
 
+pytestmark = pytest.mark.slow  # a slow family (the tier rule: tests/conftest.py)
+
 # They end the daemon every other test of the session talks to (restart also changes its pid);
 # tests/e2e/test_lifecycle.py runs them against daemons of their own.
 NOT_RUN = ("daemon.restart", "daemon.stop")

@@ -37,6 +37,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E
 from conftest import Shell, stop_daemon  # noqa: E402
 from unixhttp import Daemon  # noqa: E402
 
+pytestmark = pytest.mark.slow  # a slow family (the tier rule: tests/conftest.py)
+
 EXAMPLES = int(os.environ.get("TORCHSH_FUZZ_EXAMPLES", "10000"))
 SETTINGS = dict(deadline=None, database=None, derandomize=False, print_blob=True,
                 suppress_health_check=list(HealthCheck), phases=["explicit", "generate"])

@@ -18,6 +18,8 @@ from torchsh.call import bind, parse
 from torchsh.table import build_table
 from torchsh.table.categories import CATEGORIES
 
+pytestmark = pytest.mark.slow  # a slow family (the tier rule: tests/conftest.py)
+
 FORMS = ("args", "piped", "dash")
 
 

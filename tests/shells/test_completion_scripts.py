@@ -1,9 +1,7 @@
 """TAB completion: `torch __complete` answers from the op table and the registry; the bash script is
 driven through COMP_LINE/COMP_WORDS like bash's own completion; zsh and fish get smoke tests (fish
-for real with `complete -C`), skipped with the reason when those shells are not installed."""
-import shutil
-
-import pytest
+for real with `complete -C`); without those shells they skip with the reason, and fail under CI."""
+from required import require_tool
 
 
 def bash_complete(sh, line, setup=""):
@@ -71,8 +69,8 @@ def test_complete_verb_lines_carry_descriptions(sh):
     assert out.startswith("qr\t") and "QR" in out
 
 
-@pytest.mark.skipif(not shutil.which("zsh"), reason="zsh is not installed (apt-get install zsh)")
 def test_zsh_script_registers_and_offers_candidates(sh):
+    require_tool("zsh")
     out = sh("""zsh -c '
 autoload -U compinit && compinit -u -d "$PWD/.zcompdump"
 eval "$(torch completions zsh)"
@@ -86,8 +84,8 @@ words=(torch sum --ke); CURRENT=3; _torch
     assert "qr" in lines and "--keepdim" in lines
 
 
-@pytest.mark.skipif(not shutil.which("fish"), reason="fish is not installed (apt-get install fish)")
 def test_fish_completes_ops_flags_and_handles(sh):
+    require_tool("fish")
     h = sh("torch ones '[2]'")
     out = sh("""fish -c 'torch completions fish | source
 complete -C "torch linalg q"

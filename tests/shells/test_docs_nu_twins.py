@@ -8,6 +8,8 @@ import re
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a slow family (the tier rule: tests/conftest.py)
+
 DOCS = os.path.join(os.path.dirname(__file__), "..", "..", "docs")
 _BLOCK = re.compile(r"(<!-- canonical-loop -->\n)?```(bash|nu)\n(.*?)```", re.S)
 

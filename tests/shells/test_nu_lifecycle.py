@@ -4,6 +4,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from nutools import Nu
 
 
@@ -19,6 +21,7 @@ def test_nu_census_and_status_start_no_daemon(fresh_sh):
     assert not os.path.exists(s.socket) and not _daemons(s.folder)
 
 
+@pytest.mark.slow
 def test_nu_restart_and_stop_return_once_done(fresh_sh):
     s = fresh_sh()
     nu = Nu(s)

@@ -27,6 +27,7 @@ let d = (torch detach $w)
     assert torch.equal(d, w.detach()) and not d.requires_grad
 
 
+@pytest.mark.slow
 def test_training_loop_from_the_nn_issue_reaches_loss_below_1e_3(nu):
     out = nu("""
 torch manual_seed 42

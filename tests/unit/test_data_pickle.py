@@ -4,6 +4,7 @@ worker reads the same items."""
 import pickle
 
 import numpy as np
+import pytest
 import torch
 import torch.utils.data
 from safetensors.torch import save_file
@@ -42,6 +43,7 @@ def test_an_opened_safetensors_dataset_pickles_after_reading(tmp_path):
     assert _same(_items(pickle.loads(pickle.dumps(ds))), _items(ds))
 
 
+@pytest.mark.slow
 def test_spawned_dataloader_workers_read_the_same_batches(tmp_path):
     np.save(tmp_path / "x.npy", np.arange(24, dtype=np.float32).reshape(6, 4))
     np.save(tmp_path / "y.npy", np.arange(6))

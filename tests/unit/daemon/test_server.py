@@ -139,6 +139,7 @@ def test_connection_over_the_limit_gets_503_overloaded_and_later_ones_are_served
     assert served.stats()["connection_limit"] == 8
 
 
+@pytest.mark.slow
 def test_lockfree_requests_answer_while_the_tensor_queue_is_full(served):
     slow = [connect(served) for _ in range(7)]  # 7 (limit 8): more than could start at once if all were one pool
     for s in slow:
