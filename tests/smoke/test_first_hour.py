@@ -98,11 +98,7 @@ def test_train_step_then_save_and_load_equal_pytorch(sh, tmp_path, shell):
     assert_trained_like(tmp_path, model)
 
 
-ZSH_FOLLOW = pytest.mark.xfail(strict=True, reason="the zsh function has no follow reply (init_bash.py's "
-                               "__torchsh_follow): a foreground `torch fit` prints `job poll …` and exits 1")
-
-
-@pytest.mark.parametrize("shell", SHELLS[:2] + [pytest.param(SHELLS[2], marks=ZSH_FOLLOW)])
+@pytest.mark.parametrize("shell", SHELLS)
 def test_a_short_fit_after_train_step_equals_pytorch(sh, tmp_path, shell):
     run_first_hour(sh, tmp_path, shell, MODEL + FIT + TRAINED)
     model, _, means = python_training(load_file(tmp_path / "first.safetensors"), epochs=EPOCHS)
