@@ -12,6 +12,8 @@ import pytest
 
 from waiting import wait_until
 
+pytestmark = pytest.mark.slow  # several shells and daemons a test: tests/conftest.py's rule
+
 
 def _jobs(s):
     return json.loads(s("torch job list --json") or "[]")

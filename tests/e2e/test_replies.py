@@ -20,6 +20,8 @@ import torch
 from torchsh import protocol
 from apicall import UnixHTTPConnection
 
+pytestmark = pytest.mark.slow  # several shells and daemons a test: tests/conftest.py's rule
+
 BIN = os.path.dirname(sys.executable)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NU = os.path.join(ROOT, ".tools", "nu", "node_modules", "@nushell", "linux-x64", "bin", "nu")

@@ -8,7 +8,10 @@ import subprocess
 import tempfile
 import time
 
+import pytest
 import torch
+
+pytestmark = pytest.mark.slow  # several shells and daemons a test: tests/conftest.py's rule
 
 LONG_FIT = """
 let m = (torch nn linear 2 1)
