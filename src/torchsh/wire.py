@@ -63,9 +63,18 @@ def select(sock, name):
     if sock is None and name is None:
         name = selected_context()
     if name is None or name == b"default":
-        return protocol.socket_path(sock), None
+        return checked_socket(protocol.socket_path(sock)), None
     context_header = b"Torchsh-Context: %s\r\n" % checked_name(name)
-    return protocol.context_socket(name.decode()), name
+    return checked_socket(protocol.context_socket(name.decode())), name
+
+
+def checked_socket(path):
+    """`path`, when a Unix socket can live there; else one line and exit 2 before anything starts
+    (bind and connect would refuse it, and the daemon's start would fail into its log)."""
+    too_long = protocol.socket_path_too_long(path)
+    if too_long:
+        fail(protocol.SOCKET_PATH_CODE, too_long, protocol.SOCKET_PATH_HINT)
+    return path
 
 
 def first_flags(args):

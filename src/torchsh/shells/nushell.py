@@ -15,6 +15,7 @@ import os
 import re
 
 from torchsh.errors import TorchshError
+from torchsh import protocol
 from torchsh.protocol import CLI_FORMAT
 from torchsh.table.kinds import KINDS, LIST_FLAG_KINDS, STDIN_KINDS
 from torchsh.table.spec import MISSING
@@ -102,6 +103,8 @@ def _prelude(transport):
     with open(TRANSPORTS[transport]) as f:
         text = text.replace("TORCHSH_TRANSPORT\n", f.read())
     text = text.replace("TORCHSH_DTYPES", _nu_list(sorted(DTYPES))).replace("TORCHSH_CLI_FORMAT", CLI_FORMAT.decode())
+    for name in ("SUN_PATH_LINUX", "SUN_PATH_BSD", "SOCKET_PATH_HINT", "SOCKET_PATH_CODE"):  # the client's socket path limit and words
+        text = text.replace("TORCHSH_" + name, str(getattr(protocol, name)))
     return text.replace("TORCHSH_DEVICES", _nu_list(DEVICES)) + "\n# -- generated: one command per op-table row --\n\n"
 
 
