@@ -10,7 +10,8 @@ Limits per connection (docs/security.md):
     earns more time); then 408 `request_timeout` and closed: a slow drip is cut.
   - IDLE_S without a request (before the first one, or between kept-alive ones): closed quietly.
   - FAST_HEAD_S for the fast path's token-bearing head (from accept); SEND_S for a client to take its
-    reply (SO_SNDTIMEO); a big body admitted against the memory budget as it begins (daemon/bodies.py).
+    reply (SO_SNDTIMEO). A big body is admitted against the memory budget and judged by its first bytes as
+    it begins, then read into its own buffer a slice per loop turn (daemon/bodies.py).
 Unix-socket peers of another uid are refused (403 `forbidden`, logged): PostgreSQL's peer rule.
 
 Whole requests go to daemon/workers.py (two pools, by the route table's `lockfree`, handed in with
@@ -27,8 +28,8 @@ import time
 
 from torchsh import protocol
 from torchsh.daemon import http
-from torchsh.daemon.bodies import BodyBudget
-from torchsh.daemon.conn import Conn, Drain, error_bytes, refuse_now
+from torchsh.daemon.bodies import Bodies, Refused
+from torchsh.daemon.conn import Conn, Drain, Spare, error_bytes
 from torchsh.daemon.fastpath import NOT_FOUND, REFUSED, quickack
 from torchsh.daemon.routes import dispatch, lockfree
 from torchsh.daemon.watch import SocketWatch
@@ -58,11 +59,10 @@ class Server:
         self.reading = {}           # fd -> Conn the loop is reading a request from
         self.open = {False: 0, True: 0}   # open connections, Unix socket (False) and fast path (True)
         self.busy = 0               # connections a worker holds
-        self.bodies = BodyBudget(app)  # big bodies are admitted against the memory budget as they begin
+        self.bodies = Bodies(app, REQUEST_S)  # big bodies: admitted, judged and read as they begin
         self.stopping_at = None     # monotonic deadline of the grace period once stopping
         self.fast_listener = None
-        self._spare_fd = _open_spare()
-        self._last_shed_log = 0.0
+        self.spare = Spare()  # a descriptor in reserve, for refusing when out of them
         self.listener = listener
         self.watch = SocketWatch(app.socket_path)
         self.workers = Workers(app, dispatch, lockfree, MAX_BODY)  # the module's names: tests stub them
@@ -155,7 +155,7 @@ class Server:
                 return
             except OSError as e:
                 if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    self._shed(listener, e)
+                    self.spare.shed(listener, e)
                     return
                 if e.errno in (errno.ECONNABORTED, errno.EINTR, errno.EPROTO):
                     continue
@@ -189,23 +189,10 @@ class Server:
         self.reading[sock.fileno()] = conn
         self.sel.register(sock, selectors.EVENT_READ, conn)
 
-    def _shed(self, listener, err):
-        """Out of descriptors: free the spare one, accept and refuse, so the backlog does not spin us."""
-        if time.monotonic() - self._last_shed_log > 1.0:
-            self._last_shed_log = time.monotonic()
-            log.warning("accept failed (%s): refusing connections until descriptors free up", err)
-        if self._spare_fd is not None:
-            os.close(self._spare_fd)
-            self._spare_fd = None
-        try:
-            sock, _ = listener.accept()
-            refuse_now(sock, error_bytes("overloaded", "the daemon is out of file descriptors", "retry shortly"))
-        except OSError:
-            time.sleep(0.01)  # nothing to do but not spin at full speed
-        self._spare_fd = _open_spare()
-
     # ---- reading a request
     def _readable(self, conn):
+        if conn.body is not None:  # a big body: its next slice, straight into its own buffer
+            return self._body_slice(conn)
         try:
             if conn.fast:
                 quickack(conn.sock)
@@ -226,15 +213,28 @@ class Server:
             if not conn.authorized and not self._fast_gate(conn):
                 return
             parsed = http.parse_request(conn.buf, FAST_MAX_BODY if conn.fast else MAX_BODY)
+            if parsed is None:  # a big body that begins is admitted and judged by its first bytes, or refused
+                return self.bodies.begin(conn, FAST_MAX_BODY if conn.fast else MAX_BODY)
         except http.HTTPError as e:
             json_body = not conn.buf.startswith(b"POST %s " % protocol.CLI_PATH.encode())
             return self._refuse(conn, b"" if conn.fast else error_bytes(e.code, str(e), json_body=json_body))
-        if parsed is None:  # a big body that begins is admitted against the memory budget, or refused now
-            refusal = self.bodies.admit(conn, FAST_MAX_BODY if conn.fast else MAX_BODY)
-            return self._refuse(conn, refusal) if refusal else None
-        self.bodies.release(conn)
+        except Refused as e:
+            return self._refuse(conn, e.reply)
         request, used = parsed
         del conn.buf[:used]
+        self._submit(conn, request)
+
+    def _body_slice(self, conn):
+        try:
+            request = self.bodies.read(conn)
+        except EOFError:
+            return self._close(conn)
+        except Refused as e:
+            return self._refuse(conn, e.reply)
+        if request is not None:
+            self._submit(conn, request)
+
+    def _submit(self, conn, request):
         request.peer_pid, request.peer_uid = conn.peer_pid, conn.peer_uid
         if conn.fast and (request.method != "POST" or request.path != protocol.CLI_PATH):
             return self._refuse(conn, NOT_FOUND)
@@ -292,9 +292,3 @@ class Server:
         self.listener.close()
         self.workers.stop()
 
-
-def _open_spare():
-    try:
-        return os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
