@@ -15,6 +15,7 @@ import pytest
 
 from torchsh import protocol
 from torchsh.daemon import http, lifecycle, server as srv
+from torchsh.registry.made import RecordingRegistry
 
 
 class FakeApp:
@@ -24,6 +25,7 @@ class FakeApp:
         self.fastpath = None
         self.request_state = threading.local()
         self.io_stats = None
+        self.registry = RecordingRegistry()
 
     def expired(self):
         return False
@@ -41,6 +43,10 @@ class FakeApp:
 def _stub_dispatch(app, request):
     if request.path == "/slow":
         time.sleep(float(request.query.get("s", "1")))
+    if request.path == "/make":  # an op that makes two objects, then takes a while to answer
+        made = [app.registry.put(object(), "tensor") for _ in range(2)]
+        time.sleep(float(request.query.get("s", "0")))
+        return http.Response(200, json.dumps({"result": made}).encode() + b" " * int(request.query.get("pad", "0")))
     return http.Response(200, b'{"path":"%s"}' % request.path.encode())
 
 
@@ -281,3 +287,29 @@ def test_a_big_body_of_the_right_kind_reaches_its_handler_whole_in_the_buffer_it
     s.sendall(body[100000:])
     assert b" 200 " in read_reply(s)
     assert seen == [body] and isinstance(seen[0], bytearray)  # never copied into bytes on the loop
+
+
+def test_what_a_request_made_is_freed_when_its_client_left_before_the_reply(served):
+    registry = served.app.registry
+    kept = json.loads(request(served, "/make").partition(b"\r\n\r\n")[2])["result"]
+    s = connect(served)
+    s.sendall(b"GET /make?s=0.5 HTTP/1.1\r\n\r\n")
+    s.close()  # the client is gone before its reply: nobody will ever learn the two handles
+    deadline = time.monotonic() + 10
+    while len(registry.items()) > 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sorted(h for h, _ in registry.items()) == sorted(kept)  # the delivered ones stay
+
+
+def test_what_a_request_made_is_freed_when_its_client_stops_reading_a_big_reply_and_leaves(served):
+    registry = served.app.registry
+    s = connect(served)
+    s.sendall(b"GET /make?pad=%d HTTP/1.1\r\n\r\n" % (8 << 20))  # more than a socket buffer: a sender thread
+    assert s.recv(100).startswith(b"HTTP/1.1 200")
+    deadline = time.monotonic() + 10
+    while len(registry.items()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    s.close()  # half the reply read: the handles in it never arrived
+    while registry.items() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert registry.items() == []
