@@ -45,10 +45,10 @@ def post_op(app, request, params):
         binding, convert = calls.PlannedCall(plan, args, tensors, kwargs), calls.convert
     else:
         binding, convert = _bind_body(op, fixed, args, tensors, kwargs, shape), convert_all
-    if op.block and not body.get("exec"):  # refuse before the verb opens a scope nobody would end
+    switches = {k: _field(body, k, bool, False) for k in ("no_grad", "inference_mode", "exec")} if not plain else {}
+    if op.block and not switches.get("exec"):  # refuse before the verb opens a scope nobody would end
         raise TorchshError("usage", "%s runs a command; use the CLI, or send \"exec\": true" % op.name, op=op.name)
-    globals_ = None if plain else {"no_grad": bool(body.get("no_grad")),
-                                   "inference_mode": bool(body.get("inference_mode"))}
+    globals_ = None if plain else {k: switches[k] for k in ("no_grad", "inference_mode")}
     warned = []
     try:
         result = invoke(ctx, op, binding, globals_, warned, convert)
@@ -130,7 +130,8 @@ def _field(body, name, want, default):
         return default
     if not isinstance(value, want):
         raise TorchshError("bad_request", "%r must be a JSON %s, not %s"
-                           % (name, {list: "array", dict: "object", str: "string"}[want], _json_type(value)))
+                           % (name, {list: "array", dict: "object", str: "string", bool: "boolean"}[want],
+                              _json_type(value)))
     return value
 
 

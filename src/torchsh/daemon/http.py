@@ -47,7 +47,8 @@ class Request:
     def query(self):
         if "?" not in self.target:
             return {}
-        return {k: v[-1] for k, v in parse_qs(urlsplit(self.target).query).items()}
+        # `?nan=` is a nan of "" (refused), not no nan at all: the OpenAPI document's enums hold for it too
+        return {k: v[-1] for k, v in parse_qs(urlsplit(self.target).query, keep_blank_values=True).items()}
 
     @property
     def keep_alive(self):
