@@ -52,7 +52,8 @@ def load_npy(daemon, quick=False):
 def _upload(path, size, done):
     """POST /v1/tensors of a float32 .npy of `size` bytes (zeros), sent in 1 MiB pieces; its seconds in done."""
     header = io.BytesIO()
-    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": ((size - 128) // 4,)})
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False,
+                                                  "shape": ((size - 128) // 4,)})  # a 128-byte header
     piece = bytes(1 << 20)
     t0 = time.perf_counter()
     with socket.socket(socket.AF_UNIX) as s:

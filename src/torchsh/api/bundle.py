@@ -1,9 +1,10 @@
 """POST /v1/bundle/export and /v1/bundle/import: objects between daemons (`torch cp`, `session push`).
 
-export: body = handles, separated by whitespace (one per line, say); reply = the bundle (session/snapshot.py: a safetensors stream, the
-manifest JSON in its header, raw tensor bytes after it). import: body = a bundle; reply = the new
-handles, one per line, in the order export was given them. ?keep=1 keeps the bundle's own handles (and
-scopes), as `session load` does; ?scope=ID puts new handles in a scope. Bulk data is raw bytes, never JSON.
+export: body = handles, separated by whitespace (one per line, say); reply = the bundle (session/snapshot.py:
+a safetensors stream, the manifest JSON in its header, raw tensor bytes after it). import: body = a bundle;
+reply = the new handles, one per line, in the order export was given them. ?keep=1 keeps the bundle's own
+handles (and scopes), as `session load` does; ?scope=ID puts new handles in a scope. Bulk data is raw bytes,
+never JSON.
 """
 from torchsh.daemon.http import Response
 from torchsh.errors import TorchshError

@@ -17,7 +17,7 @@ from torchsh.daemon import http
 from torchsh.daemon.conn import error_bytes
 
 BIG_BODY = 1 << 20  # smaller bodies arrive in a read or two, and the connection limit bounds them
-SLICE = 1 << 20     # of a big body per turn of the loop (a read of a 1 GiB body whole stalled the rest 11 s)
+SLICE = 1 << 20     # of a big body per turn of the loop, so a 1 GiB upload never holds the loop for long
 FIRST_BYTES = 16    # what a big body is judged by
 
 
@@ -134,6 +134,6 @@ def _judge(conn):
     if rule is None or rule[1](first, len(conn.body)):
         return
     what, _, code, hint = rule
-    message = "the body of %s %s is not %s: it begins %r; none of its %d bytes were kept" % (
-        method, path, what, first[:8], len(conn.body))
+    message = "the body of %s %s is not %s: it begins %r (refused before the rest of its %d bytes)" % (
+        method, path, what, first[:8], conn.head[5])
     raise Refused(error_bytes(code, message, hint, json_body=path != protocol.CLI_PATH))

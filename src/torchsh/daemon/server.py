@@ -291,4 +291,3 @@ class Server:
         """After serve(): close the listener and the loop's own descriptors."""
         self.listener.close()
         self.workers.stop()
-
