@@ -63,9 +63,9 @@ def select(sock, name):
     if sock is None and name is None:
         name = selected_context()
     if name is None or name == b"default":
-        return checked_socket(protocol.socket_path(sock)), None
+        return protocol.socket_path(sock), None
     context_header = b"Torchsh-Context: %s\r\n" % checked_name(name)
-    return checked_socket(protocol.context_socket(name.decode())), name
+    return protocol.context_socket(name.decode()), name
 
 
 def checked_socket(path):

@@ -31,6 +31,8 @@ def test_the_client_refuses_a_socket_path_over_the_unix_limit_before_starting_a_
         r = s.run(command, env={"TORCHSH_SOCKET": sock})
         _refused_in_one_line(r.code, r.err, "torch")
     assert os.listdir(deep) == []  # no daemon started: no log, no lock
+    init = s.run("command torch init bash", env={"TORCHSH_SOCKET": sock})  # a .bashrc's eval stays quiet
+    assert init.code == 0 and "torch()" in init.out and init.err == "", init
 
 
 def test_torchd_refuses_a_socket_path_over_the_unix_limit_in_one_line(fresh_sh):
