@@ -135,16 +135,18 @@ def regular_file(path):
 
 def check_npy_header(f, size, where, code="file_error"):
     """Read the .npy header at f's start; refuse it unless its data fits in the `size` bytes f holds.
+    -> (shape, fortran_order, dtype, where the data begins).
 
     Leaves f at offset 0. Object arrays are refused too: their data is a pickle, never read here.
     """
     try:
         version = np.lib.format.read_magic(f)
         read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        shape, _, dtype = read_header(f)  # 3.0 (a UTF-8 header) reads as 2.0 for everything but non-ASCII names
+        shape, fortran, dtype = read_header(f)  # 3.0 (a UTF-8 header) reads as 2.0 for all but non-ASCII names
     except HEADER_ERRORS as e:
         raise TorchshError(code, "%s is not an .npy array: %s" % (where, first_line(e))) from None
-    available = size - f.tell()
+    offset = f.tell()
+    available = size - offset
     f.seek(0)
     if dtype.hasobject:
         raise TorchshError(code, "%s holds Python objects, which are never unpickled" % where,
@@ -157,16 +159,25 @@ def check_npy_header(f, size, where, code="file_error"):
         raise TorchshError(code, "%s claims shape %s of %s (%d bytes) but holds only %d bytes of data"
                            % (where, list(shape)[:8], dtype, claimed, max(available, 0)),
                            "the file is truncated or corrupt; nothing was allocated")
+    return shape, fortran, dtype, offset
 
 
 def npy_from_bytes(data, where="the body", code="bad_request"):
-    """An ndarray from .npy bytes (an HTTP body); zip archives (.pt, .npz) and pickles are refused by name."""
+    """An ndarray from .npy bytes (an HTTP body), on those bytes, not a copy: a bytearray (a big body,
+    daemon/bodies.py) gives a writable array, which torch.from_numpy takes as it is (a 1 GiB upload was
+    copied twice more on the tensor thread). Zip archives (.pt, .npz) and pickles are refused by name."""
     if data[:2] == b"PK":
         raise TorchshError(code, "%s is a zip archive (a .pt or .npz file), not an .npy array" % where,
                            "send one array saved with numpy.save; .pt files go through `torch load FILE`")
-    f = io.BytesIO(data)
-    check_npy_header(f, len(data), where, code)
-    return read_array(f, where, code)
+    head = io.BytesIO(bytes(data[:1 << 16]))  # numpy reads headers of 10,000 bytes at most
+    shape, fortran, dtype, offset = check_npy_header(head, len(data), where, code)
+    count = 1
+    for n in shape:
+        count *= n
+    try:
+        return np.frombuffer(data, dtype, count, offset).reshape(shape, order="F" if fortran else "C")
+    except HEADER_ERRORS as e:  # a dtype of no size, say
+        raise TorchshError(code, "%s is not a readable .npy array: %s" % (where, first_line(e))) from None
 
 
 def read_array(f, where, code):

@@ -209,6 +209,24 @@ def socket_path(explicit=None):
     return runtime_dir() + "/torchd.sock"
 
 
+# struct sockaddr_un's sun_path: 108 bytes on Linux, 104 on macOS and the BSDs, the path's closing NUL
+# included. bind() and connect() refuse a longer path, so it is checked where a path is first used (the
+# client, torchd, torch.nu), before a daemon starts or a file beside the socket is made.
+SUN_PATH_LINUX, SUN_PATH_BSD = 108, 104
+SUN_PATH = SUN_PATH_LINUX if sys.platform.startswith("linux") else SUN_PATH_BSD
+SOCKET_PATH_CODE = "too_large"
+SOCKET_PATH_HINT = "set TORCHSH_SOCKET (or --socket) to a shorter path, or XDG_RUNTIME_DIR to a shorter folder"
+
+
+def socket_path_too_long(path):
+    """Why no Unix socket can live at `path` (it does not fit sun_path), or None when it fits."""
+    size = len(path.encode(errors="surrogateescape"))
+    if size < SUN_PATH:
+        return None
+    return "socket path %s is %d bytes; a Unix socket path holds at most %d (sun_path: %d bytes with its NUL)" % (
+        path, size, SUN_PATH - 1, SUN_PATH)
+
+
 def context_socket(name):
     """The local socket through which context NAME's daemon is reached: its forwarder (ssh or TLS) listens
     there, so the client, the fast bash path and Nushell speak to a remote daemon as to a local one."""

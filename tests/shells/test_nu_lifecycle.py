@@ -32,3 +32,16 @@ def test_nu_restart_and_stop_return_once_done(fresh_sh):
     nu("torch daemon stop")
     assert not os.path.exists(s.socket) and not _daemons(s.folder)
     assert nu("torch daemon stop").startswith("no torchd is running")
+
+
+def test_nu_refuses_a_socket_path_over_the_unix_limit_before_starting_a_daemon(fresh_sh):
+    s = fresh_sh(start=False)
+    deep = os.path.join(s.folder, "d" * (108 - len(s.folder) - len("/torchd.sock") - 1))  # Linux's sun_path
+    os.mkdir(deep, 0o700)
+    sock = os.path.join(deep, "torchd.sock")
+    out = Nu(s)("try { torch ones [2] } catch {|e| print $e.msg; print $e.details.code }",
+                env={"TORCHSH_SOCKET": sock})
+    msg, code = out.split("\n")
+    assert msg.startswith("torch: socket path %s is 108 bytes" % sock) and "sun_path" in msg, msg
+    assert code == "torchsh::too_large"
+    assert os.listdir(deep) == [] and not _daemons(s.folder)

@@ -73,3 +73,14 @@ def test_an_npy_header_claiming_more_than_the_data_is_refused():
     with pytest.raises(TorchshError) as e:
         fileio.npy_from_bytes(data[:-8])
     assert e.value.code == "bad_request" and "claims shape [1000]" in e.value.message
+
+
+def test_an_uploaded_npy_becomes_an_array_on_the_body_itself_not_a_copy():
+    a = np.arange(12, dtype=np.float64).reshape(3, 4)
+    for src in (a, np.asfortranarray(a)):
+        f = io.BytesIO()
+        np.save(f, src)
+        body = bytearray(f.getvalue())  # a big body arrives as a bytearray (daemon/bodies.py)
+        got = fileio.npy_from_bytes(body)
+        assert np.array_equal(got, a) and got.flags.writeable  # torch.from_numpy takes it as it is
+        assert np.shares_memory(got, np.frombuffer(body, np.uint8))

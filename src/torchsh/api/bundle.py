@@ -1,9 +1,10 @@
 """POST /v1/bundle/export and /v1/bundle/import: objects between daemons (`torch cp`, `session push`).
 
-export: body = handles, one per line; reply = the bundle (session/snapshot.py: a safetensors stream, the
-manifest JSON in its header, raw tensor bytes after it). import: body = a bundle; reply = the new
-handles, one per line, in the order export was given them. ?keep=1 keeps the bundle's own handles (and
-scopes), as `session load` does; ?scope=ID puts new handles in a scope. Bulk data is raw bytes, never JSON.
+export: body = handles, separated by whitespace (one per line, say); reply = the bundle (session/snapshot.py:
+a safetensors stream, the manifest JSON in its header, raw tensor bytes after it). import: body = a bundle;
+reply = the new handles, one per line, in the order export was given them. ?keep=1 keeps the bundle's own
+handles (and scopes), as `session load` does; ?scope=ID puts new handles in a scope. Bulk data is raw bytes,
+never JSON.
 """
 from torchsh.daemon.http import Response
 from torchsh.errors import TorchshError
@@ -11,9 +12,9 @@ from torchsh.session import transfer
 
 
 def post_export(app, request, params):
-    handles = [h.strip() for h in request.body.decode(errors="replace").split("\n") if h.strip()]
+    handles = request.body.decode(errors="replace").split()
     if not handles:
-        raise TorchshError("bad_request", "the body names no handles", "send handles, one per line")
+        raise TorchshError("bad_request", "the body names no handles", "send handles, one per line (or space)")
     with app.tensor_lock("bundle export"):
         data = transfer.export(app.registry, handles)
     return Response(200, data, "application/octet-stream")

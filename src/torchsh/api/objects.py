@@ -52,6 +52,9 @@ def post_tensor(app, request, params):
 
 
 def get_tensor(app, request, params):
+    form = request.query.get("format", "npy")
+    if form not in ("npy", "json"):
+        raise TorchshError("bad_request", "format=%s: use format=npy (the default) or format=json" % form[:40])
     t = app.registry.get(params["handle"], "tensor")
     if is_lazy(t):
         raise TorchshError("torch_error", "%s is a lazy module's uninitialized parameter: it has no data yet"
@@ -59,7 +62,7 @@ def get_tensor(app, request, params):
     if t.is_meta:
         raise TorchshError("device_error", "%s is on the meta device: it has a shape but no data" % params["handle"],
                            "make it on a real device (--device cpu)")
-    if request.query.get("format") == "json":  # copied under the lock, formatted after (cli/tensortext.py)
+    if form == "json":  # copied under the lock, formatted after (cli/tensortext.py)
         nan = nan_mode(request.query)
         with app.tensor_lock("download"):
             snap = tensortext.snapshot(t)

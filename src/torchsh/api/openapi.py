@@ -9,25 +9,29 @@ so the document stays one size however many ops the table holds.
 import re
 
 from torchsh import __version__, protocol
+from torchsh.registry.handles import EPOCH_LEN, SERIAL_LEN
+from torchsh.registry.kinds import HANDLE_KINDS
 from torchsh.table.kinds import KINDS
 from torchsh.table.spec import MISSING
 
 _ERROR = {"type": "object", "properties": {"error": {"type": "object", "properties": {
     "code": {"type": "string", "enum": sorted(protocol.ERRORS)}, "message": {"type": "string"},
     "hint": {"type": ["string", "null"]}, "op": {"type": ["string", "null"]}}, "required": ["code", "message"]}}}
+# Each field may also be null (the same as leaving it out); other fields are ignored.
 _OP_REQUEST = {"type": "object", "properties": {
-    "tensors": {"type": "array", "items": {"type": "string"}, "description": "the API's stdin: handles filling the tensor slots the args leave open, leftmost first"},
-    "args": {"type": "array", "description": "positional arguments, bound by kind first; each one's schema is "
+    "tensors": {"type": ["array", "null"], "items": {"type": "string"}, "description": "the API's stdin: handles filling the tensor slots the args leave open, leftmost first"},
+    "args": {"type": ["array", "null"], "description": "positional arguments, bound by kind first; each one's schema is "
              "its argument's (GET /v1/ops/{op} lists them, their kinds are components/schemas/kind.*)"},
-    "kwargs": {"type": "object", "description": "flags by name, each value as its argument's schema says"},
-    "cwd": {"type": "string", "description": "folder for relative paths"},
-    "env": {"type": "object", "description": "TORCHSH_* settings (TORCHSH_SCOPE, TORCHSH_DEVICE, TORCHSH_NO_GRAD)"},
-    "no_grad": {"type": "boolean"}, "inference_mode": {"type": "boolean"},
-    "exec": {"type": "boolean", "description": "block forms (scope, no_grad -- CMD): answer "
+    "kwargs": {"type": ["object", "null"], "description": "flags by name, each value as its argument's schema says"},
+    "cwd": {"type": ["string", "null"], "description": "folder for relative paths"},
+    "env": {"type": ["object", "null"], "additionalProperties": {"type": ["string", "number", "boolean"]},
+            "description": "TORCHSH_* settings (TORCHSH_SCOPE, TORCHSH_DEVICE, TORCHSH_NO_GRAD)"},
+    "no_grad": {"type": ["boolean", "null"]}, "inference_mode": {"type": ["boolean", "null"]},
+    "exec": {"type": ["boolean", "null"], "description": "block forms (scope, no_grad -- CMD): answer "
              "{\"exec\": {env, then}} for the caller to run its own block, instead of an error "
              "(the same as listing exec in the Torchsh-Replies header)"},
-    "stderr_tty": {"type": "boolean", "description": "the caller's stderr is a terminal: a followed job's "
-                   "progress comes as a live line (\\r), not plain lines"}}}
+    "stderr_tty": {"type": ["boolean", "null"], "description": "the caller's stderr is a terminal: a followed "
+                   "job's progress comes as a live line (\r), not plain lines"}}}
 
 
 # Replies are valid JSON (RFC 8259) by default; ?nan=bare is for readers of Python's tokens (Nushell's NUON).
@@ -85,6 +89,31 @@ def op_description(op):
     return row
 
 
+# Bodies by handler. Where the daemon refuses an empty body the body is `required`; the media types name
+# the formats (the daemon reads a body whatever its Content-Type says). A bundle is what export returns.
+NPY_MEDIA, BUNDLE_MEDIA, CLI_MEDIA = "application/x-npy", "application/x-torchsh-bundle", "application/x-torchsh-cli"
+_BINARY = {"type": "string", "format": "binary"}
+_HANDLE = r"(%s)://[0-9a-z]{%d}[0-9a-z]{%d,}" % ("|".join(HANDLE_KINDS), EPOCH_LEN, SERIAL_LEN)
+_BODIES = {
+    "post_op": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/OpRequest"}}}},
+    "post_tensor": {"required": True, "content": {NPY_MEDIA: {"schema": dict(_BINARY, description=(
+        "one array as numpy.save writes it (.npy 1.0, 2.0 or 3.0), of a dtype PyTorch holds: bool, (u)int8-64, "
+        "float16-64, complex64-128; an upload of 1 MiB or more is refused on its first bytes unless they are "
+        "the .npy magic"))}}},
+    "post_import": {"required": True, "content": {BUNDLE_MEDIA: {"schema": dict(_BINARY, description=(
+        "a bundle as POST /v1/bundle/export returns it: a safetensors stream whose header holds the manifest"))}}},
+    "post_export": {"required": True, "content": {"text/plain": {"schema": {
+        "type": "string", "pattern": r"^\s*%s(\s+%s)*\s*$" % (_HANDLE, _HANDLE),
+        "description": "the handles to export, separated by whitespace (one per line, say)"}}}},
+    "post_cli": {"required": True, "content": {CLI_MEDIA: {"schema": dict(_BINARY, description=(
+        "fields joined by NUL: %s, cwd, tty flags, TORCHSH_* lines, has-stdin, stdin lines, then the argv "
+        "(protocol.encode_cli_request); the reply is 200 whatever the command's fate, its exit status in "
+        "the Torchsh-Exit header" % protocol.CLI_FORMAT.decode()))}}},
+}
+_REPLIES = {"get_op": ("application/json", {"$ref": "#/components/schemas/OpDescription"}),
+            "post_export": (BUNDLE_MEDIA, _BINARY)}
+
+
 def document(routes, table):
     """routes: (method, path regex, handler, summary) rows; table: the op table, which the `op`
     path parameter describes (how many names it takes; GET /v1/ops lists them)."""
@@ -92,35 +121,28 @@ def document(routes, table):
     path_params = {"op": "an op or verb name, or an alias: %d ops and verbs (GET /v1/ops lists them)"
                          % len(table), "handle": "an object's handle, e.g. tensor://k3f00012"}
     for method, pattern, handler, summary in routes:
-        path = _openapi_path(pattern)
-        op = {"operationId": handler.__name__, "summary": summary,
+        path, name = _openapi_path(pattern), handler.__name__
+        op = {"operationId": name, "summary": summary,
               "responses": {"200": {"description": "success"},
                             "default": {"description": "error", "content": {"application/json": {"schema": _ERROR}}}}}
         params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}, "description": text}
                   for n, text in path_params.items() if "{%s}" % n in path]
-        if handler.__name__ in _NAN_HANDLERS:
-            params.append(_NAN_PARAM)
-        if handler.__name__ == "get_tensor":
-            params.append(_FORMAT_PARAM)
+        params += [_NAN_PARAM] if name in _NAN_HANDLERS else []
+        params += [_FORMAT_PARAM] if name == "get_tensor" else []
         if params:
             op["parameters"] = params
-        if handler.__name__ == "post_op":
-            op["requestBody"] = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/OpRequest"}}}}
-        elif handler.__name__ == "get_op":
-            op["responses"]["200"]["content"] = {"application/json": {"schema": {"$ref": "#/components/schemas/OpDescription"}}}
-        elif handler.__name__ in ("post_tensor", "post_import"):
-            op["requestBody"] = {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}
-        if handler.__name__ == "post_export":
-            op["requestBody"] = {"content": {"text/plain": {"schema": {"type": "string"}}}}
-            op["responses"]["200"]["content"] = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
+        if name in _BODIES:
+            op["requestBody"] = _BODIES[name]
+        if name in _REPLIES:
+            media, schema = _REPLIES[name]
+            op["responses"]["200"]["content"] = {media: {"schema": schema}}
         paths.setdefault(path, {})[method.lower()] = op
-    doc = {"openapi": "3.1.0",
-           "info": {"title": "torchd", "version": __version__,
-                    "description": "The torchsh daemon's API on its private Unix socket. Ops are listed by GET /v1/ops."},
-           "paths": paths,
-           "components": {"schemas": dict({"OpRequest": _OP_REQUEST, "Error": _ERROR, "OpDescription": _OP_DESCRIPTION,
-                                           "Argument": _ARG}, **kind_components())}}
-    return doc
+    return {"openapi": "3.1.0",
+            "info": {"title": "torchd", "version": __version__,
+                     "description": "The torchsh daemon's API on its private Unix socket. Ops are listed by GET /v1/ops."},
+            "paths": paths,
+            "components": {"schemas": dict({"OpRequest": _OP_REQUEST, "Error": _ERROR, "OpDescription": _OP_DESCRIPTION,
+                                            "Argument": _ARG}, **kind_components())}}
 
 
 def kind_components():

@@ -44,25 +44,18 @@ def post_op(app, request, params):
     for k, v in env.items():
         if not isinstance(v, (str, int, float, bool)):
             raise TorchshError("bad_request", "env value %s must be a string, not %s" % (k[:60], _json_type(v)))
-    # No peer_pid: an API caller that runs a block itself (`"exec": true`) may be a one-shot process
-    # (curl) that is gone before the block ends, so its scope must not be reaped with it.
-    listed = request.headers.get(protocol.H_REPLIES)
-    carried = protocol.carried(listed) & JSON_REPLIES if listed else replies.NONE
-    ctx = Context(app, cwd, {k: str(v) for k, v in env.items()} if env else {},
-                  replies=carried | {"exec"} if body.get("exec") else carried, stderr_is_tty=body.get("stderr_tty") is True)
+    plain = body.keys() <= calls.PLAIN_FIELDS
+    ctx, globals_ = _context(app, request, body, env, cwd, plain)
     if kwargs:
         kwargs = {k.replace("-", "_"): v for k, v in kwargs.items()}
     if op.replies and "follow" in op.replies and "json" in op.flags() and "json" not in kwargs:
         kwargs = dict(kwargs, json=True)  # a job's rows reach a JSON caller as JSON lines, never as columns
-    plain = body.keys() <= calls.PLAIN_FIELDS
     shape = calls.key(params["op"], args, tensors, kwargs, app.registry.kind_of) if plain else None
     plan = calls.plan_for(shape, op) if shape is not None else None
     if plan is not None:  # a call of a shape seen before: its words go straight to their slots
         binding, convert = calls.PlannedCall(plan, args, tensors, kwargs), calls.convert
     else:
         binding, convert = _bind_body(op, fixed, args, tensors, kwargs, shape), convert_all
-    globals_ = None if plain else {"no_grad": bool(body.get("no_grad")),
-                                   "inference_mode": bool(body.get("inference_mode"))}
     warned = []
     try:
         replies.check(ctx, op)  # a caller lacking a reply the op declares: handed over or refused, nothing runs
@@ -74,6 +67,20 @@ def post_op(app, request, params):
         h.op = h.op or op.name
         return _json({"handover": h.json()})
     return _answer(ctx, result, nan, warned)
+
+
+def _context(app, request, body, env, cwd, plain):
+    """(the request's Context, the global switches or None): the replies the caller lists (Torchsh-Replies;
+    "exec": true lists exec) and the body's switches, each a JSON boolean or bad_request. No peer_pid: an API
+    caller that runs a block itself may be a one-shot process (curl) gone before the block ends."""
+    listed = request.headers.get(protocol.H_REPLIES)
+    carried = protocol.carried(listed) & JSON_REPLIES if listed else replies.NONE
+    if plain:  # arrays and nothing else: the common body, no switch to read
+        return Context(app, cwd, {k: str(v) for k, v in env.items()} if env else {}, replies=carried), None
+    switches = {k: _field(body, k, bool, False) for k in ("no_grad", "inference_mode", "exec", "stderr_tty")}
+    ctx = Context(app, cwd, {k: str(v) for k, v in env.items()} if env else {}, stderr_is_tty=switches["stderr_tty"],
+                  replies=carried | {"exec"} if switches["exec"] else carried)
+    return ctx, {k: switches[k] for k in ("no_grad", "inference_mode")}
 
 
 def _answer(ctx, result, nan, warned):
@@ -177,7 +184,8 @@ def _field(body, name, want, default):
         return default
     if not isinstance(value, want):
         raise TorchshError("bad_request", "%r must be a JSON %s, not %s"
-                           % (name, {list: "array", dict: "object", str: "string"}[want], _json_type(value)))
+                           % (name, {list: "array", dict: "object", str: "string", bool: "boolean"}[want],
+                              _json_type(value)))
     return value
 
 

@@ -32,6 +32,8 @@ def main(argv=None):
         from torchsh.client.contexts import cli
         sys.exit(cli.main([a.decode(errors="surrogateescape") for a in args[1:]]))
     path, name = wire.select(sock, name)
+    if args[:1] != [b"init"]:  # `init bash|zsh` prints its function all the same: the function's commands say it
+        wire.checked_socket(path)
     try:
         tty = posix.isatty(0)
     except OSError:

@@ -71,6 +71,15 @@ def select(sock, name):
     return protocol.context_socket(name.decode()), name
 
 
+def checked_socket(path):
+    """`path`, when a Unix socket can live there; else one line and exit 2 before anything starts
+    (bind and connect would refuse it, and the daemon's start would fail into its log)."""
+    too_long = protocol.socket_path_too_long(path)
+    if too_long:
+        fail(protocol.SOCKET_PATH_CODE, too_long, protocol.SOCKET_PATH_HINT)
+    return path
+
+
 def first_flags(args):
     """`--socket PATH` and `--context NAME` as the first words (either order): (socket, name, rest)."""
     sock = name = None

@@ -16,7 +16,7 @@ from torchsh import __version__, memory, protocol
 from torchsh.daemon import fastpath
 from torchsh.jobs import job as jobs_job
 from torchsh.remote.staging import Staging
-from torchsh.registry import Registry
+from torchsh.registry.made import RecordingRegistry
 from torchsh.table import build_table
 
 
@@ -25,7 +25,7 @@ class App:
         self.version = __version__
         self.socket_path = socket_path
         self.log_path = protocol.sibling(socket_path, ".log")
-        self.registry = Registry()
+        self.registry = RecordingRegistry()  # lists what each request makes: freed if its client never hears
         self.registry.in_use = jobs_job.in_use  # a scope that ends keeps what a running job trains
         self.staging = Staging()  # the callers' files, when this daemon is a remote context's (remote/staging.py)
         self.table, self.table_seconds = build_table()

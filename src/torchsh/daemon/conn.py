@@ -1,7 +1,8 @@
-"""A connection's state while the server reads it, and the replies the server sends on its own
-(before any handler ran: limits, timeouts, framing errors, the peer check)."""
+"""A connection's state while the server reads it, the replies the server sends on its own (before any
+handler ran: limits, timeouts, framing errors, the peer check), and the spare descriptor for refusing."""
 import json
 import logging
+import os
 import selectors
 import socket
 import time
@@ -14,12 +15,14 @@ log = logging.getLogger("torchd")
 
 
 class Conn:
-    __slots__ = ("sock", "fast", "buf", "deadline", "peer_pid", "peer_uid", "authorized", "reserved", "on_close")
+    __slots__ = ("sock", "fast", "buf", "deadline", "peer_pid", "peer_uid", "authorized", "reserved", "head", "body",
+                 "on_close")
 
     def __init__(self, sock, fast, deadline, peer_pid=None, peer_uid=None):
         self.sock, self.fast, self.buf, self.deadline = sock, fast, bytearray(), deadline
         self.peer_pid, self.peer_uid, self.authorized = peer_pid, peer_uid, not fast
-        self.reserved = 0  # bytes of memory budget held for the big body now arriving (server._admit_body)
+        self.reserved = 0  # bytes of memory budget held for the big body now arriving (daemon/bodies.py)
+        self.head, self.body = None, None  # that body's parsed head and its buffer (what arrived of it)
         self.on_close = None  # what ends when this connection drops (a block's scope: hold); it is never idle
 
     def hold(self, end):
@@ -109,3 +112,33 @@ class Drain:
     def expire(self, now):
         for sock, _ in [v for v in self.draining.values() if now >= v[1]]:
             self.read(sock, force=True)
+
+
+class Spare:
+    """A descriptor kept in reserve. Out of descriptors (EMFILE), accept() fails and the backlog would spin
+    the loop: the spare is closed to accept one connection and refuse it, then taken again."""
+
+    def __init__(self):
+        self.fd = _open_spare()
+        self.last_log = 0.0
+
+    def shed(self, listener, err):
+        if time.monotonic() - self.last_log > 1.0:
+            self.last_log = time.monotonic()
+            log.warning("accept failed (%s): refusing connections until descriptors free up", err)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        try:
+            sock, _ = listener.accept()
+            refuse_now(sock, error_bytes("overloaded", "the daemon is out of file descriptors", "retry shortly"))
+        except OSError:
+            time.sleep(0.01)  # nothing to do but not spin at full speed
+        self.fd = _open_spare()
+
+
+def _open_spare():
+    try:
+        return os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None

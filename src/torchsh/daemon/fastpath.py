@@ -37,6 +37,7 @@ import threading
 import numpy as np
 
 from torchsh import protocol
+from torchsh.daemon import http
 
 log = logging.getLogger("torchd")
 TOKEN_HEADER = b"torchsh-token:"
@@ -134,6 +135,22 @@ class FastPath:
     def _frame(self, kind, num1, num2, body):
         head = protocol.FAST_HEAD % (len(body), self.server_token.decode(), kind, num1, num2)
         return head.encode() + body
+
+
+def gate(fast, conn):
+    """The fast path's token, checked on a connection's head alone, before any body is read: "wait" (the head
+    is not all here), "close" (a head over the limit), "refuse" (no token, a wrong one, or no fast path), or
+    "ok" (authorized; the 100 Continue that proves the server sent first when the head asked for it)."""
+    end = conn.buf.find(b"\r\n\r\n", 0, http.MAX_HEAD)
+    if end < 0:
+        return "close" if len(conn.buf) >= http.MAX_HEAD else "wait"
+    reply = fast.check_head(bytes(conn.buf[:end])) if fast is not None else None
+    if reply is None:
+        return "refuse"
+    if reply:
+        conn.sock.send(reply, socket.MSG_DONTWAIT)  # a 100 Continue: far less than a socket buffer
+    conn.authorized = True
+    return "ok"
 
 
 def quickack(conn):

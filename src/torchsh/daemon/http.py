@@ -48,7 +48,8 @@ class Request:
     def query(self):
         if "?" not in self.target:
             return {}
-        return {k: v[-1] for k, v in parse_qs(urlsplit(self.target).query).items()}
+        # `?nan=` is a nan of "" (refused), not no nan at all: the OpenAPI document's enums hold for it too
+        return {k: v[-1] for k, v in parse_qs(urlsplit(self.target).query, keep_blank_values=True).items()}
 
     @property
     def keep_alive(self):
@@ -89,25 +90,25 @@ class Later:
 
 def parse_request(buf, max_body):
     """Return (Request, bytes consumed) if buf holds a whole request, else None."""
-    head = _head(buf, max_body)
+    head = parse_head(buf, max_body)
     if head is None:
         return None
-    method, target, version, headers, start, length = head
+    start, length = head[4], head[5]
     if len(buf) - start < length:
         return None
+    return request_of(head, bytes(buf[start:start + length])), start + length
+
+
+def request_of(head, body):
+    """The Request of a parsed head and its whole body (a big body arrives in a buffer of its own:
+    daemon/bodies.py)."""
+    method, target, version, headers, _, _ = head
     if version == "HTTP/1.0" and headers.get("connection", "").lower() != "keep-alive":
         headers["connection"] = "close"
-    return Request(method, target, headers, bytes(buf[start:start + length])), start + length
+    return Request(method, target, headers, body)
 
 
-def announced_body(buf, max_body):
-    """The body length a whole head in buf announces (None: the head is not all here yet), so a big body
-    can be admitted, or refused, before it arrives."""
-    head = _head(buf, max_body)
-    return None if head is None else head[5]
-
-
-def _head(buf, max_body):
+def parse_head(buf, max_body):
     """(method, target, version, headers, where the body starts, its length), or None for half a head."""
     end = buf.find(b"\r\n\r\n", 0, MAX_HEAD)
     if end < 0:

@@ -20,6 +20,10 @@ def main(argv=None):
     args = _parse_args(argv)
     from torchsh.daemon import lifecycle
     sock = protocol.socket_path(args.socket)
+    too_long = protocol.socket_path_too_long(sock)
+    if too_long:  # before the log and lock beside it are made: bind would refuse the path
+        sys.stderr.write("torchd: %s; %s [%s]\n" % (too_long, protocol.SOCKET_PATH_HINT, protocol.SOCKET_PATH_CODE))
+        return protocol.exit_status(protocol.SOCKET_PATH_CODE)
     handler = lifecycle.RotatingLog(protocol.sibling(sock, ".log"),
                                     int(os.environ.get("TORCHSH_LOG_MAX_BYTES") or lifecycle.LOG_MAX_BYTES))
     handler.setFormatter(logging.Formatter("%(asctime)s torchd[%(process)d] %(levelname)s %(message)s"))

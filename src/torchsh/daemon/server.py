@@ -10,7 +10,8 @@ Limits per connection (docs/security.md):
     earns more time); then 408 `request_timeout` and closed: a slow drip is cut.
   - IDLE_S without a request (before the first one, or between kept-alive ones): closed quietly.
   - FAST_HEAD_S for the fast path's token-bearing head (from accept); SEND_S for a client to take its
-    reply (SO_SNDTIMEO); a big body admitted against the memory budget as it begins (daemon/bodies.py).
+    reply (SO_SNDTIMEO). A big body is admitted against the memory budget and judged by its first bytes as
+    it begins, then read into its own buffer a slice per loop turn (daemon/bodies.py).
 Unix-socket peers of another uid are refused (403 `forbidden`, logged): PostgreSQL's peer rule.
 
 Whole requests go to daemon/workers.py (two pools, by the route table's `lockfree`, handed in with
@@ -27,9 +28,9 @@ import time
 
 from torchsh import jobs, protocol
 from torchsh.daemon import http
-from torchsh.daemon.bodies import BodyBudget
-from torchsh.daemon.conn import Conn, Drain, error_bytes, refuse_now
-from torchsh.daemon.fastpath import NOT_FOUND, REFUSED, quickack
+from torchsh.daemon.bodies import Bodies, Refused
+from torchsh.daemon.conn import Conn, Drain, Spare, error_bytes
+from torchsh.daemon.fastpath import NOT_FOUND, REFUSED, gate, quickack
 from torchsh.daemon.routes import dispatch, lockfree
 from torchsh.daemon.watch import SocketWatch
 from torchsh.daemon.workers import Workers
@@ -58,11 +59,10 @@ class Server:
         self.reading = {}           # fd -> Conn the loop is reading a request from
         self.open = {False: 0, True: 0}   # open connections, Unix socket (False) and fast path (True)
         self.busy = 0               # connections a worker holds
-        self.bodies = BodyBudget(app)  # big bodies are admitted against the memory budget as they begin
+        self.bodies = Bodies(app, REQUEST_S)  # big bodies: admitted, judged and read as they begin
         self.stopping_at = None     # monotonic deadline of the grace period once stopping
         self.fast_listener = None
-        self._spare_fd = _open_spare()
-        self._last_shed_log = 0.0
+        self.spare = Spare()  # a descriptor in reserve, for refusing when out of them
         self.listener = listener
         self.watch = SocketWatch(app.socket_path)
         self.workers = Workers(app, dispatch, lockfree, MAX_BODY)  # the module's names: tests stub them
@@ -84,11 +84,7 @@ class Server:
         while True:
             if self.app.stop_event.is_set() and self.stopping_at is None:
                 self._begin_stop()
-            if self.stopping_at is not None and self.busy == 0 and not jobs.any_running():
-                return
-            if self.stopping_at is not None and time.monotonic() > self.stopping_at:
-                log.warning("grace period over: %d request(s) and %s still running; exiting", self.busy,
-                            "jobs" if jobs.any_running() else "no job")
+            if self.stopping_at is not None and self._stopped():
                 return
             if self.fast_listener is None and self.app.fastpath is not None and self.stopping_at is None:
                 self.fast_listener = self.app.fastpath.listener
@@ -142,6 +138,15 @@ class Server:
             self.listener = new
             self._listen(new, fast=False)
 
+    def _stopped(self):
+        """Stopping, and every request taken answered and every job ended, or the grace period over."""
+        if self.busy == 0 and not jobs.any_running():
+            return True
+        if time.monotonic() > self.stopping_at:
+            log.warning("grace period over: %d request(s), jobs %s; exiting", self.busy, jobs.any_running())
+            return True
+        return False
+
     def _begin_stop(self):
         """Answer what was taken; take nothing new. New connections get 503 until the grace ends."""
         self.stopping_at = time.monotonic() + GRACE_S
@@ -162,7 +167,7 @@ class Server:
                 return
             except OSError as e:
                 if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    self._shed(listener, e)
+                    self.spare.shed(listener, e)
                     return
                 if e.errno in (errno.ECONNABORTED, errno.EINTR, errno.EPROTO):
                     continue
@@ -196,23 +201,10 @@ class Server:
         self.reading[sock.fileno()] = conn
         self.sel.register(sock, selectors.EVENT_READ, conn)
 
-    def _shed(self, listener, err):
-        """Out of descriptors: free the spare one, accept and refuse, so the backlog does not spin us."""
-        if time.monotonic() - self._last_shed_log > 1.0:
-            self._last_shed_log = time.monotonic()
-            log.warning("accept failed (%s): refusing connections until descriptors free up", err)
-        if self._spare_fd is not None:
-            os.close(self._spare_fd)
-            self._spare_fd = None
-        try:
-            sock, _ = listener.accept()
-            refuse_now(sock, error_bytes("overloaded", "the daemon is out of file descriptors", "retry shortly"))
-        except OSError:
-            time.sleep(0.01)  # nothing to do but not spin at full speed
-        self._spare_fd = _open_spare()
-
     # ---- reading a request
     def _readable(self, conn):
+        if conn.body is not None:  # a big body: its next slice, straight into its own buffer
+            return self._body_slice(conn)
         try:
             if conn.fast:
                 quickack(conn.sock)
@@ -233,15 +225,28 @@ class Server:
             if not conn.authorized and not self._fast_gate(conn):
                 return
             parsed = http.parse_request(conn.buf, FAST_MAX_BODY if conn.fast else MAX_BODY)
+            if parsed is None:  # a big body that begins is admitted and judged by its first bytes, or refused
+                return self.bodies.begin(conn, FAST_MAX_BODY if conn.fast else MAX_BODY)
         except http.HTTPError as e:
             json_body = not conn.buf.startswith(b"POST %s " % protocol.CLI_PATH.encode())
             return self._refuse(conn, b"" if conn.fast else error_bytes(e.code, str(e), json_body=json_body))
-        if parsed is None:  # a big body that begins is admitted against the memory budget, or refused now
-            refusal = self.bodies.admit(conn, FAST_MAX_BODY if conn.fast else MAX_BODY)
-            return self._refuse(conn, refusal) if refusal else None
-        self.bodies.release(conn)
+        except Refused as e:
+            return self._refuse(conn, e.reply)
         request, used = parsed
         del conn.buf[:used]
+        self._submit(conn, request)
+
+    def _body_slice(self, conn):
+        try:
+            request = self.bodies.read(conn)
+        except EOFError:
+            return self._close(conn)
+        except Refused as e:
+            return self._refuse(conn, e.reply)
+        if request is not None:
+            self._submit(conn, request)
+
+    def _submit(self, conn, request):
         request.peer_pid, request.peer_uid, request.hold = conn.peer_pid, conn.peer_uid, conn.hold
         if conn.fast and (request.method != "POST" or request.path != protocol.CLI_PATH):
             return self._refuse(conn, NOT_FOUND)
@@ -251,24 +256,16 @@ class Server:
         self.workers.submit(conn, request)
 
     def _fast_gate(self, conn):
-        """The fast path's token is checked on the head alone, before any body is read."""
-        end = conn.buf.find(b"\r\n\r\n", 0, http.MAX_HEAD)
-        if end < 0:
-            if len(conn.buf) >= http.MAX_HEAD:
-                self._close(conn)
-            return False
-        fastpath = self.app.fastpath
-        reply = fastpath.check_head(bytes(conn.buf[:end])) if fastpath is not None else None
-        if reply is None:
+        """The fast path's token is checked on the head alone, before any body is read (fastpath.gate)."""
+        verdict = gate(self.app.fastpath, conn)
+        if verdict == "ok":
+            conn.deadline = time.monotonic() + REQUEST_S
+        elif verdict == "close":
+            self._close(conn)
+        elif verdict == "refuse":
             self._refuse(conn, REFUSED)
-            return False
-        if reply:
-            conn.sock.send(reply, socket.MSG_DONTWAIT)  # a 100 Continue: far less than a socket buffer
-        conn.authorized = True
-        conn.deadline = time.monotonic() + REQUEST_S
-        return True
+        return verdict == "ok"
 
-    # ---- connections coming back from workers, and closing
     def _taken_back(self, conn, keep):
         self.busy -= 1
         if not keep or self.stopping_at is not None:
@@ -300,10 +297,3 @@ class Server:
         """After serve(): close the listener and the loop's own descriptors."""
         self.listener.close()
         self.workers.stop()
-
-
-def _open_spare():
-    try:
-        return os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None

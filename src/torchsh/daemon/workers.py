@@ -142,28 +142,35 @@ class Workers:
 
     def _answer(self, conn, request):
         """Run one request and send its reply. True when the connection stays open for another; None
-        when a sender thread took the rest of the reply (and the connection with it)."""
-        try:
-            self.app.touch()
-            response = self.dispatch(self.app, request)
-            if isinstance(response, http.Later):  # made on a follower thread, which sends it and hands back
-                self.followers.queue.put((conn, request, response))
-                return None
-            if conn.fast:  # one request a connection, but one held (a block's scope) stays open
-                return self._send(conn, [self.app.fastpath.reply_for_bash(response)], conn.on_close is not None)
-            keep = request.keep_alive and not self.stopping
-            return self._send(conn, response.pieces(keep), keep)
-        except Cancelled:
-            log.info("dropped %s %s (peer pid %s): its client left while it waited for the tensor lock",
-                     request.method, request.path, conn.peer_pid)
-        except OSError:
-            pass  # the client left, or stopped reading for SEND_S
-        except Exception:  # MemoryError building a reply, a bug: this request fails, the daemon lives
-            log.exception("worker: %s %s", request.method, request.path)
+        when a sender thread took the rest of the reply (and the connection with it). A reply that cannot
+        be delivered frees what the request made (registry/made.py)."""
+        with self.app.registry.recording() as made:
+            try:
+                self.app.touch()
+                response = self.dispatch(self.app, request)
+                if isinstance(response, http.Later):  # made on a follower thread, which sends it and hands back
+                    self.followers.queue.put((conn, request, response))
+                    return None
+                if conn.fast:  # one request a connection, but one held (a block's scope) stays open
+                    if conn.client_gone():  # TCP takes a first send after the peer closed: ask first
+                        raise BrokenPipeError
+                    return self._send(conn, [self.app.fastpath.reply_for_bash(response)], conn.on_close is not None,
+                                      (request, made))
+                keep = request.keep_alive and not self.stopping
+                return self._send(conn, response.pieces(keep), keep, (request, made))
+            except Cancelled:
+                log.info("dropped %s %s (peer pid %s): its client left while it waited for the tensor lock",
+                         request.method, request.path, conn.peer_pid)
+            except OSError:  # the client left, or stopped reading for SEND_S
+                self._unclaimed(conn, request, made)
+            except Exception:  # MemoryError building a reply, a bug: this request fails, the daemon lives
+                log.exception("worker: %s %s", request.method, request.path)
+                self._unclaimed(conn, request, made)
         return False
 
-    def _send(self, conn, pieces, keep):
-        """Send what the socket takes now; queue the rest on a sender thread (None) rather than wait."""
+    def _send(self, conn, pieces, keep, made_by):
+        """Send what the socket takes now; queue the rest on a sender thread (None) rather than wait.
+        made_by: (the request, what it made), freed if the rest cannot be sent."""
         for i, piece in enumerate(pieces):
             view = memoryview(piece)
             try:
@@ -171,7 +178,7 @@ class Workers:
             except BlockingIOError:
                 sent = 0
             if sent < len(view):
-                self.senders.queue.put((conn, [view[sent:]] + pieces[i + 1:], keep))
+                self.senders.queue.put((conn, [view[sent:]] + pieces[i + 1:], keep, made_by))
                 return None
         return keep
 
@@ -182,11 +189,9 @@ class Workers:
         try:
             response = later.make(conn.client_gone)
             if response is not None:
-                if conn.fast:
-                    keep = self._send(conn, [self.app.fastpath.reply_for_bash(response)], False)
-                else:
-                    keep = self._send(conn, response.pieces(request.keep_alive and not self.stopping),
-                                      request.keep_alive and not self.stopping)
+                keep = request.keep_alive and not self.stopping and not conn.fast
+                pieces = [self.app.fastpath.reply_for_bash(response)] if conn.fast else response.pieces(keep)
+                keep = self._send(conn, pieces, keep, (request, []))
                 if keep is None:
                     return  # a sender thread finishes it
         except OSError:
@@ -195,14 +200,22 @@ class Workers:
             log.exception("follower: %s %s", request.method, request.path)
         self._hand_back(conn, keep)
 
-    def _send_rest(self, conn, pieces, keep, pool):
+    def _send_rest(self, conn, pieces, keep, made_by, pool):
         """Sender thread: the rest of a reply, blocking (SO_SNDTIMEO = SEND_S at most), then back to the loop."""
         try:
             for piece in pieces:
                 conn.sock.sendall(piece)
         except OSError:
             keep = False  # the client left, or stopped reading for SEND_S
+            self._unclaimed(conn, *made_by)
         self._hand_back(conn, keep)
+
+    def _unclaimed(self, conn, request, made):
+        """The reply never reached the client: nobody will learn what the request made, so it is freed."""
+        freed = self.app.registry.free_unclaimed(made)
+        if freed:
+            log.info("freed %s, made by %s %s: its client (peer pid %s) left before its reply",
+                     " ".join(freed), request.method, request.path, conn.peer_pid)
 
     def _next_request(self, conn):
         """The next request if it arrives whole within LINGER_S (the socket's SO_RCVTIMEO). Anything

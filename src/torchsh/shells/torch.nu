@@ -61,14 +61,29 @@ def "torchsh context" []: nothing -> string {
 }
 
 # The socket to talk to: a named context's forwarder (protocol.context_socket), else protocol.socket_path():
-# $TORCHSH_SOCKET, else $XDG_RUNTIME_DIR/torchsh, else $TMPDIR/torchsh-UID.
+# $TORCHSH_SOCKET, else $XDG_RUNTIME_DIR/torchsh, else $TMPDIR/torchsh-UID. A path too long for a Unix
+# socket (protocol.socket_path_too_long) is refused here, before a daemon is started on it.
 def "torchsh socket" []: nothing -> string {
     let name = (torchsh context)
     let file = if $name == "default" { "torchd.sock" } else { $"contexts/($name).sock" }
-    if $name == "default" and ($env.TORCHSH_SOCKET? | is-not-empty) { return $env.TORCHSH_SOCKET }
-    if ($env.XDG_RUNTIME_DIR? | is-not-empty) { return $"($env.XDG_RUNTIME_DIR)/torchsh/($file)" }
     let tmp = ($env.TMPDIR? | default "/tmp" | str trim --right --char "/")
-    $"($tmp)/torchsh-($env.TORCHSH_NU_UID)/($file)"
+    let sock = if $name == "default" and ($env.TORCHSH_SOCKET? | is-not-empty) {
+        $env.TORCHSH_SOCKET
+    } else if ($env.XDG_RUNTIME_DIR? | is-not-empty) {
+        $"($env.XDG_RUNTIME_DIR)/torchsh/($file)"
+    } else {
+        $"($tmp)/torchsh-($env.TORCHSH_NU_UID)/($file)"
+    }
+    let size = ($sock | encode utf-8 | bytes length)
+    let limit = if $nu.os-info.name == "linux" { 108 } else { 104 }
+    if $size >= $limit {
+        error make --unspanned {
+            msg: $"torch: socket path ($sock) is ($size) bytes; a Unix socket path holds at most ($limit - 1) \(sun_path: ($limit) bytes with its NUL\)"
+            help: "set TORCHSH_SOCKET (or --socket) to a shorter path, or XDG_RUNTIME_DIR to a shorter folder"
+            code: "torchsh::too_large"
+        }
+    }
+    $sock
 }
 
 # The caller's TORCHSH_* settings, as the bash client forwards them.

@@ -3,6 +3,7 @@
 No PyTorch work here: the stub answers /quick at once and /slow after a sleep, so what is pinned is
 the loop itself (timeouts, the connection limit, the two pools, stopping, the socket watch).
 """
+import json
 import os
 import shutil
 import socket
@@ -12,7 +13,9 @@ import time
 
 import pytest
 
+from torchsh import protocol
 from torchsh.daemon import http, lifecycle, server as srv
+from torchsh.registry.made import RecordingRegistry
 
 
 class FakeApp:
@@ -22,6 +25,7 @@ class FakeApp:
         self.fastpath = None
         self.request_state = threading.local()
         self.io_stats = None
+        self.registry = RecordingRegistry()
 
     def expired(self):
         return False
@@ -39,6 +43,10 @@ class FakeApp:
 def _stub_dispatch(app, request):
     if request.path == "/slow":
         time.sleep(float(request.query.get("s", "1")))
+    if request.path == "/make":  # an op that makes two objects, then takes a while to answer
+        made = [app.registry.put(object(), "tensor") for _ in range(2)]
+        time.sleep(float(request.query.get("s", "0")))
+        return http.Response(200, json.dumps({"result": made}).encode() + b" " * int(request.query.get("pad", "0")))
     return http.Response(200, b'{"path":"%s"}' % request.path.encode())
 
 
@@ -221,3 +229,88 @@ def test_a_task_on_the_tensor_thread_answers_queued_requests_at_its_safe_points(
     assert not done.is_set()  # while the task still ran
     answered.set()
     assert b" 200 " in reply and threads == ["torchd-tensor-0"]
+
+
+def _body_head(path, length):
+    return b"POST %s HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % (path.encode(), length)
+
+
+@pytest.mark.parametrize("path, first", [
+    ("/v1/tensors", b"\0" * 65536),                           # a 1 GiB .npy upload of zeros
+    ("/v1/tensors", b"PK\x03\x04" + b"\0" * 65532),            # a .pt file (a zip) sent as an .npy
+    ("/v1/bundle/import", b"\xff" * 8 + b"{}" + b"\0" * 65526),  # a header length past the body
+    ("/v1/ops/add", b"\x93NUMPY" + b"\0" * 65530),             # an .npy where JSON belongs
+])
+def test_a_big_body_that_is_not_what_its_route_takes_is_refused_on_its_first_bytes(served, path, first):
+    s = connect(served)
+    s.sendall(_body_head(path, 1 << 30) + first)  # the rest never comes: the answer must not wait for it
+    head, _, body = read_reply(s).partition(b"\r\n\r\n")
+    assert b" 400 " in head.split(b"\r\n")[0] or b" 422 " in head.split(b"\r\n")[0], head
+    err = json.loads(body)["error"]
+    assert err["code"] in ("bad_request", "file_error") and "the body of POST %s is not " % path in err["message"]
+    assert s.recv(65536) == b""  # then the connection closes
+    assert b" 200 " in request(served)  # and the daemon serves on
+
+
+def test_a_big_cli_body_that_is_not_a_cli_request_gets_one_error_line(served):
+    s = connect(served)
+    s.sendall(_body_head("/v1/cli", 1 << 30) + b"x" * 65536)
+    reply = read_reply(s)
+    assert b"torchsh-exit: 2" in reply.lower() and reply.endswith(b"[bad_request]\n"), reply[-200:]
+
+
+def _npy(n_bytes):
+    import io
+    import numpy as np
+    f = io.BytesIO()
+    np.save(f, np.arange(n_bytes // 4, dtype=np.float32))
+    return f.getvalue()
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/tensors", _npy(3 << 20)),
+    ("/v1/ops/add", b"  \n" + json.dumps({"args": list(range(300000))}).encode()),
+    ("/v1/cli", protocol.encode_cli_request([b"value", b"-"], b"/", False, [], [b"x" * (2 << 20)])),
+    ("/v1/files?name=f", b"anything at all" * (1 << 17)),
+])
+def test_a_big_body_of_the_right_kind_reaches_its_handler_whole_in_the_buffer_it_arrived_in(served, monkeypatch,
+                                                                                         path, body):
+    seen = []
+
+    def record(app, request):
+        if request.method == "POST":
+            seen.append(request.body)
+        return http.Response(200, b"{}")
+    monkeypatch.setattr(served.workers, "dispatch", record)
+    s = connect(served)
+    s.sendall(_body_head(path, len(body)) + body[:100000])
+    assert b" 200 " in request(served, "/quick")  # another connection is served while the body is half here
+    s.sendall(body[100000:])
+    assert b" 200 " in read_reply(s)
+    assert seen == [body] and isinstance(seen[0], bytearray)  # never copied into bytes on the loop
+
+
+def test_what_a_request_made_is_freed_when_its_client_left_before_the_reply(served):
+    registry = served.app.registry
+    kept = json.loads(request(served, "/make").partition(b"\r\n\r\n")[2])["result"]
+    s = connect(served)
+    s.sendall(b"GET /make?s=0.5 HTTP/1.1\r\n\r\n")
+    s.close()  # the client is gone before its reply: nobody will ever learn the two handles
+    deadline = time.monotonic() + 10
+    while len(registry.items()) > 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sorted(h for h, _ in registry.items()) == sorted(kept)  # the delivered ones stay
+
+
+def test_what_a_request_made_is_freed_when_its_client_stops_reading_a_big_reply_and_leaves(served):
+    registry = served.app.registry
+    s = connect(served)
+    s.sendall(b"GET /make?pad=%d HTTP/1.1\r\n\r\n" % (8 << 20))  # more than a socket buffer: a sender thread
+    assert s.recv(100).startswith(b"HTTP/1.1 200")
+    deadline = time.monotonic() + 10
+    while len(registry.items()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    s.close()  # half the reply read: the handles in it never arrived
+    while registry.items() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert registry.items() == []
