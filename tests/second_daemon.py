@@ -1,7 +1,8 @@
 """A second daemon for tests of objects that move between daemons (`cp`, `session push`, persistence).
 
-It listens on protocol.context_socket(NAME) with XDG_RUNTIME_DIR pointed at a private temp folder, as a
+It listens on paths.context_socket(NAME) with XDG_RUNTIME_DIR pointed at a private temp folder, as a
 context's forwarder would, and is always stopped. Plain module (tests import it; never from conftest)."""
+from torchsh import paths
 import os
 import shutil
 import subprocess
@@ -18,7 +19,7 @@ class SecondDaemon:
         os.makedirs(os.path.join(self.xdg, "torchsh", "contexts"), mode=0o700)
         os.chmod(self.xdg, 0o700)
         os.chmod(os.path.join(self.xdg, "torchsh"), 0o700)
-        code = "from torchsh import protocol; print(protocol.context_socket(%r))" % name
+        code = "from torchsh import protocol; print(paths.context_socket(%r))" % name
         self.socket = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, XDG_RUNTIME_DIR=self.xdg),
                                      capture_output=True, text=True, check=True).stdout.strip()
         self.env = dict(TORCHSH_SOCKET=self.socket, **(env or {}))

@@ -1,13 +1,10 @@
 """The wire contract that the client and the daemon both import.
 
 Builtins only: the `torch` client imports this module on every shell command, so it may use
-`posix` and `sys` and nothing else. What lives here: where the socket, log and lock live; the
-shape of a `/v1/cli` request and reply; the replies besides output a command may get (REPLIES); and the
-one table from error code to HTTP status to exit code. What is trusted is trust.py.
+`posix` and `sys` and nothing else. What lives here: the shape of a `/v1/cli` request and reply; the
+replies besides output a command may get (REPLIES); the fast path's framing; and the one table from error
+code to HTTP status to exit code. Where the socket, log and lock live is paths.py; what is trusted, trust.py.
 """
-import posix
-import sys
-
 API_PREFIX = "/v1"
 CLI_PATH = "/v1/cli"
 CLI_FORMAT = b"torchsh-cli-1"  # first field of a /v1/cli body; bump when the framing changes
@@ -175,68 +172,10 @@ def http_status(code):
     return ERRORS.get(code, ERRORS["internal_error"])[0]
 
 
-def runtime_dir():
-    """The private folder for socket, log and lock: $XDG_RUNTIME_DIR/torchsh, else ${TMPDIR:-/tmp}/torchsh-UID.
-
-    The fallback name is predictable, so another user can take it first: the client and the daemon
-    use it only after `untrusted()` finds it ours and private, and refuse loudly otherwise (as tmux does).
-    """
-    env = posix.environ
-    xdg = env.get(b"XDG_RUNTIME_DIR")
-    if xdg:
-        return xdg.decode() + "/torchsh"
-    tmp = (env.get(b"TMPDIR") or b"/tmp").decode().rstrip("/")
-    return "%s/torchsh-%d" % (tmp, posix.getuid())
-
-
 MAX_BODY = 4 << 30  # a request body on the daemon's Unix socket (bulk .npy uploads, staged files)
 # The caller's files on a remote context (remote/staging.py, filerelay.py): in H_DOWNLOAD, +ID is a staged
 # folder (GET it for its files); in H_UPLOAD, ?ID marks a folder the op also writes (missing: send an empty one)
 STAGED_FOLDER, STAGED_MAY_BE_MISSING = "+", "?"
-
-
-def socket_folder(sock):
-    """The folder that holds the socket (and its log, lock and token file)."""
-    return sock.rsplit("/", 1)[0] or "/" if "/" in sock else "."
-
-
-def socket_path(explicit=None):
-    if explicit:
-        return explicit
-    env = posix.environ.get(b"TORCHSH_SOCKET")
-    if env:
-        return env.decode()
-    return runtime_dir() + "/torchd.sock"
-
-
-# struct sockaddr_un's sun_path: 108 bytes on Linux, 104 on macOS and the BSDs, the path's closing NUL
-# included. bind() and connect() refuse a longer path, so it is checked where a path is first used (the
-# client, torchd, torch.nu), before a daemon starts or a file beside the socket is made.
-SUN_PATH_LINUX, SUN_PATH_BSD = 108, 104
-SUN_PATH = SUN_PATH_LINUX if sys.platform.startswith("linux") else SUN_PATH_BSD
-SOCKET_PATH_CODE = "too_large"
-SOCKET_PATH_HINT = "set TORCHSH_SOCKET (or --socket) to a shorter path, or XDG_RUNTIME_DIR to a shorter folder"
-
-
-def socket_path_too_long(path):
-    """Why no Unix socket can live at `path` (it does not fit sun_path), or None when it fits."""
-    size = len(path.encode(errors="surrogateescape"))
-    if size < SUN_PATH:
-        return None
-    return "socket path %s is %d bytes; a Unix socket path holds at most %d (sun_path: %d bytes with its NUL)" % (
-        path, size, SUN_PATH - 1, SUN_PATH)
-
-
-def context_socket(name):
-    """The local socket through which context NAME's daemon is reached: its forwarder (ssh or TLS) listens
-    there, so the client, the fast bash path and Nushell speak to a remote daemon as to a local one."""
-    return runtime_dir() + "/contexts/" + name + ".sock"
-
-
-def sibling(sock, suffix):
-    """The log/lock/token file that belongs to a socket: torchd.sock -> torchd.log."""
-    base = sock[:-5] if sock.endswith(".sock") else sock
-    return base + suffix
 
 
 def encode_cli_request(argv, cwd, stdin_is_tty, env_pairs, stdin_lines=None, stderr_is_tty=False):
@@ -311,8 +250,3 @@ FAST_HEAD_LEN = FAST_NUM2_AT + 11 + 4
 FAST_CONTINUE = "HTTP/1.1 100 Continue\r\nTorchsh-Fast: %s\r\n\r\n"
 FAST_CONTINUE_TOKEN_AT = FAST_CONTINUE.index("%s")
 FAST_CONTINUE_LEN = len(FAST_CONTINUE) - 2 + FAST_TOKEN_LEN
-
-
-if __name__ == "__main__":  # pragma: no cover - a debugging aid: print the paths in use
-    s = socket_path()
-    sys.stdout.write("socket %s\nlog %s\n" % (s, sibling(s, ".log")))

@@ -1,5 +1,6 @@
 """`torch cp H… --to CTX` and `session push`: the client's relay (copyrelay.run) streams a bundle from one
-daemon to another (here a second daemon on protocol.context_socket("t2")); what arrives equals what left."""
+daemon to another (here a second daemon on paths.context_socket("t2")); what arrives equals what left."""
+from torchsh import paths
 import json
 import subprocess
 import sys

@@ -17,7 +17,7 @@ import torch
 
 from sshd import running_sshd, sshd_host  # noqa: F401
 from waiting import process_gone, wait_until
-from torchsh import protocol
+from torchsh import paths, protocol
 from torchsh.errors import TorchshError
 from torchsh.client.contexts import ssh
 
@@ -28,7 +28,7 @@ def through(sh, local_sock):
 
 
 def forwarder_pid(local_sock):
-    with open(protocol.sibling(local_sock, ".pid")) as f:
+    with open(paths.sibling(local_sock, ".pid")) as f:
         return int(f.read())
 
 
@@ -125,7 +125,7 @@ def test_a_remote_without_torchsh_fails_with_one_clear_error_and_starts_no_forwa
     assert "torchsh is not installed on 127.0.0.1 (" in e.value.message and "no-torchsh-here" in e.value.message
     assert "pip install torchsh on 127.0.0.1, " in e.value.hint
     assert "\n" not in e.value.line()
-    assert not os.path.exists(local) and not os.path.exists(protocol.sibling(local, ".pid"))
+    assert not os.path.exists(local) and not os.path.exists(paths.sibling(local, ".pid"))
 
 
 def test_an_unreachable_host_fails_with_what_ssh_said(sshd_host):
@@ -154,7 +154,7 @@ def test_stop_forwarder_ends_the_ssh_process_and_removes_its_socket(sh, sshd_hos
     pid = forwarder_pid(local)
     assert ssh.stop_forwarder(local) is True
     assert wait_until(lambda: process_gone(pid))
-    assert not os.path.exists(local) and not os.path.exists(protocol.sibling(local, ".pid"))
+    assert not os.path.exists(local) and not os.path.exists(paths.sibling(local, ".pid"))
     assert ssh.stop_forwarder(local) is False
 
 

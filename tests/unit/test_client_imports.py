@@ -8,8 +8,9 @@ import tempfile
 CLIENT = os.path.join(os.path.dirname(sys.executable), "torch")
 # _socket: the C module, not socket.py; daemonctl: builtins only, and loaded on the lifecycle path alone;
 # wire and http: the client's connection, call and HTTP, builtins only, shared with daemonctl (no import circle);
-# trust: what the client trusts (the socket's folder, the socket), builtins only
-ALLOWED = {"torchsh", "torchsh.client", "torchsh.client.main", "torchsh.protocol", "torchsh.trust", "torchsh.client.wire",
+# paths and trust: where the socket lives and what the client trusts there, builtins only
+ALLOWED = {"torchsh", "torchsh.client", "torchsh.client.main", "torchsh.protocol", "torchsh.paths", "torchsh.trust",
+           "torchsh.client.wire",
            "torchsh.client.http", "torchsh.client.daemonctl", "_socket"}
 
 

@@ -1,5 +1,5 @@
 """protocol.py: the /v1/cli framing and the error table both sides rely on."""
-from torchsh import protocol
+from torchsh import paths, protocol
 
 
 def test_cli_request_round_trips():
@@ -38,12 +38,12 @@ def test_every_error_code_has_an_http_and_exit_status():
 
 
 def test_sibling_files_sit_beside_the_socket():
-    assert protocol.sibling("/run/torchsh/torchd.sock", ".log") == "/run/torchsh/torchd.log"
+    assert paths.sibling("/run/torchsh/torchd.sock", ".log") == "/run/torchsh/torchd.log"
 
 
 def test_a_socket_path_must_fit_sun_path_with_its_nul():
-    limit = protocol.SUN_PATH
-    assert protocol.socket_path_too_long("/" + "s" * (limit - 2)) is None  # limit-1 bytes, then the NUL
-    problem = protocol.socket_path_too_long("/" + "s" * (limit - 1))
+    limit = paths.SUN_PATH
+    assert paths.socket_path_too_long("/" + "s" * (limit - 2)) is None  # limit-1 bytes, then the NUL
+    problem = paths.socket_path_too_long("/" + "s" * (limit - 1))
     assert "is %d bytes" % limit in problem and "at most %d" % (limit - 1) in problem and "sun_path" in problem
-    assert protocol.socket_path_too_long("/" + "é" * (limit // 2)) is not None  # bytes, not characters
+    assert paths.socket_path_too_long("/" + "é" * (limit // 2)) is not None  # bytes, not characters

@@ -10,7 +10,7 @@ the client: `posix`, `sys`, and the client's wire (wire.py).
 import posix
 import sys
 
-from torchsh import protocol, trust
+from torchsh import paths, protocol, trust
 from torchsh.client import wire
 
 START_TIMEOUT_S = 120.0   # import torch takes ~1.5 s, but a loaded CI machine can be much slower
@@ -43,8 +43,8 @@ def start_daemon(path, env=None):
     the other exits 0, so both clients simply wait for the socket. `env`: the daemon's environment
     (default: ours; a restart passes the old daemon's settings, see restart_env).
     """
-    log = protocol.sibling(path, ".log")
-    log_fd = _open_log(_private_folder(protocol.socket_folder(path)), log)
+    log = paths.sibling(path, ".log")
+    log_fd = _open_log(_private_folder(paths.socket_folder(path)), log)
     pid = posix.fork()
     if pid == 0:  # child: detach from the terminal and the caller's process group
         try:
@@ -94,7 +94,7 @@ def _private_folder(folder):
             except FileExistsError:
                 pass
         xdg = posix.environ.get(b"XDG_RUNTIME_DIR")
-        if xdg and folder == protocol.runtime_dir():  # $XDG_RUNTIME_DIR/torchsh: its parent must be ours too
+        if xdg and folder == paths.runtime_dir():  # $XDG_RUNTIME_DIR/torchsh: its parent must be ours too
             wire.refuse_if(trust.untrusted(xdg.decode().rstrip("/") or "/", trust.S_IFDIR))
         fd = posix.open(folder, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_NOFOLLOW)
     except OSError as e:
@@ -158,7 +158,7 @@ def _connect_if_running(path):
 def _lock_holder(path):
     """The live torchd whose pid is in torchd.lock (written when it took the lock), else None."""
     try:
-        fd = posix.open(protocol.sibling(path, ".lock"), posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK)
+        fd = posix.open(paths.sibling(path, ".lock"), posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK)
         try:
             pid = int(posix.read(fd, 32).strip() or b"0")
         finally:

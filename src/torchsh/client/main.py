@@ -20,7 +20,7 @@ does not answer; `torch context …` itself runs here (contexts/cli.py), never i
 import posix
 import sys
 
-from torchsh import protocol
+from torchsh import paths, protocol
 from torchsh.client import wire
 from torchsh.client.wire import call, connect, connect_or_none, fail, write
 
@@ -134,7 +134,7 @@ def _copy(path, request, headers, body, name):
     mine = b"://%s/" % (name or b"default")  # the daemon wrote our context's handles kind://NAME/ID
     handles = [h.strip().replace(mine, b"://", 1).decode() for h in body[:out_len].split(b"\n") if h.strip()]
     write(2, body[out_len:])
-    dst = protocol.socket_path() if target == "default" else protocol.context_socket(
+    dst = paths.socket_path() if target == "default" else paths.context_socket(
         wire.checked_name(target.encode()).decode())
     if target != "default" and connect_or_none(dst) is None:
         from torchsh.client.contexts import store

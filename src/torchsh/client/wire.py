@@ -12,7 +12,7 @@ import _socket
 import posix
 import sys
 
-from torchsh import protocol, trust
+from torchsh import paths, protocol, trust
 from torchsh.client import http
 
 
@@ -46,7 +46,7 @@ def refuse_if(problem):
 def connect_or_none(path):
     """A connection to our daemon, or None when none answers (no folder, no socket, nobody listening)."""
     try:
-        refuse_if(trust.untrusted(protocol.socket_folder(path), trust.S_IFDIR))
+        refuse_if(trust.untrusted(paths.socket_folder(path), trust.S_IFDIR))
         return connect(path)
     except OSError:
         return None
@@ -66,17 +66,17 @@ def select(sock, name):
     if sock is None and name is None:
         name = selected_context()
     if name is None or name == b"default":
-        return protocol.socket_path(sock), None
+        return paths.socket_path(sock), None
     context_header = b"Torchsh-Context: %s\r\n" % checked_name(name)
-    return protocol.context_socket(name.decode()), name
+    return paths.context_socket(name.decode()), name
 
 
 def checked_socket(path):
     """`path`, when a Unix socket can live there; else one line and exit 2 before anything starts
     (bind and connect would refuse it, and the daemon's start would fail into its log)."""
-    too_long = protocol.socket_path_too_long(path)
+    too_long = paths.socket_path_too_long(path)
     if too_long:
-        fail(protocol.SOCKET_PATH_CODE, too_long, protocol.SOCKET_PATH_HINT)
+        fail(paths.SOCKET_PATH_CODE, too_long, paths.SOCKET_PATH_HINT)
     return path
 
 

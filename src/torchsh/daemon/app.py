@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from torchsh import __version__, memory, protocol
+from torchsh import __version__, memory, paths
 from torchsh.daemon import fastpath
 from torchsh.jobs import job as jobs_job
 from torchsh.remote.staging import Staging
@@ -24,7 +24,7 @@ class App:
     def __init__(self, socket_path, ttl_seconds=3600.0):
         self.version = __version__
         self.socket_path = socket_path
-        self.log_path = protocol.sibling(socket_path, ".log")
+        self.log_path = paths.sibling(socket_path, ".log")
         self.registry = RecordingRegistry()  # lists what each request makes: freed if its client never hears
         self.registry.in_use = jobs_job.in_use  # a scope that ends keeps what a running job trains
         self.staging = Staging()  # the callers' files, when this daemon is a remote context's (remote/staging.py)

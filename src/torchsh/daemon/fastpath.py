@@ -36,7 +36,7 @@ import threading
 
 import numpy as np
 
-from torchsh import protocol
+from torchsh import paths, protocol
 from torchsh.daemon import http
 
 log = logging.getLogger("torchd")
@@ -53,7 +53,7 @@ _enable_lock = threading.Lock()
 
 def token_file(app):
     """torchd.sock -> torchd.fast, beside the socket in the private runtime folder."""
-    return protocol.sibling(app.socket_path, ".fast")
+    return paths.sibling(app.socket_path, ".fast")
 
 
 def enable(app):

@@ -19,7 +19,7 @@ import socket
 import stat
 import sys
 
-from torchsh import protocol, trust
+from torchsh import paths, trust
 
 _TTL_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd]?)$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -87,7 +87,7 @@ def open_private(path, flags):
 
 def take_start_lock(sock_path):
     """Hold torchd.lock for the daemon's life; AlreadyServing if another daemon holds it."""
-    path = protocol.sibling(sock_path, ".lock")
+    path = paths.sibling(sock_path, ".lock")
     try:
         fd = open_private(path, os.O_RDWR | os.O_CREAT)
     except OSError as e:

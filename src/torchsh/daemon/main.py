@@ -13,24 +13,24 @@ import signal
 import sys
 import time
 
-from torchsh import protocol
+from torchsh import paths, protocol
 
 
 def main(argv=None):
     args = _parse_args(argv)
     from torchsh.daemon import lifecycle
-    sock = protocol.socket_path(args.socket)
-    too_long = protocol.socket_path_too_long(sock)
+    sock = paths.socket_path(args.socket)
+    too_long = paths.socket_path_too_long(sock)
     if too_long:  # before the log and lock beside it are made: bind would refuse the path
-        sys.stderr.write("torchd: %s; %s [%s]\n" % (too_long, protocol.SOCKET_PATH_HINT, protocol.SOCKET_PATH_CODE))
-        return protocol.exit_status(protocol.SOCKET_PATH_CODE)
-    handler = lifecycle.RotatingLog(protocol.sibling(sock, ".log"),
+        sys.stderr.write("torchd: %s; %s [%s]\n" % (too_long, paths.SOCKET_PATH_HINT, paths.SOCKET_PATH_CODE))
+        return protocol.exit_status(paths.SOCKET_PATH_CODE)
+    handler = lifecycle.RotatingLog(paths.sibling(sock, ".log"),
                                     int(os.environ.get("TORCHSH_LOG_MAX_BYTES") or lifecycle.LOG_MAX_BYTES))
     handler.setFormatter(logging.Formatter("%(asctime)s torchd[%(process)d] %(levelname)s %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     log = logging.getLogger("torchd")
     try:
-        lifecycle.ensure_private_dir(protocol.socket_folder(sock))
+        lifecycle.ensure_private_dir(paths.socket_folder(sock))
         lock_fd = lifecycle.take_start_lock(sock)
     except lifecycle.AlreadyServing as e:
         log.info("%s; exiting", e)

@@ -16,7 +16,7 @@ import socket
 import ssl
 import subprocess
 
-from torchsh import protocol, trust
+from torchsh import paths, trust
 
 PREAMBLE = b"torchsh-tls-1 "
 TOKEN_BYTES = 32
@@ -59,7 +59,7 @@ def parse_fingerprint(text):
 # ---- the daemon's side
 def material_paths(sock):
     """Certificate, key and token beside the daemon's socket, in its private folder."""
-    return protocol.sibling(sock, ".tls.crt"), protocol.sibling(sock, ".tls.key"), protocol.sibling(sock, ".tls.token")
+    return paths.sibling(sock, ".tls.crt"), paths.sibling(sock, ".tls.key"), paths.sibling(sock, ".tls.token")
 
 
 def ensure_material(sock):

@@ -17,7 +17,7 @@ import os
 import re
 
 from torchsh.errors import TorchshError
-from torchsh import protocol
+from torchsh import paths
 from torchsh.protocol import CLI_FORMAT
 from torchsh.table.kinds import KINDS, LIST_FLAG_KINDS, STDIN_KINDS
 from torchsh.table.spec import MISSING
@@ -105,7 +105,7 @@ def _prelude(transport):
     text = text.replace("TORCHSH_DTYPES", _nu_list(sorted(DTYPES))).replace("TORCHSH_CLI_FORMAT", CLI_FORMAT.decode())
     text = text.replace("TORCHSH_REPLIES_API", " ".join(NU_REPLIES)).replace("TORCHSH_REPLIES_CLI", " ".join(NU_CLI_REPLIES))
     for name in ("SUN_PATH_LINUX", "SUN_PATH_BSD", "SOCKET_PATH_HINT", "SOCKET_PATH_CODE"):  # the client's socket path limit and words
-        text = text.replace("TORCHSH_" + name, str(getattr(protocol, name)))
+        text = text.replace("TORCHSH_" + name, str(getattr(paths, name)))
     return text.replace("TORCHSH_DEVICES", _nu_list(DEVICES)) + "\n# -- generated: one command per op-table row --\n\n"
 
 

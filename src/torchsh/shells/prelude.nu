@@ -56,9 +56,9 @@ def "torchsh context" []: nothing -> string {
     if ($name | is-empty) { "default" } else { $name }
 }
 
-# The socket to talk to: a named context's forwarder (protocol.context_socket), else protocol.socket_path():
+# The socket to talk to: a named context's forwarder (paths.context_socket), else paths.socket_path():
 # $TORCHSH_SOCKET, else $XDG_RUNTIME_DIR/torchsh, else $TMPDIR/torchsh-UID. A path too long for a Unix
-# socket (protocol.socket_path_too_long) is refused here, before a daemon is started on it.
+# socket (paths.socket_path_too_long) is refused here, before a daemon is started on it.
 def "torchsh socket" []: nothing -> string {
     let name = (torchsh context)
     let file = if $name == "default" { "torchd.sock" } else { $"contexts/($name).sock" }

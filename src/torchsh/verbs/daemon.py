@@ -7,7 +7,7 @@ carries to the new daemon (client/daemonctl.py: `daemon restart` is `daemon stop
 import logging
 import os
 
-from torchsh import protocol
+from torchsh import paths
 from torchsh.call.results import Await, Exec, Text
 from torchsh.daemon import lifecycle
 from torchsh.daemon.status import status_dict, status_text
@@ -105,7 +105,7 @@ def log(ctx, options=None, follow=False, lines=50):
     daemon thread waits on it.
     """
     follow, lines = _log_options(options, follow, lines)
-    path = protocol.sibling(ctx.app.socket_path, ".log")
+    path = paths.sibling(ctx.app.socket_path, ".log")
     if not lifecycle.writes_to(path, 2):
         raise TorchshError("file_error", "this daemon does not log to %s (started by hand, it logs to its own "
                            "stderr)" % path, "see the terminal that started it")

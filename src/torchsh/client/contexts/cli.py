@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-from torchsh import protocol
+from torchsh import paths, protocol
 from torchsh.client.contexts import forwarder, store
 
 USAGE = """usage: torch context ls [--json]
@@ -74,7 +74,7 @@ def _selected():
 def ls(words):
     _, flags = _flags(words, {"json": bool}, 0, 0)
     current = _selected()
-    rows = [{"name": store.DEFAULT, "host": "unix://" + protocol.socket_path(), "current": current == "default"}]
+    rows = [{"name": store.DEFAULT, "host": "unix://" + paths.socket_path(), "current": current == "default"}]
     for name in store.names():
         try:
             host = store.load(name).get("host", "?")
@@ -181,13 +181,13 @@ def rm(words):
     for name in pos:
         store.load(name)  # unknown_context (and the default's refusal) before anything is removed
     for name in pos:
-        local = protocol.context_socket(name)
+        local = paths.context_socket(name)
         if store.scheme(store.load(name)) == "ssh":
             from torchsh.client.contexts import ssh  # helper C's module: it ends its OpenSSH forwarder
             ssh.stop_forwarder(local)
         else:
             forwarder.stop(local)
-        for path in (local, protocol.sibling(local, ".lock")):
+        for path in (local, paths.sibling(local, ".lock")):
             try:
                 os.unlink(path)
             except FileNotFoundError:
@@ -203,12 +203,12 @@ def inspect(words):
     pos, _ = _flags(words, {}, 1, 1)
     name = pos[0]
     if name == store.DEFAULT:
-        record = {"name": name, "host": "unix://" + protocol.socket_path()}
+        record = {"name": name, "host": "unix://" + paths.socket_path()}
     else:
         record = dict(store.load(name))
         if record.get("token"):
             record["token"] = "(redacted)"
-        local = protocol.context_socket(name)
+        local = paths.context_socket(name)
         record["local_socket"] = local
         record["forwarder_running"] = forwarder.answers(local)
     record["current"] = _selected() == name

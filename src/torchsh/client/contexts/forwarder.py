@@ -1,4 +1,4 @@
-"""A TLS context's forwarder: a small local process that listens on protocol.context_socket(NAME) and relays
+"""A TLS context's forwarder: a small local process that listens on paths.context_socket(NAME) and relays
 each connection over TLS to the context's daemon (tls.connect: pinned fingerprint, then the token), so the
 client, the fast bash path's fallback and Nushell talk to a remote daemon as to a local one.
 
@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 
-from torchsh import protocol
+from torchsh import paths, protocol
 from torchsh.link import relay, tls
 from torchsh.client.contexts.private import ContextError, private_dir
 
@@ -30,7 +30,7 @@ START_TIMEOUT_S = 15.0
 
 
 def paths(local):
-    return protocol.sibling(local, ".lock"), protocol.sibling(local, ".log")
+    return paths.sibling(local, ".lock"), paths.sibling(local, ".log")
 
 
 # ---- the client's side: start it when nothing answers, stop it (`context rm`)
@@ -49,7 +49,7 @@ def ensure(record, local):
     """Return once `local` answers, starting the forwarder of context record["name"] when it does not."""
     if answers(local):
         return
-    for folder in (protocol.runtime_dir(), protocol.socket_folder(local)):  # both 0700 and ours, or refused
+    for folder in (paths.runtime_dir(), paths.socket_folder(local)):  # both 0700 and ours, or refused
         private_dir(folder)
     log = paths(local)[1]
     log_fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)

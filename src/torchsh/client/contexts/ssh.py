@@ -18,7 +18,7 @@ import signal
 import subprocess
 import time
 
-from torchsh import protocol, trust
+from torchsh import paths, trust
 from torchsh.client import http, wire
 from torchsh.errors import TorchshError
 from torchsh.client.contexts import ssh_login
@@ -32,8 +32,8 @@ def ensure_forwarder(ctx, local_sock):
     """Return once local_sock reaches ctx's remote daemon, starting that daemon and the forwarder as needed."""
     if _answers(local_sock):
         return
-    _private_folder(protocol.socket_folder(local_sock))
-    with _locked(protocol.sibling(local_sock, ".lock")):
+    _private_folder(paths.socket_folder(local_sock))
+    with _locked(paths.sibling(local_sock, ".lock")):
         if _answers(local_sock):  # another command started it while we waited for the lock
             return
         remote_sock = ssh_login.start_remote_daemon(ctx)
@@ -56,7 +56,7 @@ def stop_forwarder(local_sock):
                 os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass  # it ended meanwhile
-    for path, kind in ((local_sock, trust.S_IFSOCK), (protocol.sibling(local_sock, ".pid"), trust.S_IFREG)):
+    for path, kind in ((local_sock, trust.S_IFSOCK), (paths.sibling(local_sock, ".pid"), trust.S_IFREG)):
         try:
             if trust.untrusted(path, kind) is None:  # never unlink what is not ours
                 os.unlink(path)
@@ -75,7 +75,7 @@ def _start_forwarder(ctx, local_sock, remote_sock):
         "-o", "LogLevel=INFO",  # a refused channel ("open failed") is said at INFO: we read it from the log
         "-L", "%s:%s" % (local_sock, remote_sock), "--", ssh_login.destination(ctx),
         _while_the_daemon_runs(remote_sock)]
-    log = protocol.sibling(local_sock, ".log")
+    log = paths.sibling(local_sock, ".log")
     log_fd = _open_private(log, os.O_WRONLY | os.O_APPEND)
     try:
         os.write(log_fd, ("%s ssh forwarder: %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), shlex.join(argv))).encode())
@@ -85,7 +85,7 @@ def _start_forwarder(ctx, local_sock, remote_sock):
         raise ssh_login.no_ssh_client() from None
     finally:
         os.close(log_fd)
-    pid_fd = _open_private(protocol.sibling(local_sock, ".pid"), os.O_WRONLY | os.O_TRUNC)
+    pid_fd = _open_private(paths.sibling(local_sock, ".pid"), os.O_WRONLY | os.O_TRUNC)
     try:
         os.write(pid_fd, b"%d\n" % p.pid)
     finally:
@@ -131,7 +131,7 @@ def _answers(local_sock):
     """Does a request through local_sock get a reply? Refuses (untrusted) a socket or folder not ours.
     A reply, not a connect: ssh may accept a local connection and only then learn that the remote socket has
     nobody behind it, so a connect alone proves nothing through a forwarder."""
-    for path, kind in ((protocol.socket_folder(local_sock), trust.S_IFDIR), (local_sock, trust.S_IFSOCK)):
+    for path, kind in ((paths.socket_folder(local_sock), trust.S_IFDIR), (local_sock, trust.S_IFSOCK)):
         try:
             problem = trust.untrusted(path, kind)
         except FileNotFoundError:
@@ -156,7 +156,7 @@ def _answers(local_sock):
 def _forwarder_pid(local_sock):
     """The pid in NAME.pid when that process lives and is this socket's ssh forwarder, else None."""
     try:
-        with open(protocol.sibling(local_sock, ".pid"), "rb") as f:
+        with open(paths.sibling(local_sock, ".pid"), "rb") as f:
             pid = int(f.read(32).strip() or b"0")
     except (OSError, ValueError):
         return None

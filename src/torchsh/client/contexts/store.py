@@ -1,7 +1,7 @@
 """The context store: one JSON record per context in ${XDG_CONFIG_HOME:-~/.config}/torchsh/contexts/NAME
 (folder 0700, file 0600, trust-checked like the socket folder), the current context's name in
 …/torchsh/current-context (one line; absent means "default"), and ensure_forwarder, which makes a
-context's local socket (protocol.context_socket) answer.
+context's local socket (paths.context_socket) answer.
 
 Runs in the client process on the rare paths only (`torch context …`, a context socket that does not
 answer), never in the daemon. A record holds: name, host (tls://HOST:PORT or ssh://user@host[:port]),
@@ -11,7 +11,7 @@ import json
 import os
 import re
 
-from torchsh import protocol, trust
+from torchsh import paths, trust
 from torchsh.client.contexts.private import ContextError, private_dir, read_private, refuse_if, write_private
 
 DEFAULT = "default"
@@ -105,11 +105,11 @@ def scheme(record):
 
 
 def ensure_forwarder(name):
-    """Make protocol.context_socket(NAME) answer, starting the context's forwarder when none does, and
+    """Make paths.context_socket(NAME) answer, starting the context's forwarder when none does, and
     return that path. tls: our forwarder (forwarder.py); ssh: torchsh.client.contexts.ssh.ensure_forwarder
     (OpenSSH's own forwarding of the remote daemon's socket, which starts the remote daemon when needed)."""
     record = load(name)
-    local = protocol.context_socket(name)
+    local = paths.context_socket(name)
     kind = scheme(record)
     if kind == "tls":
         from torchsh.client.contexts import forwarder
