@@ -122,12 +122,29 @@ def _route(app, request):
 
 def _handle(app, request, handler, params):
     try:
-        return handler(app, request, params)
+        response = handler(app, request, params)
     except TorchshError as e:
         return error_response(e)
     except Exception:
-        log.error("internal error on %s %s\n%s", request.method, request.path, traceback.format_exc())
-        return error_response(TorchshError("internal_error", "internal error", "see %s" % app.log_path))
+        return _internal(app, request)
+    return Later(_guarded(app, request, response.make)) if isinstance(response, Later) else response
+
+
+def _guarded(app, request, make):
+    """A Later reply's maker, its failures turned into replies as the handler's are (it runs on a follower)."""
+    def guarded(client_gone):
+        try:
+            return make(client_gone)
+        except TorchshError as e:
+            return error_response(e)
+        except Exception:
+            return _internal(app, request)
+    return guarded
+
+
+def _internal(app, request):
+    log.error("internal error on %s %s\n%s", request.method, request.path, traceback.format_exc())
+    return error_response(TorchshError("internal_error", "internal error", "see %s" % app.log_path))
 
 
 _LOCKFREE_GETS = {"/v1/status", "/v1/tensors", "/v1/ops", "/v1/openapi.json"}

@@ -42,8 +42,8 @@ LATE_ALIASED = ("print",)
 NU_KEYWORDS = ("where", "if", "let", "mut", "def", "use", "for", "loop", "while", "match", "module",
                "export", "const", "alias", "source", "overlay", "hide", "return", "break", "continue")
 # The replies torch.nu carries out (protocol.REPLIES), listed in each request's Torchsh-Replies header: through
-# the JSON API a block form's exec, a job's follow and the handover to the `torch` client; by name (/v1/cli)
-# the handover alone (the client then carries the rest).
+# the JSON API a job's follow and the handover to the `torch` client, and a block form's exec (only there, with
+# a closure to run: its body says "exec": true); by name (/v1/cli) the handover alone (the client does the rest).
 NU_REPLIES, NU_CLI_REPLIES = ("exec", "follow", "handover"), ("handover",)
 # Variables nu reserves: an argument of that name is positional only (no table row has one today).
 NU_RESERVED_VARS = ("in", "env", "nu", "it")
@@ -103,7 +103,8 @@ def _prelude(transport):
     with open(TRANSPORTS[transport]) as f:
         text = text.replace("TORCHSH_TRANSPORT\n", f.read())
     text = text.replace("TORCHSH_DTYPES", _nu_list(sorted(DTYPES))).replace("TORCHSH_CLI_FORMAT", CLI_FORMAT.decode())
-    text = text.replace("TORCHSH_REPLIES_API", " ".join(NU_REPLIES)).replace("TORCHSH_REPLIES_CLI", " ".join(NU_CLI_REPLIES))
+    text = text.replace("TORCHSH_REPLIES_API", " ".join(r for r in NU_REPLIES if r != "exec"))
+    text = text.replace("TORCHSH_REPLIES_CLI", " ".join(NU_CLI_REPLIES))
     for name in ("SUN_PATH_LINUX", "SUN_PATH_BSD", "SOCKET_PATH_HINT", "SOCKET_PATH_CODE"):  # the client's socket path limit and words
         text = text.replace("TORCHSH_" + name, str(getattr(paths, name)))
     return text.replace("TORCHSH_DEVICES", _nu_list(DEVICES)) + "\n# -- generated: one command per op-table row --\n\n"

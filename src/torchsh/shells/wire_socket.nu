@@ -50,7 +50,8 @@ def "torchsh http" [method: string, path: string, body: string = "", --full]: no
 
 # A named context's calls carry its name (Torchsh-Context): its daemon writes their handles kind://NAME/….
 # Every call lists the replies this module carries out (protocol.REPLIES; Torchsh-Replies): through the JSON
-# API a block's exec, a job's follow and the handover to the `torch` client; by name (/v1/cli) the handover.
+# API a job's follow and the handover to the `torch` client (a block form adds exec: `torchsh block`); by name
+# (/v1/cli) the handover.
 def "torchsh send" [method: string, sock: string, url: string, body: string, --full]: nothing -> any {
     torchsh trust $sock
     let name = (torchsh context)
