@@ -14,18 +14,18 @@ class UnixHTTPConnection(http.client.HTTPConnection):
         self.sock.connect(self.path)
 
 
-def call(sh, method, path, body=None):
+def call(sh, method, path, body=None, headers=None):
     """(status, reply text) of one request; body: a JSON-able value or None."""
     conn = UnixHTTPConnection(sh.socket)
     try:
-        conn.request(method, path, body=None if body is None else json.dumps(body).encode())
+        conn.request(method, path, body=None if body is None else json.dumps(body).encode(), headers=headers or {})
         r = conn.getresponse()
         return r.status, r.read().decode()
     finally:
         conn.close()
 
 
-def post(sh, op, body):
-    """(status, parsed JSON reply) of POST /v1/ops/OP."""
-    status, text = call(sh, "POST", "/v1/ops/" + op, body)
+def post(sh, op, body, replies=None):
+    """(status, parsed JSON reply) of POST /v1/ops/OP; replies: what the caller lists in Torchsh-Replies."""
+    status, text = call(sh, "POST", "/v1/ops/" + op, body, {"Torchsh-Replies": " ".join(replies)} if replies else None)
     return status, json.loads(text)

@@ -99,7 +99,7 @@ def test_results_equal_in_process(api):
 def test_block_forms_need_exec_and_open_no_scope_otherwise(api):
     _, before = api("GET", "/v1/status")
     status, err = api("POST", "/v1/ops/scope", {"kwargs": {"command": ["true"]}})
-    assert status == 400 and err["error"]["code"] == "usage"
+    assert status == 409 and err["error"]["code"] == "needs_client"  # lists no exec (protocol.REPLIES): nothing runs
     _, after = api("GET", "/v1/status")
     assert after["scopes"] == before["scopes"]
     status, reply = api("POST", "/v1/ops/scope", {"kwargs": {"command": ["true"]}, "exec": True})

@@ -179,8 +179,8 @@ def test_a_remote_fit_stopped_with_ctrl_c_brings_its_log_folder_back(user, tmp_p
 
 def test_filerelay_imports_only_builtins_and_the_client_wire():
     extra = extra_imports("torchsh.client.filerelay")
-    assert extra <= {"torchsh", "torchsh.client.filerelay", "torchsh.client.copyrelay", "torchsh.protocol", "torchsh.client.wire",
-                     "_socket"}, extra
+    assert extra <= {"torchsh", "torchsh.client", "torchsh.client.filerelay", "torchsh.client.http", "torchsh.protocol",
+                     "torchsh.paths", "torchsh.trust", "torchsh.client.wire", "_socket"}, extra
 
 
 def test_handles_carry_the_context_name_in_the_census_and_the_json_api(user):

@@ -136,12 +136,14 @@ def test_the_json_face_detaches_refuses_delete_and_answers_polls_with_follow(sh)
     assert status == 200 and job.startswith("job://")
     status, text = call(sh, "DELETE", "/v1/tensors/" + m)
     assert status == 409 and json.loads(text)["error"]["code"] == "in_use"
-    status, reply = post(sh, "job.stop", {"args": [job]})
+    status, reply = post(sh, "job.stop", {"args": [job]}, replies=["follow"])  # a caller that polls itself
+    while "follow" in reply:  # {"follow": {"op": "job.poll", "args": [J, "stop"], "kwargs": {"offset": N}}}: poll on
+        reply = post(sh, reply["follow"]["op"], {"args": reply["follow"]["args"], "kwargs": reply["follow"]["kwargs"]},
+                     replies=["follow"])[1]
     r = reply["result"]
-    while r["follow"] is not None:  # "0 job poll J stop --offset N": poll on from N
-        offset = int(r["follow"].split()[-1])
-        r = post(sh, "job.poll", {"args": [job, "stop"], "kwargs": {"offset": offset}})[1]["result"]
     assert STOPPED.fullmatch(r["stdout"].strip()) and r["exit"] == 0
+    again = post(sh, "job.stop", {"args": [job]})[1]["result"]  # a caller that lists nothing: one answer, at the end
+    assert again == r
     assert call(sh, "DELETE", "/v1/tensors/" + m)[0] == 204
 
 

@@ -132,16 +132,17 @@ def test_relay_to_a_daemon_that_is_not_there_fails_with_one_line(sh, tmp_path):
 
 def test_copyrelay_imports_only_builtins_and_the_client_wire():
     extra = extra_imports("torchsh.client.copyrelay")
-    assert extra <= {"torchsh", "torchsh.client.copyrelay", "torchsh.protocol", "torchsh.client.wire", "_socket"}, extra
+    assert extra <= {"torchsh", "torchsh.client", "torchsh.client.copyrelay", "torchsh.client.http", "torchsh.protocol",
+                     "torchsh.paths", "torchsh.trust", "torchsh.client.wire", "_socket"}, extra
 
 
 @pytest.mark.slow
 def test_the_json_face_refuses_cp_and_push_and_names_the_cli(sh):
-    """A daemon reaches only itself: over the JSON API `cp` would only echo the source handles, so it says
-    where the copy runs instead (torch.nu runs the client for it)."""
+    """A daemon reaches only itself: over the JSON API `cp` would only echo the source handles, so a caller that
+    lists neither the copy reply nor handover is refused before anything runs (torch.nu lists handover)."""
     from apicall import post
     t = sh("torch ones 2")
     for op, body in (("cp", {"args": [t], "kwargs": {"to": "t2"}}), ("session.push", {"kwargs": {"to": "t2"}})):
         status, reply = post(sh, op, body)
-        assert status == 400 and reply["error"]["code"] == "usage", reply
-        assert "--to CONTEXT" in reply["error"]["hint"]
+        assert status == 409 and reply["error"]["code"] == "needs_client", reply
+        assert "`torch` client" in reply["error"]["hint"]

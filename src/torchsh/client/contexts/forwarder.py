@@ -29,7 +29,8 @@ IDLE_S = float(os.environ.get("TORCHSH_FORWARDER_IDLE_S") or 3600)
 START_TIMEOUT_S = 15.0
 
 
-def paths(local):
+def beside(local):
+    """(the start lock, the log) beside a forwarder's socket."""
     return paths.sibling(local, ".lock"), paths.sibling(local, ".log")
 
 
@@ -51,7 +52,7 @@ def ensure(record, local):
         return
     for folder in (paths.runtime_dir(), paths.socket_folder(local)):  # both 0700 and ours, or refused
         private_dir(folder)
-    log = paths(local)[1]
+    log = beside(local)[1]
     log_fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     record_r, record_w = os.pipe()  # the record (token included) reaches it on stdin, never in argv or a file
     pid = os.fork()
@@ -83,12 +84,12 @@ def ensure(record, local):
 
 def stop(local):
     """Stop the forwarder serving `local`, if one runs (its pid is in the lock file); wait until it is gone."""
-    pid = _lock_holder(paths(local)[0])
+    pid = _lock_holder(beside(local)[0])
     if pid is None:
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _lock_holder(paths(local)[0]) == pid:
+    while time.monotonic() < deadline and _lock_holder(beside(local)[0]) == pid:
         time.sleep(0.01)
     return True
 
@@ -114,7 +115,7 @@ def _lock_holder(lock):
 def main(name, local):
     record = json.loads(sys.stdin.buffer.read())  # ensure() sends the context's record; stdin is then closed
     os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
-    lock, _ = paths(local)
+    lock, _ = beside(local)
     lock_fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
