@@ -11,9 +11,10 @@ def "torchsh request" [op: string, req: record]: nothing -> any {
     torchsh result $op (torchsh http POST $path $body) --values=$values | get result
 }
 
-# The handles the daemon holds (for completion).
-def "torchsh handles" []: nothing -> list<string> {
-    torchsh parse (torchsh http GET "/v1/tensors") | get objects | get handle
+# TAB's candidates for the command being typed (`torch __complete --line`): sent, never starting a daemon.
+def "torchsh complete" [line: string]: nothing -> any {
+    let body = (torchsh json {args: [], kwargs: {line: $line}})
+    torchsh parse (torchsh send POST (torchsh socket) "http://localhost/v1/ops/__complete" $body) | get result
 }
 
 # One HTTP request; a socket that does not answer starts the daemon (`torch daemon start`) once,
@@ -21,10 +22,7 @@ def "torchsh handles" []: nothing -> list<string> {
 def "torchsh http" [method: string, path: string, body: string = "", --full]: nothing -> any {
     let sock = (torchsh socket)
     let url = $"http://localhost($path)"
-    let first = try {
-        {reply: (torchsh send $method $sock $url $body --full=$full)}
-    } catch {|err| {failed: $err.msg} }
-    if "reply" in $first { return $first.reply }
+    let failed = try { return (torchsh send $method $sock $url $body --full=$full) } catch {|err| $err.msg }
     if $path in ["/v1/ops/tensors", "/v1/tensors"] { return '{"result": [], "objects": []}' }  # nothing is held
     if $path in ["/v1/ops/daemon.status", "/v1/status"] {
         error make --unspanned {
@@ -36,7 +34,7 @@ def "torchsh http" [method: string, path: string, body: string = "", --full]: no
     let started = (do { ^torch daemon start } | complete)
     if $started.exit_code != 0 {
         error make --unspanned {
-            msg: $"torch: daemon unavailable at ($sock): ($first.failed)"
+            msg: $"torch: daemon unavailable at ($sock): ($failed)"
             help: ($started.stderr | str trim)
             code: "torchsh::daemon_unavailable"
         }

@@ -31,9 +31,13 @@ def loss_function(name):
     """A torch.nn.functional loss by name: mse_loss, cross_entropy, nll_loss, l1_loss, huber_loss, …"""
     fn = getattr(F, name, None)
     if fn is None or name.startswith("_") or not ("loss" in name or "entropy" in name or name == "kl_div"):
-        losses = sorted(n for n in dir(F) if not n.startswith("_") and ("loss" in n or "entropy" in n))
-        raise bad_argument("unknown loss %r" % name, "losses: %s" % " ".join(losses))
+        raise bad_argument("unknown loss %r" % name, "losses: %s" % " ".join(loss_names()))
     return fn
+
+
+def loss_names():
+    """The losses --loss names (TAB offers them too: shells/complete.py)."""
+    return sorted(n for n in dir(F) if not n.startswith("_") and ("loss" in n or "entropy" in n))
 
 
 @verb("train_step(Module model, Optimizer optimizer, Tensor input, Tensor target, *, str loss=\"mse_loss\", "
