@@ -62,6 +62,19 @@ def test_help_shows_summary_signatures_and_flag_defaults(nu):
     assert "Returns the sum of all elements" in out
     assert "sum(Tensor input, int[]? dim, bool keepdim=False" in out
     assert "--keepdim" in out and "--dtype <string>" in out
+    assert "--alpha <number>: the multiplier for other (Scalar; default 1)" in nu("help torch add | print")
+
+
+def test_help_shows_pytorchs_argument_descriptions_as_torch_op_help_does(nu, sh):
+    out = nu("help torch sum | print")
+    assert "--dim <any>: the dimension or dimensions to reduce (int[]?)" in out
+    assert "--keepdim: whether the output tensor has dim retained or not (bool)" in out
+    assert "input: the input tensor;" in out   # a handle taken by position only: in the positional help
+    assert "the dimension or dimensions to reduce" in sh("torch sum --help")  # the same words (docargs.py)
+    # a verb's own Args, and a long description cut to one line
+    assert "--autocast <string>: bf16 or fp16: forward and loss under torch.autocast" in nu("help torch train_step | print")
+    flags = [line for line in nu("help torch stft | print").split("\n") if line.startswith("  --")]
+    assert flags and all(len(line) < 160 for line in flags)
 
 
 def test_bare_names_are_aliases_of_their_full_command(nu):

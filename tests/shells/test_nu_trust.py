@@ -3,6 +3,7 @@
 nu's `http --unix-socket` cannot read the peer's uid, so the module checks the folder instead: a
 socket in a folder that others can write in (or that is not ours) is refused before a byte is sent.
 """
+import json
 import os
 import socket
 import threading
@@ -46,3 +47,42 @@ def test_nu_refuses_a_socket_in_a_folder_others_can_write_in(nu, tmp_path):
 def test_nu_block_forms_apply_only_torchsh_settings(nu):
     """A block's settings come from the daemon's reply; only TORCHSH_* ones may reach the block."""
     assert nu("torch scope { $env.TORCHSH_SCOPE? | is-not-empty }") == "true"
+
+
+def test_nu_checks_a_folder_under_tmp_on_every_call(fresh_sh):
+    """/tmp's sticky bit lets a cleaner delete the folder for another user to make again: no verdict is kept."""
+    from nutools import Nu
+    s = fresh_sh()
+    script = """torch ones [1] | ignore
+^chmod 777 %s
+try { torch ones [1]; print "sent" } catch {|e| print $e.msg }
+^chmod 700 %s
+print (stor open | get torchsh_trusted | length)""" % (s.folder, s.folder)
+    out = Nu(s)(script).split("\n")
+    assert "others can write in it" in out[0] and out[1] == "0"
+
+
+def test_nu_keeps_the_verdict_on_a_folder_under_a_sealed_runtime_dir(sh, tmp_path):
+    """Under an $XDG_RUNTIME_DIR that it and every folder above belong to us or root, writable by their
+    owner only, nobody else can replace the folder: its first check is kept for the nu process."""
+    import shutil
+    import tempfile
+    from nutools import Nu
+    root = tempfile.mkdtemp(prefix="tsh-run-", dir=os.path.expanduser("~"))  # ~: sealed up to /
+    folder = os.path.join(root, "torchsh")
+    os.mkdir(folder, 0o700)
+    s = type(sh)(os.path.join(folder, "torchd.sock"), folder)  # a daemon of its own, in that folder
+    s("torch daemon start")
+    try:
+        nu = Nu(s)
+        script = """print $env.TORCHSH_NU_SEALED
+torch ones [1] | ignore
+print (stor open | get torchsh_trusted | get folder | to json --raw)"""
+        out = nu(script, env={"XDG_RUNTIME_DIR": root}).split("\n")
+        assert out == [root, json.dumps([folder])]
+        open_root = tmp_path / "run"   # /tmp above it: others can write there, so no verdict is kept
+        open_root.mkdir(mode=0o700)
+        assert nu("print ($env.TORCHSH_NU_SEALED | to json)", env={"XDG_RUNTIME_DIR": str(open_root)}) == '""'
+    finally:
+        s.run("torch daemon stop")
+        shutil.rmtree(root, ignore_errors=True)

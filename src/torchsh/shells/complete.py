@@ -68,9 +68,9 @@ def candidates(table, census, words):
 
 
 def slot_kinds(op, rest):
-    """The kinds the next positional word can be, over the overloads long enough to take it: after
-    `torch forward` a model, after `torch forward M` a tensor. The words typed so far are split as the
-    daemon's parser does (a flag takes its value); words it refuses count one each."""
+    """The kinds the next positional word can be, over the overloads: after `torch forward` a model,
+    after `torch forward M` a tensor, after `torch cat A` another tensor. The words typed so far are
+    split as the daemon's parser does (a flag takes its value); words it refuses count one each."""
     try:
         n = len(split_argv(op, list(rest)).positionals)
     except Exception:  # noqa: BLE001 - an unknown flag while typing: count the words that are no flags
@@ -78,10 +78,9 @@ def slot_kinds(op, rest):
     kinds = set()
     for ov in op.overloads:
         slots = [a for a in ov.args if not a.keyword_only and a.kind != "argv"]
-        if n < len(slots):
-            kinds.add(slots[n].kind)
-        elif slots and KINDS[slots[-1].kind].variadic:  # `torch cat A B <TAB>`: more of the list
-            kinds.add(slots[-1].kind)
+        kinds.update([slots[n].kind] if n < len(slots) else [])
+        # `torch cat A B <TAB>`: a list slot at or before the cursor takes every word up to it
+        kinds.update(a.kind for a in slots[:n + 1] if KINDS[a.kind].variadic)
     return kinds
 
 

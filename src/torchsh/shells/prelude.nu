@@ -16,8 +16,10 @@ export-env {
         $env.TORCHSH_NU_UID = if $uid != null { $uid } else { ^id -u | str trim }
         $env.TORCHSH_NU_USER = if $me != null { $me } else { ^id -un | str trim }
     }
-    # the trusted socket folders (`torchsh trust`): made here so that no call's lookup ever fails
-    try { stor create --table-name torchsh_trusted --columns {folder: str, sealed: bool} | ignore }
+    # `torchsh trust` keeps its verdict on folders under this root (see there): found once, at `use`
+    let run = ($env.XDG_RUNTIME_DIR? | default "")
+    $env.TORCHSH_NU_SEALED = if ($run | str starts-with "/") and (torchsh sealed $run) { $run } else { "" }
+    try { stor create --table-name torchsh_trusted --columns {folder: str} | ignore }
 }
 
 # The client's trust rule (docs/security.md): nothing is sent unless the socket's folder is a real
@@ -26,18 +28,19 @@ export-env {
 # folder only we (or root) can have bound the socket. A missing folder passes: `torch daemon start`
 # creates it and checks it, and the next send checks again.
 #
-# The check costs an `ls` (nu has no cheaper stat), so its verdict is kept for this nu process (nu's
-# in-memory `stor`, which every call sees) when it cannot go stale: the folder and every folder above
-# it belong to us or root and no one else can write in them (the $XDG_RUNTIME_DIR layout, not /tmp).
-# Then nobody but us or root can replace, rename or reopen the folder (as bash's __torchsh_private
-# reasons); under /tmp, whose sticky bit still lets a cleaner delete it for others to remake, every
-# call checks.
+# The check costs an `ls` (nu has no cheaper stat), so its verdict on a folder under $XDG_RUNTIME_DIR is
+# kept for this nu process (nu's in-memory `stor`, which every call sees) when that root and every
+# folder above it belong to us or root and no one else can write in them (found at `use`). Then nobody
+# but us or root can replace, rename or reopen the folder, so the verdict cannot go stale (bash's
+# __torchsh_private reasons so); elsewhere (/tmp, whose sticky bit still lets a cleaner delete the
+# folder for another user to make again) every call checks.
 def "torchsh trust" [sock: string] {
     let folder = ($sock | path dirname)
-    let known = (try {
-        stor open | query db "SELECT sealed FROM torchsh_trusted WHERE folder = ?" --params [$folder] | get sealed
-    } catch { [] })
-    if $known == [1] { return }
+    let root = ($env.TORCHSH_NU_SEALED? | default "")
+    let keep = $root != "" and ($folder | str starts-with $"($root)/")
+    if $keep and (try {
+        stor open | query db "SELECT folder FROM torchsh_trusted WHERE folder = ?" --params [$folder] | is-not-empty
+    } catch { false }) { return }
     let st = (try { ls --long --directory $folder | first } catch { return })
     if not ($st.type == "dir" and $st.user in [$env.TORCHSH_NU_USER $env.TORCHSH_NU_UID] and $st.mode =~ '^....-..-') {
         let problem = if $st.type != "dir" {
@@ -53,10 +56,7 @@ def "torchsh trust" [sock: string] {
             code: "torchsh::untrusted"
         }
     }
-    if ($known | is-empty) {   # whether the verdict can be kept, found once per folder
-        let sealed = ($folder | str starts-with "/") and (torchsh sealed ($folder | path dirname))
-        try { stor insert --table-name torchsh_trusted --data-record {folder: $folder, sealed: $sealed} | ignore }
-    }
+    if $keep { try { stor insert --table-name torchsh_trusted --data-record {folder: $folder} | ignore } }
 }
 
 # Is every folder from `dir` up to / a real folder of ours or root's that only its owner can write in?
@@ -86,8 +86,8 @@ def "torchsh context" []: nothing -> string {
 
 # The socket to talk to: a named context's forwarder (protocol.context_socket), else protocol.socket_path():
 # $TORCHSH_SOCKET, else $XDG_RUNTIME_DIR/torchsh, else $TMPDIR/torchsh-UID.
-def "torchsh socket" []: nothing -> string {
-    let name = (torchsh context)
+def "torchsh socket" [name?: string]: nothing -> string {   # name: the context, when the caller has it
+    let name = if $name == null { torchsh context } else { $name }
     if $name == "default" and ($env.TORCHSH_SOCKET? | default "") != "" { return $env.TORCHSH_SOCKET }
     let file = if $name == "default" { "torchd.sock" } else { $"contexts/($name).sock" }
     if ($env.XDG_RUNTIME_DIR? | default "") != "" { return $"($env.XDG_RUNTIME_DIR)/torchsh/($file)" }

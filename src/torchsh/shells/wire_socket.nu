@@ -20,9 +20,10 @@ def "torchsh complete" [line: string]: nothing -> any {
 # One HTTP request; a socket that does not answer starts the daemon (`torch daemon start`) once,
 # except for the census and status (and completion), which never start one: as the `torch` client.
 def "torchsh http" [method: string, path: string, body: string = "", --full]: nothing -> any {
-    let sock = (torchsh socket)
+    let name = (torchsh context)
+    let sock = (torchsh socket $name)
     let url = $"http://localhost($path)"
-    let failed = try { return (torchsh send $method $sock $url $body --full=$full) } catch {|err| $err.msg }
+    let failed = try { return (torchsh send $method $sock $url $body --full=$full --context $name) } catch {|err| $err.msg }
     if $path in ["/v1/ops/tensors", "/v1/tensors"] { return '{"result": [], "objects": []}' }  # nothing is held
     if $path in ["/v1/ops/daemon.status", "/v1/status"] {
         error make --unspanned {
@@ -39,13 +40,14 @@ def "torchsh http" [method: string, path: string, body: string = "", --full]: no
             code: "torchsh::daemon_unavailable"
         }
     }
-    torchsh send $method $sock $url $body --full=$full
+    torchsh send $method $sock $url $body --full=$full --context $name
 }
 
 # A named context's calls carry its name (Torchsh-Context): its daemon writes their handles kind://NAME/….
-def "torchsh send" [method: string, sock: string, url: string, body: string, --full]: nothing -> any {
+# (--context: the context, when the caller has it.)
+def "torchsh send" [method: string, sock: string, url: string, body: string, --full, --context: string]: nothing -> any {
     torchsh trust $sock
-    let name = (torchsh context)
+    let name = if $context == null { torchsh context } else { $context }
     let headers = if $name == "default" { [] } else { [torchsh-context $name] }
     if $full {
         http post --unix-socket $sock --headers $headers --full --raw --allow-errors $url $body
