@@ -3,6 +3,7 @@
 nu's `http --unix-socket` cannot read the peer's uid, so the module checks the folder instead: a
 socket in a folder that others can write in (or that is not ours) is refused before a byte is sent.
 """
+import contextlib
 import json
 import os
 import socket
@@ -64,25 +65,29 @@ print (stor open | get torchsh_trusted | length)""" % (s.folder, s.folder)
 
 def test_nu_keeps_the_verdict_on_a_folder_under_a_sealed_runtime_dir(sh, tmp_path):
     """Under an $XDG_RUNTIME_DIR that it and every folder above belong to us or root, writable by their
-    owner only, nobody else can replace the folder: its first check is kept for the nu process."""
+    owner only, nobody else can replace the folder: its first check is kept for the nu process. Under
+    one in /tmp, where others can write, the folder is checked on every call."""
     import shutil
     import tempfile
+    script = "torch ones [1] | ignore; print (stor open | get torchsh_trusted | to json --raw)"
+    sealed = tempfile.mkdtemp(prefix="tsh-run-", dir=os.path.expanduser("~"))  # ~: sealed up to /
+    try:
+        for run, kept in ((sealed, 1), (str(tmp_path), 0)):
+            folder = os.path.join(run, "torchsh")
+            os.mkdir(folder, 0o700)
+            with _daemon_in(sh, folder) as nu:
+                assert json.loads(nu(script, env={"XDG_RUNTIME_DIR": run})) == [{"folder": folder, "kept": kept}]
+    finally:
+        shutil.rmtree(sealed, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _daemon_in(sh, folder):
+    """Nu against a daemon of its own on folder/torchd.sock."""
     from nutools import Nu
-    root = tempfile.mkdtemp(prefix="tsh-run-", dir=os.path.expanduser("~"))  # ~: sealed up to /
-    folder = os.path.join(root, "torchsh")
-    os.mkdir(folder, 0o700)
-    s = type(sh)(os.path.join(folder, "torchd.sock"), folder)  # a daemon of its own, in that folder
+    s = type(sh)(os.path.join(folder, "torchd.sock"), folder)
     s("torch daemon start")
     try:
-        nu = Nu(s)
-        script = """print $env.TORCHSH_NU_SEALED
-torch ones [1] | ignore
-print (stor open | get torchsh_trusted | get folder | to json --raw)"""
-        out = nu(script, env={"XDG_RUNTIME_DIR": root}).split("\n")
-        assert out == [root, json.dumps([folder])]
-        open_root = tmp_path / "run"   # /tmp above it: others can write there, so no verdict is kept
-        open_root.mkdir(mode=0o700)
-        assert nu("print ($env.TORCHSH_NU_SEALED | to json)", env={"XDG_RUNTIME_DIR": str(open_root)}) == '""'
+        yield Nu(s)
     finally:
         s.run("torch daemon stop")
-        shutil.rmtree(root, ignore_errors=True)

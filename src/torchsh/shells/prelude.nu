@@ -16,10 +16,8 @@ export-env {
         $env.TORCHSH_NU_UID = if $uid != null { $uid } else { ^id -u | str trim }
         $env.TORCHSH_NU_USER = if $me != null { $me } else { ^id -un | str trim }
     }
-    # `torchsh trust` keeps its verdict on folders under this root (see there): found once, at `use`
-    let run = ($env.XDG_RUNTIME_DIR? | default "")
-    $env.TORCHSH_NU_SEALED = if ($run | str starts-with "/") and (torchsh sealed $run) { $run } else { "" }
-    try { stor create --table-name torchsh_trusted --columns {folder: str} | ignore }
+    # `torchsh trust`'s kept verdicts (see there), a table every call of this nu process sees
+    try { stor create --table-name torchsh_trusted --columns {folder: str, kept: bool} | ignore }
 }
 
 # The client's trust rule (docs/security.md): nothing is sent unless the socket's folder is a real
@@ -30,17 +28,18 @@ export-env {
 #
 # The check costs an `ls` (nu has no cheaper stat), so its verdict on a folder under $XDG_RUNTIME_DIR is
 # kept for this nu process (nu's in-memory `stor`, which every call sees) when that root and every
-# folder above it belong to us or root and no one else can write in them (found at `use`). Then nobody
-# but us or root can replace, rename or reopen the folder, so the verdict cannot go stale (bash's
-# __torchsh_private reasons so); elsewhere (/tmp, whose sticky bit still lets a cleaner delete the
-# folder for another user to make again) every call checks.
+# folder above it belong to us or root and no one else can write in them (found at the first check).
+# Then nobody but us or root can replace, rename or reopen the folder, so the verdict cannot go stale
+# (bash's __torchsh_private reasons so); elsewhere (/tmp, whose sticky bit still lets a cleaner delete
+# the folder for another user to make again) every call checks.
 def "torchsh trust" [sock: string] {
     let folder = ($sock | path dirname)
-    let root = ($env.TORCHSH_NU_SEALED? | default "")
-    let keep = $root != "" and ($folder | str starts-with $"($root)/")
-    if $keep and (try {
-        stor open | query db "SELECT folder FROM torchsh_trusted WHERE folder = ?" --params [$folder] | is-not-empty
-    } catch { false }) { return }
+    let run = ($env.XDG_RUNTIME_DIR? | default "")
+    let under = $run != "" and ($folder | str starts-with $"($run)/")
+    let kept = if $under { try {
+        stor open | query db "SELECT kept FROM torchsh_trusted WHERE folder = ?" --params [$folder] | get kept
+    } catch { [0] } } else { [0] }
+    if $kept == [1] { return }
     let st = (try { ls --long --directory $folder | first } catch { return })
     if not ($st.type == "dir" and $st.user in [$env.TORCHSH_NU_USER $env.TORCHSH_NU_UID] and $st.mode =~ '^....-..-') {
         let problem = if $st.type != "dir" {
@@ -56,7 +55,10 @@ def "torchsh trust" [sock: string] {
             code: "torchsh::untrusted"
         }
     }
-    if $keep { try { stor insert --table-name torchsh_trusted --data-record {folder: $folder} | ignore } }
+    if $kept == [] {   # the first check of a folder under $XDG_RUNTIME_DIR: can the verdict be kept?
+        let sealed = ($run | str starts-with "/") and (torchsh sealed $run)
+        try { stor insert --table-name torchsh_trusted --data-record {folder: $folder, kept: $sealed} | ignore }
+    }
 }
 
 # Is every folder from `dir` up to / a real folder of ours or root's that only its owner can write in?
