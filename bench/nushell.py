@@ -39,7 +39,9 @@ let body = ({tensors: [], args: [$a $b], kwargs: {}, no_grad: false, cwd: $env.P
     TORCHSH_SCOPE: "", TORCHSH_NO_GRAD: "", TORCHSH_INFERENCE_MODE: "", TORCHSH_DEVICE: "", TORCHSH_CONTEXT: "default"
 }} | to json --raw)
 let sock = $env.TORCHSH_SOCKET
-def by-http [] { http post --unix-socket $sock --raw --allow-errors http://localhost/v1/ops/add $body | from json | get result }
+def by-http [] {
+    http post --unix-socket $sock --raw --allow-errors http://localhost/v1/ops/add $body | from json | get result
+}
 def by-module [] { torch add $a $b }
 for i in 1..10 { %(what)s | ignore }
 mut samples = []

@@ -72,7 +72,8 @@ def test_help_shows_pytorchs_argument_descriptions_as_torch_op_help_does(nu, sh)
     assert "input: the input tensor;" in out   # a handle taken by position only: in the positional help
     assert "the dimension or dimensions to reduce" in sh("torch sum --help")  # the same words (docargs.py)
     # a verb's own Args, and a long description cut to one line
-    assert "--autocast <string>: bf16 or fp16: forward and loss under torch.autocast" in nu("help torch train_step | print")
+    train_step = nu("help torch train_step | print")
+    assert "--autocast <string>: bf16 or fp16: forward and loss under torch.autocast" in train_step
     flags = [line for line in nu("help torch stft | print").split("\n") if line.startswith("  --")]
     assert flags and all(len(line) < 160 for line in flags)
 

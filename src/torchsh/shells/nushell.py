@@ -3,12 +3,12 @@
 `use torch.nu` gives `torch OP` for every row. The top-level ops and the verbs (`torch add`,
 `torch value`, `torch optim sgd`; see `typed`) are typed commands, with a flag (PyTorch's description,
 the schema's types and the default as help: nu_params.py) for every argument but the handles each
-overload requires positionally, so `help torch add` and nu's completion know them. Positional words go through as in bash (`...args`),
-so the daemon's binder chooses the overload exactly as for the command line; piped handles go to
-the API's `tensors` (the binder's stdin). Every other row (nn module kinds, nn.functional, linalg,
-fft, special) runs by name through prelude.nu's `main`, with the command line's grammar: nu parses
-every typed command at `use`, so there are only as many as users type most, each one line calling
-the shared wrapper in prelude.nu (the wire: HTTP over the daemon's socket).
+overload requires positionally, so `help torch add` and nu's completion know them. Positional words
+go through as in bash (`...args`), so the daemon's binder chooses the overload exactly as for the
+command line; piped handles go to the API's `tensors` (the binder's stdin). Every other row (nn module
+kinds, nn.functional, linalg, fft, special) runs by name through prelude.nu's `main`, with the command
+line's grammar: nu parses every typed command at `use`, so there are only as many as users type most,
+each one line calling the shared wrapper in prelude.nu (the wire: HTTP over the daemon's socket).
 """
 import json
 import os

@@ -36,7 +36,7 @@ export-env {
 # Then nobody but us or root can replace, rename or reopen the folder, so the verdict cannot go stale
 # (bash's __torchsh_private reasons so); elsewhere (/tmp, whose sticky bit still lets a cleaner delete
 # the folder for another user to make again) every call checks.
-def "torchsh trust" [sock: string] {
+def "torchsh trust" [sock: string]: nothing -> nothing {
     let folder = ($sock | path dirname)
     let run = ($env.XDG_RUNTIME_DIR? | default "")
     let under = $run != "" and ($folder | str starts-with $"($run)/")

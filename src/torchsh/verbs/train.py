@@ -37,7 +37,7 @@ def loss_function(name):
 
 def loss_names():
     """The losses --loss names (TAB offers them too: shells/complete.py)."""
-    return sorted(n for n in dir(F) if not n.startswith("_") and ("loss" in n or "entropy" in n))
+    return sorted(n for n in dir(F) if not n.startswith("_") and ("loss" in n or "entropy" in n or n == "kl_div"))
 
 
 @verb("train_step(Module model, Optimizer optimizer, Tensor input, Tensor target, *, str loss=\"mse_loss\", "
