@@ -174,8 +174,6 @@ def main(argv):
             r["name"], r["median_ms"], r["p90_ms"], r["reference"], r["ref_median_ms"], ratio,
             "  target %s: %s" % (r["target"], "met" if r["met"] else "NOT met") if r.get("target") else "",
             "", r["note"]))
-        if "added_ms" in r:
-            print("%-58s adds %.1f ms wall, %.1f ms CPU to a bare nu start" % ("", r["added_ms"], r["added_cpu_ms"]))
 
 
 if __name__ == "__main__":
