@@ -115,8 +115,8 @@ def spawn_ms(argv, env=None, stdout="/dev/null"):
 class Daemon:
     """A private torchd on a socket in a temp folder; TORCHSH_* of this process point at it."""
 
-    def __init__(self, device=None):
-        self.folder = tempfile.mkdtemp(prefix="tshb-")
+    def __init__(self, device=None, parent=None):
+        self.folder = tempfile.mkdtemp(prefix="tshb-", dir=parent)  # parent: default the temp folder
         self.socket = os.path.join(self.folder, "torchd.sock")
         # BASH_FUNC_…: the fast-path function a `torch init bash` shell exports; each row picks its path
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCHSH_", "BASH_FUNC_", "__torchsh_"))}

@@ -1,6 +1,8 @@
 """Nushell for the tests: find (or npm-install) nu 0.115.1, and run scripts with torch.nu loaded."""
 
+import json
 import os
+import pwd
 import shutil
 import subprocess
 import tempfile
@@ -59,5 +61,28 @@ class Nu:
 
     def json(self, expr, **kw):
         """The value of one nu expression, through `to json`."""
-        import json
         return json.loads(self("%s | to json --raw | print" % expr, **kw))
+
+    def tab(self, line, setup=""):
+        """What nu's own completion offers at the end of `line` (after `use torch.nu` and `setup`):
+        `nu --ide-complete` parses the file and runs the completers, as TAB in the REPL does."""
+        text = "use %s\n%s\n%s" % (self.module, setup, line)
+        with tempfile.NamedTemporaryFile("w", suffix=".nu", dir=self.sh.folder, delete=False) as f:
+            f.write(text)
+        # the file is parsed, not run, so the `use`'s export-env has not set what the trust check reads
+        env = dict(self.env, TORCHSH_NU_UID=str(os.getuid()), TORCHSH_NU_USER=pwd.getpwuid(os.getuid()).pw_name)
+        p = subprocess.run([self.bin, "--no-config-file", "--ide-complete", str(len(text.encode())), f.name],
+                           capture_output=True, text=True, env=env, cwd=self.sh.folder, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)["completions"]
+
+    def completer(self, call):
+        """The value of a call of torch.nu's own defs (`nu-complete torch "torch forward "`, as nu calls
+        a completer): `source` reaches the module's internal defs, which `use` hides."""
+        # -c, not a script file, which would run the module's `main` at its end; the value prints itself
+        # (the module's `print` is `torch print`)
+        script = "source %s; %s | to json --raw" % (self.module, call)
+        p = subprocess.run([self.bin, "--no-config-file", "-c", script], capture_output=True, text=True,
+                           env=self.env, cwd=self.sh.folder, timeout=60, stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)

@@ -48,7 +48,7 @@ def _module_fields(m):
     """A model's parameters and buffers (a lazy module's parameters have no shape until its first forward)."""
     params = list(m.parameters())
     sized = [p for p in params if not is_lazy(p)]
-    row = dict(type=type(m).__name__, parameters=sum(p.numel() for p in sized),
+    row = dict(type=type(m).__name__, layers=len(m._modules), parameters=sum(p.numel() for p in sized),
                bytes=tensor_bytes(sized + list(m.buffers())),
                device=str(params[0].device) if params else "cpu", training=m.training)
     if len(sized) < len(params):
@@ -60,7 +60,10 @@ def _optimizer_fields(o):
     # list(): a C-level copy under the GIL, so a step running meanwhile (it adds state) cannot
     # break the iteration; the census never waits for the tensor lock.
     states = list(o.state.values())
-    return dict(type=type(o).__name__, bytes=tensor_bytes(v for s in states for v in list(s.values())))
+    groups = list(o.param_groups)
+    lr = groups[0].get("lr") if groups else None  # the first group's: what `torch optim lr` reports
+    return dict(type=type(o).__name__, lr=float(lr) if lr is not None else None,
+                bytes=tensor_bytes(v for s in states for v in list(s.values())))
 
 
 def _scheduler_fields(s):

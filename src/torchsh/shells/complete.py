@@ -1,14 +1,17 @@
 """`torch __complete -- WORDS…`: what TAB offers after `torch WORDS…` (the last word is being typed).
 
-One answer for bash, zsh and fish (cobra's pattern): the scripts stay a dozen lines and the daemon,
-which holds the op table and the objects, decides. Op names and namespace words (`linalg`, `nn`,
-`optim`, `sched` kinds are rows), the flags of the op being typed, values for the flag before the
-cursor (dtypes, devices, booleans, handles by kind), and the handles held for positional slots.
+One answer for bash, zsh, fish and Nushell (cobra's pattern): the scripts stay a dozen lines and the
+daemon, which holds the op table and the objects, decides. Op names and namespace words (`linalg`,
+`nn`, `optim`, `sched` kinds are rows), the flags of the op being typed, values for the flag before
+the cursor (dtypes, devices, booleans, loss and metric names, handles of the flag's kind), and for a
+positional slot the handles of that slot's kind (`torch forward <TAB>`: models; then tensors).
 
-Lines are `candidate<TAB>description`; a single line `:files` asks the shell for file names.
+Lines are `candidate<TAB>description`; a single line `:files` asks the shell for file names. torch.nu's
+completer sends its command line as typed (`--line`); nu_words finds the words of the `torch` call in it.
 """
+from torchsh.call.parse import split_argv
 from torchsh.table.kinds import KINDS
-from torchsh.vocab import DTYPES, LAYOUTS, MEMORY_FORMATS
+from torchsh.vocab import DTYPES, LAYOUTS, MEMORY_FORMATS, dtype_name
 
 FILES = ":files"
 GLOBAL_FLAGS = {"--no_grad": "run without recording gradients", "--inference_mode": "run in inference mode",
@@ -18,6 +21,25 @@ DEVICES = ("cpu", "cuda", "cuda:0", "cuda:1", "mps", "meta")
 _SOURCES = {"dtypes": [(d, "dtype") for d in DTYPES], "devices": [(d, "device") for d in DEVICES],
             "bools": [("true", ""), ("false", "")], "layouts": [(x, "layout") for x in LAYOUTS],
             "memory_formats": [(x, "memory format") for x in MEMORY_FORMATS]}
+
+
+def _losses():
+    from torchsh.train.losses import loss_names
+    return [(n, "torch.nn.functional.%s" % n) for n in loss_names()]
+
+
+def _metrics():
+    from torchsh.train.metrics import METRICS
+    return [(n, "metric") for n in METRICS]
+
+
+def _autocasts():
+    from torchsh.train.plan import AUTOCAST
+    return [(n, "autocast to %s" % dtype_name(d)) for n, d in AUTOCAST.items()]
+
+
+# str flags whose value names one of a set (train_step, fit): the flag -> its candidates
+NAMED_VALUES = {"loss": _losses, "metrics": _metrics, "autocast": _autocasts}
 
 
 def candidates(table, census, words):
@@ -31,16 +53,35 @@ def candidates(table, census, words):
         return flags(op, cur)
     prev = rest[-1] if rest else ""
     if prev.startswith("--") and "=" not in prev:
-        spec = op.flags().get(prev[2:].replace("-", "_"))
+        name = prev[2:].replace("-", "_")
+        spec = op.flags().get(name)
         if spec is not None and spec.kind != "bool":
-            return values(spec.kind, census, cur)
+            return [c for c in NAMED_VALUES[name]() if c[0].startswith(cur)] if name in NAMED_VALUES \
+                else values(spec.kind, census, cur)
     out = names(table, done, cur) if not rest else []   # `torch scope <TAB>`: begin, end too
-    kinds = {a.kind for ov in op.overloads for a in ov.args if not a.keyword_only}
+    kinds = slot_kinds(op, rest)
     if "path" in kinds:
         return [(FILES, "")]
     for kind in sorted(kinds):
         out += [c for c in values(kind, census, cur) if c not in out and c[0] != FILES]
     return out
+
+
+def slot_kinds(op, rest):
+    """The kinds the next positional word can be, over the overloads: after `torch forward` a model,
+    after `torch forward M` a tensor, after `torch cat A` another tensor. The words typed so far are
+    split as the daemon's parser does (a flag takes its value); words it refuses count one each."""
+    try:
+        n = len(split_argv(op, list(rest)).positionals)
+    except Exception:  # noqa: BLE001 - an unknown flag while typing: count the words that are no flags
+        n = sum(1 for w in rest if not w.startswith("--"))
+    kinds = set()
+    for ov in op.overloads:
+        slots = [a for a in ov.args if not a.keyword_only and a.kind != "argv"]
+        kinds.update([slots[n].kind] if n < len(slots) else [])
+        # `torch cat A B <TAB>`: a list slot at or before the cursor takes every word up to it
+        kinds.update(a.kind for a in slots[:n + 1] if KINDS[a.kind].variadic)
+    return kinds
 
 
 def resolve(table, done):
@@ -101,13 +142,78 @@ def values(kind, census, cur):
 
 def handles(census, prefix=None):
     """Held handles (all kinds, or one handle prefix) with what they hold."""
-    out = []
-    for row in census:
-        h = row["handle"]
-        if prefix is None or h.startswith(prefix + "://"):
-            what = "%s %s" % (row.get("dtype", ""), row.get("shape", "")) if "dtype" in row else row.get("type", "")
-            out.append((h, str(what).strip() or row.get("kind", "")))
-    return out
+    return [(row["handle"], describe(row)) for row in census
+            if prefix is None or row["handle"].startswith(prefix + "://")]
+
+
+def describe(row):
+    """A census row in a few words: `tensor [100,1] float32`, `nn Sequential 3 layers`, `optim AdamW lr=0.001`."""
+    words = [row["kind"]]
+    if "dtype" in row:
+        shape = row.get("shape")
+        words += ["[%s]" % ",".join(map(str, shape)) if shape is not None else "[uninitialized]", row["dtype"]]
+        words += [row["device"]] if row.get("device", "cpu") != "cpu" else []
+        words += ["requires_grad"] if row.get("requires_grad") else []
+    else:
+        words.append(str(row.get("type", "")))
+    for field, unit in _COUNTS:
+        if row.get(field):
+            words.append("%s %s" % (row[field], unit))
+            break
+    if row.get("lr") is not None:
+        words.append("lr=%g" % row["lr"])
+    if row.get("state"):
+        words.append(row["state"])
+    return " ".join(w for w in words if w)
+
+
+# what a row counts, first found: a model's child layers, else its parameters; a dataset's samples, a loader's batches
+_COUNTS = (("layers", "layers"), ("parameters", "parameters"), ("length", "samples"), ("batches", "batches"))
+
+
+def nu_words(line):
+    """The words after `torch` of the command being typed at the end of a Nushell line, or None when
+    that is no `torch` command: an open bracket starts a command, `|`, `;` and a new line end the one
+    before, and a bracketed or quoted word is one word (`torch add (torch ones [2]) `). The last word is
+    the one being typed ("" after a space)."""
+    start, outer, quote = 0, [], None
+    for i, c in enumerate(line):
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "\"'`":
+            quote = c
+        elif c in "([{":
+            outer.append(start)
+            start = i + 1
+        elif c in ")]}" and outer:
+            start = outer.pop()
+        elif c in "|;\n":
+            start = i + 1
+    words = _split_top(line[start:])
+    if not line or line[-1].isspace():
+        words.append("")
+    return words[1:] if words and words[0] == "torch" else None
+
+
+def _split_top(text):
+    """Words at nesting depth 0 (brackets and quotes kept inside their word)."""
+    words, word, depth, quote = [], "", 0, None
+    for c in text:
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "\"'`":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth = max(depth - 1, 0)
+        elif c.isspace() and depth == 0:
+            if word:
+                words.append(word)
+            word = ""
+            continue
+        word += c
+    return words + ([word] if word else [])
 
 
 def lines(pairs):

@@ -1,26 +1,26 @@
 """torch.nu, the Nushell module, generated from the op table: a typed command per top-level op and verb.
 
 `use torch.nu` gives `torch OP` for every row. The top-level ops and the verbs (`torch add`,
-`torch value`, `torch optim sgd`; see `typed`) are typed commands, with a flag (its default, the
-schema's type as help) for every argument but the handles each overload requires positionally, so
-`help torch add` and nu's completion know them. Positional words go through as in bash (`...args`),
-so the daemon's binder chooses the overload exactly as for the command line; piped handles go to
-the API's `tensors` (the binder's stdin). Every other row (nn module kinds, nn.functional, linalg,
-fft, special) runs by name through prelude.nu's `main`, with the command line's grammar: nu parses
-every typed command at `use`, so there are only as many as users type most, each one line calling
-the shared wrapper in prelude.nu (the wire: HTTP over the daemon's socket). The module carries out the
-replies exec (a block form's closure), follow (a job followed to its end) and handover (a command only the
-`torch` client can carry out runs `^torch`): it keeps no list of such commands (protocol.REPLIES).
+`torch value`, `torch optim sgd`; see `typed`) are typed commands, with a flag (PyTorch's description,
+the schema's types and the default as help: nu_params.py) for every argument but the handles each
+overload requires positionally, so `help torch add` and nu's completion know them. Positional words
+go through as in bash (`...args`), so the daemon's binder chooses the overload exactly as for the
+command line; piped handles go to the API's `tensors` (the binder's stdin). Every other row (nn module
+kinds, nn.functional, linalg, fft, special) runs by name through prelude.nu's `main`, with the command
+line's grammar: nu parses every typed command at `use`, so there are only as many as users type most,
+each one line calling the shared wrapper in prelude.nu (the wire: HTTP over the daemon's socket). The
+module carries out the replies exec (a block form's closure), follow (a job followed to its end) and handover
+(a command only the `torch` client can carry out runs `^torch`): it keeps no list of such commands
+(protocol.REPLIES).
 """
 import json
 import os
 import re
 
-from torchsh.errors import TorchshError
 from torchsh import paths
+from torchsh.errors import TorchshError
 from torchsh.protocol import CLI_FORMAT
-from torchsh.table.kinds import KINDS, LIST_FLAG_KINDS, STDIN_KINDS
-from torchsh.table.spec import MISSING
+from torchsh.shells.nu_params import ASKED, flag_decl, merged_flags, positional_help, positional_only
 from torchsh.vocab import DTYPES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -34,7 +34,7 @@ DEVICES = ("cpu", "cuda", "cuda:0", "cuda:1", "mps", "meta")
 NU_BUILTINS_USED = ("complete", "default", "describe", "each", "get", "http", "ignore", "insert", "items",
                     "lines", "length", "reduce", "str", "with-env", "columns", "from", "try", "error", "into",
                     "merge", "append", "parse", "is-empty", "is-not-empty", "do", "ls", "path", "reject",
-                    "values", "wrap", "zip", "open", "bytes", "decode", "char", "first")
+                    "values", "wrap", "zip", "open", "bytes", "decode", "char", "first", "stor", "query")
 # Ops named after a builtin prelude.nu needs (`print --stderr` for warnings): their command is an
 # internal def and an `export alias` at the end of the module, where it no longer shadows the builtin.
 LATE_ALIASED = ("print",)
@@ -121,113 +121,46 @@ def command_text(op, name=None, fixed=None, command=None):
     lines, typed flags, and a one-line call.
 
     Compact on purpose: nu parses every command at `use`, so each costs start-up time. The body is
-    one call of the shared wrapper, and a handle argument that every overload requires positionally
-    gets no flag (given as a word or piped; `help` shows it in the signatures and positional help).
+    one call of the shared wrapper with the flags' names in one string and their values in one list
+    (a record literal, or defaults declared in the signature, cost nu more to parse), and a handle
+    argument that every overload requires positionally gets no flag (given as a word or piped; `help`
+    shows it in the signatures and positional help).
     """
     name = name or op.name
     flags = [f for f in merged_flags(op) if f["name"] not in (fixed or {}) and "argv" not in f["kinds"]
-             and f["name"] not in NU_RESERVED_VARS and not _positional_only(f)]
+             and f["name"] not in NU_RESERVED_VARS and not positional_only(f)]
     rest = "args" if all(f["name"] != "args" for f in flags) else "positional"
     block = _is_block(op)
     params = ["block: closure  # the commands to run inside"] if block else [
         # number first: `-1` is a value, not a flag
-        "...%s: oneof<number, any>@\"nu-complete torch handles\"  # %s" % (rest, _positional_help(op))]
-    params += [_flag_decl(f) for f in flags]
-    kw = ["%s: $%s" % (f["name"], f["name"]) for f in flags]
+        "...%s: oneof<number, any>@\"%s\"  # %s" % (rest, ASKED, positional_help(op))]
+    params += [flag_decl(f, op) for f in flags]
     if not block:
         # The bash global --no_grad on every command; --inference_mode is the block form only in nu
         # (`torch inference_mode { … }`): a flag on every command costs a tenth of the load time.
         params.append("--no_grad  # run without recording gradients")
-        kw.append("no_grad: $no_grad")
+        flags = flags + [{"name": "no_grad", "nu_type": None}]
     if op.name == "value":  # nu's own view of a value: `torch value $t --table`
         params.append("--table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)")
     head = "def %s [" % json.dumps(command) if command else "export def %s [" % _nu_name(name.replace(".", " "))
     lines = _description(op) + [head] + ["    " + p for p in params]
-    lines.append("]: any -> any { %s }\n\n" % _call(op, name, rest, flags, "{%s}" % ", ".join(kw), block))
+    lines.append("]: any -> any { %s }\n\n" % _call(op, name, rest, flags, block))
     return "\n".join(lines)
 
 
-def _call(op, name, rest, flags, kw, block):
-    """The body: the shared wrapper with the op's name, the piped input, the words and the flags."""
+def _call(op, name, rest, flags, block):
+    """The body: the shared wrapper with the op's name, the words and the flags (a switch marked `!`)."""
     if block:
-        return "torchsh block %s $block %s" % (json.dumps(name), kw)
-    defaults = "{%s}" % ", ".join("%s: %s" % (f["name"], f["nu_default"]) for f in flags if f["nu_default"])
+        return "torchsh block %s $block {%s}" % (json.dumps(name), ", ".join("%s: $%s" % (f["name"], f["name"])
+                                                                             for f in flags))
+    names = " ".join(f["name"] + ("!" if f["nu_type"] is None else "") for f in flags)
     marks = (" --whole" if _takes_whole_input(op) else "") + (" --values" if _returns_values(op) else "") + (
         " --follows" if "follow" in op.replies else "")
-    call = "torchsh call %s $in $%s %s %s%s" % (json.dumps(name), rest, kw, defaults, marks)
+    call = "torchsh typed %s $%s %s [%s]%s" % (json.dumps(name), rest, json.dumps(names),
+                                               " ".join("$" + f["name"] for f in flags), marks)
     if op.name == "value":
-        return "let v = (%s); if $table { torchsh table $v } else { $v }" % call
+        return "let v = ($in | %s); if $table { torchsh table $v } else { $v }" % call
     return call
-
-
-_HANDLE_KINDS = set(STDIN_KINDS)  # tensor, tensors, handle(s), module(s), optimizer, scheduler
-
-
-def _positional_only(f):
-    """A handle argument every overload requires positionally: given as a word or piped, not by name."""
-    return f["kinds"] <= _HANDLE_KINDS and all(d is MISSING for d in f["defaults"]) and not f["keyword_only"]
-
-
-def merged_flags(op):
-    """Each argument name over every overload: its kinds, schema types, and one default if all agree."""
-    merged = {}
-    for ov in op.overloads:
-        for a in ov.args:
-            f = merged.setdefault(a.name, {"name": a.name, "kinds": set(), "types": [], "defaults": [],
-                                           "keyword_only": False})
-            f["kinds"].add(a.kind)
-            f["keyword_only"] = f["keyword_only"] or a.keyword_only
-            if a.type_text not in f["types"]:
-                f["types"].append(a.type_text)
-            f["defaults"].append(a.default)
-    for f in merged.values():
-        f["nu_type"], f["nu_default"] = _nu_type_and_default(f)
-    return list(merged.values())
-
-
-def _nu_type_and_default(f):
-    kinds, defaults = f["kinds"], f["defaults"]
-    if kinds == {"bool"}:
-        if all(d in (False, None, MISSING) for d in defaults):
-            return None, "false"       # a switch: given means true
-        if all(d is True for d in defaults):
-            return "any", "true"   # nu switches cannot default to true: a value flag
-        return "any", None
-    nu_type = KINDS[next(iter(kinds))].nu_type if len(kinds) == 1 else None
-    first = defaults[0]
-    if any(d is not first and d != first for d in defaults) or first is MISSING or first is None:
-        return nu_type or "any", None
-    literal = _nu_literal(first)
-    if literal is None or (nu_type == "int" and not isinstance(first, int)) or \
-            (nu_type and nu_type.startswith("string") and not isinstance(first, str)) or \
-            (nu_type == "number" and not isinstance(first, (int, float))):
-        return nu_type or "any", None
-    return nu_type or "any", literal
-
-
-def _nu_literal(value):
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        if value != value:
-            return None
-        return "inf" if value == float("inf") else "-inf" if value == float("-inf") else repr(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value) if value.isascii() else None
-    if isinstance(value, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
-        return "[%s]" % ", ".join(_nu_literal(x) for x in value)
-    return None
-
-
-def _flag_decl(f):
-    decl = "--%s" % f["name"]
-    if f["nu_type"]:
-        decl += ": %s" % f["nu_type"]
-        if f["nu_default"]:
-            decl += " = %s" % f["nu_default"]
-    return "%s  # %s" % (decl, " | ".join(t for t in f["types"] if t) or "switch")
 
 
 def _description(op):
@@ -236,17 +169,6 @@ def _description(op):
     sig_name = op.name if op.verb else "torch." + op.name
     lines += ["# %s" % ov.signature(sig_name) for ov in op.overloads]
     return lines
-
-
-def _positional_help(op):
-    forms = []
-    for ov in op.overloads:
-        words = [a.name + ("…" if a.kind in LIST_FLAG_KINDS else "")
-                 for a in ov.args if not a.keyword_only and a.kind != "argv"]
-        text = " ".join(words) or "(none)"
-        if text not in forms:
-            forms.append(text)
-    return "positional: %s; piped handles fill the tensor slots still missing" % " | ".join(forms)
 
 
 def _returns_values(op):

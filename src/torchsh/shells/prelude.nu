@@ -16,6 +16,8 @@ export-env {
         $env.TORCHSH_NU_UID = if $uid != null { $uid } else { ^id -u | str trim }
         $env.TORCHSH_NU_USER = if $me != null { $me } else { ^id -un | str trim }
     }
+    # `torchsh trust`'s kept verdicts (see there), a table every call of this nu process sees
+    try { stor create --table-name torchsh_trusted --columns {folder: str, kept: bool} | ignore }
 }
 
 # The client's trust rule (docs/security.md): nothing is sent unless the socket's folder is a real
@@ -23,53 +25,81 @@ export-env {
 # `http --unix-socket` cannot ask for the peer's uid (SO_PEERCRED) as the client does; inside a private
 # folder only we (or root) can have bound the socket. A missing folder passes: `torch daemon start`
 # creates it and checks it, and the next send checks again.
+#
+# The check costs an `ls` (nu has no cheaper stat), so its verdict on a folder under $XDG_RUNTIME_DIR is
+# kept for this nu process (nu's in-memory `stor`, which every call sees) when that root and every
+# folder above it belong to us or root and no one else can write in them (found at the first check).
+# Then nobody but us or root can replace, rename or reopen the folder, so the verdict cannot go stale
+# (bash's __torchsh_private reasons so); elsewhere (/tmp, whose sticky bit still lets a cleaner delete
+# the folder for another user to make again) every call checks.
 def "torchsh trust" [sock: string]: nothing -> nothing {
     let folder = ($sock | path dirname)
-    let found = (try { ls --long --directory $folder } catch { [] })
-    if ($found | is-empty) { return }
-    let st = ($found | get 0)
-    let problem = if $st.type != "dir" {
-        $"is a ($st.type), not a folder"
-    } else if ($st.user != $env.TORCHSH_NU_USER) and ($st.user != $env.TORCHSH_NU_UID) {
-        $"belongs to ($st.user), not to you"
-    } else if (($st.mode | str substring 4..4) == "w") or (($st.mode | str substring 7..7) == "w") {
-        $"has mode ($st.mode): others can write in it"
-    } else { "" }
-    if ($problem | is-not-empty) {
+    let run = ($env.XDG_RUNTIME_DIR? | default "")
+    let under = $run != "" and ($folder | str starts-with $"($run)/")
+    let kept = if $under { try {
+        stor open | query db "SELECT kept FROM torchsh_trusted WHERE folder = ?" --params [$folder] | get kept
+    } catch { [0] } } else { [0] }
+    if $kept == [1] { return }
+    let st = (try { ls --long --directory $folder | first } catch { return })
+    if not ($st.type == "dir" and $st.user in [$env.TORCHSH_NU_USER $env.TORCHSH_NU_UID] and $st.mode =~ '^....-..-') {
+        let problem = if $st.type != "dir" {
+            $"is a ($st.type), not a folder"
+        } else if ($st.user != $env.TORCHSH_NU_USER) and ($st.user != $env.TORCHSH_NU_UID) {
+            $"belongs to ($st.user), not to you"
+        } else {
+            $"has mode ($st.mode): others can write in it"
+        }
         error make --unspanned {
             msg: $"torch: ($folder) ($problem)"
             help: "remove it if it is yours, or set XDG_RUNTIME_DIR or TORCHSH_SOCKET to a folder of your own with mode 0700"
             code: "torchsh::untrusted"
         }
     }
+    if $kept == [] {   # the first check of a folder under $XDG_RUNTIME_DIR: can the verdict be kept?
+        let sealed = ($run | str starts-with "/") and (torchsh sealed $run)
+        try { stor insert --table-name torchsh_trusted --data-record {folder: $folder, kept: $sealed} | ignore }
+    }
+}
+
+# Is every folder from `dir` up to / a real folder of ours or root's that only its owner can write in?
+def "torchsh sealed" [dir: string]: nothing -> bool {
+    let owners = [$env.TORCHSH_NU_USER $env.TORCHSH_NU_UID "root" "0"]
+    mut at = $dir
+    while $at != "" {
+        let st = (try { ls --long --directory $at | first } catch { return false })
+        let private = $st.type == "dir" and $st.user in $owners and $st.mode =~ '^....-..-'
+        if not $private or $at == "/" { return ($at == "/") }
+        $at = ($at | path dirname)
+    }
+    false
 }
 
 # The context a call runs on, in the client's order (docs/remote.md): $TORCHSH_CONTEXT, else the default
 # daemon when $TORCHSH_SOCKET names one, else the current-context file (`torch context use`), else default.
 def "torchsh context" []: nothing -> string {
-    if ($env.TORCHSH_CONTEXT? | is-not-empty) { return $env.TORCHSH_CONTEXT }
-    if ($env.TORCHSH_SOCKET? | is-not-empty) { return "default" }
-    let base = ($env.XDG_CONFIG_HOME? | default $"($env.HOME? | default "")/.config")
-    let file = $"($base)/torchsh/current-context"
-    if not ($file | path exists) { return "default" }
+    let named = ($env.TORCHSH_CONTEXT? | default "")
+    if $named != "" { return $named }
+    if ($env.TORCHSH_SOCKET? | default "") != "" { return "default" }
+    let file = $"($env.XDG_CONFIG_HOME? | default $"($env.HOME? | default "")/.config")/torchsh/current-context"
+    if not ($file | path exists) { return "default" }   # `torch context use default` removes it
     let name = (open --raw $file | decode utf-8 | str trim)
-    if ($name | is-empty) { "default" } else { $name }
+    if $name == "" { "default" } else { $name }
 }
 
 # The socket to talk to: a named context's forwarder (paths.context_socket), else paths.socket_path():
-# $TORCHSH_SOCKET, else $XDG_RUNTIME_DIR/torchsh, else $TMPDIR/torchsh-UID. A path too long for a Unix
-# socket (paths.socket_path_too_long) is refused here, before a daemon is started on it.
-def "torchsh socket" []: nothing -> string {
-    let name = (torchsh context)
+# $TORCHSH_SOCKET, else $XDG_RUNTIME_DIR/torchsh, else $TMPDIR/torchsh-UID.
+def "torchsh socket" [name?: string]: nothing -> string {   # name: the context, when the caller has it
+    let name = if $name == null { torchsh context } else { $name }
+    if $name == "default" and ($env.TORCHSH_SOCKET? | default "") != "" { return $env.TORCHSH_SOCKET }
     let file = if $name == "default" { "torchd.sock" } else { $"contexts/($name).sock" }
+    if ($env.XDG_RUNTIME_DIR? | default "") != "" { return $"($env.XDG_RUNTIME_DIR)/torchsh/($file)" }
     let tmp = ($env.TMPDIR? | default "/tmp" | str trim --right --char "/")
-    let sock = if $name == "default" and ($env.TORCHSH_SOCKET? | is-not-empty) {
-        $env.TORCHSH_SOCKET
-    } else if ($env.XDG_RUNTIME_DIR? | is-not-empty) {
-        $"($env.XDG_RUNTIME_DIR)/torchsh/($file)"
-    } else {
-        $"($tmp)/torchsh-($env.TORCHSH_NU_UID)/($file)"
-    }
+    $"($tmp)/torchsh-($env.TORCHSH_NU_UID)/($file)"
+}
+
+# A path too long for a Unix socket (paths.socket_path_too_long) is refused with one line, before a daemon is
+# started on it (asked only when the socket did not answer: a call that works costs nothing more).
+def "torchsh socket-fits" [sock: string]: nothing -> nothing {
     let size = ($sock | encode utf-8 | bytes length)
     let limit = if $nu.os-info.name == "linux" { TORCHSH_SUN_PATH_LINUX } else { TORCHSH_SUN_PATH_BSD }
     if $size >= $limit {
@@ -79,7 +109,6 @@ def "torchsh socket" []: nothing -> string {
             code: "torchsh::TORCHSH_SOCKET_PATH_CODE"
         }
     }
-    $sock
 }
 
 # The caller's TORCHSH_* settings, as the bash client forwards them.
@@ -111,7 +140,7 @@ def "torchsh parse" [text: string, --values]: nothing -> any {
 # PyTorch's warnings (`"warnings": [...]`) go to stderr, one line each, as the bash client prints them.
 def "torchsh result" [op: string, reply: any, --values]: nothing -> any {
     if ($reply | describe) == "binary" { return $reply }
-    let value = (torchsh parse $reply --values=$values)
+    let value = if $values { torchsh parse $reply --values } else { $reply | from json }
     if "error" in $value {
         let e = $value.error
         error make --unspanned {
@@ -150,6 +179,24 @@ def "torchsh nonfinite" [value: any]: nothing -> any {
         return ($value | items {|k, v| {k: $k, v: (torchsh nonfinite $v)} } | reduce --fold {} {|it, acc| $acc | insert $it.k $it.v })
     }
     $value
+}
+
+# What every typed command runs (their bodies stay one short call: nu parses each at `use`): the op,
+# the words, the flags' names in one string (a switch marked `!`) and their values in that order. A flag
+# not given is null and a switch that is off is false: both are left out, so the daemon applies the
+# defaults and chooses the overload as for the bash command line. The rest is `torchsh call`'s.
+def "torchsh typed" [op: string, args: list, names: string, given: list, --whole, --values, --follows]: any -> any {
+    let piped = $in
+    mut kw = {}
+    for pair in ($names | split row " " | zip $given) {
+        if $pair.1 == null { continue }
+        if not ($pair.0 | str ends-with "!") {
+            $kw = ($kw | insert $pair.0 $pair.1)
+        } else if $pair.1 {
+            $kw = ($kw | insert ($pair.0 | str substring 0..-2) true)
+        }
+    }
+    torchsh call $op $piped $args $kw {} --whole=$whole --values=$values --follows=$follows
 }
 
 # What every generated command runs. Piped handles fill the leftmost tensor slots still missing
@@ -267,10 +314,16 @@ def "torchsh table" [value: any]: nothing -> any {
     $value | each {|row| $names | zip $row | into record }
 }
 
-# Completion lists for flags and positions (nu's own completer; bash/zsh/fish use `torch __complete`).
+# TAB (nu's custom completers): dtypes and devices from these lists, everything else from the daemon,
+# which answers bash, zsh and fish too (`torch __complete`, shells/complete.py). nu hands the completer
+# the command being typed; it goes as it is, in one request, and {value, description} records come
+# back: the handles of the slot's kind (`tensor [100,1] float32`), layer kinds, loss names, ….
+# Nothing (null) asks nu for file names. A TAB never starts a daemon: with none there is no candidate.
 def "nu-complete torch dtypes" [] { TORCHSH_DTYPES }
 def "nu-complete torch devices" [] { TORCHSH_DEVICES }
-def "nu-complete torch handles" [] { try { torchsh handles } catch { [] } }
+def "nu-complete torch" [context: string] { try { torchsh complete $context } catch { [] } }
+# `torch nn <TAB>` and the other words of `main` (nu hands a command's completer its words)
+def "nu-complete torch words" [spans: list<string>] { try { torchsh complete ($spans | str join " ") } catch { [] } }
 
 # A nu value as one command-line word: strings as they are, everything else as JSON.
 def "torchsh word" [v: any]: nothing -> string {
@@ -297,6 +350,7 @@ def "torchsh cli-result" [argv: list, code: int, out: string, err: string, --tex
 # linalg, fft and special (`torch linalg qr $a`, `torch gelu $x`), and ops newer than this file.
 # `torch OP --help` prints the op's help. (nu parses every typed command at `use`; these ~400 would
 # double that.) Results are JSON (`--json`), piped handles its stdin.
+@complete "nu-complete torch words"
 export def --wrapped main [...words]: any -> any {
     let argv = ($words | each {|w| torchsh word $w })
     if ($argv | is-not-empty) and $argv.0 == "context" { return (^torch ...$argv) }  # client-side: docs/remote.md

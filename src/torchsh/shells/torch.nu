@@ -20,6 +20,8 @@ export-env {
         $env.TORCHSH_NU_UID = if $uid != null { $uid } else { ^id -u | str trim }
         $env.TORCHSH_NU_USER = if $me != null { $me } else { ^id -un | str trim }
     }
+    # `torchsh trust`'s kept verdicts (see there), a table every call of this nu process sees
+    try { stor create --table-name torchsh_trusted --columns {folder: str, kept: bool} | ignore }
 }
 
 # The client's trust rule (docs/security.md): nothing is sent unless the socket's folder is a real
@@ -27,53 +29,81 @@ export-env {
 # `http --unix-socket` cannot ask for the peer's uid (SO_PEERCRED) as the client does; inside a private
 # folder only we (or root) can have bound the socket. A missing folder passes: `torch daemon start`
 # creates it and checks it, and the next send checks again.
+#
+# The check costs an `ls` (nu has no cheaper stat), so its verdict on a folder under $XDG_RUNTIME_DIR is
+# kept for this nu process (nu's in-memory `stor`, which every call sees) when that root and every
+# folder above it belong to us or root and no one else can write in them (found at the first check).
+# Then nobody but us or root can replace, rename or reopen the folder, so the verdict cannot go stale
+# (bash's __torchsh_private reasons so); elsewhere (/tmp, whose sticky bit still lets a cleaner delete
+# the folder for another user to make again) every call checks.
 def "torchsh trust" [sock: string]: nothing -> nothing {
     let folder = ($sock | path dirname)
-    let found = (try { ls --long --directory $folder } catch { [] })
-    if ($found | is-empty) { return }
-    let st = ($found | get 0)
-    let problem = if $st.type != "dir" {
-        $"is a ($st.type), not a folder"
-    } else if ($st.user != $env.TORCHSH_NU_USER) and ($st.user != $env.TORCHSH_NU_UID) {
-        $"belongs to ($st.user), not to you"
-    } else if (($st.mode | str substring 4..4) == "w") or (($st.mode | str substring 7..7) == "w") {
-        $"has mode ($st.mode): others can write in it"
-    } else { "" }
-    if ($problem | is-not-empty) {
+    let run = ($env.XDG_RUNTIME_DIR? | default "")
+    let under = $run != "" and ($folder | str starts-with $"($run)/")
+    let kept = if $under { try {
+        stor open | query db "SELECT kept FROM torchsh_trusted WHERE folder = ?" --params [$folder] | get kept
+    } catch { [0] } } else { [0] }
+    if $kept == [1] { return }
+    let st = (try { ls --long --directory $folder | first } catch { return })
+    if not ($st.type == "dir" and $st.user in [$env.TORCHSH_NU_USER $env.TORCHSH_NU_UID] and $st.mode =~ '^....-..-') {
+        let problem = if $st.type != "dir" {
+            $"is a ($st.type), not a folder"
+        } else if ($st.user != $env.TORCHSH_NU_USER) and ($st.user != $env.TORCHSH_NU_UID) {
+            $"belongs to ($st.user), not to you"
+        } else {
+            $"has mode ($st.mode): others can write in it"
+        }
         error make --unspanned {
             msg: $"torch: ($folder) ($problem)"
             help: "remove it if it is yours, or set XDG_RUNTIME_DIR or TORCHSH_SOCKET to a folder of your own with mode 0700"
             code: "torchsh::untrusted"
         }
     }
+    if $kept == [] {   # the first check of a folder under $XDG_RUNTIME_DIR: can the verdict be kept?
+        let sealed = ($run | str starts-with "/") and (torchsh sealed $run)
+        try { stor insert --table-name torchsh_trusted --data-record {folder: $folder, kept: $sealed} | ignore }
+    }
+}
+
+# Is every folder from `dir` up to / a real folder of ours or root's that only its owner can write in?
+def "torchsh sealed" [dir: string]: nothing -> bool {
+    let owners = [$env.TORCHSH_NU_USER $env.TORCHSH_NU_UID "root" "0"]
+    mut at = $dir
+    while $at != "" {
+        let st = (try { ls --long --directory $at | first } catch { return false })
+        let private = $st.type == "dir" and $st.user in $owners and $st.mode =~ '^....-..-'
+        if not $private or $at == "/" { return ($at == "/") }
+        $at = ($at | path dirname)
+    }
+    false
 }
 
 # The context a call runs on, in the client's order (docs/remote.md): $TORCHSH_CONTEXT, else the default
 # daemon when $TORCHSH_SOCKET names one, else the current-context file (`torch context use`), else default.
 def "torchsh context" []: nothing -> string {
-    if ($env.TORCHSH_CONTEXT? | is-not-empty) { return $env.TORCHSH_CONTEXT }
-    if ($env.TORCHSH_SOCKET? | is-not-empty) { return "default" }
-    let base = ($env.XDG_CONFIG_HOME? | default $"($env.HOME? | default "")/.config")
-    let file = $"($base)/torchsh/current-context"
-    if not ($file | path exists) { return "default" }
+    let named = ($env.TORCHSH_CONTEXT? | default "")
+    if $named != "" { return $named }
+    if ($env.TORCHSH_SOCKET? | default "") != "" { return "default" }
+    let file = $"($env.XDG_CONFIG_HOME? | default $"($env.HOME? | default "")/.config")/torchsh/current-context"
+    if not ($file | path exists) { return "default" }   # `torch context use default` removes it
     let name = (open --raw $file | decode utf-8 | str trim)
-    if ($name | is-empty) { "default" } else { $name }
+    if $name == "" { "default" } else { $name }
 }
 
 # The socket to talk to: a named context's forwarder (paths.context_socket), else paths.socket_path():
-# $TORCHSH_SOCKET, else $XDG_RUNTIME_DIR/torchsh, else $TMPDIR/torchsh-UID. A path too long for a Unix
-# socket (paths.socket_path_too_long) is refused here, before a daemon is started on it.
-def "torchsh socket" []: nothing -> string {
-    let name = (torchsh context)
+# $TORCHSH_SOCKET, else $XDG_RUNTIME_DIR/torchsh, else $TMPDIR/torchsh-UID.
+def "torchsh socket" [name?: string]: nothing -> string {   # name: the context, when the caller has it
+    let name = if $name == null { torchsh context } else { $name }
+    if $name == "default" and ($env.TORCHSH_SOCKET? | default "") != "" { return $env.TORCHSH_SOCKET }
     let file = if $name == "default" { "torchd.sock" } else { $"contexts/($name).sock" }
+    if ($env.XDG_RUNTIME_DIR? | default "") != "" { return $"($env.XDG_RUNTIME_DIR)/torchsh/($file)" }
     let tmp = ($env.TMPDIR? | default "/tmp" | str trim --right --char "/")
-    let sock = if $name == "default" and ($env.TORCHSH_SOCKET? | is-not-empty) {
-        $env.TORCHSH_SOCKET
-    } else if ($env.XDG_RUNTIME_DIR? | is-not-empty) {
-        $"($env.XDG_RUNTIME_DIR)/torchsh/($file)"
-    } else {
-        $"($tmp)/torchsh-($env.TORCHSH_NU_UID)/($file)"
-    }
+    $"($tmp)/torchsh-($env.TORCHSH_NU_UID)/($file)"
+}
+
+# A path too long for a Unix socket (paths.socket_path_too_long) is refused with one line, before a daemon is
+# started on it (asked only when the socket did not answer: a call that works costs nothing more).
+def "torchsh socket-fits" [sock: string]: nothing -> nothing {
     let size = ($sock | encode utf-8 | bytes length)
     let limit = if $nu.os-info.name == "linux" { 108 } else { 104 }
     if $size >= $limit {
@@ -83,7 +113,6 @@ def "torchsh socket" []: nothing -> string {
             code: "torchsh::too_large"
         }
     }
-    $sock
 }
 
 # The caller's TORCHSH_* settings, as the bash client forwards them.
@@ -112,21 +141,20 @@ def "torchsh request" [op: string, req: record]: nothing -> record {
     torchsh result $op (torchsh http POST $path $body) --values=$values
 }
 
-# The handles the daemon holds (for completion).
-def "torchsh handles" []: nothing -> list<string> {
-    torchsh parse (torchsh http GET "/v1/tensors") | get objects | get handle
+# TAB's candidates for the command being typed (`torch __complete --line`): sent, never starting a daemon.
+def "torchsh complete" [line: string]: nothing -> any {
+    let body = (torchsh json {args: [], kwargs: {line: $line}})
+    torchsh parse (torchsh send POST (torchsh socket) "http://localhost/v1/ops/__complete" $body) | get result
 }
 
 # One HTTP request; a socket that does not answer starts the daemon (`torch daemon start`) once,
 # except for the census, status and stop (and completion), which never start one: as the `torch` client.
 def "torchsh http" [method: string, path: string, body: string = "", --full]: nothing -> any {
-    let sock = (torchsh socket)
+    let name = (torchsh context)
+    let sock = (torchsh socket $name)
     let url = $"http://localhost($path)"
-    let first = try {
-        {reply: (torchsh send $method $sock $url $body --full=$full)}
-    } catch {|err| {failed: $err.msg, error: $err} }
-    if "reply" in $first { return $first.reply }
-    if ($first.failed =~ "(?i)interrupted") { $first.error.raw }  # Ctrl-C: end here, never a retry that hides it
+    let failed = try { return (torchsh send $method $sock $url $body --full=$full --context $name) } catch {|err| $err }
+    if ($failed.msg =~ "(?i)interrupted") { $failed.raw }  # Ctrl-C: end here, never a retry that hides it
     if $path in ["/v1/ops/tensors", "/v1/tensors"] { return '{"result": [], "objects": []}' }  # nothing is held
     if $path == "/v1/ops/daemon.stop" { return ({result: $"no torchd is running on ($sock)\n"} | to json) }
     if $path in ["/v1/ops/daemon.status", "/v1/status"] {
@@ -136,24 +164,25 @@ def "torchsh http" [method: string, path: string, body: string = "", --full]: no
             code: "torchsh::daemon_unavailable"
         }
     }
+    torchsh socket-fits $sock  # a path no Unix socket can have: one line, before a daemon is started on it
     let started = (do { ^torch daemon start } | complete)
     if $started.exit_code != 0 {
         error make --unspanned {
-            msg: $"torch: daemon unavailable at ($sock): ($first.failed)"
+            msg: $"torch: daemon unavailable at ($sock): ($failed.msg)"
             help: ($started.stderr | str trim)
             code: "torchsh::daemon_unavailable"
         }
     }
-    torchsh send $method $sock $url $body --full=$full
+    torchsh send $method $sock $url $body --full=$full --context $name
 }
 
 # A named context's calls carry its name (Torchsh-Context): its daemon writes their handles kind://NAME/….
 # Every call lists the replies this module carries out (protocol.REPLIES; Torchsh-Replies): through the JSON
 # API a job's follow and the handover to the `torch` client (a block form adds exec: `torchsh block`); by name
-# (/v1/cli) the handover.
-def "torchsh send" [method: string, sock: string, url: string, body: string, --full]: nothing -> any {
+# (/v1/cli) the handover. (--context: the context, when the caller has it.)
+def "torchsh send" [method: string, sock: string, url: string, body: string, --full, --context: string]: nothing -> any {
     torchsh trust $sock
-    let name = (torchsh context)
+    let name = if $context == null { torchsh context } else { $context }
     let replies = if ($url | str ends-with "/v1/cli") { "handover" } else { "follow handover" }
     let headers = if $name == "default" { [torchsh-replies $replies] } else { [torchsh-replies $replies torchsh-context $name] }
     if $full {
@@ -219,7 +248,7 @@ def "torchsh parse" [text: string, --values]: nothing -> any {
 # PyTorch's warnings (`"warnings": [...]`) go to stderr, one line each, as the bash client prints them.
 def "torchsh result" [op: string, reply: any, --values]: nothing -> any {
     if ($reply | describe) == "binary" { return $reply }
-    let value = (torchsh parse $reply --values=$values)
+    let value = if $values { torchsh parse $reply --values } else { $reply | from json }
     if "error" in $value {
         let e = $value.error
         error make --unspanned {
@@ -258,6 +287,24 @@ def "torchsh nonfinite" [value: any]: nothing -> any {
         return ($value | items {|k, v| {k: $k, v: (torchsh nonfinite $v)} } | reduce --fold {} {|it, acc| $acc | insert $it.k $it.v })
     }
     $value
+}
+
+# What every typed command runs (their bodies stay one short call: nu parses each at `use`): the op,
+# the words, the flags' names in one string (a switch marked `!`) and their values in that order. A flag
+# not given is null and a switch that is off is false: both are left out, so the daemon applies the
+# defaults and chooses the overload as for the bash command line. The rest is `torchsh call`'s.
+def "torchsh typed" [op: string, args: list, names: string, given: list, --whole, --values, --follows]: any -> any {
+    let piped = $in
+    mut kw = {}
+    for pair in ($names | split row " " | zip $given) {
+        if $pair.1 == null { continue }
+        if not ($pair.0 | str ends-with "!") {
+            $kw = ($kw | insert $pair.0 $pair.1)
+        } else if $pair.1 {
+            $kw = ($kw | insert ($pair.0 | str substring 0..-2) true)
+        }
+    }
+    torchsh call $op $piped $args $kw {} --whole=$whole --values=$values --follows=$follows
 }
 
 # What every generated command runs. Piped handles fill the leftmost tensor slots still missing
@@ -375,10 +422,16 @@ def "torchsh table" [value: any]: nothing -> any {
     $value | each {|row| $names | zip $row | into record }
 }
 
-# Completion lists for flags and positions (nu's own completer; bash/zsh/fish use `torch __complete`).
+# TAB (nu's custom completers): dtypes and devices from these lists, everything else from the daemon,
+# which answers bash, zsh and fish too (`torch __complete`, shells/complete.py). nu hands the completer
+# the command being typed; it goes as it is, in one request, and {value, description} records come
+# back: the handles of the slot's kind (`tensor [100,1] float32`), layer kinds, loss names, ….
+# Nothing (null) asks nu for file names. A TAB never starts a daemon: with none there is no candidate.
 def "nu-complete torch dtypes" [] { ["bfloat16" "bool" "cdouble" "cfloat" "complex128" "complex64" "double" "float" "float16" "float32" "float64" "float8_e4m3fn" "float8_e5m2" "half" "int" "int16" "int32" "int64" "int8" "long" "short" "uint16" "uint32" "uint64" "uint8"] }
 def "nu-complete torch devices" [] { ["cpu" "cuda" "cuda:0" "cuda:1" "mps" "meta"] }
-def "nu-complete torch handles" [] { try { torchsh handles } catch { [] } }
+def "nu-complete torch" [context: string] { try { torchsh complete $context } catch { [] } }
+# `torch nn <TAB>` and the other words of `main` (nu hands a command's completer its words)
+def "nu-complete torch words" [spans: list<string>] { try { torchsh complete ($spans | str join " ") } catch { [] } }
 
 # A nu value as one command-line word: strings as they are, everything else as JSON.
 def "torchsh word" [v: any]: nothing -> string {
@@ -405,6 +458,7 @@ def "torchsh cli-result" [argv: list, code: int, out: string, err: string, --tex
 # linalg, fft and special (`torch linalg qr $a`, `torch gelu $x`), and ops newer than this file.
 # `torch OP --help` prints the op's help. (nu parses every typed command at `use`; these ~400 would
 # double that.) Results are JSON (`--json`), piped handles its stdin.
+@complete "nu-complete torch words"
 export def --wrapped main [...words]: any -> any {
     let argv = ($words | each {|w| torchsh word $w })
     if ($argv | is-not-empty) and $argv.0 == "context" { return (^torch ...$argv) }  # client-side: docs/remote.md
@@ -420,155 +474,155 @@ export def --wrapped main [...words]: any -> any {
 #
 # torch.H(Tensor input) -> Tensor
 export def H [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "H" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "H" $args "no_grad!" [$no_grad] }
 
 # Returns a view of this tensor with its dimensions reversed.
 #
 # torch.T(Tensor input) -> Tensor
 export def T [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "T" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "T" $args "no_grad!" [$no_grad] }
 
 # Computes the absolute value of each element in input.
 #
 # torch.abs(Tensor input) -> Tensor
 export def abs [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "abs" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "abs" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.abs.
 #
 # torch.absolute(Tensor input) -> Tensor
 export def absolute [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "absolute" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "absolute" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the arccosine (in radians) of each element in input.
 #
 # torch.acos(Tensor input) -> Tensor
 export def acos [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "acos" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "acos" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the inverse hyperbolic cosine of the elements of input.
 #
 # torch.acosh(Tensor input) -> Tensor
 export def acosh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "acosh" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "acosh" $args "no_grad!" [$no_grad] }
 
 # Applies a 1D adaptive average pooling over an input signal composed of several input planes.
 #
 # torch.adaptive_avg_pool1d(Tensor input, int[] output_size) -> Tensor
 export def adaptive_avg_pool1d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input output_size; piped handles fill the tensor slots still missing
-    --output_size: any  # int[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input output_size; piped handles fill the tensor slots still missing
+    --output_size: any  # the target output size (single integer) (int[])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "adaptive_avg_pool1d" $in $args {output_size: $output_size, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "adaptive_avg_pool1d" $args "output_size no_grad!" [$output_size $no_grad] }
 
 # Adds other, scaled by alpha, to input.
 #
 # torch.add(Tensor input, Tensor other, *, Scalar alpha=1) -> Tensor
 # torch.add(Tensor input, Scalar other, Scalar alpha=1) -> Tensor
 export def add [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input other alpha; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
-    --alpha: number = 1  # Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other | input other alpha; input: the input tensor; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # the tensor or number to add to input (Tensor | Scalar)
+    --alpha: number  # the multiplier for other (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "add" $in $args {other: $other, alpha: $alpha, no_grad: $no_grad} {alpha: 1} }
+]: any -> any { torchsh typed "add" $args "other alpha no_grad!" [$other $alpha $no_grad] }
 
 # Performs a batch matrix-matrix product of matrices stored in batch1 and batch2, with a reduced add step (all matrix multiplications get accumulated along the first dimension).
 #
 # torch.addbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 export def addbmm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input batch1 batch2; piped handles fill the tensor slots still missing
-    --beta: number = 1  # Scalar
-    --alpha: number = 1  # Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input batch1 batch2; input: matrix to be added; batch1: the first batch of matrices to be multiplied; batch2: the second batch of matrices to be multiplied; piped handles fill the tensor slots still missing
+    --beta: number  # multiplier for input (\beta) (Scalar; default 1)
+    --alpha: number  # multiplier for batch1 @ batch2 (\alpha) (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "addbmm" $in $args {beta: $beta, alpha: $alpha, no_grad: $no_grad} {beta: 1, alpha: 1} }
+]: any -> any { torchsh typed "addbmm" $args "beta alpha no_grad!" [$beta $alpha $no_grad] }
 
 # Performs the element-wise division of tensor1 by tensor2, multiplies the result by the scalar value and adds it to input.
 #
 # torch.addcdiv(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 export def addcdiv [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input tensor1 tensor2; piped handles fill the tensor slots still missing
-    --value: number = 1  # Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input tensor1 tensor2; input: the tensor to be added; tensor1: the numerator tensor; tensor2: the denominator tensor; piped handles fill the tensor slots still missing
+    --value: number  # multiplier for tensor1 / tensor2 (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "addcdiv" $in $args {value: $value, no_grad: $no_grad} {value: 1} }
+]: any -> any { torchsh typed "addcdiv" $args "value no_grad!" [$value $no_grad] }
 
 # Performs the element-wise multiplication of tensor1 by tensor2, multiplies the result by the scalar value and adds it to input.
 #
 # torch.addcmul(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 export def addcmul [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input tensor1 tensor2; piped handles fill the tensor slots still missing
-    --value: number = 1  # Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input tensor1 tensor2; input: the tensor to be added; tensor1: the tensor to be multiplied; tensor2: the tensor to be multiplied; piped handles fill the tensor slots still missing
+    --value: number  # multiplier for tensor1 .* tensor2 (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "addcmul" $in $args {value: $value, no_grad: $no_grad} {value: 1} }
+]: any -> any { torchsh typed "addcmul" $args "value no_grad!" [$value $no_grad] }
 
 # Performs a matrix multiplication of the matrices mat1 and mat2.
 #
 # torch.addmm(Tensor input, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 # torch.addmm(Tensor input, Tensor mat1, Tensor mat2, ScalarType out_dtype, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 export def addmm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mat1 mat2 | input mat1 mat2 out_dtype; piped handles fill the tensor slots still missing
-    --beta: number = 1  # Scalar
-    --alpha: number = 1  # Scalar
-    --out_dtype: string@"nu-complete torch dtypes"  # ScalarType
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input mat1 mat2 | input mat1 mat2 out_dtype; input: matrix to be added; mat1: the first matrix to be matrix multiplied; mat2: the second matrix to be matrix multiplied; piped handles fill the tensor slots still missing
+    --beta: number  # multiplier for input (\beta) (Scalar; default 1)
+    --alpha: number  # multiplier for mat1 @ mat2 (\alpha) (Scalar; default 1)
+    --out_dtype: string@"nu-complete torch dtypes"  # the dtype of the output tensor (ScalarType)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "addmm" $in $args {beta: $beta, alpha: $alpha, out_dtype: $out_dtype, no_grad: $no_grad} {beta: 1, alpha: 1} }
+]: any -> any { torchsh typed "addmm" $args "beta alpha out_dtype no_grad!" [$beta $alpha $out_dtype $no_grad] }
 
 # Performs a matrix-vector product of the matrix mat and the vector vec.
 #
 # torch.addmv(Tensor input, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 export def addmv [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mat vec; piped handles fill the tensor slots still missing
-    --beta: number = 1  # Scalar
-    --alpha: number = 1  # Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input mat vec; input: vector to be added; mat: matrix to be matrix multiplied; vec: vector to be matrix multiplied; piped handles fill the tensor slots still missing
+    --beta: number  # multiplier for input (\beta) (Scalar; default 1)
+    --alpha: number  # multiplier for mat @ vec (\alpha) (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "addmv" $in $args {beta: $beta, alpha: $alpha, no_grad: $no_grad} {beta: 1, alpha: 1} }
+]: any -> any { torchsh typed "addmv" $args "beta alpha no_grad!" [$beta $alpha $no_grad] }
 
 # Performs the outer-product of vectors vec1 and vec2 and adds it to the matrix input.
 #
 # torch.addr(Tensor input, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 export def addr [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input vec1 vec2; piped handles fill the tensor slots still missing
-    --beta: number = 1  # Scalar
-    --alpha: number = 1  # Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input vec1 vec2; input: matrix to be added; vec1: the first vector of the outer product; vec2: the second vector of the outer product; piped handles fill the tensor slots still missing
+    --beta: number  # multiplier for input (\beta) (Scalar; default 1)
+    --alpha: number  # multiplier for vec1 \otimes vec2 (\alpha) (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "addr" $in $args {beta: $beta, alpha: $alpha, no_grad: $no_grad} {beta: 1, alpha: 1} }
+]: any -> any { torchsh typed "addr" $args "beta alpha no_grad!" [$beta $alpha $no_grad] }
 
 # Returns a view of the tensor conjugated and with the last two dimensions transposed.
 #
 # torch.adjoint(Tensor input) -> Tensor(a)
 export def adjoint [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "adjoint" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "adjoint" $args "no_grad!" [$no_grad] }
 
 # affine_grid_generator
 #
 # torch.affine_grid_generator(Tensor theta, SymInt[] size, bool align_corners) -> Tensor
 export def affine_grid_generator [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: theta size align_corners; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: theta size align_corners; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --align_corners  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "affine_grid_generator" $in $args {size: $size, align_corners: $align_corners, no_grad: $no_grad} {align_corners: false} }
+]: any -> any { torchsh typed "affine_grid_generator" $args "size align_corners! no_grad!" [$size $align_corners $no_grad] }
 
 # Performs the same operation as torch.alias, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.alias_copy(Tensor input) -> Tensor
 export def alias_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "alias_copy" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "alias_copy" $args "no_grad!" [$no_grad] }
 
 # Tests if all elements in input evaluate to True.
 #
@@ -576,60 +630,60 @@ export def alias_copy [
 # torch.all(Tensor input, int dim, bool keepdim=False) -> Tensor
 # torch.all(Tensor input, int[]? dim=None, bool keepdim=False) -> Tensor
 export def all [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped handles fill the tensor slots still missing
-    --dim: any  # int | int[]?
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input | input dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: any  # the dimension or dimensions to reduce (int | int[]?)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "all" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "all" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
 # This function checks if input and other satisfy the condition:.
 #
 # torch.allclose(Tensor input, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool
 export def allclose [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other rtol atol equal_nan; piped handles fill the tensor slots still missing
-    --rtol: number = 1e-05  # float
-    --atol: number = 1e-08  # float
-    --equal_nan  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other rtol atol equal_nan; input: first tensor to compare; other: second tensor to compare; piped handles fill the tensor slots still missing
+    --rtol: number  # relative tolerance (float; default 1e-05)
+    --atol: number  # absolute tolerance (float; default 1e-08)
+    --equal_nan  # if True, then two NaN s will be considered equal (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "allclose" $in $args {rtol: $rtol, atol: $atol, equal_nan: $equal_nan, no_grad: $no_grad} {rtol: 1e-05, atol: 1e-08, equal_nan: false} }
+]: any -> any { torchsh typed "allclose" $args "rtol atol equal_nan! no_grad!" [$rtol $atol $equal_nan $no_grad] }
 
 # Returns the maximum value of each slice of the input tensor in the given dimension(s) dim.
 #
 # torch.amax(Tensor input, int[] dim=[], bool keepdim=False) -> Tensor
 export def amax [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
-    --dim: any = []  # int[]
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: any  # the dimension or dimensions to reduce (int[]; default [])
+    --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "amax" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {dim: [], keepdim: false} }
+]: any -> any { torchsh typed "amax" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
 # Returns the minimum value of each slice of the input tensor in the given dimension(s) dim.
 #
 # torch.amin(Tensor input, int[] dim=[], bool keepdim=False) -> Tensor
 export def amin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
-    --dim: any = []  # int[]
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: any  # the dimension or dimensions to reduce (int[]; default [])
+    --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "amin" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {dim: [], keepdim: false} }
+]: any -> any { torchsh typed "amin" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
 # Computes the minimum and maximum values of the input tensor.
 #
 # torch.aminmax(Tensor input, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)
 export def aminmax [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
-    --dim: int  # int?
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: The input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # The dimension along which to compute the values (int?)
+    --keepdim  # If True, the reduced dimensions will be kept in the output tensor as dimensions with size 1 for bro… (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "aminmax" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "aminmax" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
 # Computes the element-wise angle (in radians) of the given input tensor.
 #
 # torch.angle(Tensor input) -> Tensor
 export def angle [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "angle" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "angle" $args "no_grad!" [$no_grad] }
 
 # Tests if any element in input evaluates to True.
 #
@@ -637,11 +691,11 @@ export def angle [
 # torch.any(Tensor input, int dim, bool keepdim=False) -> Tensor
 # torch.any(Tensor input, int[]? dim=None, bool keepdim=False) -> Tensor
 export def any [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped handles fill the tensor slots still missing
-    --dim: any  # int | int[]?
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input | input dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: any  # the dimension or dimensions to reduce (int | int[]?)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "any" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "any" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
 # Returns a 1-D tensor of size \left\lceil \frac{\text{end} - \text{start}}{\text{step}} \right\rceil with values from the interval [start, end) taken with common difference step beginning from start.
 #
@@ -649,278 +703,278 @@ export def any [
 # torch.arange(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def arange [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: end | start end | start end step; piped handles fill the tensor slots still missing
-    --end: number  # Scalar
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: end | start end | start end step; piped handles fill the tensor slots still missing
+    --end: number  # the ending value for the set of points (Scalar)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned Tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
     --pin_memory  # bool?
-    --requires_grad  # bool
-    --start: number  # Scalar
-    --step: number = 1  # Scalar
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
+    --start: number  # the starting value for the set of points (Scalar)
+    --step: number  # the gap between each pair of adjacent points (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "arange" $in $args {end: $end, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, start: $start, step: $step, no_grad: $no_grad} {pin_memory: false, requires_grad: false, step: 1} }
+]: any -> any { torchsh typed "arange" $args "end dtype layout device pin_memory! requires_grad! start step no_grad!" [$end $dtype $layout $device $pin_memory $requires_grad $start $step $no_grad] }
 
 # Alias for torch.acos.
 #
 # torch.arccos(Tensor input) -> Tensor
 export def arccos [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "arccos" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "arccos" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.acosh.
 #
 # torch.arccosh(Tensor input) -> Tensor
 export def arccosh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "arccosh" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "arccosh" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.asin.
 #
 # torch.arcsin(Tensor input) -> Tensor
 export def arcsin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "arcsin" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "arcsin" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.asinh.
 #
 # torch.arcsinh(Tensor input) -> Tensor
 export def arcsinh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "arcsinh" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "arcsinh" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.atan.
 #
 # torch.arctan(Tensor input) -> Tensor
 export def arctan [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "arctan" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "arctan" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.atan2.
 #
 # torch.arctan2(Tensor input, Tensor other) -> Tensor
 export def arctan2 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "arctan2" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "arctan2" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.atanh.
 #
 # torch.arctanh(Tensor input) -> Tensor
 export def arctanh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "arctanh" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "arctanh" $args "no_grad!" [$no_grad] }
 
 # Returns the indices of the maximum value of all elements in the input tensor.
 #
 # torch.argmax(Tensor input, int? dim=None, bool keepdim=False) -> Tensor
 export def argmax [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
-    --dim: int  # int?
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to reduce (int?)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "argmax" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "argmax" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
 # Returns the indices of the minimum value(s) of the flattened tensor or along a dimension.
 #
 # torch.argmin(Tensor input, int? dim=None, bool keepdim=False) -> Tensor
 export def argmin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
-    --dim: int  # int?
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to reduce (int?)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "argmin" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "argmin" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
 # Returns the indices that sort a tensor along a given dimension in ascending order by value.
 #
 # torch.argsort(Tensor input, int dim=-1, bool descending=False) -> Tensor
 # torch.argsort(Tensor input, *, bool stable, int dim=-1, bool descending=False) -> Tensor
 export def argsort [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim descending | input; piped handles fill the tensor slots still missing
-    --dim: int = -1  # int
-    --descending  # bool
-    --stable  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim descending | input; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to sort along (int; default -1)
+    --descending  # controls the sorting order (ascending or descending) (bool)
+    --stable  # controls the relative order of equivalent elements (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "argsort" $in $args {dim: $dim, descending: $descending, stable: $stable, no_grad: $no_grad} {dim: -1, descending: false, stable: false} }
+]: any -> any { torchsh typed "argsort" $args "dim descending! stable! no_grad!" [$dim $descending $stable $no_grad] }
 
 # Returns a tensor containing the indices of all non-zero elements of input.
 #
 # torch.argwhere(Tensor input) -> Tensor
 export def argwhere [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "argwhere" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "argwhere" $args "no_grad!" [$no_grad] }
 
 # Create a view of an existing torch.Tensor input with specified size, stride and storage_offset.
 #
 # torch.as_strided(Tensor input, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)
 export def as_strided [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size stride storage_offset; piped handles fill the tensor slots still missing
-    --size: any  # SymInt[]
-    --stride: any  # SymInt[]
-    --storage_offset: int  # SymInt?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input size stride storage_offset; input: the input tensor; piped handles fill the tensor slots still missing
+    --size: any  # the shape of the output tensor (SymInt[])
+    --stride: any  # the stride of the output tensor (SymInt[])
+    --storage_offset: int  # the offset in the underlying storage of the output tensor (SymInt?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "as_strided" $in $args {size: $size, stride: $stride, storage_offset: $storage_offset, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "as_strided" $args "size stride storage_offset no_grad!" [$size $stride $storage_offset $no_grad] }
 
 # Performs the same operation as torch.as_strided, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.as_strided_copy(Tensor input, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor
 export def as_strided_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size stride storage_offset; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input size stride storage_offset; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --stride: any  # SymInt[]
     --storage_offset: int  # SymInt?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "as_strided_copy" $in $args {size: $size, stride: $stride, storage_offset: $storage_offset, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "as_strided_copy" $args "size stride storage_offset no_grad!" [$size $stride $storage_offset $no_grad] }
 
 # Embeds the values of the src tensor into input along the elements corresponding to the result of calling input.as_strided(size, stride, storage_offset).
 #
 # torch.as_strided_scatter(Tensor input, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor
 export def as_strided_scatter [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input src size stride storage_offset; piped handles fill the tensor slots still missing
-    --size: any  # SymInt[]
-    --stride: any  # SymInt[]
-    --storage_offset: int  # SymInt?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input src size stride storage_offset; input: the input tensor; piped handles fill the tensor slots still missing
+    --size: any  # the shape of the output tensor (SymInt[])
+    --stride: any  # the stride of the output tensor (SymInt[])
+    --storage_offset: int  # the offset in the underlying storage of the output tensor (SymInt?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "as_strided_scatter" $in $args {size: $size, stride: $stride, storage_offset: $storage_offset, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "as_strided_scatter" $args "size stride storage_offset no_grad!" [$size $stride $storage_offset $no_grad] }
 
 # Returns a new tensor with the arcsine of the elements (in radians) in the input tensor.
 #
 # torch.asin(Tensor input) -> Tensor
 export def asin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "asin" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "asin" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the inverse hyperbolic sine of the elements of input.
 #
 # torch.asinh(Tensor input) -> Tensor
 export def asinh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "asinh" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "asinh" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the arctangent of the elements (in radians) in the input tensor.
 #
 # torch.atan(Tensor input) -> Tensor
 export def atan [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "atan" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "atan" $args "no_grad!" [$no_grad] }
 
 # Element-wise arctangent of \text{input}_{i} / \text{other}_{i} with consideration of the quadrant.
 #
 # torch.atan2(Tensor input, Tensor other) -> Tensor
 export def atan2 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the first input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "atan2" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "atan2" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the inverse hyperbolic tangent of the elements of input.
 #
 # torch.atanh(Tensor input) -> Tensor
 export def atanh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "atanh" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "atanh" $args "no_grad!" [$no_grad] }
 
 # Returns a 1-dimensional view of each input tensor with zero dimensions.
 #
 # torch.atleast_1d(Tensor input) -> Tensor
 # torch.atleast_1d(*Tensor tensors) -> Tensor[]
 export def atleast_1d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | tensors…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input | tensors…; input: tensor(s) to be converted to at least 1-dimensional; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "atleast_1d" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "atleast_1d" $args "no_grad!" [$no_grad] }
 
 # Returns a 2-dimensional view of each input tensor with zero dimensions.
 #
 # torch.atleast_2d(Tensor input) -> Tensor
 # torch.atleast_2d(*Tensor tensors) -> Tensor[]
 export def atleast_2d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | tensors…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input | tensors…; input: tensor(s) to be converted to at least 2-dimensional; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "atleast_2d" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "atleast_2d" $args "no_grad!" [$no_grad] }
 
 # Returns a 3-dimensional view of each input tensor with zero dimensions.
 #
 # torch.atleast_3d(Tensor input) -> Tensor
 # torch.atleast_3d(*Tensor tensors) -> Tensor[]
 export def atleast_3d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | tensors…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input | tensors…; input: tensor(s) to be converted to at least 3-dimensional; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "atleast_3d" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "atleast_3d" $args "no_grad!" [$no_grad] }
 
 # torch.autograd.grad: d(sum of OUTPUTS)/d(each of --inputs), one handle per input; .grad is untouched.
 #
 # autograd_grad(Tensor[] outputs, *, Tensor[] inputs, Tensor[]? grad_outputs=None, bool? retain_graph=None, bool create_graph=False, bool materialize_grads=False) -> Tensor[]
 export def autograd_grad [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: outputs…; piped handles fill the tensor slots still missing
-    --inputs: any  # Tensor[]
-    --grad_outputs: any  # Tensor[]?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: outputs…; piped handles fill the tensor slots still missing
+    --inputs: any@"nu-complete torch"  # Tensor[]
+    --grad_outputs: any@"nu-complete torch"  # Tensor[]?
     --retain_graph  # bool?
     --create_graph  # bool
     --materialize_grads  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "autograd_grad" $in $args {inputs: $inputs, grad_outputs: $grad_outputs, retain_graph: $retain_graph, create_graph: $create_graph, materialize_grads: $materialize_grads, no_grad: $no_grad} {retain_graph: false, create_graph: false, materialize_grads: false} }
+]: any -> any { torchsh typed "autograd_grad" $args "inputs grad_outputs retain_graph! create_graph! materialize_grads! no_grad!" [$inputs $grad_outputs $retain_graph $create_graph $materialize_grads $no_grad] }
 
 # Applies a 1D average pooling over an input signal composed of several input planes.
 #
 # torch.avg_pool1d(Tensor input, int[] kernel_size, int[] stride=[], int[] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor
 export def avg_pool1d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input kernel_size stride padding ceil_mode count_include_pad; piped handles fill the tensor slots still missing
-    --kernel_size: any  # int[]
-    --stride: any = []  # int[]
-    --padding: any = [0]  # int[]
-    --ceil_mode  # bool
-    --count_include_pad: any = true  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input kernel_size stride padding ceil_mode count_include_pad; input: input tensor of shape (minibatch , in_channels , iW); piped handles fill the tensor slots still missing
+    --kernel_size: any  # the size of the window (int[])
+    --stride: any  # the stride of the window (int[]; default [])
+    --padding: any  # implicit zero paddings on both sides of the input (int[]; default [0])
+    --ceil_mode  # when True, will use ceil instead of floor to compute the output shape (bool)
+    --count_include_pad: any  # when True, will include the zero-padding in the averaging calculation (bool; default true)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "avg_pool1d" $in $args {kernel_size: $kernel_size, stride: $stride, padding: $padding, ceil_mode: $ceil_mode, count_include_pad: $count_include_pad, no_grad: $no_grad} {stride: [], padding: [0], ceil_mode: false, count_include_pad: true} }
+]: any -> any { torchsh typed "avg_pool1d" $args "kernel_size stride padding ceil_mode! count_include_pad no_grad!" [$kernel_size $stride $padding $ceil_mode $count_include_pad $no_grad] }
 
 # Back-propagate from LOSS; gradients accumulate in the leaves' .grad until zero_grad.
 #
 # backward(Tensor loss, *, Tensor? gradient=None, bool? retain_graph=None, bool create_graph=False) -> None
 export def backward [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loss; piped handles fill the tensor slots still missing
-    --gradient: any  # Tensor?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: loss; piped handles fill the tensor slots still missing
+    --gradient: any@"nu-complete torch"  # Tensor?
     --retain_graph  # bool?
     --create_graph  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "backward" $in $args {gradient: $gradient, retain_graph: $retain_graph, create_graph: $create_graph, no_grad: $no_grad} {retain_graph: false, create_graph: false} }
+]: any -> any { torchsh typed "backward" $args "gradient retain_graph! create_graph! no_grad!" [$gradient $retain_graph $create_graph $no_grad] }
 
 # Performs a batch matrix-matrix product of matrices in batch1 and batch2.
 #
 # torch.baddbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 # torch.baddbmm(Tensor input, Tensor batch1, Tensor batch2, ScalarType out_dtype, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 export def baddbmm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input batch1 batch2 | input batch1 batch2 out_dtype; piped handles fill the tensor slots still missing
-    --beta: number = 1  # Scalar
-    --alpha: number = 1  # Scalar
-    --out_dtype: string@"nu-complete torch dtypes"  # ScalarType
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input batch1 batch2 | input batch1 batch2 out_dtype; input: the tensor to be added; batch1: the first batch of matrices to be multiplied; batch2: the second batch of matrices to be multiplied; piped handles fill the tensor slots still missing
+    --beta: number  # multiplier for input (\beta) (Scalar; default 1)
+    --alpha: number  # multiplier for batch1 \mathbin{@} batch2 (\alpha) (Scalar; default 1)
+    --out_dtype: string@"nu-complete torch dtypes"  # the dtype of the output tensor (ScalarType)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "baddbmm" $in $args {beta: $beta, alpha: $alpha, out_dtype: $out_dtype, no_grad: $no_grad} {beta: 1, alpha: 1} }
+]: any -> any { torchsh typed "baddbmm" $args "beta alpha out_dtype no_grad!" [$beta $alpha $out_dtype $no_grad] }
 
 # Bartlett window function.
 #
 # torch.bartlett_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.bartlett_window(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def bartlett_window [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: window_length | window_length periodic; piped handles fill the tensor slots still missing
-    --window_length: int  # int
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: window_length | window_length periodic; piped handles fill the tensor slots still missing
+    --window_length: int  # the size of returned window (int)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned window tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
     --pin_memory  # bool?
-    --requires_grad  # bool
-    --periodic  # bool
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
+    --periodic  # If True, returns a window to be used as periodic function (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "bartlett_window" $in $args {window_length: $window_length, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, periodic: $periodic, no_grad: $no_grad} {pin_memory: false, requires_grad: false, periodic: false} }
+]: any -> any { torchsh typed "bartlett_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! no_grad!" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $no_grad] }
 
 # Draws binary random numbers (0 or 1) from a Bernoulli distribution.
 #
@@ -928,37 +982,37 @@ export def bartlett_window [
 # torch.bernoulli(Tensor input, float p) -> Tensor
 # torch.bernoulli(Tensor input, Tensor p) -> Tensor
 export def bernoulli [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input p; piped handles fill the tensor slots still missing
-    --p: any  # float | Tensor
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input | input p; input: the input tensor of probability values for the Bernoulli distribution; piped handles fill the tensor slots still missing
+    --p: any@"nu-complete torch"  # float | Tensor
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "bernoulli" $in $args {p: $p, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "bernoulli" $args "p no_grad!" [$p $no_grad] }
 
 # Applies a bilinear transformation to the incoming data: y = x_1^T A x_2 + b.
 #
 # torch.bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor
 export def bilinear [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input1 input2 weight bias; piped handles fill the tensor slots still missing
-    --bias: any  # Tensor?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input1 input2 weight bias; piped handles fill the tensor slots still missing
+    --bias: any@"nu-complete torch"  # Tensor?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "bilinear" $in $args {bias: $bias, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "bilinear" $args "bias no_grad!" [$bias $no_grad] }
 
 # Count the frequency of each value in an array of non-negative ints.
 #
 # torch.bincount(Tensor input, Tensor? weights=None, SymInt minlength=0) -> Tensor
 export def bincount [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weights minlength; piped handles fill the tensor slots still missing
-    --weights: any  # Tensor?
-    --minlength: int = 0  # SymInt
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input weights minlength; input: 1-d int tensor; piped handles fill the tensor slots still missing
+    --weights: any@"nu-complete torch"  # optional, weight for each value in the input tensor (Tensor?)
+    --minlength: int  # optional, minimum number of bins (SymInt; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "bincount" $in $args {weights: $weights, minlength: $minlength, no_grad: $no_grad} {minlength: 0} }
+]: any -> any { torchsh typed "bincount" $args "weights minlength no_grad!" [$weights $minlength $no_grad] }
 
 # binomial
 #
 # torch.binomial(Tensor count, Tensor prob) -> Tensor
 export def binomial [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: count prob; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: count prob; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "binomial" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "binomial" $args "no_grad!" [$no_grad] }
 
 # Computes the bitwise AND of input and other.
 #
@@ -966,11 +1020,11 @@ export def binomial [
 # torch.bitwise_and(Tensor input, Scalar other) -> Tensor
 # torch.bitwise_and(Scalar input, Tensor other) -> Tensor
 export def bitwise_and [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --input: any  # Tensor | Scalar
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
+    --input: any@"nu-complete torch"  # the first input tensor (Tensor | Scalar)
+    --other: any@"nu-complete torch"  # the second input tensor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "bitwise_and" $in $args {input: $input, other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "bitwise_and" $args "input other no_grad!" [$input $other $no_grad] }
 
 # Computes the left arithmetic shift of input by other bits.
 #
@@ -978,19 +1032,19 @@ export def bitwise_and [
 # torch.bitwise_left_shift(Tensor input, Scalar other) -> Tensor
 # torch.bitwise_left_shift(Scalar input, Tensor other) -> Tensor
 export def bitwise_left_shift [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --input: any  # Tensor | Scalar
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
+    --input: any@"nu-complete torch"  # the first input tensor (Tensor | Scalar)
+    --other: any@"nu-complete torch"  # the second input tensor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "bitwise_left_shift" $in $args {input: $input, other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "bitwise_left_shift" $args "input other no_grad!" [$input $other $no_grad] }
 
 # Computes the bitwise NOT of the given input tensor.
 #
 # torch.bitwise_not(Tensor input) -> Tensor
 export def bitwise_not [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "bitwise_not" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "bitwise_not" $args "no_grad!" [$no_grad] }
 
 # Computes the bitwise OR of input and other.
 #
@@ -998,11 +1052,11 @@ export def bitwise_not [
 # torch.bitwise_or(Tensor input, Scalar other) -> Tensor
 # torch.bitwise_or(Scalar input, Tensor other) -> Tensor
 export def bitwise_or [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --input: any  # Tensor | Scalar
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
+    --input: any@"nu-complete torch"  # the first input tensor (Tensor | Scalar)
+    --other: any@"nu-complete torch"  # the second input tensor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "bitwise_or" $in $args {input: $input, other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "bitwise_or" $args "input other no_grad!" [$input $other $no_grad] }
 
 # Computes the right arithmetic shift of input by other bits.
 #
@@ -1010,11 +1064,11 @@ export def bitwise_or [
 # torch.bitwise_right_shift(Tensor input, Scalar other) -> Tensor
 # torch.bitwise_right_shift(Scalar input, Tensor other) -> Tensor
 export def bitwise_right_shift [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --input: any  # Tensor | Scalar
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
+    --input: any@"nu-complete torch"  # the first input tensor (Tensor | Scalar)
+    --other: any@"nu-complete torch"  # the second input tensor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "bitwise_right_shift" $in $args {input: $input, other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "bitwise_right_shift" $args "input other no_grad!" [$input $other $no_grad] }
 
 # Computes the bitwise XOR of input and other.
 #
@@ -1022,426 +1076,426 @@ export def bitwise_right_shift [
 # torch.bitwise_xor(Tensor input, Scalar other) -> Tensor
 # torch.bitwise_xor(Scalar input, Tensor other) -> Tensor
 export def bitwise_xor [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --input: any  # Tensor | Scalar
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
+    --input: any@"nu-complete torch"  # the first input tensor (Tensor | Scalar)
+    --other: any@"nu-complete torch"  # the second input tensor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "bitwise_xor" $in $args {input: $input, other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "bitwise_xor" $args "input other no_grad!" [$input $other $no_grad] }
 
 # Blackman window function.
 #
 # torch.blackman_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.blackman_window(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def blackman_window [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: window_length | window_length periodic; piped handles fill the tensor slots still missing
-    --window_length: int  # int
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: window_length | window_length periodic; piped handles fill the tensor slots still missing
+    --window_length: int  # the size of returned window (int)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned window tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
     --pin_memory  # bool?
-    --requires_grad  # bool
-    --periodic  # bool
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
+    --periodic  # If True, returns a window to be used as periodic function (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "blackman_window" $in $args {window_length: $window_length, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, periodic: $periodic, no_grad: $no_grad} {pin_memory: false, requires_grad: false, periodic: false} }
+]: any -> any { torchsh typed "blackman_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! no_grad!" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $no_grad] }
 
 # Create a block diagonal matrix from provided tensors.
 #
 # torch.block_diag(*Tensor tensors) -> Tensor
 export def block_diag [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; tensors: One or more tensors with 0, 1, or 2 dimensions; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "block_diag" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "block_diag" $args "no_grad!" [$no_grad] }
 
 # Performs a batch matrix-matrix product of matrices stored in input and mat2.
 #
 # torch.bmm(Tensor input, Tensor mat2) -> Tensor
 # torch.bmm(Tensor input, Tensor mat2, ScalarType out_dtype) -> Tensor
 export def bmm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mat2 | input mat2 out_dtype; piped handles fill the tensor slots still missing
-    --out_dtype: string@"nu-complete torch dtypes"  # ScalarType
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input mat2 | input mat2 out_dtype; input: the first batch of matrices to be multiplied; mat2: the second batch of matrices to be multiplied; piped handles fill the tensor slots still missing
+    --out_dtype: string@"nu-complete torch dtypes"  # the dtype of the output tensor (ScalarType)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "bmm" $in $args {out_dtype: $out_dtype, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "bmm" $args "out_dtype no_grad!" [$out_dtype $no_grad] }
 
 # Broadcasts the given tensors according to broadcasting-semantics.
 #
 # torch.broadcast_tensors(*Tensor tensors) -> Tensor[]
 export def broadcast_tensors [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; tensors: any number of tensors of the same type; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "broadcast_tensors" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "broadcast_tensors" $args "no_grad!" [$no_grad] }
 
 # Broadcasts input to the shape \shape.
 #
 # torch.broadcast_to(Tensor input, SymInt[] size) -> Tensor(a)
 export def broadcast_to [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input size; input: the input tensor; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "broadcast_to" $in $args {size: $size, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "broadcast_to" $args "size no_grad!" [$size $no_grad] }
 
 # Returns the indices of the buckets to which each value in the input belongs, where the boundaries of the buckets are set by boundaries.
 #
 # torch.bucketize(Tensor input, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor
 # torch.bucketize(Scalar input, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor
 export def bucketize [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input boundaries; piped handles fill the tensor slots still missing
-    --input: any  # Tensor | Scalar
-    --out_int32  # bool
-    --right  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input boundaries; boundaries: 1-D tensor, must contain a strictly increasing sequence, or the return value is undefined; piped handles fill the tensor slots still missing
+    --input: any@"nu-complete torch"  # N-D tensor or a Scalar containing the search value(s) (Tensor | Scalar)
+    --out_int32  # indicate the output data type. torch.int32 if True, torch.int64 otherwise (bool)
+    --right  # determines the behavior for values in boundaries (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "bucketize" $in $args {input: $input, out_int32: $out_int32, right: $right, no_grad: $no_grad} {out_int32: false, right: false} }
+]: any -> any { torchsh typed "bucketize" $args "input out_int32! right! no_grad!" [$input $out_int32 $right $no_grad] }
 
 # Do cartesian product of the given sequence of tensors.
 #
 # torch.cartesian_prod(*Tensor tensors) -> Tensor
 export def cartesian_prod [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; tensors: any number of 1 dimensional tensors; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cartesian_prod" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cartesian_prod" $args "no_grad!" [$no_grad] }
 
 # Concatenates the given sequence of tensors in tensors in the given dimension.
 #
 # torch.cat(Tensor[] tensors, int dim=0) -> Tensor
 export def cat [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… dim; piped handles fill the tensor slots still missing
-    --dim: int = 0  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors… dim; tensors: Non-empty tensors provided must have the same shape, except in the cat dimension; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension over which the tensors are concatenated (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cat" $in $args {dim: $dim, no_grad: $no_grad} {dim: 0} }
+]: any -> any { torchsh typed "cat" $args "dim no_grad!" [$dim $no_grad] }
 
 # Computes batched the p-norm distance between each pair of the two collections of row vectors.
 #
 # torch.cdist(Tensor x1, Tensor x2, float p=2.0, str compute_mode=use_mm_for_euclid_dist_if_necessary)
 export def cdist [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x1 x2 p compute_mode; piped handles fill the tensor slots still missing
-    --p: number = 2.0  # float
-    --compute_mode: string = "use_mm_for_euclid_dist_if_necessary"  # str
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: x1 x2 p compute_mode; x1: input tensor where the last two dimensions represent the points and the feature dimension respectiv…; x2: input tensor where the last two dimensions also represent the points and the feature dimension resp…; piped handles fill the tensor slots still missing
+    --p: number  # p value for the p-norm distance to calculate between each vector pair \in [0, \infty] (float; default 2.0)
+    --compute_mode: string  # 'use_mm_for_euclid_dist_if_necessary' - will use matrix multiplication approach to calculate euclid… (str; default "use_mm_for_euclid_dist_if_necessary")
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cdist" $in $args {p: $p, compute_mode: $compute_mode, no_grad: $no_grad} {p: 2.0, compute_mode: "use_mm_for_euclid_dist_if_necessary"} }
+]: any -> any { torchsh typed "cdist" $args "p compute_mode no_grad!" [$p $compute_mode $no_grad] }
 
 # Returns a new tensor with the ceil of the elements of input, the smallest integer greater than or equal to each element.
 #
 # torch.ceil(Tensor input) -> Tensor
 export def ceil [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "ceil" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "ceil" $args "no_grad!" [$no_grad] }
 
 # Divide the channels in a tensor of shape (*, C , H, W) into g groups and rearrange them as (*, C \frac g, g, H, W), while keeping the original tensor shape.
 #
 # torch.channel_shuffle(Tensor input, SymInt groups) -> Tensor
 export def channel_shuffle [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input groups; piped handles fill the tensor slots still missing
-    --groups: int  # SymInt
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input groups; input: the input tensor; piped handles fill the tensor slots still missing
+    --groups: int  # number of groups to divide channels in and rearrange (SymInt)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "channel_shuffle" $in $args {groups: $groups, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "channel_shuffle" $args "groups no_grad!" [$groups $no_grad] }
 
 # Restore a checkpoint into a model built the same way (and its optimizer and scheduler); strict and atomic.
 #
 # checkpoint.load(Path file, Module model, Optimizer? optimizer=None, Scheduler? scheduler=None, *, bool rng=True) -> None
 export def "checkpoint load" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: file model optimizer scheduler; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: file model optimizer scheduler; piped handles fill the tensor slots still missing
     --file: path  # Path
-    --optimizer: string@"nu-complete torch handles"  # Optimizer?
-    --scheduler: string@"nu-complete torch handles"  # Scheduler?
-    --rng: any = true  # bool
+    --optimizer: string@"nu-complete torch"  # Optimizer?
+    --scheduler: string@"nu-complete torch"  # Scheduler?
+    --rng: any  # bool; default true
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "checkpoint.load" $in $args {file: $file, optimizer: $optimizer, scheduler: $scheduler, rng: $rng, no_grad: $no_grad} {rng: true} }
+]: any -> any { torchsh typed "checkpoint.load" $args "file optimizer scheduler rng no_grad!" [$file $optimizer $scheduler $rng $no_grad] }
 
 # Save model, optimizer and scheduler state (and the RNG state) to one .safetensors file, atomically.
 #
 # checkpoint.save(OutPath file, Module model, Optimizer? optimizer=None, Scheduler? scheduler=None) -> None
 export def "checkpoint save" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: file model optimizer scheduler; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: file model optimizer scheduler; piped handles fill the tensor slots still missing
     --file: path  # OutPath
-    --optimizer: string@"nu-complete torch handles"  # Optimizer?
-    --scheduler: string@"nu-complete torch handles"  # Scheduler?
+    --optimizer: string@"nu-complete torch"  # Optimizer?
+    --scheduler: string@"nu-complete torch"  # Scheduler?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "checkpoint.save" $in $args {file: $file, optimizer: $optimizer, scheduler: $scheduler, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "checkpoint.save" $args "file optimizer scheduler no_grad!" [$file $optimizer $scheduler $no_grad] }
 
 # Computes the inverse of a complex Hermitian or real symmetric positive-definite matrix given its Cholesky decomposition.
 #
 # torch.cholesky_inverse(Tensor input, bool upper=False) -> Tensor
 export def cholesky_inverse [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input upper; piped handles fill the tensor slots still missing
-    --upper  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input upper; piped handles fill the tensor slots still missing
+    --upper  # flag that indicates whether L is lower triangular or upper triangular (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cholesky_inverse" $in $args {upper: $upper, no_grad: $no_grad} {upper: false} }
+]: any -> any { torchsh typed "cholesky_inverse" $args "upper! no_grad!" [$upper $no_grad] }
 
 # Computes the solution of a system of linear equations with complex Hermitian or real symmetric positive-definite lhs given its Cholesky decomposition.
 #
 # torch.cholesky_solve(Tensor input, Tensor input2, bool upper=False) -> Tensor
 export def cholesky_solve [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input input2 upper; piped handles fill the tensor slots still missing
-    --upper  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input input2 upper; piped handles fill the tensor slots still missing
+    --upper  # flag that indicates whether L is lower triangular or upper triangular (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cholesky_solve" $in $args {upper: $upper, no_grad: $no_grad} {upper: false} }
+]: any -> any { torchsh typed "cholesky_solve" $args "upper! no_grad!" [$upper $no_grad] }
 
 # Attempts to split a tensor into the specified number of chunks.
 #
 # torch.chunk(Tensor input, int chunks, int dim=0) -> Tensor(a)[]
 export def chunk [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input chunks dim; piped handles fill the tensor slots still missing
-    --chunks: int  # int
-    --dim: int = 0  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input chunks dim; input: the tensor to split; piped handles fill the tensor slots still missing
+    --chunks: int  # number of chunks to return (int)
+    --dim: int  # dimension along which to split the tensor (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "chunk" $in $args {chunks: $chunks, dim: $dim, no_grad: $no_grad} {dim: 0} }
+]: any -> any { torchsh typed "chunk" $args "chunks dim no_grad!" [$chunks $dim $no_grad] }
 
 # Clamps all elements in input into the range [ min, max ].
 #
 # torch.clamp(Tensor input, Scalar? min=None, Scalar? max=None) -> Tensor
 # torch.clamp(Tensor input, Tensor? min=None, Tensor? max=None) -> Tensor
 export def clamp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input min max; piped handles fill the tensor slots still missing
-    --min: any  # Scalar? | Tensor?
-    --max: any  # Scalar? | Tensor?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input min max; input: the input tensor; piped handles fill the tensor slots still missing
+    --min: any@"nu-complete torch"  # lower-bound of the range to be clamped to (Scalar? | Tensor?)
+    --max: any@"nu-complete torch"  # upper-bound of the range to be clamped to (Scalar? | Tensor?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "clamp" $in $args {min: $min, max: $max, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "clamp" $args "min max no_grad!" [$min $max $no_grad] }
 
 # clamp_max
 #
 # torch.clamp_max(Tensor input, Scalar max) -> Tensor
 # torch.clamp_max(Tensor input, Tensor max) -> Tensor
 export def clamp_max [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input max; piped handles fill the tensor slots still missing
-    --max: any  # Scalar | Tensor
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input max; piped handles fill the tensor slots still missing
+    --max: any@"nu-complete torch"  # Scalar | Tensor
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "clamp_max" $in $args {max: $max, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "clamp_max" $args "max no_grad!" [$max $no_grad] }
 
 # clamp_min
 #
 # torch.clamp_min(Tensor input, Scalar min) -> Tensor
 # torch.clamp_min(Tensor input, Tensor min) -> Tensor
 export def clamp_min [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input min; piped handles fill the tensor slots still missing
-    --min: any  # Scalar | Tensor
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input min; piped handles fill the tensor slots still missing
+    --min: any@"nu-complete torch"  # Scalar | Tensor
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "clamp_min" $in $args {min: $min, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "clamp_min" $args "min no_grad!" [$min $no_grad] }
 
 # Alias for torch.clamp.
 #
 # torch.clip(Tensor input, Scalar? min=None, Scalar? max=None) -> Tensor
 # torch.clip(Tensor input, Tensor? min=None, Tensor? max=None) -> Tensor
 export def clip [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input min max; piped handles fill the tensor slots still missing
-    --min: any  # Scalar? | Tensor?
-    --max: any  # Scalar? | Tensor?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input min max; piped handles fill the tensor slots still missing
+    --min: any@"nu-complete torch"  # Scalar? | Tensor?
+    --max: any@"nu-complete torch"  # Scalar? | Tensor?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "clip" $in $args {min: $min, max: $max, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "clip" $args "min max no_grad!" [$min $max $no_grad] }
 
 # torch.nn.utils.clip_grad_norm_ over the parameters of models, optimizers or tensors; prints the total
 #
 # clip_grad_norm(Handle[] targets, *, float max_norm, float norm_type=2.0, bool error_if_nonfinite=False) -> Scalar
 export def clip_grad_norm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: targets…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: targets…; piped handles fill the tensor slots still missing
     --max_norm: number  # float
-    --norm_type: number = 2.0  # float
+    --norm_type: number  # float; default 2.0
     --error_if_nonfinite  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "clip_grad_norm" $in $args {max_norm: $max_norm, norm_type: $norm_type, error_if_nonfinite: $error_if_nonfinite, no_grad: $no_grad} {norm_type: 2.0, error_if_nonfinite: false} --values }
+]: any -> any { torchsh typed "clip_grad_norm" $args "max_norm norm_type error_if_nonfinite! no_grad!" [$max_norm $norm_type $error_if_nonfinite $no_grad] --values }
 
 # torch.nn.utils.clip_grad_value_: clamp every gradient element into [-clip_value, clip_value].
 #
 # clip_grad_value(Handle[] targets, *, float clip_value) -> None
 export def clip_grad_value [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: targets…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: targets…; piped handles fill the tensor slots still missing
     --clip_value: number  # float
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "clip_grad_value" $in $args {clip_value: $clip_value, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "clip_grad_value" $args "clip_value no_grad!" [$clip_value $no_grad] }
 
 # Returns a copy of input.
 #
 # torch.clone(Tensor input, *, MemoryFormat? memory_format=None) -> Tensor
 export def clone [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
-    --memory_format: string  # MemoryFormat?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
+    --memory_format: string@"nu-complete torch"  # the desired memory format of returned tensor (MemoryFormat?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "clone" $in $args {memory_format: $memory_format, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "clone" $args "memory_format no_grad!" [$memory_format $no_grad] }
 
 # Creates a new tensor by horizontally stacking the tensors in tensors.
 #
 # torch.column_stack(Tensor[] tensors) -> Tensor
 export def column_stack [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; tensors: sequence of tensors to concatenate; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "column_stack" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "column_stack" $args "no_grad!" [$no_grad] }
 
 # Compute combinations of length r of the given tensor.
 #
 # torch.combinations(Tensor input, int r=2, bool with_replacement=False) -> Tensor
 export def combinations [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input r with_replacement; piped handles fill the tensor slots still missing
-    --r: int = 2  # int
-    --with_replacement  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input r with_replacement; input: 1D vector; piped handles fill the tensor slots still missing
+    --r: int  # number of elements to combine (int; default 2)
+    --with_replacement  # whether to allow duplication in combination (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "combinations" $in $args {r: $r, with_replacement: $with_replacement, no_grad: $no_grad} {r: 2, with_replacement: false} }
+]: any -> any { torchsh typed "combinations" $args "r with_replacement! no_grad!" [$r $with_replacement $no_grad] }
 
 # Print the TAB completion script for bash, zsh or fish: eval "$(torch completions bash)".
 #
 # completions(str shell) -> str
 export def completions [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: shell; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: shell; piped handles fill the tensor slots still missing
     --shell: string  # str
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "completions" $in $args {shell: $shell, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "completions" $args "shell no_grad!" [$shell $no_grad] }
 
 # Constructs a complex tensor with its real part equal to real and its imaginary part equal to imag.
 #
 # torch.complex(Tensor real, Tensor imag) -> Tensor
 export def complex [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: real imag; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: real imag; real: The real part of the complex tensor; imag: The imaginary part of the complex tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "complex" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "complex" $args "no_grad!" [$no_grad] }
 
 # Alias of torch.cat.
 #
 # torch.concat(Tensor[] tensors, int dim=0) -> Tensor
 export def concat [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… dim; piped handles fill the tensor slots still missing
-    --dim: int = 0  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors… dim; piped handles fill the tensor slots still missing
+    --dim: int  # int; default 0
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "concat" $in $args {dim: $dim, no_grad: $no_grad} {dim: 0} }
+]: any -> any { torchsh typed "concat" $args "dim no_grad!" [$dim $no_grad] }
 
 # Alias of torch.cat.
 #
 # torch.concatenate(Tensor[] tensors, int dim=0) -> Tensor
 export def concatenate [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… dim; piped handles fill the tensor slots still missing
-    --dim: int = 0  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors… dim; piped handles fill the tensor slots still missing
+    --dim: int  # int; default 0
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "concatenate" $in $args {dim: $dim, no_grad: $no_grad} {dim: 0} }
+]: any -> any { torchsh typed "concatenate" $args "dim no_grad!" [$dim $no_grad] }
 
 # Returns a view of input with a flipped conjugate bit.
 #
 # torch.conj(Tensor input) -> Tensor(a)
 export def conj [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "conj" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "conj" $args "no_grad!" [$no_grad] }
 
 # Computes the element-wise conjugate of the given input tensor.
 #
 # torch.conj_physical(Tensor input) -> Tensor
 export def conj_physical [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "conj_physical" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "conj_physical" $args "no_grad!" [$no_grad] }
 
 # constant_pad_nd
 #
 # torch.constant_pad_nd(Tensor input, SymInt[] pad, Scalar value=0) -> Tensor
 export def constant_pad_nd [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input pad value; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input pad value; piped handles fill the tensor slots still missing
     --pad: any  # SymInt[]
-    --value: number = 0  # Scalar
+    --value: number  # Scalar; default 0
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "constant_pad_nd" $in $args {pad: $pad, value: $value, no_grad: $no_grad} {value: 0} }
+]: any -> any { torchsh typed "constant_pad_nd" $args "pad value no_grad!" [$pad $value $no_grad] }
 
 # A contiguous tensor with the same data (the input itself when already contiguous).
 #
 # contiguous(Tensor input) -> Tensor
 export def contiguous [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "contiguous" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "contiguous" $args "no_grad!" [$no_grad] }
 
 # Applies a 1D convolution over an input signal composed of several input planes.
 #
 # torch.conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1], SymInt[] padding=[0], SymInt[] dilation=[1], SymInt groups=1) -> Tensor
 # torch.conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1], str padding=valid, SymInt[] dilation=[1], SymInt groups=1) -> Tensor
 export def conv1d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding dilation groups; piped handles fill the tensor slots still missing
-    --bias: any  # Tensor?
-    --stride: any = [1]  # SymInt[]
-    --padding: any  # SymInt[] | str
-    --dilation: any = [1]  # SymInt[]
-    --groups: int = 1  # SymInt
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input weight bias stride padding dilation groups; input: input tensor of shape (minibatch , in_channels , iW); weight: filters of shape (out_channels , \frac{in_channels}{groups} , kW); piped handles fill the tensor slots still missing
+    --bias: any@"nu-complete torch"  # optional bias of shape (out_channels) (Tensor?)
+    --stride: any  # the stride of the convolving kernel (SymInt[]; default [1])
+    --padding: any  # implicit paddings on both sides of the input (SymInt[] | str)
+    --dilation: any  # the spacing between kernel elements (SymInt[]; default [1])
+    --groups: int  # split input into groups, in_channels should be divisible by the number of groups (SymInt; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "conv1d" $in $args {bias: $bias, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups, no_grad: $no_grad} {stride: [1], dilation: [1], groups: 1} }
+]: any -> any { torchsh typed "conv1d" $args "bias stride padding dilation groups no_grad!" [$bias $stride $padding $dilation $groups $no_grad] }
 
 # Applies a 2D convolution over an input image composed of several input planes.
 #
 # torch.conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1], SymInt[] padding=[0, 0], SymInt[] dilation=[1, 1], SymInt groups=1) -> Tensor
 # torch.conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1], str padding=valid, SymInt[] dilation=[1, 1], SymInt groups=1) -> Tensor
 export def conv2d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding dilation groups; piped handles fill the tensor slots still missing
-    --bias: any  # Tensor?
-    --stride: any = [1, 1]  # SymInt[]
-    --padding: any  # SymInt[] | str
-    --dilation: any = [1, 1]  # SymInt[]
-    --groups: int = 1  # SymInt
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input weight bias stride padding dilation groups; input: input tensor of shape (minibatch , in_channels , iH , iW); weight: filters of shape (out_channels , \frac{in_channels}{groups} , kH , kW); piped handles fill the tensor slots still missing
+    --bias: any@"nu-complete torch"  # optional bias tensor of shape (out_channels) (Tensor?)
+    --stride: any  # the stride of the convolving kernel (SymInt[]; default [1, 1])
+    --padding: any  # implicit paddings on both sides of the input (SymInt[] | str)
+    --dilation: any  # the spacing between kernel elements (SymInt[]; default [1, 1])
+    --groups: int  # split input into groups, both in_channels and out_channels should be divisible by the number of gro… (SymInt; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "conv2d" $in $args {bias: $bias, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups, no_grad: $no_grad} {stride: [1, 1], dilation: [1, 1], groups: 1} }
+]: any -> any { torchsh typed "conv2d" $args "bias stride padding dilation groups no_grad!" [$bias $stride $padding $dilation $groups $no_grad] }
 
 # Applies a 3D convolution over an input image composed of several input planes.
 #
 # torch.conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1, 1], SymInt[] padding=[0, 0, 0], SymInt[] dilation=[1, 1, 1], SymInt groups=1) -> Tensor
 # torch.conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1, 1], str padding=valid, SymInt[] dilation=[1, 1, 1], SymInt groups=1) -> Tensor
 export def conv3d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding dilation groups; piped handles fill the tensor slots still missing
-    --bias: any  # Tensor?
-    --stride: any = [1, 1, 1]  # SymInt[]
-    --padding: any  # SymInt[] | str
-    --dilation: any = [1, 1, 1]  # SymInt[]
-    --groups: int = 1  # SymInt
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input weight bias stride padding dilation groups; input: input tensor of shape (minibatch , in_channels , iT , iH , iW); weight: filters of shape (out_channels , \frac{in_channels}{groups} , kT , kH , kW); piped handles fill the tensor slots still missing
+    --bias: any@"nu-complete torch"  # optional bias tensor of shape (out_channels) (Tensor?)
+    --stride: any  # the stride of the convolving kernel (SymInt[]; default [1, 1, 1])
+    --padding: any  # implicit paddings on both sides of the input (SymInt[] | str)
+    --dilation: any  # the spacing between kernel elements (SymInt[]; default [1, 1, 1])
+    --groups: int  # split input into groups, in_channels should be divisible by the number of groups (SymInt; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "conv3d" $in $args {bias: $bias, stride: $stride, padding: $padding, dilation: $dilation, groups: $groups, no_grad: $no_grad} {stride: [1, 1, 1], dilation: [1, 1, 1], groups: 1} }
+]: any -> any { torchsh typed "conv3d" $args "bias stride padding dilation groups no_grad!" [$bias $stride $padding $dilation $groups $no_grad] }
 
 # Applies a 1-dimensional sequence convolution over an input sequence.
 #
 # torch.conv_tbc(Tensor input, Tensor weight, Tensor bias, int pad=0) -> Tensor
 export def conv_tbc [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias pad; piped handles fill the tensor slots still missing
-    --pad: int = 0  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input weight bias pad; input: input tensor of shape (sequence length \times batch \times in_channels); weight: filter of shape (kernel width \times in_channels \times out_channels); bias: bias of shape (out_channels); piped handles fill the tensor slots still missing
+    --pad: int  # number of timesteps to pad (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "conv_tbc" $in $args {pad: $pad, no_grad: $no_grad} {pad: 0} }
+]: any -> any { torchsh typed "conv_tbc" $args "pad no_grad!" [$pad $no_grad] }
 
 # Applies a 1D transposed convolution operator over an input signal composed of several input planes, sometimes also called "deconvolution".
 #
 # torch.conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1], SymInt[] padding=[0], SymInt[] output_padding=[0], SymInt groups=1, SymInt[] dilation=[1]) -> Tensor
 export def conv_transpose1d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding output_padding groups dilation; piped handles fill the tensor slots still missing
-    --bias: any  # Tensor?
-    --stride: any = [1]  # SymInt[]
-    --padding: any = [0]  # SymInt[]
-    --output_padding: any = [0]  # SymInt[]
-    --groups: int = 1  # SymInt
-    --dilation: any = [1]  # SymInt[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input weight bias stride padding output_padding groups dilation; input: input tensor of shape (minibatch , in_channels , iW); weight: filters of shape (in_channels , \frac{out_channels}{groups} , kW); piped handles fill the tensor slots still missing
+    --bias: any@"nu-complete torch"  # optional bias of shape (out_channels) (Tensor?)
+    --stride: any  # the stride of the convolving kernel (SymInt[]; default [1])
+    --padding: any  # dilation * (kernel_size - 1) - padding zero-padding will be added to both sides of each dimension i… (SymInt[]; default [0])
+    --output_padding: any  # additional size added to one side of each dimension in the output shape (SymInt[]; default [0])
+    --groups: int  # split input into groups, in_channels should be divisible by the number of groups (SymInt; default 1)
+    --dilation: any  # the spacing between kernel elements (SymInt[]; default [1])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "conv_transpose1d" $in $args {bias: $bias, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, dilation: $dilation, no_grad: $no_grad} {stride: [1], padding: [0], output_padding: [0], groups: 1, dilation: [1]} }
+]: any -> any { torchsh typed "conv_transpose1d" $args "bias stride padding output_padding groups dilation no_grad!" [$bias $stride $padding $output_padding $groups $dilation $no_grad] }
 
 # Applies a 2D transposed convolution operator over an input image composed of several input planes, sometimes also called "deconvolution".
 #
 # torch.conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1], SymInt[] padding=[0, 0], SymInt[] output_padding=[0, 0], SymInt groups=1, SymInt[] dilation=[1, 1]) -> Tensor
 export def conv_transpose2d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding output_padding groups dilation; piped handles fill the tensor slots still missing
-    --bias: any  # Tensor?
-    --stride: any = [1, 1]  # SymInt[]
-    --padding: any = [0, 0]  # SymInt[]
-    --output_padding: any = [0, 0]  # SymInt[]
-    --groups: int = 1  # SymInt
-    --dilation: any = [1, 1]  # SymInt[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input weight bias stride padding output_padding groups dilation; input: input tensor of shape (minibatch , in_channels , iH , iW); weight: filters of shape (in_channels , \frac{out_channels}{groups} , kH , kW); piped handles fill the tensor slots still missing
+    --bias: any@"nu-complete torch"  # optional bias of shape (out_channels) (Tensor?)
+    --stride: any  # the stride of the convolving kernel (SymInt[]; default [1, 1])
+    --padding: any  # dilation * (kernel_size - 1) - padding zero-padding will be added to both sides of each dimension i… (SymInt[]; default [0, 0])
+    --output_padding: any  # additional size added to one side of each dimension in the output shape (SymInt[]; default [0, 0])
+    --groups: int  # split input into groups, in_channels should be divisible by the number of groups (SymInt; default 1)
+    --dilation: any  # the spacing between kernel elements (SymInt[]; default [1, 1])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "conv_transpose2d" $in $args {bias: $bias, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, dilation: $dilation, no_grad: $no_grad} {stride: [1, 1], padding: [0, 0], output_padding: [0, 0], groups: 1, dilation: [1, 1]} }
+]: any -> any { torchsh typed "conv_transpose2d" $args "bias stride padding output_padding groups dilation no_grad!" [$bias $stride $padding $output_padding $groups $dilation $no_grad] }
 
 # Applies a 3D transposed convolution operator over an input image composed of several input planes, sometimes also called "deconvolution".
 #
 # torch.conv_transpose3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=[1, 1, 1], SymInt[] padding=[0, 0, 0], SymInt[] output_padding=[0, 0, 0], SymInt groups=1, SymInt[] dilation=[1, 1, 1]) -> Tensor
 export def conv_transpose3d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding output_padding groups dilation; piped handles fill the tensor slots still missing
-    --bias: any  # Tensor?
-    --stride: any = [1, 1, 1]  # SymInt[]
-    --padding: any = [0, 0, 0]  # SymInt[]
-    --output_padding: any = [0, 0, 0]  # SymInt[]
-    --groups: int = 1  # SymInt
-    --dilation: any = [1, 1, 1]  # SymInt[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input weight bias stride padding output_padding groups dilation; input: input tensor of shape (minibatch , in_channels , iT , iH , iW); weight: filters of shape (in_channels , \frac{out_channels}{groups} , kT , kH , kW); piped handles fill the tensor slots still missing
+    --bias: any@"nu-complete torch"  # optional bias of shape (out_channels) (Tensor?)
+    --stride: any  # the stride of the convolving kernel (SymInt[]; default [1, 1, 1])
+    --padding: any  # dilation * (kernel_size - 1) - padding zero-padding will be added to both sides of each dimension i… (SymInt[]; default [0, 0, 0])
+    --output_padding: any  # additional size added to one side of each dimension in the output shape (SymInt[]; default [0, 0, 0])
+    --groups: int  # split input into groups, in_channels should be divisible by the number of groups (SymInt; default 1)
+    --dilation: any  # the spacing between kernel elements (SymInt[]; default [1, 1, 1])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "conv_transpose3d" $in $args {bias: $bias, stride: $stride, padding: $padding, output_padding: $output_padding, groups: $groups, dilation: $dilation, no_grad: $no_grad} {stride: [1, 1, 1], padding: [0, 0, 0], output_padding: [0, 0, 0], groups: 1, dilation: [1, 1, 1]} }
+]: any -> any { torchsh typed "conv_transpose3d" $args "bias stride padding output_padding groups dilation no_grad!" [$bias $stride $padding $output_padding $groups $dilation $no_grad] }
 
 # convolution
 #
 # torch.convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor
 export def convolution [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight bias stride padding dilation transposed output_padding groups; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input weight bias stride padding dilation transposed output_padding groups; piped handles fill the tensor slots still missing
     --stride: any  # SymInt[]
     --padding: any  # SymInt[]
     --dilation: any  # SymInt[]
@@ -1449,998 +1503,998 @@ export def convolution [
     --output_padding: any  # SymInt[]
     --groups: int  # SymInt
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "convolution" $in $args {stride: $stride, padding: $padding, dilation: $dilation, transposed: $transposed, output_padding: $output_padding, groups: $groups, no_grad: $no_grad} {transposed: false} }
+]: any -> any { torchsh typed "convolution" $args "stride padding dilation transposed! output_padding groups no_grad!" [$stride $padding $dilation $transposed $output_padding $groups $no_grad] }
 
 # Create a new floating-point tensor with the magnitude of input and the sign of other, elementwise.
 #
 # torch.copysign(Tensor input, Tensor other) -> Tensor
 # torch.copysign(Tensor input, Scalar other) -> Tensor
 export def copysign [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: magnitudes; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # contains value(s) whose signbit(s) are applied to the magnitudes in input (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "copysign" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "copysign" $args "other no_grad!" [$other $no_grad] }
 
 # Estimates the Pearson product-moment correlation coefficient matrix of the variables given by the input matrix, where rows are the variables and columns are the observations.
 #
 # torch.corrcoef(Tensor input) -> Tensor
 export def corrcoef [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: A 2D matrix containing multiple variables and observations, or a Scalar or 1D vector representing a…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "corrcoef" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "corrcoef" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the cosine of the elements of input given in radians.
 #
 # torch.cos(Tensor input) -> Tensor
 export def cos [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cos" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cos" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the hyperbolic cosine of the elements of input.
 #
 # torch.cosh(Tensor input) -> Tensor
 export def cosh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cosh" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cosh" $args "no_grad!" [$no_grad] }
 
 # Returns cosine similarity between x1 and x2, computed along dim.
 #
 # torch.cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor
 export def cosine_similarity [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x1 x2 dim eps; piped handles fill the tensor slots still missing
-    --dim: int = 1  # int
-    --eps: number = 1e-08  # float
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: x1 x2 dim eps; x1: First input; x2: Second input; piped handles fill the tensor slots still missing
+    --dim: int  # Dimension along which cosine similarity is computed (int; default 1)
+    --eps: number  # Small value to avoid division by zero (float; default 1e-08)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cosine_similarity" $in $args {dim: $dim, eps: $eps, no_grad: $no_grad} {dim: 1, eps: 1e-08} }
+]: any -> any { torchsh typed "cosine_similarity" $args "dim eps no_grad!" [$dim $eps $no_grad] }
 
 # Counts the number of non-zero values in the tensor input along the given dim.
 #
 # torch.count_nonzero(Tensor input, int? dim=None) -> Tensor
 # torch.count_nonzero(Tensor input, int[] dim) -> Tensor
 export def count_nonzero [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
-    --dim: any  # int? | int[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: any  # Dim or tuple of dims along which to count non-zeros (int? | int[])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "count_nonzero" $in $args {dim: $dim, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "count_nonzero" $args "dim no_grad!" [$dim $no_grad] }
 
 # Estimates the covariance matrix of the variables given by the input matrix, where rows are the variables and columns are the observations.
 #
 # torch.cov(Tensor input, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor
 export def cov [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
-    --correction: int = 1  # int
-    --fweights: any  # Tensor?
-    --aweights: any  # Tensor?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: A 2D matrix containing multiple variables and observations, or a Scalar or 1D vector representing a…; piped handles fill the tensor slots still missing
+    --correction: int  # difference between the sample size and sample degrees of freedom (int; default 1)
+    --fweights: any@"nu-complete torch"  # A Scalar or 1D tensor of observation vector frequencies representing the number of times each obser… (Tensor?)
+    --aweights: any@"nu-complete torch"  # A Scalar or 1D array of observation vector weights (Tensor?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cov" $in $args {correction: $correction, fweights: $fweights, aweights: $aweights, no_grad: $no_grad} {correction: 1} }
+]: any -> any { torchsh typed "cov" $args "correction fweights aweights no_grad!" [$correction $fweights $aweights $no_grad] }
 
 # Copy tensors, models (with their state), optimizers (with their model) and schedulers to the daemon
 #
 # cp(Handle[] handles, *, str to) -> Json
 export def cp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: handles…; piped handles fill the tensor slots still missing
-    --to: string  # str
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: handles…; handles: the objects to copy (an optimizer needs its model among them, a scheduler its optimizer); piped handles fill the tensor slots still missing
+    --to: string  # the destination context (torch context ls) (str)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cp" $in $args {to: $to, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cp" $args "to no_grad!" [$to $no_grad] }
 
 # Returns a copy of this object in CPU memory.
 #
 # torch.cpu(Tensor input) -> Tensor(b|a)
 export def cpu [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cpu" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cpu" $args "no_grad!" [$no_grad] }
 
 # Returns the cross product of vectors in dimension dim of input and other.
 #
 # torch.cross(Tensor input, Tensor other, int? dim=None) -> Tensor
 export def cross [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other dim; piped handles fill the tensor slots still missing
-    --dim: int  # int?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other dim; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to take the cross-product in (int?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cross" $in $args {dim: $dim, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cross" $args "dim no_grad!" [$dim $no_grad] }
 
 # Returns a copy of this object in CUDA memory.
 #
 # torch.cuda(Tensor input) -> Tensor(b|a)
 export def cuda [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cuda" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cuda" $args "no_grad!" [$no_grad] }
 
 # torch.cuda.is_available(): true when this PyTorch build can use a CUDA device on this machine.
 #
 # cuda.available() -> bool
 export def "cuda available" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cuda.available" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cuda.available" $args "no_grad!" [$no_grad] }
 
 # torch.cuda.device_count(): how many CUDA devices PyTorch sees (0 on a CPU build).
 #
 # cuda.device_count() -> int
 export def "cuda device_count" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cuda.device_count" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cuda.device_count" $args "no_grad!" [$no_grad] }
 
 # torch.cuda.manual_seed(seed): seed the current CUDA device's generator (nothing to seed on a CPU build).
 #
 # cuda.manual_seed(int seed) -> None
 export def "cuda manual_seed" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: seed; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: seed; piped handles fill the tensor slots still missing
     --seed: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cuda.manual_seed" $in $args {seed: $seed, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cuda.manual_seed" $args "seed no_grad!" [$seed $no_grad] }
 
 # Bytes on a CUDA device: allocated and reserved by PyTorch (now and at peak), free and total.
 #
 # cuda.memory(Device? device=None) -> Json
 export def "cuda memory" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: device; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: device; piped handles fill the tensor slots still missing
     --device: string@"nu-complete torch devices"  # Device?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cuda.memory" $in $args {device: $device, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cuda.memory" $args "device no_grad!" [$device $no_grad] }
 
 # torch.cuda.synchronize(device): wait until every kernel queued on the device has finished.
 #
 # cuda.synchronize(Device? device=None) -> None
 export def "cuda synchronize" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: device; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: device; piped handles fill the tensor slots still missing
     --device: string@"nu-complete torch devices"  # Device?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cuda.synchronize" $in $args {device: $device, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cuda.synchronize" $args "device no_grad!" [$device $no_grad] }
 
 # Returns a namedtuple (values, indices) where values is the cumulative maximum of elements of input in the dimension dim.
 #
 # torch.cummax(Tensor input, int dim) -> (Tensor values, Tensor indices)
 export def cummax [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
-    --dim: int  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to do the operation over (int)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cummax" $in $args {dim: $dim, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cummax" $args "dim no_grad!" [$dim $no_grad] }
 
 # Returns a namedtuple (values, indices) where values is the cumulative minimum of elements of input in the dimension dim.
 #
 # torch.cummin(Tensor input, int dim) -> (Tensor values, Tensor indices)
 export def cummin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
-    --dim: int  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to do the operation over (int)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cummin" $in $args {dim: $dim, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cummin" $args "dim no_grad!" [$dim $no_grad] }
 
 # Returns the cumulative product of elements of input in the dimension dim.
 #
 # torch.cumprod(Tensor input, int dim, *, ScalarType? dtype=None) -> Tensor
 export def cumprod [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
-    --dim: int  # int
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to do the operation over (int)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cumprod" $in $args {dim: $dim, dtype: $dtype, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cumprod" $args "dim dtype no_grad!" [$dim $dtype $no_grad] }
 
 # Returns the cumulative sum of elements of input in the dimension dim.
 #
 # torch.cumsum(Tensor input, int dim, *, ScalarType? dtype=None) -> Tensor
 export def cumsum [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
-    --dim: int  # int
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to do the operation over (int)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cumsum" $in $args {dim: $dim, dtype: $dtype, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "cumsum" $args "dim dtype no_grad!" [$dim $dtype $no_grad] }
 
 # Cumulatively computes the trapezoidal rule <https://en.wikipedia.org/wiki/Trapezoidal_rule>_ along dim.
 #
 # torch.cumulative_trapezoid(Tensor y, Tensor x, *, int dim=-1) -> Tensor
 # torch.cumulative_trapezoid(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor
 export def cumulative_trapezoid [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: y x | y; piped handles fill the tensor slots still missing
-    --dim: int = -1  # int
-    --dx: number = 1  # Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: y x | y; y: Values to use when computing the trapezoidal rule; x: If specified, defines spacing between values as specified above; piped handles fill the tensor slots still missing
+    --dim: int  # The dimension along which to compute the trapezoidal rule (int; default -1)
+    --dx: number  # constant spacing between values (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cumulative_trapezoid" $in $args {dim: $dim, dx: $dx, no_grad: $no_grad} {dim: -1, dx: 1} }
+]: any -> any { torchsh typed "cumulative_trapezoid" $args "dim dx no_grad!" [$dim $dx $no_grad] }
 
 # Print the last lines of the daemon's log (-n N, default 50); -f (--follow) keeps printing until Ctrl-C.
 #
 # daemon.log(Argv? options=None, *, bool follow=False, int lines=50) -> str
 export def "daemon log" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --follow  # bool
-    --lines: int = 50  # int
+    --lines: int  # int; default 50
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "daemon.log" $in $args {follow: $follow, lines: $lines, no_grad: $no_grad} {follow: false, lines: 50} }
+]: any -> any { torchsh typed "daemon.log" $args "follow! lines no_grad!" [$follow $lines $no_grad] }
 
 # Restart the daemon: a fresh PyTorch, an empty registry; old handles become stale.
 #
 # daemon.restart() -> str
 export def "daemon restart" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "daemon.restart" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "daemon.restart" $args "no_grad!" [$no_grad] }
 
 # Start the daemon (any command does); says so when one is already running.
 #
 # daemon.start() -> str
 export def "daemon start" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "daemon.start" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "daemon.start" $args "no_grad!" [$no_grad] }
 
 # pid, version, devices, uptime, idle, remaining TTL, objects by kind, bytes held, memory, socket, log,
 #
 # daemon.status() -> Json
 export def "daemon status" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "daemon.status" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "daemon.status" $args "no_grad!" [$no_grad] }
 
 # Stop the daemon; every object it holds is freed. `torch daemon stop` returns once it has exited.
 #
 # daemon.stop(*, bool restart=False) -> str
 export def "daemon stop" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --restart  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "daemon.stop" $in $args {restart: $restart, no_grad: $no_grad} {restart: false} }
+]: any -> any { torchsh typed "daemon.stop" $args "restart! no_grad!" [$restart $no_grad] }
 
 # Set the sliding idle TTL: 90s, 30m, 2h, 1d or none.
 #
 # daemon.ttl(str duration) -> str
 export def "daemon ttl" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: duration; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: duration; piped handles fill the tensor slots still missing
     --duration: string  # str
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "daemon.ttl" $in $args {duration: $duration, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "daemon.ttl" $args "duration no_grad!" [$duration $no_grad] }
 
 # The first N items (default 5), one a line: a JSON list of its fields' values, as `torch value` prints them.
 #
 # data.head(Dataset dataset, int n=5) -> Json
 export def "data head" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dataset n; piped handles fill the tensor slots still missing
-    --n: int = 5  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: dataset n; piped handles fill the tensor slots still missing
+    --n: int  # how many items (int; default 5)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "data.head" $in $args {n: $n, no_grad: $no_grad} {n: 5} }
+]: any -> any { torchsh typed "data.head" $args "n no_grad!" [$n $no_grad] }
 
 # Length, each field's shape (of one item) and dtype, and the class names when known.
 #
 # data.info(Dataset dataset) -> Json
 export def "data info" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dataset; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: dataset; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "data.info" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "data.info" $args "no_grad!" [$no_grad] }
 
 # torch.utils.data.DataLoader over a dataset: batches of --batch_size, reshuffled every epoch with --shuffle.
 #
 # data.loader(Dataset dataset, *, int batch_size=1, bool shuffle=False, bool drop_last=False, int? seed=None, int num_workers=0) -> Loader
 export def "data loader" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dataset; piped handles fill the tensor slots still missing
-    --batch_size: int = 1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: dataset; piped handles fill the tensor slots still missing
+    --batch_size: int  # int; default 1
     --shuffle  # bool
     --drop_last  # bool
-    --seed: int  # int?
-    --num_workers: int = 0  # int
+    --seed: int  # seeds the loader's generator (the shuffle order); without it, one drawn from the global RNG (int?)
+    --num_workers: int  # worker processes that load batches (0: in the daemon's request) (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "data.loader" $in $args {batch_size: $batch_size, shuffle: $shuffle, drop_last: $drop_last, seed: $seed, num_workers: $num_workers, no_grad: $no_grad} {batch_size: 1, shuffle: false, drop_last: false, num_workers: 0} }
+]: any -> any { torchsh typed "data.loader" $args "batch_size shuffle! drop_last! seed num_workers no_grad!" [$batch_size $shuffle $drop_last $seed $num_workers $no_grad] }
 
 # The loader's next batch, one handle per field (one a line); exit 1, silent, at the end of an epoch.
 #
 # data.next(Loader loader) -> Tensor[]
 export def "data next" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loader; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: loader; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "data.next" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "data.next" $args "no_grad!" [$no_grad] }
 
 # A map-style dataset over files: .npy (memory-mapped), .npz, .safetensors (lazy), .csv, .parquet,
 #
 # data.open(Path[] files, *, str? columns=None, str? target=None, ScalarType? dtype=None, ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None) -> Dataset
 export def "data open" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: files…; piped handles fill the tensor slots still missing
-    --files: any  # Path[]
-    --columns: string  # str?
-    --target: string  # str?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --target_dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --header  # bool?
-    --no_header  # bool
-    --delimiter: string  # str?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: files…; piped handles fill the tensor slots still missing
+    --files: any  # .npy .npz .safetensors .csv .parquet files, or an image folder (ROOT/CLASS/IMAGE) (Path[])
+    --columns: string  # columns (csv, parquet) or arrays (npz, safetensors) by name or 0-based index, x1,x2; repeat for mor… (str?)
+    --target: string  # the column or array put last; alone, every other column is a feature (str?)
+    --dtype: string@"nu-complete torch dtypes"  # the features' dtype for csv and parquet (default float32) (ScalarType?)
+    --target_dtype: string@"nu-complete torch dtypes"  # the target's dtype for csv (default --dtype) and parquet (default as stored) (ScalarType?)
+    --header  # the csv's first line names the columns (bool?)
+    --no_header  # the csv's first line is data (bool)
+    --delimiter: string  # the csv's cell separator (default ','; tab for tabs) (str?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "data.open" $in $args {files: $files, columns: $columns, target: $target, dtype: $dtype, target_dtype: $target_dtype, header: $header, no_header: $no_header, delimiter: $delimiter, no_grad: $no_grad} {header: false, no_header: false} }
+]: any -> any { torchsh typed "data.open" $args "files columns target dtype target_dtype header! no_header! delimiter no_grad!" [$files $columns $target $dtype $target_dtype $header $no_header $delimiter $no_grad] }
 
 # torch.utils.data.random_split: two to five parts, by fractions (0.8 0.2) or counts (800 200); one
 #
 # data.split(Dataset dataset, float length1, float length2, float? length3=None, float? length4=None, float? length5=None, *, int? seed=None) -> Dataset[]
 export def "data split" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dataset length1 length2 length3 length4 length5; piped handles fill the tensor slots still missing
-    --length1: number  # float
-    --length2: number  # float
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: dataset length1 length2 length3 length4 length5; piped handles fill the tensor slots still missing
+    --length1: number  # the first part's fraction (0.8) or count (800) (float)
+    --length2: number  # the second part's (float)
     --length3: number  # float?
     --length4: number  # float?
     --length5: number  # float?
-    --seed: int  # int?
+    --seed: int  # seed of the torch.Generator that draws the permutation (int?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "data.split" $in $args {length1: $length1, length2: $length2, length3: $length3, length4: $length4, length5: $length5, seed: $seed, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "data.split" $args "length1 length2 length3 length4 length5 seed no_grad!" [$length1 $length2 $length3 $length4 $length5 $seed $no_grad] }
 
 # A TensorDataset over held tensors: item i is (X[i], Y[i], …); all share their first dimension.
 #
 # data.tensors(Tensor[] tensors) -> Dataset
 export def "data tensors" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "data.tensors" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "data.tensors" $args "no_grad!" [$no_grad] }
 
 # A dataset whose items are transformed as they are read: --resize H,W (or S: the shorter edge),
 #
 # data.transform(Dataset dataset, *, float[]? mean=None, float[]? std=None, int? one_hot=None, ScalarType? dtype=None, int[]? resize=None, int[]? center_crop=None, int? field=None) -> Dataset
 export def "data transform" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dataset; piped handles fill the tensor slots still missing
-    --mean: any  # float[]?
-    --std: any  # float[]?
-    --one_hot: int  # int?
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --resize: any  # int[]?
-    --center_crop: any  # int[]?
-    --field: int  # int?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: dataset; piped handles fill the tensor slots still missing
+    --mean: any  # normalize: subtracted, one value or one per channel (float[]?)
+    --std: any  # normalize: divided by, as many values as --mean (float[]?)
+    --one_hot: int  # the number of classes: F.one_hot of an integer label (int?)
+    --dtype: string@"nu-complete torch dtypes"  # convert the field to this dtype (ScalarType?)
+    --resize: any  # H,W, or one size for the shorter edge (bilinear, antialiased) (int[]?)
+    --center_crop: any  # H,W, or one size for a square (int[]?)
+    --field: int  # the item's field the transforms change (0-based; -1 is the last) (int?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "data.transform" $in $args {mean: $mean, std: $std, one_hot: $one_hot, dtype: $dtype, resize: $resize, center_crop: $center_crop, field: $field, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "data.transform" $args "mean std one_hot dtype resize center_crop field no_grad!" [$mean $std $one_hot $dtype $resize $center_crop $field $no_grad] }
 
 # Returns a new tensor with each of the elements of input converted from angles in degrees to radians.
 #
 # torch.deg2rad(Tensor input) -> Tensor
 export def deg2rad [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "deg2rad" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "deg2rad" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.linalg.det.
 #
 # torch.det(Tensor input) -> Tensor
 export def det [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "det" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "det" $args "no_grad!" [$no_grad] }
 
 # A new handle for the same data, cut from the graph. Shares storage: in-place changes show in both.
 #
 # detach(Tensor input) -> Tensor
 export def detach [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "detach" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "detach" $args "no_grad!" [$no_grad] }
 
 # Performs the same operation as torch.detach, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.detach_copy(Tensor input) -> Tensor
 export def detach_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "detach_copy" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "detach_copy" $args "no_grad!" [$no_grad] }
 
 # - If input is a vector (1-D tensor), then returns a 2-D square tensor with the elements of input as the diagonal.
 #
 # torch.diag(Tensor input, int diagonal=0) -> Tensor
 export def diag [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input diagonal; piped handles fill the tensor slots still missing
-    --diagonal: int = 0  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input diagonal; input: the input tensor; piped handles fill the tensor slots still missing
+    --diagonal: int  # the diagonal to consider (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "diag" $in $args {diagonal: $diagonal, no_grad: $no_grad} {diagonal: 0} }
+]: any -> any { torchsh typed "diag" $args "diagonal no_grad!" [$diagonal $no_grad] }
 
 # Creates a tensor whose diagonals of certain 2D planes (specified by dim1 and dim2) are filled by input.
 #
 # torch.diag_embed(Tensor input, int offset=0, int dim1=-2, int dim2=-1) -> Tensor
 export def diag_embed [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input offset dim1 dim2; piped handles fill the tensor slots still missing
-    --offset: int = 0  # int
-    --dim1: int = -2  # int
-    --dim2: int = -1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input offset dim1 dim2; input: the input tensor; piped handles fill the tensor slots still missing
+    --offset: int  # which diagonal to consider (int; default 0)
+    --dim1: int  # first dimension with respect to which to take diagonal (int; default -2)
+    --dim2: int  # second dimension with respect to which to take diagonal (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "diag_embed" $in $args {offset: $offset, dim1: $dim1, dim2: $dim2, no_grad: $no_grad} {offset: 0, dim1: -2, dim2: -1} }
+]: any -> any { torchsh typed "diag_embed" $args "offset dim1 dim2 no_grad!" [$offset $dim1 $dim2 $no_grad] }
 
 # - If input is a vector (1-D tensor), then returns a 2-D square tensor with the elements of input as the diagonal.
 #
 # torch.diagflat(Tensor input, int offset=0) -> Tensor
 export def diagflat [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input offset; piped handles fill the tensor slots still missing
-    --offset: int = 0  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input offset; input: the input tensor; piped handles fill the tensor slots still missing
+    --offset: int  # the diagonal to consider (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "diagflat" $in $args {offset: $offset, no_grad: $no_grad} {offset: 0} }
+]: any -> any { torchsh typed "diagflat" $args "offset no_grad!" [$offset $no_grad] }
 
 # Returns a partial view of input with the its diagonal elements with respect to dim1 and dim2 appended as a dimension at the end of the shape.
 #
 # torch.diagonal(Tensor input, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)
 export def diagonal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input offset dim1 dim2; piped handles fill the tensor slots still missing
-    --offset: int = 0  # int
-    --dim1: int = 0  # int
-    --dim2: int = 1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input offset dim1 dim2; input: the input tensor; piped handles fill the tensor slots still missing
+    --offset: int  # which diagonal to consider (int; default 0)
+    --dim1: int  # first dimension with respect to which to take diagonal (int; default 0)
+    --dim2: int  # second dimension with respect to which to take diagonal (int; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "diagonal" $in $args {offset: $offset, dim1: $dim1, dim2: $dim2, no_grad: $no_grad} {offset: 0, dim1: 0, dim2: 1} }
+]: any -> any { torchsh typed "diagonal" $args "offset dim1 dim2 no_grad!" [$offset $dim1 $dim2 $no_grad] }
 
 # Performs the same operation as torch.diagonal, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.diagonal_copy(Tensor input, int offset=0, int dim1=0, int dim2=1) -> Tensor
 export def diagonal_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input offset dim1 dim2; piped handles fill the tensor slots still missing
-    --offset: int = 0  # int
-    --dim1: int = 0  # int
-    --dim2: int = 1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input offset dim1 dim2; piped handles fill the tensor slots still missing
+    --offset: int  # int; default 0
+    --dim1: int  # int; default 0
+    --dim2: int  # int; default 1
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "diagonal_copy" $in $args {offset: $offset, dim1: $dim1, dim2: $dim2, no_grad: $no_grad} {offset: 0, dim1: 0, dim2: 1} }
+]: any -> any { torchsh typed "diagonal_copy" $args "offset dim1 dim2 no_grad!" [$offset $dim1 $dim2 $no_grad] }
 
 # Embeds the values of the src tensor into input along the diagonal elements of input, with respect to dim1 and dim2.
 #
 # torch.diagonal_scatter(Tensor input, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor
 export def diagonal_scatter [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input src offset dim1 dim2; piped handles fill the tensor slots still missing
-    --offset: int = 0  # int
-    --dim1: int = 0  # int
-    --dim2: int = 1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input src offset dim1 dim2; input: the input tensor; src: the tensor to embed into input; piped handles fill the tensor slots still missing
+    --offset: int  # which diagonal to consider (int; default 0)
+    --dim1: int  # first dimension with respect to which to take diagonal (int; default 0)
+    --dim2: int  # second dimension with respect to which to take diagonal (int; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "diagonal_scatter" $in $args {offset: $offset, dim1: $dim1, dim2: $dim2, no_grad: $no_grad} {offset: 0, dim1: 0, dim2: 1} }
+]: any -> any { torchsh typed "diagonal_scatter" $args "offset dim1 dim2 no_grad!" [$offset $dim1 $dim2 $no_grad] }
 
 # Computes the n-th forward difference along the given dimension.
 #
 # torch.diff(Tensor input, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor
 export def diff [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n dim prepend append; piped handles fill the tensor slots still missing
-    --n: int = 1  # int
-    --dim: int = -1  # int
-    --prepend: any  # Tensor?
-    --append: any  # Tensor?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input n dim prepend append; input: the tensor to compute the differences on; piped handles fill the tensor slots still missing
+    --n: int  # the number of times to recursively compute the difference (int; default 1)
+    --dim: int  # the dimension to compute the difference along (int; default -1)
+    --prepend: any@"nu-complete torch"  # values to prepend or append to input along dim before computing the difference (Tensor?)
+    --append: any@"nu-complete torch"  # values to prepend or append to input along dim before computing the difference (Tensor?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "diff" $in $args {n: $n, dim: $dim, prepend: $prepend, append: $append, no_grad: $no_grad} {n: 1, dim: -1} }
+]: any -> any { torchsh typed "diff" $args "n dim prepend append no_grad!" [$n $dim $prepend $append $no_grad] }
 
 # Alias for torch.special.digamma.
 #
 # torch.digamma(Tensor input) -> Tensor
 export def digamma [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "digamma" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "digamma" $args "no_grad!" [$no_grad] }
 
 # Returns the number of dimensions of self tensor.
 #
 # torch.dim(Tensor input) -> int
 export def dim [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dim" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "dim" $args "no_grad!" [$no_grad] }
 
 # Returns the p-norm of (input - other).
 #
 # torch.dist(Tensor input, Tensor other, Scalar p=2) -> Tensor
 export def dist [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other p; piped handles fill the tensor slots still missing
-    --p: number = 2  # Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other p; input: the input tensor; other: the Right-hand-side input tensor; piped handles fill the tensor slots still missing
+    --p: number  # the norm to be computed (Scalar; default 2)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist" $in $args {p: $p, no_grad: $no_grad} {p: 2} }
+]: any -> any { torchsh typed "dist" $args "p no_grad!" [$p $no_grad] }
 
 # Creates a Bernoulli distribution parameterized by probs or logits (but not both).
 #
 # dist.bernoulli(Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
 export def "dist bernoulli" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: probs logits; piped handles fill the tensor slots still missing
-    --probs: any  # Tensor|number
-    --logits: any  # Tensor|number
-    --validate_args  # bool?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: probs logits; piped handles fill the tensor slots still missing
+    --probs: any@"nu-complete torch"  # the probability of sampling 1 (Tensor|number)
+    --logits: any@"nu-complete torch"  # the log-odds of sampling 1 (Tensor|number)
+    --validate_args  # whether to validate arguments, None by default (bool?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.bernoulli" $in $args {probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.bernoulli" $args "probs logits validate_args! no_grad!" [$probs $logits $validate_args $no_grad] --whole }
 
 # Beta distribution parameterized by concentration1 and concentration0.
 #
 # dist.beta(Tensor|number concentration1, Tensor|number concentration0, *, bool? validate_args=None) -> Distribution
 export def "dist beta" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: concentration1 concentration0; piped handles fill the tensor slots still missing
-    --concentration1: any  # Tensor|number
-    --concentration0: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: concentration1 concentration0; piped handles fill the tensor slots still missing
+    --concentration1: any@"nu-complete torch"  # 1st concentration parameter of the distribution (often referred to as alpha) (Tensor|number)
+    --concentration0: any@"nu-complete torch"  # 2nd concentration parameter of the distribution (often referred to as beta) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.beta" $in $args {concentration1: $concentration1, concentration0: $concentration0, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.beta" $args "concentration1 concentration0 validate_args! no_grad!" [$concentration1 $concentration0 $validate_args $no_grad] --whole }
 
 # Creates a Binomial distribution parameterized by total_count and either probs or logits (but not both).
 #
 # dist.binomial(Tensor|number total_count=1, Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
 export def "dist binomial" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: total_count probs logits; piped handles fill the tensor slots still missing
-    --total_count: any = 1  # Tensor|number
-    --probs: any  # Tensor|number
-    --logits: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: total_count probs logits; piped handles fill the tensor slots still missing
+    --total_count: any@"nu-complete torch"  # number of Bernoulli trials (Tensor|number; default 1)
+    --probs: any@"nu-complete torch"  # Event probabilities (Tensor|number)
+    --logits: any@"nu-complete torch"  # Event log-odds (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.binomial" $in $args {total_count: $total_count, probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {total_count: 1, validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.binomial" $args "total_count probs logits validate_args! no_grad!" [$total_count $probs $logits $validate_args $no_grad] --whole }
 
 # Creates a categorical distribution parameterized by either probs or logits (but not both).
 #
 # dist.categorical(Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
 export def "dist categorical" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: probs logits; piped handles fill the tensor slots still missing
-    --probs: any  # Tensor|number
-    --logits: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: probs logits; piped handles fill the tensor slots still missing
+    --probs: any@"nu-complete torch"  # event probabilities (Tensor|number)
+    --logits: any@"nu-complete torch"  # event log probabilities (unnormalized) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.categorical" $in $args {probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.categorical" $args "probs logits validate_args! no_grad!" [$probs $logits $validate_args $no_grad] --whole }
 
 # Samples from a Cauchy (Lorentz) distribution.
 #
 # dist.cauchy(Tensor|number loc, Tensor|number scale, *, bool? validate_args=None) -> Distribution
 export def "dist cauchy" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc scale; piped handles fill the tensor slots still missing
-    --loc: any  # Tensor|number
-    --scale: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: loc scale; piped handles fill the tensor slots still missing
+    --loc: any@"nu-complete torch"  # mode or median of the distribution (Tensor|number)
+    --scale: any@"nu-complete torch"  # half width at half maximum (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.cauchy" $in $args {loc: $loc, scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.cauchy" $args "loc scale validate_args! no_grad!" [$loc $scale $validate_args $no_grad] --whole }
 
 # distribution.cdf(value): the cumulative distribution function at value.
 #
 # dist.cdf(Distribution distribution, Tensor value) -> Tensor
 export def "dist cdf" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution value; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution value; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.cdf" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "dist.cdf" $args "no_grad!" [$no_grad] }
 
 # Creates a Chi-squared distribution parameterized by shape parameter df.
 #
 # dist.chi2(Tensor|number df, *, bool? validate_args=None) -> Distribution
 export def "dist chi2" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: df; piped handles fill the tensor slots still missing
-    --df: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: df; piped handles fill the tensor slots still missing
+    --df: any@"nu-complete torch"  # shape parameter of the distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.chi2" $in $args {df: $df, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.chi2" $args "df validate_args! no_grad!" [$df $validate_args $no_grad] --whole }
 
 # Creates a continuous Bernoulli distribution parameterized by probs or logits (but not both).
 #
 # dist.continuous_bernoulli(Tensor|number probs=None, Tensor|number logits=None, float[2] lims=[0.499, 0.501], *, bool? validate_args=None) -> Distribution
 export def "dist continuous_bernoulli" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: probs logits lims; piped handles fill the tensor slots still missing
-    --probs: any  # Tensor|number
-    --logits: any  # Tensor|number
-    --lims: any = [0.499, 0.501]  # float[2]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: probs logits lims; piped handles fill the tensor slots still missing
+    --probs: any@"nu-complete torch"  # (0,1) valued parameters (Tensor|number)
+    --logits: any@"nu-complete torch"  # real valued parameters whose sigmoid matches 'probs' (Tensor|number)
+    --lims: any  # float[2]; default [0.499, 0.501]
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.continuous_bernoulli" $in $args {probs: $probs, logits: $logits, lims: $lims, validate_args: $validate_args, no_grad: $no_grad} {lims: [0.499, 0.501], validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.continuous_bernoulli" $args "probs logits lims validate_args! no_grad!" [$probs $logits $lims $validate_args $no_grad] --whole }
 
 # Creates a Dirichlet distribution parameterized by concentration concentration.
 #
 # dist.dirichlet(Tensor|number concentration, *, bool? validate_args=None) -> Distribution
 export def "dist dirichlet" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: concentration; piped handles fill the tensor slots still missing
-    --concentration: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: concentration; piped handles fill the tensor slots still missing
+    --concentration: any@"nu-complete torch"  # concentration parameter of the distribution (often referred to as alpha) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.dirichlet" $in $args {concentration: $concentration, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.dirichlet" $args "concentration validate_args! no_grad!" [$concentration $validate_args $no_grad] --whole }
 
 # distribution.entropy(), one value per batch element.
 #
 # dist.entropy(Distribution distribution) -> Tensor
 export def "dist entropy" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.entropy" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "dist.entropy" $args "no_grad!" [$no_grad] }
 
 # Creates a Exponential distribution parameterized by rate.
 #
 # dist.exponential(Tensor|number rate, *, bool? validate_args=None) -> Distribution
 export def "dist exponential" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: rate; piped handles fill the tensor slots still missing
-    --rate: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: rate; piped handles fill the tensor slots still missing
+    --rate: any@"nu-complete torch"  # rate = 1 / scale of the distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.exponential" $in $args {rate: $rate, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.exponential" $args "rate validate_args! no_grad!" [$rate $validate_args $no_grad] --whole }
 
 # Creates a Fisher-Snedecor distribution parameterized by df1 and df2.
 #
 # dist.fisher_snedecor(Tensor|number df1, Tensor|number df2, *, bool? validate_args=None) -> Distribution
 export def "dist fisher_snedecor" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: df1 df2; piped handles fill the tensor slots still missing
-    --df1: any  # Tensor|number
-    --df2: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: df1 df2; piped handles fill the tensor slots still missing
+    --df1: any@"nu-complete torch"  # degrees of freedom parameter 1 (Tensor|number)
+    --df2: any@"nu-complete torch"  # degrees of freedom parameter 2 (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.fisher_snedecor" $in $args {df1: $df1, df2: $df2, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.fisher_snedecor" $args "df1 df2 validate_args! no_grad!" [$df1 $df2 $validate_args $no_grad] --whole }
 
 # Creates a Gamma distribution parameterized by shape concentration and rate.
 #
 # dist.gamma(Tensor|number concentration, Tensor|number rate, *, bool? validate_args=None) -> Distribution
 export def "dist gamma" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: concentration rate; piped handles fill the tensor slots still missing
-    --concentration: any  # Tensor|number
-    --rate: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: concentration rate; piped handles fill the tensor slots still missing
+    --concentration: any@"nu-complete torch"  # shape parameter of the distribution (often referred to as alpha) (Tensor|number)
+    --rate: any@"nu-complete torch"  # rate parameter of the distribution (often referred to as beta), rate = 1 / scale (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.gamma" $in $args {concentration: $concentration, rate: $rate, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.gamma" $args "concentration rate validate_args! no_grad!" [$concentration $rate $validate_args $no_grad] --whole }
 
 # Creates a Generalized Pareto distribution parameterized by loc, scale, and concentration.
 #
 # dist.generalized_pareto(Tensor|number loc, Tensor|number scale, Tensor|number concentration, *, bool? validate_args=None) -> Distribution
 export def "dist generalized_pareto" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc scale concentration; piped handles fill the tensor slots still missing
-    --loc: any  # Tensor|number
-    --scale: any  # Tensor|number
-    --concentration: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: loc scale concentration; piped handles fill the tensor slots still missing
+    --loc: any@"nu-complete torch"  # Location parameter of the distribution (Tensor|number)
+    --scale: any@"nu-complete torch"  # Scale parameter of the distribution (Tensor|number)
+    --concentration: any@"nu-complete torch"  # Concentration parameter of the distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.generalized_pareto" $in $args {loc: $loc, scale: $scale, concentration: $concentration, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.generalized_pareto" $args "loc scale concentration validate_args! no_grad!" [$loc $scale $concentration $validate_args $no_grad] --whole }
 
 # Creates a Geometric distribution parameterized by probs, where probs is the probability of success of Bernoulli trials.
 #
 # dist.geometric(Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
 export def "dist geometric" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: probs logits; piped handles fill the tensor slots still missing
-    --probs: any  # Tensor|number
-    --logits: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: probs logits; piped handles fill the tensor slots still missing
+    --probs: any@"nu-complete torch"  # the probability of sampling 1 (Tensor|number)
+    --logits: any@"nu-complete torch"  # the log-odds of sampling 1 (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.geometric" $in $args {probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.geometric" $args "probs logits validate_args! no_grad!" [$probs $logits $validate_args $no_grad] --whole }
 
 # Samples from a Gumbel Distribution.
 #
 # dist.gumbel(Tensor|number loc, Tensor|number scale, *, bool? validate_args=None) -> Distribution
 export def "dist gumbel" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc scale; piped handles fill the tensor slots still missing
-    --loc: any  # Tensor|number
-    --scale: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: loc scale; piped handles fill the tensor slots still missing
+    --loc: any@"nu-complete torch"  # Location parameter of the distribution (Tensor|number)
+    --scale: any@"nu-complete torch"  # Scale parameter of the distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.gumbel" $in $args {loc: $loc, scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.gumbel" $args "loc scale validate_args! no_grad!" [$loc $scale $validate_args $no_grad] --whole }
 
 # Creates a half-Cauchy distribution parameterized by scale where::.
 #
 # dist.half_cauchy(Tensor|number scale, *, bool? validate_args=None) -> Distribution
 export def "dist half_cauchy" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: scale; piped handles fill the tensor slots still missing
-    --scale: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: scale; piped handles fill the tensor slots still missing
+    --scale: any@"nu-complete torch"  # scale of the full Cauchy distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.half_cauchy" $in $args {scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.half_cauchy" $args "scale validate_args! no_grad!" [$scale $validate_args $no_grad] --whole }
 
 # Creates a half-normal distribution parameterized by scale where::.
 #
 # dist.half_normal(Tensor|number scale, *, bool? validate_args=None) -> Distribution
 export def "dist half_normal" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: scale; piped handles fill the tensor slots still missing
-    --scale: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: scale; piped handles fill the tensor slots still missing
+    --scale: any@"nu-complete torch"  # scale of the full Normal distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.half_normal" $in $args {scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.half_normal" $args "scale validate_args! no_grad!" [$scale $validate_args $no_grad] --whole }
 
 # distribution.icdf(value): the inverse cumulative distribution function at a probability.
 #
 # dist.icdf(Distribution distribution, Tensor value) -> Tensor
 export def "dist icdf" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution value; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution value; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.icdf" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "dist.icdf" $args "no_grad!" [$no_grad] }
 
 # Reinterprets some of the batch dims of a distribution as event dims.
 #
 # dist.independent(Distribution base_distribution, int reinterpreted_batch_ndims, *, bool? validate_args=None) -> Distribution
 export def "dist independent" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: base_distribution reinterpreted_batch_ndims; piped handles fill the tensor slots still missing
-    --reinterpreted_batch_ndims: int  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: base_distribution reinterpreted_batch_ndims; base_distribution: a base distribution; piped handles fill the tensor slots still missing
+    --reinterpreted_batch_ndims: int  # the number of batch dims to reinterpret as event dims (int)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.independent" $in $args {reinterpreted_batch_ndims: $reinterpreted_batch_ndims, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} }
+]: any -> any { torchsh typed "dist.independent" $args "reinterpreted_batch_ndims validate_args! no_grad!" [$reinterpreted_batch_ndims $validate_args $no_grad] }
 
 # Creates an inverse gamma distribution parameterized by concentration and rate where::.
 #
 # dist.inverse_gamma(Tensor|number concentration, Tensor|number rate, *, bool? validate_args=None) -> Distribution
 export def "dist inverse_gamma" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: concentration rate; piped handles fill the tensor slots still missing
-    --concentration: any  # Tensor|number
-    --rate: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: concentration rate; piped handles fill the tensor slots still missing
+    --concentration: any@"nu-complete torch"  # shape parameter of the distribution (often referred to as alpha) (Tensor|number)
+    --rate: any@"nu-complete torch"  # rate = 1 / scale of the distribution (often referred to as beta) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.inverse_gamma" $in $args {concentration: $concentration, rate: $rate, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.inverse_gamma" $args "concentration rate validate_args! no_grad!" [$concentration $rate $validate_args $no_grad] --whole }
 
 # torch.distributions.kl_divergence(p, q): KL(p ‖ q), for the pairs PyTorch registers.
 #
 # dist.kl(Distribution p, Distribution q) -> Tensor
 export def "dist kl" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: p q; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: p q; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.kl" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "dist.kl" $args "no_grad!" [$no_grad] }
 
 # Samples from a Kumaraswamy distribution.
 #
 # dist.kumaraswamy(Tensor|number concentration1, Tensor|number concentration0, *, bool? validate_args=None) -> Distribution
 export def "dist kumaraswamy" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: concentration1 concentration0; piped handles fill the tensor slots still missing
-    --concentration1: any  # Tensor|number
-    --concentration0: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: concentration1 concentration0; piped handles fill the tensor slots still missing
+    --concentration1: any@"nu-complete torch"  # 1st concentration parameter of the distribution (often referred to as alpha) (Tensor|number)
+    --concentration0: any@"nu-complete torch"  # 2nd concentration parameter of the distribution (often referred to as beta) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.kumaraswamy" $in $args {concentration1: $concentration1, concentration0: $concentration0, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.kumaraswamy" $args "concentration1 concentration0 validate_args! no_grad!" [$concentration1 $concentration0 $validate_args $no_grad] --whole }
 
 # Creates a Laplace distribution parameterized by loc and scale.
 #
 # dist.laplace(Tensor|number loc, Tensor|number scale, *, bool? validate_args=None) -> Distribution
 export def "dist laplace" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc scale; piped handles fill the tensor slots still missing
-    --loc: any  # Tensor|number
-    --scale: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: loc scale; piped handles fill the tensor slots still missing
+    --loc: any@"nu-complete torch"  # mean of the distribution (Tensor|number)
+    --scale: any@"nu-complete torch"  # scale of the distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.laplace" $in $args {loc: $loc, scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.laplace" $args "loc scale validate_args! no_grad!" [$loc $scale $validate_args $no_grad] --whole }
 
 # Every distribution kind `torch dist KIND` builds, with its parameters.
 #
 # dist.list() -> Json
 export def "dist list" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.list" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "dist.list" $args "no_grad!" [$no_grad] }
 
 # LKJ distribution for lower Cholesky factor of correlation matrices.
 #
 # dist.lkj_cholesky(int dim, Tensor|number concentration=1.0, *, bool? validate_args=None) -> Distribution
 export def "dist lkj_cholesky" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dim concentration; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: dim concentration; piped handles fill the tensor slots still missing
     --dim: int  # int
-    --concentration: any = 1.0  # Tensor|number
+    --concentration: any@"nu-complete torch"  # concentration/shape parameter of the distribution (often referred to as eta) (Tensor|number; default 1.0)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.lkj_cholesky" $in $args {dim: $dim, concentration: $concentration, validate_args: $validate_args, no_grad: $no_grad} {concentration: 1.0, validate_args: false} }
+]: any -> any { torchsh typed "dist.lkj_cholesky" $args "dim concentration validate_args! no_grad!" [$dim $concentration $validate_args $no_grad] }
 
 # Creates a log-normal distribution parameterized by loc and scale where::.
 #
 # dist.log_normal(Tensor|number loc, Tensor|number scale, *, bool? validate_args=None) -> Distribution
 export def "dist log_normal" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc scale; piped handles fill the tensor slots still missing
-    --loc: any  # Tensor|number
-    --scale: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: loc scale; piped handles fill the tensor slots still missing
+    --loc: any@"nu-complete torch"  # mean of log of distribution (Tensor|number)
+    --scale: any@"nu-complete torch"  # standard deviation of log of the distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.log_normal" $in $args {loc: $loc, scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.log_normal" $args "loc scale validate_args! no_grad!" [$loc $scale $validate_args $no_grad] --whole }
 
 # distribution.log_prob(value): the log density (or log mass) at value.
 #
 # dist.log_prob(Distribution distribution, Tensor value) -> Tensor
 export def "dist log_prob" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution value; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution value; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.log_prob" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "dist.log_prob" $args "no_grad!" [$no_grad] }
 
 # Creates a logistic-normal distribution parameterized by loc and scale that define the base Normal distribution transformed with the StickBreakingTransform such that::.
 #
 # dist.logistic_normal(Tensor|number loc, Tensor|number scale, *, bool? validate_args=None) -> Distribution
 export def "dist logistic_normal" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc scale; piped handles fill the tensor slots still missing
-    --loc: any  # Tensor|number
-    --scale: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: loc scale; piped handles fill the tensor slots still missing
+    --loc: any@"nu-complete torch"  # mean of the base distribution (Tensor|number)
+    --scale: any@"nu-complete torch"  # standard deviation of the base distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.logistic_normal" $in $args {loc: $loc, scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.logistic_normal" $args "loc scale validate_args! no_grad!" [$loc $scale $validate_args $no_grad] --whole }
 
 # Creates a multivariate normal distribution with covariance matrix having a low-rank form parameterized by cov_factor and cov_diag::.
 #
 # dist.low_rank_multivariate_normal(Tensor|number loc, Tensor|number cov_factor, Tensor|number cov_diag, *, bool? validate_args=None) -> Distribution
 export def "dist low_rank_multivariate_normal" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc cov_factor cov_diag; piped handles fill the tensor slots still missing
-    --loc: any  # Tensor|number
-    --cov_factor: any  # Tensor|number
-    --cov_diag: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: loc cov_factor cov_diag; piped handles fill the tensor slots still missing
+    --loc: any@"nu-complete torch"  # mean of the distribution with shape batch_shape + event_shape (Tensor|number)
+    --cov_factor: any@"nu-complete torch"  # factor part of low-rank form of covariance matrix with shape batch_shape + event_shape + (rank,) (Tensor|number)
+    --cov_diag: any@"nu-complete torch"  # diagonal part of low-rank form of covariance matrix with shape batch_shape + event_shape (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.low_rank_multivariate_normal" $in $args {loc: $loc, cov_factor: $cov_factor, cov_diag: $cov_diag, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.low_rank_multivariate_normal" $args "loc cov_factor cov_diag validate_args! no_grad!" [$loc $cov_factor $cov_diag $validate_args $no_grad] --whole }
 
 # distribution.mean.
 #
 # dist.mean(Distribution distribution) -> Tensor
 export def "dist mean" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.mean" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "dist.mean" $args "no_grad!" [$no_grad] }
 
 # The MixtureSameFamily distribution implements a (batch of) mixture distribution where all components are from different parameterizations of the same distribution type.
 #
 # dist.mixture_same_family(Distribution mixture_distribution, Distribution component_distribution, *, bool? validate_args=None) -> Distribution
 export def "dist mixture_same_family" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: mixture_distribution component_distribution; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: mixture_distribution component_distribution; mixture_distribution: torch.distributions.Categorical-like instance; component_distribution: torch.distributions.Distribution-like instance; piped handles fill the tensor slots still missing
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.mixture_same_family" $in $args {validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} }
+]: any -> any { torchsh typed "dist.mixture_same_family" $args "validate_args! no_grad!" [$validate_args $no_grad] }
 
 # Creates a Multinomial distribution parameterized by total_count and either probs or logits (but not both).
 #
 # dist.multinomial(int total_count=1, Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
 export def "dist multinomial" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: total_count probs logits; piped handles fill the tensor slots still missing
-    --total_count: int = 1  # int
-    --probs: any  # Tensor|number
-    --logits: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: total_count probs logits; piped handles fill the tensor slots still missing
+    --total_count: int  # number of trials (int; default 1)
+    --probs: any@"nu-complete torch"  # event probabilities (Tensor|number)
+    --logits: any@"nu-complete torch"  # event log probabilities (unnormalized) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.multinomial" $in $args {total_count: $total_count, probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {total_count: 1, validate_args: false} }
+]: any -> any { torchsh typed "dist.multinomial" $args "total_count probs logits validate_args! no_grad!" [$total_count $probs $logits $validate_args $no_grad] }
 
 # Creates a multivariate normal (also called Gaussian) distribution parameterized by a mean vector and a covariance matrix.
 #
 # dist.multivariate_normal(Tensor|number loc, Tensor|number covariance_matrix=None, Tensor|number precision_matrix=None, Tensor|number scale_tril=None, *, bool? validate_args=None) -> Distribution
 export def "dist multivariate_normal" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc covariance_matrix precision_matrix scale_tril; piped handles fill the tensor slots still missing
-    --loc: any  # Tensor|number
-    --covariance_matrix: any  # Tensor|number
-    --precision_matrix: any  # Tensor|number
-    --scale_tril: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: loc covariance_matrix precision_matrix scale_tril; piped handles fill the tensor slots still missing
+    --loc: any@"nu-complete torch"  # mean of the distribution (Tensor|number)
+    --covariance_matrix: any@"nu-complete torch"  # positive-definite covariance matrix (Tensor|number)
+    --precision_matrix: any@"nu-complete torch"  # positive-definite precision matrix (Tensor|number)
+    --scale_tril: any@"nu-complete torch"  # lower-triangular factor of covariance, with positive-valued diagonal (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.multivariate_normal" $in $args {loc: $loc, covariance_matrix: $covariance_matrix, precision_matrix: $precision_matrix, scale_tril: $scale_tril, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.multivariate_normal" $args "loc covariance_matrix precision_matrix scale_tril validate_args! no_grad!" [$loc $covariance_matrix $precision_matrix $scale_tril $validate_args $no_grad] --whole }
 
 # Creates a Negative Binomial distribution, i.e.
 #
 # dist.negative_binomial(Tensor|number total_count, Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
 export def "dist negative_binomial" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: total_count probs logits; piped handles fill the tensor slots still missing
-    --total_count: any  # Tensor|number
-    --probs: any  # Tensor|number
-    --logits: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: total_count probs logits; piped handles fill the tensor slots still missing
+    --total_count: any@"nu-complete torch"  # non-negative number of negative Bernoulli trials to stop, although the distribution is still valid… (Tensor|number)
+    --probs: any@"nu-complete torch"  # Event probabilities of success in the half open interval [0, 1) (Tensor|number)
+    --logits: any@"nu-complete torch"  # Event log-odds for probabilities of success (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.negative_binomial" $in $args {total_count: $total_count, probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.negative_binomial" $args "total_count probs logits validate_args! no_grad!" [$total_count $probs $logits $validate_args $no_grad] --whole }
 
 # Creates a normal (also called Gaussian) distribution parameterized by loc and scale.
 #
 # dist.normal(Tensor|number loc, Tensor|number scale, *, bool? validate_args=None) -> Distribution
 export def "dist normal" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc scale; piped handles fill the tensor slots still missing
-    --loc: any  # Tensor|number
-    --scale: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: loc scale; piped handles fill the tensor slots still missing
+    --loc: any@"nu-complete torch"  # mean of the distribution (often referred to as mu) (Tensor|number)
+    --scale: any@"nu-complete torch"  # standard deviation of the distribution (often referred to as sigma) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.normal" $in $args {loc: $loc, scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.normal" $args "loc scale validate_args! no_grad!" [$loc $scale $validate_args $no_grad] --whole }
 
 # Creates a one-hot categorical distribution parameterized by probs or logits.
 #
 # dist.one_hot_categorical(Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
 export def "dist one_hot_categorical" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: probs logits; piped handles fill the tensor slots still missing
-    --probs: any  # Tensor|number
-    --logits: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: probs logits; piped handles fill the tensor slots still missing
+    --probs: any@"nu-complete torch"  # event probabilities (Tensor|number)
+    --logits: any@"nu-complete torch"  # event log probabilities (unnormalized) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.one_hot_categorical" $in $args {probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.one_hot_categorical" $args "probs logits validate_args! no_grad!" [$probs $logits $validate_args $no_grad] --whole }
 
 # Creates a reparameterizable OneHotCategorical distribution based on the straight- through gradient estimator from [1].
 #
 # dist.one_hot_categorical_straight_through(Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
 export def "dist one_hot_categorical_straight_through" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: probs logits; piped handles fill the tensor slots still missing
-    --probs: any  # Tensor|number
-    --logits: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: probs logits; piped handles fill the tensor slots still missing
+    --probs: any@"nu-complete torch"  # Tensor|number
+    --logits: any@"nu-complete torch"  # Tensor|number
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.one_hot_categorical_straight_through" $in $args {probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.one_hot_categorical_straight_through" $args "probs logits validate_args! no_grad!" [$probs $logits $validate_args $no_grad] --whole }
 
 # Samples from a Pareto Type 1 distribution.
 #
 # dist.pareto(Tensor|number scale, Tensor|number alpha, *, bool? validate_args=None) -> Distribution
 export def "dist pareto" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: scale alpha; piped handles fill the tensor slots still missing
-    --scale: any  # Tensor|number
-    --alpha: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: scale alpha; piped handles fill the tensor slots still missing
+    --scale: any@"nu-complete torch"  # Scale parameter of the distribution (Tensor|number)
+    --alpha: any@"nu-complete torch"  # Shape parameter of the distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.pareto" $in $args {scale: $scale, alpha: $alpha, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.pareto" $args "scale alpha validate_args! no_grad!" [$scale $alpha $validate_args $no_grad] --whole }
 
 # Creates a Poisson distribution parameterized by rate, the rate parameter.
 #
 # dist.poisson(Tensor|number rate, *, bool? validate_args=None) -> Distribution
 export def "dist poisson" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: rate; piped handles fill the tensor slots still missing
-    --rate: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: rate; piped handles fill the tensor slots still missing
+    --rate: any@"nu-complete torch"  # the rate parameter (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.poisson" $in $args {rate: $rate, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.poisson" $args "rate validate_args! no_grad!" [$rate $validate_args $no_grad] --whole }
 
 # Creates a RelaxedBernoulli distribution, parametrized by temperature, and either probs or logits (but not both).
 #
 # dist.relaxed_bernoulli(Tensor|number temperature, Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
 export def "dist relaxed_bernoulli" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: temperature probs logits; piped handles fill the tensor slots still missing
-    --temperature: any  # Tensor|number
-    --probs: any  # Tensor|number
-    --logits: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: temperature probs logits; piped handles fill the tensor slots still missing
+    --temperature: any@"nu-complete torch"  # relaxation temperature (Tensor|number)
+    --probs: any@"nu-complete torch"  # the probability of sampling 1 (Tensor|number)
+    --logits: any@"nu-complete torch"  # the log-odds of sampling 1 (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.relaxed_bernoulli" $in $args {temperature: $temperature, probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.relaxed_bernoulli" $args "temperature probs logits validate_args! no_grad!" [$temperature $probs $logits $validate_args $no_grad] --whole }
 
 # Creates a RelaxedOneHotCategorical distribution parametrized by temperature, and either probs or logits.
 #
 # dist.relaxed_one_hot_categorical(Tensor|number temperature, Tensor|number probs=None, Tensor|number logits=None, *, bool? validate_args=None) -> Distribution
 export def "dist relaxed_one_hot_categorical" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: temperature probs logits; piped handles fill the tensor slots still missing
-    --temperature: any  # Tensor|number
-    --probs: any  # Tensor|number
-    --logits: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: temperature probs logits; piped handles fill the tensor slots still missing
+    --temperature: any@"nu-complete torch"  # relaxation temperature (Tensor|number)
+    --probs: any@"nu-complete torch"  # event probabilities (Tensor|number)
+    --logits: any@"nu-complete torch"  # unnormalized log probability for each event (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.relaxed_one_hot_categorical" $in $args {temperature: $temperature, probs: $probs, logits: $logits, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.relaxed_one_hot_categorical" $args "temperature probs logits validate_args! no_grad!" [$temperature $probs $logits $validate_args $no_grad] --whole }
 
 # distribution.rsample(shape): reparameterized draws, differentiable in the parameters.
 #
 # dist.rsample(Distribution distribution, int[] shape=[]) -> Tensor
 export def "dist rsample" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution shape; piped handles fill the tensor slots still missing
-    --shape: any = []  # int[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution shape; piped handles fill the tensor slots still missing
+    --shape: any  # int[]; default []
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.rsample" $in $args {shape: $shape, no_grad: $no_grad} {shape: []} }
+]: any -> any { torchsh typed "dist.rsample" $args "shape no_grad!" [$shape $no_grad] }
 
 # distribution.sample(shape): draws without a graph, shape + batch_shape + event_shape.
 #
 # dist.sample(Distribution distribution, int[] shape=[]) -> Tensor
 export def "dist sample" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution shape; piped handles fill the tensor slots still missing
-    --shape: any = []  # int[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution shape; piped handles fill the tensor slots still missing
+    --shape: any  # int[]; default []
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.sample" $in $args {shape: $shape, no_grad: $no_grad} {shape: []} }
+]: any -> any { torchsh typed "dist.sample" $args "shape no_grad!" [$shape $no_grad] }
 
 # Creates a Student's t-distribution parameterized by degree of freedom df, mean loc and scale scale.
 #
 # dist.student_t(Tensor|number df, Tensor|number loc=0.0, Tensor|number scale=1.0, *, bool? validate_args=None) -> Distribution
 export def "dist student_t" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: df loc scale; piped handles fill the tensor slots still missing
-    --df: any  # Tensor|number
-    --loc: any = 0.0  # Tensor|number
-    --scale: any = 1.0  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: df loc scale; piped handles fill the tensor slots still missing
+    --df: any@"nu-complete torch"  # degrees of freedom (Tensor|number)
+    --loc: any@"nu-complete torch"  # mean of the distribution (Tensor|number; default 0.0)
+    --scale: any@"nu-complete torch"  # scale of the distribution (Tensor|number; default 1.0)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.student_t" $in $args {df: $df, loc: $loc, scale: $scale, validate_args: $validate_args, no_grad: $no_grad} {loc: 0.0, scale: 1.0, validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.student_t" $args "df loc scale validate_args! no_grad!" [$df $loc $scale $validate_args $no_grad] --whole }
 
 # Generates uniformly distributed random samples from the half-open interval [low, high).
 #
 # dist.uniform(Tensor|number low, Tensor|number high, *, bool? validate_args=None) -> Distribution
 export def "dist uniform" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: low high; piped handles fill the tensor slots still missing
-    --low: any  # Tensor|number
-    --high: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: low high; piped handles fill the tensor slots still missing
+    --low: any@"nu-complete torch"  # lower range (inclusive) (Tensor|number)
+    --high: any@"nu-complete torch"  # upper range (exclusive) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.uniform" $in $args {low: $low, high: $high, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.uniform" $args "low high validate_args! no_grad!" [$low $high $validate_args $no_grad] --whole }
 
 # distribution.variance.
 #
 # dist.variance(Distribution distribution) -> Tensor
 export def "dist variance" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: distribution; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.variance" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "dist.variance" $args "no_grad!" [$no_grad] }
 
 # A circular von Mises distribution.
 #
 # dist.von_mises(Tensor|number loc, Tensor|number concentration, *, bool? validate_args=None) -> Distribution
 export def "dist von_mises" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: loc concentration; piped handles fill the tensor slots still missing
-    --loc: any  # Tensor|number
-    --concentration: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: loc concentration; piped handles fill the tensor slots still missing
+    --loc: any@"nu-complete torch"  # Tensor|number
+    --concentration: any@"nu-complete torch"  # Tensor|number
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.von_mises" $in $args {loc: $loc, concentration: $concentration, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.von_mises" $args "loc concentration validate_args! no_grad!" [$loc $concentration $validate_args $no_grad] --whole }
 
 # Samples from a two-parameter Weibull distribution.
 #
 # dist.weibull(Tensor|number scale, Tensor|number concentration, *, bool? validate_args=None) -> Distribution
 export def "dist weibull" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: scale concentration; piped handles fill the tensor slots still missing
-    --scale: any  # Tensor|number
-    --concentration: any  # Tensor|number
-    --validate_args  # bool?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: scale concentration; piped handles fill the tensor slots still missing
+    --scale: any@"nu-complete torch"  # Scale parameter of distribution (lambda) (Tensor|number)
+    --concentration: any@"nu-complete torch"  # Concentration parameter of distribution (k/shape) (Tensor|number)
+    --validate_args  # Whether to validate arguments (bool?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.weibull" $in $args {scale: $scale, concentration: $concentration, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.weibull" $args "scale concentration validate_args! no_grad!" [$scale $concentration $validate_args $no_grad] --whole }
 
 # Creates a Wishart distribution parameterized by a symmetric positive definite matrix \Sigma, or its Cholesky decomposition \mathbf{\Sigma} = \mathbf{L}\mathbf{L}^\top.
 #
 # dist.wishart(Tensor|number df, Tensor|number covariance_matrix=None, Tensor|number precision_matrix=None, Tensor|number scale_tril=None, *, bool? validate_args=None) -> Distribution
 export def "dist wishart" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: df covariance_matrix precision_matrix scale_tril; piped handles fill the tensor slots still missing
-    --df: any  # Tensor|number
-    --covariance_matrix: any  # Tensor|number
-    --precision_matrix: any  # Tensor|number
-    --scale_tril: any  # Tensor|number
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: df covariance_matrix precision_matrix scale_tril; piped handles fill the tensor slots still missing
+    --df: any@"nu-complete torch"  # real-valued parameter larger than the (dimension of Square matrix) - 1 (Tensor|number)
+    --covariance_matrix: any@"nu-complete torch"  # positive-definite covariance matrix (Tensor|number)
+    --precision_matrix: any@"nu-complete torch"  # positive-definite precision matrix (Tensor|number)
+    --scale_tril: any@"nu-complete torch"  # lower-triangular factor of covariance, with positive-valued diagonal (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dist.wishart" $in $args {df: $df, covariance_matrix: $covariance_matrix, precision_matrix: $precision_matrix, scale_tril: $scale_tril, validate_args: $validate_args, no_grad: $no_grad} {validate_args: false} --whole }
+]: any -> any { torchsh typed "dist.wishart" $args "df covariance_matrix precision_matrix scale_tril validate_args! no_grad!" [$df $covariance_matrix $precision_matrix $scale_tril $validate_args $no_grad] --whole }
 
 # Divides each element of the input input by the corresponding element of other.
 #
@@ -2449,11 +2503,11 @@ export def "dist wishart" [
 # torch.div(Tensor input, Tensor other, *, str? rounding_mode) -> Tensor
 # torch.div(Tensor input, Scalar other, *, str? rounding_mode) -> Tensor
 export def div [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
-    --rounding_mode: string  # str?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the dividend; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # the divisor (Tensor | Scalar)
+    --rounding_mode: string  # Type of rounding applied to the result: * None - default behavior (str?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "div" $in $args {other: $other, rounding_mode: $rounding_mode, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "div" $args "other rounding_mode no_grad!" [$other $rounding_mode $no_grad] }
 
 # Alias for torch.div.
 #
@@ -2462,115 +2516,115 @@ export def div [
 # torch.divide(Tensor input, Tensor other, *, str? rounding_mode) -> Tensor
 # torch.divide(Tensor input, Scalar other, *, str? rounding_mode) -> Tensor
 export def divide [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # Tensor | Scalar
     --rounding_mode: string  # str?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "divide" $in $args {other: $other, rounding_mode: $rounding_mode, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "divide" $args "other rounding_mode no_grad!" [$other $rounding_mode $no_grad] }
 
 # Computes the dot product of two 1D tensors.
 #
 # torch.dot(Tensor input, Tensor tensor) -> Tensor
 export def dot [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input tensor; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input tensor; input: first tensor in the dot product, must be 1D; tensor: second tensor in the dot product, must be 1D; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dot" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "dot" $args "no_grad!" [$no_grad] }
 
 # Splits input, a tensor with three or more dimensions, into multiple tensors depthwise according to indices_or_sections.
 #
 # torch.dsplit(Tensor input, int sections) -> Tensor(a)[]
 # torch.dsplit(Tensor input, int[] indices) -> Tensor(a)[]
 export def dsplit [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input sections | input indices; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input sections | input indices; input: tensor to split; piped handles fill the tensor slots still missing
     --sections: int  # int
     --indices: any  # int[]
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dsplit" $in $args {sections: $sections, indices: $indices, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "dsplit" $args "sections indices no_grad!" [$sections $indices $no_grad] }
 
 # Stack tensors in sequence depthwise (along third axis).
 #
 # torch.dstack(Tensor[] tensors) -> Tensor
 export def dstack [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; tensors: sequence of tensors to concatenate; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dstack" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "dstack" $args "no_grad!" [$no_grad] }
 
 # The tensor's dtype name (float32, int64, …).
 #
 # dtype(Tensor input) -> str
 export def dtype [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "dtype" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "dtype" $args "no_grad!" [$no_grad] }
 
 # Sums the product of the elements of the input operands along dimensions specified using a notation based on the Einstein summation convention.
 #
 # torch.einsum(str equation, *Tensor tensors, *, int[]? path=None) -> Tensor
 export def einsum [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: equation tensors…; piped handles fill the tensor slots still missing
-    --equation: string  # str
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: equation tensors…; piped handles fill the tensor slots still missing
+    --equation: string  # The subscripts for the Einstein summation (str)
     --path: any  # int[]?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "einsum" $in $args {equation: $equation, path: $path, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "einsum" $args "equation path no_grad!" [$equation $path $no_grad] }
 
 # Returns a tensor filled with uninitialized data.
 #
 # torch.empty(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def empty [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size; piped handles fill the tensor slots still missing
-    --size: any  # SymInt[]
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
-    --pin_memory  # bool?
-    --memory_format: string  # MemoryFormat?
-    --requires_grad  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: size; piped handles fill the tensor slots still missing
+    --size: any  # a sequence of integers defining the shape of the output tensor (SymInt[])
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned Tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
+    --pin_memory  # If set, returned tensor would be allocated in the pinned memory (bool?)
+    --memory_format: string@"nu-complete torch"  # the desired memory format of returned Tensor (MemoryFormat?)
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "empty" $in $args {size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "empty" $args "size dtype layout device pin_memory! memory_format requires_grad! no_grad!" [$size $dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad] }
 
 # Returns an uninitialized tensor with the same size as input.
 #
 # torch.empty_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def empty_like [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the size of input will determine size of the output tensor; piped handles fill the tensor slots still missing
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned Tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor (Device?)
     --pin_memory  # bool?
-    --memory_format: string  # MemoryFormat?
-    --requires_grad  # bool
+    --memory_format: string@"nu-complete torch"  # the desired memory format of returned Tensor (MemoryFormat?)
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "empty_like" $in $args {dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "empty_like" $args "dtype layout device pin_memory! memory_format requires_grad! no_grad!" [$dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad] }
 
 # Creates an uninitialized, non-overlapping and dense tensor with the specified size, with physical_layout specifying how the dimensions are physically laid out in memory (each logical dimension is listed from outermost to innermost).
 #
 # torch.empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def empty_permuted [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size physical_layout; piped handles fill the tensor slots still missing
-    --size: any  # SymInt[]
-    --physical_layout: any  # int[]
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
-    --pin_memory  # bool?
-    --requires_grad  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: size physical_layout; piped handles fill the tensor slots still missing
+    --size: any  # the shape of the output tensor (SymInt[])
+    --physical_layout: any  # the ordering of dimensions physically in memory (int[])
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned Tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
+    --pin_memory  # If set, returned tensor would be allocated in the pinned memory (bool?)
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "empty_permuted" $in $args {size: $size, physical_layout: $physical_layout, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "empty_permuted" $args "size physical_layout dtype layout device pin_memory! requires_grad! no_grad!" [$size $physical_layout $dtype $layout $device $pin_memory $requires_grad $no_grad] }
 
 # Creates a tensor with the specified size and stride and filled with undefined data.
 #
 # torch.empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def empty_strided [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size stride; piped handles fill the tensor slots still missing
-    --size: any  # SymInt[]
-    --stride: any  # SymInt[]
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
-    --pin_memory  # bool?
-    --requires_grad  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: size stride; piped handles fill the tensor slots still missing
+    --size: any  # the shape of the output tensor (SymInt[])
+    --stride: any  # the strides of the output tensor (SymInt[])
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned Tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
+    --pin_memory  # If set, returned tensor would be allocated in the pinned memory (bool?)
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "empty_strided" $in $args {size: $size, stride: $stride, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "empty_strided" $args "size stride dtype layout device pin_memory! requires_grad! no_grad!" [$size $stride $dtype $layout $device $pin_memory $requires_grad $no_grad] }
 
 # Run CMD with gradients recorded again, inside a no_grad block (PyTorch's torch.enable_grad).
 #
@@ -2585,205 +2639,205 @@ export def enable_grad [
 # torch.eq(Tensor input, Scalar other) -> Tensor
 # torch.eq(Tensor[] a, Tensor[] b) -> bool
 export def eq [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | a… b…; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other | a… b…; input: the tensor to compare; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # the tensor or value to compare (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "eq" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "eq" $args "other no_grad!" [$other $no_grad] }
 
 # True if two tensors have the same size and elements, False otherwise.
 #
 # torch.equal(Tensor input, Tensor other) -> bool
 export def equal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "equal" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "equal" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.special.erf.
 #
 # torch.erf(Tensor input) -> Tensor
 export def erf [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "erf" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "erf" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.special.erfc.
 #
 # torch.erfc(Tensor input) -> Tensor
 export def erfc [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "erfc" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "erfc" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.special.erfinv.
 #
 # torch.erfinv(Tensor input) -> Tensor
 export def erfinv [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "erfinv" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "erfinv" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the exponential of the elements of the input tensor input.
 #
 # torch.exp(Tensor input) -> Tensor
 export def exp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "exp" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "exp" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.special.exp2.
 #
 # torch.exp2(Tensor input) -> Tensor
 export def exp2 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "exp2" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "exp2" $args "no_grad!" [$no_grad] }
 
 # Returns a new view of the self tensor with singleton dimensions expanded to a larger size.
 #
 # torch.expand(Tensor input, SymInt[] size, *, bool implicit=False) -> Tensor(a)
 export def expand [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size; piped handles fill the tensor slots still missing
-    --size: any  # SymInt[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input size; piped handles fill the tensor slots still missing
+    --size: any  # the desired expanded size (SymInt[])
     --implicit  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "expand" $in $args {size: $size, implicit: $implicit, no_grad: $no_grad} {implicit: false} }
+]: any -> any { torchsh typed "expand" $args "size implicit! no_grad!" [$size $implicit $no_grad] }
 
 # Expand this tensor to the same size as other.
 #
 # torch.expand_as(Tensor input, Tensor other) -> Tensor(a)
 export def expand_as [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; other: The result tensor has the same size as other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "expand_as" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "expand_as" $args "no_grad!" [$no_grad] }
 
 # Performs the same operation as torch.Tensor.expand, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.expand_copy(Tensor input, SymInt[] size, *, bool implicit=False) -> Tensor
 export def expand_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input size; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --implicit  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "expand_copy" $in $args {size: $size, implicit: $implicit, no_grad: $no_grad} {implicit: false} }
+]: any -> any { torchsh typed "expand_copy" $args "size implicit! no_grad!" [$size $implicit $no_grad] }
 
 # Alias for torch.special.expm1.
 #
 # torch.expm1(Tensor input) -> Tensor
 export def expm1 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "expm1" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "expm1" $args "no_grad!" [$no_grad] }
 
 # Returns a 2-D tensor with ones on the diagonal and zeros elsewhere.
 #
 # torch.eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.eye(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def eye [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: n | n m; piped handles fill the tensor slots still missing
-    --n: int  # SymInt
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: n | n m; piped handles fill the tensor slots still missing
+    --n: int  # the number of rows (SymInt)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned Tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
     --pin_memory  # bool?
-    --requires_grad  # bool
-    --m: int  # SymInt
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
+    --m: int  # the number of columns with default being n (SymInt)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "eye" $in $args {n: $n, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, m: $m, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "eye" $args "n dtype layout device pin_memory! requires_grad! m no_grad!" [$n $dtype $layout $device $pin_memory $requires_grad $m $no_grad] }
 
 # feature_dropout
 #
 # torch.feature_dropout(Tensor input, float p, bool train) -> Tensor
 export def feature_dropout [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p train; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input p train; piped handles fill the tensor slots still missing
     --p: number  # float
     --train  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "feature_dropout" $in $args {p: $p, train: $train, no_grad: $no_grad} {train: false} }
+]: any -> any { torchsh typed "feature_dropout" $args "p train! no_grad!" [$p $train $no_grad] }
 
 # fill
 #
 # torch.fill(Tensor input, Scalar value) -> Tensor
 # torch.fill(Tensor input, Tensor value) -> Tensor
 export def fill [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input value; piped handles fill the tensor slots still missing
-    --value: any  # Scalar | Tensor
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input value; piped handles fill the tensor slots still missing
+    --value: any@"nu-complete torch"  # Scalar | Tensor
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "fill" $in $args {value: $value, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "fill" $args "value no_grad!" [$value $no_grad] }
 
 # Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 #
 # fit(Module model, Optimizer optimizer, Loader loader, *, str loss=mse_loss, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, InOutDirPath? log=None, str? resume=None, int save_every=200, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, str? rdzv=None, str strategy=ddp, float timeout=60, bool trusted_network=False, bool detach=False, bool json=False) -> Json
 export def fit [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model optimizer loader; piped handles fill the tensor slots still missing
-    --loss: string = "mse_loss"  # str
-    --loss_args: any  # Json?
-    --epochs: int = 1  # int
-    --val: string@"nu-complete torch handles"  # Loader?
-    --metrics: any  # str[]?
-    --sched: string@"nu-complete torch handles"  # Scheduler?
-    --clip: number  # float?
-    --accum: int = 1  # int
-    --autocast: string  # str?
-    --patience: int  # int?
-    --monitor: string  # str?
-    --log: path  # InOutDirPath?
-    --resume: string  # str?
-    --save_every: int = 200  # int
-    --max_steps: int  # int?
-    --nproc_per_node: int  # int?
-    --nnodes: int = 1  # int
-    --node_rank: int = 0  # int
-    --rdzv: string  # str?
-    --strategy: string = "ddp"  # str
-    --timeout: number = 60  # float
-    --trusted_network  # bool
-    --detach  # bool
-    --json  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model optimizer loader; piped handles fill the tensor slots still missing
+    --loss: string@"nu-complete torch"  # a torch.nn.functional loss (mse_loss, cross_entropy, …); each batch is (inputs…, target) (str; default "mse_loss")
+    --loss_args: any@"nu-complete torch"  # the loss's options as JSON, e.g. '{"label_smoothing": 0.1}' (Json?)
+    --epochs: int  # the run's total epochs (a resumed run finishes the same total) (int; default 1)
+    --val: string@"nu-complete torch"  # a loader evaluated after every epoch (eval mode, no grad): val_loss and val_ metrics (Loader?)
+    --metrics: any@"nu-complete torch"  # accuracy (argmax == target), top5 (str[]?)
+    --sched: string@"nu-complete torch"  # a scheduler stepped once per epoch (ReduceLROnPlateau: on val_loss, else loss) (Scheduler?)
+    --clip: number  # clip_grad_norm_ of all parameters before each optimizer step (after unscaling with fp16) (float?)
+    --accum: int  # batches per optimizer step; each batch's loss / accum, as PyTorch's recipe (int; default 1)
+    --autocast: string@"nu-complete torch"  # bf16 or fp16: torch.autocast on the model's device (fp16 adds a GradScaler) (str?)
+    --patience: int  # stop after this many epochs without improvement of --monitor (int?)
+    --monitor: string  # the value early stopping and the best checkpoint watch (default val_loss, or loss without --val) (str?)
+    --log: path  # a folder for metrics.jsonl, metrics.csv, run.json, last.safetensors, best.safetensors (InOutDirPath?)
+    --resume: string  # auto (the --log folder's last checkpoint, when there is one) or a checkpoint file (str?)
+    --save_every: int  # optimizer steps between last checkpoints (also saved every epoch and where a run stops) (int; default 200)
+    --max_steps: int  # stop after this many optimizer steps of the whole run (resumable with --resume) (int?)
+    --nproc_per_node: int  # train in N processes on torch.distributed (DDP; gloo on CPU, nccl on CUDA), each on a DistributedSa… (int?)
+    --nnodes: int  # nodes of the run (one daemon per host, each runs this fit; docs/distributed.md) (int; default 1)
+    --node_rank: int  # this node's rank, 0..nnodes-1 (node 0 hosts the rendezvous at --rdzv) (int; default 0)
+    --rdzv: string  # HOST:PORT of node 0's rendezvous (several nodes) (str?)
+    --strategy: string  # ddp (DistributedDataParallel) or fsdp (FSDP's fully_shard: parameters and state sharded) (str; default "ddp")
+    --timeout: number  # seconds a collective waits for the other ranks before the run fails (float; default 60)
+    --trusted_network  # allow --rdzv beyond loopback: torch.distributed's traffic there has no TLS and no token (bool)
+    --detach  # run as a job and print its job:// at once (torch job logs|wait|stop, docs/jobs.md) (bool)
+    --json  # rows as JSON lines (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "fit" $in $args {loss: $loss, loss_args: $loss_args, epochs: $epochs, val: $val, metrics: $metrics, sched: $sched, clip: $clip, accum: $accum, autocast: $autocast, patience: $patience, monitor: $monitor, log: $log, resume: $resume, save_every: $save_every, max_steps: $max_steps, nproc_per_node: $nproc_per_node, nnodes: $nnodes, node_rank: $node_rank, rdzv: $rdzv, strategy: $strategy, timeout: $timeout, trusted_network: $trusted_network, detach: $detach, json: $json, no_grad: $no_grad} {loss: "mse_loss", epochs: 1, accum: 1, save_every: 200, nnodes: 1, node_rank: 0, strategy: "ddp", timeout: 60, trusted_network: false, detach: false, json: false} --follows }
+]: any -> any { torchsh typed "fit" $args "loss loss_args epochs val metrics sched clip accum autocast patience monitor log resume save_every max_steps nproc_per_node nnodes node_rank rdzv strategy timeout trusted_network! detach! json! no_grad!" [$loss $loss_args $epochs $val $metrics $sched $clip $accum $autocast $patience $monitor $log $resume $save_every $max_steps $nproc_per_node $nnodes $node_rank $rdzv $strategy $timeout $trusted_network $detach $json $no_grad] --follows }
 
 # Alias for torch.trunc.
 #
 # torch.fix(Tensor input) -> Tensor
 export def fix [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "fix" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "fix" $args "no_grad!" [$no_grad] }
 
 # Flattens input by reshaping it into a one-dimensional tensor.
 #
 # torch.flatten(Tensor input, int start_dim=0, int end_dim=-1) -> Tensor(a)
 export def flatten [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input start_dim end_dim; piped handles fill the tensor slots still missing
-    --start_dim: int = 0  # int
-    --end_dim: int = -1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input start_dim end_dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --start_dim: int  # the first dim to flatten (int; default 0)
+    --end_dim: int  # the last dim to flatten (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "flatten" $in $args {start_dim: $start_dim, end_dim: $end_dim, no_grad: $no_grad} {start_dim: 0, end_dim: -1} }
+]: any -> any { torchsh typed "flatten" $args "start_dim end_dim no_grad!" [$start_dim $end_dim $no_grad] }
 
 # Reverse the order of an n-D tensor along given axis in dims.
 #
 # torch.flip(Tensor input, int[] dims) -> Tensor
 export def flip [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dims; piped handles fill the tensor slots still missing
-    --dims: any  # int[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dims; input: the input tensor; piped handles fill the tensor slots still missing
+    --dims: any  # axis to flip on (int[])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "flip" $in $args {dims: $dims, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "flip" $args "dims no_grad!" [$dims $no_grad] }
 
 # Flip tensor in the left/right direction, returning a new tensor.
 #
 # torch.fliplr(Tensor input) -> Tensor
 export def fliplr [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: Must be at least 2-dimensional; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "fliplr" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "fliplr" $args "no_grad!" [$no_grad] }
 
 # Flip tensor in the up/down direction, returning a new tensor.
 #
 # torch.flipud(Tensor input) -> Tensor
 export def flipud [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: Must be at least 1-dimensional; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "flipud" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "flipud" $args "no_grad!" [$no_grad] }
 
 # Raises input to the power of exponent, elementwise, in double precision.
 #
@@ -2791,181 +2845,181 @@ export def flipud [
 # torch.float_power(Tensor input, Scalar exponent) -> Tensor
 # torch.float_power(Scalar input, Tensor exponent) -> Tensor
 export def float_power [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input exponent; piped handles fill the tensor slots still missing
-    --input: any  # Tensor | Scalar
-    --exponent: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input exponent; piped handles fill the tensor slots still missing
+    --input: any@"nu-complete torch"  # the base value(s) (Tensor | Scalar)
+    --exponent: any@"nu-complete torch"  # the exponent value(s) (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "float_power" $in $args {input: $input, exponent: $exponent, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "float_power" $args "input exponent no_grad!" [$input $exponent $no_grad] }
 
 # Returns a new tensor with the floor of the elements of input, the largest integer less than or equal to each element.
 #
 # torch.floor(Tensor input) -> Tensor
 export def floor [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "floor" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "floor" $args "no_grad!" [$no_grad] }
 
 # .
 #
 # torch.floor_divide(Tensor input, Tensor other) -> Tensor
 # torch.floor_divide(Tensor input, Scalar other) -> Tensor
 export def floor_divide [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the dividend; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # the divisor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "floor_divide" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "floor_divide" $args "other no_grad!" [$other $no_grad] }
 
 # Computes the element-wise maximum of input and other.
 #
 # torch.fmax(Tensor input, Tensor other) -> Tensor
 export def fmax [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "fmax" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "fmax" $args "no_grad!" [$no_grad] }
 
 # Computes the element-wise minimum of input and other.
 #
 # torch.fmin(Tensor input, Tensor other) -> Tensor
 export def fmin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "fmin" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "fmin" $args "no_grad!" [$no_grad] }
 
 # Applies C++'s std::fmod <https://en.cppreference.com/w/cpp/numeric/math/fmod>_ entrywise.
 #
 # torch.fmod(Tensor input, Tensor other) -> Tensor
 # torch.fmod(Tensor input, Scalar other) -> Tensor
 export def fmod [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the dividend; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # the divisor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "fmod" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "fmod" $args "other no_grad!" [$other $no_grad] }
 
 # Call the model on the inputs: model(*inputs). Several outputs print one per line (LSTM: output, h, c).
 #
 # forward(Module model, Tensor[] inputs) -> Tensor[]
 export def forward [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model inputs…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model inputs…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "forward" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "forward" $args "no_grad!" [$no_grad] }
 
 # Computes the fractional portion of each element in input.
 #
 # torch.frac(Tensor input) -> Tensor
 export def frac [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "frac" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "frac" $args "no_grad!" [$no_grad] }
 
 # Free objects by handle (atomic: all or none), or every object with --all. Reads handles from stdin.
 #
 # free(Handle[] handles) -> None
 # free(*, bool all) -> None
 export def free [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: handles… | (none); piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: handles… | (none); piped handles fill the tensor slots still missing
     --all  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "free" $in $args {all: $all, no_grad: $no_grad} {all: false} }
+]: any -> any { torchsh typed "free" $args "all! no_grad!" [$all $no_grad] }
 
 # Decomposes input into mantissa and exponent tensors such that \text{input} = \text{mantissa} \times 2^{\text{exponent}}.
 #
 # torch.frexp(Tensor input) -> (Tensor mantissa, Tensor exponent)
 export def frexp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "frexp" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "frexp" $args "no_grad!" [$no_grad] }
 
 # frobenius_norm
 #
 # torch.frobenius_norm(Tensor input, int[] dim, bool keepdim=False) -> Tensor
 export def frobenius_norm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
     --dim: any  # int[]
     --keepdim  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "frobenius_norm" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "frobenius_norm" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
 # Creates a tensor of size size filled with fill_value.
 #
 # torch.full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def full [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size fill_value; piped handles fill the tensor slots still missing
-    --size: any  # SymInt[]
-    --fill_value: number  # Scalar
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: size fill_value; piped handles fill the tensor slots still missing
+    --size: any  # a list, tuple, or torch.Size of integers defining the shape of the output tensor (SymInt[])
+    --fill_value: number  # the value to fill the output tensor with (Scalar)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned Tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
     --pin_memory  # bool?
-    --requires_grad  # bool
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "full" $in $args {size: $size, fill_value: $fill_value, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "full" $args "size fill_value dtype layout device pin_memory! requires_grad! no_grad!" [$size $fill_value $dtype $layout $device $pin_memory $requires_grad $no_grad] }
 
 # Returns a tensor with the same size as input filled with fill_value.
 #
 # torch.full_like(Tensor input, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def full_like [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input fill_value; piped handles fill the tensor slots still missing
-    --fill_value: number  # Scalar
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input fill_value; input: the size of input will determine size of the output tensor; piped handles fill the tensor slots still missing
+    --fill_value: number  # the number to fill the output tensor with (Scalar)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned Tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor (Device?)
     --pin_memory  # bool?
-    --memory_format: string  # MemoryFormat?
-    --requires_grad  # bool
+    --memory_format: string@"nu-complete torch"  # the desired memory format of returned Tensor (MemoryFormat?)
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "full_like" $in $args {fill_value: $fill_value, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "full_like" $args "fill_value dtype layout device pin_memory! memory_format requires_grad! no_grad!" [$fill_value $dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad] }
 
 # Gathers values along an axis specified by dim.
 #
 # torch.gather(Tensor input, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
 export def gather [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index; piped handles fill the tensor slots still missing
-    --dim: int  # int
-    --sparse_grad  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim index; input: the source tensor; index: the indices of elements to gather; piped handles fill the tensor slots still missing
+    --dim: int  # the axis along which to index (int)
+    --sparse_grad  # If True, gradient w.r.t. input will be a sparse tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "gather" $in $args {dim: $dim, sparse_grad: $sparse_grad, no_grad: $no_grad} {sparse_grad: false} }
+]: any -> any { torchsh typed "gather" $args "dim sparse_grad! no_grad!" [$dim $sparse_grad $no_grad] }
 
 # Computes the element-wise greatest common divisor (GCD) of input and other.
 #
 # torch.gcd(Tensor input, Tensor other) -> Tensor
 export def gcd [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "gcd" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "gcd" $args "no_grad!" [$no_grad] }
 
 # Computes \text{input} \geq \text{other} element-wise.
 #
 # torch.ge(Tensor input, Tensor other) -> Tensor
 # torch.ge(Tensor input, Scalar other) -> Tensor
 export def ge [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the tensor to compare; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # the tensor or value to compare (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "ge" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "ge" $args "other no_grad!" [$other $no_grad] }
 
 # This is a low-level function for calling LAPACK's geqrf directly.
 #
 # torch.geqrf(Tensor input) -> (Tensor a, Tensor tau)
 export def geqrf [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input matrix; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "geqrf" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "geqrf" $args "no_grad!" [$no_grad] }
 
 # A snapshot copy of input's .grad as a new handle: later backwards do not change it.
 #
 # grad(Tensor input) -> Tensor
 export def grad [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "grad" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "grad" $args "no_grad!" [$no_grad] }
 
 # The name of the graph node that made input (MulBackward0, SumBackward0...); nothing for a leaf.
 #
 # grad_fn(Tensor input) -> str
 export def grad_fn [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "grad_fn" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "grad_fn" $args "no_grad!" [$no_grad] }
 
 # Estimates the gradient of a function g : \mathbb{R}^n \rightarrow \mathbb{R} in one or more dimensions using the second-order accurate central differences method <https://www.ams.org/journals/mcom/1988-51-184/S0025-5718-1988-0935077-0/S0025-5718-1988-0935077-0.pdf>_ and either first or second order estimates at the boundaries.
 #
@@ -2977,72 +3031,72 @@ export def grad_fn [
 # torch.gradient(Tensor input, *, Tensor[] spacing, int? dim=None, int edge_order=1) -> Tensor[]
 # torch.gradient(Tensor input, *, Tensor[] spacing, int[] dim, int edge_order=1) -> Tensor[]
 export def gradient [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
-    --spacing: any  # Scalar? | Scalar | Scalar[] | Tensor[]
-    --dim: any  # int? | int[]
-    --edge_order: int = 1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the tensor that represents the values of the function; piped handles fill the tensor slots still missing
+    --spacing: any@"nu-complete torch"  # spacing can be used to modify how the input tensor's indices relate to sample coordinates (Scalar? | Scalar | Scalar[] | Tensor[])
+    --dim: any  # the dimension or dimensions to approximate the gradient over (int? | int[])
+    --edge_order: int  # 1 or 2, for first-order <https://www.ams.org/journals/mcom/1988-51-184/S0025-5718-1988-0935077-0/S0… (int; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "gradient" $in $args {spacing: $spacing, dim: $dim, edge_order: $edge_order, no_grad: $no_grad} {edge_order: 1} }
+]: any -> any { torchsh typed "gradient" $args "spacing dim edge_order no_grad!" [$spacing $dim $edge_order $no_grad] }
 
 # Alias for torch.gt.
 #
 # torch.greater(Tensor input, Tensor other) -> Tensor
 # torch.greater(Tensor input, Scalar other) -> Tensor
 export def greater [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "greater" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "greater" $args "other no_grad!" [$other $no_grad] }
 
 # Alias for torch.ge.
 #
 # torch.greater_equal(Tensor input, Tensor other) -> Tensor
 # torch.greater_equal(Tensor input, Scalar other) -> Tensor
 export def greater_equal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "greater_equal" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "greater_equal" $args "other no_grad!" [$other $no_grad] }
 
 # grid_sampler
 #
 # torch.grid_sampler(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor
 export def grid_sampler [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input grid interpolation_mode padding_mode align_corners; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input grid interpolation_mode padding_mode align_corners; piped handles fill the tensor slots still missing
     --interpolation_mode: int  # int
     --padding_mode: int  # int
     --align_corners  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "grid_sampler" $in $args {interpolation_mode: $interpolation_mode, padding_mode: $padding_mode, align_corners: $align_corners, no_grad: $no_grad} {align_corners: false} }
+]: any -> any { torchsh typed "grid_sampler" $args "interpolation_mode padding_mode align_corners! no_grad!" [$interpolation_mode $padding_mode $align_corners $no_grad] }
 
 # grid_sampler_2d
 #
 # torch.grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor
 export def grid_sampler_2d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input grid interpolation_mode padding_mode align_corners; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input grid interpolation_mode padding_mode align_corners; piped handles fill the tensor slots still missing
     --interpolation_mode: int  # int
     --padding_mode: int  # int
     --align_corners  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "grid_sampler_2d" $in $args {interpolation_mode: $interpolation_mode, padding_mode: $padding_mode, align_corners: $align_corners, no_grad: $no_grad} {align_corners: false} }
+]: any -> any { torchsh typed "grid_sampler_2d" $args "interpolation_mode padding_mode align_corners! no_grad!" [$interpolation_mode $padding_mode $align_corners $no_grad] }
 
 # grid_sampler_3d
 #
 # torch.grid_sampler_3d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor
 export def grid_sampler_3d [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input grid interpolation_mode padding_mode align_corners; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input grid interpolation_mode padding_mode align_corners; piped handles fill the tensor slots still missing
     --interpolation_mode: int  # int
     --padding_mode: int  # int
     --align_corners  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "grid_sampler_3d" $in $args {interpolation_mode: $interpolation_mode, padding_mode: $padding_mode, align_corners: $align_corners, no_grad: $no_grad} {align_corners: false} }
+]: any -> any { torchsh typed "grid_sampler_3d" $args "interpolation_mode padding_mode align_corners! no_grad!" [$interpolation_mode $padding_mode $align_corners $no_grad] }
 
 # gru
 #
 # torch.gru(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)
 # torch.gru(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)
 export def gru [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx params… has_biases num_layers dropout train bidirectional; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input hx params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx params… has_biases num_layers dropout train bidirectional; piped handles fill the tensor slots still missing
     --has_biases  # bool
     --num_layers: int  # int
     --dropout: number  # float
@@ -3050,27 +3104,27 @@ export def gru [
     --bidirectional  # bool
     --batch_first  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "gru" $in $args {has_biases: $has_biases, num_layers: $num_layers, dropout: $dropout, train: $train, bidirectional: $bidirectional, batch_first: $batch_first, no_grad: $no_grad} {has_biases: false, train: false, bidirectional: false, batch_first: false} }
+]: any -> any { torchsh typed "gru" $args "has_biases! num_layers dropout train! bidirectional! batch_first! no_grad!" [$has_biases $num_layers $dropout $train $bidirectional $batch_first $no_grad] }
 
 # gru_cell
 #
 # torch.gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor
 export def gru_cell [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx w_ih w_hh b_ih b_hh; piped handles fill the tensor slots still missing
-    --b_ih: any  # Tensor?
-    --b_hh: any  # Tensor?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input hx w_ih w_hh b_ih b_hh; piped handles fill the tensor slots still missing
+    --b_ih: any@"nu-complete torch"  # Tensor?
+    --b_hh: any@"nu-complete torch"  # Tensor?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "gru_cell" $in $args {b_ih: $b_ih, b_hh: $b_hh, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "gru_cell" $args "b_ih b_hh no_grad!" [$b_ih $b_hh $no_grad] }
 
 # Computes \text{input} > \text{other} element-wise.
 #
 # torch.gt(Tensor input, Tensor other) -> Tensor
 # torch.gt(Tensor input, Scalar other) -> Tensor
 export def gt [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the tensor to compare; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # the tensor or value to compare (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "gt" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "gt" $args "other no_grad!" [$other $no_grad] }
 
 # Hamming window function.
 #
@@ -3079,86 +3133,86 @@ export def gt [
 # torch.hamming_window(int window_length, bool periodic, float alpha, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.hamming_window(int window_length, bool periodic, float alpha, float beta, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def hamming_window [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: window_length | window_length periodic | window_length periodic alpha | window_length periodic alpha beta; piped handles fill the tensor slots still missing
-    --window_length: int  # int
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
-    --pin_memory  # bool?
-    --requires_grad  # bool
-    --periodic  # bool
-    --alpha: number  # float
-    --beta: number  # float
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: window_length | window_length periodic | window_length periodic alpha | window_length periodic alpha beta; piped handles fill the tensor slots still missing
+    --window_length: int  # the size of returned window (int)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned window tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
+    --pin_memory  # If set, returned tensor would be allocated in the pinned memory (bool?)
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
+    --periodic  # If True, returns a window to be used as periodic function (bool)
+    --alpha: number  # The coefficient \alpha in the equation above (float)
+    --beta: number  # The coefficient \beta in the equation above (float)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "hamming_window" $in $args {window_length: $window_length, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, periodic: $periodic, alpha: $alpha, beta: $beta, no_grad: $no_grad} {pin_memory: false, requires_grad: false, periodic: false} }
+]: any -> any { torchsh typed "hamming_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! alpha beta no_grad!" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $alpha $beta $no_grad] }
 
 # Hann window function.
 #
 # torch.hann_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.hann_window(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def hann_window [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: window_length | window_length periodic; piped handles fill the tensor slots still missing
-    --window_length: int  # int
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: window_length | window_length periodic; piped handles fill the tensor slots still missing
+    --window_length: int  # the size of returned window (int)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned window tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
     --pin_memory  # bool?
-    --requires_grad  # bool
-    --periodic  # bool
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
+    --periodic  # If True, returns a window to be used as periodic function (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "hann_window" $in $args {window_length: $window_length, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, periodic: $periodic, no_grad: $no_grad} {pin_memory: false, requires_grad: false, periodic: false} }
+]: any -> any { torchsh typed "hann_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! no_grad!" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $no_grad] }
 
 # Applies the hard shrinkage function element-wise.
 #
 # torch.hardshrink(Tensor input, Scalar lambd=0.5) -> Tensor
 export def hardshrink [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input lambd; piped handles fill the tensor slots still missing
-    --lambd: number = 0.5  # Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input lambd; piped handles fill the tensor slots still missing
+    --lambd: number  # Scalar; default 0.5
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "hardshrink" $in $args {lambd: $lambd, no_grad: $no_grad} {lambd: 0.5} }
+]: any -> any { torchsh typed "hardshrink" $args "lambd no_grad!" [$lambd $no_grad] }
 
 # Returns a hash of all elements in the input tensor.
 #
 # torch.hash_tensor(Tensor input, int[] dim=[], *, bool keepdim=False, int mode=0) -> Tensor
 export def hash_tensor [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
-    --dim: any = []  # int[]
-    --keepdim  # bool
-    --mode: int = 0  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: any  # the dimension or dimensions to reduce (int[]; default [])
+    --keepdim  # whether the output tensor has dim retained or not (bool)
+    --mode: int  # The hash to use (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "hash_tensor" $in $args {dim: $dim, keepdim: $keepdim, mode: $mode, no_grad: $no_grad} {dim: [], keepdim: false, mode: 0} }
+]: any -> any { torchsh typed "hash_tensor" $args "dim keepdim! mode no_grad!" [$dim $keepdim $mode $no_grad] }
 
 # Computes the Heaviside step function for each element in input.
 #
 # torch.heaviside(Tensor input, Tensor values) -> Tensor
 export def heaviside [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input values; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input values; input: the input tensor; values: The values to use where input is zero; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "heaviside" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "heaviside" $args "no_grad!" [$no_grad] }
 
 # Computes the histogram of a tensor.
 #
 # torch.histc(Tensor input, int bins=100, Scalar min=0, Scalar max=0) -> Tensor
 export def histc [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input bins min max; piped handles fill the tensor slots still missing
-    --bins: int = 100  # int
-    --min: number = 0  # Scalar
-    --max: number = 0  # Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input bins min max; input: the input tensor; piped handles fill the tensor slots still missing
+    --bins: int  # number of histogram bins (int; default 100)
+    --min: number  # lower end of the range (inclusive) (Scalar; default 0)
+    --max: number  # upper end of the range (inclusive) (Scalar; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "histc" $in $args {bins: $bins, min: $min, max: $max, no_grad: $no_grad} {bins: 100, min: 0, max: 0} }
+]: any -> any { torchsh typed "histc" $args "bins min max no_grad!" [$bins $min $max $no_grad] }
 
 # Computes a histogram of the values in a tensor.
 #
 # torch.histogram(Tensor input, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)
 # torch.histogram(Tensor input, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)
 export def histogram [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input bins; piped handles fill the tensor slots still missing
-    --bins: any  # Tensor | int
-    --weight: any  # Tensor?
-    --density  # bool
-    --range: any  # float[]?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input bins; input: the input tensor; piped handles fill the tensor slots still missing
+    --bins: any@"nu-complete torch"  # int or 1D Tensor (Tensor | int)
+    --weight: any@"nu-complete torch"  # If provided, weight should have the same shape as input (Tensor?)
+    --density  # If False, the result will contain the count (or total weight) in each bin (bool)
+    --range: any  # Defines the range of the bins (float[]?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "histogram" $in $args {bins: $bins, weight: $weight, density: $density, range: $range, no_grad: $no_grad} {density: false} }
+]: any -> any { torchsh typed "histogram" $args "bins weight density! range no_grad!" [$bins $weight $density $range $no_grad] }
 
 # Computes a multi-dimensional histogram of the values in a tensor.
 #
@@ -3166,141 +3220,141 @@ export def histogram [
 # torch.histogramdd(Tensor input, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)
 # torch.histogramdd(Tensor input, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)
 export def histogramdd [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input bins range weight density | input bins… range weight density; piped handles fill the tensor slots still missing
-    --bins: any  # int[] | int | Tensor[]
-    --range: any  # float[]?
-    --weight: any  # Tensor?
-    --density  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input bins range weight density | input bins… range weight density; input: the input tensor; piped handles fill the tensor slots still missing
+    --bins: any@"nu-complete torch"  # Tensor[], int[], or int (int[] | int | Tensor[])
+    --range: any  # Defines the leftmost and rightmost bin edges in each dimension (float[]?)
+    --weight: any@"nu-complete torch"  # By default, each value in the input has weight 1 (Tensor?)
+    --density  # If False (default), the result will contain the count (or total weight) in each bin (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "histogramdd" $in $args {bins: $bins, range: $range, weight: $weight, density: $density, no_grad: $no_grad} {density: false} }
+]: any -> any { torchsh typed "histogramdd" $args "bins range weight density! no_grad!" [$bins $range $weight $density $no_grad] }
 
 # Splits input, a tensor with one or more dimensions, into multiple tensors horizontally according to indices_or_sections.
 #
 # torch.hsplit(Tensor input, int sections) -> Tensor(a)[]
 # torch.hsplit(Tensor input, int[] indices) -> Tensor(a)[]
 export def hsplit [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input sections | input indices; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input sections | input indices; input: tensor to split; piped handles fill the tensor slots still missing
     --sections: int  # int
     --indices: any  # int[]
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "hsplit" $in $args {sections: $sections, indices: $indices, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "hsplit" $args "sections indices no_grad!" [$sections $indices $no_grad] }
 
 # Stack tensors in sequence horizontally (column wise).
 #
 # torch.hstack(Tensor[] tensors) -> Tensor
 export def hstack [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; tensors: sequence of tensors to concatenate; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "hstack" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "hstack" $args "no_grad!" [$no_grad] }
 
 # Given the legs of a right triangle, return its hypotenuse.
 #
 # torch.hypot(Tensor input, Tensor other) -> Tensor
 export def hypot [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the first input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "hypot" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "hypot" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.special.i0.
 #
 # torch.i0(Tensor input) -> Tensor
 export def i0 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "i0" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "i0" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.special.gammainc.
 #
 # torch.igamma(Tensor input, Tensor other) -> Tensor
 export def igamma [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "igamma" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "igamma" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.special.gammaincc.
 #
 # torch.igammac(Tensor input, Tensor other) -> Tensor
 export def igammac [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "igammac" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "igammac" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor containing imaginary values of the self tensor.
 #
 # torch.imag(Tensor input) -> Tensor(a)
 export def imag [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "imag" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "imag" $args "no_grad!" [$no_grad] }
 
 # Python indexing with a slice string: torch index $t '[1:3, ::2, None, -1]' (handles index too).
 #
 # index(Tensor input, str index) -> Tensor
 export def index [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input index; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input index; piped handles fill the tensor slots still missing
     --index: string  # str
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "index" $in $args {index: $index, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "index" $args "index no_grad!" [$index $no_grad] }
 
 # See Tensor.index_add_ for function description.
 #
 # torch.index_add(Tensor input, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
 export def index_add [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index source; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim index source; piped handles fill the tensor slots still missing
     --dim: int  # int
-    --alpha: number = 1  # Scalar
+    --alpha: number  # Scalar; default 1
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "index_add" $in $args {dim: $dim, alpha: $alpha, no_grad: $no_grad} {alpha: 1} }
+]: any -> any { torchsh typed "index_add" $args "dim alpha no_grad!" [$dim $alpha $no_grad] }
 
 # See Tensor.index_copy_ for function description.
 #
 # torch.index_copy(Tensor input, int dim, Tensor index, Tensor source) -> Tensor
 export def index_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index source; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim index source; piped handles fill the tensor slots still missing
     --dim: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "index_copy" $in $args {dim: $dim, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "index_copy" $args "dim no_grad!" [$dim $no_grad] }
 
 # index_fill
 #
 # torch.index_fill(Tensor input, int dim, Tensor index, Tensor value) -> Tensor
 # torch.index_fill(Tensor input, int dim, Tensor index, Scalar value) -> Tensor
 export def index_fill [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index value; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim index value; piped handles fill the tensor slots still missing
     --dim: int  # int
-    --value: any  # Tensor | Scalar
+    --value: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "index_fill" $in $args {dim: $dim, value: $value, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "index_fill" $args "dim value no_grad!" [$dim $value $no_grad] }
 
 # A copy of input with input[index] = values (or += with --accumulate). The input is not changed.
 #
 # index_put(Tensor input, str index, Tensor values, *, bool accumulate=False) -> Tensor
 export def index_put [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input index values; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input index values; piped handles fill the tensor slots still missing
     --index: string  # str
     --accumulate  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "index_put" $in $args {index: $index, accumulate: $accumulate, no_grad: $no_grad} {accumulate: false} }
+]: any -> any { torchsh typed "index_put" $args "index accumulate! no_grad!" [$index $accumulate $no_grad] }
 
 # See Tensor.index_reduce_ for function description.
 #
 # torch.index_reduce(Tensor input, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor
 export def index_reduce [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index source reduce; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim index source reduce; piped handles fill the tensor slots still missing
     --dim: int  # int
     --reduce: string  # str
-    --include_self: any = true  # bool
+    --include_self: any  # bool; default true
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "index_reduce" $in $args {dim: $dim, reduce: $reduce, include_self: $include_self, no_grad: $no_grad} {include_self: true} }
+]: any -> any { torchsh typed "index_reduce" $args "dim reduce include_self no_grad!" [$dim $reduce $include_self $no_grad] }
 
 # Returns a new tensor which indexes the input tensor along dimension dim using the entries in index.
 #
 # torch.index_select(Tensor input, int dim, Tensor index) -> Tensor
 export def index_select [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index; piped handles fill the tensor slots still missing
-    --dim: int  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim index; input: the input tensor; index: the 1-D tensor containing the indices to index; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension in which we index (int)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "index_select" $in $args {dim: $dim, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "index_select" $args "dim no_grad!" [$dim $no_grad] }
 
 # Run CMD in inference mode: like no_grad, and its results can never join a graph later.
 #
@@ -3313,117 +3367,117 @@ export def inference_mode [
 #
 # init(str shell) -> str
 export def init [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: shell; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: shell; piped handles fill the tensor slots still missing
     --shell: string  # str
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "init" $in $args {shell: $shell, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "init" $args "shell no_grad!" [$shell $no_grad] }
 
 # Computes the dot product for 1D tensors.
 #
 # torch.inner(Tensor input, Tensor other) -> Tensor
 export def inner [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: First input tensor; other: Second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "inner" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "inner" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.linalg.inv.
 #
 # torch.inverse(Tensor input) -> Tensor
 export def inverse [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "inverse" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "inverse" $args "no_grad!" [$no_grad] }
 
 # Returns True if the data type of input is a complex data type i.e., one of torch.complex64, and torch.complex128.
 #
 # torch.is_complex(Tensor input) -> bool
 export def is_complex [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "is_complex" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "is_complex" $args "no_grad!" [$no_grad] }
 
 # Returns True if the input is a conjugated tensor, i.e.
 #
 # torch.is_conj(Tensor input) -> bool
 export def is_conj [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "is_conj" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "is_conj" $args "no_grad!" [$no_grad] }
 
 # Returns True if the data type of input is a floating point data type i.e., one of torch.float64, torch.float32, torch.float16, and torch.bfloat16.
 #
 # torch.is_floating_point(Tensor input) -> bool
 export def is_floating_point [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "is_floating_point" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "is_floating_point" $args "no_grad!" [$no_grad] }
 
 # Returns True if input is an inference tensor.
 #
 # torch.is_inference(Tensor input) -> bool
 export def is_inference [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "is_inference" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "is_inference" $args "no_grad!" [$no_grad] }
 
 # true for tensors made by the user (or under no-grad), false for results of recorded ops.
 #
 # is_leaf(Tensor input) -> bool
 export def is_leaf [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "is_leaf" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "is_leaf" $args "no_grad!" [$no_grad] }
 
 # is_neg
 #
 # torch.is_neg(Tensor input) -> bool
 export def is_neg [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "is_neg" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "is_neg" $args "no_grad!" [$no_grad] }
 
 # Returns True if the input is a single element tensor which is not equal to zero after type conversions.
 #
 # torch.is_nonzero(Tensor input) -> bool
 export def is_nonzero [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "is_nonzero" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "is_nonzero" $args "no_grad!" [$no_grad] }
 
 # is_same_size
 #
 # torch.is_same_size(Tensor input, Tensor other) -> bool
 export def is_same_size [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "is_same_size" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "is_same_size" $args "no_grad!" [$no_grad] }
 
 # is_signed
 #
 # torch.is_signed(Tensor input) -> bool
 export def is_signed [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "is_signed" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "is_signed" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with boolean elements representing if each element of input is "close" to the corresponding element of other.
 #
 # torch.isclose(Tensor input, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor
 export def isclose [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other rtol atol equal_nan; piped handles fill the tensor slots still missing
-    --rtol: number = 1e-05  # float
-    --atol: number = 1e-08  # float
-    --equal_nan  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other rtol atol equal_nan; input: first tensor to compare; other: second tensor to compare; piped handles fill the tensor slots still missing
+    --rtol: number  # relative tolerance (float; default 1e-05)
+    --atol: number  # absolute tolerance (float; default 1e-08)
+    --equal_nan  # if True, then two NaN s will be considered equal (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "isclose" $in $args {rtol: $rtol, atol: $atol, equal_nan: $equal_nan, no_grad: $no_grad} {rtol: 1e-05, atol: 1e-08, equal_nan: false} }
+]: any -> any { torchsh typed "isclose" $args "rtol atol equal_nan! no_grad!" [$rtol $atol $equal_nan $no_grad] }
 
 # Returns a new tensor with boolean elements representing if each element is finite or not.
 #
 # torch.isfinite(Tensor input) -> Tensor
 export def isfinite [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "isfinite" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "isfinite" $args "no_grad!" [$no_grad] }
 
 # Tests if each element of elements is in test_elements.
 #
@@ -3431,126 +3485,126 @@ export def isfinite [
 # torch.isin(Tensor elements, Scalar test_element, *, bool assume_unique=False, bool invert=False) -> Tensor
 # torch.isin(Scalar element, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor
 export def isin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: elements test_elements | elements test_element | element test_elements; piped handles fill the tensor slots still missing
-    --assume_unique  # bool
-    --invert  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: elements test_elements | elements test_element | element test_elements; elements: Input elements; test_elements: Values against which to test for each input element; piped handles fill the tensor slots still missing
+    --assume_unique  # If True, assumes both elements and test_elements contain unique elements, which can speed up the ca… (bool)
+    --invert  # If True, inverts the boolean return tensor, resulting in True values for elements *not* in test_ele… (bool)
     --test_element: number  # Scalar
     --element: number  # Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "isin" $in $args {assume_unique: $assume_unique, invert: $invert, test_element: $test_element, element: $element, no_grad: $no_grad} {assume_unique: false, invert: false} }
+]: any -> any { torchsh typed "isin" $args "assume_unique! invert! test_element element no_grad!" [$assume_unique $invert $test_element $element $no_grad] }
 
 # Tests if each element of input is infinite (positive or negative infinity) or not.
 #
 # torch.isinf(Tensor input) -> Tensor
 export def isinf [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "isinf" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "isinf" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with boolean elements representing if each element of input is NaN or not.
 #
 # torch.isnan(Tensor input) -> Tensor
 export def isnan [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "isnan" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "isnan" $args "no_grad!" [$no_grad] }
 
 # Tests if each element of input is negative infinity or not.
 #
 # torch.isneginf(Tensor input) -> Tensor
 export def isneginf [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "isneginf" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "isneginf" $args "no_grad!" [$no_grad] }
 
 # Tests if each element of input is positive infinity or not.
 #
 # torch.isposinf(Tensor input) -> Tensor
 export def isposinf [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "isposinf" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "isposinf" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with boolean elements representing if each element of input is real-valued or not.
 #
 # torch.isreal(Tensor input) -> Tensor
 export def isreal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "isreal" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "isreal" $args "no_grad!" [$no_grad] }
 
 # Inverse short time Fourier Transform.
 #
 # torch.istft(Tensor input, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor
 export def istft [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n_fft hop_length win_length window center normalized onesided length return_complex; piped handles fill the tensor slots still missing
-    --n_fft: int  # int
-    --hop_length: int  # int?
-    --win_length: int  # int?
-    --window: any  # Tensor?
-    --center: any = true  # bool
-    --normalized  # bool
-    --onesided  # bool?
-    --length: int  # int?
-    --return_complex  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input n_fft hop_length win_length window center normalized onesided length return_complex; input: The input tensor; piped handles fill the tensor slots still missing
+    --n_fft: int  # Size of Fourier transform (int)
+    --hop_length: int  # The distance between neighboring sliding window frames (int?)
+    --win_length: int  # The size of window frame and STFT filter (int?)
+    --window: any@"nu-complete torch"  # The optional window function (Tensor?)
+    --center: any  # Whether input was padded on both sides so that the t-th frame is centered at time t \times hop_leng… (bool; default true)
+    --normalized  # Whether the STFT was normalized (bool)
+    --onesided  # Whether the STFT was onesided (bool?)
+    --length: int  # The amount to trim the signal by (i.e. the original signal length) (int?)
+    --return_complex  # Whether the output should be complex, or if the input should be assumed to derive from a real signa… (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "istft" $in $args {n_fft: $n_fft, hop_length: $hop_length, win_length: $win_length, window: $window, center: $center, normalized: $normalized, onesided: $onesided, length: $length, return_complex: $return_complex, no_grad: $no_grad} {center: true, normalized: false, onesided: false, return_complex: false} }
+]: any -> any { torchsh typed "istft" $args "n_fft hop_length win_length window center normalized! onesided! length return_complex! no_grad!" [$n_fft $hop_length $win_length $window $center $normalized $onesided $length $return_complex $no_grad] }
 
 # The single value of a one-element tensor, as a JSON number (or true/false).
 #
 # item(Tensor input) -> Scalar
 export def item [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "item" $in $args {no_grad: $no_grad} {} --values }
+]: any -> any { torchsh typed "item" $args "no_grad!" [$no_grad] --values }
 
 # Every job held, as a table: HANDLE VERB STATE (queued, running, done, failed, stopped) PROGRESS ELAPSED.
 #
 # job.list() -> Json
 export def "job list" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "job.list" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "job.list" $args "no_grad!" [$no_grad] }
 
 # What job JOB said: its epoch rows on stdout (JSON lines with --json), its progress lines on stderr.
 #
 # job.logs(Job job, *, bool follow=False, bool json=False) -> None
 export def "job logs" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: job; piped handles fill the tensor slots still missing
-    --follow  # bool
-    --json  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: job; piped handles fill the tensor slots still missing
+    --follow  # -f: and what it says next, until it ends (exit: its status); (bool)
+    --json  # rows as JSON lines (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "job.logs" $in $args {follow: $follow, json: $json, no_grad: $no_grad} {follow: false, json: false} --follows }
+]: any -> any { torchsh typed "job.logs" $args "follow! json! no_grad!" [$follow $json $no_grad] --follows }
 
 # One bounded poll of job JOB's output after OFFSET (what `torch` sends while it follows a job).
 #
 # job.poll(Job job, str view, *, int offset=0, float wait=1.0, bool json=False, bool interrupt=False) -> None
 export def "job poll" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: job view; piped handles fill the tensor slots still missing
-    --view: string  # str
-    --offset: int = 0  # int
-    --wait: number = 1.0  # float
-    --json  # bool
-    --interrupt  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: job view; piped handles fill the tensor slots still missing
+    --view: string  # run (a foreground fit), logs, wait or stop: what the poll shows (str)
+    --offset: int  # where the previous poll ended (its follow directive names the next offset) (int; default 0)
+    --wait: number  # seconds to wait for news, at most 1 (0.25 on a terminal, to redraw the live line) (float; default 1.0)
+    --json  # rows as JSON lines (bool)
+    --interrupt  # stop the job at its next step boundary first (Ctrl-C on a foreground run) (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "job.poll" $in $args {view: $view, offset: $offset, wait: $wait, json: $json, interrupt: $interrupt, no_grad: $no_grad} {offset: 0, wait: 1.0, json: false, interrupt: false} --follows }
+]: any -> any { torchsh typed "job.poll" $args "view offset wait json! interrupt! no_grad!" [$view $offset $wait $json $interrupt $no_grad] --follows }
 
 # Stop job JOB at its next step boundary and print where: `stopped at epoch E step S`. The model
 #
 # job.stop(Job job) -> None
 export def "job stop" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: job; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: job; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "job.stop" $in $args {no_grad: $no_grad} {} --follows }
+]: any -> any { torchsh typed "job.stop" $args "no_grad!" [$no_grad] --follows }
 
 # Wait for job JOB to end; print its epoch rows; exit with its status (0 done, 130 stopped, or the
 #
 # job.wait(Job job, *, bool json=False) -> None
 export def "job wait" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: job; piped handles fill the tensor slots still missing
-    --json  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: job; piped handles fill the tensor slots still missing
+    --json  # rows as JSON lines (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "job.wait" $in $args {json: $json, no_grad: $no_grad} {json: false} --follows }
+]: any -> any { torchsh typed "job.wait" $args "json! no_grad!" [$json $no_grad] --follows }
 
 # Computes the Kaiser window with window length window_length and shape parameter beta.
 #
@@ -3558,108 +3612,108 @@ export def "job wait" [
 # torch.kaiser_window(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.kaiser_window(int window_length, bool periodic, float beta, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def kaiser_window [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: window_length | window_length periodic | window_length periodic beta; piped handles fill the tensor slots still missing
-    --window_length: int  # int
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: window_length | window_length periodic | window_length periodic beta; piped handles fill the tensor slots still missing
+    --window_length: int  # length of the window (int)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned window tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
     --pin_memory  # bool?
-    --requires_grad  # bool
-    --periodic  # bool
-    --beta: number  # float
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
+    --periodic  # If True, returns a periodic window suitable for use in spectral analysis (bool)
+    --beta: number  # shape parameter for the window (float)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "kaiser_window" $in $args {window_length: $window_length, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, periodic: $periodic, beta: $beta, no_grad: $no_grad} {pin_memory: false, requires_grad: false, periodic: false} }
+]: any -> any { torchsh typed "kaiser_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! beta no_grad!" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $beta $no_grad] }
 
 # Let handles outlive the current scope: they move to the enclosing scope, or to the global registry.
 #
 # keep(Handle[] handles) -> None
 export def keep [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: handles…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: handles…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "keep" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "keep" $args "no_grad!" [$no_grad] }
 
 # Computes the Kronecker product, denoted by \otimes, of input and other.
 #
 # torch.kron(Tensor input, Tensor other) -> Tensor
 export def kron [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "kron" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "kron" $args "no_grad!" [$no_grad] }
 
 # Returns a namedtuple (values, indices) where values is the k th smallest element of each row of the input tensor in the given dimension dim.
 #
 # torch.kthvalue(Tensor input, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)
 export def kthvalue [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input k dim keepdim; piped handles fill the tensor slots still missing
-    --k: int  # SymInt
-    --dim: int = -1  # int
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input k dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --k: int  # k for the k-th smallest element (SymInt)
+    --dim: int  # the dimension to find the kth value along (int; default -1)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "kthvalue" $in $args {k: $k, dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {dim: -1, keepdim: false} }
+]: any -> any { torchsh typed "kthvalue" $args "k dim keepdim! no_grad!" [$k $dim $keepdim $no_grad] }
 
 # Computes the element-wise least common multiple (LCM) of input and other.
 #
 # torch.lcm(Tensor input, Tensor other) -> Tensor
 export def lcm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "lcm" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "lcm" $args "no_grad!" [$no_grad] }
 
 # Multiplies input by 2 ** other.
 #
 # torch.ldexp(Tensor input, Tensor other) -> Tensor
 export def ldexp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: a tensor of exponents, typically integers; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "ldexp" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "ldexp" $args "no_grad!" [$no_grad] }
 
 # Computes \text{input} \leq \text{other} element-wise.
 #
 # torch.le(Tensor input, Tensor other) -> Tensor
 # torch.le(Tensor input, Scalar other) -> Tensor
 export def le [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the tensor to compare; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # the tensor or value to compare (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "le" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "le" $args "other no_grad!" [$other $no_grad] }
 
 # Does a linear interpolation of two tensors start (given by input) and end based on a scalar or tensor weight and returns the resulting out tensor.
 #
 # torch.lerp(Tensor input, Tensor end, Scalar weight) -> Tensor
 # torch.lerp(Tensor input, Tensor end, Tensor weight) -> Tensor
 export def lerp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input end weight; piped handles fill the tensor slots still missing
-    --weight: any  # Scalar | Tensor
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input end weight; input: the tensor with the starting points; end: the tensor with the ending points; piped handles fill the tensor slots still missing
+    --weight: any@"nu-complete torch"  # the weight for the interpolation formula (Scalar | Tensor)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "lerp" $in $args {weight: $weight, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "lerp" $args "weight no_grad!" [$weight $no_grad] }
 
 # Alias for torch.lt.
 #
 # torch.less(Tensor input, Tensor other) -> Tensor
 # torch.less(Tensor input, Scalar other) -> Tensor
 export def less [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "less" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "less" $args "other no_grad!" [$other $no_grad] }
 
 # Alias for torch.le.
 #
 # torch.less_equal(Tensor input, Tensor other) -> Tensor
 # torch.less_equal(Tensor input, Scalar other) -> Tensor
 export def less_equal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "less_equal" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "less_equal" $args "other no_grad!" [$other $no_grad] }
 
 # Computes the natural logarithm of the absolute value of the gamma function on input.
 #
 # torch.lgamma(Tensor input) -> Tensor
 export def lgamma [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "lgamma" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "lgamma" $args "no_grad!" [$no_grad] }
 
 # Creates a one-dimensional tensor of size steps whose values are evenly spaced from start to end, inclusive.
 #
@@ -3668,23 +3722,23 @@ export def lgamma [
 # torch.linspace(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def linspace [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: start end steps; piped handles fill the tensor slots still missing
-    --start: any  # Tensor | Scalar
-    --end: any  # Tensor | Scalar
-    --steps: int  # int
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: start end steps; piped handles fill the tensor slots still missing
+    --start: any@"nu-complete torch"  # the starting value for the set of points (Tensor | Scalar)
+    --end: any@"nu-complete torch"  # the ending value for the set of points (Tensor | Scalar)
+    --steps: int  # size of the constructed tensor (int)
+    --dtype: string@"nu-complete torch dtypes"  # the data type to perform the computation in (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned Tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
     --pin_memory  # bool?
-    --requires_grad  # bool
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "linspace" $in $args {start: $start, end: $end, steps: $steps, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "linspace" $args "start end steps dtype layout device pin_memory! requires_grad! no_grad!" [$start $end $steps $dtype $layout $device $pin_memory $requires_grad $no_grad] }
 
 # Load tensors from a file; one handle per line (npz/safetensors/pt dicts: --json keeps the names).
 #
 # load(Path file, *, ScalarType? dtype=None, str? columns=None, bool? header=None, bool no_header=False, str? delimiter=None) -> Tensor[]
 export def load [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: file; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: file; piped handles fill the tensor slots still missing
     --file: path  # Path
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --columns: string  # str?
@@ -3692,134 +3746,134 @@ export def load [
     --no_header  # bool
     --delimiter: string  # str?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "load" $in $args {file: $file, dtype: $dtype, columns: $columns, header: $header, no_header: $no_header, delimiter: $delimiter, no_grad: $no_grad} {header: false, no_header: false} }
+]: any -> any { torchsh typed "load" $args "file dtype columns header! no_header! delimiter no_grad!" [$file $dtype $columns $header $no_header $delimiter $no_grad] }
 
 # Find the k largest (or smallest) eigenvalues and the corresponding eigenvectors of a symmetric positive definite generalized eigenvalue problem using matrix-free LOBPCG methods.
 #
 # torch.lobpcg(Tensor A, int | None k=None, Tensor | None B=None, Tensor | None X=None, int | None n=None, Tensor | None iK=None, int | None niter=None, float | None tol=None, bool | None largest=None, str | None method=None, int[]? tracker=None, Any ortho_iparams=None, Any ortho_fparams=None, Any ortho_bparams=None) -> tuple[Tensor, Tensor]
 export def lobpcg [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A k B X n iK niter tol largest method tracker ortho_iparams ortho_fparams ortho_bparams; piped handles fill the tensor slots still missing
-    --k: int  # int | None
-    --B: any  # Tensor | None
-    --X: any  # Tensor | None
-    --n: int  # int | None
-    --iK: any  # Tensor | None
-    --niter: int  # int | None
-    --tol: number  # float | None
-    --largest  # bool | None
-    --method: string  # str | None
-    --tracker: any  # int[]?
-    --ortho_iparams: any  # Any
-    --ortho_fparams: any  # Any
-    --ortho_bparams: any  # Any
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: A k B X n iK niter tol largest method tracker ortho_iparams ortho_fparams ortho_bparams; A: the input tensor of size (*, m, m); piped handles fill the tensor slots still missing
+    --k: int  # the number of requested eigenpairs (int | None)
+    --B: any@"nu-complete torch"  # the input tensor of size (*, m, m) (Tensor | None)
+    --X: any@"nu-complete torch"  # the input tensor of size (*, m, n) where k <= n <= m (Tensor | None)
+    --n: int  # if X is not specified then n specifies the size of the generated random approximation of eigenvecto… (int | None)
+    --iK: any@"nu-complete torch"  # the input tensor of size (*, m, m) (Tensor | None)
+    --niter: int  # maximum number of iterations (int | None)
+    --tol: number  # residual tolerance for stopping criterion (float | None)
+    --largest  # when True, solve the eigenproblem for the largest eigenvalues (bool | None)
+    --method: string  # select LOBPCG method (str | None)
+    --tracker: any  # a function for tracing the iteration process (int[]?)
+    --ortho_iparams: any@"nu-complete torch"  # various parameters to LOBPCG algorithm when using method="ortho" (Any)
+    --ortho_fparams: any@"nu-complete torch"  # various parameters to LOBPCG algorithm when using method="ortho" (Any)
+    --ortho_bparams: any@"nu-complete torch"  # various parameters to LOBPCG algorithm when using method="ortho" (Any)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "lobpcg" $in $args {k: $k, B: $B, X: $X, n: $n, iK: $iK, niter: $niter, tol: $tol, largest: $largest, method: $method, tracker: $tracker, ortho_iparams: $ortho_iparams, ortho_fparams: $ortho_fparams, ortho_bparams: $ortho_bparams, no_grad: $no_grad} {largest: false} }
+]: any -> any { torchsh typed "lobpcg" $args "k B X n iK niter tol largest! method tracker ortho_iparams ortho_fparams ortho_bparams no_grad!" [$k $B $X $n $iK $niter $tol $largest $method $tracker $ortho_iparams $ortho_fparams $ortho_bparams $no_grad] }
 
 # Returns a new tensor with the natural logarithm of the elements of input.
 #
 # torch.log(Tensor input) -> Tensor
 export def log [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "log" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "log" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the logarithm to the base 10 of the elements of input.
 #
 # torch.log10(Tensor input) -> Tensor
 export def log10 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "log10" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "log10" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the natural logarithm of (1 + input).
 #
 # torch.log1p(Tensor input) -> Tensor
 export def log1p [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "log1p" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "log1p" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the logarithm to the base 2 of the elements of input.
 #
 # torch.log2(Tensor input) -> Tensor
 export def log2 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "log2" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "log2" $args "no_grad!" [$no_grad] }
 
 # Logarithm of the sum of exponentiations of the inputs.
 #
 # torch.logaddexp(Tensor input, Tensor other) -> Tensor
 export def logaddexp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "logaddexp" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "logaddexp" $args "no_grad!" [$no_grad] }
 
 # Logarithm of the sum of exponentiations of the inputs in base-2.
 #
 # torch.logaddexp2(Tensor input, Tensor other) -> Tensor
 export def logaddexp2 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "logaddexp2" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "logaddexp2" $args "no_grad!" [$no_grad] }
 
 # Returns the logarithm of the cumulative summation of the exponentiation of elements of input in the dimension dim.
 #
 # torch.logcumsumexp(Tensor input, int dim) -> Tensor
 export def logcumsumexp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
-    --dim: int  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to do the operation over (int)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "logcumsumexp" $in $args {dim: $dim, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "logcumsumexp" $args "dim no_grad!" [$dim $no_grad] }
 
 # Calculates log determinant of a square matrix or batches of square matrices.
 #
 # torch.logdet(Tensor input) -> Tensor
 export def logdet [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor of size (*, n, n) where * is zero or more batch dimensions; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "logdet" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "logdet" $args "no_grad!" [$no_grad] }
 
 # Computes the element-wise logical AND of the given input tensors.
 #
 # torch.logical_and(Tensor input, Tensor other) -> Tensor
 export def logical_and [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the tensor to compute AND with; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "logical_and" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "logical_and" $args "no_grad!" [$no_grad] }
 
 # Computes the element-wise logical NOT of the given input tensor.
 #
 # torch.logical_not(Tensor input) -> Tensor
 export def logical_not [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "logical_not" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "logical_not" $args "no_grad!" [$no_grad] }
 
 # Computes the element-wise logical OR of the given input tensors.
 #
 # torch.logical_or(Tensor input, Tensor other) -> Tensor
 export def logical_or [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the tensor to compute OR with; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "logical_or" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "logical_or" $args "no_grad!" [$no_grad] }
 
 # Computes the element-wise logical XOR of the given input tensors.
 #
 # torch.logical_xor(Tensor input, Tensor other) -> Tensor
 export def logical_xor [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the tensor to compute XOR with; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "logical_xor" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "logical_xor" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.special.logit.
 #
 # torch.logit(Tensor input, float? eps=None) -> Tensor
 export def logit [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input eps; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input eps; piped handles fill the tensor slots still missing
     --eps: number  # float?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "logit" $in $args {eps: $eps, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "logit" $args "eps no_grad!" [$eps $no_grad] }
 
 # Creates a one-dimensional tensor of size steps whose values are evenly spaced from {{\text{{base}}}}^{{\text{{start}}}} to {{\text{{base}}}}^{{\text{{end}}}}, inclusive, on a logarithmic scale with base base.
 #
@@ -3828,35 +3882,35 @@ export def logit [
 # torch.logspace(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def logspace [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: start end steps base; piped handles fill the tensor slots still missing
-    --start: any  # Tensor | Scalar
-    --end: any  # Tensor | Scalar
-    --steps: int  # int
-    --base: number  # float
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: start end steps base; piped handles fill the tensor slots still missing
+    --start: any@"nu-complete torch"  # the starting value for the set of points (Tensor | Scalar)
+    --end: any@"nu-complete torch"  # the ending value for the set of points (Tensor | Scalar)
+    --steps: int  # size of the constructed tensor (int)
+    --base: number  # base of the logarithm function (float; default "10.")
+    --dtype: string@"nu-complete torch dtypes"  # the data type to perform the computation in (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned Tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
     --pin_memory  # bool?
-    --requires_grad  # bool
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "logspace" $in $args {start: $start, end: $end, steps: $steps, base: $base, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "logspace" $args "start end steps base dtype layout device pin_memory! requires_grad! no_grad!" [$start $end $steps $base $dtype $layout $device $pin_memory $requires_grad $no_grad] }
 
 # Returns the log of summed exponentials of each row of the input tensor in the given dimension dim.
 #
 # torch.logsumexp(Tensor input, int[] dim, bool keepdim=False) -> Tensor
 export def logsumexp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
-    --dim: any  # int[]
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: any  # the dimension or dimensions to reduce (int[])
+    --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "logsumexp" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "logsumexp" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
 # lstm
 #
 # torch.lstm(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)
 # torch.lstm(Tensor data, Tensor batch_sizes, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor, Tensor)
 export def lstm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx… params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx… params… has_biases num_layers dropout train bidirectional; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input hx… params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx… params… has_biases num_layers dropout train bidirectional; piped handles fill the tensor slots still missing
     --has_biases  # bool
     --num_layers: int  # int
     --dropout: number  # float
@@ -3864,113 +3918,113 @@ export def lstm [
     --bidirectional  # bool
     --batch_first  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "lstm" $in $args {has_biases: $has_biases, num_layers: $num_layers, dropout: $dropout, train: $train, bidirectional: $bidirectional, batch_first: $batch_first, no_grad: $no_grad} {has_biases: false, train: false, bidirectional: false, batch_first: false} }
+]: any -> any { torchsh typed "lstm" $args "has_biases! num_layers dropout train! bidirectional! batch_first! no_grad!" [$has_biases $num_layers $dropout $train $bidirectional $batch_first $no_grad] }
 
 # lstm_cell
 #
 # torch.lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)
 export def lstm_cell [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx… w_ih w_hh b_ih b_hh; piped handles fill the tensor slots still missing
-    --b_ih: any  # Tensor?
-    --b_hh: any  # Tensor?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input hx… w_ih w_hh b_ih b_hh; piped handles fill the tensor slots still missing
+    --b_ih: any@"nu-complete torch"  # Tensor?
+    --b_hh: any@"nu-complete torch"  # Tensor?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "lstm_cell" $in $args {b_ih: $b_ih, b_hh: $b_hh, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "lstm_cell" $args "b_ih b_hh no_grad!" [$b_ih $b_hh $no_grad] }
 
 # Computes :math:\text{input} < \text{other} element-wise.
 #
 # torch.lt(Tensor input, Tensor other) -> Tensor
 # torch.lt(Tensor input, Scalar other) -> Tensor
 export def lt [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the tensor to compare; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # the tensor or value to compare (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "lt" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "lt" $args "other no_grad!" [$other $no_grad] }
 
 # Unpacks the LU decomposition returned by linalg.lu_factor into the P, L, U matrices.
 #
 # torch.lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)
 export def lu_unpack [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: LU_data LU_pivots unpack_data unpack_pivots; piped handles fill the tensor slots still missing
-    --unpack_data: any = true  # bool
-    --unpack_pivots: any = true  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: LU_data LU_pivots unpack_data unpack_pivots; LU_data: the packed LU factorization data; LU_pivots: the packed LU factorization pivots; piped handles fill the tensor slots still missing
+    --unpack_data: any  # flag indicating if the data should be unpacked (bool; default true)
+    --unpack_pivots: any  # flag indicating if the pivots should be unpacked into a permutation matrix P (bool; default true)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "lu_unpack" $in $args {unpack_data: $unpack_data, unpack_pivots: $unpack_pivots, no_grad: $no_grad} {unpack_data: true, unpack_pivots: true} }
+]: any -> any { torchsh typed "lu_unpack" $args "unpack_data unpack_pivots no_grad!" [$unpack_data $unpack_pivots $no_grad] }
 
 # Accessing this property is equivalent to calling adjoint.
 #
 # torch.mH(Tensor input) -> Tensor
 export def mH [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "mH" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "mH" $args "no_grad!" [$no_grad] }
 
 # Returns a view of this tensor with the last two dimensions transposed.
 #
 # torch.mT(Tensor input) -> Tensor
 export def mT [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "mT" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "mT" $args "no_grad!" [$no_grad] }
 
 # Seed PyTorch's global RNG: later draws equal Python's torch.manual_seed(N) then the same calls.
 #
 # manual_seed(int seed) -> None
 export def manual_seed [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: seed; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: seed; piped handles fill the tensor slots still missing
     --seed: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "manual_seed" $in $args {seed: $seed, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "manual_seed" $args "seed no_grad!" [$seed $no_grad] }
 
 # masked_fill
 #
 # torch.masked_fill(Tensor input, Tensor mask, Scalar value) -> Tensor
 # torch.masked_fill(Tensor input, Tensor mask, Tensor value) -> Tensor
 export def masked_fill [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mask value; piped handles fill the tensor slots still missing
-    --value: any  # Scalar | Tensor
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input mask value; piped handles fill the tensor slots still missing
+    --value: any@"nu-complete torch"  # Scalar | Tensor
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "masked_fill" $in $args {value: $value, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "masked_fill" $args "value no_grad!" [$value $no_grad] }
 
 # masked_scatter
 #
 # torch.masked_scatter(Tensor input, Tensor mask, Tensor source) -> Tensor
 export def masked_scatter [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mask source; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input mask source; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "masked_scatter" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "masked_scatter" $args "no_grad!" [$no_grad] }
 
 # Returns a new 1-D tensor which indexes the input tensor according to the boolean mask mask which is a BoolTensor.
 #
 # torch.masked_select(Tensor input, Tensor mask) -> Tensor
 export def masked_select [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mask; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input mask; input: the input tensor; mask: the tensor containing the binary mask to index with; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "masked_select" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "masked_select" $args "no_grad!" [$no_grad] }
 
 # Matrix product of two tensors.
 #
 # torch.matmul(Tensor input, Tensor other) -> Tensor
 export def matmul [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the first tensor to be multiplied; other: the second tensor to be multiplied; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "matmul" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "matmul" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.linalg.matrix_exp.
 #
 # torch.matrix_exp(Tensor input) -> Tensor
 export def matrix_exp [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "matrix_exp" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "matrix_exp" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.linalg.matrix_power.
 #
 # torch.matrix_power(Tensor input, int n) -> Tensor
 export def matrix_power [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input n; piped handles fill the tensor slots still missing
     --n: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "matrix_power" $in $args {n: $n, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "matrix_power" $args "n no_grad!" [$n $no_grad] }
 
 # Returns the maximum value of all elements in the input tensor.
 #
@@ -3978,52 +4032,52 @@ export def matrix_power [
 # torch.max(Tensor input) -> Tensor
 # torch.max(Tensor input, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 export def max [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input | input dim keepdim; piped handles fill the tensor slots still missing
-    --dim: int  # int
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other | input | input dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to reduce (int)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "max" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "max" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
 # Computes the element-wise maximum of input and other.
 #
 # torch.maximum(Tensor input, Tensor other) -> Tensor
 export def maximum [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "maximum" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "maximum" $args "no_grad!" [$no_grad] }
 
 # .
 #
 # torch.mean(Tensor input, *, ScalarType? dtype=None) -> Tensor
 # torch.mean(Tensor input, int[]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 export def mean [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped handles fill the tensor slots still missing
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --dim: any  # int[]?
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input | input dim keepdim; input: the input tensor, either of floating point or complex dtype; piped handles fill the tensor slots still missing
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --dim: any  # the dimension or dimensions to reduce (int[]?)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "mean" $in $args {dtype: $dtype, dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "mean" $args "dtype dim keepdim! no_grad!" [$dtype $dim $keepdim $no_grad] }
 
 # Returns the median of the values in input.
 #
 # torch.median(Tensor input) -> Tensor
 # torch.median(Tensor input, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 export def median [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped handles fill the tensor slots still missing
-    --dim: int  # int
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input | input dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to reduce (int)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "median" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "median" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
 # Creates grids of coordinates specified by the 1D inputs in attr:tensors.
 #
 # torch.meshgrid(*Tensor tensors) -> Tensor[]
 # torch.meshgrid(*Tensor tensors, *, str indexing) -> Tensor[]
 export def meshgrid [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
-    --indexing: string  # str
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; tensors: list of scalars or 1 dimensional tensors; piped handles fill the tensor slots still missing
+    --indexing: string  # (str, optional): the indexing mode, either "xy" or "ij", defaults to "ij" (str)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "meshgrid" $in $args {indexing: $indexing, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "meshgrid" $args "indexing no_grad!" [$indexing $no_grad] }
 
 # Returns the minimum value of all elements in the input tensor.
 #
@@ -4031,196 +4085,196 @@ export def meshgrid [
 # torch.min(Tensor input) -> Tensor
 # torch.min(Tensor input, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 export def min [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input | input dim keepdim; piped handles fill the tensor slots still missing
-    --dim: int  # int
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other | input | input dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to reduce (int)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "min" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "min" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
 # Computes the element-wise minimum of input and other.
 #
 # torch.minimum(Tensor input, Tensor other) -> Tensor
 export def minimum [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "minimum" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "minimum" $args "no_grad!" [$no_grad] }
 
 # Performs a matrix multiplication of the matrices input and mat2.
 #
 # torch.mm(Tensor input, Tensor mat2) -> Tensor
 # torch.mm(Tensor input, Tensor mat2, ScalarType out_dtype) -> Tensor
 export def mm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input mat2 | input mat2 out_dtype; piped handles fill the tensor slots still missing
-    --out_dtype: string@"nu-complete torch dtypes"  # ScalarType
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input mat2 | input mat2 out_dtype; input: the first matrix to be matrix multiplied; mat2: the second matrix to be matrix multiplied; piped handles fill the tensor slots still missing
+    --out_dtype: string@"nu-complete torch dtypes"  # the dtype of the output tensor (ScalarType)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "mm" $in $args {out_dtype: $out_dtype, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "mm" $args "out_dtype no_grad!" [$out_dtype $no_grad] }
 
 # Returns a namedtuple (values, indices) where values is the mode value of each row of the input tensor in the given dimension dim, i.e.
 #
 # torch.mode(Tensor input, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)
 export def mode [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
-    --dim: int = -1  # int
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to reduce (int; default -1)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "mode" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {dim: -1, keepdim: false} }
+]: any -> any { torchsh typed "mode" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
 # Alias for torch.movedim.
 #
 # torch.moveaxis(Tensor input, int[] source, int[] destination) -> Tensor(a)
 # torch.moveaxis(Tensor input, int source, int destination) -> Tensor(a)
 export def moveaxis [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input source destination; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input source destination; piped handles fill the tensor slots still missing
     --source: any  # int[] | int
     --destination: any  # int[] | int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "moveaxis" $in $args {source: $source, destination: $destination, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "moveaxis" $args "source destination no_grad!" [$source $destination $no_grad] }
 
 # Moves the dimension(s) of input at the position(s) in source to the position(s) in destination.
 #
 # torch.movedim(Tensor input, int source, int destination) -> Tensor(a)
 # torch.movedim(Tensor input, int[] source, int[] destination) -> Tensor(a)
 export def movedim [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input source destination; piped handles fill the tensor slots still missing
-    --source: any  # int | int[]
-    --destination: any  # int | int[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input source destination; input: the input tensor; piped handles fill the tensor slots still missing
+    --source: any  # Original positions of the dims to move (int | int[])
+    --destination: any  # Destination positions for each of the original dims (int | int[])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "movedim" $in $args {source: $source, destination: $destination, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "movedim" $args "source destination no_grad!" [$source $destination $no_grad] }
 
 # Sorts the elements of the input tensor along its first dimension in ascending order by value.
 #
 # torch.msort(Tensor input) -> Tensor
 export def msort [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "msort" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "msort" $args "no_grad!" [$no_grad] }
 
 # Multiplies input by other.
 #
 # torch.mul(Tensor input, Tensor other) -> Tensor
 # torch.mul(Tensor input, Scalar other) -> Tensor
 export def mul [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # the tensor or number to multiply input by (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "mul" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "mul" $args "other no_grad!" [$other $no_grad] }
 
 # Returns a tensor where each row contains num_samples indices sampled from the multinomial (a stricter definition would be multivariate, refer to torch.distributions.multinomial.Multinomial for more details) probability distribution located in the corresponding row of tensor input.
 #
 # torch.multinomial(Tensor input, SymInt num_samples, bool replacement=False) -> Tensor
 export def multinomial [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input num_samples replacement; piped handles fill the tensor slots still missing
-    --num_samples: int  # SymInt
-    --replacement  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input num_samples replacement; input: the input tensor containing probabilities; piped handles fill the tensor slots still missing
+    --num_samples: int  # number of samples to draw (SymInt)
+    --replacement  # whether to draw with replacement or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "multinomial" $in $args {num_samples: $num_samples, replacement: $replacement, no_grad: $no_grad} {replacement: false} }
+]: any -> any { torchsh typed "multinomial" $args "num_samples replacement! no_grad!" [$num_samples $replacement $no_grad] }
 
 # Alias for torch.mul.
 #
 # torch.multiply(Tensor input, Tensor other) -> Tensor
 # torch.multiply(Tensor input, Scalar other) -> Tensor
 export def multiply [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "multiply" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "multiply" $args "other no_grad!" [$other $no_grad] }
 
 # Performs a matrix-vector product of the matrix input and the vector vec.
 #
 # torch.mv(Tensor input, Tensor vec) -> Tensor
 export def mv [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input vec; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input vec; input: matrix to be multiplied; vec: vector to be multiplied; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "mv" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "mv" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.special.multigammaln.
 #
 # torch.mvlgamma(Tensor input, int p) -> Tensor
 export def mvlgamma [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input p; piped handles fill the tensor slots still missing
     --p: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "mvlgamma" $in $args {p: $p, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "mvlgamma" $args "p no_grad!" [$p $no_grad] }
 
 # Replaces :literal:NaN, positive infinity, and negative infinity values in input with the values specified by nan, posinf, and neginf, respectively.
 #
 # torch.nan_to_num(Tensor input, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
 export def nan_to_num [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input nan posinf neginf; piped handles fill the tensor slots still missing
-    --nan: number  # float?
-    --posinf: number  # float?
-    --neginf: number  # float?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input nan posinf neginf; input: the input tensor; piped handles fill the tensor slots still missing
+    --nan: number  # the value to replace :literal:NaN\s with (float?)
+    --posinf: number  # if a Number, the value to replace positive infinity values with (float?)
+    --neginf: number  # if a Number, the value to replace negative infinity values with (float?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nan_to_num" $in $args {nan: $nan, posinf: $posinf, neginf: $neginf, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "nan_to_num" $args "nan posinf neginf no_grad!" [$nan $posinf $neginf $no_grad] }
 
 # Computes the mean of all non-NaN elements along the specified dimensions.
 #
 # torch.nanmean(Tensor input, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 export def nanmean [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
-    --dim: any  # int[]?
-    --keepdim  # bool
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim keepdim; input: the input tensor, either of floating point or complex dtype; piped handles fill the tensor slots still missing
+    --dim: any  # the dimension or dimensions to reduce (int[]?)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nanmean" $in $args {dim: $dim, keepdim: $keepdim, dtype: $dtype, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "nanmean" $args "dim keepdim! dtype no_grad!" [$dim $keepdim $dtype $no_grad] }
 
 # Returns the median of the values in input, ignoring NaN values.
 #
 # torch.nanmedian(Tensor input) -> Tensor
 # torch.nanmedian(Tensor input, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 export def nanmedian [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped handles fill the tensor slots still missing
-    --dim: int  # int
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input | input dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to reduce (int)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nanmedian" $in $args {dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "nanmedian" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
 # This is a variant of torch.quantile that "ignores" NaN values, computing the quantiles q as if NaN values in input did not exist.
 #
 # torch.nanquantile(Tensor input, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation=linear) -> Tensor
 # torch.nanquantile(Tensor input, float q, int? dim=None, bool keepdim=False, *, str interpolation=linear) -> Tensor
 export def nanquantile [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input q dim keepdim; piped handles fill the tensor slots still missing
-    --q: any  # Tensor | float
-    --dim: int  # int?
-    --keepdim  # bool
-    --interpolation: string = "linear"  # str
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input q dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --q: any@"nu-complete torch"  # a scalar or 1D tensor of quantile values in the range [0, 1] (Tensor | float)
+    --dim: int  # the dimension to reduce (int?)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
+    --interpolation: string  # interpolation method to use when the desired quantile lies between two data points (str; default "linear")
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nanquantile" $in $args {q: $q, dim: $dim, keepdim: $keepdim, interpolation: $interpolation, no_grad: $no_grad} {keepdim: false, interpolation: "linear"} }
+]: any -> any { torchsh typed "nanquantile" $args "q dim keepdim! interpolation no_grad!" [$q $dim $keepdim $interpolation $no_grad] }
 
 # Returns the sum of all elements, treating Not a Numbers (NaNs) as zero.
 #
 # torch.nansum(Tensor input, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 export def nansum [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim; piped handles fill the tensor slots still missing
-    --dim: any  # int[]?
-    --keepdim  # bool
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: any  # the dimension or dimensions to reduce (int[]?)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nansum" $in $args {dim: $dim, keepdim: $keepdim, dtype: $dtype, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "nansum" $args "dim keepdim! dtype no_grad!" [$dim $keepdim $dtype $no_grad] }
 
 # Returns a new tensor that is a narrowed version of input tensor.
 #
 # torch.narrow(Tensor input, int dim, SymInt start, SymInt length) -> Tensor(a)
 # torch.narrow(Tensor input, int dim, Tensor start, SymInt length) -> Tensor(a)
 export def narrow [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim start length; piped handles fill the tensor slots still missing
-    --dim: int  # int
-    --start: any  # SymInt | Tensor
-    --length: int  # SymInt
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim start length; input: the tensor to narrow; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension along which to narrow (int)
+    --start: any@"nu-complete torch"  # index of the element to start the narrowed dimension from (SymInt | Tensor)
+    --length: int  # length of the narrowed dimension, must be weakly positive (SymInt)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "narrow" $in $args {dim: $dim, start: $start, length: $length, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "narrow" $args "dim start length no_grad!" [$dim $start $length $no_grad] }
 
 # Same as Tensor.narrow except this returns a copy rather than shared storage.
 #
 # torch.narrow_copy(Tensor input, int dim, SymInt start, SymInt length) -> Tensor
 export def narrow_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim start length; piped handles fill the tensor slots still missing
-    --dim: int  # int
-    --start: int  # SymInt
-    --length: int  # SymInt
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim start length; input: the tensor to narrow; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension along which to narrow (int)
+    --start: int  # index of the element to start the narrowed dimension from (SymInt)
+    --length: int  # length of the narrowed dimension, must be weakly positive (SymInt)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "narrow_copy" $in $args {dim: $dim, start: $start, length: $length, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "narrow_copy" $args "dim start length no_grad!" [$dim $start $length $no_grad] }
 
 # Computes \text{input} \neq \text{other} element-wise.
 #
@@ -4228,56 +4282,56 @@ export def narrow_copy [
 # torch.ne(Tensor input, Scalar other) -> Tensor
 # torch.ne(Tensor[] a, Tensor[] b) -> bool
 export def ne [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | a… b…; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other | a… b…; input: the tensor to compare; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # the tensor or value to compare (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "ne" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "ne" $args "other no_grad!" [$other $no_grad] }
 
 # Returns a new tensor with the negative of the elements of input.
 #
 # torch.neg(Tensor input) -> Tensor
 export def neg [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "neg" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "neg" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.neg.
 #
 # torch.negative(Tensor input) -> Tensor
 export def negative [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "negative" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "negative" $args "no_grad!" [$no_grad] }
 
 # Return the next floating-point value after input towards other, elementwise.
 #
 # torch.nextafter(Tensor input, Tensor other) -> Tensor
 export def nextafter [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the first input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nextafter" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "nextafter" $args "no_grad!" [$no_grad] }
 
 # Put the model in evaluation mode (dropout off, batch-norm uses its running statistics).
 #
 # nn.eval(Module model) -> None
 export def "nn eval" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nn.eval" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "nn.eval" $args "no_grad!" [$no_grad] }
 
 # Kind, mode, parameter counts, and every parameter and buffer with shape and dtype (--json for data).
 #
 # nn.info(Module model) -> Json
 export def "nn info" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nn.info" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "nn.info" $args "no_grad!" [$no_grad] }
 
 # Fill parameters in place with torch.nn.init.KIND_: kaiming[_uniform|_normal], xavier[_uniform|_normal],
 #
 # nn.init(str kind, Handle[] targets, *, float? a=None, float? b=None, float? mean=None, float? std=None, float? val=None, float? gain=None, str? mode=None, str? nonlinearity=None) -> None
 export def "nn init" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: kind targets…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: kind targets…; piped handles fill the tensor slots still missing
     --kind: string  # str
     --a: number  # float?
     --b: number  # float?
@@ -4288,70 +4342,70 @@ export def "nn init" [
     --mode: string  # str?
     --nonlinearity: string  # str?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nn.init" $in $args {kind: $kind, a: $a, b: $b, mean: $mean, std: $std, val: $val, gain: $gain, mode: $mode, nonlinearity: $nonlinearity, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "nn.init" $args "kind a b mean std val gain mode nonlinearity no_grad!" [$kind $a $b $mean $std $val $gain $mode $nonlinearity $no_grad] }
 
 # Every layer kind `torch nn KIND` builds, with its class and signature (--json for rows).
 #
 # nn.list() -> Json
 export def "nn list" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nn.list" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "nn.list" $args "no_grad!" [$no_grad] }
 
 # Load a state_dict into the model (strict, atomic). Reads .safetensors, and .pt/.pth with weights_only.
 #
 # nn.load(Module model, Path file) -> None
 export def "nn load" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model file; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model file; piped handles fill the tensor slots still missing
     --file: path  # Path
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nn.load" $in $args {file: $file, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "nn.load" $args "file no_grad!" [$file $no_grad] }
 
 # The model's parameters as tensor handles (live views), in model.parameters() order; --named adds names.
 #
 # nn.parameters(Module model, *, bool named=False) -> Tensor[]
 export def "nn parameters" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model; piped handles fill the tensor slots still missing
     --named  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nn.parameters" $in $args {named: $named, no_grad: $no_grad} {named: false} }
+]: any -> any { torchsh typed "nn.parameters" $args "named! no_grad!" [$named $no_grad] }
 
 # Save the model's state_dict (parameters and buffers) to a .safetensors file, written atomically.
 #
 # nn.save(Module model, OutPath file) -> None
 export def "nn save" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model file; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model file; piped handles fill the tensor slots still missing
     --file: path  # OutPath
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nn.save" $in $args {file: $file, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "nn.save" $args "file no_grad!" [$file $no_grad] }
 
 # Run zeros of --input_shape through the model (eval mode, no grad; mode restored) and list each
 #
 # nn.summary(Module model, *, int[] input_shape, ScalarType? dtype=None) -> Json
 export def "nn summary" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model; piped handles fill the tensor slots still missing
     --input_shape: any  # int[]
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nn.summary" $in $args {input_shape: $input_shape, dtype: $dtype, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "nn.summary" $args "input_shape dtype no_grad!" [$input_shape $dtype $no_grad] }
 
 # Move/convert parameters and buffers in place (Module.to): handles and optimizers stay valid.
 #
 # nn.to(Module model, *, Device? device=None, ScalarType? dtype=None) -> None
 export def "nn to" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model; piped handles fill the tensor slots still missing
     --device: string@"nu-complete torch devices"  # Device?
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nn.to" $in $args {device: $device, dtype: $dtype, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "nn.to" $args "device dtype no_grad!" [$device $dtype $no_grad] }
 
 # Put the model in training mode (dropout on, batch-norm updates its running statistics).
 #
 # nn.train(Module model) -> None
 export def "nn train" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nn.train" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "nn.train" $args "no_grad!" [$no_grad] }
 
 # Run CMD with no-grad for every torch call inside it: results record no graph and do not require grad.
 #
@@ -4364,29 +4418,29 @@ export def no_grad [
 #
 # torch.nonzero(Tensor input) -> Tensor
 export def nonzero [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nonzero" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "nonzero" $args "no_grad!" [$no_grad] }
 
 # Returns a 2-D tensor where each row is the index for a non-zero value.
 #
 # torch.nonzero_static(Tensor input, *, SymInt size, int fill_value=-1) -> Tensor
 export def nonzero_static [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
-    --size: int  # SymInt
-    --fill_value: int = -1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
+    --size: int  # the size of non-zero elements expected to be included in the out tensor (SymInt)
+    --fill_value: int  # the value to fill the output tensor with when size is larger than the total number of non-zero elem… (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nonzero_static" $in $args {size: $size, fill_value: $fill_value, no_grad: $no_grad} {fill_value: -1} }
+]: any -> any { torchsh typed "nonzero_static" $args "size fill_value no_grad!" [$size $fill_value $no_grad] }
 
 # norm_except_dim
 #
 # torch.norm_except_dim(Tensor v, int pow=2, int dim=0) -> Tensor
 export def norm_except_dim [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: v pow dim; piped handles fill the tensor slots still missing
-    --pow: int = 2  # int
-    --dim: int = 0  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: v pow dim; piped handles fill the tensor slots still missing
+    --pow: int  # int; default 2
+    --dim: int  # int; default 0
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "norm_except_dim" $in $args {pow: $pow, dim: $dim, no_grad: $no_grad} {pow: 2, dim: 0} }
+]: any -> any { torchsh typed "norm_except_dim" $args "pow dim no_grad!" [$pow $dim $no_grad] }
 
 # Returns a tensor of random numbers drawn from separate normal distributions whose mean and standard deviation are given.
 #
@@ -4395,478 +4449,478 @@ export def norm_except_dim [
 # torch.normal(Tensor mean, Tensor std, *, bool requires_grad=False) -> Tensor
 # torch.normal(float mean, float std, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def normal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: mean std | mean std size; piped handles fill the tensor slots still missing
-    --mean: any  # Tensor | float
-    --std: any  # float | Tensor
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: mean std | mean std size; piped handles fill the tensor slots still missing
+    --mean: any@"nu-complete torch"  # per-element mean(s) (Tensor | float)
+    --std: any@"nu-complete torch"  # per-element standard deviation(s) (float | Tensor)
     --requires_grad  # bool
-    --size: any  # SymInt[]
+    --size: any  # a sequence of integers defining the shape of the output tensor (SymInt[])
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
+    --layout: string@"nu-complete torch"  # Layout?
     --device: string@"nu-complete torch devices"  # Device?
     --pin_memory  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "normal" $in $args {mean: $mean, std: $std, requires_grad: $requires_grad, size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, no_grad: $no_grad} {requires_grad: false, pin_memory: false} }
+]: any -> any { torchsh typed "normal" $args "mean std requires_grad! size dtype layout device pin_memory! no_grad!" [$mean $std $requires_grad $size $dtype $layout $device $pin_memory $no_grad] }
 
 # Alias for torch.ne.
 #
 # torch.not_equal(Tensor input, Tensor other) -> Tensor
 # torch.not_equal(Tensor input, Scalar other) -> Tensor
 export def not_equal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "not_equal" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "not_equal" $args "other no_grad!" [$other $no_grad] }
 
 # nuclear_norm
 #
 # torch.nuclear_norm(Tensor input, bool keepdim=False) -> Tensor
 # torch.nuclear_norm(Tensor input, int[] dim, bool keepdim=False) -> Tensor
 export def nuclear_norm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input keepdim | input dim keepdim; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input keepdim | input dim keepdim; piped handles fill the tensor slots still missing
     --keepdim  # bool
     --dim: any  # int[]
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "nuclear_norm" $in $args {keepdim: $keepdim, dim: $dim, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "nuclear_norm" $args "keepdim! dim no_grad!" [$keepdim $dim $no_grad] }
 
 # Returns the total number of elements in the input tensor.
 #
 # torch.numel(Tensor input) -> int
 export def numel [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "numel" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "numel" $args "no_grad!" [$no_grad] }
 
 # Returns a tensor filled with the scalar value 1, with the shape defined by the variable argument size.
 #
 # torch.ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def ones [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size; piped handles fill the tensor slots still missing
-    --size: any  # SymInt[]
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: size; piped handles fill the tensor slots still missing
+    --size: any  # a sequence of integers defining the shape of the output tensor (SymInt[])
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned Tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
     --pin_memory  # bool?
-    --requires_grad  # bool
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "ones" $in $args {size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "ones" $args "size dtype layout device pin_memory! requires_grad! no_grad!" [$size $dtype $layout $device $pin_memory $requires_grad $no_grad] }
 
 # Returns a tensor filled with the scalar value 1, with the same size as input.
 #
 # torch.ones_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def ones_like [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the size of input will determine size of the output tensor; piped handles fill the tensor slots still missing
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned Tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor (Device?)
     --pin_memory  # bool?
-    --memory_format: string  # MemoryFormat?
-    --requires_grad  # bool
+    --memory_format: string@"nu-complete torch"  # the desired memory format of returned Tensor (MemoryFormat?)
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "ones_like" $in $args {dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "ones_like" $args "dtype layout device pin_memory! memory_format requires_grad! no_grad!" [$dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad] }
 
 # List ops and verbs: name, category, summary (--json adds the typed signatures).
 #
 # ops(str? category=None, *, str? search=None, bool excluded=False) -> Json
 export def ops [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: category; piped handles fill the tensor slots still missing
-    --category: string  # str?
-    --search: string  # str?
-    --excluded  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: category; piped handles fill the tensor slots still missing
+    --category: string  # only this category's ops (torch ops --excluded GROUP: only this group of left-out ones) (str?)
+    --search: string  # only ops whose name or summary holds this word (any case), then those whose arguments' names or des… (str?)
+    --excluded  # list the PyTorch functions the table leaves out instead, each with its group and reason (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "ops" $in $args {category: $category, search: $search, excluded: $excluded, no_grad: $no_grad} {excluded: false} }
+]: any -> any { torchsh typed "ops" $args "category search excluded! no_grad!" [$category $search $excluded $no_grad] }
 
 # Implements Adadelta algorithm.
 #
 # optim.adadelta(Handle[] params, *, float | torch.Tensor lr=1.0, float rho=0.9, float eps=1e-06, float weight_decay=0, bool maximize=False) -> Optimizer
 # optim.adadelta(Argv groups, *, float | torch.Tensor lr=1.0, float rho=0.9, float eps=1e-06, float weight_decay=0, bool maximize=False) -> Optimizer
 export def "optim adadelta" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
-    --lr: any = 1.0  # float | torch.Tensor
-    --rho: number = 0.9  # float
-    --eps: number = 1e-06  # float
-    --weight_decay: number = 0  # float
-    --maximize  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters or named_parameters to optimize or iterable of dicts defining parameter grou…; piped handles fill the tensor slots still missing
+    --lr: any@"nu-complete torch"  # coefficient that scale delta before it is applied to the parameters (float | torch.Tensor; default 1.0)
+    --rho: number  # coefficient used for computing a running average of squared gradients (float; default 0.9)
+    --eps: number  # term added to the denominator to improve numerical stability (float; default 1e-06)
+    --weight_decay: number  # weight decay (L2 penalty) (float; default 0)
+    --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.adadelta" $in $args {lr: $lr, rho: $rho, eps: $eps, weight_decay: $weight_decay, maximize: $maximize, no_grad: $no_grad} {lr: 1.0, rho: 0.9, eps: 1e-06, weight_decay: 0, maximize: false} }
+]: any -> any { torchsh typed "optim.adadelta" $args "lr rho eps weight_decay maximize! no_grad!" [$lr $rho $eps $weight_decay $maximize $no_grad] }
 
 # Implements Adafactor algorithm.
 #
 # optim.adafactor(Handle[] params, *, float | torch.Tensor lr=0.01, float beta2_decay=-0.8, float[2] eps=[None, 0.001], float d=1.0, float weight_decay=0.0, bool maximize=False) -> Optimizer
 # optim.adafactor(Argv groups, *, float | torch.Tensor lr=0.01, float beta2_decay=-0.8, float[2] eps=[None, 0.001], float d=1.0, float weight_decay=0.0, bool maximize=False) -> Optimizer
 export def "optim adafactor" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
-    --lr: any = 0.01  # float | torch.Tensor
-    --beta2_decay: number = -0.8  # float
-    --eps: any  # float[2]
-    --d: number = 1.0  # float
-    --weight_decay: number = 0.0  # float
-    --maximize  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters or named_parameters to optimize or iterable of dicts defining parameter grou…; piped handles fill the tensor slots still missing
+    --lr: any@"nu-complete torch"  # unlike other optimizers, Adafactor does not require a learning rate, and Noam Shazeer and Mitchell… (float | torch.Tensor; default 0.01)
+    --beta2_decay: number  # the decay rate of beta2. beta2 standardly refers to the coefficient used for computing the running… (float; default -0.8)
+    --eps: any  # epsilon1 is the term added to the denominator of the update calculation to improve numerical stabil… (float[2])
+    --d: number  # the clipping threshold, used to avoid larger-than-desired updates (float; default 1.0)
+    --weight_decay: number  # weight decay coefficient (float; default 0.0)
+    --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.adafactor" $in $args {lr: $lr, beta2_decay: $beta2_decay, eps: $eps, d: $d, weight_decay: $weight_decay, maximize: $maximize, no_grad: $no_grad} {lr: 0.01, beta2_decay: -0.8, d: 1.0, weight_decay: 0.0, maximize: false} }
+]: any -> any { torchsh typed "optim.adafactor" $args "lr beta2_decay eps d weight_decay maximize! no_grad!" [$lr $beta2_decay $eps $d $weight_decay $maximize $no_grad] }
 
 # Implements Adagrad algorithm.
 #
 # optim.adagrad(Handle[] params, *, float lr=0.01, float lr_decay=0, float weight_decay=0, float initial_accumulator_value=0, float eps=1e-10) -> Optimizer
 # optim.adagrad(Argv groups, *, float lr=0.01, float lr_decay=0, float weight_decay=0, float initial_accumulator_value=0, float eps=1e-10) -> Optimizer
 export def "optim adagrad" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
-    --lr: number = 0.01  # float
-    --lr_decay: number = 0  # float
-    --weight_decay: number = 0  # float
-    --initial_accumulator_value: number = 0  # float
-    --eps: number = 1e-10  # float
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters or named_parameters to optimize or iterable of dicts defining parameter grou…; piped handles fill the tensor slots still missing
+    --lr: number  # learning rate (float; default 0.01)
+    --lr_decay: number  # learning rate decay (float; default 0)
+    --weight_decay: number  # weight decay (L2 penalty) (float; default 0)
+    --initial_accumulator_value: number  # initial value of the sum of squares of gradients (float; default 0)
+    --eps: number  # term added to the denominator to improve numerical stability (float; default 1e-10)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.adagrad" $in $args {lr: $lr, lr_decay: $lr_decay, weight_decay: $weight_decay, initial_accumulator_value: $initial_accumulator_value, eps: $eps, no_grad: $no_grad} {lr: 0.01, lr_decay: 0, weight_decay: 0, initial_accumulator_value: 0, eps: 1e-10} }
+]: any -> any { torchsh typed "optim.adagrad" $args "lr lr_decay weight_decay initial_accumulator_value eps no_grad!" [$lr $lr_decay $weight_decay $initial_accumulator_value $eps $no_grad] }
 
 # Implements Adam algorithm.
 #
 # optim.adam(Handle[] params, *, float lr=0.001, float[] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, bool amsgrad=False) -> Optimizer
 # optim.adam(Argv groups, *, float lr=0.001, float[] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, bool amsgrad=False) -> Optimizer
 export def "optim adam" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
-    --lr: number = 0.001  # float
-    --betas: any = [0.9, 0.999]  # float[]
-    --eps: number = 1e-08  # float
-    --weight_decay: number = 0  # float
-    --amsgrad  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters or named_parameters to optimize or iterable of dicts defining parameter grou…; piped handles fill the tensor slots still missing
+    --lr: number  # learning rate (float; default 0.001)
+    --betas: any  # coefficients used for computing running averages of gradient and its square (float[]; default [0.9, 0.999])
+    --eps: number  # term added to the denominator to improve numerical stability (float; default 1e-08)
+    --weight_decay: number  # weight decay (L2 penalty) (float; default 0)
+    --amsgrad  # whether to use the AMSGrad variant of this algorithm from the paper On the Convergence of Adam and… (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.adam" $in $args {lr: $lr, betas: $betas, eps: $eps, weight_decay: $weight_decay, amsgrad: $amsgrad, no_grad: $no_grad} {lr: 0.001, betas: [0.9, 0.999], eps: 1e-08, weight_decay: 0, amsgrad: false} }
+]: any -> any { torchsh typed "optim.adam" $args "lr betas eps weight_decay amsgrad! no_grad!" [$lr $betas $eps $weight_decay $amsgrad $no_grad] }
 
 # Implements Adamax algorithm (a variant of Adam based on infinity norm).
 #
 # optim.adamax(Handle[] params, *, float | torch.Tensor lr=0.002, float[2] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, bool maximize=False) -> Optimizer
 # optim.adamax(Argv groups, *, float | torch.Tensor lr=0.002, float[2] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, bool maximize=False) -> Optimizer
 export def "optim adamax" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
-    --lr: any = 0.002  # float | torch.Tensor
-    --betas: any = [0.9, 0.999]  # float[2]
-    --eps: number = 1e-08  # float
-    --weight_decay: number = 0  # float
-    --maximize  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters or named_parameters to optimize or iterable of dicts defining parameter grou…; piped handles fill the tensor slots still missing
+    --lr: any@"nu-complete torch"  # learning rate (float | torch.Tensor; default 0.002)
+    --betas: any  # coefficients used for computing running averages of gradient and its square (float[2]; default [0.9, 0.999])
+    --eps: number  # term added to the denominator to improve numerical stability (float; default 1e-08)
+    --weight_decay: number  # weight decay (L2 penalty) (float; default 0)
+    --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.adamax" $in $args {lr: $lr, betas: $betas, eps: $eps, weight_decay: $weight_decay, maximize: $maximize, no_grad: $no_grad} {lr: 0.002, betas: [0.9, 0.999], eps: 1e-08, weight_decay: 0, maximize: false} }
+]: any -> any { torchsh typed "optim.adamax" $args "lr betas eps weight_decay maximize! no_grad!" [$lr $betas $eps $weight_decay $maximize $no_grad] }
 
 # Implements AdamW algorithm, where weight decay does not accumulate in the momentum nor variance.
 #
 # optim.adamw(Handle[] params, *, float lr=0.001, float[] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0.01, bool amsgrad=False) -> Optimizer
 # optim.adamw(Argv groups, *, float lr=0.001, float[] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0.01, bool amsgrad=False) -> Optimizer
 export def "optim adamw" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
-    --lr: number = 0.001  # float
-    --betas: any = [0.9, 0.999]  # float[]
-    --eps: number = 1e-08  # float
-    --weight_decay: number = 0.01  # float
-    --amsgrad  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters or named_parameters to optimize or iterable of dicts defining parameter grou…; piped handles fill the tensor slots still missing
+    --lr: number  # learning rate (float; default 0.001)
+    --betas: any  # coefficients used for computing running averages of gradient and its square (float[]; default [0.9, 0.999])
+    --eps: number  # term added to the denominator to improve numerical stability (float; default 1e-08)
+    --weight_decay: number  # weight decay coefficient (float; default 0.01)
+    --amsgrad  # whether to use the AMSGrad variant of this algorithm from the paper On the Convergence of Adam and… (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.adamw" $in $args {lr: $lr, betas: $betas, eps: $eps, weight_decay: $weight_decay, amsgrad: $amsgrad, no_grad: $no_grad} {lr: 0.001, betas: [0.9, 0.999], eps: 1e-08, weight_decay: 0.01, amsgrad: false} }
+]: any -> any { torchsh typed "optim.adamw" $args "lr betas eps weight_decay amsgrad! no_grad!" [$lr $betas $eps $weight_decay $amsgrad $no_grad] }
 
 # Implements Averaged Stochastic Gradient Descent.
 #
 # optim.asgd(Handle[] params, *, float | torch.Tensor lr=0.01, float lambd=0.0001, float alpha=0.75, float t0=1000000.0, float weight_decay=0, bool maximize=False) -> Optimizer
 # optim.asgd(Argv groups, *, float | torch.Tensor lr=0.01, float lambd=0.0001, float alpha=0.75, float t0=1000000.0, float weight_decay=0, bool maximize=False) -> Optimizer
 export def "optim asgd" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
-    --lr: any = 0.01  # float | torch.Tensor
-    --lambd: number = 0.0001  # float
-    --alpha: number = 0.75  # float
-    --t0: number = 1000000.0  # float
-    --weight_decay: number = 0  # float
-    --maximize  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters or named_parameters to optimize or iterable of dicts defining parameter grou…; piped handles fill the tensor slots still missing
+    --lr: any@"nu-complete torch"  # learning rate (float | torch.Tensor; default 0.01)
+    --lambd: number  # decay term (float; default 0.0001)
+    --alpha: number  # power for eta update (float; default 0.75)
+    --t0: number  # point at which to start averaging (float; default 1000000.0)
+    --weight_decay: number  # weight decay (L2 penalty) (float; default 0)
+    --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.asgd" $in $args {lr: $lr, lambd: $lambd, alpha: $alpha, t0: $t0, weight_decay: $weight_decay, maximize: $maximize, no_grad: $no_grad} {lr: 0.01, lambd: 0.0001, alpha: 0.75, t0: 1000000.0, weight_decay: 0, maximize: false} }
+]: any -> any { torchsh typed "optim.asgd" $args "lr lambd alpha t0 weight_decay maximize! no_grad!" [$lr $lambd $alpha $t0 $weight_decay $maximize $no_grad] }
 
 # Kind, parameter groups with their hyperparameters, and the size of the optimizer's state.
 #
 # optim.info(Optimizer optimizer) -> Json
 export def "optim info" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: optimizer; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.info" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "optim.info" $args "no_grad!" [$no_grad] }
 
 # Implements L-BFGS algorithm.
 #
 # optim.lbfgs(Handle[] params, *, float | torch.Tensor lr=1, int max_iter=20, int max_eval=None, float tolerance_grad=1e-07, float tolerance_change=1e-09, int history_size=100, str | None line_search_fn=None) -> Optimizer
 # optim.lbfgs(Argv groups, *, float | torch.Tensor lr=1, int max_iter=20, int max_eval=None, float tolerance_grad=1e-07, float tolerance_change=1e-09, int history_size=100, str | None line_search_fn=None) -> Optimizer
 export def "optim lbfgs" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
-    --lr: any = 1  # float | torch.Tensor
-    --max_iter: int = 20  # int
-    --max_eval: int  # int
-    --tolerance_grad: number = 1e-07  # float
-    --tolerance_change: number = 1e-09  # float
-    --history_size: int = 100  # int
-    --line_search_fn: any  # str | None
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters to optimize; piped handles fill the tensor slots still missing
+    --lr: any@"nu-complete torch"  # learning rate (float | torch.Tensor; default 1)
+    --max_iter: int  # maximal number of iterations per optimization step (int; default 20)
+    --max_eval: int  # maximal number of function evaluations per optimization step (int)
+    --tolerance_grad: number  # termination tolerance on first order optimality (float; default 1e-07)
+    --tolerance_change: number  # termination tolerance on function value/parameter changes (float; default 1e-09)
+    --history_size: int  # update history size (int; default 100)
+    --line_search_fn: any@"nu-complete torch"  # either 'strong_wolfe' or None (str | None)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.lbfgs" $in $args {lr: $lr, max_iter: $max_iter, max_eval: $max_eval, tolerance_grad: $tolerance_grad, tolerance_change: $tolerance_change, history_size: $history_size, line_search_fn: $line_search_fn, no_grad: $no_grad} {lr: 1, max_iter: 20, tolerance_grad: 1e-07, tolerance_change: 1e-09, history_size: 100} }
+]: any -> any { torchsh typed "optim.lbfgs" $args "lr max_iter max_eval tolerance_grad tolerance_change history_size line_search_fn no_grad!" [$lr $max_iter $max_eval $tolerance_grad $tolerance_change $history_size $line_search_fn $no_grad] }
 
 # Every optimizer kind `torch optim KIND` builds, with its options.
 #
 # optim.list() -> Json
 export def "optim list" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.list" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "optim.list" $args "no_grad!" [$no_grad] }
 
 # Print the learning rate (one per group as a list when groups differ), or set every group's to VALUE.
 #
 # optim.lr(Optimizer optimizer, float? value=None) -> Json
 export def "optim lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer value; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: optimizer value; piped handles fill the tensor slots still missing
     --value: number  # float?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.lr" $in $args {value: $value, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "optim.lr" $args "value no_grad!" [$value $no_grad] }
 
 # Implements Muon algorithm.
 #
 # optim.muon(Handle[] params, *, float lr=0.001, float weight_decay=0.1, float momentum=0.95, bool nesterov=True, tuple[float, float, float] ns_coefficients=[3.4445, -4.775, 2.0315], float eps=1e-07, int ns_steps=5, str | None adjust_lr_fn=None) -> Optimizer
 # optim.muon(Argv groups, *, float lr=0.001, float weight_decay=0.1, float momentum=0.95, bool nesterov=True, tuple[float, float, float] ns_coefficients=[3.4445, -4.775, 2.0315], float eps=1e-07, int ns_steps=5, str | None adjust_lr_fn=None) -> Optimizer
 export def "optim muon" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
-    --lr: number = 0.001  # float
-    --weight_decay: number = 0.1  # float
-    --momentum: number = 0.95  # float
-    --nesterov: any = true  # bool
-    --ns_coefficients: any = [3.4445, -4.775, 2.0315]  # tuple[float, float, float]
-    --eps: number = 1e-07  # float
-    --ns_steps: int = 5  # int
-    --adjust_lr_fn: any  # str | None
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters or named_parameters to optimize or iterable of dicts defining parameter grou…; piped handles fill the tensor slots still missing
+    --lr: number  # learning rate (float; default 0.001)
+    --weight_decay: number  # weight decay (L2 penalty) (float; default 0.1)
+    --momentum: number  # momentum factor (float; default 0.95)
+    --nesterov: any  # enables Nesterov momentum (bool; default true)
+    --ns_coefficients: any@"nu-complete torch"  # coefficients \(a,b,c\) for the Newton–Schulz orthogonalization polynomial (tuple[float, float, float]; default [3.4445, -4.775, 2.0315])
+    --eps: number  # term added to the denominator for numerical stability (float; default 1e-07)
+    --ns_steps: int  # number of Newton–Schulz iteration steps (int; default 5)
+    --adjust_lr_fn: any@"nu-complete torch"  # function to adjust learning rate (str | None)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.muon" $in $args {lr: $lr, weight_decay: $weight_decay, momentum: $momentum, nesterov: $nesterov, ns_coefficients: $ns_coefficients, eps: $eps, ns_steps: $ns_steps, adjust_lr_fn: $adjust_lr_fn, no_grad: $no_grad} {lr: 0.001, weight_decay: 0.1, momentum: 0.95, nesterov: true, ns_coefficients: [3.4445, -4.775, 2.0315], eps: 1e-07, ns_steps: 5} }
+]: any -> any { torchsh typed "optim.muon" $args "lr weight_decay momentum nesterov ns_coefficients eps ns_steps adjust_lr_fn no_grad!" [$lr $weight_decay $momentum $nesterov $ns_coefficients $eps $ns_steps $adjust_lr_fn $no_grad] }
 
 # Implements NAdam algorithm.
 #
 # optim.nadam(Handle[] params, *, float | torch.Tensor lr=0.002, float[2] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, float momentum_decay=0.004, bool decoupled_weight_decay=False, bool maximize=False) -> Optimizer
 # optim.nadam(Argv groups, *, float | torch.Tensor lr=0.002, float[2] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, float momentum_decay=0.004, bool decoupled_weight_decay=False, bool maximize=False) -> Optimizer
 export def "optim nadam" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
-    --lr: any = 0.002  # float | torch.Tensor
-    --betas: any = [0.9, 0.999]  # float[2]
-    --eps: number = 1e-08  # float
-    --weight_decay: number = 0  # float
-    --momentum_decay: number = 0.004  # float
-    --decoupled_weight_decay  # bool
-    --maximize  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters or named_parameters to optimize or iterable of dicts defining parameter grou…; piped handles fill the tensor slots still missing
+    --lr: any@"nu-complete torch"  # learning rate (float | torch.Tensor; default 0.002)
+    --betas: any  # coefficients used for computing running averages of gradient and its square (float[2]; default [0.9, 0.999])
+    --eps: number  # term added to the denominator to improve numerical stability (float; default 1e-08)
+    --weight_decay: number  # weight decay (L2 penalty) (float; default 0)
+    --momentum_decay: number  # momentum momentum_decay (float; default 0.004)
+    --decoupled_weight_decay  # whether to decouple the weight decay as in AdamW to obtain NAdamW (bool)
+    --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.nadam" $in $args {lr: $lr, betas: $betas, eps: $eps, weight_decay: $weight_decay, momentum_decay: $momentum_decay, decoupled_weight_decay: $decoupled_weight_decay, maximize: $maximize, no_grad: $no_grad} {lr: 0.002, betas: [0.9, 0.999], eps: 1e-08, weight_decay: 0, momentum_decay: 0.004, decoupled_weight_decay: false, maximize: false} }
+]: any -> any { torchsh typed "optim.nadam" $args "lr betas eps weight_decay momentum_decay decoupled_weight_decay! maximize! no_grad!" [$lr $betas $eps $weight_decay $momentum_decay $decoupled_weight_decay $maximize $no_grad] }
 
 # Implements RAdam algorithm.
 #
 # optim.radam(Handle[] params, *, float | torch.Tensor lr=0.001, float[2] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, bool decoupled_weight_decay=False, bool maximize=False) -> Optimizer
 # optim.radam(Argv groups, *, float | torch.Tensor lr=0.001, float[2] betas=[0.9, 0.999], float eps=1e-08, float weight_decay=0, bool decoupled_weight_decay=False, bool maximize=False) -> Optimizer
 export def "optim radam" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
-    --lr: any = 0.001  # float | torch.Tensor
-    --betas: any = [0.9, 0.999]  # float[2]
-    --eps: number = 1e-08  # float
-    --weight_decay: number = 0  # float
-    --decoupled_weight_decay  # bool
-    --maximize  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters or named_parameters to optimize or iterable of dicts defining parameter grou…; piped handles fill the tensor slots still missing
+    --lr: any@"nu-complete torch"  # learning rate (float | torch.Tensor; default 0.001)
+    --betas: any  # coefficients used for computing running averages of gradient and its square (float[2]; default [0.9, 0.999])
+    --eps: number  # term added to the denominator to improve numerical stability (float; default 1e-08)
+    --weight_decay: number  # weight decay (L2 penalty) (float; default 0)
+    --decoupled_weight_decay  # whether to decouple the weight decay as in AdamW to obtain RAdamW (bool)
+    --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.radam" $in $args {lr: $lr, betas: $betas, eps: $eps, weight_decay: $weight_decay, decoupled_weight_decay: $decoupled_weight_decay, maximize: $maximize, no_grad: $no_grad} {lr: 0.001, betas: [0.9, 0.999], eps: 1e-08, weight_decay: 0, decoupled_weight_decay: false, maximize: false} }
+]: any -> any { torchsh typed "optim.radam" $args "lr betas eps weight_decay decoupled_weight_decay! maximize! no_grad!" [$lr $betas $eps $weight_decay $decoupled_weight_decay $maximize $no_grad] }
 
 # Implements RMSprop algorithm.
 #
 # optim.rmsprop(Handle[] params, *, float lr=0.01, float alpha=0.99, float eps=1e-08, float weight_decay=0, float momentum=0, bool centered=False) -> Optimizer
 # optim.rmsprop(Argv groups, *, float lr=0.01, float alpha=0.99, float eps=1e-08, float weight_decay=0, float momentum=0, bool centered=False) -> Optimizer
 export def "optim rmsprop" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
-    --lr: number = 0.01  # float
-    --alpha: number = 0.99  # float
-    --eps: number = 1e-08  # float
-    --weight_decay: number = 0  # float
-    --momentum: number = 0  # float
-    --centered  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters or named_parameters to optimize or iterable of dicts defining parameter grou…; piped handles fill the tensor slots still missing
+    --lr: number  # learning rate (float; default 0.01)
+    --alpha: number  # smoothing constant (float; default 0.99)
+    --eps: number  # term added to the denominator to improve numerical stability (float; default 1e-08)
+    --weight_decay: number  # weight decay (L2 penalty) (float; default 0)
+    --momentum: number  # momentum factor (float; default 0)
+    --centered  # if True, compute the centered RMSProp, the gradient is normalized by an estimation of its variance (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.rmsprop" $in $args {lr: $lr, alpha: $alpha, eps: $eps, weight_decay: $weight_decay, momentum: $momentum, centered: $centered, no_grad: $no_grad} {lr: 0.01, alpha: 0.99, eps: 1e-08, weight_decay: 0, momentum: 0, centered: false} }
+]: any -> any { torchsh typed "optim.rmsprop" $args "lr alpha eps weight_decay momentum centered! no_grad!" [$lr $alpha $eps $weight_decay $momentum $centered $no_grad] }
 
 # Implements the resilient backpropagation algorithm.
 #
 # optim.rprop(Handle[] params, *, float | torch.Tensor lr=0.01, float[2] etas=[0.5, 1.2], float[2] step_sizes=[1e-06, 50], bool maximize=False) -> Optimizer
 # optim.rprop(Argv groups, *, float | torch.Tensor lr=0.01, float[2] etas=[0.5, 1.2], float[2] step_sizes=[1e-06, 50], bool maximize=False) -> Optimizer
 export def "optim rprop" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
-    --lr: any = 0.01  # float | torch.Tensor
-    --etas: any = [0.5, 1.2]  # float[2]
-    --step_sizes: any = [1e-06, 50]  # float[2]
-    --maximize  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters or named_parameters to optimize or iterable of dicts defining parameter grou…; piped handles fill the tensor slots still missing
+    --lr: any@"nu-complete torch"  # learning rate (float | torch.Tensor; default 0.01)
+    --etas: any  # pair of (etaminus, etaplus), that are multiplicative increase and decrease factors (float[2]; default [0.5, 1.2])
+    --step_sizes: any  # a pair of minimal and maximal allowed step sizes (float[2]; default [1e-06, 50])
+    --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.rprop" $in $args {lr: $lr, etas: $etas, step_sizes: $step_sizes, maximize: $maximize, no_grad: $no_grad} {lr: 0.01, etas: [0.5, 1.2], step_sizes: [1e-06, 50], maximize: false} }
+]: any -> any { torchsh typed "optim.rprop" $args "lr etas step_sizes maximize! no_grad!" [$lr $etas $step_sizes $maximize $no_grad] }
 
 # Implements stochastic gradient descent (optionally with momentum).
 #
 # optim.sgd(Handle[] params, *, float lr=0.01, float momentum=0, float dampening=0, float weight_decay=0, bool nesterov=False) -> Optimizer
 # optim.sgd(Argv groups, *, float lr=0.01, float momentum=0, float dampening=0, float weight_decay=0, bool nesterov=False) -> Optimizer
 export def "optim sgd" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
-    --lr: number = 0.01  # float
-    --momentum: number = 0  # float
-    --dampening: number = 0  # float
-    --weight_decay: number = 0  # float
-    --nesterov  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters or named_parameters to optimize or iterable of dicts defining parameter grou…; piped handles fill the tensor slots still missing
+    --lr: number  # learning rate (float; default 0.01)
+    --momentum: number  # momentum factor (float; default 0)
+    --dampening: number  # dampening for momentum (float; default 0)
+    --weight_decay: number  # weight decay (L2 penalty) (float; default 0)
+    --nesterov  # enables Nesterov momentum (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.sgd" $in $args {lr: $lr, momentum: $momentum, dampening: $dampening, weight_decay: $weight_decay, nesterov: $nesterov, no_grad: $no_grad} {lr: 0.01, momentum: 0, dampening: 0, weight_decay: 0, nesterov: false} }
+]: any -> any { torchsh typed "optim.sgd" $args "lr momentum dampening weight_decay nesterov! no_grad!" [$lr $momentum $dampening $weight_decay $nesterov $no_grad] }
 
 # SparseAdam implements a masked version of the Adam algorithm suitable for sparse gradients.
 #
 # optim.sparseadam(Handle[] params, *, float | torch.Tensor lr=0.001, float[2] betas=[0.9, 0.999], float eps=1e-08, bool maximize=False) -> Optimizer
 # optim.sparseadam(Argv groups, *, float | torch.Tensor lr=0.001, float[2] betas=[0.9, 0.999], float eps=1e-08, bool maximize=False) -> Optimizer
 export def "optim sparseadam" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: params… | (none); piped handles fill the tensor slots still missing
-    --lr: any = 0.001  # float | torch.Tensor
-    --betas: any = [0.9, 0.999]  # float[2]
-    --eps: number = 1e-08  # float
-    --maximize  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters or named_parameters to optimize or iterable of dicts defining parameter grou…; piped handles fill the tensor slots still missing
+    --lr: any@"nu-complete torch"  # learning rate (float | torch.Tensor; default 0.001)
+    --betas: any  # coefficients used for computing running averages of gradient and its square (float[2]; default [0.9, 0.999])
+    --eps: number  # term added to the denominator to improve numerical stability (float; default 1e-08)
+    --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "optim.sparseadam" $in $args {lr: $lr, betas: $betas, eps: $eps, maximize: $maximize, no_grad: $no_grad} {lr: 0.001, betas: [0.9, 0.999], eps: 1e-08, maximize: false} }
+]: any -> any { torchsh typed "optim.sparseadam" $args "lr betas eps maximize! no_grad!" [$lr $betas $eps $maximize $no_grad] }
 
 # Alias for torch.linalg.householder_product.
 #
 # torch.orgqr(Tensor input, Tensor input2) -> Tensor
 export def orgqr [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input input2; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input input2; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "orgqr" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "orgqr" $args "no_grad!" [$no_grad] }
 
 # Computes the matrix-matrix multiplication of a product of Householder matrices with a general matrix.
 #
 # torch.ormqr(Tensor input, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor
 export def ormqr [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input input2 input3 left transpose; piped handles fill the tensor slots still missing
-    --left: any = true  # bool
-    --transpose  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input input2 input3 left transpose; input: tensor of shape (*, mn, k) where * is zero or more batch dimensions and mn equals to m or n dependi…; piped handles fill the tensor slots still missing
+    --left: any  # controls the order of multiplication (bool; default true)
+    --transpose  # controls whether the matrix Q is conjugate transposed or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "ormqr" $in $args {left: $left, transpose: $transpose, no_grad: $no_grad} {left: true, transpose: false} }
+]: any -> any { torchsh typed "ormqr" $args "left transpose! no_grad!" [$left $transpose $no_grad] }
 
 # Outer product of input and vec2.
 #
 # torch.outer(Tensor input, Tensor vec2) -> Tensor
 export def outer [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input vec2; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input vec2; input: 1-D input vector; vec2: 1-D input vector; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "outer" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "outer" $args "no_grad!" [$no_grad] }
 
 # See torch.nn.PairwiseDistance for details.
 #
 # torch.pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=1e-06, bool keepdim=False) -> Tensor
 export def pairwise_distance [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x1 x2 p eps keepdim; piped handles fill the tensor slots still missing
-    --p: number  # float
-    --eps: number = 1e-06  # float
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: x1 x2 p eps keepdim; piped handles fill the tensor slots still missing
+    --p: number  # float; default "2."
+    --eps: number  # float; default 1e-06
     --keepdim  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "pairwise_distance" $in $args {p: $p, eps: $eps, keepdim: $keepdim, no_grad: $no_grad} {eps: 1e-06, keepdim: false} }
+]: any -> any { torchsh typed "pairwise_distance" $args "p eps keepdim! no_grad!" [$p $eps $keepdim $no_grad] }
 
 # Performs linear Principal Component Analysis (PCA) on a low-rank matrix, batches of such matrices, or sparse matrix.
 #
 # torch.pca_lowrank(Tensor A, int | None q=None, bool center=True, int niter=2) -> tuple[Tensor, Tensor, Tensor]
 export def pca_lowrank [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A q center niter; piped handles fill the tensor slots still missing
-    --q: int  # int | None
-    --center: any = true  # bool
-    --niter: int = 2  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: A q center niter; A: the input tensor of size (*, m, n); piped handles fill the tensor slots still missing
+    --q: int  # a slightly overestimated rank of A (int | None)
+    --center: any  # if True, center the input tensor, otherwise, assume that the input is centered (bool; default true)
+    --niter: int  # the number of subspace iterations to conduct; niter must be a nonnegative integer, and defaults to 2 (int; default 2)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "pca_lowrank" $in $args {q: $q, center: $center, niter: $niter, no_grad: $no_grad} {center: true, niter: 2} }
+]: any -> any { torchsh typed "pca_lowrank" $args "q center niter no_grad!" [$q $center $niter $no_grad] }
 
 # Computes the p-norm distance between every pair of row vectors in the input.
 #
 # torch.pdist(Tensor input, float p=2.) -> Tensor
 export def pdist [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p; piped handles fill the tensor slots still missing
-    --p: number  # float
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input p; input: input tensor of shape N \times M; piped handles fill the tensor slots still missing
+    --p: number  # p value for the p-norm distance to calculate between each vector pair \in [0, \infty] (float; default "2.")
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "pdist" $in $args {p: $p, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "pdist" $args "p no_grad!" [$p $no_grad] }
 
 # Returns a view of the original tensor input with its dimensions permuted.
 #
 # torch.permute(Tensor input, int[] dims) -> Tensor(a)
 export def permute [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dims; piped handles fill the tensor slots still missing
-    --dims: any  # int[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dims; input: the input tensor; piped handles fill the tensor slots still missing
+    --dims: any  # the desired ordering of dimensions (int[])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "permute" $in $args {dims: $dims, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "permute" $args "dims no_grad!" [$dims $no_grad] }
 
 # Performs the same operation as torch.permute, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.permute_copy(Tensor input, int[] dims) -> Tensor
 export def permute_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dims; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dims; piped handles fill the tensor slots still missing
     --dims: any  # int[]
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "permute_copy" $in $args {dims: $dims, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "permute_copy" $args "dims no_grad!" [$dims $no_grad] }
 
 # Alias for torch.linalg.pinv.
 #
 # torch.pinverse(Tensor input, float rcond=1e-15) -> Tensor
 export def pinverse [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input rcond; piped handles fill the tensor slots still missing
-    --rcond: number = 1e-15  # float
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input rcond; piped handles fill the tensor slots still missing
+    --rcond: number  # float; default 1e-15
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "pinverse" $in $args {rcond: $rcond, no_grad: $no_grad} {rcond: 1e-15} }
+]: any -> any { torchsh typed "pinverse" $args "rcond no_grad!" [$rcond $no_grad] }
 
 # Rearranges elements in a tensor of shape (*, C \times r^2, H, W) to a tensor of shape (*, C, H \times r, W \times r), where r is the upscale_factor.
 #
 # torch.pixel_shuffle(Tensor input, int upscale_factor) -> Tensor
 export def pixel_shuffle [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input upscale_factor; piped handles fill the tensor slots still missing
-    --upscale_factor: int  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input upscale_factor; input: the input tensor; piped handles fill the tensor slots still missing
+    --upscale_factor: int  # factor to increase spatial resolution by (int)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "pixel_shuffle" $in $args {upscale_factor: $upscale_factor, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "pixel_shuffle" $args "upscale_factor no_grad!" [$upscale_factor $no_grad] }
 
 # Reverses the torch.nn.PixelShuffle operation by rearranging elements in a tensor of shape (*, C, H \times r, W \times r) to a tensor of shape (*, C \times r^2, H, W), where r is the downscale_factor.
 #
 # torch.pixel_unshuffle(Tensor input, int downscale_factor) -> Tensor
 export def pixel_unshuffle [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input downscale_factor; piped handles fill the tensor slots still missing
-    --downscale_factor: int  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input downscale_factor; input: the input tensor; piped handles fill the tensor slots still missing
+    --downscale_factor: int  # factor to increase spatial resolution by (int)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "pixel_unshuffle" $in $args {downscale_factor: $downscale_factor, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "pixel_unshuffle" $args "downscale_factor no_grad!" [$downscale_factor $no_grad] }
 
 # Chart training metrics from a `torch fit --log DIR` folder (DIR/metrics.jsonl) or a metrics.jsonl.
 #
 # plot(DirPath source, *, str[]? y=None, str? x=None, OutPath? png=None, int? width=None, int? height=None) -> str
 export def plot [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: source; piped handles fill the tensor slots still missing
-    --source: path  # DirPath
-    --y: any  # str[]?
-    --x: string  # str?
-    --png: path  # OutPath?
-    --width: int  # int?
-    --height: int  # int?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: source; piped handles fill the tensor slots still missing
+    --source: path  # the run folder, or a metrics.jsonl (DirPath)
+    --y: any  # the keys to draw (default loss, and val_loss when the file has it) (str[]?)
+    --x: string  # step draws the step rows, epoch the epoch rows (default step when the file has step rows); a key on… (str?)
+    --png: path  # write an 800x500 PNG there (matplotlib) and print its path, instead of drawing in the terminal (OutPath?)
+    --width: int  # characters (default $TORCHSH_COLUMNS when exported, else the terminal's width when stdout is one, e… (int?)
+    --height: int  # plot rows (default 15) (int?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "plot" $in $args {source: $source, y: $y, x: $x, png: $png, width: $width, height: $height, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "plot" $args "source y x png width height no_grad!" [$source $y $x $png $width $height $no_grad] }
 
 # Returns a tensor of the same size as input with each element sampled from a Poisson distribution with rate parameter given by the corresponding element in input i.e.,.
 #
 # torch.poisson(Tensor input) -> Tensor
 export def poisson [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor containing the rates of the Poisson distribution; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "poisson" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "poisson" $args "no_grad!" [$no_grad] }
 
 # Constructs a complex tensor whose elements are Cartesian coordinates corresponding to the polar coordinates with absolute value abs and angle angle.
 #
 # torch.polar(Tensor abs, Tensor angle) -> Tensor
 export def polar [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: abs angle; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: abs angle; abs: The absolute value the complex tensor; angle: The angle of the complex tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "polar" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "polar" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.special.polygamma.
 #
 # torch.polygamma(int n, Tensor input) -> Tensor
 export def polygamma [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: n input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: n input; piped handles fill the tensor slots still missing
     --n: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "polygamma" $in $args {n: $n, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "polygamma" $args "n no_grad!" [$n $no_grad] }
 
 # Returns input.
 #
 # torch.positive(Tensor input) -> Tensor(a)
 export def positive [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "positive" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "positive" $args "no_grad!" [$no_grad] }
 
 # Takes the power of each element in input with exponent and returns a tensor with the result.
 #
@@ -4874,122 +4928,122 @@ export def positive [
 # torch.pow(Tensor input, Scalar exponent) -> Tensor
 # torch.pow(Scalar input, Tensor exponent) -> Tensor
 export def pow [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input exponent; piped handles fill the tensor slots still missing
-    --input: any  # Tensor | Scalar
-    --exponent: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input exponent; piped handles fill the tensor slots still missing
+    --input: any@"nu-complete torch"  # the input tensor (Tensor | Scalar)
+    --exponent: any@"nu-complete torch"  # the exponent value (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "pow" $in $args {input: $input, exponent: $exponent, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "pow" $args "input exponent no_grad!" [$input $exponent $no_grad] }
 
 # model(*inputs) under no-grad in eval mode (dropout off, batch-norm running stats); the mode is restored.
 #
 # predict(Module model, Tensor[] inputs) -> Tensor[]
 export def predict [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model inputs…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model inputs…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "predict" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "predict" $args "no_grad!" [$no_grad] }
 
 # Applies element-wise the function \text{PReLU}(x) = \max(0,x) + \text{weight} * \min(0,x) where weight is a learnable parameter.
 #
 # torch.prelu(Tensor input, Tensor weight) -> Tensor
 export def prelu [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input weight; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input weight; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "prelu" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "prelu" $args "no_grad!" [$no_grad] }
 
 # PyTorch's own display of any object: print(tensor), print(model), print(optimizer); a scheduler's state.
 #
 # print(Handle input) -> str
 def "torchsh op print" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "print" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "print" $args "no_grad!" [$no_grad] }
 
 # Returns the product of all elements in the input tensor.
 #
 # torch.prod(Tensor input, *, ScalarType? dtype=None) -> Tensor
 # torch.prod(Tensor input, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 export def prod [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim keepdim; piped handles fill the tensor slots still missing
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --dim: int  # int
-    --keepdim  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input | input dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --dim: int  # the dimension to reduce (int)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "prod" $in $args {dtype: $dtype, dim: $dim, keepdim: $keepdim, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "prod" $args "dtype dim keepdim! no_grad!" [$dtype $dim $keepdim $no_grad] }
 
 # put
 #
 # torch.put(Tensor input, Tensor index, Tensor source, bool accumulate=False) -> Tensor
 export def put [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input index source accumulate; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input index source accumulate; piped handles fill the tensor slots still missing
     --accumulate  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "put" $in $args {accumulate: $accumulate, no_grad: $no_grad} {accumulate: false} }
+]: any -> any { torchsh typed "put" $args "accumulate! no_grad!" [$accumulate $no_grad] }
 
 # Computes the q-th quantiles of each row of the input tensor along the dimension dim.
 #
 # torch.quantile(Tensor input, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation=linear) -> Tensor
 # torch.quantile(Tensor input, float q, int? dim=None, bool keepdim=False, *, str interpolation=linear) -> Tensor
 export def quantile [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input q dim keepdim; piped handles fill the tensor slots still missing
-    --q: any  # Tensor | float
-    --dim: int  # int?
-    --keepdim  # bool
-    --interpolation: string = "linear"  # str
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input q dim keepdim; input: the input tensor; piped handles fill the tensor slots still missing
+    --q: any@"nu-complete torch"  # a scalar or 1D tensor of values in the range [0, 1] (Tensor | float)
+    --dim: int  # the dimension to reduce (int?)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
+    --interpolation: string  # interpolation method to use when the desired quantile lies between two data points (str; default "linear")
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "quantile" $in $args {q: $q, dim: $dim, keepdim: $keepdim, interpolation: $interpolation, no_grad: $no_grad} {keepdim: false, interpolation: "linear"} }
+]: any -> any { torchsh typed "quantile" $args "q dim keepdim! interpolation no_grad!" [$q $dim $keepdim $interpolation $no_grad] }
 
 # Returns a new tensor with each of the elements of input converted from angles in radians to degrees.
 #
 # torch.rad2deg(Tensor input) -> Tensor
 export def rad2deg [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "rad2deg" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "rad2deg" $args "no_grad!" [$no_grad] }
 
 # Returns a tensor filled with random numbers from a uniform distribution on the interval [0, 1).
 #
 # torch.rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def rand [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size; piped handles fill the tensor slots still missing
-    --size: any  # SymInt[]
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
-    --pin_memory  # bool?
-    --requires_grad  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: size; piped handles fill the tensor slots still missing
+    --size: any  # a sequence of integers defining the shape of the output tensor (SymInt[])
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned Tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
+    --pin_memory  # If set, returned tensor would be allocated in the pinned memory (bool?)
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "rand" $in $args {size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "rand" $args "size dtype layout device pin_memory! requires_grad! no_grad!" [$size $dtype $layout $device $pin_memory $requires_grad $no_grad] }
 
 # Returns a tensor with the same size as input that is filled with random numbers from a uniform distribution on the interval [0, 1).
 #
 # torch.rand_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def rand_like [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the size of input will determine size of the output tensor; piped handles fill the tensor slots still missing
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned Tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor (Device?)
     --pin_memory  # bool?
-    --memory_format: string  # MemoryFormat?
-    --requires_grad  # bool
+    --memory_format: string@"nu-complete torch"  # the desired memory format of returned Tensor (MemoryFormat?)
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "rand_like" $in $args {dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "rand_like" $args "dtype layout device pin_memory! memory_format requires_grad! no_grad!" [$dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad] }
 
 # Returns a tensor filled with random integers generated uniformly between low (inclusive) and high (exclusive).
 #
 # torch.randint(SymInt high, SymInt[] size, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 # torch.randint(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def randint [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: high size | low high size; piped handles fill the tensor slots still missing
-    --high: int  # SymInt
-    --size: any  # SymInt[]
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: high size | low high size; piped handles fill the tensor slots still missing
+    --high: int  # One above the highest integer to be drawn from the distribution (SymInt)
+    --size: any  # a tuple defining the shape of the output tensor (SymInt[])
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?; default 4)
+    --layout: string@"nu-complete torch"  # the desired layout of returned Tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
     --pin_memory  # bool?
-    --requires_grad  # bool
-    --low: int  # SymInt
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
+    --low: int  # Lowest integer to be drawn from the distribution (SymInt)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "randint" $in $args {high: $high, size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, low: $low, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "randint" $args "high size dtype layout device pin_memory! requires_grad! low no_grad!" [$high $size $dtype $layout $device $pin_memory $requires_grad $low $no_grad] }
 
 # Returns a tensor with the same shape as Tensor input filled with random integers generated uniformly between low (inclusive) and high (exclusive).
 #
@@ -4997,83 +5051,83 @@ export def randint [
 # torch.randint_like(Tensor input, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 # torch.randint_like(Tensor input, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def randint_like [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input high | input low high; piped handles fill the tensor slots still missing
-    --high: any  # SymInt | Tensor
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input high | input low high; input: the size of input will determine size of the output tensor; piped handles fill the tensor slots still missing
+    --high: any@"nu-complete torch"  # One above the highest integer to be drawn from the distribution (SymInt | Tensor)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned Tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor (Device?)
     --pin_memory  # bool?
-    --memory_format: string  # MemoryFormat?
-    --requires_grad  # bool
-    --low: int  # SymInt
+    --memory_format: string@"nu-complete torch"  # the desired memory format of returned Tensor (MemoryFormat?)
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
+    --low: int  # Lowest integer to be drawn from the distribution (SymInt)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "randint_like" $in $args {high: $high, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, low: $low, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "randint_like" $args "high dtype layout device pin_memory! memory_format requires_grad! low no_grad!" [$high $dtype $layout $device $pin_memory $memory_format $requires_grad $low $no_grad] }
 
 # Returns a tensor filled with random numbers from a normal distribution with mean 0 and variance 1 (also called the standard normal distribution).
 #
 # torch.randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def randn [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size; piped handles fill the tensor slots still missing
-    --size: any  # SymInt[]
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
-    --pin_memory  # bool?
-    --requires_grad  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: size; piped handles fill the tensor slots still missing
+    --size: any  # a sequence of integers defining the shape of the output tensor (SymInt[])
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned Tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
+    --pin_memory  # If set, returned tensor would be allocated in the pinned memory (bool?)
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "randn" $in $args {size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "randn" $args "size dtype layout device pin_memory! requires_grad! no_grad!" [$size $dtype $layout $device $pin_memory $requires_grad $no_grad] }
 
 # Returns a tensor with the same size as input that is filled with random numbers from a normal distribution with mean 0 and variance 1.
 #
 # torch.randn_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def randn_like [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the size of input will determine size of the output tensor; piped handles fill the tensor slots still missing
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned Tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor (Device?)
     --pin_memory  # bool?
-    --memory_format: string  # MemoryFormat?
-    --requires_grad  # bool
+    --memory_format: string@"nu-complete torch"  # the desired memory format of returned Tensor (MemoryFormat?)
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "randn_like" $in $args {dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "randn_like" $args "dtype layout device pin_memory! memory_format requires_grad! no_grad!" [$dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad] }
 
 # Returns a random permutation of integers from 0 to n - 1.
 #
 # torch.randperm(SymInt n, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def randperm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: n; piped handles fill the tensor slots still missing
-    --n: int  # SymInt
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
-    --pin_memory  # bool?
-    --requires_grad  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: n; piped handles fill the tensor slots still missing
+    --n: int  # the upper bound (exclusive) (SymInt)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?; default 4)
+    --layout: string@"nu-complete torch"  # the desired layout of returned Tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
+    --pin_memory  # If set, returned tensor would be allocated in the pinned memory (bool?)
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "randperm" $in $args {n: $n, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "randperm" $args "n dtype layout device pin_memory! requires_grad! no_grad!" [$n $dtype $layout $device $pin_memory $requires_grad $no_grad] }
 
 # Return a contiguous flattened tensor.
 #
 # torch.ravel(Tensor input) -> Tensor(a)
 export def ravel [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "ravel" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "ravel" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor containing real values of the self tensor.
 #
 # torch.real(Tensor input) -> Tensor(a)
 export def real [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "real" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "real" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the reciprocal of the elements of input.
 #
 # torch.reciprocal(Tensor input) -> Tensor
 export def reciprocal [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "reciprocal" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "reciprocal" $args "no_grad!" [$no_grad] }
 
 # Computes Python's modulus operation <https://docs.python.org/3/reference/expressions.html#binary-arithmetic-operations>_ entrywise.
 #
@@ -5081,31 +5135,31 @@ export def reciprocal [
 # torch.remainder(Tensor input, Scalar other) -> Tensor
 # torch.remainder(Scalar input, Tensor other) -> Tensor
 export def remainder [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --input: any  # Tensor | Scalar
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
+    --input: any@"nu-complete torch"  # the dividend (Tensor | Scalar)
+    --other: any@"nu-complete torch"  # the divisor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "remainder" $in $args {input: $input, other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "remainder" $args "input other no_grad!" [$input $other $no_grad] }
 
 # Returns a tensor where each sub-tensor of input along dimension dim is normalized such that the p-norm of the sub-tensor is lower than the value maxnorm.
 #
 # torch.renorm(Tensor input, Scalar p, int dim, Scalar maxnorm) -> Tensor
 export def renorm [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input p dim maxnorm; piped handles fill the tensor slots still missing
-    --p: number  # Scalar
-    --dim: int  # int
-    --maxnorm: number  # Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input p dim maxnorm; input: the input tensor; piped handles fill the tensor slots still missing
+    --p: number  # the power for the norm computation (Scalar)
+    --dim: int  # the dimension to slice over to get the sub-tensors (int)
+    --maxnorm: number  # the maximum norm to keep each sub-tensor under (Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "renorm" $in $args {p: $p, dim: $dim, maxnorm: $maxnorm, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "renorm" $args "p dim maxnorm no_grad!" [$p $dim $maxnorm $no_grad] }
 
 # Repeats this tensor along the specified dimensions.
 #
 # torch.repeat(Tensor input, SymInt[] repeats) -> Tensor
 export def repeat [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input repeats; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input repeats; piped handles fill the tensor slots still missing
     --repeats: any  # SymInt[]
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "repeat" $in $args {repeats: $repeats, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "repeat" $args "repeats no_grad!" [$repeats $no_grad] }
 
 # Repeat elements of a tensor.
 #
@@ -5113,46 +5167,46 @@ export def repeat [
 # torch.repeat_interleave(Tensor input, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor
 # torch.repeat_interleave(Tensor input, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor
 export def repeat_interleave [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: repeats | input repeats dim; piped handles fill the tensor slots still missing
-    --repeats: any  # Tensor | SymInt
-    --output_size: int  # SymInt?
-    --dim: int  # int?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: repeats | input repeats dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --repeats: any@"nu-complete torch"  # The number of repetitions for each element. repeats is broadcasted to fit the shape of the given ax… (Tensor | SymInt)
+    --output_size: int  # Total output size for the given axis ( e.g. sum of repeats) (SymInt?)
+    --dim: int  # The dimension along which to repeat values (int?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "repeat_interleave" $in $args {repeats: $repeats, output_size: $output_size, dim: $dim, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "repeat_interleave" $args "repeats output_size dim no_grad!" [$repeats $output_size $dim $no_grad] }
 
 # Print whether a tensor (or every parameter of a module) requires grad, or set it with true|false.
 #
 # requires_grad(Handle target, bool? value=None) -> Json
 export def requires_grad [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: target value; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: target value; piped handles fill the tensor slots still missing
     --value  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "requires_grad" $in $args {value: $value, no_grad: $no_grad} {value: false} }
+]: any -> any { torchsh typed "requires_grad" $args "value! no_grad!" [$value $no_grad] }
 
 # Returns a tensor with the same data and number of elements as input, but with the specified shape.
 #
 # torch.reshape(Tensor input, SymInt[] shape) -> Tensor(a)
 export def reshape [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input shape; piped handles fill the tensor slots still missing
-    --shape: any  # SymInt[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input shape; input: the tensor to be reshaped; piped handles fill the tensor slots still missing
+    --shape: any  # the new shape (SymInt[])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "reshape" $in $args {shape: $shape, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "reshape" $args "shape no_grad!" [$shape $no_grad] }
 
 # Returns a new tensor with materialized conjugation if input's conjugate bit is set to True, else returns input.
 #
 # torch.resolve_conj(Tensor input) -> Tensor(a)
 export def resolve_conj [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "resolve_conj" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "resolve_conj" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with materialized negation if input's negative bit is set to True, else returns input.
 #
 # torch.resolve_neg(Tensor input) -> Tensor(a)
 export def resolve_neg [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "resolve_neg" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "resolve_neg" $args "no_grad!" [$no_grad] }
 
 # Returns the torch.dtype that would result from performing an arithmetic operation on the provided input tensors.
 #
@@ -5160,26 +5214,26 @@ export def resolve_neg [
 # torch.result_type(Tensor tensor, Scalar other) -> ScalarType
 # torch.result_type(Scalar scalar, Tensor tensor) -> ScalarType
 export def result_type [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensor other | scalar tensor; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensor other | scalar tensor; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # Tensor | Scalar
     --scalar: number  # Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "result_type" $in $args {other: $other, scalar: $scalar, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "result_type" $args "other scalar no_grad!" [$other $scalar $no_grad] }
 
 # Keep .grad for a non-leaf tensor at the next backward (leaves always keep theirs).
 #
 # retain_grad(Tensor input) -> None
 export def retain_grad [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "retain_grad" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "retain_grad" $args "no_grad!" [$no_grad] }
 
 # rnn_relu
 #
 # torch.rnn_relu(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)
 # torch.rnn_relu(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)
 export def rnn_relu [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx params… has_biases num_layers dropout train bidirectional; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input hx params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx params… has_biases num_layers dropout train bidirectional; piped handles fill the tensor slots still missing
     --has_biases  # bool
     --num_layers: int  # int
     --dropout: number  # float
@@ -5187,24 +5241,24 @@ export def rnn_relu [
     --bidirectional  # bool
     --batch_first  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "rnn_relu" $in $args {has_biases: $has_biases, num_layers: $num_layers, dropout: $dropout, train: $train, bidirectional: $bidirectional, batch_first: $batch_first, no_grad: $no_grad} {has_biases: false, train: false, bidirectional: false, batch_first: false} }
+]: any -> any { torchsh typed "rnn_relu" $args "has_biases! num_layers dropout train! bidirectional! batch_first! no_grad!" [$has_biases $num_layers $dropout $train $bidirectional $batch_first $no_grad] }
 
 # rnn_relu_cell
 #
 # torch.rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor
 export def rnn_relu_cell [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx w_ih w_hh b_ih b_hh; piped handles fill the tensor slots still missing
-    --b_ih: any  # Tensor?
-    --b_hh: any  # Tensor?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input hx w_ih w_hh b_ih b_hh; piped handles fill the tensor slots still missing
+    --b_ih: any@"nu-complete torch"  # Tensor?
+    --b_hh: any@"nu-complete torch"  # Tensor?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "rnn_relu_cell" $in $args {b_ih: $b_ih, b_hh: $b_hh, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "rnn_relu_cell" $args "b_ih b_hh no_grad!" [$b_ih $b_hh $no_grad] }
 
 # rnn_tanh
 #
 # torch.rnn_tanh(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)
 # torch.rnn_tanh(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)
 export def rnn_tanh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx params… has_biases num_layers dropout train bidirectional; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input hx params… has_biases num_layers dropout train bidirectional batch_first | data batch_sizes hx params… has_biases num_layers dropout train bidirectional; piped handles fill the tensor slots still missing
     --has_biases  # bool
     --num_layers: int  # int
     --dropout: number  # float
@@ -5212,98 +5266,98 @@ export def rnn_tanh [
     --bidirectional  # bool
     --batch_first  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "rnn_tanh" $in $args {has_biases: $has_biases, num_layers: $num_layers, dropout: $dropout, train: $train, bidirectional: $bidirectional, batch_first: $batch_first, no_grad: $no_grad} {has_biases: false, train: false, bidirectional: false, batch_first: false} }
+]: any -> any { torchsh typed "rnn_tanh" $args "has_biases! num_layers dropout train! bidirectional! batch_first! no_grad!" [$has_biases $num_layers $dropout $train $bidirectional $batch_first $no_grad] }
 
 # rnn_tanh_cell
 #
 # torch.rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor
 export def rnn_tanh_cell [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input hx w_ih w_hh b_ih b_hh; piped handles fill the tensor slots still missing
-    --b_ih: any  # Tensor?
-    --b_hh: any  # Tensor?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input hx w_ih w_hh b_ih b_hh; piped handles fill the tensor slots still missing
+    --b_ih: any@"nu-complete torch"  # Tensor?
+    --b_hh: any@"nu-complete torch"  # Tensor?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "rnn_tanh_cell" $in $args {b_ih: $b_ih, b_hh: $b_hh, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "rnn_tanh_cell" $args "b_ih b_hh no_grad!" [$b_ih $b_hh $no_grad] }
 
 # Roll the tensor input along the given dimension(s).
 #
 # torch.roll(Tensor input, SymInt[] shifts, int[] dims=[]) -> Tensor
 export def roll [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input shifts dims; piped handles fill the tensor slots still missing
-    --shifts: any  # SymInt[]
-    --dims: any = []  # int[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input shifts dims; input: the input tensor; piped handles fill the tensor slots still missing
+    --shifts: any  # The number of places by which the elements of the tensor are shifted (SymInt[])
+    --dims: any  # Axis along which to roll (int[]; default [])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "roll" $in $args {shifts: $shifts, dims: $dims, no_grad: $no_grad} {dims: []} }
+]: any -> any { torchsh typed "roll" $args "shifts dims no_grad!" [$shifts $dims $no_grad] }
 
 # Rotate an n-D tensor by 90 degrees in the plane specified by dims axis.
 #
 # torch.rot90(Tensor input, int k=1, int[] dims=[0, 1]) -> Tensor
 export def rot90 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input k dims; piped handles fill the tensor slots still missing
-    --k: int = 1  # int
-    --dims: any = [0, 1]  # int[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input k dims; input: the input tensor; piped handles fill the tensor slots still missing
+    --k: int  # number of times to rotate (int; default 1)
+    --dims: any  # axis to rotate (int[]; default [0, 1])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "rot90" $in $args {k: $k, dims: $dims, no_grad: $no_grad} {k: 1, dims: [0, 1]} }
+]: any -> any { torchsh typed "rot90" $args "k dims no_grad!" [$k $dims $no_grad] }
 
 # Rounds elements of input to the nearest integer.
 #
 # torch.round(Tensor input) -> Tensor
 # torch.round(Tensor input, *, int decimals) -> Tensor
 export def round [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
-    --decimals: int  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
+    --decimals: int  # Number of decimal places to round to (int)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "round" $in $args {decimals: $decimals, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "round" $args "decimals no_grad!" [$decimals $no_grad] }
 
 # Alias of torch.vstack.
 #
 # torch.row_stack(Tensor[] tensors) -> Tensor
 export def row_stack [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "row_stack" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "row_stack" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the reciprocal of the square-root of each of the elements of input.
 #
 # torch.rsqrt(Tensor input) -> Tensor
 export def rsqrt [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "rsqrt" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "rsqrt" $args "no_grad!" [$no_grad] }
 
 # rsub
 #
 # torch.rsub(Tensor input, Tensor other, *, Scalar alpha=1) -> Tensor
 # torch.rsub(Tensor input, Scalar other, Scalar alpha=1) -> Tensor
 export def rsub [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input other alpha; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
-    --alpha: number = 1  # Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other | input other alpha; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # Tensor | Scalar
+    --alpha: number  # Scalar; default 1
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "rsub" $in $args {other: $other, alpha: $alpha, no_grad: $no_grad} {alpha: 1} }
+]: any -> any { torchsh typed "rsub" $args "other alpha no_grad!" [$other $alpha $no_grad] }
 
 # Save tensors to a file chosen by extension; several tensors need npz, safetensors or pt.
 #
 # save(Tensor[] tensors, OutPath file, *, str[]? names=None) -> None
 export def save [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… file; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors… file; piped handles fill the tensor slots still missing
     --file: path  # OutPath
     --names: any  # str[]?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "save" $in $args {file: $file, names: $names, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "save" $args "file names no_grad!" [$file $names $no_grad] }
 
 # scalar_tensor
 #
 # torch.scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def scalar_tensor [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: s; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: s; piped handles fill the tensor slots still missing
     --s: number  # Scalar
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
+    --layout: string@"nu-complete torch"  # Layout?
     --device: string@"nu-complete torch devices"  # Device?
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "scalar_tensor" $in $args {s: $s, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "scalar_tensor" $args "s dtype layout device pin_memory! requires_grad! no_grad!" [$s $dtype $layout $device $pin_memory $requires_grad $no_grad] }
 
 # Out-of-place version of torch.Tensor.scatter_.
 #
@@ -5312,221 +5366,221 @@ export def scalar_tensor [
 # torch.scatter(Tensor input, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor
 # torch.scatter(Tensor input, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor
 export def scatter [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index value | input dim index src; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim index value | input dim index src; piped handles fill the tensor slots still missing
     --dim: int  # int
     --value: number  # Scalar
     --reduce: string  # str
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "scatter" $in $args {dim: $dim, value: $value, reduce: $reduce, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "scatter" $args "dim value reduce no_grad!" [$dim $value $reduce $no_grad] }
 
 # Out-of-place version of torch.Tensor.scatter_add_.
 #
 # torch.scatter_add(Tensor input, int dim, Tensor index, Tensor src) -> Tensor
 export def scatter_add [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index src; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim index src; piped handles fill the tensor slots still missing
     --dim: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "scatter_add" $in $args {dim: $dim, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "scatter_add" $args "dim no_grad!" [$dim $no_grad] }
 
 # Out-of-place version of torch.Tensor.scatter_reduce_.
 #
 # torch.scatter_reduce(Tensor input, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor
 export def scatter_reduce [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index src reduce; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim index src reduce; piped handles fill the tensor slots still missing
     --dim: int  # int
     --reduce: string  # str
-    --include_self: any = true  # bool
+    --include_self: any  # bool; default true
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "scatter_reduce" $in $args {dim: $dim, reduce: $reduce, include_self: $include_self, no_grad: $no_grad} {include_self: true} }
+]: any -> any { torchsh typed "scatter_reduce" $args "dim reduce include_self no_grad!" [$dim $reduce $include_self $no_grad] }
 
 # Chains a list of learning rate schedulers.
 #
 # sched.chained_scheduler(Scheduler[] schedulers, Optimizer optimizer=None) -> Scheduler
 export def "sched chained_scheduler" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: schedulers… optimizer; piped handles fill the tensor slots still missing
-    --optimizer: string@"nu-complete torch handles"  # Optimizer
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: schedulers… optimizer; schedulers: sequence of chained schedulers; piped handles fill the tensor slots still missing
+    --optimizer: string@"nu-complete torch"  # Wrapped optimizer (Optimizer)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.chained_scheduler" $in $args {optimizer: $optimizer, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "sched.chained_scheduler" $args "optimizer no_grad!" [$optimizer $no_grad] }
 
 # Multiply the learning rate of each parameter group by a small constant factor.
 #
 # sched.constant_lr(Optimizer optimizer, float factor=0.3333333333333333, int total_iters=5, int last_epoch=-1) -> Scheduler
 export def "sched constant_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer factor total_iters last_epoch; piped handles fill the tensor slots still missing
-    --factor: number = 0.3333333333333333  # float
-    --total_iters: int = 5  # int
-    --last_epoch: int = -1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: optimizer factor total_iters last_epoch; optimizer: Wrapped optimizer; piped handles fill the tensor slots still missing
+    --factor: number  # The number we multiply learning rate until the milestone (float; default 0.3333333333333333)
+    --total_iters: int  # The number of steps that the scheduler multiplies the learning rate by the factor (int; default 5)
+    --last_epoch: int  # The index of the last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.constant_lr" $in $args {factor: $factor, total_iters: $total_iters, last_epoch: $last_epoch, no_grad: $no_grad} {factor: 0.3333333333333333, total_iters: 5, last_epoch: -1} }
+]: any -> any { torchsh typed "sched.constant_lr" $args "factor total_iters last_epoch no_grad!" [$factor $total_iters $last_epoch $no_grad] }
 
 # Set the learning rate of each parameter group using a cosine annealing schedule.
 #
 # sched.cosine_annealing_lr(Optimizer optimizer, int T_max, float eta_min=0.0, int last_epoch=-1) -> Scheduler
 export def "sched cosine_annealing_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer T_max eta_min last_epoch; piped handles fill the tensor slots still missing
-    --T_max: int  # int
-    --eta_min: number = 0.0  # float
-    --last_epoch: int = -1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: optimizer T_max eta_min last_epoch; optimizer: Wrapped optimizer; piped handles fill the tensor slots still missing
+    --T_max: int  # Maximum number of iterations (int)
+    --eta_min: number  # Minimum learning rate (float; default 0.0)
+    --last_epoch: int  # The index of the last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.cosine_annealing_lr" $in $args {T_max: $T_max, eta_min: $eta_min, last_epoch: $last_epoch, no_grad: $no_grad} {eta_min: 0.0, last_epoch: -1} }
+]: any -> any { torchsh typed "sched.cosine_annealing_lr" $args "T_max eta_min last_epoch no_grad!" [$T_max $eta_min $last_epoch $no_grad] }
 
 # Set the learning rate of each parameter group using a cosine annealing schedule.
 #
 # sched.cosine_annealing_warm_restarts(Optimizer optimizer, int T_0, int T_mult=1, float eta_min=0.0, int last_epoch=-1) -> Scheduler
 export def "sched cosine_annealing_warm_restarts" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer T_0 T_mult eta_min last_epoch; piped handles fill the tensor slots still missing
-    --T_0: int  # int
-    --T_mult: int = 1  # int
-    --eta_min: number = 0.0  # float
-    --last_epoch: int = -1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: optimizer T_0 T_mult eta_min last_epoch; optimizer: Wrapped optimizer; piped handles fill the tensor slots still missing
+    --T_0: int  # Number of iterations until the first restart (int)
+    --T_mult: int  # A factor by which T_{i} increases after a restart (int; default 1)
+    --eta_min: number  # Minimum learning rate (float; default 0.0)
+    --last_epoch: int  # The index of the last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.cosine_annealing_warm_restarts" $in $args {T_0: $T_0, T_mult: $T_mult, eta_min: $eta_min, last_epoch: $last_epoch, no_grad: $no_grad} {T_mult: 1, eta_min: 0.0, last_epoch: -1} }
+]: any -> any { torchsh typed "sched.cosine_annealing_warm_restarts" $args "T_0 T_mult eta_min last_epoch no_grad!" [$T_0 $T_mult $eta_min $last_epoch $no_grad] }
 
 # Sets the learning rate of each parameter group according to cyclical learning rate policy (CLR).
 #
 # sched.cyclic_lr(Optimizer optimizer, float | list[float] base_lr, float | list[float] max_lr, int step_size_up=2000, int step_size_down=None, str mode=triangular, float gamma=1.0, str scale_mode=cycle, bool cycle_momentum=True, float base_momentum=0.8, float max_momentum=0.9, int last_epoch=-1) -> Scheduler
 export def "sched cyclic_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer base_lr max_lr step_size_up step_size_down mode gamma scale_mode cycle_momentum base_momentum max_momentum last_epoch; piped handles fill the tensor slots still missing
-    --base_lr: any  # float | list[float]
-    --max_lr: any  # float | list[float]
-    --step_size_up: int = 2000  # int
-    --step_size_down: int  # int
-    --mode: string = "triangular"  # str
-    --gamma: number = 1.0  # float
-    --scale_mode: string = "cycle"  # str
-    --cycle_momentum: any = true  # bool
-    --base_momentum: number = 0.8  # float
-    --max_momentum: number = 0.9  # float
-    --last_epoch: int = -1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: optimizer base_lr max_lr step_size_up step_size_down mode gamma scale_mode cycle_momentum base_momentum max_momentum last_epoch; optimizer: Wrapped optimizer; piped handles fill the tensor slots still missing
+    --base_lr: any@"nu-complete torch"  # Initial learning rate which is the lower boundary in the cycle for each parameter group (float | list[float])
+    --max_lr: any@"nu-complete torch"  # Upper learning rate boundaries in the cycle for each parameter group (float | list[float])
+    --step_size_up: int  # Number of training iterations in the increasing half of a cycle (int; default 2000)
+    --step_size_down: int  # Number of training iterations in the decreasing half of a cycle (int)
+    --mode: string  # One of {triangular, triangular2, exp_range} (str; default "triangular")
+    --gamma: number  # Constant in 'exp_range' scaling function: gamma**(cycle iterations) (float; default 1.0)
+    --scale_mode: string  # {'cycle', 'iterations'} (str; default "cycle")
+    --cycle_momentum: any  # If True, momentum is cycled inversely to learning rate between 'base_momentum' and 'max_momentum' (bool; default true)
+    --base_momentum: number  # Lower momentum boundaries in the cycle for each parameter group (float; default 0.8)
+    --max_momentum: number  # Upper momentum boundaries in the cycle for each parameter group (float; default 0.9)
+    --last_epoch: int  # The index of the last batch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.cyclic_lr" $in $args {base_lr: $base_lr, max_lr: $max_lr, step_size_up: $step_size_up, step_size_down: $step_size_down, mode: $mode, gamma: $gamma, scale_mode: $scale_mode, cycle_momentum: $cycle_momentum, base_momentum: $base_momentum, max_momentum: $max_momentum, last_epoch: $last_epoch, no_grad: $no_grad} {step_size_up: 2000, mode: "triangular", gamma: 1.0, scale_mode: "cycle", cycle_momentum: true, base_momentum: 0.8, max_momentum: 0.9, last_epoch: -1} }
+]: any -> any { torchsh typed "sched.cyclic_lr" $args "base_lr max_lr step_size_up step_size_down mode gamma scale_mode cycle_momentum base_momentum max_momentum last_epoch no_grad!" [$base_lr $max_lr $step_size_up $step_size_down $mode $gamma $scale_mode $cycle_momentum $base_momentum $max_momentum $last_epoch $no_grad] }
 
 # Decays the learning rate of each parameter group by gamma every epoch.
 #
 # sched.exponential_lr(Optimizer optimizer, float gamma, int last_epoch=-1) -> Scheduler
 export def "sched exponential_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer gamma last_epoch; piped handles fill the tensor slots still missing
-    --gamma: number  # float
-    --last_epoch: int = -1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: optimizer gamma last_epoch; optimizer: Wrapped optimizer; piped handles fill the tensor slots still missing
+    --gamma: number  # Multiplicative factor of learning rate decay (float)
+    --last_epoch: int  # The index of last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.exponential_lr" $in $args {gamma: $gamma, last_epoch: $last_epoch, no_grad: $no_grad} {last_epoch: -1} }
+]: any -> any { torchsh typed "sched.exponential_lr" $args "gamma last_epoch no_grad!" [$gamma $last_epoch $no_grad] }
 
 # Decays the learning rate of each parameter group by linearly changing small multiplicative factor.
 #
 # sched.linear_lr(Optimizer optimizer, float start_factor=0.3333333333333333, float end_factor=1.0, int total_iters=5, int last_epoch=-1) -> Scheduler
 export def "sched linear_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer start_factor end_factor total_iters last_epoch; piped handles fill the tensor slots still missing
-    --start_factor: number = 0.3333333333333333  # float
-    --end_factor: number = 1.0  # float
-    --total_iters: int = 5  # int
-    --last_epoch: int = -1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: optimizer start_factor end_factor total_iters last_epoch; optimizer: Wrapped optimizer; piped handles fill the tensor slots still missing
+    --start_factor: number  # The number we multiply learning rate in the first epoch (float; default 0.3333333333333333)
+    --end_factor: number  # The number we multiply learning rate at the end of linear changing process (float; default 1.0)
+    --total_iters: int  # The number of iterations that multiplicative factor reaches to 1 (int; default 5)
+    --last_epoch: int  # The index of the last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.linear_lr" $in $args {start_factor: $start_factor, end_factor: $end_factor, total_iters: $total_iters, last_epoch: $last_epoch, no_grad: $no_grad} {start_factor: 0.3333333333333333, end_factor: 1.0, total_iters: 5, last_epoch: -1} }
+]: any -> any { torchsh typed "sched.linear_lr" $args "start_factor end_factor total_iters last_epoch no_grad!" [$start_factor $end_factor $total_iters $last_epoch $no_grad] }
 
 # Every scheduler kind `torch sched KIND` builds, with its short names and options.
 #
 # sched.list() -> Json
 export def "sched list" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.list" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "sched.list" $args "no_grad!" [$no_grad] }
 
 # The learning rate the scheduler last set (get_last_lr): a number, or one per group as a list.
 #
 # sched.lr(Scheduler scheduler) -> Json
 export def "sched lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: scheduler; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: scheduler; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.lr" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "sched.lr" $args "no_grad!" [$no_grad] }
 
 # Decays the learning rate of each parameter group by gamma once the number of epoch reaches one of the milestones.
 #
 # sched.multi_step_lr(Optimizer optimizer, int[] milestones, float gamma=0.1, int last_epoch=-1) -> Scheduler
 export def "sched multi_step_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer milestones gamma last_epoch; piped handles fill the tensor slots still missing
-    --milestones: any  # int[]
-    --gamma: number = 0.1  # float
-    --last_epoch: int = -1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: optimizer milestones gamma last_epoch; optimizer: Wrapped optimizer; piped handles fill the tensor slots still missing
+    --milestones: any  # List of epoch indices (int[])
+    --gamma: number  # Multiplicative factor of learning rate decay (float; default 0.1)
+    --last_epoch: int  # The index of last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.multi_step_lr" $in $args {milestones: $milestones, gamma: $gamma, last_epoch: $last_epoch, no_grad: $no_grad} {gamma: 0.1, last_epoch: -1} }
+]: any -> any { torchsh typed "sched.multi_step_lr" $args "milestones gamma last_epoch no_grad!" [$milestones $gamma $last_epoch $no_grad] }
 
 # Sets the learning rate of each parameter group according to the 1cycle learning rate policy.
 #
 # sched.one_cycle_lr(Optimizer optimizer, float | list[float] max_lr, int total_steps=None, int epochs=None, int steps_per_epoch=None, float pct_start=0.3, str anneal_strategy=cos, bool cycle_momentum=True, float | list[float] base_momentum=0.85, float | list[float] max_momentum=0.95, float div_factor=25.0, float final_div_factor=10000.0, bool three_phase=False, int last_epoch=-1) -> Scheduler
 export def "sched one_cycle_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer max_lr total_steps epochs steps_per_epoch pct_start anneal_strategy cycle_momentum base_momentum max_momentum div_factor final_div_factor three_phase last_epoch; piped handles fill the tensor slots still missing
-    --max_lr: any  # float | list[float]
-    --total_steps: int  # int
-    --epochs: int  # int
-    --steps_per_epoch: int  # int
-    --pct_start: number = 0.3  # float
-    --anneal_strategy: string = "cos"  # str
-    --cycle_momentum: any = true  # bool
-    --base_momentum: any = 0.85  # float | list[float]
-    --max_momentum: any = 0.95  # float | list[float]
-    --div_factor: number = 25.0  # float
-    --final_div_factor: number = 10000.0  # float
-    --three_phase  # bool
-    --last_epoch: int = -1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: optimizer max_lr total_steps epochs steps_per_epoch pct_start anneal_strategy cycle_momentum base_momentum max_momentum div_factor final_div_factor three_phase last_epoch; optimizer: Wrapped optimizer; piped handles fill the tensor slots still missing
+    --max_lr: any@"nu-complete torch"  # Upper learning rate boundaries in the cycle for each parameter group (float | list[float])
+    --total_steps: int  # The total number of steps in the cycle (int)
+    --epochs: int  # The number of epochs to train for (int)
+    --steps_per_epoch: int  # The number of steps per epoch to train for (int)
+    --pct_start: number  # The percentage of the cycle (in number of steps) spent increasing the learning rate (float; default 0.3)
+    --anneal_strategy: string  # {'cos', 'linear'} Specifies the annealing strategy: "cos" for cosine annealing, "linear" for linear… (str; default "cos")
+    --cycle_momentum: any  # If True, momentum is cycled inversely to learning rate between 'base_momentum' and 'max_momentum' (bool; default true)
+    --base_momentum: any@"nu-complete torch"  # Lower momentum boundaries in the cycle for each parameter group (float | list[float]; default 0.85)
+    --max_momentum: any@"nu-complete torch"  # Upper momentum boundaries in the cycle for each parameter group (float | list[float]; default 0.95)
+    --div_factor: number  # Determines the initial learning rate via initial_lr = max_lr/div_factor (float; default 25.0)
+    --final_div_factor: number  # Determines the minimum learning rate via min_lr = initial_lr/final_div_factor (float; default 10000.0)
+    --three_phase  # If True, use a third phase of the schedule to annihilate the learning rate according to 'final_div_… (bool)
+    --last_epoch: int  # The index of the last batch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.one_cycle_lr" $in $args {max_lr: $max_lr, total_steps: $total_steps, epochs: $epochs, steps_per_epoch: $steps_per_epoch, pct_start: $pct_start, anneal_strategy: $anneal_strategy, cycle_momentum: $cycle_momentum, base_momentum: $base_momentum, max_momentum: $max_momentum, div_factor: $div_factor, final_div_factor: $final_div_factor, three_phase: $three_phase, last_epoch: $last_epoch, no_grad: $no_grad} {pct_start: 0.3, anneal_strategy: "cos", cycle_momentum: true, base_momentum: 0.85, max_momentum: 0.95, div_factor: 25.0, final_div_factor: 10000.0, three_phase: false, last_epoch: -1} }
+]: any -> any { torchsh typed "sched.one_cycle_lr" $args "max_lr total_steps epochs steps_per_epoch pct_start anneal_strategy cycle_momentum base_momentum max_momentum div_factor final_div_factor three_phase! last_epoch no_grad!" [$max_lr $total_steps $epochs $steps_per_epoch $pct_start $anneal_strategy $cycle_momentum $base_momentum $max_momentum $div_factor $final_div_factor $three_phase $last_epoch $no_grad] }
 
 # Decays the learning rate of each parameter group using a polynomial function in the given total_iters.
 #
 # sched.polynomial_lr(Optimizer optimizer, int total_iters=5, float power=1.0, int last_epoch=-1) -> Scheduler
 export def "sched polynomial_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer total_iters power last_epoch; piped handles fill the tensor slots still missing
-    --total_iters: int = 5  # int
-    --power: number = 1.0  # float
-    --last_epoch: int = -1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: optimizer total_iters power last_epoch; optimizer: Wrapped optimizer; piped handles fill the tensor slots still missing
+    --total_iters: int  # The number of steps that the scheduler decays the learning rate (int; default 5)
+    --power: number  # The power of the polynomial (float; default 1.0)
+    --last_epoch: int  # int; default -1
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.polynomial_lr" $in $args {total_iters: $total_iters, power: $power, last_epoch: $last_epoch, no_grad: $no_grad} {total_iters: 5, power: 1.0, last_epoch: -1} }
+]: any -> any { torchsh typed "sched.polynomial_lr" $args "total_iters power last_epoch no_grad!" [$total_iters $power $last_epoch $no_grad] }
 
 # Reduce learning rate when a metric has stopped improving.
 #
 # sched.reduce_lr_on_plateau(Optimizer optimizer, str mode=min, float factor=0.1, int patience=10, float threshold=0.0001, str threshold_mode=rel, int cooldown=0, list[float] | float min_lr=0, float eps=1e-08) -> Scheduler
 export def "sched reduce_lr_on_plateau" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer mode factor patience threshold threshold_mode cooldown min_lr eps; piped handles fill the tensor slots still missing
-    --mode: string = "min"  # str
-    --factor: number = 0.1  # float
-    --patience: int = 10  # int
-    --threshold: number = 0.0001  # float
-    --threshold_mode: string = "rel"  # str
-    --cooldown: int = 0  # int
-    --min_lr: any = 0  # list[float] | float
-    --eps: number = 1e-08  # float
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: optimizer mode factor patience threshold threshold_mode cooldown min_lr eps; optimizer: Wrapped optimizer; piped handles fill the tensor slots still missing
+    --mode: string  # One of min, max (str; default "min")
+    --factor: number  # Factor by which the learning rate will be reduced. new_lr = lr * factor (float; default 0.1)
+    --patience: int  # The number of allowed epochs with no improvement after which the learning rate will be reduced (int; default 10)
+    --threshold: number  # Threshold for measuring the new optimum, to only focus on significant changes (float; default 0.0001)
+    --threshold_mode: string  # One of rel, abs (str; default "rel")
+    --cooldown: int  # Number of epochs to wait before resuming normal operation after lr has been reduced (int; default 0)
+    --min_lr: any@"nu-complete torch"  # A scalar or a list of scalars (list[float] | float; default 0)
+    --eps: number  # Minimal decay applied to lr (float; default 1e-08)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.reduce_lr_on_plateau" $in $args {mode: $mode, factor: $factor, patience: $patience, threshold: $threshold, threshold_mode: $threshold_mode, cooldown: $cooldown, min_lr: $min_lr, eps: $eps, no_grad: $no_grad} {mode: "min", factor: 0.1, patience: 10, threshold: 0.0001, threshold_mode: "rel", cooldown: 0, min_lr: 0, eps: 1e-08} }
+]: any -> any { torchsh typed "sched.reduce_lr_on_plateau" $args "mode factor patience threshold threshold_mode cooldown min_lr eps no_grad!" [$mode $factor $patience $threshold $threshold_mode $cooldown $min_lr $eps $no_grad] }
 
 # Contains a list of schedulers expected to be called sequentially during the optimization process.
 #
 # sched.sequential_lr(Optimizer optimizer, Scheduler[] schedulers, int[] milestones, int last_epoch=-1) -> Scheduler
 export def "sched sequential_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer schedulers… milestones last_epoch; piped handles fill the tensor slots still missing
-    --milestones: any  # int[]
-    --last_epoch: int = -1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: optimizer schedulers… milestones last_epoch; optimizer: Wrapped optimizer; schedulers: List of chained schedulers; piped handles fill the tensor slots still missing
+    --milestones: any  # List of integers that reflects milestone points (int[])
+    --last_epoch: int  # The index of last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.sequential_lr" $in $args {milestones: $milestones, last_epoch: $last_epoch, no_grad: $no_grad} {last_epoch: -1} }
+]: any -> any { torchsh typed "sched.sequential_lr" $args "milestones last_epoch no_grad!" [$milestones $last_epoch $no_grad] }
 
 # scheduler.step(): advance one step (call it after `torch step OPT`). ReduceLROnPlateau needs --metric.
 #
 # sched.step(Scheduler scheduler, *, float? metric=None) -> None
 export def "sched step" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: scheduler; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: scheduler; piped handles fill the tensor slots still missing
     --metric: number  # float?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.step" $in $args {metric: $metric, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "sched.step" $args "metric no_grad!" [$metric $no_grad] }
 
 # Decays the learning rate of each parameter group by gamma every step_size epochs.
 #
 # sched.step_lr(Optimizer optimizer, int step_size, float gamma=0.1, int last_epoch=-1) -> Scheduler
 export def "sched step_lr" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer step_size gamma last_epoch; piped handles fill the tensor slots still missing
-    --step_size: int  # int
-    --gamma: number = 0.1  # float
-    --last_epoch: int = -1  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: optimizer step_size gamma last_epoch; optimizer: Wrapped optimizer; piped handles fill the tensor slots still missing
+    --step_size: int  # Period of learning rate decay (int)
+    --gamma: number  # Multiplicative factor of learning rate decay (float; default 0.1)
+    --last_epoch: int  # The index of last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sched.step_lr" $in $args {step_size: $step_size, gamma: $gamma, last_epoch: $last_epoch, no_grad: $no_grad} {gamma: 0.1, last_epoch: -1} }
+]: any -> any { torchsh typed "sched.step_lr" $args "step_size gamma last_epoch no_grad!" [$step_size $gamma $last_epoch $no_grad] }
 
 # Run CMD; every handle made inside is freed when it exits (success or failure), except those kept.
 #
@@ -5539,300 +5593,300 @@ export def scope [
 #
 # scope.begin() -> str
 export def "scope begin" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "scope.begin" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "scope.begin" $args "no_grad!" [$no_grad] }
 
 # Free every handle made in scope ID (default: $TORCHSH_SCOPE) and in scopes opened inside it. Silent.
 #
 # scope.end(str? id=None) -> None
 export def "scope end" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: id; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: id; piped handles fill the tensor slots still missing
     --id: string  # str?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "scope.end" $in $args {id: $id, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "scope.end" $args "id no_grad!" [$id $no_grad] }
 
 # Find the indices from the *innermost* dimension of sorted_sequence such that, if the corresponding values in values were inserted before the indices, when sorted, the order of the corresponding *innermost* dimension within sorted_sequence would be preserved.
 #
 # torch.searchsorted(Tensor sorted_sequence, Tensor input, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor
 # torch.searchsorted(Tensor sorted_sequence, Scalar input, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor
 export def searchsorted [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: sorted_sequence input; piped handles fill the tensor slots still missing
-    --input: any  # Tensor | Scalar
-    --out_int32  # bool
-    --right  # bool
-    --side: string  # str?
-    --sorter: any  # Tensor?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: sorted_sequence input; sorted_sequence: N-D or 1-D tensor, containing monotonically increasing sequence on the *innermost* dimension unless…; piped handles fill the tensor slots still missing
+    --input: any@"nu-complete torch"  # Tensor | Scalar
+    --out_int32  # indicate the output data type. torch.int32 if True, torch.int64 otherwise (bool)
+    --right  # if False, return the first suitable location that is found (bool)
+    --side: string  # the same as right but preferred. "left" corresponds to False for right and "right" corresponds to T… (str?)
+    --sorter: any@"nu-complete torch"  # if provided, a tensor matching the shape of the unsorted sorted_sequence containing a sequence of i… (Tensor?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "searchsorted" $in $args {input: $input, out_int32: $out_int32, right: $right, side: $side, sorter: $sorter, no_grad: $no_grad} {out_int32: false, right: false} }
+]: any -> any { torchsh typed "searchsorted" $args "input out_int32! right! side sorter no_grad!" [$input $out_int32 $right $side $sorter $no_grad] }
 
 # Perform a segment reduction operation on the input tensor along the specified axis.
 #
 # torch.segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor
 export def segment_reduce [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: data reduce; piped handles fill the tensor slots still missing
-    --reduce: string  # str
-    --lengths: any  # Tensor?
-    --indices: any  # Tensor?
-    --offsets: any  # Tensor?
-    --axis: int = 0  # int
-    --unsafe  # bool
-    --initial: number  # Scalar?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: data reduce; data: The input tensor on which the segment reduction operation will be performed; piped handles fill the tensor slots still missing
+    --reduce: string  # The type of reduction operation (str)
+    --lengths: any@"nu-complete torch"  # Length of each segment (Tensor?)
+    --indices: any@"nu-complete torch"  # Tensor?
+    --offsets: any@"nu-complete torch"  # Offset of each segment (Tensor?)
+    --axis: int  # The axis perform reduction (int; default 0)
+    --unsafe  # Skip validation If True (bool)
+    --initial: number  # The initial value for the reduction operation (Scalar?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "segment_reduce" $in $args {reduce: $reduce, lengths: $lengths, indices: $indices, offsets: $offsets, axis: $axis, unsafe: $unsafe, initial: $initial, no_grad: $no_grad} {axis: 0, unsafe: false} }
+]: any -> any { torchsh typed "segment_reduce" $args "reduce lengths indices offsets axis unsafe! initial no_grad!" [$reduce $lengths $indices $offsets $axis $unsafe $initial $no_grad] }
 
 # Slices the input tensor along the selected dimension at the given index.
 #
 # torch.select(Tensor input, int dim, SymInt index) -> Tensor(a)
 export def select [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index; piped handles fill the tensor slots still missing
-    --dim: int  # int
-    --index: int  # SymInt
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim index; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to slice (int)
+    --index: int  # the index to select with (SymInt)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "select" $in $args {dim: $dim, index: $index, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "select" $args "dim index no_grad!" [$dim $index $no_grad] }
 
 # Performs the same operation as torch.select, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.select_copy(Tensor input, int dim, SymInt index) -> Tensor
 export def select_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim index; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim index; piped handles fill the tensor slots still missing
     --dim: int  # int
     --index: int  # SymInt
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "select_copy" $in $args {dim: $dim, index: $index, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "select_copy" $args "dim index no_grad!" [$dim $index $no_grad] }
 
 # Embeds the values of the src tensor into input at the given index.
 #
 # torch.select_scatter(Tensor input, Tensor src, int dim, SymInt index) -> Tensor
 export def select_scatter [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input src dim index; piped handles fill the tensor slots still missing
-    --dim: int  # int
-    --index: int  # SymInt
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input src dim index; input: the input tensor; src: The tensor to embed into input; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to insert the slice into (int)
+    --index: int  # the index to select with (SymInt)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "select_scatter" $in $args {dim: $dim, index: $index, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "select_scatter" $args "dim index no_grad!" [$dim $index $no_grad] }
 
 # Restore a saved session in this (fresh) daemon under the same handles; all or nothing.
 #
 # session.load(DirPath dir) -> Json
 export def "session load" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dir; piped handles fill the tensor slots still missing
-    --dir: path  # DirPath
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: dir; piped handles fill the tensor slots still missing
+    --dir: path  # a folder torch session save wrote (DirPath)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "session.load" $in $args {dir: $dir, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "session.load" $args "dir no_grad!" [$dir $no_grad] }
 
 # Move this daemon's whole session to the daemon of context TO, under the same handles (as
 #
 # session.push(*, str to) -> Json
 export def "session push" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
-    --to: string  # str
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
+    --to: string  # the destination context (torch context ls); its daemon must not hold these handles (str)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "session.push" $in $args {to: $to, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "session.push" $args "to no_grad!" [$to $no_grad] }
 
 # Write every object held to DIR (created 0700 if missing) as DIR/session.safetensors: values,
 #
 # session.save(OutDirPath dir) -> Json
 export def "session save" [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: dir; piped handles fill the tensor slots still missing
-    --dir: path  # OutDirPath
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: dir; piped handles fill the tensor slots still missing
+    --dir: path  # the session folder (OutDirPath)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "session.save" $in $args {dir: $dir, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "session.save" $args "dir no_grad!" [$dir $no_grad] }
 
 # This function is an extension of torch.sign() to complex tensors.
 #
 # torch.sgn(Tensor input) -> Tensor
 export def sgn [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sgn" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "sgn" $args "no_grad!" [$no_grad] }
 
 # The tensor's shape as a JSON list.
 #
 # shape(Tensor input) -> int[]
 export def shape [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "shape" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "shape" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.special.expit.
 #
 # torch.sigmoid(Tensor input) -> Tensor
 export def sigmoid [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sigmoid" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "sigmoid" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the signs of the elements of input.
 #
 # torch.sign(Tensor input) -> Tensor
 export def sign [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sign" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "sign" $args "no_grad!" [$no_grad] }
 
 # Tests if each element of input has its sign bit set or not.
 #
 # torch.signbit(Tensor input) -> Tensor
 export def signbit [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "signbit" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "signbit" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the sine of the elements in the input tensor, where each value in this input tensor is in radians.
 #
 # torch.sin(Tensor input) -> Tensor
 export def sin [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sin" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "sin" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.special.sinc.
 #
 # torch.sinc(Tensor input) -> Tensor
 export def sinc [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sinc" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "sinc" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the hyperbolic sine of the elements of input.
 #
 # torch.sinh(Tensor input) -> Tensor
 export def sinh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sinh" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "sinh" $args "no_grad!" [$no_grad] }
 
 # Returns the size of the self tensor.
 #
 # torch.size(Tensor input, int dim) -> int
 # torch.size(Tensor input) -> int[]
 export def size [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim | input; piped handles fill the tensor slots still missing
-    --dim: int  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim | input; piped handles fill the tensor slots still missing
+    --dim: int  # The dimension for which to retrieve the size (int)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "size" $in $args {dim: $dim, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "size" $args "dim no_grad!" [$dim $no_grad] }
 
 # Performs the same operation as torch.slice, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.slice_copy(Tensor input, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor
 export def slice_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim start end step; piped handles fill the tensor slots still missing
-    --dim: int = 0  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim start end step; piped handles fill the tensor slots still missing
+    --dim: int  # int; default 0
     --start: int  # SymInt?
     --end: int  # SymInt?
-    --step: int = 1  # SymInt
+    --step: int  # SymInt; default 1
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "slice_copy" $in $args {dim: $dim, start: $start, end: $end, step: $step, no_grad: $no_grad} {dim: 0, step: 1} }
+]: any -> any { torchsh typed "slice_copy" $args "dim start end step no_grad!" [$dim $start $end $step $no_grad] }
 
 # slice_inverse
 #
 # torch.slice_inverse(Tensor input, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)
 export def slice_inverse [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input src dim start end step; piped handles fill the tensor slots still missing
-    --dim: int = 0  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input src dim start end step; piped handles fill the tensor slots still missing
+    --dim: int  # int; default 0
     --start: int  # SymInt?
     --end: int  # SymInt?
-    --step: int = 1  # SymInt
+    --step: int  # SymInt; default 1
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "slice_inverse" $in $args {dim: $dim, start: $start, end: $end, step: $step, no_grad: $no_grad} {dim: 0, step: 1} }
+]: any -> any { torchsh typed "slice_inverse" $args "dim start end step no_grad!" [$dim $start $end $step $no_grad] }
 
 # Embeds the values of the src tensor into input at the given dimension.
 #
 # torch.slice_scatter(Tensor input, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor
 export def slice_scatter [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input src dim start end step; piped handles fill the tensor slots still missing
-    --dim: int = 0  # int
-    --start: int  # SymInt?
-    --end: int  # SymInt?
-    --step: int = 1  # SymInt
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input src dim start end step; input: the input tensor; src: The tensor to embed into input; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to insert the slice into (int; default 0)
+    --start: int  # the start index of where to insert the slice (SymInt?)
+    --end: int  # the end index of where to insert the slice (SymInt?)
+    --step: int  # the how many elements to skip in (SymInt; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "slice_scatter" $in $args {dim: $dim, start: $start, end: $end, step: $step, no_grad: $no_grad} {dim: 0, step: 1} }
+]: any -> any { torchsh typed "slice_scatter" $args "dim start end step no_grad!" [$dim $start $end $step $no_grad] }
 
 # Alias for torch.linalg.slogdet.
 #
 # torch.slogdet(Tensor input) -> (Tensor sign, Tensor logabsdet)
 export def slogdet [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "slogdet" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "slogdet" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.nn.functional.softmax.
 #
 # torch.softmax(Tensor input, int dim, ScalarType? dtype=None) -> Tensor
 export def softmax [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim dtype; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim dtype; piped handles fill the tensor slots still missing
     --dim: int  # int
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "softmax" $in $args {dim: $dim, dtype: $dtype, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "softmax" $args "dim dtype no_grad!" [$dim $dtype $no_grad] }
 
 # Sorts the elements of the input tensor along a given dimension in ascending order by value.
 #
 # torch.sort(Tensor input, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
 # torch.sort(Tensor input, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
 export def sort [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim descending | input; piped handles fill the tensor slots still missing
-    --dim: int = -1  # int
-    --descending  # bool
-    --stable  # bool?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim descending | input; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the dimension to sort along (int; default -1)
+    --descending  # controls the sorting order (ascending or descending) (bool)
+    --stable  # makes the sorting routine stable, which guarantees that the order of equivalent elements is preserv… (bool?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sort" $in $args {dim: $dim, descending: $descending, stable: $stable, no_grad: $no_grad} {dim: -1, descending: false, stable: false} }
+]: any -> any { torchsh typed "sort" $args "dim descending! stable! no_grad!" [$dim $descending $stable $no_grad] }
 
 # Splits the tensor into chunks.
 #
 # torch.split(Tensor tensor, int | list[int] split_size_or_sections, int dim=0) -> tuple[Tensor, ...]
 export def split [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensor split_size_or_sections dim; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensor split_size_or_sections dim; tensor: tensor to split; piped handles fill the tensor slots still missing
     --split_size_or_sections: any  # int | list[int]
-    --dim: int = 0  # int
+    --dim: int  # dimension along which to split the tensor (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "split" $in $args {split_size_or_sections: $split_size_or_sections, dim: $dim, no_grad: $no_grad} {dim: 0} }
+]: any -> any { torchsh typed "split" $args "split_size_or_sections dim no_grad!" [$split_size_or_sections $dim $no_grad] }
 
 # Performs the same operation as torch.split, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.split_copy(Tensor input, SymInt split_size, int dim=0) -> Tensor[]
 export def split_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input split_size dim; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input split_size dim; piped handles fill the tensor slots still missing
     --split_size: int  # SymInt
-    --dim: int = 0  # int
+    --dim: int  # int; default 0
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "split_copy" $in $args {split_size: $split_size, dim: $dim, no_grad: $no_grad} {dim: 0} }
+]: any -> any { torchsh typed "split_copy" $args "split_size dim no_grad!" [$split_size $dim $no_grad] }
 
 # split_with_sizes
 #
 # torch.split_with_sizes(Tensor input, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]
 export def split_with_sizes [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input split_sizes dim; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input split_sizes dim; piped handles fill the tensor slots still missing
     --split_sizes: any  # SymInt[]
-    --dim: int = 0  # int
+    --dim: int  # int; default 0
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "split_with_sizes" $in $args {split_sizes: $split_sizes, dim: $dim, no_grad: $no_grad} {dim: 0} }
+]: any -> any { torchsh typed "split_with_sizes" $args "split_sizes dim no_grad!" [$split_sizes $dim $no_grad] }
 
 # Performs the same operation as torch.split_with_sizes, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.split_with_sizes_copy(Tensor input, SymInt[] split_sizes, int dim=0) -> Tensor[]
 export def split_with_sizes_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input split_sizes dim; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input split_sizes dim; piped handles fill the tensor slots still missing
     --split_sizes: any  # SymInt[]
-    --dim: int = 0  # int
+    --dim: int  # int; default 0
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "split_with_sizes_copy" $in $args {split_sizes: $split_sizes, dim: $dim, no_grad: $no_grad} {dim: 0} }
+]: any -> any { torchsh typed "split_with_sizes_copy" $args "split_sizes dim no_grad!" [$split_sizes $dim $no_grad] }
 
 # Returns a new tensor with the square-root of the elements of input.
 #
 # torch.sqrt(Tensor input) -> Tensor
 export def sqrt [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sqrt" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "sqrt" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the square of the elements of input.
 #
 # torch.square(Tensor input) -> Tensor
 export def square [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "square" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "square" $args "no_grad!" [$no_grad] }
 
 # Returns a tensor with all specified dimensions of input of size 1 removed.
 #
@@ -5840,10 +5894,10 @@ export def square [
 # torch.squeeze(Tensor input, int dim) -> Tensor(a)
 # torch.squeeze(Tensor input, int[] dim) -> Tensor(a)
 export def squeeze [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim; piped handles fill the tensor slots still missing
-    --dim: any  # int | int[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input | input dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: any  # if given, the input will be squeezed only in the specified dimensions. .. versionchanged:: 2.0 dim… (int | int[])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "squeeze" $in $args {dim: $dim, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "squeeze" $args "dim no_grad!" [$dim $no_grad] }
 
 # Performs the same operation as torch.squeeze, but all output tensors are freshly created instead of aliasing the input.
 #
@@ -5851,19 +5905,19 @@ export def squeeze [
 # torch.squeeze_copy(Tensor input, int dim) -> Tensor
 # torch.squeeze_copy(Tensor input, int[] dim) -> Tensor
 export def squeeze_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input | input dim; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input | input dim; piped handles fill the tensor slots still missing
     --dim: any  # int | int[]
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "squeeze_copy" $in $args {dim: $dim, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "squeeze_copy" $args "dim no_grad!" [$dim $no_grad] }
 
 # Concatenates a sequence of tensors along a new dimension.
 #
 # torch.stack(Tensor[] tensors, int dim=0) -> Tensor
 export def stack [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors… dim; piped handles fill the tensor slots still missing
-    --dim: int = 0  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors… dim; tensors: sequence of tensors to concatenate; piped handles fill the tensor slots still missing
+    --dim: int  # dimension to insert (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "stack" $in $args {dim: $dim, no_grad: $no_grad} {dim: 0} }
+]: any -> any { torchsh typed "stack" $args "dim no_grad!" [$dim $no_grad] }
 
 # Calculates the standard deviation over the dimensions specified by dim.
 #
@@ -5871,13 +5925,13 @@ export def stack [
 # torch.std(Tensor input, int[]? dim, bool unbiased=True, bool keepdim=False) -> Tensor
 # torch.std(Tensor input, int[]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor
 export def std [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input unbiased | input dim unbiased keepdim | input dim; piped handles fill the tensor slots still missing
-    --unbiased: any = true  # bool
-    --dim: any  # int[]?
-    --keepdim  # bool
-    --correction: number  # Scalar?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input unbiased | input dim unbiased keepdim | input dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --unbiased: any  # bool; default true
+    --dim: any  # the dimension or dimensions to reduce (int[]?)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
+    --correction: number  # difference between the sample size and sample degrees of freedom (Scalar?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "std" $in $args {unbiased: $unbiased, dim: $dim, keepdim: $keepdim, correction: $correction, no_grad: $no_grad} {unbiased: true, keepdim: false} }
+]: any -> any { torchsh typed "std" $args "unbiased dim keepdim! correction no_grad!" [$unbiased $dim $keepdim $correction $no_grad] }
 
 # Calculates the standard deviation and mean over the dimensions specified by dim.
 #
@@ -5885,165 +5939,165 @@ export def std [
 # torch.std_mean(Tensor input, int[]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)
 # torch.std_mean(Tensor input, int[]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)
 export def std_mean [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input unbiased | input dim unbiased keepdim | input dim; piped handles fill the tensor slots still missing
-    --unbiased: any = true  # bool
-    --dim: any  # int[]?
-    --keepdim  # bool
-    --correction: number  # Scalar?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input unbiased | input dim unbiased keepdim | input dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --unbiased: any  # bool; default true
+    --dim: any  # the dimension or dimensions to reduce (int[]?)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
+    --correction: number  # difference between the sample size and sample degrees of freedom (Scalar?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "std_mean" $in $args {unbiased: $unbiased, dim: $dim, keepdim: $keepdim, correction: $correction, no_grad: $no_grad} {unbiased: true, keepdim: false} }
+]: any -> any { torchsh typed "std_mean" $args "unbiased dim keepdim! correction no_grad!" [$unbiased $dim $keepdim $correction $no_grad] }
 
 # optimizer.step(): update the parameters from their .grad (run backward first).
 #
 # step(Optimizer optimizer) -> None
 export def step [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: optimizer; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: optimizer; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "step" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "step" $args "no_grad!" [$no_grad] }
 
 # Short-time Fourier transform (STFT).
 #
 # torch.stft(Tensor input, int n_fft, int | None hop_length=None, int | None win_length=None, Tensor | None window=None, bool center=True, str pad_mode=reflect, bool normalized=False, bool | None onesided=None, bool | None return_complex=None, bool | None align_to_window=None) -> Tensor
 export def stft [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input n_fft hop_length win_length window center pad_mode normalized onesided return_complex align_to_window; piped handles fill the tensor slots still missing
-    --n_fft: int  # int
-    --hop_length: int  # int | None
-    --win_length: int  # int | None
-    --window: any  # Tensor | None
-    --center: any = true  # bool
-    --pad_mode: string = "reflect"  # str
-    --normalized  # bool
-    --onesided  # bool | None
-    --return_complex  # bool | None
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input n_fft hop_length win_length window center pad_mode normalized onesided return_complex align_to_window; input: the input tensor of shape (B?, L) where B? is an optional batch dimension; piped handles fill the tensor slots still missing
+    --n_fft: int  # size of Fourier transform (int)
+    --hop_length: int  # the distance between neighboring sliding window frames (int | None)
+    --win_length: int  # the size of window frame and STFT filter (int | None)
+    --window: any@"nu-complete torch"  # the optional window function (Tensor | None)
+    --center: any  # whether to pad input on both sides so that the t-th frame is centered at time t \times hop_length (bool; default true)
+    --pad_mode: string  # controls the padding method used when center is True (str; default "reflect")
+    --normalized  # controls whether to return the normalized STFT results (bool)
+    --onesided  # controls whether to return half of results to avoid redundancy for real inputs (bool | None)
+    --return_complex  # whether to return a complex tensor, or a real tensor with an extra last dimension for the real and… (bool | None)
     --align_to_window  # bool | None
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "stft" $in $args {n_fft: $n_fft, hop_length: $hop_length, win_length: $win_length, window: $window, center: $center, pad_mode: $pad_mode, normalized: $normalized, onesided: $onesided, return_complex: $return_complex, align_to_window: $align_to_window, no_grad: $no_grad} {center: true, pad_mode: "reflect", normalized: false, onesided: false, return_complex: false, align_to_window: false} }
+]: any -> any { torchsh typed "stft" $args "n_fft hop_length win_length window center pad_mode normalized! onesided! return_complex! align_to_window! no_grad!" [$n_fft $hop_length $win_length $window $center $pad_mode $normalized $onesided $return_complex $align_to_window $no_grad] }
 
 # Subtracts other, scaled by alpha, from input.
 #
 # torch.sub(Tensor input, Tensor other, *, Scalar alpha=1) -> Tensor
 # torch.sub(Tensor input, Scalar other, Scalar alpha=1) -> Tensor
 export def sub [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input other alpha; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
-    --alpha: number = 1  # Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other | input other alpha; input: the input tensor; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # the tensor or number to subtract from input (Tensor | Scalar)
+    --alpha: number  # the multiplier for other (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sub" $in $args {other: $other, alpha: $alpha, no_grad: $no_grad} {alpha: 1} }
+]: any -> any { torchsh typed "sub" $args "other alpha no_grad!" [$other $alpha $no_grad] }
 
 # Alias for torch.sub.
 #
 # torch.subtract(Tensor input, Tensor other, *, Scalar alpha=1) -> Tensor
 # torch.subtract(Tensor input, Scalar other, Scalar alpha=1) -> Tensor
 export def subtract [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other | input other alpha; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
-    --alpha: number = 1  # Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other | input other alpha; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # Tensor | Scalar
+    --alpha: number  # Scalar; default 1
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "subtract" $in $args {other: $other, alpha: $alpha, no_grad: $no_grad} {alpha: 1} }
+]: any -> any { torchsh typed "subtract" $args "other alpha no_grad!" [$other $alpha $no_grad] }
 
 # Returns the sum of all elements in the input tensor.
 #
 # torch.sum(Tensor input, int[]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 # torch.sum(Tensor input, *, ScalarType? dtype=None) -> Tensor
 export def sum [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim keepdim | input; piped handles fill the tensor slots still missing
-    --dim: any  # int[]?
-    --keepdim  # bool
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim keepdim | input; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: any  # the dimension or dimensions to reduce (int[]?)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "sum" $in $args {dim: $dim, keepdim: $keepdim, dtype: $dtype, no_grad: $no_grad} {keepdim: false} }
+]: any -> any { torchsh typed "sum" $args "dim keepdim! dtype no_grad!" [$dim $keepdim $dtype $no_grad] }
 
 # Return the singular value decomposition (U, S, V) of a matrix, batches of matrices, or a sparse matrix A such that A \approx U \operatorname{diag}(S) V^{\text{H}}.
 #
 # torch.svd_lowrank(Tensor A, int | None q=6, int | None niter=2, Tensor | None M=None) -> tuple[Tensor, Tensor, Tensor]
 export def svd_lowrank [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: A q niter M; piped handles fill the tensor slots still missing
-    --q: int = 6  # int | None
-    --niter: int = 2  # int | None
-    --M: any  # Tensor | None
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: A q niter M; piped handles fill the tensor slots still missing
+    --q: int  # int | None; default 6
+    --niter: int  # int | None; default 2
+    --M: any@"nu-complete torch"  # Tensor | None
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "svd_lowrank" $in $args {q: $q, niter: $niter, M: $M, no_grad: $no_grad} {q: 6, niter: 2} }
+]: any -> any { torchsh typed "svd_lowrank" $args "q niter M no_grad!" [$q $niter $M $no_grad] }
 
 # Alias for torch.transpose.
 #
 # torch.swapaxes(Tensor input, int axis0, int axis1) -> Tensor(a)
 export def swapaxes [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input axis0 axis1; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input axis0 axis1; piped handles fill the tensor slots still missing
     --axis0: int  # int
     --axis1: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "swapaxes" $in $args {axis0: $axis0, axis1: $axis1, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "swapaxes" $args "axis0 axis1 no_grad!" [$axis0 $axis1 $no_grad] }
 
 # Alias for torch.transpose.
 #
 # torch.swapdims(Tensor input, int dim0, int dim1) -> Tensor(a)
 export def swapdims [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim0 dim1; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim0 dim1; piped handles fill the tensor slots still missing
     --dim0: int  # int
     --dim1: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "swapdims" $in $args {dim0: $dim0, dim1: $dim1, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "swapdims" $args "dim0 dim1 no_grad!" [$dim0 $dim1 $no_grad] }
 
 # Expects input to be <= 2-D tensor and transposes dimensions 0 and 1.
 #
 # torch.t(Tensor input) -> Tensor(a)
 export def t [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "t" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "t" $args "no_grad!" [$no_grad] }
 
 # Performs the same operation as torch.t, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.t_copy(Tensor input) -> Tensor
 export def t_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "t_copy" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "t_copy" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the elements of input at the given indices.
 #
 # torch.take(Tensor input, Tensor index) -> Tensor
 export def take [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input index; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input index; input: the input tensor; index: the indices into tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "take" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "take" $args "no_grad!" [$no_grad] }
 
 # Selects values from input at the 1-dimensional indices from indices along the given dim.
 #
 # torch.take_along_dim(Tensor input, Tensor indices, int? dim=None) -> Tensor
 export def take_along_dim [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input indices dim; piped handles fill the tensor slots still missing
-    --dim: int  # int?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input indices dim; input: the input tensor; indices: the indices into input; piped handles fill the tensor slots still missing
+    --dim: int  # dimension to select along (int?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "take_along_dim" $in $args {dim: $dim, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "take_along_dim" $args "dim no_grad!" [$dim $no_grad] }
 
 # Returns a new tensor with the tangent of the elements in the input tensor, where each value in this input tensor is in radians.
 #
 # torch.tan(Tensor input) -> Tensor
 export def tan [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "tan" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "tan" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the hyperbolic tangent of the elements of input.
 #
 # torch.tanh(Tensor input) -> Tensor
 export def tanh [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "tanh" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "tanh" $args "no_grad!" [$no_grad] }
 
 # Make a tensor from JSON (argument or stdin): nested lists, or {dtype, shape, data} from `value --meta`.
 #
 # tensor(Json data, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor
 export def tensor [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: data; piped handles fill the tensor slots still missing
-    --data: any  # Json
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: data; piped handles fill the tensor slots still missing
+    --data: any@"nu-complete torch"  # Json
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --device: string@"nu-complete torch devices"  # Device?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "tensor" $in $args {data: $data, dtype: $dtype, device: $device, requires_grad: $requires_grad, no_grad: $no_grad} {requires_grad: false} --whole }
+]: any -> any { torchsh typed "tensor" $args "data dtype device requires_grad! no_grad!" [$data $dtype $device $requires_grad $no_grad] --whole }
 
 # Splits a tensor into multiple sub-tensors, all of which are views of input, along dimension dim according to the indices or number of sections specified by indices_or_sections.
 #
@@ -6051,344 +6105,344 @@ export def tensor [
 # torch.tensor_split(Tensor input, SymInt[] indices, int dim=0) -> Tensor(a)[]
 # torch.tensor_split(Tensor input, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]
 export def tensor_split [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input sections dim | input indices dim | input tensor_indices_or_sections dim; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input sections dim | input indices dim | input tensor_indices_or_sections dim; input: the tensor to split; piped handles fill the tensor slots still missing
     --sections: int  # SymInt
-    --dim: int = 0  # int
+    --dim: int  # dimension along which to split the tensor (int; default 0)
     --indices: any  # SymInt[]
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "tensor_split" $in $args {sections: $sections, dim: $dim, indices: $indices, no_grad: $no_grad} {dim: 0} }
+]: any -> any { torchsh typed "tensor_split" $args "sections dim indices no_grad!" [$sections $dim $indices $no_grad] }
 
 # Returns a contraction of a and b over multiple dimensions.
 #
 # torch.tensordot(Tensor a, Tensor b, Any dims=2)
 export def tensordot [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: a b dims; piped handles fill the tensor slots still missing
-    --dims: any = 2  # Any
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: a b dims; a: Left tensor to contract; b: Right tensor to contract; piped handles fill the tensor slots still missing
+    --dims: any@"nu-complete torch"  # number of dimensions to contract or explicit lists of dimensions for a and b respectively (Any; default 2)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "tensordot" $in $args {dims: $dims, no_grad: $no_grad} {dims: 2} }
+]: any -> any { torchsh typed "tensordot" $args "dims no_grad!" [$dims $no_grad] }
 
 # Every object held (all kinds) as a table like `docker ps`: HANDLE KIND SHAPE DTYPE DEVICE BYTES GRAD
 #
 # tensors(*, str? kind=None, bool quiet=False) -> Json
 export def tensors [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: (none); piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --kind: string  # str?
     --quiet  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "tensors" $in $args {kind: $kind, quiet: $quiet, no_grad: $no_grad} {quiet: false} }
+]: any -> any { torchsh typed "tensors" $args "kind quiet! no_grad!" [$kind $quiet $no_grad] }
 
 # Constructs a tensor by repeating the elements of input.
 #
 # torch.tile(Tensor input, SymInt[] dims) -> Tensor
 export def tile [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dims; piped handles fill the tensor slots still missing
-    --dims: any  # SymInt[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dims; input: the tensor whose elements to repeat; piped handles fill the tensor slots still missing
+    --dims: any  # the number of repetitions per dimension (SymInt[])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "tile" $in $args {dims: $dims, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "tile" $args "dims no_grad!" [$dims $no_grad] }
 
 # Convert to another dtype and/or device.
 #
 # to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
 export def to [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "to" $in $args {dtype: $dtype, device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+]: any -> any { torchsh typed "to" $args "dtype device copy! no_grad!" [$dtype $device $copy $no_grad] }
 
 # Returns the k largest elements of the given input tensor along a given dimension.
 #
 # torch.topk(Tensor input, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
 export def topk [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input k dim largest sorted; piped handles fill the tensor slots still missing
-    --k: int  # SymInt
-    --dim: int = -1  # int
-    --largest: any = true  # bool
-    --sorted: any = true  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input k dim largest sorted; input: the input tensor; piped handles fill the tensor slots still missing
+    --k: int  # the k in "top-k" (SymInt)
+    --dim: int  # the dimension to sort along (int; default -1)
+    --largest: any  # controls whether to return largest or smallest elements (bool; default true)
+    --sorted: any  # controls whether to return the elements in sorted order (bool; default true)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "topk" $in $args {k: $k, dim: $dim, largest: $largest, sorted: $sorted, no_grad: $no_grad} {dim: -1, largest: true, sorted: true} }
+]: any -> any { torchsh typed "topk" $args "k dim largest sorted no_grad!" [$k $dim $largest $sorted $no_grad] }
 
 # Returns the sum of the elements of the diagonal of the input 2-D matrix.
 #
 # torch.trace(Tensor input) -> Tensor
 export def trace [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "trace" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "trace" $args "no_grad!" [$no_grad] }
 
 # zero_grad, forward, loss, backward, [clip], step, [scheduler step] in one request; prints the loss.
 #
 # train_step(Module model, Optimizer optimizer, Tensor input, Tensor target, *, str loss=mse_loss, Json? loss_args=None, float? clip=None, Scheduler? sched=None, str? autocast=None) -> Scalar
 export def train_step [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: model optimizer input target; piped handles fill the tensor slots still missing
-    --loss: string = "mse_loss"  # str
-    --loss_args: any  # Json?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model optimizer input target; piped handles fill the tensor slots still missing
+    --loss: string@"nu-complete torch"  # str; default "mse_loss"
+    --loss_args: any@"nu-complete torch"  # Json?
     --clip: number  # float?
-    --sched: string@"nu-complete torch handles"  # Scheduler?
-    --autocast: string  # str?
+    --sched: string@"nu-complete torch"  # Scheduler?
+    --autocast: string@"nu-complete torch"  # bf16 or fp16: forward and loss under torch.autocast on the model's device (str?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "train_step" $in $args {loss: $loss, loss_args: $loss_args, clip: $clip, sched: $sched, autocast: $autocast, no_grad: $no_grad} {loss: "mse_loss"} --values }
+]: any -> any { torchsh typed "train_step" $args "loss loss_args clip sched autocast no_grad!" [$loss $loss_args $clip $sched $autocast $no_grad] --values }
 
 # Returns a tensor that is a transposed version of input.
 #
 # torch.transpose(Tensor input, int dim0, int dim1) -> Tensor(a)
 export def transpose [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim0 dim1; piped handles fill the tensor slots still missing
-    --dim0: int  # int
-    --dim1: int  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim0 dim1; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim0: int  # the first dimension to be transposed (int)
+    --dim1: int  # the second dimension to be transposed (int)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "transpose" $in $args {dim0: $dim0, dim1: $dim1, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "transpose" $args "dim0 dim1 no_grad!" [$dim0 $dim1 $no_grad] }
 
 # Performs the same operation as torch.transpose, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.transpose_copy(Tensor input, int dim0, int dim1) -> Tensor
 export def transpose_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim0 dim1; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim0 dim1; piped handles fill the tensor slots still missing
     --dim0: int  # int
     --dim1: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "transpose_copy" $in $args {dim0: $dim0, dim1: $dim1, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "transpose_copy" $args "dim0 dim1 no_grad!" [$dim0 $dim1 $no_grad] }
 
 # Computes the trapezoidal rule <https://en.wikipedia.org/wiki/Trapezoidal_rule>_ along dim.
 #
 # torch.trapezoid(Tensor y, Tensor x, *, int dim=-1) -> Tensor
 # torch.trapezoid(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor
 export def trapezoid [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: y x | y; piped handles fill the tensor slots still missing
-    --dim: int = -1  # int
-    --dx: number = 1  # Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: y x | y; y: Values to use when computing the trapezoidal rule; x: If specified, defines spacing between values as specified above; piped handles fill the tensor slots still missing
+    --dim: int  # The dimension along which to compute the trapezoidal rule (int; default -1)
+    --dx: number  # constant spacing between values (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "trapezoid" $in $args {dim: $dim, dx: $dx, no_grad: $no_grad} {dim: -1, dx: 1} }
+]: any -> any { torchsh typed "trapezoid" $args "dim dx no_grad!" [$dim $dx $no_grad] }
 
 # Alias for torch.trapezoid.
 #
 # torch.trapz(Tensor y, Tensor x, *, int dim=-1) -> Tensor
 # torch.trapz(Tensor y, *, float dx=1., int dim=-1) -> Tensor
 export def trapz [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: y x | y; piped handles fill the tensor slots still missing
-    --dim: int = -1  # int
-    --dx: number  # float
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: y x | y; piped handles fill the tensor slots still missing
+    --dim: int  # int; default -1
+    --dx: number  # float; default "1."
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "trapz" $in $args {dim: $dim, dx: $dx, no_grad: $no_grad} {dim: -1} }
+]: any -> any { torchsh typed "trapz" $args "dim dx no_grad!" [$dim $dx $no_grad] }
 
 # Returns the lower triangular part of the matrix (2-D tensor) or batch of matrices input, the other elements of the result tensor out are set to 0.
 #
 # torch.tril(Tensor input, SymInt diagonal=0) -> Tensor
 export def tril [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input diagonal; piped handles fill the tensor slots still missing
-    --diagonal: int = 0  # SymInt
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input diagonal; input: the input tensor; piped handles fill the tensor slots still missing
+    --diagonal: int  # the diagonal to consider (SymInt; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "tril" $in $args {diagonal: $diagonal, no_grad: $no_grad} {diagonal: 0} }
+]: any -> any { torchsh typed "tril" $args "diagonal no_grad!" [$diagonal $no_grad] }
 
 # Returns the indices of the lower triangular part of a row-by- col matrix in a 2-by-N Tensor, where the first row contains row coordinates of all indices and the second row contains column coordinates.
 #
 # torch.tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def tril_indices [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: row col offset; piped handles fill the tensor slots still missing
-    --row: int  # int
-    --col: int  # int
-    --offset: int = 0  # int
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: row col offset; piped handles fill the tensor slots still missing
+    --row: int  # number of rows in the 2-D matrix (int)
+    --col: int  # number of columns in the 2-D matrix (int)
+    --offset: int  # diagonal offset from the main diagonal (int; default 0)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor, only support torch.int, torch.long (ScalarType?; default 4)
+    --layout: string@"nu-complete torch"  # currently only support torch.strided (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "tril_indices" $in $args {row: $row, col: $col, offset: $offset, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {offset: 0, pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "tril_indices" $args "row col offset dtype layout device pin_memory! requires_grad! no_grad!" [$row $col $offset $dtype $layout $device $pin_memory $requires_grad $no_grad] }
 
 # Returns the upper triangular part of a matrix (2-D tensor) or batch of matrices input, the other elements of the result tensor out are set to 0.
 #
 # torch.triu(Tensor input, SymInt diagonal=0) -> Tensor
 export def triu [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input diagonal; piped handles fill the tensor slots still missing
-    --diagonal: int = 0  # SymInt
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input diagonal; input: the input tensor; piped handles fill the tensor slots still missing
+    --diagonal: int  # the diagonal to consider (SymInt; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "triu" $in $args {diagonal: $diagonal, no_grad: $no_grad} {diagonal: 0} }
+]: any -> any { torchsh typed "triu" $args "diagonal no_grad!" [$diagonal $no_grad] }
 
 # Returns the indices of the upper triangular part of a row by col matrix in a 2-by-N Tensor, where the first row contains row coordinates of all indices and the second row contains column coordinates.
 #
 # torch.triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def triu_indices [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: row col offset; piped handles fill the tensor slots still missing
-    --row: int  # int
-    --col: int  # int
-    --offset: int = 0  # int
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: row col offset; piped handles fill the tensor slots still missing
+    --row: int  # number of rows in the 2-D matrix (int)
+    --col: int  # number of columns in the 2-D matrix (int)
+    --offset: int  # diagonal offset from the main diagonal (int; default 0)
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor, only support torch.int, torch.long (ScalarType?; default 4)
+    --layout: string@"nu-complete torch"  # currently only support torch.strided (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "triu_indices" $in $args {row: $row, col: $col, offset: $offset, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {offset: 0, pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "triu_indices" $args "row col offset dtype layout device pin_memory! requires_grad! no_grad!" [$row $col $offset $dtype $layout $device $pin_memory $requires_grad $no_grad] }
 
 # Alias for torch.div with rounding_mode=None.
 #
 # torch.true_divide(Tensor input, Tensor other) -> Tensor
 # torch.true_divide(Tensor input, Scalar other) -> Tensor
 export def true_divide [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
+    --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "true_divide" $in $args {other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "true_divide" $args "other no_grad!" [$other $no_grad] }
 
 # Returns a new tensor with the truncated integer values of the elements of input.
 #
 # torch.trunc(Tensor input) -> Tensor
 export def trunc [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "trunc" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "trunc" $args "no_grad!" [$no_grad] }
 
 # Returns this tensor cast to the type of the given tensor.
 #
 # torch.type_as(Tensor input, Tensor other) -> Tensor
 export def type_as [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "type_as" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "type_as" $args "no_grad!" [$no_grad] }
 
 # Removes a tensor dimension.
 #
 # torch.unbind(Tensor input, int dim=0) -> Tensor(a)[]
 export def unbind [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
-    --dim: int = 0  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim; input: the tensor to unbind; piped handles fill the tensor slots still missing
+    --dim: int  # dimension to remove (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "unbind" $in $args {dim: $dim, no_grad: $no_grad} {dim: 0} }
+]: any -> any { torchsh typed "unbind" $args "dim no_grad!" [$dim $no_grad] }
 
 # Performs the same operation as torch.unbind, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.unbind_copy(Tensor input, int dim=0) -> Tensor[]
 export def unbind_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
-    --dim: int = 0  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim; piped handles fill the tensor slots still missing
+    --dim: int  # int; default 0
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "unbind_copy" $in $args {dim: $dim, no_grad: $no_grad} {dim: 0} }
+]: any -> any { torchsh typed "unbind_copy" $args "dim no_grad!" [$dim $no_grad] }
 
 # Expands a dimension of the input tensor over multiple dimensions.
 #
 # torch.unflatten(Tensor input, int dim, SymInt[] sizes) -> Tensor(a)
 export def unflatten [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim sizes; piped handles fill the tensor slots still missing
-    --dim: int  # int
-    --sizes: any  # SymInt[]
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim sizes; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # Dimension to be unflattened, specified as an index into input.shape (int)
+    --sizes: any  # New shape of the unflattened dimension (SymInt[])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "unflatten" $in $args {dim: $dim, sizes: $sizes, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "unflatten" $args "dim sizes no_grad!" [$dim $sizes $no_grad] }
 
 # Performs the same operation as torch.unfold, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.unfold_copy(Tensor input, int dimension, int size, int step) -> Tensor
 export def unfold_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dimension size step; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dimension size step; piped handles fill the tensor slots still missing
     --dimension: int  # int
     --size: int  # int
     --step: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "unfold_copy" $in $args {dimension: $dimension, size: $size, step: $step, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "unfold_copy" $args "dimension size step no_grad!" [$dimension $size $step $no_grad] }
 
 # Returns the unique elements of the input tensor.
 #
 # torch.unique(Tensor input, bool sorted=True, bool return_inverse=False, bool return_counts=False, Any dim=None)
 export def unique [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input sorted return_inverse return_counts dim; piped handles fill the tensor slots still missing
-    --sorted: any = true  # bool
-    --return_inverse  # bool
-    --return_counts  # bool
-    --dim: any  # Any
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input sorted return_inverse return_counts dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --sorted: any  # Whether to sort the unique elements in ascending order before returning as output (bool; default true)
+    --return_inverse  # Whether to also return the indices for where elements in the original input ended up in the returne… (bool)
+    --return_counts  # Whether to also return the counts for each unique element (bool)
+    --dim: any@"nu-complete torch"  # the dimension to operate upon (Any)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "unique" $in $args {sorted: $sorted, return_inverse: $return_inverse, return_counts: $return_counts, dim: $dim, no_grad: $no_grad} {sorted: true, return_inverse: false, return_counts: false} }
+]: any -> any { torchsh typed "unique" $args "sorted return_inverse! return_counts! dim no_grad!" [$sorted $return_inverse $return_counts $dim $no_grad] }
 
 # Eliminates all but the first element from every consecutive group of equivalent elements.
 #
 # torch.unique_consecutive(Tensor input, bool return_inverse=False, bool return_counts=False, Any dim=None)
 export def unique_consecutive [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input return_inverse return_counts dim; piped handles fill the tensor slots still missing
-    --return_inverse  # bool
-    --return_counts  # bool
-    --dim: any  # Any
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input return_inverse return_counts dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --return_inverse  # Whether to also return the indices for where elements in the original input ended up in the returne… (bool)
+    --return_counts  # Whether to also return the counts for each unique element (bool)
+    --dim: any@"nu-complete torch"  # the dimension to apply unique (Any)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "unique_consecutive" $in $args {return_inverse: $return_inverse, return_counts: $return_counts, dim: $dim, no_grad: $no_grad} {return_inverse: false, return_counts: false} }
+]: any -> any { torchsh typed "unique_consecutive" $args "return_inverse! return_counts! dim no_grad!" [$return_inverse $return_counts $dim $no_grad] }
 
 # Converts a tensor of flat indices into a tuple of coordinate tensors that index into an arbitrary tensor of the specified shape.
 #
 # torch.unravel_index(Tensor indices, int | collections.abc.Sequence[int] | Size shape) -> tuple[Tensor, ...]
 export def unravel_index [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: indices shape; piped handles fill the tensor slots still missing
-    --shape: any  # int | collections.abc.Sequence[int] | Size
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: indices shape; indices: An integer tensor containing indices into the flattened version of an arbitrary tensor of shape sha…; piped handles fill the tensor slots still missing
+    --shape: any  # The shape of the arbitrary tensor (int | collections.abc.Sequence[int] | Size)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "unravel_index" $in $args {shape: $shape, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "unravel_index" $args "shape no_grad!" [$shape $no_grad] }
 
 # Works like torch.chunk but without enforcing the autograd restrictions on inplace modification of the outputs.
 #
 # torch.unsafe_chunk(Tensor input, int chunks, int dim=0) -> Tensor[]
 export def unsafe_chunk [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input chunks dim; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input chunks dim; piped handles fill the tensor slots still missing
     --chunks: int  # int
-    --dim: int = 0  # int
+    --dim: int  # int; default 0
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "unsafe_chunk" $in $args {chunks: $chunks, dim: $dim, no_grad: $no_grad} {dim: 0} }
+]: any -> any { torchsh typed "unsafe_chunk" $args "chunks dim no_grad!" [$chunks $dim $no_grad] }
 
 # Works like torch.split but without enforcing the autograd restrictions on inplace modification of the outputs.
 #
 # torch.unsafe_split(Tensor input, SymInt split_size, int dim=0) -> Tensor[]
 export def unsafe_split [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input split_size dim; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input split_size dim; piped handles fill the tensor slots still missing
     --split_size: int  # SymInt
-    --dim: int = 0  # int
+    --dim: int  # int; default 0
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "unsafe_split" $in $args {split_size: $split_size, dim: $dim, no_grad: $no_grad} {dim: 0} }
+]: any -> any { torchsh typed "unsafe_split" $args "split_size dim no_grad!" [$split_size $dim $no_grad] }
 
 # unsafe_split_with_sizes
 #
 # torch.unsafe_split_with_sizes(Tensor input, SymInt[] split_sizes, int dim=0) -> Tensor[]
 export def unsafe_split_with_sizes [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input split_sizes dim; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input split_sizes dim; piped handles fill the tensor slots still missing
     --split_sizes: any  # SymInt[]
-    --dim: int = 0  # int
+    --dim: int  # int; default 0
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "unsafe_split_with_sizes" $in $args {split_sizes: $split_sizes, dim: $dim, no_grad: $no_grad} {dim: 0} }
+]: any -> any { torchsh typed "unsafe_split_with_sizes" $args "split_sizes dim no_grad!" [$split_sizes $dim $no_grad] }
 
 # Returns a new tensor with a dimension of size one inserted at the specified position.
 #
 # torch.unsqueeze(Tensor input, int dim) -> Tensor(a)
 export def unsqueeze [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
-    --dim: int  # int
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --dim: int  # the index at which to insert the singleton dimension (int)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "unsqueeze" $in $args {dim: $dim, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "unsqueeze" $args "dim no_grad!" [$dim $no_grad] }
 
 # Performs the same operation as torch.unsqueeze, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.unsqueeze_copy(Tensor input, int dim) -> Tensor
 export def unsqueeze_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input dim; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim; piped handles fill the tensor slots still missing
     --dim: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "unsqueeze_copy" $in $args {dim: $dim, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "unsqueeze_copy" $args "dim no_grad!" [$dim $no_grad] }
 
 # A snapshot of a tensor's data: compact JSON (default), csv or npy. JSON is valid JSON (RFC 8259):
 #
 # value(Tensor input, *, bool meta=False, str format=json, str nan=string, OutPath? out=None) -> Json
 export def value [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --meta  # bool
-    --format: string = "json"  # str
-    --nan: string = "string"  # str
+    --format: string  # str; default "json"
+    --nan: string  # str; default "string"
     --out: path  # OutPath?
     --no_grad  # run without recording gradients
     --table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)
-]: any -> any { let v = (torchsh call "value" $in $args {meta: $meta, format: $format, nan: $nan, out: $out, no_grad: $no_grad} {meta: false, format: "json", nan: "string"} --values); if $table { torchsh table $v } else { $v } }
+]: any -> any { let v = ($in | torchsh typed "value" $args "meta! format nan out no_grad!" [$meta $format $nan $out $no_grad] --values); if $table { torchsh table $v } else { $v } }
 
 # Generates a Vandermonde matrix.
 #
 # torch.vander(Tensor x, int? N=None, bool increasing=False) -> Tensor
 export def vander [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: x N increasing; piped handles fill the tensor slots still missing
-    --N: int  # int?
-    --increasing  # bool
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: x N increasing; x: 1-D input tensor; piped handles fill the tensor slots still missing
+    --N: int  # Number of columns in the output (int?)
+    --increasing  # Order of the powers of the columns (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "vander" $in $args {N: $N, increasing: $increasing, no_grad: $no_grad} {increasing: false} }
+]: any -> any { torchsh typed "vander" $args "N increasing! no_grad!" [$N $increasing $no_grad] }
 
 # Calculates the variance over the dimensions specified by dim.
 #
@@ -6396,13 +6450,13 @@ export def vander [
 # torch.var(Tensor input, int[]? dim, bool unbiased=True, bool keepdim=False) -> Tensor
 # torch.var(Tensor input, int[]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor
 export def var [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input unbiased | input dim unbiased keepdim | input dim; piped handles fill the tensor slots still missing
-    --unbiased: any = true  # bool
-    --dim: any  # int[]?
-    --keepdim  # bool
-    --correction: number  # Scalar?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input unbiased | input dim unbiased keepdim | input dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --unbiased: any  # bool; default true
+    --dim: any  # the dimension or dimensions to reduce (int[]?)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
+    --correction: number  # difference between the sample size and sample degrees of freedom (Scalar?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "var" $in $args {unbiased: $unbiased, dim: $dim, keepdim: $keepdim, correction: $correction, no_grad: $no_grad} {unbiased: true, keepdim: false} }
+]: any -> any { torchsh typed "var" $args "unbiased dim keepdim! correction no_grad!" [$unbiased $dim $keepdim $correction $no_grad] }
 
 # Calculates the variance and mean over the dimensions specified by dim.
 #
@@ -6410,94 +6464,94 @@ export def var [
 # torch.var_mean(Tensor input, int[]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)
 # torch.var_mean(Tensor input, int[]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)
 export def var_mean [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input unbiased | input dim unbiased keepdim | input dim; piped handles fill the tensor slots still missing
-    --unbiased: any = true  # bool
-    --dim: any  # int[]?
-    --keepdim  # bool
-    --correction: number  # Scalar?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input unbiased | input dim unbiased keepdim | input dim; input: the input tensor; piped handles fill the tensor slots still missing
+    --unbiased: any  # bool; default true
+    --dim: any  # the dimension or dimensions to reduce (int[]?)
+    --keepdim  # whether the output tensor has dim retained or not (bool)
+    --correction: number  # difference between the sample size and sample degrees of freedom (Scalar?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "var_mean" $in $args {unbiased: $unbiased, dim: $dim, keepdim: $keepdim, correction: $correction, no_grad: $no_grad} {unbiased: true, keepdim: false} }
+]: any -> any { torchsh typed "var_mean" $args "unbiased dim keepdim! correction no_grad!" [$unbiased $dim $keepdim $correction $no_grad] }
 
 # Computes the dot product of two 1D vectors along a dimension.
 #
 # torch.vdot(Tensor input, Tensor other) -> Tensor
 export def vdot [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: first tensor in the dot product, must be 1D; other: second tensor in the dot product, must be 1D; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "vdot" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "vdot" $args "no_grad!" [$no_grad] }
 
 # Returns a new tensor with the same data as the self tensor but of a different shape.
 #
 # torch.view(Tensor input, SymInt[] size) -> Tensor(a)
 # torch.view(Tensor input, ScalarType dtype) -> Tensor(a)
 export def view [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size | input dtype; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input size | input dtype; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType
+    --dtype: string@"nu-complete torch dtypes"  # the desired dtype (ScalarType)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "view" $in $args {size: $size, dtype: $dtype, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "view" $args "size dtype no_grad!" [$size $dtype $no_grad] }
 
 # Returns a view of input as a complex tensor.
 #
 # torch.view_as_complex(Tensor input) -> Tensor(a)
 export def view_as_complex [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "view_as_complex" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "view_as_complex" $args "no_grad!" [$no_grad] }
 
 # Performs the same operation as torch.view_as_complex, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.view_as_complex_copy(Tensor input) -> Tensor
 export def view_as_complex_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "view_as_complex_copy" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "view_as_complex_copy" $args "no_grad!" [$no_grad] }
 
 # Returns a view of input as a real tensor.
 #
 # torch.view_as_real(Tensor input) -> Tensor(a)
 export def view_as_real [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "view_as_real" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "view_as_real" $args "no_grad!" [$no_grad] }
 
 # Performs the same operation as torch.view_as_real, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.view_as_real_copy(Tensor input) -> Tensor
 export def view_as_real_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "view_as_real_copy" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "view_as_real_copy" $args "no_grad!" [$no_grad] }
 
 # Performs the same operation as torch.view, but all output tensors are freshly created instead of aliasing the input.
 #
 # torch.view_copy(Tensor input, SymInt[] size) -> Tensor
 # torch.view_copy(Tensor input, ScalarType dtype) -> Tensor
 export def view_copy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input size | input dtype; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input size | input dtype; piped handles fill the tensor slots still missing
     --size: any  # SymInt[]
     --dtype: string@"nu-complete torch dtypes"  # ScalarType
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "view_copy" $in $args {size: $size, dtype: $dtype, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "view_copy" $args "size dtype no_grad!" [$size $dtype $no_grad] }
 
 # Splits input, a tensor with two or more dimensions, into multiple tensors vertically according to indices_or_sections.
 #
 # torch.vsplit(Tensor input, int sections) -> Tensor(a)[]
 # torch.vsplit(Tensor input, int[] indices) -> Tensor(a)[]
 export def vsplit [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input sections | input indices; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input sections | input indices; input: tensor to split; piped handles fill the tensor slots still missing
     --sections: int  # int
     --indices: any  # int[]
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "vsplit" $in $args {sections: $sections, indices: $indices, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "vsplit" $args "sections indices no_grad!" [$sections $indices $no_grad] }
 
 # Stack tensors in sequence vertically (row wise).
 #
 # torch.vstack(Tensor[] tensors) -> Tensor
 export def vstack [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: tensors…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; tensors: sequence of tensors to concatenate; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "vstack" $in $args {no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "vstack" $args "no_grad!" [$no_grad] }
 
 # Alias for torch.special.xlogy.
 #
@@ -6505,171 +6559,171 @@ export def vstack [
 # torch.xlogy(Tensor input, Scalar other) -> Tensor
 # torch.xlogy(Scalar input, Tensor other) -> Tensor
 export def xlogy [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input other; piped handles fill the tensor slots still missing
-    --input: any  # Tensor | Scalar
-    --other: any  # Tensor | Scalar
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
+    --input: any@"nu-complete torch"  # Tensor | Scalar
+    --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "xlogy" $in $args {input: $input, other: $other, no_grad: $no_grad} {} }
+]: any -> any { torchsh typed "xlogy" $args "input other no_grad!" [$input $other $no_grad] }
 
 # Reset gradients of tensors, modules and optimizers (reads handles from stdin too).
 #
 # zero_grad(Handle[] handles, *, bool? set_to_none=None) -> None
 export def zero_grad [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: handles…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: handles…; piped handles fill the tensor slots still missing
     --set_to_none  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "zero_grad" $in $args {set_to_none: $set_to_none, no_grad: $no_grad} {set_to_none: false} }
+]: any -> any { torchsh typed "zero_grad" $args "set_to_none! no_grad!" [$set_to_none $no_grad] }
 
 # Returns a tensor filled with the scalar value 0, with the shape defined by the variable argument size.
 #
 # torch.zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool requires_grad=False) -> Tensor
 export def zeros [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: size; piped handles fill the tensor slots still missing
-    --size: any  # SymInt[]
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: size; piped handles fill the tensor slots still missing
+    --size: any  # a sequence of integers defining the shape of the output tensor (SymInt[])
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned Tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor. device will be the CPU for CPU tensor types and the current… (Device?)
     --pin_memory  # bool?
-    --requires_grad  # bool
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "zeros" $in $args {size: $size, dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "zeros" $args "size dtype layout device pin_memory! requires_grad! no_grad!" [$size $dtype $layout $device $pin_memory $requires_grad $no_grad] }
 
 # Returns a tensor filled with the scalar value 0, with the same size as input.
 #
 # torch.zeros_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, bool requires_grad=False) -> Tensor
 export def zeros_like [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
-    --dtype: string@"nu-complete torch dtypes"  # ScalarType?
-    --layout: string  # Layout?
-    --device: string@"nu-complete torch devices"  # Device?
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the size of input will determine size of the output tensor; piped handles fill the tensor slots still missing
+    --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned Tensor (ScalarType?)
+    --layout: string@"nu-complete torch"  # the desired layout of returned tensor (Layout?)
+    --device: string@"nu-complete torch devices"  # the desired device of returned tensor (Device?)
     --pin_memory  # bool?
-    --memory_format: string  # MemoryFormat?
-    --requires_grad  # bool
+    --memory_format: string@"nu-complete torch"  # the desired memory format of returned Tensor (MemoryFormat?)
+    --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "zeros_like" $in $args {dtype: $dtype, layout: $layout, device: $device, pin_memory: $pin_memory, memory_format: $memory_format, requires_grad: $requires_grad, no_grad: $no_grad} {pin_memory: false, requires_grad: false} }
+]: any -> any { torchsh typed "zeros_like" $args "dtype layout device pin_memory! memory_format requires_grad! no_grad!" [$dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad] }
 
 # Convert to another dtype and/or device.
 #
 # to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
 export def bfloat16 [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "bfloat16" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+]: any -> any { torchsh typed "bfloat16" $args "device copy! no_grad!" [$device $copy $no_grad] }
 
 # Convert to another dtype and/or device.
 #
 # to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
 export def bool [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "bool" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+]: any -> any { torchsh typed "bool" $args "device copy! no_grad!" [$device $copy $no_grad] }
 
 # Convert to another dtype and/or device.
 #
 # to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
 export def byte [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "byte" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+]: any -> any { torchsh typed "byte" $args "device copy! no_grad!" [$device $copy $no_grad] }
 
 # Convert to another dtype and/or device.
 #
 # to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
 export def cdouble [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cdouble" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+]: any -> any { torchsh typed "cdouble" $args "device copy! no_grad!" [$device $copy $no_grad] }
 
 # Convert to another dtype and/or device.
 #
 # to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
 export def cfloat [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "cfloat" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+]: any -> any { torchsh typed "cfloat" $args "device copy! no_grad!" [$device $copy $no_grad] }
 
 # Convert to another dtype and/or device.
 #
 # to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
 export def double [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "double" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+]: any -> any { torchsh typed "double" $args "device copy! no_grad!" [$device $copy $no_grad] }
 
 # Convert to another dtype and/or device.
 #
 # to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
 export def float [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "float" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+]: any -> any { torchsh typed "float" $args "device copy! no_grad!" [$device $copy $no_grad] }
 
 # Convert to another dtype and/or device.
 #
 # to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
 export def half [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "half" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+]: any -> any { torchsh typed "half" $args "device copy! no_grad!" [$device $copy $no_grad] }
 
 # Convert to another dtype and/or device.
 #
 # to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
 export def int [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "int" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+]: any -> any { torchsh typed "int" $args "device copy! no_grad!" [$device $copy $no_grad] }
 
 # Convert to another dtype and/or device.
 #
 # to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
 export def long [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "long" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+]: any -> any { torchsh typed "long" $args "device copy! no_grad!" [$device $copy $no_grad] }
 
 # Convert to another dtype and/or device.
 #
 # to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor
 export def short [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh call "short" $in $args {device: $device, copy: $copy, no_grad: $no_grad} {copy: false} }
+]: any -> any { torchsh typed "short" $args "device copy! no_grad!" [$device $copy $no_grad] }
 
 # A snapshot of a tensor's data: compact JSON (default), csv or npy. JSON is valid JSON (RFC 8259):
 #
 # value(Tensor input, *, bool meta=False, str format=json, str nan=string, OutPath? out=None) -> Json
 export def tolist [
-    ...args: oneof<number, any>@"nu-complete torch handles"  # positional: input; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --meta  # bool
-    --format: string = "json"  # str
-    --nan: string = "string"  # str
+    --format: string  # str; default "json"
+    --nan: string  # str; default "string"
     --out: path  # OutPath?
     --no_grad  # run without recording gradients
     --table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)
-]: any -> any { let v = (torchsh call "tolist" $in $args {meta: $meta, format: $format, nan: $nan, out: $out, no_grad: $no_grad} {meta: false, format: "json", nan: "string"} --values); if $table { torchsh table $v } else { $v } }
+]: any -> any { let v = ($in | torchsh typed "tolist" $args "meta! format nan out no_grad!" [$meta $format $nan $out $no_grad] --values); if $table { torchsh table $v } else { $v } }
 
 export alias available = cuda available
 export alias begin = scope begin

@@ -35,8 +35,10 @@ def "torchsh cli" [argv: list, stdin: list, --text]: nothing -> any {
     torchsh cli-result $argv $run.exit_code $run.stdout $run.stderr --text=$text
 }
 
-def "torchsh handles" []: nothing -> list<string> {
-    ^torch tensors --json | from json | get handle
+# TAB's candidates for the command being typed (`torch __complete --line`); nothing: file names.
+def "torchsh complete" [line: string]: nothing -> any {
+    let out = (^torch __complete --line $line --json | str trim)
+    if ($out | is-empty) { null } else { $out | from json }
 }
 
 # Block forms: the settings each block form adds (the daemon's ExecRequest, known here by name).

@@ -13,21 +13,20 @@ def "torchsh request" [op: string, req: record]: nothing -> record {
     torchsh result $op (torchsh http POST $path $body) --values=$values
 }
 
-# The handles the daemon holds (for completion).
-def "torchsh handles" []: nothing -> list<string> {
-    torchsh parse (torchsh http GET "/v1/tensors") | get objects | get handle
+# TAB's candidates for the command being typed (`torch __complete --line`): sent, never starting a daemon.
+def "torchsh complete" [line: string]: nothing -> any {
+    let body = (torchsh json {args: [], kwargs: {line: $line}})
+    torchsh parse (torchsh send POST (torchsh socket) "http://localhost/v1/ops/__complete" $body) | get result
 }
 
 # One HTTP request; a socket that does not answer starts the daemon (`torch daemon start`) once,
 # except for the census, status and stop (and completion), which never start one: as the `torch` client.
 def "torchsh http" [method: string, path: string, body: string = "", --full]: nothing -> any {
-    let sock = (torchsh socket)
+    let name = (torchsh context)
+    let sock = (torchsh socket $name)
     let url = $"http://localhost($path)"
-    let first = try {
-        {reply: (torchsh send $method $sock $url $body --full=$full)}
-    } catch {|err| {failed: $err.msg, error: $err} }
-    if "reply" in $first { return $first.reply }
-    if ($first.failed =~ "(?i)interrupted") { $first.error.raw }  # Ctrl-C: end here, never a retry that hides it
+    let failed = try { return (torchsh send $method $sock $url $body --full=$full --context $name) } catch {|err| $err }
+    if ($failed.msg =~ "(?i)interrupted") { $failed.raw }  # Ctrl-C: end here, never a retry that hides it
     if $path in ["/v1/ops/tensors", "/v1/tensors"] { return '{"result": [], "objects": []}' }  # nothing is held
     if $path == "/v1/ops/daemon.stop" { return ({result: $"no torchd is running on ($sock)\n"} | to json) }
     if $path in ["/v1/ops/daemon.status", "/v1/status"] {
@@ -37,24 +36,25 @@ def "torchsh http" [method: string, path: string, body: string = "", --full]: no
             code: "torchsh::daemon_unavailable"
         }
     }
+    torchsh socket-fits $sock  # a path no Unix socket can have: one line, before a daemon is started on it
     let started = (do { ^torch daemon start } | complete)
     if $started.exit_code != 0 {
         error make --unspanned {
-            msg: $"torch: daemon unavailable at ($sock): ($first.failed)"
+            msg: $"torch: daemon unavailable at ($sock): ($failed.msg)"
             help: ($started.stderr | str trim)
             code: "torchsh::daemon_unavailable"
         }
     }
-    torchsh send $method $sock $url $body --full=$full
+    torchsh send $method $sock $url $body --full=$full --context $name
 }
 
 # A named context's calls carry its name (Torchsh-Context): its daemon writes their handles kind://NAME/….
 # Every call lists the replies this module carries out (protocol.REPLIES; Torchsh-Replies): through the JSON
 # API a job's follow and the handover to the `torch` client (a block form adds exec: `torchsh block`); by name
-# (/v1/cli) the handover.
-def "torchsh send" [method: string, sock: string, url: string, body: string, --full]: nothing -> any {
+# (/v1/cli) the handover. (--context: the context, when the caller has it.)
+def "torchsh send" [method: string, sock: string, url: string, body: string, --full, --context: string]: nothing -> any {
     torchsh trust $sock
-    let name = (torchsh context)
+    let name = if $context == null { torchsh context } else { $context }
     let replies = if ($url | str ends-with "/v1/cli") { "TORCHSH_REPLIES_CLI" } else { "TORCHSH_REPLIES_API" }
     let headers = if $name == "default" { [torchsh-replies $replies] } else { [torchsh-replies $replies torchsh-context $name] }
     if $full {

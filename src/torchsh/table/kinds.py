@@ -32,7 +32,7 @@ class ArgKind:
     stdin: str = ""           # "line": an open slot takes one stdin line each; "text": all of stdin is one value
     null_score: int = 0       # how well a JSON null fits when the slot is not optional (as text)
     null_as_text: bool = False  # a null word is its text ("null"), not None
-    nu_type: str = None       # the parameter's type in torch.nu (None: untyped)
+    nu_type: str = None       # the parameter's type in torch.nu (None: untyped); its completer comes from `complete`
     schema: dict = None       # the OpenAPI schema of one value in args/kwargs
     complete: str = ""        # TAB's source: handles, dtypes, devices, bools, layouts, memory_formats, files
 
@@ -98,7 +98,6 @@ def _as_is(tok, ctx):
     return tok.value
 
 
-_HANDLES_NU = 'string@"nu-complete torch handles"'
 _STR, _INT, _NUM, _BOOL = {"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}
 _TENSOR = {"type": ["string", "number", "boolean", "array"], "description": "a tensor handle, or a number or nested list"}
 _STRS = {"type": "array", "items": _STR}
@@ -124,9 +123,9 @@ KINDS = {k.name: k for k in (
             aten=("str",), null_score=1, null_as_text=True, nu_type="string", schema=_STR),
     ArgKind("dtype", lambda t: 3 if t.cls == "str" and t.value.replace("torch.", "") in DTYPES else 0,
             lambda t, ctx: DTYPES[t.value.replace("torch.", "")], aten=("ScalarType",), metavar="DTYPE",
-            nu_type='string@"nu-complete torch dtypes"', schema=dict(_STR, enum=list(DTYPES)), complete="dtypes"),
+            nu_type="string", schema=dict(_STR, enum=list(DTYPES)), complete="dtypes"),
     ArgKind("device", lambda t: 3 if t.cls == "str" and _DEVICE_RE.match(t.value) else (1 if t.cls == "int" else 0),
-            _device, aten=("Device",), metavar="DEVICE", nu_type='string@"nu-complete torch devices"',
+            _device, aten=("Device",), metavar="DEVICE", nu_type="string",
             schema={"type": ["string", "integer"]}, complete="devices"),
     ArgKind("layout", _named(LAYOUTS), lambda t, ctx: LAYOUTS[t.value], aten=("Layout",), nu_type="string",
             schema=dict(_STR, enum=list(LAYOUTS)), complete="layouts"),
@@ -135,19 +134,19 @@ KINDS = {k.name: k for k in (
             complete="memory_formats"),
     ArgKind("generator", _nothing, _as_is, aten=("Generator",)),
     ArgKind("handle", _handle_score, _any_handle, aten=("Handle",), metavar="HANDLE", stdin="line",
-            nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
+            nu_type="string", schema=_STR, complete="handles"),
     ArgKind("handles", _nothing, _as_is, aten_list=("Handle",), metavar="HANDLE", item="handle", variadic=True,
             stdin="line", schema=_STRS, complete="handles"),
     ArgKind("module", _handle_score, _held("nn"), aten=("Module",), metavar="MODEL", handle="nn", stdin="line",
-            nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
+            nu_type="string", schema=_STR, complete="handles"),
     ArgKind("modules", _nothing, _as_is, aten_list=("Module",), metavar="MODEL", item="module", variadic=True,
             handle="nn", stdin="line", schema=_STRS, complete="handles"),
     ArgKind("optimizer", _handle_score, _held("optim"), aten=("Optimizer",), metavar="OPT", handle="optim",
-            stdin="line", nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
+            stdin="line", nu_type="string", schema=_STR, complete="handles"),
     ArgKind("scheduler", _handle_score, _held("sched"), aten=("Scheduler",), metavar="SCHED", handle="sched",
-            stdin="line", nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
+            stdin="line", nu_type="string", schema=_STR, complete="handles"),
     ArgKind("dataset", _handle_score, _held("data"), aten=("Dataset",), metavar="DATA", handle="data",
-            stdin="line", nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
+            stdin="line", nu_type="string", schema=_STR, complete="handles"),
     ArgKind("json", lambda t: 2, _json, aten=("Json",), metavar="JSON", stdin="text", null_score=1, schema={},
             complete="handles"),
     ArgKind("path", lambda t: 3 if t.cls == "str" else 1, _path, aten=("Path",), metavar="FILE", null_score=1,
@@ -162,13 +161,13 @@ KINDS = {k.name: k for k in (
     ArgKind("str_list", lambda t: 3 if t.cls == "list" else (2 if t.cls == "str" else 0), _str_list,
             aten_list=("str",), schema={"type": ["array", "string"], "items": _STR}),
     ArgKind("loader", _handle_score, _held("loader"), aten=("Loader",), metavar="LOADER", handle="loader",
-            stdin="line", nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
+            stdin="line", nu_type="string", schema=_STR, complete="handles"),
     ArgKind("paths", _nothing, _as_is, aten_list=("Path",), metavar="FILE", item="path", variadic=True,
             schema=_STRS, complete="files"),
     ArgKind("distribution", _handle_score, _held("dist"), aten=("Distribution",), metavar="DIST", handle="dist",
-            stdin="line", nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
+            stdin="line", nu_type="string", schema=_STR, complete="handles"),
     ArgKind("job", _handle_score, _held("job"), aten=("Job",), metavar="JOB", handle="job", stdin="line",
-            nu_type=_HANDLES_NU, schema=_STR, complete="handles"),
+            nu_type="string", schema=_STR, complete="handles"),
     # a file the op writes, and folders by what the op does with them (it reads, writes, or both): on a
     # remote context the client uploads what the op reads and downloads what it wrote (Context.path)
     ArgKind("out_path", lambda t: 3 if t.cls == "str" else 1, lambda tok, ctx: ctx.path(tok.text, "out"),

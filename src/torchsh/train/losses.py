@@ -9,10 +9,18 @@ from torchsh.errors import bad_argument
 def loss_function(name):
     """A torch.nn.functional loss by name: mse_loss, cross_entropy, nll_loss, l1_loss, huber_loss, …"""
     fn = getattr(F, name, None)
-    if fn is None or name.startswith("_") or not ("loss" in name or "entropy" in name or name == "kl_div"):
-        losses = sorted(n for n in dir(F) if not n.startswith("_") and ("loss" in n or "entropy" in n))
-        raise bad_argument("unknown loss %r" % name, "losses: %s" % " ".join(losses))
+    if fn is None or not _is_loss(name):
+        raise bad_argument("unknown loss %r" % name, "losses: %s" % " ".join(loss_names()))
     return fn
+
+
+def loss_names():
+    """The losses --loss names (TAB offers them too: shells/complete.py)."""
+    return sorted(n for n in dir(F) if _is_loss(n))
+
+
+def _is_loss(name):
+    return not name.startswith("_") and ("loss" in name or "entropy" in name or name == "kl_div")
 
 
 def loss_options(loss_args):

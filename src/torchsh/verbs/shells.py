@@ -4,7 +4,7 @@ import sys
 
 from torchsh import fileio
 from torchsh.call import replies
-from torchsh.call.results import NeedEnv, Text
+from torchsh.call.results import NeedEnv, Table, Text
 from torchsh.errors import bad_argument
 from torchsh.verbs import verb
 
@@ -87,10 +87,18 @@ def completions(ctx, shell):
     return Text(script(shell))
 
 
-@verb("__complete(*, Argv words) -> str", category="shell", lockfree=True,
-      examples=("torch __complete -- lina",))
-def complete_words(ctx, words):
-    """(For the completion scripts.) Candidates for the words after `torch`, the last one being typed."""
+@verb("__complete(*, Argv? words=None, str? line=None) -> str", category="shell", lockfree=True,
+      examples=("torch __complete -- lina", "torch __complete --line 'torch forward '"))
+def complete_words(ctx, words=None, line=None):
+    """(For the completion scripts and torch.nu.) Candidates for the words after `torch`, the last one
+    being typed: `candidate<TAB>description` lines. --line: a Nushell line up to the cursor (torch.nu's
+    completer), answered as {value, description} rows; none (null) for a file name or no torch call."""
     from torchsh.registry.census import census_rows
     from torchsh.shells import complete
-    return Text(complete.lines(complete.candidates(ctx.table, census_rows(ctx.registry), list(words))))
+    if line is None:
+        return Text(complete.lines(complete.candidates(ctx.table, census_rows(ctx.registry), list(words or ()))))
+    words = complete.nu_words(line)
+    found = complete.candidates(ctx.table, census_rows(ctx.registry), words) if words is not None else []
+    if found[:1] == [(complete.FILES, "")]:
+        return None  # nu completes file names when a completer gives nothing (null)
+    return Table([{"value": c, "description": " ".join(str(d).split())} for c, d in found], ["value", "description"])
