@@ -220,7 +220,10 @@ def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: re
     # Replies besides output (protocol.REPLIES; this module carries out exec, follow and handover): a command
     # only the `torch` client can carry out (a copy between daemons, a daemon's exit to wait for, the caller's
     # files on a remote context) is handed over before it ran; a job is followed to its end.
-    if "handover" in $reply { return (torchsh by-client $op $lead $args (if $no_grad { $kwargs | insert no_grad true } else { $kwargs })) }
+    if "handover" in $reply {
+        let kwargs = (if $no_grad { $kwargs | insert no_grad true } else { $kwargs })
+        return (torchsh by-client $op $lead $args $kwargs --stream=($reply.handover.needs == "exec"))
+    }
     if $follows or ("follow" in $reply) { return (torchsh follow $reply) }
     $reply.result
 }
@@ -257,8 +260,9 @@ def "torchsh follow" [reply: record]: nothing -> any {
 }
 
 # An op run by the `torch` client (a handover), its result parsed as the command line's (--json): the words of
-# `torchsh call` written as a command line (flags after the words; a list flag repeated), piped handles as its stdin.
-def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record]: nothing -> any {
+# `torchsh call` written as a command line (flags after the words; a list flag repeated), piped handles as its
+# stdin. `--stream`: a command that runs in the caller's world (`daemon log -f`): its output as it comes.
+def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record, --stream]: nothing -> any {
     mut argv = ($op | split row "." | append ($args | each {|w| torchsh word $w }))
     for name in ($kwargs | columns) {
         let v = ($kwargs | get $name)
@@ -271,6 +275,7 @@ def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record]: no
             $argv = ($argv | append [$"--($name)" (torchsh word $v)])
         }
     }
+    if $stream { return ($lead | str join "\n" | ^torch ...$argv) }
     $argv = ($argv | append "--json")
     let r = ($lead | str join "\n" | ^torch ...$argv | complete)
     torchsh cli-result $argv $r.exit_code $r.stdout $r.stderr
