@@ -93,3 +93,23 @@ def test_nothing_outside_verbs_imports_a_verb_module_but_the_op_table_loader():
                 if not p.relative_to(SRC).as_posix().startswith(verbs) and p.relative_to(SRC).as_posix() != VERB_LOADER
                 for m in _imports(p) if m.startswith(verbs))
     assert not up, "verbs are leaves: move what these need below verbs/ instead: %s" % up
+
+
+# What both processes share: the client may import these and nothing else outside client/ (transitively)
+SHARED = {"torchsh/__init__.py", "torchsh/protocol.py", "torchsh/paths.py", "torchsh/trust.py", "torchsh/errors.py",
+          "torchsh/link/__init__.py", "torchsh/link/relay.py", "torchsh/link/tls.py",
+          "torchsh/shells/init_bash.py", "torchsh/shells/init_zsh.py"}  # the functions' text, printed with no daemon
+
+
+def test_the_client_imports_no_daemon_room():
+    """Everything under client/ runs outside torchd (the `torch` process, its forwarders): what it imports,
+    directly or through another module, is client/ or SHARED, never a room of the daemon's."""
+    graph = {p.relative_to(SRC).as_posix(): _imports(p) for p in (SRC / "torchsh").rglob("*.py")}
+    seen, todo = set(), [f for f in graph if f.startswith("torchsh/client/")]
+    while todo:
+        f = todo.pop()
+        if f not in seen:
+            seen.add(f)
+            todo.extend(graph.get(f, ()))
+    outside = sorted(f for f in seen if not f.startswith("torchsh/client/") and f not in SHARED)
+    assert not outside, "the client reaches daemon rooms: %s" % outside
