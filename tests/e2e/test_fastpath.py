@@ -259,7 +259,6 @@ ZSH_FIT = ("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
            "L=$(torch data loader $(torch data tensors $(torch randn 64 2) $(torch randn 64 1)) --batch_size 16); ")
 
 
-@needs_zsh
 def test_zsh_job_wait_follows_the_job_to_its_end_like_the_client(sh):
     out, err, code = _zsh(sh, ZSH_FIT + "j=$(torch fit $m $o $L --epochs 3 --detach); torch job wait $j; echo rc=$?")
     lines = out.decode().splitlines()
@@ -268,7 +267,6 @@ def test_zsh_job_wait_follows_the_job_to_its_end_like_the_client(sh):
     assert lines[4] == "rc=0" and code == 0
 
 
-@needs_zsh
 def test_zsh_foreground_fit_prints_every_epoch_and_exits_0(sh):
     out, err, code = _zsh(sh, ZSH_FIT + "torch fit $m $o $L --epochs 3; echo rc=$?")
     lines = out.decode().splitlines()
