@@ -19,7 +19,7 @@ import json  # noqa: E402
 from torchsh.api import openapi  # noqa: E402
 from torchsh.daemon.routes import ROUTES  # noqa: E402
 from torchsh.errors import errors_markdown, exit_table_markdown  # noqa: E402
-from torchsh.shells import completions, nushell  # noqa: E402
+from torchsh.shells import completions, launcher, nushell  # noqa: E402
 from torchsh.table import build_table  # noqa: E402
 
 ARTIFACTS = [
@@ -30,6 +30,7 @@ ARTIFACTS = [
     ("docs/openapi.json", lambda table: json.dumps(openapi.document(ROUTES, table), indent=1) + "\n"),
     ("docs/errors.md", lambda table: errors_markdown()),
     ("README.md", lambda table: exit_table_markdown(), "exit-table"),
+    ("scripts/launchers/torch", lambda table: launcher.wheel()),  # what a wheel installs as `torch`
 ]
 
 
