@@ -123,13 +123,7 @@ __torchsh_exec() {  # an exec directive (block forms): run argv with env added, 
     local __ne=${__f[0]} __nt=${__f[__f[0]+1]}
     local __envs=("${__f[@]:1:__ne}") __then=("${__f[@]:__ne+2:__nt}") __argv=("${__f[@]:__ne+2+__nt}")
     if [[ $__argv == */* && -x $__argv && ! -d $__argv ]] || type -P -- "$__argv" >/dev/null; then
-        # As with the real client, a process stands between this shell and the command: Ctrl-C kills
-        # the command, that process exits normally with its status (130), so this shell carries on,
-        # runs its own INT trap if it has one, and sends the clean-up command. (Ignoring INT here
-        # instead needed `$(trap -p INT)` to restore it: a fork and a pipe, and the trap never ran.)
-        ( exec {__torchsh_held}>&-; trap : INT; for __x in "${__envs[@]}"; do [[ $__x == TORCHSH_* ]] && export "$__x"; done
-          ( exec "${__argv[@]}" ) ) || __st=$?  # exec: the file, never a function or builtin of that name
-    else
+@RUN@    else
         printf 'torch: cannot run %s: No such file or directory\n' "$__argv" >&2; __st=127
     fi
     local __held=$__torchsh_held
@@ -230,6 +224,15 @@ __torchsh_private() {
 
 '''
 
+# The function's way to run a block's command (an interactive shell: in the foreground, a subshell between).
+_RUN_IN_SHELL = r'''        # As with the real client, a process stands between this shell and the command: Ctrl-C kills
+        # the command, that process exits normally with its status (130), so this shell carries on,
+        # runs its own INT trap if it has one, and sends the clean-up command. (Ignoring INT here
+        # instead needed `$(trap -p INT)` to restore it: a fork and a pipe, and the trap never ran.)
+        ( exec {__torchsh_held}>&-; trap : INT; for __x in "${__envs[@]}"; do [[ $__x == TORCHSH_* ]] && export "$__x"; done
+          ( exec "${__argv[@]}" ) ) || __st=$?  # exec: the file, never a function or builtin of that name
+'''
+
 _EXPORT = r'''# Child bashes (`torch scope -- bash -c "…"`, scripts, xargs bash -c) import these and keep the fast
 # path; each child checks the token file itself. Programs that are not bash ignore them.
 export -f torch __torchsh_remote __torchsh_load __torchsh_private __torchsh_rpc __torchsh_call __torchsh_trim __torchsh_stdin __torchsh_exec __torchsh_follow
@@ -241,15 +244,16 @@ CARRIES = ("stdin", "exec", "follow", "handover")
 
 def script():
     """The bash text that `eval "$(torch init bash)"` runs, with the daemon's head offsets filled in."""
-    return _HEAD + functions("command torch", _PRIVATE_PER_SHELL) + _EXPORT
+    return _HEAD + functions("command torch", _PRIVATE_PER_SHELL, _RUN_IN_SHELL) + _EXPORT
 
 
-def functions(client, private):
+def functions(client, private, run):
     """The fast path's functions (`torch` and its helpers), shared by the shell function and the installed
     launcher (shells/launcher.py): `client` is the bash command that runs the real client with the
-    function's arguments, `private` the text of __torchsh_private, the folder check."""
+    function's arguments, `private` the text of __torchsh_private (the folder check), `run` the lines of
+    __torchsh_exec that run a block's command ($__argv with $__envs added; its status in __st)."""
     text = _TEMPLATE.replace("@REPLIES@", protocol.replies_header(CARRIES).decode())
-    text = text.replace("@CLIENT@", client).replace("@PRIVATE@", private)
+    text = text.replace("@CLIENT@", client).replace("@PRIVATE@", private).replace("@RUN@", run)
     for name in ("HEAD_LEN", "TOKEN_AT", "TOKEN_LEN", "LENGTH_AT", "KIND_AT", "NUM1_AT", "NUM2_AT",
                  "CONTINUE_LEN", "CONTINUE_TOKEN_AT"):
         text = text.replace("@%s@" % name, str(getattr(protocol, "FAST_" + name)))

@@ -31,18 +31,22 @@ case $- in *p*) ;; *) if [ -x /bin/bash ]; then exec /bin/bash -p "$0" "$@"; fi 
 """
 
 _WHEEL_CLIENT = r"""__torchsh_client() {  # the Python client: pip rewrote `#!python` in our sibling torchd, not here
+    if [ -n "${__torchsh_stderr-}" ]; then exec {__torchsh_stderr}>&-; fi  # (bash's: see _BASH)
     { read -r __l < "${0%/*}/torchd"; } 2>/dev/null && exec ${__l#??} -IS "$0" "$@"
     echo "torch: cannot find the Python interpreter of ${0%/*}/torchd" >&2; exit 127
 }
 """
 
 _DEV_CLIENT = """__torchsh_client() {{  # the Python client of the editable tree (torchsh.install)
+    if [ -n "${{__torchsh_stderr-}}" ]; then exec {{__torchsh_stderr}}>&-; fi  # (bash's: see _BASH)
     exec {python} -IS "$0" "$@"
 }}
 """
 
 _BASH = r"""case ${BASH_VERSION-} in ''|[123].*|4.[0-3].*) __torchsh_client "$@" ;; esac  # the fast path needs bash 4.4
 set +o posix  # POSIXLY_CORRECT in the environment
+# Our stderr, for Ctrl-C's line (a request's own errors go to /dev/null meanwhile); closed for what we start.
+exec {__torchsh_stderr}>&2
 """
 
 # Is folder $1 writable by its owner only? The function asks `ls -ldn` once per shell; a launcher is a new
@@ -65,11 +69,32 @@ _PRIVATE_ON_DISK = r"""__torchsh_private() {  # is folder $1 writable by its own
 
 """
 
-_MAIN = r"""__torchsh_interrupted() {  # Ctrl-C: the client's line, then die of SIGINT ($? is 130, a script's loop stops)
+# How the launcher runs a block's command (an exec reply): like the Python client (client/blocks.py), it is the
+# process between the caller and the command, so a SIGTERM or SIGHUP sent to it (kill, timeout(1), a closed
+# terminal) is passed on to the command, and it waits for the command and ends the scope as usual. Bash runs
+# a trap only once a foreground command has ended, but at once during `wait`: hence `&` and __torchsh_wait.
+# `<&0` keeps our stdin (a `&` command gets /dev/null without it); `exec` gives the command the signal
+# dispositions we started with (a terminal's Ctrl-C reaches it, as it is in our process group).
+_RUN_AND_WAIT = r"""        ( exec {__torchsh_held}>&-; [[ -z ${__torchsh_stderr-} ]] || exec {__torchsh_stderr}>&-; for __x in "${__envs[@]}"; do [[ $__x == TORCHSH_* ]] && export "$__x"; done
+          exec "${__argv[@]}" ) <&0 &  # exec: the file, never a function or builtin of that name
+        __torchsh_wait $! || __st=$?
+"""
+
+_MAIN = r"""__torchsh_wait() {  # the status of the block's command $1; SIGTERM and SIGHUP meanwhile are passed on to it
+    local __st
+    trap "kill -TERM $1 2>/dev/null" TERM; trap "kill -HUP $1 2>/dev/null" HUP  # (one ignored by our parent stays so)
+    while :; do  # `wait` returns >128 when a trap ran; the command, still running, is waited for again
+        wait "$1"; __st=$?
+        if (( __st <= 128 )) || ! kill -0 "$1" 2>/dev/null; then break; fi
+    done
+    trap - TERM HUP
+    return $__st
+}
+__torchsh_interrupted() {  # Ctrl-C: the client's line, then die of SIGINT ($? is 130, a script's loop stops)
     if [[ -n $__torchsh_held ]]; then return; fi  # a block's command got it too: it ends, then we end the scope
-    local __w=("${__torchsh_args[@]:0:1}")
-    if [[ $__w == daemon || $__w == scope ]]; then __w=("${__torchsh_args[@]:0:2}"); fi
-    if [[ -n ${__w[*]} ]]; then printf 'torch: %s: interrupted\n' "${__w[*]}" >&2; else echo 'torch: interrupted' >&2; fi
+    local __op=${__torchsh_args[*]:0:1}
+    if [[ $__op == daemon || $__op == scope ]]; then __op=${__torchsh_args[*]:0:2}; fi
+    printf 'torch: %sinterrupted\n' "${__op:+$__op: }" >&"${__torchsh_stderr:-2}"
     trap - INT; kill -INT $$
 }
 trap '' PIPE  # a reader that left (`| head`) is not our failure, as for the client
@@ -97,7 +122,7 @@ def dev(python, package_root, bash="/bin/bash"):
 
 
 def _text(shebang, client, python):
-    bash = _SH + client + _BASH + init_bash.functions("__torchsh_client", _PRIVATE_ON_DISK) + _MAIN
+    bash = _SH + client + _BASH + init_bash.functions("__torchsh_client", _PRIVATE_ON_DISK, _RUN_AND_WAIT) + _MAIN
     assert "'''" not in bash[3:-4], "the bash text must not close the Python string early"
     return shebang + bash + python
 
