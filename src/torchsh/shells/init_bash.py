@@ -1,5 +1,9 @@
 """The text of `torch init bash`: a `torch` shell function that talks to torchd with no process.
 
+Its functions (functions()) are also the bash part of the installed `torch` launcher (shells/launcher.py),
+which differs only in how it runs the real client (exec), checks the folder (a stamp on disk) and runs a
+block's command (as a child it waits for, passing signals on): one protocol text for both.
+
 The function speaks the daemon's fast path (daemon/fastpath.py) over bash's own /dev/tcp: it
 builds the same POST /v1/cli body the real client sends (argv, cwd, tty, TORCHSH_* environment),
 lists the replies it carries out (CARRIES: output and stdin, exec, follow, handover of protocol.REPLIES)
