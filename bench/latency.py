@@ -35,35 +35,36 @@ def client_command(daemon, quick=False):
     return [r]
 
 
-# Runs inside one bash: times each command with $EPOCHREALTIME (a builtin: no process to time it).
-_FAST_SCRIPT = r'''
-eval "$(torch init bash)"
+# A plain script that times each command with $EPOCHREALTIME (a builtin: no process to time it), BODY's
+# lines per iteration, in rounds; PRELUDE makes `torch` the function (fast bash) or leaves it the launcher.
+_SCRIPT = r'''#!/bin/bash
+PRELUDE
 a=$(torch randn '[3]'); b=$(torch randn '[3]')
 ms() { local s=${1/./} e=${2/./}; echo "$3 $(( (10#$e - 10#$s) ))"; }
 for r in $(seq ROUNDS); do
   for i in $(seq PER); do
-    t0=$EPOCHREALTIME; torch add $a $b >/dev/null; t1=$EPOCHREALTIME
-    PYCLIENT add $a $b >/dev/null; t2=$EPOCHREALTIME
-    ms $t0 $t1 fast; ms $t1 $t2 real
-    t0=$EPOCHREALTIME; x=$(torch randn '[3]'); torch mul $x $x | torch sum >/dev/null; t1=$EPOCHREALTIME
-    x=$(PYCLIENT randn '[3]'); PYCLIENT mul $x $x | PYCLIENT sum >/dev/null; t2=$EPOCHREALTIME
-    ms $t0 $t1 pipe_fast; ms $t1 $t2 pipe_real
+BODY
   done
   echo round
   torch free --all
   a=$(torch randn '[3]'); b=$(torch randn '[3]')
 done
 '''
+_FAST_BODY = r'''    t0=$EPOCHREALTIME; torch add $a $b >/dev/null; t1=$EPOCHREALTIME
+    PYCLIENT add $a $b >/dev/null; t2=$EPOCHREALTIME
+    ms $t0 $t1 fast; ms $t1 $t2 real
+    t0=$EPOCHREALTIME; x=$(torch randn '[3]'); torch mul $x $x | torch sum >/dev/null; t1=$EPOCHREALTIME
+    x=$(PYCLIENT randn '[3]'); PYCLIENT mul $x $x | PYCLIENT sum >/dev/null; t2=$EPOCHREALTIME
+    ms $t0 $t1 pipe_fast; ms $t1 $t2 pipe_real'''
+_LAUNCHER_BODY = r'''    t0=$EPOCHREALTIME; torch add $a $b >/dev/null; t1=$EPOCHREALTIME
+    PYCLIENT add $a $b >/dev/null; t2=$EPOCHREALTIME
+    bash -c : ; t3=$EPOCHREALTIME
+    ms $t0 $t1 launcher; ms $t1 $t2 python; ms $t2 $t3 bash'''
 
 
 def fast_path(daemon, quick=False):
-    rounds, per = (3, 10) if quick else (5, 30)
-    script = _FAST_SCRIPT.replace("ROUNDS", str(rounds)).replace("PER", str(per)).replace(
-        "PYCLIENT", PYCLIENT)
-    p = subprocess.run(["bash", "-c", script], env=daemon.env, capture_output=True, text=True)
-    if p.returncode:
-        raise RuntimeError("fast path bench failed: %s" % p.stderr[-2000:])
-    samples, noise = _samples(p.stdout, ("fast", "real", "pipe_fast", "pipe_real"), "real")
+    samples, noise = _timed(daemon, 'eval "$(torch init bash)"', _FAST_BODY, (3, 10) if quick else (5, 30),
+                            ("fast", "real", "pipe_fast", "pipe_real"), "real")
     one = row("fast bash: one `torch add $a $b`", samples["fast"], "Python client (python -IS), same command",
               samples["real"], target="<= %g ms" % FAST_TARGET_MS, noise=noise)
     one["met"] = one["median_ms"] <= FAST_TARGET_MS
@@ -74,38 +75,10 @@ def fast_path(daemon, quick=False):
     return [one, pipe]
 
 
-# A plain script: `torch` is the launcher from PATH (no function); each command timed with $EPOCHREALTIME.
-_LAUNCHER_SCRIPT = r'''#!/bin/bash
-a=$(torch randn '[3]'); b=$(torch randn '[3]')
-ms() { local s=${1/./} e=${2/./}; echo "$3 $(( (10#$e - 10#$s) ))"; }
-for r in $(seq ROUNDS); do
-  for i in $(seq PER); do
-    t0=$EPOCHREALTIME; torch add $a $b >/dev/null; t1=$EPOCHREALTIME
-    PYCLIENT add $a $b >/dev/null; t2=$EPOCHREALTIME
-    bash -c : ; t3=$EPOCHREALTIME
-    ms $t0 $t1 launcher; ms $t1 $t2 python; ms $t2 $t3 bash
-  done
-  echo round
-  torch free --all
-  a=$(torch randn '[3]'); b=$(torch randn '[3]')
-done
-'''
-
-
 def launcher(daemon, quick=False):
-    rounds, per = (3, 10) if quick else (5, 40)
-    script = _LAUNCHER_SCRIPT.replace("ROUNDS", str(rounds)).replace("PER", str(per)).replace(
-        "PYCLIENT", PYCLIENT)
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "plain.sh")
-        with open(path, "w") as f:
-            f.write(script)
-        os.chmod(path, 0o700)
-        daemon.cli("init", "bash")  # the fast path on, as the first command of any caller turns it on
-        p = subprocess.run([path], env=daemon.env, capture_output=True, text=True)
-    if p.returncode:
-        raise RuntimeError("launcher bench failed: %s" % p.stderr[-2000:])
-    samples, noise = _samples(p.stdout, ("launcher", "python", "bash"), "python")
+    daemon.cli("init", "bash")  # the fast path on, as the first command of any caller turns it on
+    samples, noise = _timed(daemon, "", _LAUNCHER_BODY, (3, 10) if quick else (5, 40), ("launcher", "python", "bash"),
+                            "python")
     one = row("launcher: a plain #!/bin/bash script's `torch add $a $b`", samples["launcher"],
               "Python client (python -IS), same command", samples["python"], target="<= %g ms" % LAUNCHER_TARGET_MS,
               noise=noise)
@@ -115,10 +88,21 @@ def launcher(daemon, quick=False):
     return [one, floor]
 
 
-def _samples(stdout, kinds, noisy_kind):
-    """{kind: [ms]} from "KIND US" lines, and the spread of noisy_kind's per-round medians ("round" lines)."""
+def _timed(daemon, prelude, body, rounds_per, kinds, noisy_kind):
+    """Run _SCRIPT as a plain script file: {kind: [ms]} and the spread of noisy_kind's per-round medians."""
+    rounds, per = rounds_per
+    text = _SCRIPT.replace("PRELUDE", prelude).replace("BODY", body).replace("ROUNDS", str(rounds)).replace(
+        "PER", str(per)).replace("PYCLIENT", PYCLIENT)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "timed.sh")
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, 0o700)
+        p = subprocess.run([path], env=daemon.env, capture_output=True, text=True)
+    if p.returncode:
+        raise RuntimeError("bench script failed: %s" % p.stderr[-2000:])
     samples, medians, current = {k: [] for k in kinds}, [], []
-    for line in stdout.splitlines():
+    for line in p.stdout.splitlines():  # "KIND US" lines, and "round" after each round
         if line == "round":
             medians.append(statistics.median(current))
             current = []

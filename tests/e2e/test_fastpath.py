@@ -9,10 +9,10 @@ import shutil
 import socket
 import stat
 import subprocess
-import threading
 
 import pytest
 import torch
+from planted import squat
 from pyclient import PYCLIENT
 
 INIT = 'eval "$(torch init bash)"\n'
@@ -148,7 +148,8 @@ def test_the_function_starts_the_daemon_and_turns_the_fast_path_on(fresh_sh):
     assert stat.S_IMODE(os.stat(_token_file(s)).st_mode) == 0o600
 
 
-def test_a_reply_without_the_server_token_is_never_acted_on(fresh_sh):
+@pytest.mark.parametrize("way", WAYS)
+def test_a_reply_without_the_server_token_is_never_acted_on(fresh_sh, way):
     """A program that takes the port after torchd exited learns a dead token and cannot run anything."""
     s = fresh_sh(start=False)
     impostor = socket.socket()
@@ -162,24 +163,8 @@ def test_a_reply_without_the_server_token_is_never_acted_on(fresh_sh):
     forged = b"HTTP/1.1 200 OK\r\nContent-Length: %10d\r\nTorchsh-Fast: %s x %11d %11d\r\n\r\n" % (
         len(exec_body), b"c" * 32, 0, len(exec_body)) + exec_body
 
-    heard = []
-
-    def serve():
-        while True:
-            try:
-                conn, _ = impostor.accept()
-            except OSError:
-                return  # closed: the test is over
-            heard.append(b"")
-            while b"\r\n\r\n" not in heard[-1]:  # the whole head, so the function's writes all land
-                chunk = conn.recv(65536)
-                if not chunk:
-                    break
-                heard[-1] += chunk
-            conn.sendall(forged)
-            conn.close()
-    threading.Thread(target=serve, daemon=True).start()
-    out = s(_function_only(s) + "torch ones '[2]' | torch value")
+    heard = squat(impostor, forged)
+    out = s((_function_only(s) if way == "function" else "") + "torch ones '[2]' | torch value")
     impostor.close()
     assert out == "[1.0,1.0]"  # the real client ran it instead (and started torchd)
     assert not os.path.exists(pwned)

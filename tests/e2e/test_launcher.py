@@ -1,9 +1,9 @@
 """The installed `torch` launcher (shells/launcher.py) in a plain script, no `torch init bash`: a warm command
-runs no program (builtins only), Ctrl-C says what the Python client says, and its trust rules are the
-function's: argv never goes to a port whose server did not prove the token, and the stamp that spares `ls`
+runs no program (builtins only), Ctrl-C says what the Python client says, and the stamp that spares `ls`
 vouches for nothing once a loosened folder changed. tests/e2e/test_fastpath.py compares its output, errors,
-exit codes, stdin lines and block forms with the Python client's; tests/e2e/test_trust.py plants token files
-as another user; tests/e2e/test_install.py covers the wheel's copy.
+exit codes, stdin lines and block forms with the Python client's and checks that argv never goes to a port
+whose server did not prove the token; tests/e2e/test_trust.py plants token files as another user;
+tests/e2e/test_install.py covers the wheel's copy.
 """
 import os
 import shutil
@@ -12,9 +12,8 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 
-import pytest
+from planted import squat
 from pyclient import PYCLIENT
 from waiting import wait_until
 
@@ -66,66 +65,6 @@ def test_ctrl_c_while_waiting_prints_the_python_clients_line_and_dies_of_sigint(
     assert results[0] == results[1] == (b"", b"torch: add: interrupted\n", -signal.SIGINT)
 
 
-def test_argv_never_goes_to_a_port_whose_server_did_not_prove_the_token(fresh_sh):
-    """A program that took the port after torchd exited gets the head (with a dead client token), no argv;
-    its forged reply is never acted on, and the Python client runs the command (starting torchd)."""
-    s = fresh_sh(start=False)
-    impostor = socket.socket()
-    impostor.bind(("127.0.0.1", 0))
-    impostor.listen(4)
-    token = s.socket[:-len(".sock")] + ".fast"
-    with open(token, "w") as f:
-        f.write("%d %s %s\n" % (impostor.getsockname()[1], "a" * 32, "b" * 32))
-    os.chmod(token, 0o600)
-    pwned = s.tmp("pwned")
-    exec_body = ("0\n0\ntouch\n%s\n" % pwned).encode()
-    forged = b"HTTP/1.1 200 OK\r\nContent-Length: %10d\r\nTorchsh-Fast: %s x %11d %11d\r\n\r\n" % (
-        len(exec_body), b"c" * 32, 0, len(exec_body)) + exec_body
-    heard = []
-
-    def serve():
-        while True:
-            try:
-                conn, _ = impostor.accept()
-            except OSError:
-                return  # closed: the test is over
-            conn.settimeout(5)
-            heard.append(b"")
-            try:
-                while True:  # all it is sent, until the launcher hangs up
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        break
-                    heard[-1] += chunk
-                    if b"\r\n\r\n" in heard[-1]:
-                        conn.sendall(forged)
-            except OSError:
-                pass
-            conn.close()
-    threading.Thread(target=serve, daemon=True).start()
-    out = s("torch ones '[2]' | torch value")
-    impostor.close()
-    assert out == "[1.0,1.0]"  # the Python client ran it instead (and started torchd)
-    assert not os.path.exists(pwned)
-    assert heard and not any(b"ones" in h or b"torchsh-cli" in h for h in heard)
-
-
-def _hang_up_on_everyone(listener):
-    """Accept and close every connection (a squatter that proves nothing); returns the list it counts in."""
-    seen = []
-
-    def serve():
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return  # closed: the test is over
-            seen.append(1)
-            conn.close()
-    threading.Thread(target=serve, daemon=True).start()
-    return seen
-
-
 def test_the_stamp_vouches_for_nothing_once_a_loosened_folder_changed():
     """The folder was private when the stamp was written; then it is made 0777 and the token file replaced
     (as another user could then): the folder is newer than the stamp, so the launcher reads the mode again,
@@ -134,7 +73,7 @@ def test_the_stamp_vouches_for_nothing_once_a_loosened_folder_changed():
     squatter = socket.socket()
     squatter.bind(("127.0.0.1", 0))
     squatter.listen(8)
-    heard = _hang_up_on_everyone(squatter)
+    heard = squat(squatter)  # proves nothing
     token, stamp = os.path.join(d, "torchd.fast"), os.path.join(d, "torchd.private")
     line = "%d %s %s\n" % (squatter.getsockname()[1], "a" * 32, "b" * 32)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCHSH_", "BASH_FUNC_", "__torchsh_"))}
