@@ -21,6 +21,8 @@ keeps it fresh), and the editable tree's (install.py), which names the interpret
 The folder check differs from the function's: a launcher is a new bash per command, so the verdict of
 `ls -ldn` (bash has no builtin that reads permission bits) is kept in a stamp file, see _PRIVATE_ON_DISK.
 """
+import shlex
+
 from torchsh.shells import init_bash
 
 _SH = r"""''':'
@@ -115,7 +117,6 @@ def wheel():
 
 def dev(python, package_root, bash="/bin/bash"):
     """The editable tree's launcher: `python` runs the client, with `package_root` on its path."""
-    import shlex  # install.py's, never the client's
     shebang = "#!%s -p\n" % bash if bash else "#!/bin/sh\n"
     tail = _DEV_PYTHON % package_root
     return _text(shebang, _DEV_CLIENT.format(python=shlex.quote(python)), tail)
