@@ -5,8 +5,8 @@ torch mse_loss $y | torch backward; torch step $o"`. After `eval "$(torch init b
 imports the exported `torch` function, so its five commands take the fast path too. Same run, same
 tiny model (the docs' regression: Linear(1,1), 4 points, SGD with momentum):
   - the idiom, fast path inherited (the row with the target)
-  - the idiom with the function not exported (what it cost before: the child ran the standalone
-    client), and with no `torch init bash` at all
+  - the idiom with the function not exported (the child's commands run the `torch` launcher, a bash
+    process each), and with no `torch init bash` at all
   - the five commands with `scope begin/end` in the same shell, fast path
   - `torch train_step` from bash, fast path
 each against the same loop in this process (opt.zero_grad(); F.mse_loss(model(x), y).backward();
@@ -38,9 +38,9 @@ def run(daemon, quick=False):
     cases = [
         ("idiom `torch scope -- bash -c \"5 commands\"` per step, fast path inherited",
          lambda: bash_step_times(daemon, idiom, steps, fast=True), IDIOM_TARGET_MS),
-        ("idiom, `torch init bash` not exported (as before: the child runs the standalone client)",
+        ("idiom, `torch init bash` not exported (the child runs the launcher)",
          lambda: bash_step_times(daemon, "export -fn torch; " + idiom, max(3, steps // 3), fast=True), None),
-        ("idiom, no `torch init bash` (standalone client)",
+        ("idiom, no `torch init bash` (the launcher, a block form's command waited on by bash)",
          lambda: bash_step_times(daemon, idiom, max(3, steps // 3)), None),
         ("5 commands with `scope begin/end` in the same shell, fast path",
          lambda: bash_step_times(daemon, same_shell, steps, fast=True), None),

@@ -1,11 +1,13 @@
 """A fast-path token file planted in a folder anyone can write, naming a port we listen on, so a test
-can check that nothing connects to it (the shell functions' trust rule, docs/fast-path.md)."""
+can check that nothing connects to it (the shell functions' trust rule, docs/fast-path.md); and a squatter
+on a port, which proves nothing and answers every request head alike."""
 import contextlib
 import os
 import select
 import shutil
 import socket
 import tempfile
+import threading
 
 from torchsh import protocol
 
@@ -32,3 +34,26 @@ def planted_fast_token(prefix):
 
 def nobody_connected(impostor):
     return select.select([impostor], [], [], 0)[0] == []
+
+
+def squat(listener, reply=b""):
+    """Read each connection's request head, answer `reply`, close; in a thread until `listener` is closed.
+    Returns the list of heads heard, one per connection, as it grows."""
+    heard = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return  # closed: the test is over
+            heard.append(b"")
+            while b"\r\n\r\n" not in heard[-1]:  # the whole head, so the caller's writes all land
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                heard[-1] += chunk
+            conn.sendall(reply)
+            conn.close()
+    threading.Thread(target=serve, daemon=True).start()
+    return heard

@@ -21,7 +21,7 @@ from torchsh.api import openapi  # noqa: E402
 from torchsh.api.ops import JSON_REPLIES  # noqa: E402
 from torchsh.daemon.routes import ROUTES  # noqa: E402
 from torchsh.errors import errors_markdown, exit_table_markdown  # noqa: E402
-from torchsh.shells import completions, init_bash, nushell  # noqa: E402
+from torchsh.shells import completions, init_bash, launcher, nushell  # noqa: E402
 from torchsh.table import build_table  # noqa: E402
 
 ARTIFACTS = [
@@ -33,6 +33,7 @@ ARTIFACTS = [
     ("docs/errors.md", lambda table: errors_markdown()),
     ("README.md", lambda table: exit_table_markdown(), "exit-table"),
     ("docs/architecture.md", lambda table: replies_markdown(), "replies-table"),
+    ("scripts/launchers/torch", lambda table: launcher.wheel()),  # what a wheel installs as `torch`
 ]
 
 _FALLBACKS = {protocol.DAEMON: "the daemon carries it out itself and answers once", protocol.SKIP: "the output alone",

@@ -1,19 +1,23 @@
 """The fast bash path (`eval "$(torch init bash)"`): its security (token, loopback only, server
-proof) and its fidelity to the real client. The whole CLI suite also runs through it: scripts/test.sh
-runs tests/e2e a second time with TORCHSH_TEST_PRELUDE='eval "$(torch init bash)"'.
+proof) and its fidelity to the Python client, for the function and for the installed launcher, whose bash
+part is the same functions (tests/e2e/test_launcher.py has the launcher's own). The whole CLI suite also runs
+through it: scripts/test.sh runs tests/e2e a second time with TORCHSH_TEST_PRELUDE='eval "$(torch init bash)"'.
 """
 import json
 import os
 import socket
 import stat
 import subprocess
-import threading
 
 import pytest
 import torch
+from planted import squat
+from pyclient import PYCLIENT
 from required import require_tool
 
 INIT = 'eval "$(torch init bash)"\n'
+# The two fast paths, each compared with the Python client: the function, and `torch` on PATH (the launcher).
+WAYS = {"function": INIT, "launcher": ""}
 
 
 def _token_file(sh):
@@ -97,37 +101,42 @@ def test_the_fast_path_serves_only_the_cli_endpoint(sh):
     assert reply.startswith(b"HTTP/1.1 404 ")
 
 
-def test_output_errors_and_exit_codes_equal_the_real_client(sh):
+@pytest.mark.parametrize("way", WAYS)
+def test_output_errors_and_exit_codes_equal_the_python_client(sh, way):
     a = sh.put(torch.tensor([[1.0, -2.5], [3.25, 4.0]]))
     for cmd in ["torch value %s" % a, "torch add %s %s --json" % (a, a), "torch add %s '[1'" % a,
-                "torch nosuchop", "torch value %s --format csv" % a, "torch print %s" % a, "torch --help"]:
-        fast = sh.run(INIT + cmd)
-        real = sh.run(cmd.replace("torch ", "command torch ", 1))
+                "torch nosuchop", "torch value %s --format csv" % a, "torch print %s" % a, "torch --help",
+                "torch --socket %s value %s" % (sh.socket, a), "torch", "torch scope -- sh -c 'exit 7'"]:
+        fast = sh.run(WAYS[way] + cmd)
+        real = sh.run(cmd.replace("torch", PYCLIENT, 1))
         if "add %s %s" % (a, a) in cmd:  # each run makes a new handle
             assert fast.out.startswith('"tensor://') and real.out.startswith('"tensor://')
             fast.out = real.out = ""
         assert (fast.out, fast.err, fast.code) == (real.out, real.err, real.code), cmd
 
 
-def test_binary_output_is_byte_exact(sh):
+@pytest.mark.parametrize("way", WAYS)
+def test_binary_output_is_byte_exact(sh, way):
     a = sh.put(torch.arange(300, dtype=torch.float32).reshape(3, 100))  # npy bytes include NUL and 0x80+
     fast, real = sh.tmp("fast.npy"), sh.tmp("real.npy")
-    sh(INIT + "torch value %s --format npy > %s; command torch value %s --format npy > %s" % (a, fast, a, real))
+    sh(WAYS[way] + "torch value %s --format npy > %s; %s value %s --format npy > %s" % (a, fast, PYCLIENT, a, real))
     assert open(fast, "rb").read() == open(real, "rb").read()
 
 
-def test_stdin_lines_are_read_without_consuming_the_rest(sh):
+@pytest.mark.parametrize("way", WAYS)
+def test_stdin_lines_are_read_without_consuming_the_rest(sh, way):
     a = sh.put(torch.tensor([1.0, 2.0]))
     listing = sh.tmp("handles")
     with open(listing, "w") as f:
         f.write("%s\n\n  %s  \n%s\n" % (a, a, a))
-    out = sh(INIT + "while read -r h; do torch add $h 1 | torch value; done < %s" % listing)
+    out = sh(WAYS[way] + "while read -r h; do torch add $h 1 | torch value; done < %s" % listing)
     assert out == "[2.0,3.0]\n[2.0,3.0]\n[2.0,3.0]"
 
 
-def test_exec_block_form_runs_the_command_and_keeps_its_status(sh):
-    r = sh.run(INIT + "torch scope -- bash -c 'torch randn \"[2]\" >/dev/null; exit 7'")
-    real = sh.run("command torch scope -- bash -c 'torch randn \"[2]\" >/dev/null; exit 7'")
+@pytest.mark.parametrize("way", WAYS)
+def test_exec_block_form_runs_the_command_and_keeps_its_status(sh, way):
+    r = sh.run(WAYS[way] + "torch scope -- bash -c 'torch randn \"[2]\" >/dev/null; exit 7'")
+    real = sh.run(PYCLIENT + " scope -- bash -c 'torch randn \"[2]\" >/dev/null; exit 7'")
     assert (r.out, r.err, r.code) == (real.out, real.err, real.code) == ("", "", 7)
 
 
@@ -139,7 +148,8 @@ def test_the_function_starts_the_daemon_and_turns_the_fast_path_on(fresh_sh):
     assert stat.S_IMODE(os.stat(_token_file(s)).st_mode) == 0o600
 
 
-def test_a_reply_without_the_server_token_is_never_acted_on(fresh_sh):
+@pytest.mark.parametrize("way", WAYS)
+def test_a_reply_without_the_server_token_is_never_acted_on(fresh_sh, way):
     """A program that takes the port after torchd exited learns a dead token and cannot run anything."""
     s = fresh_sh(start=False)
     impostor = socket.socket()
@@ -153,24 +163,8 @@ def test_a_reply_without_the_server_token_is_never_acted_on(fresh_sh):
     forged = b"HTTP/1.1 200 OK\r\nContent-Length: %10d\r\nTorchsh-Fast: %s x %11d %11d\r\n\r\n" % (
         len(exec_body), b"c" * 32, 0, len(exec_body)) + exec_body
 
-    heard = []
-
-    def serve():
-        while True:
-            try:
-                conn, _ = impostor.accept()
-            except OSError:
-                return  # closed: the test is over
-            heard.append(b"")
-            while b"\r\n\r\n" not in heard[-1]:  # the whole head, so the function's writes all land
-                chunk = conn.recv(65536)
-                if not chunk:
-                    break
-                heard[-1] += chunk
-            conn.sendall(forged)
-            conn.close()
-    threading.Thread(target=serve, daemon=True).start()
-    out = s(_function_only(s) + "torch ones '[2]' | torch value")
+    heard = squat(impostor, forged)
+    out = s((_function_only(s) if way == "function" else "") + "torch ones '[2]' | torch value")
     impostor.close()
     assert out == "[1.0,1.0]"  # the real client ran it instead (and started torchd)
     assert not os.path.exists(pwned)
@@ -198,11 +192,11 @@ def test_zsh_function_gives_the_real_clients_output_errors_and_exit_codes(sh):
                 "torch value %s --format npy" % a, "torch scope -- sh -c 'exit 7'"]:
         out, err, code = _zsh(sh, cmd)
         if "npy" in cmd:
-            real_bytes = subprocess.run(["bash", "-c", "command torch value %s --format npy" % a], env=sh.env,
+            real_bytes = subprocess.run(["bash", "-c", "%s value %s --format npy" % (PYCLIENT, a)], env=sh.env,
                                         capture_output=True).stdout
             assert out == real_bytes and code == 0
             continue
-        real = sh.run(cmd.replace("torch ", "command torch ", 1))
+        real = sh.run(cmd.replace("torch", PYCLIENT, 1))
         assert (out.decode(), err.decode(), code) == (real.out, real.err, real.code), cmd
 
 
@@ -243,16 +237,16 @@ def _interrupted_block(sh, script, marker):
 
 def test_ctrl_c_in_a_block_form_ends_the_scope_and_keeps_the_shells_trap_like_the_client(sh):
     results = []
-    for torch_word in ("torch", "command torch"):
+    for setup, torch_word in ((INIT, "torch"), ("", "torch"), ("", PYCLIENT)):  # function, launcher, Python client
         marker = sh.tmp("made")
-        script = (INIT + "trap 'echo trapped' INT\n"
+        script = (setup + "trap 'echo trapped' INT\n"
                   "%s scope -- bash -c 'torch randn \"[7]\" > %s; sleep 60'\n"
                   "echo \"status $?\"; trap -p INT" % (torch_word, marker))
         out, err, code, made = _interrupted_block(sh, script, marker)
         assert made.startswith("tensor://") and made not in _census(sh)  # the scope ended: freed
         results.append((out, err, code))
-    fast, real = results
-    assert fast == real == ("trapped\nstatus 130\ntrap -- 'echo trapped' SIGINT\n", "", 0)
+    function, launcher, real = results
+    assert function == launcher == real == ("trapped\nstatus 130\ntrap -- 'echo trapped' SIGINT\n", "", 0)
 
 
 ZSH_FIT = ("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "

@@ -65,6 +65,7 @@ def user_shell(venv):
     def run(script):
         return subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, cwd=folder,
                               timeout=120, stdin=subprocess.DEVNULL)
+    run.home = folder
     try:
         yield run
     finally:
@@ -92,12 +93,33 @@ def test_pip_installed_torch_runs_add_through_the_daemon(user_shell, venv):
 
 
 def test_pip_installed_torch_starts_the_venv_python_with_IS(user_shell, venv):
-    python = os.path.join(venv, "bin", "python")
+    python, launcher = os.path.join(venv, "bin", "python"), os.path.join(venv, "bin", "torch")
     with open(os.path.join(venv, "bin", "torchd")) as f:
         assert f.readline().rstrip("\n") == "#!" + python  # pip rewrote `#!python`
-    r = user_shell("sh -x \"$(command -v torch)\" version")
+    r = user_shell("sh -x \"$(command -v torch)\" version")  # as sh, the launcher starts bash on itself
     assert r.returncode == 0 and r.stdout.startswith("torchsh "), r.stderr
-    assert "+ exec %s -IS %s version" % (python, os.path.join(venv, "bin", "torch")) in r.stderr
+    assert "+ exec /bin/bash -p %s version" % launcher in r.stderr
+    r = user_shell("bash -px \"$(command -v torch)\" --socket \"$HOME/none.sock\" daemon status")  # no fast path
+    assert r.returncode == 5 and "[daemon_unavailable]" in r.stderr
+    assert "+ exec %s -IS %s --socket" % (python, launcher) in r.stderr  # as bash, it runs the Python client
+
+
+def test_pip_installed_torch_runs_a_command_over_the_fast_path_with_no_python(user_shell):
+    """Once a command turned the daemon's fast path on, the launcher alone (no sibling torchd to find an
+    interpreter by) runs commands; one the daemon hands over (`daemon stop` waits on the daemon's exit)
+    needs the Python client, which this copy cannot start."""
+    r = user_shell('h=$(torch ones 2) && mkdir "$HOME/solo" && cp "$(command -v torch)" "$HOME/solo/" && '
+                   '"$HOME/solo/torch" value $h && "$HOME/solo/torch" daemon stop')
+    assert r.stdout == "[1.0,1.0]\n" and r.returncode == 127, (r.returncode, r.stderr)
+    assert r.stderr == "torch: cannot find the Python interpreter of %s/solo/torchd\n" % user_shell.home
+
+
+def test_pip_installed_torch_without_bash_runs_the_python_client(user_shell):
+    """No /bin/bash (the launcher's copy names one that is not there): sh runs the Python client itself."""
+    r = user_shell('mkdir "$HOME/nobash" && cd "$(dirname "$(command -v torch)")" && cp torchd "$HOME/nobash/" && '
+                   'sed "s|/bin/bash|/nonexistent/bash|g" torch > "$HOME/nobash/torch" && chmod +x "$HOME/nobash/torch" && '
+                   '"$HOME/nobash/torch" add "[1,2]" "[3,4]" | "$HOME/nobash/torch" value')
+    assert r.returncode == 0 and r.stdout == "[4,6]\n", r.stderr
 
 
 def test_pip_installed_package_carries_the_nushell_module(user_shell):

@@ -1,5 +1,6 @@
-"""Every row of protocol.REPLIES against every caller of the daemon: the `torch` client, the bash function,
-the zsh function, torch.nu's typed commands and its commands by name, and the JSON API. Each pair carries
+"""Every row of protocol.REPLIES against every caller of the daemon: the Python `torch` client, the installed
+launcher (bash over the fast path), the bash function, the zsh function, torch.nu's typed commands and its
+commands by name, and the JSON API. Each pair carries
 the reply out with the client's stdout and exit status, or hands the command over to the client before
 anything ran (seen here through a `torch` shim on PATH that logs each run), or is refused with the row's
 code. A new row without a case here fails test_every_row_has_a_case.
@@ -19,6 +20,7 @@ import torch
 
 from torchsh import protocol
 from apicall import UnixHTTPConnection
+from pyclient import PYCLIENT
 
 pytestmark = pytest.mark.slow  # several shells and daemons a test: tests/conftest.py's rule
 
@@ -27,6 +29,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 NU = os.path.join(ROOT, ".tools", "nu", "node_modules", "@nushell", "linux-x64", "bin", "nu")
 MODULE = os.path.join(ROOT, "src", "torchsh", "shells", "torch.nu")
 CASES = ("stdin", "exec", "follow", "copy", "upload", "download", "await", "env", "handover")
+SHELLS = ("client", "launcher", "bash", "zsh")  # the callers a bash or zsh script's `torch` can be
+
+
+class Unseen(list):
+    """The launcher's handovers: it runs the Python client in its own process (exec), with no PATH lookup a shim
+    could log, so what it handed over is not seen; its output and status are checked all the same."""
+
+    def __eq__(self, other):
+        return isinstance(other, list)
+
+    __hash__ = None
 
 
 def test_every_row_has_a_case():
@@ -59,8 +72,10 @@ class Callers:
         """(stdout, exit status, the command lines handed over to the client) of script run by caller."""
         self.handed_over()
         env = dict(self.env, **(env or {}))
-        if caller == "client":
-            argv, env["PATH"] = ["bash", "-c", script], self.sh.env["PATH"]  # the client itself, no shim
+        if caller == "client":  # the Python client itself, no shim
+            argv, env["PATH"] = ["bash", "-c", 'torch() { %s "$@"; }\n%s' % (PYCLIENT, script)], self.sh.env["PATH"]
+        elif caller == "launcher":  # the installed `torch`, no shim (it hands over within its own process)
+            argv, env["PATH"] = ["bash", "-c", script], self.sh.env["PATH"]
         elif caller == "bash":
             argv = ["bash", "-c", 'eval "$(torch init bash)"\n' + script]
         elif caller == "zsh":
@@ -73,7 +88,8 @@ class Callers:
             argv = [NU, "--no-config-file", path]
         p = subprocess.run(argv, env=env, cwd=self.folder, capture_output=True, text=True, timeout=300,
                            input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
-        return p.stdout, p.returncode, self.handed_over(), p.stderr
+        handed = self.handed_over()
+        return p.stdout, p.returncode, Unseen() if caller == "launcher" else handed, p.stderr
 
 
 @pytest.fixture
@@ -108,7 +124,7 @@ def post(sock, op, body, replies=None):
 def test_stdin(sh, callers):
     a = sh.put(torch.tensor([1.0, 2.0]))
     want = "[-1.0,-2.0]"
-    for caller in ("client", "bash", "zsh"):
+    for caller in SHELLS:
         out, code, handed, err = callers.run(caller, "echo %s | torch neg | torch value" % a)
         assert (out.strip(), code, handed) == (want, 0, []), (caller, err)
     for script in ("'%s' | torch neg | torch value | to json --raw | print" % a,
@@ -126,7 +142,7 @@ def test_stdin(sh, callers):
 def test_exec(sh, callers):
     inner = "%s/torch ones 3 | %s/torch numel | %s/torch value" % (BIN, BIN, BIN)  # the client itself, not the shim
     block = "torch scope -- sh -c '%s; exit 7'" % inner
-    for caller in ("client", "bash", "zsh"):
+    for caller in SHELLS:
         out, code, handed, err = callers.run(caller, block)
         assert (out.strip(), code, handed) == ("3", 7, []), (caller, err)
     out, code, handed, err = callers.run("nu", "torch scope { torch ones [3] | torch numel } | print")
@@ -156,7 +172,7 @@ def _losses(rows):
 def test_follow(sh, callers):
     x, y = sh.put(torch.randn(16, 2)), sh.put(torch.randn(16, 1))
     want = None
-    for caller in ("client", "bash", "zsh"):
+    for caller in SHELLS:
         out, code, handed, err = callers.run(caller, MAKE.format(x=x, y=y) + "torch fit $m $o $L --epochs 2 --json")
         rows = [json.loads(line) for line in out.splitlines()]
         assert code == 0 and handed == [] and [r["epoch"] for r in rows] == [1, 2], (caller, err)
@@ -199,7 +215,7 @@ def _api_rows(sh, reply):
 # -- copy: the client relays objects between two daemons -------------------------------------------------------
 def test_copy(sh, callers):
     a = sh.put(torch.tensor([1.0, 2.0]))
-    for caller in ("client", "bash", "zsh"):
+    for caller in SHELLS:
         out, code, handed, err = callers.run(caller, "torch value $(torch cp %s --to default)" % a)
         assert (out.strip(), code) == ("[1.0,2.0]", 0), (caller, err)
         assert handed == ([] if caller == "client" else ["cp %s --to default" % a]), caller
@@ -243,10 +259,10 @@ def on_r1(remote, sh, callers):
 
 
 def _file_cases(callers, env, shell_line, nu_line, check):
-    for caller in ("client", "bash", "zsh"):
+    for caller in SHELLS:
         out, code, handed, err = callers.run(caller, shell_line, env)
         assert code == 0 and check(out), (caller, err)
-        assert caller == "client" or handed, caller  # a named context: the functions hand it to the client
+        assert caller in ("client", "launcher") or handed, caller  # a named context: the functions run the client
     out, code, handed, err = callers.run("nu", nu_line, env)
     assert code == 0 and check(out) and handed, err  # the handover reply: nu runs ^torch, which streams files
 
@@ -278,7 +294,7 @@ def test_download(sh, callers, on_r1, remote):
 
 # -- await: `daemon stop` returns once the daemon has exited (the client waits; others hand over or skip) ---------
 def test_await(fresh_sh, callers):
-    for caller in ("client", "bash", "zsh", "nu"):
+    for caller in SHELLS + ("nu",):
         s = fresh_sh()
         script = ('torch daemon stop | print; print (if ($env.TORCHSH_SOCKET | path exists) { "still" } else { "gone" })'
                   if caller == "nu" else 'torch daemon stop; test -S "$TORCHSH_SOCKET" && echo still || echo gone')
@@ -295,7 +311,7 @@ def test_await(fresh_sh, callers):
 def test_env(sh, callers):
     home = os.path.join(callers.folder, "home")
     installed = os.path.join(home, ".config", "nushell", "scripts", "torch.nu")
-    for caller in ("client", "bash", "zsh", "nu"):
+    for caller in SHELLS + ("nu",):
         os.makedirs(home, exist_ok=True)
         script = "torch nu-module --install" + (" | print" if caller == "nu" else "")
         out, code, handed, err = callers.run(caller, script, {"HOME": home, "XDG_CONFIG_HOME": ""})

@@ -5,7 +5,8 @@ Two real uids (issue 10, Critical): as root, tests/twouid.py provides a throwawa
 (TMPDIR points at a fresh 1777 folder, so the victim's fallback runtime folder is $TMPDIR/torchsh-0):
 a socket folder with a server that answers with an exec directive, a fast-path token file naming its
 own port, a torchd.log symlink, an empty squatted folder, and a server behind the victim's own socket
-file (SO_PEERCRED). The victim is the test's uid running the real client and the bash/zsh functions.
+file (SO_PEERCRED). The victim is the test's uid running the real client, the bash/zsh functions and the
+installed launcher.
 Every planted server is a process of this module, killed at the end; twouid deletes the user.
 """
 import os
@@ -223,7 +224,18 @@ def test_a_server_of_another_uid_behind_our_own_socket_file_is_refused_by_its_pe
         shutil.rmtree(private, ignore_errors=True)
 
 
-SHELLS = [("bash", init_bash.script)] + ([("zsh", init_zsh.script)] if shutil.which("zsh") else [])
+# The fast path's callers: the shell functions, and the installed launcher (`torch` itself, no function).
+SHELLS = [("bash", init_bash.script)] + ([("zsh", init_zsh.script)] if shutil.which("zsh") else []) + [("launcher", None)]
+
+
+def _fast_path_victim(shell, script, tmp, **extra):
+    """The victim's `torch randn '[3]'` through the shell function (its text sourced), or the launcher."""
+    if script is None:
+        return _victim([CLIENT, "randn", "[3]"], tmp, **extra)
+    functions = os.path.join(tmp, "functions." + shell)
+    with open(functions, "w") as f:
+        f.write(script())
+    return _victim([shell, "-c", "source %s; torch randn '[3]'" % functions], tmp, **extra)
 
 
 @pytest.mark.parametrize("shell,script", SHELLS, ids=[s for s, _ in SHELLS])
@@ -240,10 +252,7 @@ def test_a_planted_fast_path_token_file_never_gets_our_argv(intruder, tmpdir_177
     with open(token, "w") as f:
         f.write("%s %s %s\n" % (open(record + ".port").read(), "a" * protocol.FAST_TOKEN_LEN, stok))
     intruder.own(token, 0o644)
-    functions = os.path.join(tmpdir_1777, "functions." + shell)
-    with open(functions, "w") as f:
-        f.write(script())
-    r = _victim([shell, "-c", "source %s; torch randn '[3]'" % functions], tmpdir_1777)
+    r = _fast_path_victim(shell, script, tmpdir_1777)
     _refused(r, token)
     assert _heard(record) == b"" and not os.path.exists(pwned)
 
@@ -295,10 +304,6 @@ def test_the_daemon_refuses_a_world_writable_socket_folder_and_leaves_its_mode()
 def test_a_token_file_in_a_folder_others_can_write_is_ignored_by_the_shell_function(shell, script):
     """One uid: the file and folder are ours, but the folder's mode would let anyone plant the file."""
     with planted_fast_token("tsh-tw-") as (d, shared, impostor):
-        functions = os.path.join(d, "functions")
-        with open(functions, "w") as f:
-            f.write(script())
-        r = _victim([shell, "-c", "source %s; torch randn '[3]'" % functions], d,
-                    TORCHSH_SOCKET=os.path.join(shared, "torchd.sock"))
+        r = _fast_path_victim(shell, script, d, TORCHSH_SOCKET=os.path.join(shared, "torchd.sock"))
         _refused(r, "torchd.fast", "mode 0777")  # the function's line, then the client's full reason
         assert nobody_connected(impostor)

@@ -29,9 +29,13 @@ def test_the_client_imports_only_builtins_and_the_protocol_module():
     assert {"torchsh.client.main", "torchsh.protocol"} <= extra
 
 
-def test_the_launcher_names_the_real_interpreter_with_isolated_no_site_flags():
-    first = open(CLIENT).readline().strip()
-    assert first == "#!%s -IS" % sys.executable
+def test_the_launcher_runs_the_real_interpreter_with_isolated_no_site_flags():
+    """With no fast path to use (no daemon), the bash launcher execs the Python client: this interpreter, -IS."""
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run(["bash", "-px", CLIENT, "--socket", os.path.join(d, "none.sock"), "daemon", "status"],
+                           capture_output=True, text=True)
+    assert "+ exec %s -IS %s --socket" % (sys.executable, CLIENT) in p.stderr, p.stderr
+    assert p.returncode == 5 and "[daemon_unavailable]" in p.stderr
 
 
 def test_an_ordinary_command_does_not_load_the_lifecycle_module():

@@ -1,5 +1,9 @@
 """The text of `torch init bash`: a `torch` shell function that talks to torchd with no process.
 
+Its functions (functions()) are also the bash part of the installed `torch` launcher (shells/launcher.py),
+which differs only in how it runs the real client (exec), checks the folder (a stamp on disk) and runs a
+block's command (as a child it waits for, passing signals on): one protocol text for both.
+
 The function speaks the daemon's fast path (daemon/fastpath.py) over bash's own /dev/tcp: it
 builds the same POST /v1/cli body the real client sends (argv, cwd, tty, TORCHSH_* environment),
 lists the replies it carries out (CARRIES: output and stdin, exec, follow, handover of protocol.REPLIES)
@@ -27,8 +31,9 @@ Builtins only (protocol): the client prints this text itself when no daemon is r
 """
 from torchsh import protocol
 
-_TEMPLATE = r'''# torchsh fast path for bash (torch init bash): `torch` runs in this shell, no process per command.
-__torchsh_file= __torchsh_port= __torchsh_ctok= __torchsh_stok=
+_HEAD = "# torchsh fast path for bash (torch init bash): `torch` runs in this shell, no process per command.\n"
+
+_TEMPLATE = r'''__torchsh_file= __torchsh_port= __torchsh_ctok= __torchsh_stok=
 __torchsh_kind= __torchsh_n1= __torchsh_out= __torchsh_err= __torchsh_held=
 
 __torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token file $1, if it is ours
@@ -47,22 +52,7 @@ __torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token 
     __torchsh_port=$__p __torchsh_ctok=$__c __torchsh_stok=$__k
 }
 
-# Is folder $1 writable by its owner only? Bash has no builtin that reads permission bits, so this
-# runs `ls -ldn` (POSIX, unlike stat's flags), once per folder: __torchsh_load runs on every command
-# and must stay builtins-only. The cache is sound: once the folder is ours and private, only we (or
-# root) can change its mode or add files to it, and the -O/-L tests above still run every time (a
-# folder deleted and re-made by another user is theirs, and fails -O). It is exported so that child
-# bashes (`torch scope -- bash -c …`) skip the `ls`: the environment comes from our own processes, and
-# a child of another uid fails -O on the folder anyway.
-__torchsh_private() {
-    local __m
-    if [[ ${__torchsh_okdir-} == "$1" ]]; then return 0; fi
-    __m=$(PATH=/bin:/usr/bin:$PATH LC_ALL=C command ls -ldn -- "$1" 2>/dev/null) || return 1  # PATH: `PATH=x torch …`
-    if [[ ${__m:0:1} != d || ${__m:5:1} == w || ${__m:8:1} == w ]]; then return 1; fi
-    export __torchsh_okdir=$1
-}
-
-__torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv. 0 reply, 1 nothing ran, 2 lost
+@PRIVATE@__torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv. 0 reply, 1 nothing ran, 2 lost
     local LC_ALL=C __fd __n __a __fmt= __head __body= __len __n2
     [[ -n $__torchsh_port ]] || return 1
     # `command`: in POSIX mode (sh, bash --posix, which import the exported function too) a failed
@@ -137,13 +127,7 @@ __torchsh_exec() {  # an exec directive (block forms): run argv with env added, 
     local __ne=${__f[0]} __nt=${__f[__f[0]+1]}
     local __envs=("${__f[@]:1:__ne}") __then=("${__f[@]:__ne+2:__nt}") __argv=("${__f[@]:__ne+2+__nt}")
     if [[ $__argv == */* && -x $__argv && ! -d $__argv ]] || type -P -- "$__argv" >/dev/null; then
-        # As with the real client, a process stands between this shell and the command: Ctrl-C kills
-        # the command, that process exits normally with its status (130), so this shell carries on,
-        # runs its own INT trap if it has one, and sends the clean-up command. (Ignoring INT here
-        # instead needed `$(trap -p INT)` to restore it: a fork and a pipe, and the trap never ran.)
-        ( exec {__torchsh_held}>&-; trap : INT; for __x in "${__envs[@]}"; do [[ $__x == TORCHSH_* ]] && export "$__x"; done
-          ( exec "${__argv[@]}" ) ) || __st=$?  # exec: the file, never a function or builtin of that name
-    else
+@RUN@    else
         printf 'torch: cannot run %s: No such file or directory\n' "$__argv" >&2; __st=127
     fi
     local __held=$__torchsh_held
@@ -181,7 +165,7 @@ __torchsh_follow() {  # a follow reply (a job's output): print, send the poll it
 
 torch() {
     local __s __f __tty=0 __e=() __envtext= __v __r=0 __t
-    if __torchsh_remote "$@"; then command torch "$@" || return $?; return 0; fi
+    if __torchsh_remote "$@"; then @CLIENT@ "$@" || return $?; return 0; fi
     if [[ -n ${TORCHSH_SOCKET-} && ${TORCHSH_SOCKET@a} == *x* ]]; then __s=$TORCHSH_SOCKET
     elif [[ -n ${XDG_RUNTIME_DIR-} ]]; then __s=$XDG_RUNTIME_DIR/torchsh/torchd.sock
     else __t=${TMPDIR:-/tmp}; __s=${__t%"${__t##*[!/]}"}/torchsh-$UID/torchd.sock; fi
@@ -203,11 +187,11 @@ torch() {
         __torchsh_call "$__tty" "$__envtext" 1 "${__in%$'\n'}" "${__argv[@]}" || __r=$?
     fi
     if (( __r == 1 )); then  # no fast path here: the real client runs it (starting torchd if need be)
-        TORCHSH_FASTPATH=1 command torch "$@" || return $?
+        TORCHSH_FASTPATH=1 @CLIENT@ "$@" || return $?
         return 0
     fi
     if (( __r == 0 )) && [[ $__torchsh_kind == h ]]; then  # handover: a reply only the real client carries out
-        command torch "$@" || return $?
+        @CLIENT@ "$@" || return $?
         return 0
     fi
     if (( __r == 2 )); then
@@ -223,11 +207,40 @@ torch() {
     if [[ -n $__torchsh_err ]]; then printf '%s' "$__torchsh_err" >&2; fi
     return $__torchsh_n1
 }
-# Child bashes (`torch scope -- bash -c "…"`, scripts, xargs bash -c) import these and keep the fast
+'''
+
+
+# The function's folder check: its verdict lives in the shell (the launcher, shells/launcher.py, keeps it on disk).
+_PRIVATE_PER_SHELL = r'''# Is folder $1 writable by its owner only? Bash has no builtin that reads permission bits, so this
+# runs `ls -ldn` (POSIX, unlike stat's flags), once per folder: __torchsh_load runs on every command
+# and must stay builtins-only. The cache is sound: once the folder is ours and private, only we (or
+# root) can change its mode or add files to it, and the -O/-L tests above still run every time (a
+# folder deleted and re-made by another user is theirs, and fails -O). It is exported so that child
+# bashes (`torch scope -- bash -c …`) skip the `ls`: the environment comes from our own processes, and
+# a child of another uid fails -O on the folder anyway.
+__torchsh_private() {
+    local __m
+    if [[ ${__torchsh_okdir-} == "$1" ]]; then return 0; fi
+    __m=$(PATH=/bin:/usr/bin:$PATH LC_ALL=C command ls -ldn -- "$1" 2>/dev/null) || return 1  # PATH: `PATH=x torch …`
+    if [[ ${__m:0:1} != d || ${__m:5:1} == w || ${__m:8:1} == w ]]; then return 1; fi
+    export __torchsh_okdir=$1
+}
+
+'''
+
+# The function's way to run a block's command (an interactive shell: in the foreground, a subshell between).
+_RUN_IN_SHELL = r'''        # As with the real client, a process stands between this shell and the command: Ctrl-C kills
+        # the command, that process exits normally with its status (130), so this shell carries on,
+        # runs its own INT trap if it has one, and sends the clean-up command. (Ignoring INT here
+        # instead needed `$(trap -p INT)` to restore it: a fork and a pipe, and the trap never ran.)
+        ( exec {__torchsh_held}>&-; trap : INT; for __x in "${__envs[@]}"; do [[ $__x == TORCHSH_* ]] && export "$__x"; done
+          ( exec "${__argv[@]}" ) ) || __st=$?  # exec: the file, never a function or builtin of that name
+'''
+
+_EXPORT = r'''# Child bashes (`torch scope -- bash -c "…"`, scripts, xargs bash -c) import these and keep the fast
 # path; each child checks the token file itself. Programs that are not bash ignore them.
 export -f torch __torchsh_remote __torchsh_load __torchsh_private __torchsh_rpc __torchsh_call __torchsh_trim __torchsh_stdin __torchsh_exec __torchsh_follow
 '''
-
 
 # The replies the function carries out (protocol.REPLIES); the daemon hands any other over to the client.
 CARRIES = ("stdin", "exec", "follow", "handover")
@@ -235,7 +248,16 @@ CARRIES = ("stdin", "exec", "follow", "handover")
 
 def script():
     """The bash text that `eval "$(torch init bash)"` runs, with the daemon's head offsets filled in."""
+    return _HEAD + functions("command torch", _PRIVATE_PER_SHELL, _RUN_IN_SHELL) + _EXPORT
+
+
+def functions(client, private, run):
+    """The fast path's functions (`torch` and its helpers), shared by the shell function and the installed
+    launcher (shells/launcher.py): `client` is the bash command that runs the real client with the
+    function's arguments, `private` the text of __torchsh_private (the folder check), `run` the lines of
+    __torchsh_exec that run a block's command ($__argv with $__envs added; its status in __st)."""
     text = _TEMPLATE.replace("@REPLIES@", protocol.replies_header(CARRIES).decode())
+    text = text.replace("@CLIENT@", client).replace("@PRIVATE@", private).replace("@RUN@", run)
     for name in ("HEAD_LEN", "TOKEN_AT", "TOKEN_LEN", "LENGTH_AT", "KIND_AT", "NUM1_AT", "NUM2_AT",
                  "CONTINUE_LEN", "CONTINUE_TOKEN_AT"):
         text = text.replace("@%s@" % name, str(getattr(protocol, "FAST_" + name)))
