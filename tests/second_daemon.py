@@ -19,7 +19,7 @@ class SecondDaemon:
         os.makedirs(os.path.join(self.xdg, "torchsh", "contexts"), mode=0o700)
         os.chmod(self.xdg, 0o700)
         os.chmod(os.path.join(self.xdg, "torchsh"), 0o700)
-        code = "from torchsh import protocol; print(paths.context_socket(%r))" % name
+        code = "from torchsh import paths; print(paths.context_socket(%r))" % name
         self.socket = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, XDG_RUNTIME_DIR=self.xdg),
                                      capture_output=True, text=True, check=True).stdout.strip()
         self.env = dict(TORCHSH_SOCKET=self.socket, **(env or {}))

@@ -100,7 +100,7 @@ def test_a_folder_the_client_cannot_stream_or_a_missing_file_on_a_remote_context
     followed; a missing folder or file is one line."""
     (tmp_path / "saved").mkdir()
     (tmp_path / "saved" / "link").symlink_to("/etc/passwd")
-    api = ("curl -s --unix-socket \"$(python -c 'from torchsh import protocol; print(paths.context_socket(\"r1\"))')\" "
+    api = ("curl -s --unix-socket \"$(python -c 'from torchsh import paths; print(paths.context_socket(\"r1\"))')\" "
            "-H 'Torchsh-Context: r1' -d '{\"args\": [\"here\"], \"env\": {\"TORCHSH_CONTEXT\": \"r1\"}, \"cwd\": \"%s\"}' "
            "http://torchd/v1/ops/session.save; echo" % tmp_path)
     fit = ("m=$(torch --context r1 nn linear 2 1); o=$(torch --context r1 optim sgd $m --lr 0.1); "
