@@ -2,9 +2,11 @@
 private folder, a caller's environment with its own config and runtime folders (so `context use` and the
 forwarders never touch the real ones), and a teardown that stops every daemon and forwarder it started.
 Use: `from remotes import TLSRemote, caller_env, stop_all` (tests/ is on sys.path)."""
+import contextlib
 import glob
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -60,6 +62,22 @@ class TLSRemote:
 
     def stop(self):
         subprocess.run(["torch", "daemon", "stop"], env=self.env, capture_output=True, timeout=60)
+
+
+@contextlib.contextmanager
+def running(prefix):
+    """A TLSRemote started in a private folder of its own (its `folder` attribute), stopped with every forwarder
+    and its folder removed at the end: a module's `remote` fixture is `with running(PREFIX) as r: yield r`."""
+    folder = private_folder(prefix)
+    daemon = TLSRemote(folder)
+    try:
+        daemon.start()
+        daemon.folder = folder
+        yield daemon
+    finally:
+        daemon.stop()
+        stop_all(folder)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def stop_all(folder):

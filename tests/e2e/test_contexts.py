@@ -17,23 +17,15 @@ import torch
 from safetensors.torch import load_file
 
 from imports import extra_imports
-from remotes import TLSRemote, bash, caller_env, free_port, private_folder, stop_all
+from remotes import TLSRemote, bash, caller_env, free_port, private_folder, running, stop_all
 from required import require_tool
 from waiting import process_gone, wait_until
 
 
 @pytest.fixture(scope="module")
 def remote():
-    folder = private_folder("tctx-")
-    daemon = TLSRemote(folder)
-    try:
-        daemon.start()
-        daemon.folder = folder
+    with running("tctx-") as daemon:
         yield daemon
-    finally:
-        daemon.stop()
-        stop_all(folder)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

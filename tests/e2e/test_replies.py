@@ -234,17 +234,9 @@ def test_copy(sh, callers):
 # -- upload and download: the caller's files on a remote context ------------------------------------------------
 @pytest.fixture(scope="module")
 def remote():
-    from remotes import TLSRemote, private_folder, stop_all
-    folder = private_folder("trep-")
-    daemon = TLSRemote(folder)
-    try:
-        daemon.start()
-        daemon.folder = folder
+    from remotes import running
+    with running("trep-") as daemon:
         yield daemon
-    finally:
-        daemon.stop()
-        stop_all(folder)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
