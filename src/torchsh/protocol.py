@@ -173,7 +173,7 @@ def http_status(code):
 
 
 MAX_BODY = 4 << 30  # a request body on the daemon's Unix socket (bulk .npy uploads, staged files)
-# The caller's files on a remote context (remote/staging.py, filerelay.py): in H_DOWNLOAD, +ID is a staged
+# The caller's files on a remote context (remote/staging.py, client/filerelay.py): in H_DOWNLOAD, +ID is a staged
 # folder (GET it for its files); in H_UPLOAD, ?ID marks a folder the op also writes (missing: send an empty one)
 STAGED_FOLDER, STAGED_MAY_BE_MISSING = "+", "?"
 

@@ -2,7 +2,6 @@
 forwarder; results equal in-process PyTorch; the pin and the token are enforced; plain TCP is refused;
 context ls/use/rm/inspect; --context > TORCHSH_CONTEXT > TORCHSH_SOCKET > `context use`; handles carry the
 context's name and mixing two daemons' handles fails pointing to `torch cp`; a killed forwarder comes back."""
-from torchsh import paths
 import json
 import os
 import re
@@ -17,7 +16,7 @@ import torch
 from safetensors.torch import load_file
 
 from imports import extra_imports
-from remotes import TLSRemote, bash, caller_env, free_port, private_folder, running, stop_all
+from remotes import bash, caller_env, free_port, private_folder, running
 from required import require_tool
 from waiting import process_gone, wait_until
 

@@ -10,10 +10,8 @@ These tests run real bash, zsh and nu (scripts/bootstrap.sh --with-shells instal
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 
 import pytest
 import torch

@@ -38,7 +38,7 @@ def start_scope_client(s, tmp_path):
 
 def _default_signals():
     """The client as a terminal's shell starts it: a suite run under nohup, or as a background job, passes
-    SIGHUP (and SIGINT) on ignored, and the client rightly keeps an inherited ignore (client.py: _spawn_and_wait)."""
+    SIGHUP (and SIGINT) on ignored, and the client rightly keeps an inherited ignore (client/blocks.py: _spawn_and_wait)."""
     for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)
 

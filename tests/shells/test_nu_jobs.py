@@ -9,7 +9,6 @@ import tempfile
 import time
 
 import pytest
-import torch
 
 pytestmark = pytest.mark.slow  # several shells and daemons a test: tests/conftest.py's rule
 

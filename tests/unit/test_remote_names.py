@@ -1,4 +1,4 @@
-"""Handle names across contexts (remote/naming.py) and certificate fingerprints (remote/tls.py), as text."""
+"""Handle names across contexts (remote/naming.py) and certificate fingerprints (link/tls.py), as text."""
 import base64
 import hashlib
 

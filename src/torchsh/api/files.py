@@ -1,12 +1,11 @@
 """POST /v1/files and GET /v1/files/{id}: the caller's files and folders to and from a remote context's daemon
-(remote/staging.py keeps them; the client streams them: src/torchsh/filerelay.py)."""
+(remote/staging.py keeps them; the client streams them: src/torchsh/client/filerelay.py)."""
 import os
 import shutil
 
 from torchsh import protocol
 from torchsh.daemon.http import Response
 from torchsh.errors import TorchshError
-from torchsh.remote import staging
 
 
 def post_file(app, request, params):

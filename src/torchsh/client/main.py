@@ -22,7 +22,7 @@ import sys
 
 from torchsh import paths, protocol
 from torchsh.client import wire
-from torchsh.client.wire import call, connect, connect_or_none, fail, write
+from torchsh.client.wire import call, connect_or_none, fail, write
 
 
 def main(argv=None):
