@@ -19,11 +19,12 @@ import pytest
 from twouid import other_user, run_as  # noqa: F401  (other_user is a fixture)
 
 TORCH = os.path.join(os.path.dirname(sys.executable), "torch")  # the venv's launcher, as conftest.BIN
+CLIENT = [sys.executable, "-IS", TORCH]  # the Python client itself (the launcher would take the fast path)
 LONG = ["matrix_power", None, "16777215"]
 
 
 def bg(sh, *argv):
-    return subprocess.Popen([TORCH, *argv], env=sh.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    return subprocess.Popen([*CLIENT, *argv], env=sh.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -84,7 +85,7 @@ def test_connection_limit_gives_the_client_a_one_line_overloaded_error(fresh_sh)
     try:
         wait_for(lambda: _daemon_fds(sh) >= base + limit, "the daemon to accept them all")
         # The standalone client itself (through the fast bash path this would not touch the full socket).
-        p = subprocess.run([TORCH, "randn", "[3]"], env=sh.env, capture_output=True,
+        p = subprocess.run([*CLIENT, "randn", "[3]"], env=sh.env, capture_output=True,
                            text=True, stdin=subprocess.DEVNULL, timeout=60)
         assert p.returncode == 5 and p.stdout == ""
         assert p.stderr.count("\n") == 1 and "[overloaded]" in p.stderr and p.stderr.startswith("torch: "), p.stderr

@@ -99,6 +99,7 @@ class Daemon:
         """Free every object but `keep` (the fixtures), so results of earlier examples do not fill the
         memory budget. Housekeeping: not counted."""
         status, _, payload = self.request("GET", "/v1/tensors")
+        assert status == 200, payload  # the census itself refused (overloaded, say): say so, not KeyError
         doomed = [row["handle"] for row in json.loads(payload)["objects"] if row["handle"] not in keep]
         for i in range(0, len(doomed), 500):
             body = protocol.encode_cli_request([b"free"] + [h.encode() for h in doomed[i:i + 500]],
