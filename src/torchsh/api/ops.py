@@ -58,7 +58,8 @@ def post_op(app, request, params):
         binding, convert = _bind_body(op, fixed, args, tensors, kwargs, shape), convert_all
     warned = []
     try:
-        replies.check(ctx, op)  # a caller lacking a reply the op declares: handed over or refused, nothing runs
+        if op.replies:  # a caller lacking a reply the op declares: handed over or refused, nothing runs
+            replies.check(ctx, op)
         result = invoke(ctx, op, binding, globals_, warned, convert)
     except TorchshError as e:
         e.op = e.op or op.name
@@ -83,8 +84,13 @@ def _context(app, request, body, env, cwd, plain):
     return ctx, {k: switches[k] for k in ("no_grad", "inference_mode")}
 
 
+_NOT_PLAIN = (results.Follow, results.Exec, results.Copy, results.Await, results.Binary)
+
+
 def _answer(ctx, result, nan, warned):
     """The JSON reply for what the op returned: its result, or a reply besides output by its name."""
+    if not isinstance(result, _NOT_PLAIN):  # what nearly every op returns, at the cost of one test
+        return Response(200, result_json(result, results.to_wire(result, ctx), nan, warned))  # valid JSON unless ?nan=bare
     if isinstance(result, results.Follow):
         if "follow" in ctx.replies:
             return _json({"follow": result.json(), "stdout": result.stdout, "stderr": result.stderr})
@@ -95,10 +101,7 @@ def _answer(ctx, result, nan, warned):
         return _json({"copy": result.json()})
     if isinstance(result, results.Await):  # SKIP unless listed: the stop is not waited for
         return _json(dict({"result": result.text}, **({"await": {"pid": result.pid}} if "await" in ctx.replies else {})))
-    if isinstance(result, results.Binary):
-        return Response(200, bytes(result), "application/octet-stream")
-    wire = results.to_wire(result, ctx)
-    return Response(200, result_json(result, wire, nan, warned))  # valid JSON unless ?nan=bare
+    return Response(200, bytes(result), "application/octet-stream")  # Binary
 
 
 def _followed(ctx, first, client_gone, nan):

@@ -8,7 +8,6 @@ merely named or returned (an input, `keep`'s handles) is not; a job is kept (a d
 outlive its client, and `torch jobs` lists it); scopes are not handles and stay (an owned one ends with
 its owner: registry/store.py's reaper).
 """
-import contextlib
 import threading
 
 from torchsh.errors import TorchshError
@@ -35,16 +34,10 @@ class RecordingRegistry(Registry):
         if made is not None:
             made.extend(h for h, (_, kind, _) in objects.items() if kind not in KEPT_KINDS)
 
-    @contextlib.contextmanager
     def recording(self):
         """`with registry.recording() as made:` the handles this thread makes meanwhile are listed in `made`
         (a request answered inside another's, at a job's step boundary, has a list of its own)."""
-        outer = getattr(self._made, "handles", None)
-        self._made.handles = made = []
-        try:
-            yield made
-        finally:
-            self._made.handles = outer
+        return _Recording(self._made)
 
     def free_unclaimed(self, made):
         """Free those of `made` still held (the client that would have learned them is gone); -> the freed."""
@@ -56,3 +49,19 @@ class RecordingRegistry(Registry):
                 continue
             freed.append(handle)
         return freed
+
+
+class _Recording:
+    """RecordingRegistry.recording's context: a class, not a generator (every request enters one)."""
+    __slots__ = ("local", "outer")
+
+    def __init__(self, local):
+        self.local, self.outer = local, None
+
+    def __enter__(self):
+        self.outer = getattr(self.local, "handles", None)
+        self.local.handles = made = []
+        return made
+
+    def __exit__(self, kind, value, tb):
+        self.local.handles = self.outer
