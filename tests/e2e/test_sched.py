@@ -98,3 +98,18 @@ def test_scheduler_changes_the_optimizers_lr(sh, opt):
     s = sh("torch sched step_lr %s 1 --gamma 0.5" % opt)
     sh("torch step %s; torch sched step %s" % (opt, s))
     assert sh("torch optim lr %s" % opt) == "0.05"
+
+
+def test_a_refused_scheduler_leaves_its_optimizer_as_it_was(sh, opt):
+    """PyTorch's CyclicLR sets every group's lr to base_lr before it checks max_lr's length: the refusal
+    must not leave the optimizer (and the census that reads its lr) with a half-built scheduler's values."""
+    before = sh("torch optim lr %s" % opt)
+    r = sh.run("torch sched cyclic_lr %s '[0.5]' '[1,2]' --base_momentum 0.3" % opt)
+    assert r.code == 2 and "max_lr" in r.err
+    o = python_opt()
+    with pytest.raises(ValueError):  # the oracle: PyTorch itself did write lr before refusing
+        sched.CyclicLR(o, [0.5], [1, 2], base_momentum=0.3)
+    assert o.param_groups[0]["lr"] == 0.5
+    assert sh("torch optim lr %s" % opt) == before == "0.1"
+    (row,) = [r for r in json.loads(sh("torch tensors --kind optim --json")) if r["handle"] == opt]
+    assert row["lr"] == 0.1

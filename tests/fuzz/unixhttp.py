@@ -99,7 +99,7 @@ class Daemon:
         """Free every object but `keep` (the fixtures), so results of earlier examples do not fill the
         memory budget. Housekeeping: not counted."""
         status, _, payload = self.request("GET", "/v1/tensors")
-        assert status == 200, payload  # the census itself refused (overloaded, say): say so, not KeyError
+        assert status == 200, (payload, _last_traceback(payload))  # the census itself refused: say why
         doomed = [row["handle"] for row in json.loads(payload)["objects"] if row["handle"] not in keep]
         for i in range(0, len(doomed), 500):
             body = protocol.encode_cli_request([b"free"] + [h.encode() for h in doomed[i:i + 500]],
@@ -134,3 +134,13 @@ def _json_code(status, payload):
         return json.loads(payload)["error"]["code"]
     except (ValueError, KeyError, TypeError):
         return "internal_error" if status >= 500 else "http_%d" % status
+
+
+def _last_traceback(payload):
+    """The daemon log's last traceback, found through an internal_error's hint (`see …/torchd.log`)."""
+    try:
+        log = json.loads(payload)["error"]["hint"].split("see ", 1)[1]
+        with open(log, errors="replace") as f:
+            return f.read().rsplit("Traceback", 1)[1][-3000:]
+    except (ValueError, KeyError, IndexError, OSError):
+        return None

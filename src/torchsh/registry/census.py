@@ -3,6 +3,7 @@
 Reads the registry without the tensor lock (it only looks at metadata), so it answers while a
 long op runs. Each kind's own fields come from its row (registry/kinds.py).
 """
+import logging
 import time
 
 import torch
@@ -10,13 +11,19 @@ from torch.nn.parameter import is_lazy
 
 from torchsh.registry.kinds import HANDLE_KINDS
 
+log = logging.getLogger("torchd")
+
 
 def object_row(handle, entry, now=None):
     """One object's row. Every kind has `bytes`, an int: a tensor's data, a model's parameters and
     buffers, an optimizer's state tensors (momentum, Adam's moments), a scheduler's 0."""
     now = now or time.time()
     row = {"handle": handle, "kind": entry.kind, "age_s": round(now - entry.created, 3), "scope": entry.scope}
-    row.update(HANDLE_KINDS[entry.kind].census(entry.obj))
+    try:
+        row.update(HANDLE_KINDS[entry.kind].census(entry.obj))
+    except Exception as e:  # one odd object must not take the census (and `torch free`'s sweep) down with it
+        log.warning("census: %s: %s: %s", handle, type(e).__name__, e)
+        row.update(type=type(entry.obj).__name__, bytes=0, unreadable="%s: %s" % (type(e).__name__, e))
     return row
 
 

@@ -62,8 +62,16 @@ def _optimizer_fields(o):
     states = list(o.state.values())
     groups = list(o.param_groups)
     lr = groups[0].get("lr") if groups else None  # the first group's: what `torch optim lr` reports
-    return dict(type=type(o).__name__, lr=float(lr) if lr is not None else None,
+    return dict(type=type(o).__name__, lr=_number(lr),
                 bytes=tensor_bytes(v for s in states for v in list(s.values())))
+
+
+def _number(lr):
+    """A learning rate as the census shows it: a float (PyTorch also takes a 1-element tensor), else None."""
+    try:
+        return float(lr)
+    except (TypeError, ValueError, RuntimeError, OverflowError):
+        return None
 
 
 def _scheduler_fields(s):

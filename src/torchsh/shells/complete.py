@@ -151,7 +151,7 @@ def describe(row):
     words = [row["kind"]]
     if "dtype" in row:
         shape = row.get("shape")
-        words += ["[%s]" % ",".join(map(str, shape)) if shape is not None else "[uninitialized]", row["dtype"]]
+        words += ["[%s]" % ",".join(map(str, shape)) if shape is not None else "[uninitialized]", row.get("dtype", "?")]
         words += [row["device"]] if row.get("device", "cpu") != "cpu" else []
         words += ["requires_grad"] if row.get("requires_grad") else []
     else:

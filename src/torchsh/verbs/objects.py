@@ -39,7 +39,7 @@ def _cells(r):
     else:
         shape = r.get("type", "-")
     return (r["handle"], r["kind"], shape, r.get("dtype", "-"), r.get("device", "-"),
-            human(r["bytes"]).replace(" ", ""), ("yes" if r["requires_grad"] else "no") if tensor else "-",
+            human(r["bytes"]).replace(" ", ""), ("yes" if r.get("requires_grad") else "no") if tensor else "-",
             _age(r["age_s"]), r["scope"] or "-")
 
 

@@ -49,13 +49,38 @@ def _builder(cls, args):
         fit_values(args, values)
         if "schedulers" in values:  # SequentialLR, ChainedScheduler: handles of schedulers built before
             values["schedulers"] = [ctx.registry.get(h, "sched") for h in values["schedulers"]]
+        groups = _settings(values.get("optimizer"))
         try:
-            return record(cls(**values), cls.__name__, values)  # sessions and `cp` rebuild it
-        except (ValueError, TypeError, KeyError) as e:
-            raise bad_argument("%s: %s" % (cls.__name__, str(e).split("\n")[0]),
-                               "`torch sched %s --help` lists the options" % cls.__name__) from None
+            scheduler = cls(**values)
+        except BaseException as e:
+            _restore(values.get("optimizer"), groups)
+            if isinstance(e, (ValueError, TypeError, KeyError)):
+                raise bad_argument("%s: %s" % (cls.__name__, str(e).split("\n")[0]),
+                                   "`torch sched %s --help` lists the options" % cls.__name__) from None
+            raise
+        return record(scheduler, cls.__name__, values)  # sessions and `cp` rebuild it
     build.__name__ = "sched_" + cls.__name__
     return build
+
+
+def _settings(opt):
+    """The optimizer's group settings (lr, momentum, initial_lr…), before a scheduler is built on it.
+    PyTorch's schedulers write them in __init__ before they finish checking their arguments (CyclicLR
+    sets every group's lr to base_lr, then refuses a max_lr of the wrong length): a refused scheduler
+    must leave the optimizer as it was."""
+    if not isinstance(opt, torch.optim.Optimizer):
+        return None
+    return [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
+
+
+def _restore(opt, groups):
+    if groups is None:
+        return
+    for group, saved in zip(opt.param_groups, groups):
+        params = group["params"]
+        group.clear()
+        group["params"] = params
+        group.update(saved)
 
 
 @verb("sched.step(Scheduler scheduler, *, float? metric=None) -> None", category="optim",
