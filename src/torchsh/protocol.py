@@ -30,6 +30,20 @@ class Reply:
         self.fallback, self.meaning = fallback, meaning
 
 
+# How long a stopping daemon lets the requests it took, and its jobs, finish before it exits anyway.
+STOP_GRACE_S = 10.0
+STOP_GRACE_ENV = "TORCHSH_STOP_GRACE"
+
+
+def stop_grace_s(value):
+    """$TORCHSH_STOP_GRACE in seconds (str or bytes; raise it where single ops run long), else STOP_GRACE_S.
+    torchd reads it when it starts and `torch daemon stop` waits that long plus a margin."""
+    try:
+        return max(0.0, float(value)) if value else STOP_GRACE_S
+    except ValueError:
+        return STOP_GRACE_S
+
+
 # What a caller that carries out neither the reply nor `handover` gets (docs/architecture.md):
 DAEMON = "daemon"    # the daemon carries it out itself and answers once, at the end
 SKIP = "skip"        # the output alone, without the reply

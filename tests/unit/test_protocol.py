@@ -47,3 +47,9 @@ def test_a_socket_path_must_fit_sun_path_with_its_nul():
     problem = paths.socket_path_too_long("/" + "s" * (limit - 1))
     assert "is %d bytes" % limit in problem and "at most %d" % (limit - 1) in problem and "sun_path" in problem
     assert paths.socket_path_too_long("/" + "é" * (limit // 2)) is not None  # bytes, not characters
+
+
+def test_the_stop_grace_is_ten_seconds_unless_torchsh_stop_grace_says_otherwise():
+    assert protocol.stop_grace_s(None) == protocol.stop_grace_s("") == 10.0
+    assert protocol.stop_grace_s("600") == protocol.stop_grace_s(b"600") == 600.0  # the client reads bytes
+    assert protocol.stop_grace_s("soon") == 10.0 and protocol.stop_grace_s("-5") == 0.0

@@ -14,7 +14,7 @@ from torchsh import paths, protocol, trust
 from torchsh.client import wire
 
 START_TIMEOUT_S = 120.0   # import torch takes ~1.5 s, but a loaded CI machine can be much slower
-STOP_TIMEOUT_S = 20.0     # the daemon's shutdown grace (server.GRACE_S, 10 s) plus a margin
+STOP_TIMEOUT_S = protocol.stop_grace_s(posix.environ.get(protocol.STOP_GRACE_ENV.encode())) + 10.0  # grace + margin
 WAIT_RUNNING_S = 15.0     # `tensors`, `daemon status|stop`: how long a daemon that holds the lock may take to answer
 # Settings a restart carries from the old daemon to the new one (the stop reply's H_SETTINGS header).
 _KEPT = (b"TORCHSH_TTL", b"TORCHSH_MAX_MEMORY", b"TORCHSH_FASTPATH", b"TORCHSH_LISTEN", b"TORCHSH_PERSIST")
