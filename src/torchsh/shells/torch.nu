@@ -1793,19 +1793,20 @@ export def "data next" [
 
 # A map-style dataset over files: .npy (memory-mapped), .npz, .safetensors (lazy), .csv, .parquet,
 #
-# data.open(Path[] files, *, str? columns=None, str? target=None, ScalarType? dtype=None, ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None) -> Dataset
+# data.open(Path[] files, *, str? columns=None, str? target=None, ScalarType? dtype=None, ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None, str? onehot=None) -> Dataset
 export def "data open" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: files…; piped handles fill the tensor slots still missing
     --files: any  # .npy .npz .safetensors .csv .parquet files, or an image folder (ROOT/CLASS/IMAGE) (Path[])
     --columns: string  # columns (csv, parquet) or arrays (npz, safetensors) by name or 0-based index, x1,x2; repeat for mor… (str?)
     --target: string  # the column or array put last; alone, every other column is a feature (str?)
     --dtype: string@"nu-complete torch dtypes"  # the features' dtype for csv and parquet (default float32) (ScalarType?)
-    --target_dtype: string@"nu-complete torch dtypes"  # the target's dtype for csv (default --dtype) and parquet (default as stored) (ScalarType?)
+    --target_dtype: string@"nu-complete torch dtypes"  # the target's dtype (ScalarType?)
     --header  # the csv's first line names the columns (bool?)
     --no_header  # the csv's first line is data (bool)
     --delimiter: string  # the csv's cell separator (default ','; tab for tabs) (str?)
+    --onehot: string  # text feature columns to one-hot encode (csv, parquet), a,b; repeatable (str?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "data.open" $args "files columns target dtype target_dtype header! no_header! delimiter no_grad!" [$files $columns $target $dtype $target_dtype $header $no_header $delimiter $no_grad] }
+]: any -> any { torchsh typed "data.open" $args "files columns target dtype target_dtype header! no_header! delimiter onehot no_grad!" [$files $columns $target $dtype $target_dtype $header $no_header $delimiter $onehot $no_grad] }
 
 # torch.utils.data.random_split: two to five parts, by fractions (0.8 0.2) or counts (800 200); one
 #

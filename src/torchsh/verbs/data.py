@@ -16,31 +16,37 @@ from torchsh.verbs import verb
 
 
 @verb("data.open(Path[] files, *, str? columns=None, str? target=None, ScalarType? dtype=None, "
-      "ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None) -> Dataset",
-      category="files", repeatable=("columns",),
+      "ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None, "
+      "str? onehot=None) -> Dataset",
+      category="files", repeatable=("columns", "onehot"),
       examples=("printf 'x1,x2,y\\n1,2,0\\n3,4,1\\n' > t.csv && torch data info $(torch data open t.csv --target y)",))
 def open_(ctx, files, columns=None, target=None, dtype=None, target_dtype=None, header=None, no_header=False,
-          delimiter=None):
+          delimiter=None, onehot=None):
     """A map-style dataset over files: .npy (memory-mapped), .npz, .safetensors (lazy), .csv, .parquet,
     or an image folder (one sub-folder per class); items are tuples of tensors, one field per file.
 
     Several files are fields side by side (`x.npy y.npy` -> items (x[i], y[i])); their lengths must agree.
     --columns picks columns (csv, parquet: each --columns one field) or arrays (npz, safetensors);
-    --target COL puts that column last (alone: every other column is a feature). A csv reads as
-    `torch load` reads it (--header, --no-header, --delimiter), features float32 (or --dtype), the
-    target as --target_dtype (else --dtype); parquet needs the `parquet` extra, images the `images` extra.
+    --target COL puts that column last (alone: every other column is a feature). A table reads as
+    pandas reads one: csv as `torch load` (--header, --no-header, --delimiter); features float32 (or
+    --dtype), each item [k] even for one column (df[['x']]); the target one value per item (df['y']),
+    int64 when every cell is an integer, class indices when its cells are names (classes sorted, shown by
+    `data info`), else float32 (or --dtype); --target_dtype overrides. A text feature is refused unless
+    --onehot COL encodes it (one 0/1 column per category, sorted). Parquet needs the `parquet` extra,
+    images the `images` extra.
 
     Args:
         files: .npy .npz .safetensors .csv .parquet files, or an image folder (ROOT/CLASS/IMAGE)
         columns: columns (csv, parquet) or arrays (npz, safetensors) by name or 0-based index, x1,x2; repeat for more fields
         target: the column or array put last; alone, every other column is a feature
         dtype: the features' dtype for csv and parquet (default float32)
-        target_dtype: the target's dtype for csv (default --dtype) and parquet (default as stored)
+        target_dtype: the target's dtype (default: int64 for integers, class indices for names, else --dtype)
         header: the csv's first line names the columns (default: detected)
         no_header: the csv's first line is data
         delimiter: the csv's cell separator (default ','; tab for tabs)
+        onehot: text feature columns to one-hot encode (csv, parquet), a,b; repeatable
     """
-    options = openers.Options(columns, target, dtype, target_dtype, header, no_header, delimiter)
+    options = openers.Options(columns, target, dtype, target_dtype, header, no_header, delimiter, onehot)
     return openers.open_dataset(files, options)
 
 
