@@ -1785,11 +1785,12 @@ export def "data loader" [
 
 # The loader's next batch, one handle per field (one a line); exit 1, silent, at the end of an epoch.
 #
-# data.next(Loader loader) -> Tensor[]
+# data.next(Loader loader, *, bool keep=False) -> Tensor[]
 export def "data next" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: loader; piped handles fill the tensor slots still missing
+    --keep  # this batch outlives the next data next (free it yourself) (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "data.next" $args "no_grad!" [$no_grad] }
+]: any -> any { torchsh typed "data.next" $args "keep! no_grad!" [$keep $no_grad] }
 
 # A map-style dataset over files: .npy (memory-mapped), .npz, .safetensors (lazy), .csv, .parquet,
 #
