@@ -31,11 +31,12 @@ def write(path, named):
 
 
 def text(t):
-    """One line per row (a 1-D tensor is one row), values as `torch value --nan bare` prints them."""
+    """One line per row, values as `torch value --nan bare` prints them; a 1-D tensor is one column (as
+    pandas writes a Series), which `torch load` reads back 1-D."""
     t = t.detach()
     if t.dim() > 2:
         raise bad_argument("csv holds at most 2 dimensions, this tensor has %d" % t.dim(), "use json, npy or npz")
-    rows = t.reshape(1, -1) if t.dim() < 2 else t
+    rows = t.reshape(-1, 1) if t.dim() == 1 else t.reshape(1, -1) if t.dim() == 0 else t
     return "".join(",".join(tensortext.float_texts(r, bare=True)) + "\n" for r in rows)
 
 
