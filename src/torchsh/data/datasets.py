@@ -251,6 +251,9 @@ def describe(dataset):
     categories = next((d.categories for d in wrapped_datasets(dataset) if getattr(d, "categories", None)), None)
     if categories:
         out["categories"] = dict(categories)
+    learned = next((d.standardization for d in wrapped_datasets(dataset) if getattr(d, "standardization", None)), None)
+    if learned:
+        out["standardize"] = learned
     return out
 
 

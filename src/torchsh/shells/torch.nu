@@ -1833,7 +1833,7 @@ export def "data tensors" [
 
 # A dataset whose items are transformed as they are read: --resize H,W (or S: the shorter edge),
 #
-# data.transform(Dataset dataset, *, float[]? mean=None, float[]? std=None, int? one_hot=None, ScalarType? dtype=None, int[]? resize=None, int[]? center_crop=None, int? field=None) -> Dataset
+# data.transform(Dataset dataset, *, float[]? mean=None, float[]? std=None, int? one_hot=None, ScalarType? dtype=None, int[]? resize=None, int[]? center_crop=None, int? field=None, bool standardize=False, Dataset? standardize_like=None) -> Dataset
 export def "data transform" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: dataset; piped handles fill the tensor slots still missing
     --mean: any  # normalize: subtracted, one value or one per channel (float[]?)
@@ -1843,8 +1843,10 @@ export def "data transform" [
     --resize: any  # H,W, or one size for the shorter edge (bilinear, antialiased) (int[]?)
     --center_crop: any  # H,W, or one size for a square (int[]?)
     --field: int  # the item's field the transforms change (0-based; -1 is the last) (int?)
+    --standardize  # learn each feature's mean and std from this dataset and apply them (bool)
+    --standardize_like: string@"nu-complete torch"  # apply the statistics another dataset's --standardize learned (Dataset?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "data.transform" $args "mean std one_hot dtype resize center_crop field no_grad!" [$mean $std $one_hot $dtype $resize $center_crop $field $no_grad] }
+]: any -> any { torchsh typed "data.transform" $args "mean std one_hot dtype resize center_crop field standardize! standardize_like no_grad!" [$mean $std $one_hot $dtype $resize $center_crop $field $standardize $standardize_like $no_grad] }
 
 # Returns a new tensor with each of the elements of input converted from angles in degrees to radians.
 #
