@@ -91,6 +91,9 @@ def test_a_non_number_is_named_by_row_and_column(sh):
     labels = _write(sh, "labels.csv", "x,y\n1,0\n2,1\n3,two\n")  # numbers with one word among them: a typo
     r = sh.run("torch data open %s --target y" % labels)
     assert r.code == 6 and "row 3 (line 4), column 1 (y): 'two' is not a number" in r.err
+    unnamed = _write(sh, "unnamed.csv", "x,y\n1,cat\n2,\n")  # a class name missing
+    r = sh.run("torch data open %s --target y" % unnamed)
+    assert r.code == 6 and "row 2 (line 3), column 1 (y) is empty" in r.err and "class name" in r.err
 
 
 def test_parquet_text_target_and_onehot_read_as_csv_does(sh):

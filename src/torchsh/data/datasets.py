@@ -231,9 +231,10 @@ def wrapped_datasets(d):
 
 
 def describe(dataset):
-    """{length, fields: [{name, shape, dtype}], classes?}: the shapes and dtypes of item 0's fields."""
+    """{length, fields: [{name, shape, dtype}], classes?, categories?, standardize?}: the shapes and dtypes
+    of item 0's fields, and what the dataset's numbers stand for (see known())."""
     length = len(dataset)
-    names = next((d.field_names for d in wrapped_datasets(dataset) if hasattr(d, "field_names")), None)
+    names = known(dataset, "field_names")
     fields = []
     if length:
         item = dataset[0]
@@ -245,16 +246,20 @@ def describe(dataset):
             else:
                 fields.append({"name": name, "shape": None, "dtype": type(t).__name__})
     out = {"length": length, "fields": fields}
-    classes = next((d.classes for d in wrapped_datasets(dataset) if getattr(d, "classes", None)), None)
-    if classes:
-        out["classes"] = list(classes)
-    categories = next((d.categories for d in wrapped_datasets(dataset) if getattr(d, "categories", None)), None)
-    if categories:
-        out["categories"] = dict(categories)
-    learned = next((d.standardization for d in wrapped_datasets(dataset) if getattr(d, "standardization", None)), None)
-    if learned:
-        out["standardize"] = learned
+    for key, attribute, as_json in (("classes", "classes", list), ("categories", "categories", dict),
+                                    ("standardize", "standardization", dict)):
+        value = known(dataset, attribute)
+        if value:
+            out[key] = as_json(value)
     return out
+
+
+def known(dataset, attribute):
+    """What the dataset, or one it wraps (a split's, a transform's), knows by that attribute: `classes` (the
+    class names of the label's indices), `categories` ({column: names} of one-hot columns), `standardization`
+    ({field, mean, std} learned by --standardize), `field_names`; None when none does. Whatever keeps a
+    model's data beside it (run.json, a checkpoint, predict) reads them here."""
+    return next((getattr(d, attribute) for d in wrapped_datasets(dataset) if getattr(d, attribute, None)), None)
 
 
 def stem(path):

@@ -90,33 +90,38 @@ def _assemble(label, group, onehot, values, text, name, dtype):
 
 def _csv_target(table, column, options):
     cells, lines = table.text(column)
-    bad = lambda row, integer: csvfile.bad_cell(table.path, lines[row], row + 1, column, table.names,  # noqa: E731
-                                                cells[row], integer)
-    values, classes = target_values(cells, options.target_dtype, options.dtype, bad)
+    place = lambda row: csvfile.cell_place(table.path, lines[row], row + 1, column, table.names)  # noqa: E731
+    values, classes = target_values(cells, options.target_dtype, options.dtype, place)
     return TensorField(table.name(column), values, classes=classes)
 
 
-def target_values(cells, target_dtype, dtype, bad):
-    """(tensor, classes or None) of a target column's text cells; bad(row, integer) is the error for a cell."""
+def target_values(cells, target_dtype, dtype, place):
+    """(tensor, classes or None) of a target column's text cells; place(row) names a cell's row and column."""
     numbers = [_number(c) for c in cells]
     missing = [k for k, n in enumerate(numbers) if n is None]
     if cells and len(missing) == len(cells):  # no cell is a number: class names
         empty = next((k for k, c in enumerate(cells) if not c), None)
         if empty is not None:
-            raise TorchshError("file_error", bad(empty, False).message.replace(": '' is not a number", " is empty"),
-                               "every row needs a class name")
+            raise _bad_label(place(empty), "", "a class name")
         return class_indices(cells, target_dtype)
     first_text = next((k for k in missing if cells[k]), None)
     if first_text is not None:
-        raise bad(first_text, False)
+        raise _bad_label(place(first_text), cells[first_text], "a number")
     integers = not missing and all(isinstance(n, int) for n in numbers)
     want = target_dtype or (torch.int64 if integers else dtype or torch.float32)
     if not (want.is_floating_point or want.is_complex):
         fraction = next((k for k, n in enumerate(numbers) if not isinstance(n, int)), None)
         if fraction is not None:
-            raise bad(fraction, True)
+            raise _bad_label(place(fraction), cells[fraction], "an integer")
         return torch.tensor(numbers, dtype=torch.int64).to(want), None
     return torch.tensor([float("nan") if n is None else float(n) for n in numbers], dtype=torch.float64).to(want), None
+
+
+def _bad_label(place, cell, what):
+    if not cell:
+        return TorchshError("file_error", "%s is empty" % place, "every row needs %s" % what)
+    return TorchshError("file_error", "%s: %r is not %s" % (place, cell, what),
+                        "a label column holds numbers only, or names only (class names)")
 
 
 def class_indices(cells, target_dtype=None):

@@ -170,10 +170,15 @@ def _read_cells(path, delimiter, skip, usecols, integer, names, exact):
     return np.array(rows, dtype=np.int64 if integer else np.float64).reshape(-1, len(usecols))
 
 
+def cell_place(path, line, row, column, names):
+    """Where a cell is, in words: `t.csv row 7 (line 8), column 1 (petal)`."""
+    return "%s row %d (line %d), column %d%s" % (path, row, line, column,
+                                                 " (%s)" % names[column] if names and names[column] else "")
+
+
 def bad_cell(path, line, row, column, names, text, integer):
     """file_error naming the cell that is no number (or no integer) by row, line and column."""
-    where = "%s row %d (line %d), column %d%s" % (path, row, line, column,
-                                                  " (%s)" % names[column] if names and names[column] else "")
+    where = cell_place(path, line, row, column, names)
     if integer and not text.strip():
         return TorchshError("file_error", "%s is empty" % where, "an integer dtype has no NaN for empty cells; load as float")
     hint = "pick numeric columns with --columns"

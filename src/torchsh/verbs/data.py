@@ -10,7 +10,7 @@ import torch.utils.data
 from torchsh.call import tensortext
 from torchsh.call.jsonout import dumps
 from torchsh.data import openers, transforms
-from torchsh.data.datasets import describe, wrapped_datasets
+from torchsh.data.datasets import describe, known
 from torchsh.data.standardize import learn as learn_statistics
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.verbs import verb
@@ -193,7 +193,7 @@ def _standardize_step(dataset, steps, field, count, like):
     """The standardize step (last: normalize is refused beside it), its statistics learned from the dataset
     as the earlier steps leave it, or copied from `like`."""
     if like is not None:
-        stats = next((d.standardization for d in wrapped_datasets(like) if getattr(d, "standardization", None)), None)
+        stats = known(like, "standardization")
         if stats is None:
             raise bad_argument("--standardize_like: that dataset learned no statistics",
                                "make it with `torch data transform TRAIN --standardize`")
