@@ -1,5 +1,6 @@
 """`torch data tensors`, `torch data loader`, `torch data next`: PyTorch's DataLoader batches, epoch after
 epoch, with a silent exit 1 at each epoch's end, so `while b=$(torch data next $L)` is a bash loop."""
+import json
 import os
 
 import pytest
@@ -10,8 +11,9 @@ from torch.utils.data import DataLoader, TensorDataset
 X = torch.randn(10, 3, generator=torch.Generator().manual_seed(1))
 Y = torch.arange(10)
 
-# Every batch of E epochs saved in order (x0 y0 x1 y1 …), a line per epoch end
-EPOCHS = ("hs=(); for e in $(seq {epochs}); do while b=$(torch data next $L); do hs+=($b); done; "
+# Every batch of E epochs saved in order (x0 y0 x1 y1 …), a line per epoch end (--keep: each batch outlives
+# the next `data next`, which would otherwise free it)
+EPOCHS = ("hs=(); for e in $(seq {epochs}); do while b=$(torch data next --keep $L); do hs+=($b); done; "
           "echo end $?; done; torch save ${{hs[@]}} {out}")
 
 
@@ -131,3 +133,45 @@ def _ppid(proc):
 def test_a_freed_loader_is_gone(sh):
     r = sh.run("L=$(torch data loader $(torch data tensors $(torch randn 4 2))); torch free $L; torch data next $L")
     assert r.code == 3 and "[unknown_handle]" in r.err
+
+
+def _objects(sh):
+    return sum(json.loads(sh("torch daemon status --json"))["objects"].values())
+
+
+def _rss(sh):
+    return json.loads(sh("torch daemon status --json"))["rss_bytes"]
+
+
+# The README's loop, for STEPS steps over as many epochs as that takes
+README_LOOP = ("steps=0; while [ $steps -lt {steps} ]; do while b=$(torch data next $L); do "
+               "torch train_step $m $o $b --loss mse_loss >/dev/null; steps=$((steps + 1)); "
+               "[ $steps -lt {steps} ] || break; done; done")
+
+
+def test_the_readme_loop_holds_one_batch_at_a_time_over_1000_steps(sh):
+    """`data next` frees the batch it handed out before: 1,000 steps leave the census where 10 left it, and
+    the daemon's memory with it (a kept batch is 256 KiB, so 1,000 of them would be 256 MiB more)."""
+    x, y = sh.put(torch.randn(256, 1024)), sh.put(torch.randn(256, 1))
+    setup = ("L=$(torch data loader $(torch data tensors %s %s) --batch_size 64 --shuffle --seed 0); "
+             "m=$(torch nn linear 1024 1); o=$(torch optim sgd $m --lr 0.001); " % (x, y))
+    loop = setup + README_LOOP.format(steps=10) + "; torch daemon status --json; " + README_LOOP.format(steps=990)
+    before = _objects(sh)
+    out = sh(loop + "; torch daemon status --json; echo $L $m $o", timeout=1800).split("\n")
+    warm, done = json.loads(out[0]), json.loads(out[1])
+    assert sum(done["objects"].values()) == sum(warm["objects"].values()) == before + 6  # L m o, data, 1 batch
+    assert done["rss_bytes"] - warm["rss_bytes"] < 64 << 20, (warm["rss_bytes"], done["rss_bytes"])
+    sh("torch free %s %s" % (x, y) + "".join(" " + h for h in out[2].split()))
+
+
+def test_a_kept_batch_outlives_the_next_call_and_a_batch_moved_out_of_its_scope_is_not_freed(sh):
+    x = sh.put(X)
+    kept, a, b = sh("L=$(torch data loader $(torch data tensors %s) --batch_size 2); kept=$(torch data next $L --keep); "
+                    "a=$(torch data next $L); b=$(torch data next $L); echo $kept $a $b" % x).split()
+    assert torch.equal(sh.fetch(kept), X[:2]) and torch.equal(sh.fetch(b), X[4:6])
+    r = sh.run("torch value %s" % a)
+    assert r.code != 0 and "[unknown_handle]" in r.err  # a's batch was freed by the call after it
+    # `torch keep` in a scope moves the batch out of it: the next `data next` leaves it alone
+    moved = sh("L=$(torch data loader $(torch data tensors %s) --batch_size 2); torch scope -- bash -c '"
+               "b=$(torch data next '$L'); torch keep $b >/dev/null; torch data next '$L' >/dev/null; echo $b'" % x)
+    assert torch.equal(sh.fetch(moved.strip()), X[:2])

@@ -19,12 +19,14 @@ from torchsh.vocab import dtype_name
 
 
 class TensorField:
-    """A field held in memory: item i is tensor[i] (a view, as TensorDataset gives)."""
+    """A field held in memory: item i is tensor[i] (a view, as TensorDataset gives). A table's columns
+    may name what their numbers stand for: `classes` (a label column's class names, by index) and
+    `categories` ({column: names} of the one-hot blocks in a feature field)."""
 
-    def __init__(self, name, tensor):
+    def __init__(self, name, tensor, classes=None, categories=None):
         if tensor.dim() == 0:
             raise TorchshError("shape_mismatch", "%s is a single value (0-d), which has no items" % name)
-        self.name, self.tensor = name, tensor
+        self.name, self.tensor, self.classes, self.categories = name, tensor, classes, categories
 
     def __len__(self):
         return self.tensor.shape[0]
@@ -170,7 +172,8 @@ def _check_numpy_dtype(dtype, where):
 
 class FileDataset(torch.utils.data.Dataset):
     """Items (field0[i], field1[i], …): the fields of one or more files side by side, the target last.
-    `classes` names the class indices when known (an image folder's sub-folders)."""
+    `classes` names the class indices when known (an image folder's sub-folders, a text label column's
+    sorted names); `categories` the one-hot columns' ({column: names}, from `data open --onehot`)."""
 
     def __init__(self, fields, classes=None):
         lengths = {len(f) for f in fields}
@@ -178,7 +181,9 @@ class FileDataset(torch.utils.data.Dataset):
             raise TorchshError("shape_mismatch", "the fields have different lengths: %s"
                                % ", ".join("%s %d" % (f.name, len(f)) for f in fields),
                                "every file (or column group) needs one row per item")
-        self.fields, self.classes = list(fields), classes
+        self.fields = list(fields)
+        self.classes = classes or next((f.classes for f in reversed(self.fields) if getattr(f, "classes", None)), None)
+        self.categories = {k: v for f in self.fields for k, v in (getattr(f, "categories", None) or {}).items()}
         self.length = lengths.pop() if lengths else 0
 
     def __len__(self):
@@ -226,9 +231,10 @@ def wrapped_datasets(d):
 
 
 def describe(dataset):
-    """{length, fields: [{name, shape, dtype}], classes?}: the shapes and dtypes of item 0's fields."""
+    """{length, fields: [{name, shape, dtype}], classes?, categories?, standardize?}: the shapes and dtypes
+    of item 0's fields, and what the dataset's numbers stand for (see known())."""
     length = len(dataset)
-    names = next((d.field_names for d in wrapped_datasets(dataset) if hasattr(d, "field_names")), None)
+    names = known(dataset, "field_names")
     fields = []
     if length:
         item = dataset[0]
@@ -240,10 +246,20 @@ def describe(dataset):
             else:
                 fields.append({"name": name, "shape": None, "dtype": type(t).__name__})
     out = {"length": length, "fields": fields}
-    classes = next((d.classes for d in wrapped_datasets(dataset) if getattr(d, "classes", None)), None)
-    if classes:
-        out["classes"] = list(classes)
+    for key, attribute, as_json in (("classes", "classes", list), ("categories", "categories", dict),
+                                    ("standardize", "standardization", dict)):
+        value = known(dataset, attribute)
+        if value:
+            out[key] = as_json(value)
     return out
+
+
+def known(dataset, attribute):
+    """What the dataset, or one it wraps (a split's, a transform's), knows by that attribute: `classes` (the
+    class names of the label's indices), `categories` ({column: names} of one-hot columns), `standardization`
+    ({field, mean, std} learned by --standardize), `field_names`; None when none does. Whatever keeps a
+    model's data beside it (run.json, a checkpoint, predict) reads them here."""
+    return next((getattr(d, attribute) for d in wrapped_datasets(dataset) if getattr(d, attribute, None)), None)
 
 
 def stem(path):

@@ -13,18 +13,10 @@ import torch
 
 from torchsh.data.datasets import TensorField
 from torchsh.errors import TorchshError
+from torchsh.formats.imagefile import pillow
 
 # torchvision.datasets.folder.IMG_EXTENSIONS
 IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
-
-
-def pillow():
-    try:
-        from PIL import Image
-    except ImportError:
-        raise TorchshError("missing_extra", "reading an image folder needs Pillow",
-                           "pip install 'torchsh[images]'") from None
-    return Image
 
 
 def open_folder(root):

@@ -71,6 +71,7 @@ class Loader:
         self.in_epoch = False    # an epoch has started and not ended
         self._epoch_start = None  # the generator's state when the current epoch started
         self._it = None
+        self.handed_out = None   # the last `data next`'s batch, which the next one frees (verbs/loader.py)
 
     def __len__(self):
         return len(self.loader)  # batches per epoch

@@ -5,10 +5,10 @@ through formats/ where it reads a file whole.
 .npz          each array one field; zip members cannot be memory-mapped, so each is read whole into
               memory (headers checked before anything is allocated, as `torch load` does)
 .safetensors  each tensor one field, read lazily row by row through safe_open
-.csv          the parser and options of `torch load` (header detection, --delimiter, --columns);
-              features float32 (or --dtype), the target column last (--target_dtype, else --dtype)
-.parquet      through pyarrow (the `parquet` extra), read into memory column by column; features
-              float32 (or --dtype), the target keeps its stored dtype (or --target_dtype)
+.csv          the parser and options of `torch load` (header detection, --delimiter, --columns), read as
+              pandas reads a table (tables.py): features [k] float32, the target [] (int64, class indices
+              of text labels, or float), --onehot COL for text features
+.parquet      through pyarrow (the `parquet` extra), read into memory column by column, as .csv is
 a folder      the torchvision ImageFolder layout (images.py)
 
 --columns picks fields by name (npz arrays, safetensors tensors) or column groups (csv, parquet; each
@@ -21,11 +21,11 @@ import torch
 from safetensors import safe_open
 
 from torchsh import fileio
-from torchsh.data import images
+from torchsh.data import images, tables
 from torchsh.data.datasets import FileDataset, NpyField, SafetensorsField, TensorField, stem
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.formats import csvfile, extensions, parquetfile
-from torchsh.formats.flags import column_group, table_options
+from torchsh.formats import extensions
+from torchsh.formats.flags import column_group
 
 EXTENSIONS = (".npy", ".npz", ".safetensors", ".csv", ".parquet")
 
@@ -39,6 +39,7 @@ class Options:
     header: bool = None
     no_header: bool = False
     delimiter: str = None
+    onehot: object = None       # a --onehot value, or a list of them (the flag repeated)
 
     def given(self, *names):
         return [n for n in names if getattr(self, n) not in (None, False)]
@@ -46,9 +47,9 @@ class Options:
 
 def open_dataset(paths, options):
     """A FileDataset over the files side by side; --columns/--target pick within a single file."""
-    if len(paths) > 1 and options.given("columns", "target"):
-        raise bad_argument("--%s picks within one file, and %d files were given" % (options.given("columns", "target")[0],
-                                                                                  len(paths)),
+    if len(paths) > 1 and options.given("columns", "target", "onehot"):
+        raise bad_argument("--%s picks within one file, and %d files were given" % (options.given("columns", "target",
+                                                                                                  "onehot")[0], len(paths)),
                            "open the files side by side without it, or one file with --columns/--target")
     fields, classes = [], None
     for path in paths:
@@ -62,7 +63,7 @@ def open_fields(path, options):
     """([Field], classes or None) of one path."""
     if os.path.isdir(path):
         _refuse(options, "an image folder", "columns", "target", "dtype", "target_dtype", "header", "no_header",
-                "delimiter")
+                "delimiter", "onehot")
         return images.open_folder(path)
     ext = os.path.splitext(path)[1].lower()
     opener = _OPENERS.get(ext)
@@ -74,7 +75,7 @@ def open_fields(path, options):
     if ext != ".csv":
         _refuse(options, ext + " files", "header", "no_header", "delimiter")
     if ext not in (".csv", ".parquet"):
-        _refuse(options, ext + " files", "dtype", "target_dtype")
+        _refuse(options, ext + " files", "dtype", "target_dtype", "onehot")
     return opener(path, options), None
 
 
@@ -120,41 +121,5 @@ def _pick(names, options, path):
     return chosen
 
 
-def _csv(path, options):
-    csv_options = table_options(".csv", options.columns, options.header, options.no_header, options.delimiter)
-    groups = csv_options["groups"]
-    read = dict(header=csv_options["header"], delimiter=csv_options["delimiter"])
-    target = [options.target] if options.target is not None else None
-    names = None if groups is None else [",".join(g) for g in groups]
-    if target and groups is None:  # --target alone: every other column is a feature
-        others = csvfile.csv_columns_except(path, target, read["header"], read["delimiter"])
-        groups, names = ([[str(i) for i in others]], ["features"]) if others else ([], [])
-    fields = []
-    if groups is None:
-        fields.append(TensorField(stem(path), csvfile.read(path, dtype=options.dtype, **read)[0]))
-    elif groups:
-        tensors = csvfile.read(path, groups, options.dtype, **read)
-        fields += [TensorField(name, t) for name, t in zip(names, tensors)]
-    if target:
-        y = csvfile.read(path, [target], options.target_dtype or options.dtype, **read)[0]
-        fields.append(TensorField(options.target, y))
-    return fields
-
-
-def _parquet(path, options):
-    names = parquetfile.column_names(path)
-    groups = options.columns if isinstance(options.columns, list) else [options.columns]
-    groups = [column_group(g) for g in groups] if options.columns is not None else None
-    if groups is None:
-        groups = [[n for n in names if n != options.target]]
-    groups = [[parquetfile.column_name(c, names, path) for c in g] for g in groups]
-    if options.target:
-        parquetfile.column_name(options.target, names, path)
-    tensors = parquetfile.read(path, groups, options.dtype or torch.float32)
-    fields = [TensorField(",".join(g), t) for g, t in zip(groups, tensors)]
-    if options.target:
-        fields.append(TensorField(options.target, parquetfile.read(path, [[options.target]], options.target_dtype)[0]))
-    return fields
-
-
-_OPENERS = {".npy": _npy, ".npz": _npz, ".safetensors": _safetensors, ".csv": _csv, ".parquet": _parquet}
+_OPENERS = {".npy": _npy, ".npz": _npz, ".safetensors": _safetensors, ".csv": tables.csv_fields,
+            ".parquet": tables.parquet_fields}

@@ -1,7 +1,7 @@
 """Per-item transforms, applied lazily in __getitem__ of a wrapping dataset (`torch data transform`).
 
 Each step changes one field of the item, in this order: resize, center_crop, one_hot, dtype,
-normalize. The image steps are torchvision's tensor transforms written in plain torch:
+standardize, normalize. The image steps are torchvision's tensor transforms written in plain torch:
 
     resize [h, w]     F.interpolate(mode="bilinear", align_corners=False, antialias=True); one size s
                       scales the shorter edge to s (the longer to int(s * long / short)), as Resize(s)
@@ -10,6 +10,7 @@ normalize. The image steps are torchvision's tensor transforms written in plain 
     normalize m s     (x - m) / s; per channel (C×H×W items) when m and s have one value per channel,
                       otherwise broadcast along the last dimension, as Normalize
     one_hot n         F.one_hot(label, n) of an integer label (int64)
+    standardize m s   (x - m) / s with statistics learned from a dataset (standardize.py: StandardScaler)
 
 The steps are data (a dataclass), not closures, so a TransformedDataset pickles into DataLoader workers.
 """
@@ -19,10 +20,11 @@ import torch
 import torch.nn.functional as F
 import torch.utils.data
 
+from torchsh.data.standardize import standardize
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.vocab import dtype_name
 
-ORDER = ("resize", "center_crop", "one_hot", "dtype", "normalize")
+ORDER = ("resize", "center_crop", "one_hot", "dtype", "standardize", "normalize")
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,12 @@ class TransformedDataset(torch.utils.data.Dataset):
 
     def __len__(self):
         return len(self.dataset)
+
+    @property
+    def standardization(self):
+        """{field, mean, std} of its --standardize step (the statistics learned), or None."""
+        step = next((s for s in self.steps if s.op == "standardize"), None)
+        return None if step is None else {"field": step.field, "mean": step.args[0], "std": step.args[1]}
 
     def __getitem__(self, index):
         return self._apply(self.dataset[index])
@@ -119,4 +127,4 @@ def _image(t, op):
 
 
 _FUNCTIONS = {"resize": resize, "center_crop": center_crop, "one_hot": one_hot, "dtype": to_dtype,
-              "normalize": normalize}
+              "standardize": standardize, "normalize": normalize}

@@ -16,12 +16,13 @@ from torchsh.errors import TorchshError, bad_argument
 from torchsh.fileio import file_error, regular_file
 
 
-def read(path, groups=None, dtype=None, header=None, delimiter=","):
+def read(path, groups=None, dtype=None, header=None, delimiter=",", squeeze=True):
     """[Tensor] of a CSV, one per column group (groups None: every column, one tensor): parsed as int64 for
-    integer dtypes, else float64, then cast to dtype (float32 when None)."""
+    integer dtypes, else float64, then cast to dtype (float32 when None). squeeze=False keeps every group
+    2-D, one column too (pandas' df[['x']])."""
     dtype = dtype or torch.float32
     integer = not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
-    return [torch.from_numpy(a).to(dtype) for a in load_csv(path, groups, header, delimiter, integer)]
+    return [torch.from_numpy(a).to(dtype) for a in load_csv(path, groups, header, delimiter, integer, squeeze)]
 
 
 def write(path, named):
@@ -30,20 +31,22 @@ def write(path, named):
 
 
 def text(t):
-    """One line per row (a 1-D tensor is one row), values as `torch value --nan bare` prints them."""
+    """One line per row, values as `torch value --nan bare` prints them; a 1-D tensor is one column (as
+    pandas writes a Series), which `torch load` reads back 1-D."""
     t = t.detach()
     if t.dim() > 2:
         raise bad_argument("csv holds at most 2 dimensions, this tensor has %d" % t.dim(), "use json, npy or npz")
-    rows = t.reshape(1, -1) if t.dim() < 2 else t
+    rows = t.reshape(-1, 1) if t.dim() == 1 else t.reshape(1, -1) if t.dim() == 0 else t
     return "".join(",".join(tensortext.float_texts(r, bare=True)) + "\n" for r in rows)
 
 
-def load_csv(path, groups=None, header=None, delimiter=",", integer=False):
+def load_csv(path, groups=None, header=None, delimiter=",", integer=False, squeeze=True):
     """[ndarray] of a CSV's numbers, one per column group (all columns, one array, when groups is None).
 
     groups: lists of column names or 0-based indices (as text or int). header: True, False, or None to
     detect one (every non-empty cell of the first record is text). integer: parse int64, else float64.
-    Each array is shaped as numpy.loadtxt(ndmin=1) shapes it: one column (or one row) gives 1-D.
+    Each array is shaped as numpy.loadtxt(ndmin=1) shapes it: one column (or one row) gives 1-D; with
+    squeeze=False a group's array is rows × its columns.
     """
     first, names, lines_before_data = _header(path, header, delimiter)
     index_groups = [_column_indices(g, names, len(first), path) for g in groups] if groups else None
@@ -58,14 +61,42 @@ def load_csv(path, groups=None, header=None, delimiter=",", integer=False):
     if not index_groups:
         return [_loadtxt_shape(table)]
     where = {c: k for k, c in enumerate(usecols)}
-    return [_loadtxt_shape(table[:, [where[i] for i in g]]) for g in index_groups]
+    shape = _loadtxt_shape if squeeze else np.ascontiguousarray
+    return [shape(table[:, [where[i] for i in g]]) for g in index_groups]
 
 
-def csv_columns_except(path, excluded, header=None, delimiter=","):
-    """0-based indices of a CSV's columns but `excluded` (names or indices): `data open t.csv --target y`."""
+def columns(path, header=None, delimiter=","):
+    """(column names or None, column count) of a CSV: `data open` resolves its flags' columns with them."""
     first, names, _ = _header(path, header, delimiter)
-    dropped = set(_column_indices(excluded, names, len(first), path))
-    return [i for i in range(len(first)) if i not in dropped]
+    return names, len(first)
+
+
+def column_indices(group, names, width, path):
+    """0-based column indices for a group of names or indices; bad_argument naming what the file has."""
+    return _column_indices(group, names, width, path)
+
+
+def text_column(path, index, header=None, delimiter=","):
+    """(cells, lines): one column's cells as stripped text, one per data row (a label or category column),
+    and the file's line number of each."""
+    _, _, skip = _header(path, header, delimiter)
+    cells, lines = [], []
+    for line, record in _data_records(path, delimiter, skip):
+        if len(record) <= index:
+            raise TorchshError("file_error", "%s line %d has %d cells, expected at least %d"
+                               % (path, line, len(record), index + 1), "every row needs the same number of cells")
+        cells.append(record[index].strip())
+        lines.append(line)
+    return cells, lines
+
+
+def _data_records(path, delimiter, skip):
+    """(line number, record) of each data row: after the first `skip` lines, blank lines and comments left out."""
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f, delimiter=delimiter)
+        for record in reader:
+            if reader.line_num > skip and record and not record[0].lstrip().startswith("#"):
+                yield reader.line_num, record
 
 
 def _header(path, header, delimiter):
@@ -123,29 +154,31 @@ def _read_cells(path, delimiter, skip, usecols, integer, names, exact):
     """The cells of usecols as an array, empty ones NaN; file_error at the first cell that is no number."""
     parse = int if integer else float
     rows = []
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        reader = csv.reader(f, delimiter=delimiter)
-        for record in reader:
-            if reader.line_num <= skip or not record or record[0].lstrip().startswith("#"):
-                continue
-            if len(record) <= usecols[-1] or (exact and len(record) != len(usecols)):
-                raise TorchshError("file_error", "%s line %d has %d cells, expected %s" % (
-                    path, reader.line_num, len(record), len(usecols) if exact else "at least %d" % (usecols[-1] + 1)),
-                    "every row needs the same number of cells (--delimiter if they are not split by %r)" % delimiter)
-            row = []
-            for i in usecols:
-                cell = record[i].strip()
-                try:
-                    row.append(parse(cell) if cell or integer else math.nan)
-                except ValueError:
-                    raise _bad_cell(path, reader.line_num, len(rows) + 1, i, names, record[i], integer) from None
-            rows.append(row)
+    for line, record in _data_records(path, delimiter, skip):
+        if len(record) <= usecols[-1] or (exact and len(record) != len(usecols)):
+            raise TorchshError("file_error", "%s line %d has %d cells, expected %s" % (
+                path, line, len(record), len(usecols) if exact else "at least %d" % (usecols[-1] + 1)),
+                "every row needs the same number of cells (--delimiter if they are not split by %r)" % delimiter)
+        row = []
+        for i in usecols:
+            cell = record[i].strip()
+            try:
+                row.append(parse(cell) if cell or integer else math.nan)
+            except ValueError:
+                raise bad_cell(path, line, len(rows) + 1, i, names, record[i], integer) from None
+        rows.append(row)
     return np.array(rows, dtype=np.int64 if integer else np.float64).reshape(-1, len(usecols))
 
 
-def _bad_cell(path, line, row, column, names, text, integer):
-    where = "%s row %d (line %d), column %d%s" % (path, row, line, column,
-                                                  " (%s)" % names[column] if names and names[column] else "")
+def cell_place(path, line, row, column, names):
+    """Where a cell is, in words: `t.csv row 7 (line 8), column 1 (petal)`."""
+    return "%s row %d (line %d), column %d%s" % (path, row, line, column,
+                                                 " (%s)" % names[column] if names and names[column] else "")
+
+
+def bad_cell(path, line, row, column, names, text, integer):
+    """file_error naming the cell that is no number (or no integer) by row, line and column."""
+    where = cell_place(path, line, row, column, names)
     if integer and not text.strip():
         return TorchshError("file_error", "%s is empty" % where, "an integer dtype has no NaN for empty cells; load as float")
     hint = "pick numeric columns with --columns"

@@ -19,7 +19,7 @@ from safetensors import SafetensorError
 
 from torchsh import fileio
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.formats import csvfile, npyfile, parquetfile, ptfile, stfile
+from torchsh.formats import csvfile, imagefile, npyfile, parquetfile, ptfile, stfile
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,10 @@ FORMATS = {f.ext: f for f in (
     Format(".csv", "a table of numbers, a header row optional (at most 2-D)", csvfile.read, csvfile.write,
            single=True, table=True),
     Format(".parquet", "a table of named columns (pyarrow: the `parquet` extra)", parquetfile.read, table=True),
-)}
+) + tuple(Format(ext, "an image: C×H×W uint8 (Pillow: the `images` extra)", imagefile.read)
+          for ext in imagefile.EXTENSIONS)}
 SAVED = tuple(ext for ext, f in FORMATS.items() if f.write)  # what `torch save` writes and `torch load` reads
+LOADED = SAVED + imagefile.EXTENSIONS  # and images, which `torch value T --format png` writes
 
 # What a corrupt or hostile file makes the readers raise (found by fuzzing damaged files: torch.load's
 # weights-only unpickler raises IndexError and KeyError when its stack or memo runs dry, struct.error on
@@ -54,11 +56,12 @@ READ_ERRORS = (OSError, ValueError, RuntimeError, KeyError, IndexError, TypeErro
                NotImplementedError, struct.error, pickle.UnpicklingError, zipfile.BadZipFile, SafetensorError)
 
 
-def saved(path):
-    """The row of a file `torch load` reads or `torch save` writes, by its extension; bad_argument for others."""
+def saved(path, among=SAVED):
+    """The row of a file `torch save` writes (`torch load` reads: among=LOADED), by its extension;
+    bad_argument for others."""
     ext = os.path.splitext(path)[1].lower()
-    if ext not in SAVED:
-        raise bad_argument("unknown file type %r" % (ext or path), "use one of %s" % " ".join(SAVED))
+    if ext not in among:
+        raise bad_argument("unknown file type %r" % (ext or path), "use one of %s" % " ".join(among))
     return FORMATS[ext]
 
 

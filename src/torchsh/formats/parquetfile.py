@@ -17,12 +17,32 @@ def read(path, groups=None, dtype=None):
 
 
 def column_names(path):
+    return list(column_types(path))
+
+
+def column_types(path):
+    """{column name: its pyarrow type, as text (int64, double, string, dictionary<…>)}, in the file's order."""
     pq = _pyarrow()
     regular_file(path)
     try:
-        return pq.read_schema(path).names
+        schema = pq.read_schema(path)
     except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
         raise file_error(path, "read", e) from None
+    return {f.name: str(f.type) for f in schema}
+
+
+def is_text(type_text):
+    """Does a column of this type (column_types' text) hold text: strings, or categories of strings?"""
+    return type_text in ("string", "large_string", "string_view") or type_text.startswith("dictionary<values=string")
+
+
+def text_column(path, name):
+    """One column's values as text, one per row (a label or category column); a missing value is refused."""
+    values = _pyarrow().read_table(path, columns=[name]).column(name).to_pylist()
+    if None in values:
+        raise TorchshError("file_error", "%s row %d, column %r is empty" % (path, values.index(None) + 1, name),
+                           "every label and category needs a value")
+    return [str(v) for v in values]
 
 
 def column_name(text, names, path):

@@ -20,11 +20,14 @@ from torchsh.vocab import DTYPES, dtype_name
 
 
 def _file_dataset(d, walk):
-    return {"fields": [_field(f) for f in d.fields], "classes": list(d.classes) if d.classes else None}
+    return {"fields": [_field(f) for f in d.fields], "classes": list(d.classes) if d.classes else None,
+            "categories": dict(d.categories) if getattr(d, "categories", None) else None}
 
 
 def _file_dataset_built(rec, walk):
-    return FileDataset([_build_field(f) for f in rec["fields"]], rec.get("classes"))
+    d = FileDataset([_build_field(f) for f in rec["fields"]], rec.get("classes"))
+    d.categories = rec.get("categories") or {}
+    return d
 
 
 def _subset(d, walk):

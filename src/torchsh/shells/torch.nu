@@ -1785,27 +1785,29 @@ export def "data loader" [
 
 # The loader's next batch, one handle per field (one a line); exit 1, silent, at the end of an epoch.
 #
-# data.next(Loader loader) -> Tensor[]
+# data.next(Loader loader, *, bool keep=False) -> Tensor[]
 export def "data next" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: loader; piped handles fill the tensor slots still missing
+    --keep  # this batch outlives the next data next (free it yourself) (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "data.next" $args "no_grad!" [$no_grad] }
+]: any -> any { torchsh typed "data.next" $args "keep! no_grad!" [$keep $no_grad] }
 
 # A map-style dataset over files: .npy (memory-mapped), .npz, .safetensors (lazy), .csv, .parquet,
 #
-# data.open(Path[] files, *, str? columns=None, str? target=None, ScalarType? dtype=None, ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None) -> Dataset
+# data.open(Path[] files, *, str? columns=None, str? target=None, ScalarType? dtype=None, ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None, str? onehot=None) -> Dataset
 export def "data open" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: files…; piped handles fill the tensor slots still missing
     --files: any  # .npy .npz .safetensors .csv .parquet files, or an image folder (ROOT/CLASS/IMAGE) (Path[])
     --columns: string  # columns (csv, parquet) or arrays (npz, safetensors) by name or 0-based index, x1,x2; repeat for mor… (str?)
     --target: string  # the column or array put last; alone, every other column is a feature (str?)
     --dtype: string@"nu-complete torch dtypes"  # the features' dtype for csv and parquet (default float32) (ScalarType?)
-    --target_dtype: string@"nu-complete torch dtypes"  # the target's dtype for csv (default --dtype) and parquet (default as stored) (ScalarType?)
+    --target_dtype: string@"nu-complete torch dtypes"  # the target's dtype (ScalarType?)
     --header  # the csv's first line names the columns (bool?)
     --no_header  # the csv's first line is data (bool)
     --delimiter: string  # the csv's cell separator (default ','; tab for tabs) (str?)
+    --onehot: string  # text feature columns to one-hot encode (csv, parquet), a,b; repeatable (str?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "data.open" $args "files columns target dtype target_dtype header! no_header! delimiter no_grad!" [$files $columns $target $dtype $target_dtype $header $no_header $delimiter $no_grad] }
+]: any -> any { torchsh typed "data.open" $args "files columns target dtype target_dtype header! no_header! delimiter onehot no_grad!" [$files $columns $target $dtype $target_dtype $header $no_header $delimiter $onehot $no_grad] }
 
 # torch.utils.data.random_split: two to five parts, by fractions (0.8 0.2) or counts (800 200); one
 #
@@ -1831,7 +1833,7 @@ export def "data tensors" [
 
 # A dataset whose items are transformed as they are read: --resize H,W (or S: the shorter edge),
 #
-# data.transform(Dataset dataset, *, float[]? mean=None, float[]? std=None, int? one_hot=None, ScalarType? dtype=None, int[]? resize=None, int[]? center_crop=None, int? field=None) -> Dataset
+# data.transform(Dataset dataset, *, float[]? mean=None, float[]? std=None, int? one_hot=None, ScalarType? dtype=None, int[]? resize=None, int[]? center_crop=None, int? field=None, bool standardize=False, Dataset? standardize_like=None) -> Dataset
 export def "data transform" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: dataset; piped handles fill the tensor slots still missing
     --mean: any  # normalize: subtracted, one value or one per channel (float[]?)
@@ -1841,8 +1843,10 @@ export def "data transform" [
     --resize: any  # H,W, or one size for the shorter edge (bilinear, antialiased) (int[]?)
     --center_crop: any  # H,W, or one size for a square (int[]?)
     --field: int  # the item's field the transforms change (0-based; -1 is the last) (int?)
+    --standardize  # learn each feature's mean and std from this dataset and apply them (bool)
+    --standardize_like: string@"nu-complete torch"  # apply the statistics another dataset's --standardize learned (Dataset?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "data.transform" $args "mean std one_hot dtype resize center_crop field no_grad!" [$mean $std $one_hot $dtype $resize $center_crop $field $no_grad] }
+]: any -> any { torchsh typed "data.transform" $args "mean std one_hot dtype resize center_crop field standardize! standardize_like no_grad!" [$mean $std $one_hot $dtype $resize $center_crop $field $standardize $standardize_like $no_grad] }
 
 # Returns a new tensor with each of the elements of input converted from angles in degrees to radians.
 #

@@ -10,37 +10,44 @@ import torch.utils.data
 from torchsh.call import tensortext
 from torchsh.call.jsonout import dumps
 from torchsh.data import openers, transforms
-from torchsh.data.datasets import describe
+from torchsh.data.datasets import describe, known
+from torchsh.data.standardize import learn as learn_statistics
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.verbs import verb
 
 
 @verb("data.open(Path[] files, *, str? columns=None, str? target=None, ScalarType? dtype=None, "
-      "ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None) -> Dataset",
-      category="files", repeatable=("columns",),
+      "ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None, "
+      "str? onehot=None) -> Dataset",
+      category="files", repeatable=("columns", "onehot"),
       examples=("printf 'x1,x2,y\\n1,2,0\\n3,4,1\\n' > t.csv && torch data info $(torch data open t.csv --target y)",))
 def open_(ctx, files, columns=None, target=None, dtype=None, target_dtype=None, header=None, no_header=False,
-          delimiter=None):
+          delimiter=None, onehot=None):
     """A map-style dataset over files: .npy (memory-mapped), .npz, .safetensors (lazy), .csv, .parquet,
     or an image folder (one sub-folder per class); items are tuples of tensors, one field per file.
 
     Several files are fields side by side (`x.npy y.npy` -> items (x[i], y[i])); their lengths must agree.
     --columns picks columns (csv, parquet: each --columns one field) or arrays (npz, safetensors);
-    --target COL puts that column last (alone: every other column is a feature). A csv reads as
-    `torch load` reads it (--header, --no-header, --delimiter), features float32 (or --dtype), the
-    target as --target_dtype (else --dtype); parquet needs the `parquet` extra, images the `images` extra.
+    --target COL puts that column last (alone: every other column is a feature). A table reads as
+    pandas reads one: csv as `torch load` (--header, --no-header, --delimiter); features float32 (or
+    --dtype), each item [k] even for one column (df[['x']]); the target one value per item (df['y']),
+    int64 when every cell is an integer, class indices when its cells are names (classes sorted, shown by
+    `data info`), else float32 (or --dtype); --target_dtype overrides. A text feature is refused unless
+    --onehot COL encodes it (one 0/1 column per category, sorted). Parquet needs the `parquet` extra,
+    images the `images` extra.
 
     Args:
         files: .npy .npz .safetensors .csv .parquet files, or an image folder (ROOT/CLASS/IMAGE)
         columns: columns (csv, parquet) or arrays (npz, safetensors) by name or 0-based index, x1,x2; repeat for more fields
         target: the column or array put last; alone, every other column is a feature
         dtype: the features' dtype for csv and parquet (default float32)
-        target_dtype: the target's dtype for csv (default --dtype) and parquet (default as stored)
+        target_dtype: the target's dtype (default: int64 for integers, class indices for names, else --dtype)
         header: the csv's first line names the columns (default: detected)
         no_header: the csv's first line is data
         delimiter: the csv's cell separator (default ','; tab for tabs)
+        onehot: text feature columns to one-hot encode (csv, parquet), a,b; repeatable
     """
-    options = openers.Options(columns, target, dtype, target_dtype, header, no_header, delimiter)
+    options = openers.Options(columns, target, dtype, target_dtype, header, no_header, delimiter, onehot)
     return openers.open_dataset(files, options)
 
 
@@ -58,12 +65,22 @@ class DatasetInfo(dict):
         lines = ["length   %d" % self["length"]]
         if self.get("classes"):
             lines.append("classes  %s" % " ".join(self["classes"]))
+        if self.get("standardize"):
+            lines.append("standardize  field %d: mean %s std %s" % (self["standardize"]["field"],
+                         _numbers(self["standardize"]["mean"]), _numbers(self["standardize"]["std"])))
         rows = [("FIELD", "SHAPE", "DTYPE")] + [
             (f["name"], "-" if f["shape"] is None else "[%s]" % ",".join(map(str, f["shape"])), f["dtype"])
             for f in self["fields"]]
         widths = [max(len(r[i]) for r in rows) for i in range(2)]
         lines += ["%s  %s  %s" % (r[0].ljust(widths[0]), r[1].ljust(widths[1]), r[2]) for r in rows]
         return "\n".join(lines) + "\n"
+
+
+def _numbers(values, most=8):
+    """Learned statistics on one line: the first `most` numbers (%.4g), then how many more."""
+    flat = torch.tensor(values, dtype=torch.float64).flatten().tolist()
+    shown = ",".join("%.4g" % v for v in flat[:most])
+    return "[%s%s]" % (shown, ",…+%d" % (len(flat) - most) if len(flat) > most else "")
 
 
 @verb("data.head(Dataset dataset, int n=5) -> Json", category="files",
@@ -123,16 +140,22 @@ def split(ctx, dataset, length1, length2, length3=None, length4=None, length5=No
 
 
 @verb("data.transform(Dataset dataset, *, float[]? mean=None, float[]? std=None, int? one_hot=None, "
-      "ScalarType? dtype=None, int[]? resize=None, int[]? center_crop=None, int? field=None) -> Dataset",
+      "ScalarType? dtype=None, int[]? resize=None, int[]? center_crop=None, int? field=None, bool standardize=False, "
+      "Dataset? standardize_like=None) -> Dataset",
       category="files",
       examples=("torch save $(torch arange 3) y.npy && torch data head $(torch data transform $(torch data open y.npy) --one_hot 3)",))
-def transform(ctx, dataset, mean=None, std=None, one_hot=None, dtype=None, resize=None, center_crop=None, field=None):
+def transform(ctx, dataset, mean=None, std=None, one_hot=None, dtype=None, resize=None, center_crop=None, field=None,
+              standardize=False, standardize_like=None):
     """A dataset whose items are transformed as they are read: --resize H,W (or S: the shorter edge),
-    --center_crop H,W, --one_hot N, --dtype D, --mean M --std S (normalize), applied in that order.
+    --center_crop H,W, --one_hot N, --dtype D, --standardize, --mean M --std S (normalize), in that order.
 
     Each changes field 0 (the input), --one_hot the last field (the label); --field K picks another
     for all of them. Image steps are torchvision's tensor transforms in plain torch (bilinear,
     antialiased resize); mean and std take one value or one per channel (0.485,0.456,0.406).
+    --standardize is scikit-learn's StandardScaler fit on this dataset: each feature's mean and
+    population std (ddof=0; a constant feature's std is taken as 1) are learned from its items, then
+    subtracted and divided by; --standardize_like D2 applies the statistics D2 learned (fit on train,
+    transform val). The result keeps them (`data info` shows them).
 
     Args:
         mean: normalize: subtracted, one value or one per channel
@@ -142,20 +165,45 @@ def transform(ctx, dataset, mean=None, std=None, one_hot=None, dtype=None, resiz
         resize: H,W, or one size for the shorter edge (bilinear, antialiased)
         center_crop: H,W, or one size for a square
         field: the item's field the transforms change (0-based; -1 is the last)
+        standardize: learn each feature's mean and std from this dataset and apply them
+        standardize_like: apply the statistics another dataset's --standardize learned
     """
+    learned = standardize or standardize_like is not None
     given = {"resize": resize, "center_crop": center_crop, "one_hot": one_hot, "dtype": dtype,
              "normalize": (mean, std) if mean is not None or std is not None else None}
-    if not any(v is not None for v in given.values()):
+    if standardize and standardize_like is not None or learned and given["normalize"]:
+        raise bad_argument("--standardize learns the statistics, --standardize_like copies them and --mean/--std "
+                           "give them: use one")
+    if not learned and not any(v is not None for v in given.values()):
         raise TorchshError("missing_argument", "no transform given",
-                           "e.g. --mean 0.5 --std 0.25, --one_hot 10, --dtype float32, --resize 32,32")
+                           "e.g. --mean 0.5 --std 0.25, --one_hot 10, --dtype float32, --resize 32,32, --standardize")
     item = dataset[0] if len(dataset) else None
     count = len(item) if isinstance(item, (tuple, list)) else 1
     steps = [transforms.Step(op, _field(op, field, count), _args(op, given[op]))
-             for op in transforms.ORDER if given[op] is not None]
+             for op in transforms.ORDER if given.get(op) is not None]
+    if learned:
+        steps.append(_standardize_step(dataset, steps, field, count, standardize_like))
     out = transforms.TransformedDataset(dataset, steps)
     if item is not None:
         out[0]  # a transform that does not fit the items fails now, not in the middle of an epoch
     return out
+
+
+def _standardize_step(dataset, steps, field, count, like):
+    """The standardize step (last: normalize is refused beside it), its statistics learned from the dataset
+    as the earlier steps leave it, or copied from `like`."""
+    if like is not None:
+        stats = known(like, "standardization")
+        if stats is None:
+            raise bad_argument("--standardize_like: that dataset learned no statistics",
+                               "make it with `torch data transform TRAIN --standardize`")
+        k = stats["field"] if field is None else _field("standardize", field, count)
+        return transforms.Step("standardize", k, (stats["mean"], stats["std"]))
+    if not len(dataset):
+        raise bad_argument("--standardize learns from the items, and the dataset has none")
+    k = _field("standardize", field, count)
+    mean, std = learn_statistics(transforms.TransformedDataset(dataset, steps) if steps else dataset, k)
+    return transforms.Step("standardize", k, (mean, std))
 
 
 def _field(op, field, count):

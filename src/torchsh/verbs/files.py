@@ -1,4 +1,5 @@
-"""`torch load FILE` and `torch save T… FILE`, by file extension: .npy, .npz, .safetensors, .pt/.pth, .csv.
+"""`torch load FILE` and `torch save T… FILE`, by file extension: .npy, .npz, .safetensors, .pt/.pth, .csv;
+`load` reads .png and .jpg images too.
 
 Paths resolve against the caller's working directory. The readers and writers are formats/' rows, one per
 extension (formats/extensions.py): writes are atomic (a failed save leaves neither half a file nor a temp
@@ -16,13 +17,14 @@ from torchsh.verbs import verb
       examples=("printf 'x,y\\n1,2\\n3,4\\n' > xy.csv && torch load xy.csv --columns x --columns y",))
 def load(ctx, file, dtype=None, columns=None, header=None, no_header=False, delimiter=None):
     """Load tensors from a file; one handle per line (npz/safetensors/pt dicts: --json keeps the names).
+    A .png or .jpg is one C×H×W uint8 tensor, as torchvision.io.decode_image gives (Pillow: the `images` extra).
     A .csv gives float32 (or --dtype); its header row is detected (or say --header / --no-header);
     --columns x1,x2 picks columns by name or 0-based index, each further --columns one more tensor.
 
     `torch load data.csv --columns x1,x2 --columns y` prints two handles. Empty cells read as NaN
     (an error for integer dtypes); a cell that is no number is named by row, line and column.
     """
-    fmt = extensions.saved(file)
+    fmt = extensions.saved(file, extensions.LOADED)
     options = table_options(fmt.ext, columns, header, no_header, delimiter)
     if fmt.table:
         several = options.pop("several", False)

@@ -9,12 +9,18 @@ reshuffled every epoch (without --seed, S is drawn from the global RNG when the 
 end_of_epoch); the call after that starts the next epoch, so this is a bash training loop:
 
     while b=$(torch data next $L); do torch train_step $m $o $b; done
+
+`data next` is an iterator, as Python's `for b in loader` is: each call frees the batch the call before
+handed out (unless that one had --keep, or was passed on), so the loop holds one batch at a time.
 """
+import weakref
+
 import torch
 from torch.utils.data import TensorDataset
 
 from torchsh.data.loader import Loader
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.jobs.job import refuse_freeing_in_use
 from torchsh.verbs import verb
 
 
@@ -48,16 +54,50 @@ def loader(ctx, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None
                   num_workers=num_workers)
 
 
-@verb("data.next(Loader loader) -> Tensor[]", category="files",
+@verb("data.next(Loader loader, *, bool keep=False) -> Tensor[]", category="files",
       examples=("torch data next $(torch data loader $(torch data tensors $(torch randn 8 2)) --batch_size 4)",))
-def next_batch(ctx, loader):
+def next_batch(ctx, loader, keep=False):
     """The loader's next batch, one handle per field (one a line); exit 1, silent, at the end of an epoch.
 
     The call after the end starts the next epoch (reshuffled with --shuffle), so
-    `while b=$(torch data next $L); do …; done` runs one epoch.
+    `while b=$(torch data next $L); do …; done` runs one epoch. An iterator: each call first frees the
+    batch the one before it handed out, so the loop holds one batch at a time; --keep keeps this batch past
+    the next call (until `torch free`). A batch that was passed on is not freed either: one a running job
+    uses, or one `torch keep` moved out of its scope.
+
+    Args:
+        keep: this batch outlives the next `data next` (free it yourself)
     """
+    _free_handed_out(ctx, loader)
     batch = loader.next_batch()
     if batch is None:
         raise TorchshError("end_of_epoch", "epoch %d of the loader is over" % loader.epoch,
                            "the next call starts epoch %d" % (loader.epoch + 1))
-    return list(batch) if isinstance(batch, (list, tuple)) else [batch]
+    handles = [ctx.put(t) for t in (batch if isinstance(batch, (list, tuple)) else [batch])]
+    if not keep:  # (handle, the object, the scope it was made in): freed by the next call if still so
+        loader.handed_out = [(h, weakref.ref(ctx.registry.get(h)), ctx.registry.entry(h).scope) for h in handles]
+    return Handles(handles)
+
+
+class Handles(list):
+    """Handles the verb registered itself: one a line on a terminal (as a Tensor[] result prints), a JSON list."""
+
+    def text(self):
+        return "".join(h + "\n" for h in self)
+
+
+def _free_handed_out(ctx, loader):
+    """Free the batch the loader's previous `data next` handed out, but what was passed on since: a handle
+    freed already, one a running job uses (in_use), or one `torch keep` moved to another scope."""
+    handed_out, loader.handed_out = loader.handed_out, None
+    for handle, ref, scope in handed_out or ():
+        if not ctx.registry.holds(handle):
+            continue
+        entry = ctx.registry.entry(handle)
+        if entry.obj is not ref() or entry.scope != scope:
+            continue
+        try:
+            refuse_freeing_in_use(ctx.registry, [handle])
+            ctx.registry.free([handle])
+        except TorchshError:  # in use by a job, or freed meanwhile: it stays as it is
+            continue
