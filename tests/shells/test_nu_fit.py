@@ -42,3 +42,22 @@ torch fit $m $o $L --epochs 3 | to json --raw | print
 """ % (x, y)))
     assert [r["epoch"] for r in rows] == [1, 2, 3]
     assert [r["loss"] for r in rows] == [r["loss"] for r in bash]
+
+
+def test_a_log_folder_holding_a_run_is_refused_and_version_is_named_on_stderr(nu, sh):
+    x, y = sh.put(torch.randn(12, 2)), sh.put(torch.randn(12, 1))
+    runs = sh.tmp("runs")
+    script = """
+let m = (torch nn linear 2 1)
+let o = (torch optim sgd $m --lr 0.1)
+let L = (torch data loader (torch data tensors %s %s) --batch_size 4)
+torch fit $m $o $L --loss mse_loss --log %s --version | ignore
+let e = (try { torch fit $m $o $L --loss mse_loss --log %s/version_0; {} } catch {|e| $e })
+print ({msg: $e.msg, help: $e.details.help, code: $e.details.code} | to json --raw)
+""" % (x, y, runs, runs)
+    r = nu.run(script)
+    assert r.code == 0, r.err
+    assert "torch: fit: logging to %s/version_0\n" % runs in r.err
+    refused = json.loads(r.out)
+    assert refused["code"] == "torchsh::run_exists" and "holds a run" in refused["msg"]
+    assert "--resume auto" in refused["help"] and "--overwrite" in refused["help"]
