@@ -26,7 +26,7 @@ $epochs | to json --raw | print
 
 
 FIT = ("torch manual_seed 3; m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
-       "torch fit $m $o $(torch data loader $(torch data tensors {x} {y}) --batch_size 4 --shuffle --seed 1) "
+       "torch fit $m $o $(torch data loader $(torch data tensors {x} {y}) --batch_size 4 --shuffle --seed 1) --loss mse_loss "
        "--epochs 3 --json")
 
 
@@ -38,7 +38,7 @@ torch manual_seed 3
 let m = (torch nn linear 2 1)
 let o = (torch optim sgd $m --lr 0.1)
 let L = (torch data loader (torch data tensors %s %s) --batch_size 4 --shuffle --seed 1)
-torch fit $m $o $L --epochs 3 | to json --raw | print
+torch fit $m $o $L --loss mse_loss --epochs 3 | to json --raw | print
 """ % (x, y)))
     assert [r["epoch"] for r in rows] == [1, 2, 3]
     assert [r["loss"] for r in rows] == [r["loss"] for r in bash]
@@ -61,3 +61,18 @@ print ({msg: $e.msg, help: $e.details.help, code: $e.details.code} | to json --r
     refused = json.loads(r.out)
     assert refused["code"] == "torchsh::run_exists" and "holds a run" in refused["msg"]
     assert "--resume auto" in refused["help"] and "--overwrite" in refused["help"]
+
+
+def test_without_loss_in_nushell_the_choice_is_on_stderr_and_a_refusal_names_loss(nu, sh):
+    x, classes, floats = sh.put(torch.randn(24, 3)), sh.put(torch.arange(24) % 4), sh.put((torch.arange(24) % 4).float())
+    r = nu.run("""
+let m = (torch nn sequential 'linear 3 8' relu 'linear 8 4')
+let o = (torch optim sgd $m --lr 0.1)
+torch fit $m $o (torch data loader (torch data tensors %s %s) --batch_size 8) | ignore
+let e = (try { torch fit $m $o (torch data loader (torch data tensors %s %s)); {} } catch {|e| $e.details })
+print ({code: $e.code, msg: $e.msg, help: $e.help} | to json --raw)
+""" % (x, classes, x, floats))
+    assert r.code == 0, r.err
+    assert "torch: fit: --loss cross_entropy (int64 class targets, a Linear head of 4 outputs)\n" in r.err
+    assert '"code":"torchsh::missing_argument"' in r.out and "--loss is needed" in r.out
+    assert "--target_dtype int64" in r.out

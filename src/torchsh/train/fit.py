@@ -4,6 +4,7 @@ with the same loader seed, bit for bit on CPU):
     for epoch in range(epochs):
         model.train()
         for i, (x, y) in enumerate(loader):            # the Loader: reshuffled every epoch
+            y = y.to(target_dtype)                      # only with --target_dtype
             if i % K == 0: optimizer.zero_grad()
             with torch.autocast(device_type, dtype):    # only with --autocast
                 loss = loss_fn(model(x), y, **loss_args)
@@ -99,13 +100,16 @@ def run_fit(ctx, plan, report, should_stop, world=None):
     return _Run(plan, report, should_stop, world or OneProcess()).go()
 
 
-def _on_device(batch, device):
-    """A batch's fields on the model's device: (inputs…, target)."""
+def _on_device(batch, device, target_dtype=None):
+    """A batch's fields on the model's device: (inputs…, target), the target as --target_dtype (y.to(dtype))."""
     if not isinstance(batch, (list, tuple)) or len(batch) < 2:
         raise bad_argument("fit needs batches of (inputs…, target); this loader's items have %d field(s)"
                            % (len(batch) if isinstance(batch, (list, tuple)) else 1),
                            "torch data tensors $X $Y makes (input, target) items")
-    return [t.to(device, non_blocking=True) if isinstance(t, torch.Tensor) else t for t in batch]
+    fields = [t.to(device, non_blocking=True) if isinstance(t, torch.Tensor) else t for t in batch]
+    if target_dtype is not None:
+        fields[-1] = fields[-1].to(target_dtype)
+    return fields
 
 
 class _Run:
@@ -181,7 +185,7 @@ class _Run:
 
     def _forward_backward(self, batch, sums):
         plan = self.plan
-        *inputs, target = _on_device(batch, self.device)
+        *inputs, target = _on_device(batch, self.device, plan.target_dtype)
         with self._autocast():
             output = self.net(*inputs)
             loss = plan.loss(output, target, **plan.loss_args)
@@ -249,7 +253,7 @@ class _Run:
         plan.model.eval()  # not through a DDP wrapper: ranks evaluate unequal shares, with no collective
         with torch.no_grad(), self._autocast():
             for batch, counted in self.world.val_batches(plan.val):
-                *inputs, target = _on_device(batch, self.device)
+                *inputs, target = _on_device(batch, self.device, plan.target_dtype)
                 output = plan.model(*inputs)
                 loss = plan.loss(output, target, **plan.loss_args)
                 if counted:

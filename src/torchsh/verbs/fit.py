@@ -16,19 +16,20 @@ from torchsh.jobs import follow
 from torchsh.train.distributed import supervisor as distributed
 from torchsh.train.fit import run_fit
 from torchsh.train.losses import loss_function, loss_options as _loss_options
-from torchsh.train import rundir
+from torchsh.train import losschoice, rundir
 from torchsh.train.plan import SAVE_EVERY, FitPlan
 from torchsh.verbs import verb
+from torchsh.vocab import dtype_name
 
 _COLUMNS = ("epoch", "loss", "val_loss")
 _PLAN_OPTIONS = ("epochs", "val", "sched", "clip", "accum", "autocast", "patience", "monitor", "save_every", "max_steps")
 _LAUNCH_OPTIONS = ("nnodes", "node_rank", "rdzv", "strategy", "timeout", "trusted_network")
 
 
-@verb("fit(Module model, Optimizer optimizer, Loader loader, *, str loss=\"mse_loss\", Json? loss_args=None, "
+@verb("fit(Module model, Optimizer optimizer, Loader loader, *, str? loss=None, Json? loss_args=None, "
       "int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, "
       "str? autocast=None, int? patience=None, str? monitor=None, InOutDirPath? log=None, str? resume=None, "
-      "bool overwrite=False, bool version=False, "
+      "bool overwrite=False, bool version=False, ScalarType? target_dtype=None, "
       "int save_every=%d, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, "
       "str? rdzv=None, str strategy=\"ddp\", float timeout=%g, bool trusted_network=False, bool detach=False, "
       "bool json=False) -> Json"
@@ -40,14 +41,17 @@ _LAUNCH_OPTIONS = ("nnodes", "node_rank", "rdzv", "strategy", "timeout", "truste
                 "m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
                 "L=$(torch data loader $(torch data tensors $(torch randn 64 2) $(torch randn 64 1)) "
                 "--batch_size 8 --shuffle --seed 0); torch fit $m $o $L --loss mse_loss --epochs 2 --nproc_per_node 2"))
-def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1, val=None, metrics=None, sched=None,
+def fit(ctx, model, optimizer, loader, loss=None, loss_args=None, epochs=1, val=None, metrics=None, sched=None,
         clip=None, accum=1, autocast=None, patience=None, monitor=None, log=None, resume=None, overwrite=False,
-        version=False, save_every=SAVE_EVERY, max_steps=None, nproc_per_node=None, nnodes=1, node_rank=0, rdzv=None,
+        version=False, target_dtype=None, save_every=SAVE_EVERY, max_steps=None, nproc_per_node=None, nnodes=1, node_rank=0, rdzv=None,
         strategy="ddp", timeout=distributed.TIMEOUT_S, trusted_network=False, detach=False, json=False):
     """Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 
     Args:
-        loss: a torch.nn.functional loss (mse_loss, cross_entropy, …); each batch is (inputs…, target)
+        loss: a torch.nn.functional loss (mse_loss, cross_entropy, …); each batch is (inputs…, target).
+            Without it: cross_entropy for integer class targets and a Linear head of k > 1 outputs, mse_loss
+            for float targets shaped as a Linear head's output (named on stderr); otherwise refused
+        target_dtype: the targets' dtype for the loss (int64 for cross_entropy's class indices), y.to(dtype)
         loss_args: the loss's options as JSON, e.g. '{"label_smoothing": 0.1}'
         epochs: the run's total epochs (a resumed run finishes the same total)
         val: a loader evaluated after every epoch (eval mode, no grad): val_loss and val_ metrics
@@ -83,10 +87,11 @@ def _start(ctx, o):
     """Check everything, choose the log folder, then start the run as a job (followed, or --detach)."""
     notes = []  # lines the caller's stderr gets first (the job's "note" events)
     _check_log_flags(ctx, o)
+    _choose_loss(o, notes)
     plan = FitPlan(model=o["model"], optimizer=o["optimizer"], loader=o["loader"], loss=loss_function(o["loss"]),
                    loss_args=_loss_options(o["loss_args"]), metrics=tuple(o["metrics"] or ()), log=o["log"],
                    resume=_resume_path(ctx, o["resume"]), loss_name=o["loss"], command=_command(o),
-                   **{key: o[key] for key in _PLAN_OPTIONS})
+                   target_dtype=o["target_dtype"], **{key: o[key] for key in _PLAN_OPTIONS})
     work = _work(ctx, plan, o["nproc_per_node"], tuple(o[key] for key in _LAUNCH_OPTIONS))
     if o["version"]:  # the last check passed: a refused fit leaves no empty version folder behind
         plan.log = rundir.new_version(plan.log)
@@ -116,6 +121,16 @@ def _check_log_flags(ctx, o):
                            "continue a run with --log DIR/version_N --resume auto")
     if log is not None and resume is None and not overwrite and not version:
         rundir.refuse_a_run_there(log, _shown(ctx, log))
+
+
+def _choose_loss(o, notes):
+    """--loss as given, or chosen where the model's head and the targets leave no doubt; either way checked
+    against the targets' dtype (train/losschoice.py has the rule)."""
+    item = losschoice.sample(o["loader"].dataset)
+    if o["loss"] is None:
+        o["loss"], why = losschoice.choose(o["model"], item, o["target_dtype"])
+        notes.append("--loss %s (%s)" % (o["loss"], why))
+    losschoice.check_target_dtype(o["loss"], item, o["target_dtype"])
 
 
 def _replacing(folder, work, report, should_stop):
@@ -171,6 +186,8 @@ def _command(args):
         value = args[key]
         if value is not None:
             words += ["--" + key, ",".join(value) if isinstance(value, list) else str(value)]
+    if args["target_dtype"] is not None:
+        words += ["--target_dtype", dtype_name(args["target_dtype"])]
     words += [w for key, word in (("val", "VAL_LOADER"), ("sched", "SCHED")) if args[key] is not None
               for w in ("--" + key, word)]
     return tuple(words + ["--" + key for key in ("overwrite", "version") if args[key]])
