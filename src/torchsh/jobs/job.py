@@ -8,8 +8,9 @@ it (should_stop), so other commands run between steps, in their turn (the lock i
 What a job says is kept as a list of events, appended to and never rewritten: ("row", dict) an epoch
 row for stdout, ("plain", text) a plain progress line (every PLAIN_EVERY_S, and at the end of each
 epoch's batches) for followers whose stderr is not a terminal, ("note", text) a line every follower's
-stderr gets (the log folder chosen), ("err", text) a final line (stopped at…, the failure). The newest
-batch event is kept aside (`progress`) for a terminal's live line.
+stderr gets (the loss and log folder chosen, queued behind another job, an early stop), ("err", text) a
+final line (stopped at…, the failure). The newest batch event is kept aside (`progress`) for a terminal's
+live line.
 Followers read by offset into the event list (jobs/render.py), so any number can follow one job.
 
 A foreground job is leased to its follower (docs/jobs.md): each of its polls renews the lease for LEASE_S;
@@ -175,13 +176,15 @@ def start(ctx, verb, work, columns=None, uses=(), notes=()):
     two cores (bench/fit.py: 0.81x -> see the closing note). In-process (no server) on a thread of its own.
     columns: the epoch rows' keys to show, in order (default: the first row's); uses: the objects the
     work trains (model, optimizer, loaders, scheduler), which `torch free` refuses while it runs; notes:
-    lines its followers' stderr gets first."""
+    lines its followers' stderr gets first, then `queued behind job://…` when another job is ahead of it."""
     job = Job(verb, columns, uses)
     job.handle = ctx.put(job, "job")
-    _RUNNING.add(job)
-    for line in notes:
-        job.report({"event": "note", "text": line})
     tensor_thread = getattr(ctx.app, "tensor_thread", None)
+    ahead = max(_RUNNING, key=lambda j: j.started, default=None) if tensor_thread is not None else None
+    _RUNNING.add(job)
+    queued = ["queued behind %s (one job runs at a time; `torch job list` shows them)" % ahead.handle] if ahead else []
+    for line in list(notes) + queued:
+        job.report({"event": "note", "text": line})
     if tensor_thread is not None:
         job.state = "queued"
         tensor_thread.run_task(lambda: _run(ctx, job, work, tensor_thread))
