@@ -2,14 +2,14 @@
 
 - a DIR that holds a run (any of RUN_FILES) is refused (run_exists) before anything trains, unless the fit
   continues it (--resume auto, --resume PATH) or replaces it (--overwrite);
-- `--log runs --version` makes runs/version_N, N = 1 + the highest N of a runs/version_N folder, version_0
-  first (PyTorch Lightning's TensorBoardLogger/CSVLogger rule);
+- `--log runs --version` makes runs/version_N, N = 1 + the highest N of a runs/version_N folder (or
+  version_N_…), version_0 first (PyTorch Lightning's _get_next_version, its loggers' rule);
 - --overwrite moves the old run's files aside (DIR/.replaced-…/, one rename each) while the new run starts:
-  a new run that fails before it wrote a checkpoint puts them back, any other end removes them. So the old
-  run is never half deleted: a crash of the daemon meanwhile leaves it whole in the hidden folder.
+  a new run that ends (fails, or is stopped) before it wrote a checkpoint puts them back; one that has a
+  checkpoint removes them. So the old run is never half deleted: a crash of the daemon meanwhile leaves
+  it whole in the hidden folder.
 """
 import os
-import re
 import shutil
 import tempfile
 
@@ -17,7 +17,6 @@ from torchsh import fileio
 from torchsh.errors import TorchshError
 
 RUN_FILES = ("run.json", "metrics.jsonl", "metrics.csv", "last.safetensors", "best.safetensors")
-_VERSION = re.compile(r"version_([0-9]+)")
 
 
 def run_files(folder):
@@ -38,8 +37,9 @@ def new_version(parent):
     """Make and return parent/version_N, N one more than the highest there (version_0 in a new folder)."""
     try:
         os.makedirs(parent, exist_ok=True)
-        taken = [int(m.group(1)) for name in os.listdir(parent)
-                 if (m := _VERSION.fullmatch(name)) and os.path.isdir(os.path.join(parent, name))]
+        taken = [int(name.split("_")[1]) for name in os.listdir(parent)  # Lightning's _get_next_version
+                 if name.startswith("version_") and name.split("_")[1].isdecimal()
+                 and os.path.isdir(os.path.join(parent, name))]
         n = max(taken) + 1 if taken else 0
         while True:
             folder = os.path.join(parent, "version_%d" % n)
@@ -67,9 +67,10 @@ class Replacing:
                 self._put_back()
             raise fileio.file_error(folder, "move the old run aside in", e) from None
 
-    def settle(self, failed):
-        """The new run has ended: a failed one without a checkpoint gives the folder back to the old run."""
-        if failed and not os.path.exists(os.path.join(self.folder, "last.safetensors")):
+    def settle(self):
+        """The new run has ended: one without a checkpoint (it failed, or was stopped before its first step)
+        gives the folder back to the old run; one with a checkpoint keeps it, and the old run goes."""
+        if not os.path.exists(os.path.join(self.folder, "last.safetensors")):
             for name in RUN_FILES:
                 path = os.path.join(self.folder, name)
                 if os.path.lexists(path):

@@ -134,15 +134,12 @@ def _choose_loss(o, notes):
 
 
 def _replacing(folder, work, report, should_stop):
-    """--overwrite's work: the old run moved aside, put back when the new one fails before its checkpoint."""
+    """--overwrite's work: the old run moved aside, put back when the new one ends before its first checkpoint."""
     replacing = rundir.Replacing(folder)
     try:
-        result = work(report, should_stop)
-    except BaseException:
-        replacing.settle(failed=True)
-        raise
-    replacing.settle(failed=False)
-    return result
+        return work(report, should_stop)
+    finally:
+        replacing.settle()
 
 
 def _shown(ctx, folder):
