@@ -103,3 +103,13 @@ def test_version_makes_one_more_than_the_highest_version_folder(sh):
     assert r.code == 0 and "logging to %s/version_8\n" % runs in r.err
     assert epochs_logged(os.path.join(runs, "version_8")) == [1]
     assert sorted(os.listdir(runs)) == ["version_0", "version_3", "version_7", "version_8", "version_9", "version_x"]
+
+
+def test_resume_auto_of_a_run_without_a_checkpoint_is_refused_rather_than_dropping_its_logs(sh):
+    log = sh.tmp("run")
+    assert fit(sh, "--epochs 2 --log %s" % log).code == 0
+    os.remove(os.path.join(log, "last.safetensors"))  # a run that ended before its first checkpoint
+    before = files_of(log)
+    r = fit(sh, "--epochs 2 --log %s --resume auto; exit $?" % log)
+    assert r.code == 3 and "[run_exists]" in r.err and "no last.safetensors" in r.err and "--overwrite" in r.err
+    assert files_of(log) == before

@@ -1,7 +1,8 @@
 """Who may write a `torch fit --log DIR` folder, so that no run is ever lost or silently replaced:
 
 - a DIR that holds a run (any of RUN_FILES) is refused (run_exists) before anything trains, unless the fit
-  continues it (--resume auto, --resume PATH) or replaces it (--overwrite);
+  continues it (--resume auto, --resume PATH) or replaces it (--overwrite); --resume auto starts afresh
+  only in a DIR without a run (one without a checkpoint to resume is refused: its logs would go);
 - `--log runs --version` makes runs/version_N, N = 1 + the highest N of a runs/version_N folder (or
   version_N_…), version_0 first (PyTorch Lightning's _get_next_version, its loggers' rule);
 - --overwrite moves the old run's files aside (DIR/.replaced-…/, one rename each) while the new run starts:
@@ -31,6 +32,14 @@ def refuse_a_run_there(folder, shown):
         raise TorchshError("run_exists", "%s holds a run (%s)" % (shown, ", ".join(held)),
                            "continue it with --resume auto, replace it with --overwrite, or give another --log "
                            "(--log DIR --version makes DIR/version_N)")
+
+
+def refuse_a_run_without_checkpoint(folder, shown):
+    """--resume auto where a run ended before its first checkpoint: a fresh start would drop its logs."""
+    held = run_files(folder)
+    if held and "last.safetensors" not in held:
+        raise TorchshError("run_exists", "%s holds a run (%s) but no last.safetensors to resume from"
+                           % (shown, ", ".join(held)), "replace it with --overwrite, or give another --log")
 
 
 def new_version(parent):

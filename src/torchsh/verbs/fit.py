@@ -121,6 +121,8 @@ def _check_log_flags(ctx, o):
                            "continue a run with --log DIR/version_N --resume auto")
     if log is not None and resume is None and not overwrite and not version:
         rundir.refuse_a_run_there(log, _shown(ctx, log))
+    if log is not None and resume == "auto":
+        rundir.refuse_a_run_without_checkpoint(log, _shown(ctx, log))
 
 
 def _choose_loss(o, notes):
