@@ -108,7 +108,7 @@ EXIT_OK = 0
 EXIT_INTERNAL = 1     # a bug in torchsh: please report
 EXIT_END = 1          # nothing left: `data next` at the end of an epoch (silent, so `while b=$(…)` ends)
 EXIT_USAGE = 2        # bad command line: unknown op or flag, wrong arity, unparsable value
-EXIT_HANDLE = 3       # unknown, stale or wrong-kind handle
+EXIT_HANDLE = 3       # unknown, stale or wrong-kind handle; a run already in fit's --log DIR
 EXIT_TORCH = 4        # PyTorch refused the computation (shapes, dtypes, values)
 EXIT_DAEMON = 5       # the daemon could not be reached or started
 EXIT_IO = 6           # a file could not be read or written
@@ -156,6 +156,7 @@ ERRORS = {
     "rank_failed": (422, EXIT_TORCH, "a rank of a distributed fit failed, timed out or could not start; the message names it"),
     "untrusted_network": (400, EXIT_USAGE, "a listener beyond loopback without TLS and a token; torch.distributed's needs --trusted_network"),
     "needs_client": (409, EXIT_USAGE, "the command needs a reply this caller does not carry out (the `torch` client does); nothing ran"),
+    "run_exists": (409, EXIT_HANDLE, "`fit --log DIR`: DIR holds a run; --resume auto continues it, --overwrite replaces it"),
 }
 
 # exit status -> (its name in `torch --help`, its class in the README's table). Generated into both,
@@ -166,7 +167,8 @@ EXIT_CLASSES = {
                                              "nothing left (`data next` at the end of an epoch, silent)"),
     EXIT_USAGE: ("usage", "usage: unknown op or flag, wrong arity, unreadable value, over a size limit, "
                           "malformed request, optional extra not installed"),
-    EXIT_HANDLE: ("handle", "handle: unknown, stale (earlier daemon), wrong kind, malformed"),
+    EXIT_HANDLE: ("handle", "handle: unknown, stale (earlier daemon), wrong kind, malformed; a run already in "
+                            "`fit --log DIR`"),
     EXIT_TORCH: ("PyTorch refused", "PyTorch refused: shapes, dtypes, autograd rules, saved state, memory budget"),
     EXIT_DAEMON: ("daemon unavailable", "daemon unavailable, overloaded, or not provably yours"),
     EXIT_IO: ("file", "file could not be read or written"),

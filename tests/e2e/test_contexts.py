@@ -96,7 +96,7 @@ def test_a_folder_the_client_cannot_stream_or_a_missing_file_on_a_remote_context
            "http://torchd/v1/ops/session.save; echo" % tmp_path)
     fit = ("m=$(torch --context r1 nn linear 2 1); o=$(torch --context r1 optim sgd $m --lr 0.1); "
            "L=$(torch --context r1 data loader $(torch --context r1 data tensors $(torch --context r1 randn 4 2) "
-           "$(torch --context r1 randn 4 1))); torch --context r1 fit $m $o $L --log run --detach; echo detach=$?")
+           "$(torch --context r1 randn 4 1))); torch --context r1 fit $m $o $L --loss mse_loss --log run --detach; echo detach=$?")
     r = bash("cd %s; t=$(torch --context r1 ones 2); %s; %s; torch --context r1 session load saved; echo link=$?; "
              "torch --context r1 session load nothing; echo nodir=$?; torch --context r1 load nothing.pt; echo load=$?; "
              "torch --context r1 save $t r1:relative.pt; echo rel=$?" % (tmp_path, api, fit), user)
@@ -139,8 +139,8 @@ def test_fit_log_on_a_remote_context_is_the_callers_folder_and_resumes_from_it(u
     setup = ("cd %s && m=$(torch --context r1 nn linear 2 1) && o=$(torch --context r1 optim sgd $m --lr 0.1) && "
              "L=$(torch --context r1 data loader $(torch --context r1 data tensors $(torch --context r1 randn 16 2) "
              "$(torch --context r1 randn 16 1)) --batch_size 8) && " % tmp_path)
-    ok(setup + "torch --context r1 fit $m $o $L --epochs 1 --log run >/dev/null && echo mine > run/mine.txt && "
-       "torch --context r1 fit $m $o $L --epochs 2 --log run --resume auto --json > rows", user)
+    ok(setup + "torch --context r1 fit $m $o $L --loss mse_loss --epochs 1 --log run >/dev/null && echo mine > run/mine.txt && "
+       "torch --context r1 fit $m $o $L --loss mse_loss --epochs 2 --log run --resume auto --json > rows", user)
     run = tmp_path / "run"
     assert {"metrics.jsonl", "metrics.csv", "run.json", "last.safetensors", "mine.txt"} <= set(os.listdir(run))
     epochs = [json.loads(line)["epoch"] for line in (tmp_path / "rows").read_text().splitlines()]

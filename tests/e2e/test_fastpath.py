@@ -254,7 +254,7 @@ ZSH_FIT = ("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
 
 
 def test_zsh_job_wait_follows_the_job_to_its_end_like_the_client(sh):
-    out, err, code = _zsh(sh, ZSH_FIT + "j=$(torch fit $m $o $L --epochs 3 --detach); torch job wait $j; echo rc=$?")
+    out, err, code = _zsh(sh, ZSH_FIT + "j=$(torch fit $m $o $L --loss mse_loss --epochs 3 --detach); torch job wait $j; echo rc=$?")
     lines = out.decode().splitlines()
     assert b"job poll" not in out + err
     assert lines[0].split()[:2] == ["epoch", "loss"] and [l.split()[0] for l in lines[1:4]] == ["1", "2", "3"]
@@ -262,7 +262,7 @@ def test_zsh_job_wait_follows_the_job_to_its_end_like_the_client(sh):
 
 
 def test_zsh_foreground_fit_prints_every_epoch_and_exits_0(sh):
-    out, err, code = _zsh(sh, ZSH_FIT + "torch fit $m $o $L --epochs 3; echo rc=$?")
+    out, err, code = _zsh(sh, ZSH_FIT + "torch fit $m $o $L --loss mse_loss --epochs 3; echo rc=$?")
     lines = out.decode().splitlines()
     assert b"job poll" not in out + err
     assert [l.split()[0] for l in lines[1:4]] == ["1", "2", "3"] and lines[4] == "rc=0"

@@ -129,7 +129,7 @@ def test_patience_stops_after_epochs_without_improvement(sh):
 
 def test_monitor_must_be_a_column_of_the_run(sh):
     r = sh.run("m=$(torch nn linear 2 1); L=$(torch data loader $(torch data tensors $(torch randn 4 2) "
-               "$(torch randn 4 1))); torch fit $m $(torch optim sgd $m) $L --patience 1 --monitor val_loss")
+               "$(torch randn 4 1))); torch fit $m $(torch optim sgd $m) $L --loss mse_loss --patience 1 --monitor val_loss")
     assert r.code == 2 and "[bad_argument]" in r.err and "columns: loss" in r.err
 
 

@@ -113,7 +113,7 @@ def fit_processes():
 def test_two_gloo_ranks_equal_ddp_replayed_in_one_process_and_the_same_handles_hold_the_result(sh, strategy):
     text, first = make(sh)
     ck = sh.tmp("ck.safetensors")
-    out = sh(text + "before=\"$m $o $s\"; torch fit $m $o $L --sched $s --epochs 2 --nproc_per_node 2 --strategy %s "
+    out = sh(text + "before=\"$m $o $s\"; torch fit $m $o $L --loss mse_loss --sched $s --epochs 2 --nproc_per_node 2 --strategy %s "
              "--json; torch checkpoint save %s $m $o $s; [ \"$before\" = \"$m $o $s\" ] && torch tensors | "
              "grep -c -e \"^$m \" -e \"^$o \" -e \"^$s \"" % (strategy, ck))
     *rows, held = out.splitlines()
@@ -134,7 +134,7 @@ def test_accumulating_two_batches_per_step_equals_ddp_over_twice_the_batch(sh, s
     """The ranks exchange gradients only in a window's last backward (no_sync before): the same result."""
     text, first = make(sh)
     saved = sh.tmp("accum.safetensors")
-    rows = sh(text + "torch fit $m $o $L --sched $s --epochs 1 --accum 2 --nproc_per_node 2 --strategy %s --json; "
+    rows = sh(text + "torch fit $m $o $L --loss mse_loss --sched $s --epochs 1 --accum 2 --nproc_per_node 2 --strategy %s --json; "
               "torch nn save $m %s" % (strategy, saved))
     want_weights, _, want_losses = simulated_ddp(load_file(first), epochs=1, batch=2 * B)
     assert_close(load_file(saved), want_weights)
@@ -144,12 +144,12 @@ def test_accumulating_two_batches_per_step_equals_ddp_over_twice_the_batch(sh, s
 def test_two_ranks_without_shuffle_equal_the_one_process_fit_with_twice_the_batch(sh):
     text, first = make(sh, shuffle=False)
     dist_ck, one_ck = sh.tmp("dist.safetensors"), sh.tmp("one.safetensors")
-    sh(text + "torch fit $m $o $L --sched $s --epochs 2 --nproc_per_node 2 >/dev/null; "
+    sh(text + "torch fit $m $o $L --loss mse_loss --sched $s --epochs 2 --nproc_per_node 2 >/dev/null; "
        "torch checkpoint save %s $m $o $s; "
        "m1=$(torch nn sequential 'linear 4 8' relu 'linear 8 1'); torch nn load $m1 %s; "
        "o1=$(torch optim sgd $m1 --lr %s --momentum 0.9); s1=$(torch sched step_lr $o1 --step_size 1 --gamma 0.5); "
        "L1=$(torch data loader $(torch data tensors %s %s) --batch_size %d); "
-       "torch fit $m1 $o1 $L1 --sched $s1 --epochs 2 >/dev/null; torch checkpoint save %s $m1 $o1 $s1"
+       "torch fit $m1 $o1 $L1 --loss mse_loss --sched $s1 --epochs 2 >/dev/null; torch checkpoint save %s $m1 $o1 $s1"
        % (dist_ck, first, LR, sh.put(X), sh.put(Y), 2 * B, one_ck))
     dist_weights, dist_opt = checkpoint_of(dist_ck)
     one_weights, one_opt = checkpoint_of(one_ck)
@@ -177,7 +177,7 @@ def test_a_failing_rank_ends_the_run_with_its_rank_and_message_and_leaves_the_ob
 def test_job_stop_ends_every_rank_and_the_model_keeps_the_steps_all_ranks_took(sh):
     text, first = make(sh)
     last = sh.tmp("last.safetensors")
-    r = sh.run(text + "j=$(torch fit $m $o $L --sched $s --epochs 100000 --nproc_per_node 2 --detach); "
+    r = sh.run(text + "j=$(torch fit $m $o $L --loss mse_loss --sched $s --epochs 100000 --nproc_per_node 2 --detach); "
                "for i in $(seq 1200); do torch job list | grep -q \"$j .*batch\" && break; sleep 0.05; done; "
                "torch value $(torch add $(torch tensor '[1.5]') 1); torch job list | grep -c \"$j .*running\"; "
                "torch job stop $j; torch job wait $j; echo wait=$?; torch nn save $m %s" % last, timeout=180)
@@ -224,7 +224,7 @@ def test_while_two_ranks_train_every_listening_socket_of_the_run_is_on_loopback(
     namespaces are allowed the run has a loopback of its own; TORCHSH_DIST_ISOLATE=0 (or a kernel that
     refuses them) leaves the loopback binding alone."""
     text, _ = make(sh)
-    job = sh("export TORCHSH_DIST_ISOLATE=%s; " % isolate + text + "j=$(torch fit $m $o $L --epochs 100000 --nproc_per_node 2 --detach); "
+    job = sh("export TORCHSH_DIST_ISOLATE=%s; " % isolate + text + "j=$(torch fit $m $o $L --loss mse_loss --epochs 100000 --nproc_per_node 2 --detach); "
              "for i in $(seq 1200); do torch job list | grep -q \"$j .*batch\" && break; sleep 0.05; done; echo $j",
              timeout=180)
     try:
@@ -246,13 +246,13 @@ def test_while_two_ranks_train_every_listening_socket_of_the_run_is_on_loopback(
 def test_resume_auto_of_a_stopped_two_rank_run_equals_the_straight_run(sh):
     text, first = make(sh)
     straight, resumed, log = sh.tmp("straight.safetensors"), sh.tmp("resumed.safetensors"), sh.tmp("run")
-    sh(text + "torch fit $m $o $L --sched $s --epochs 3 --nproc_per_node 2 >/dev/null; torch nn save $m %s"
+    sh(text + "torch fit $m $o $L --loss mse_loss --sched $s --epochs 3 --nproc_per_node 2 >/dev/null; torch nn save $m %s"
        % straight)
     text, _ = make(sh)  # the same objects afresh (a loader's epoch count goes on after a fit: its shuffle too)
     # 4 steps an epoch: --max_steps 6 stops mid-epoch 2
     sh(text + "torch nn load $m %s; "
-       "torch fit $m $o $L --sched $s --epochs 3 --nproc_per_node 2 --log %s --max_steps 6 >/dev/null; "
-       "torch fit $m $o $L --sched $s --epochs 3 --nproc_per_node 2 --log %s --resume auto >/dev/null; "
+       "torch fit $m $o $L --loss mse_loss --sched $s --epochs 3 --nproc_per_node 2 --log %s --max_steps 6 >/dev/null; "
+       "torch fit $m $o $L --loss mse_loss --sched $s --epochs 3 --nproc_per_node 2 --log %s --resume auto >/dev/null; "
        "torch nn save $m %s" % (first, log, log, resumed))
     assert_close(load_file(resumed), load_file(straight))
     with open(os.path.join(log, "metrics.jsonl")) as f:
@@ -264,7 +264,7 @@ def test_resume_auto_of_a_stopped_two_rank_run_equals_the_straight_run(sh):
 def test_a_one_process_checkpoint_is_not_resumed_by_a_distributed_run(sh):
     text, _ = make(sh)
     log = sh.tmp("run")
-    r = sh.run(text + "torch fit $m $o $L --log %s >/dev/null 2>&1 && torch fit $m $o $L --epochs 2 --log %s "
+    r = sh.run(text + "torch fit $m $o $L --loss mse_loss --log %s >/dev/null 2>&1 && torch fit $m $o $L --epochs 2 --log %s "
                "--resume auto --nproc_per_node 2" % (log, log))
     assert r.code == 4 and r.err.startswith("torch: fit: ") and "one-process fit" in r.err
     assert "[state_mismatch]" in r.err
@@ -276,7 +276,7 @@ def test_static_rendezvous_at_a_given_address_runs_one_node(sh):
         port = s.getsockname()[1]
     text, first = make(sh)
     saved = sh.tmp("w.safetensors")
-    sh(text + "torch fit $m $o $L --sched $s --epochs 1 --nproc_per_node 2 --nnodes 1 --node_rank 0 "
+    sh(text + "torch fit $m $o $L --loss mse_loss --sched $s --epochs 1 --nproc_per_node 2 --nnodes 1 --node_rank 0 "
        "--rdzv 127.0.0.1:%d >/dev/null; torch nn save $m %s" % (port, saved))
     assert_close(load_file(saved), simulated_ddp(load_file(first), epochs=1)[0])
 
@@ -291,7 +291,7 @@ def test_static_rendezvous_at_a_given_address_runs_one_node(sh):
 ])
 def test_launch_options_are_checked_before_anything_starts(sh, flags, code, words):
     text, _ = make(sh)
-    r = sh.run(text + "torch fit $m $o $L " + flags)
+    r = sh.run(text + "torch fit $m $o $L --loss mse_loss " + flags)
     assert r.code == 2 and ("[%s]" % code) in r.err and words in r.err, r.err
     assert len(r.err.strip().splitlines()) == 1
 
@@ -299,7 +299,7 @@ def test_launch_options_are_checked_before_anything_starts(sh, flags, code, word
 def test_the_ranks_end_with_a_killed_daemon_and_the_run_folder_goes(fresh_sh):
     s = fresh_sh()
     text, _ = make(s)
-    r = s.run(text + "j=$(torch fit $m $o $L --epochs 100000 --nproc_per_node 2 --detach); "
+    r = s.run(text + "j=$(torch fit $m $o $L --loss mse_loss --epochs 100000 --nproc_per_node 2 --detach); "
               "for i in $(seq 1200); do torch job list | grep -q \"$j .*batch\" && break; sleep 0.05; done; "
               "torch daemon status --json", timeout=180)
     assert r.code == 0, r.err
@@ -319,7 +319,7 @@ def test_two_nodes_each_with_its_own_daemon_train_as_one_run_and_both_daemons_ge
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    node = "torch fit $m $o $L --sched $s --epochs 2 --nproc_per_node 1 --nnodes 2 --rdzv 127.0.0.1:%d " % port
+    node = "torch fit $m $o $L --loss mse_loss --sched $s --epochs 2 --nproc_per_node 1 --nnodes 2 --rdzv 127.0.0.1:%d " % port
     text1, _ = make(other)
     job, model = other(text1 + "j=$(%s --node_rank 1 --detach); echo $j $m" % node).split()
     text0, first = make(sh)
@@ -337,7 +337,7 @@ def test_ctrl_c_stops_a_foreground_two_rank_fit_and_ends_every_rank(sh):
     from terminal import run_in_pty, screen_lines
     text, first = make(sh)
     last = sh.tmp("last.safetensors")
-    out, code = run_in_pty(sh, text + "torch fit $m $o $L --sched $s --epochs 100000 --nproc_per_node 2; "
+    out, code = run_in_pty(sh, text + "torch fit $m $o $L --loss mse_loss --sched $s --epochs 100000 --nproc_per_node 2; "
                            "echo rc=$?; torch nn save $m %s" % last,
                            send_when=lambda out: re.search(rb"(\x1b\[K|\n)2 +[\d.]+ ", out),  # epoch 2's row
                            timeout=180)

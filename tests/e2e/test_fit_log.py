@@ -70,7 +70,7 @@ def test_last_checkpoint_loads_with_torch_checkpoint_load(sh):
 
 def test_resume_auto_needs_a_log_folder(sh):
     r = sh.run("m=$(torch nn linear 2 1); L=$(torch data loader $(torch data tensors $(torch randn 4 2) "
-               "$(torch randn 4 1))); torch fit $m $(torch optim sgd $m) $L --resume auto")
+               "$(torch randn 4 1))); torch fit $m $(torch optim sgd $m) $L --loss mse_loss --resume auto")
     assert r.code == 2 and "[missing_argument]" in r.err
 
 

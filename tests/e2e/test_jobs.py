@@ -41,7 +41,7 @@ def replay(weights, steps):
 
 def test_detach_returns_a_job_and_list_wait_logs_show_it(sh):
     make, _ = setup(sh)
-    out = sh(make + "j=$(torch fit $m $o $L --epochs 3 --detach); echo $j; torch job wait $j; echo wait=$?; "
+    out = sh(make + "j=$(torch fit $m $o $L --loss mse_loss --epochs 3 --detach); echo $j; torch job wait $j; echo wait=$?; "
              "torch job list; torch job logs $j; torch job logs $j --json")
     lines = out.splitlines()
     job = lines[0]
@@ -61,7 +61,7 @@ def test_detach_returns_a_job_and_list_wait_logs_show_it(sh):
 
 def test_job_logs_follow_prints_rows_and_plain_progress_until_the_job_ends(sh):
     make, _ = setup(sh)
-    r = sh.run(make + "j=$(torch fit $m $o $L --epochs 4 --detach); torch job logs $j -f; echo rc=$?")
+    r = sh.run(make + "j=$(torch fit $m $o $L --loss mse_loss --epochs 4 --detach); torch job logs $j -f; echo rc=$?")
     lines = r.out.splitlines()
     assert lines[0].split()[:2] == ["epoch", "loss"] and [l.split()[0] for l in lines[1:5]] == ["1", "2", "3", "4"]
     assert lines[5] == "rc=0" and "\r" not in r.err
@@ -71,7 +71,7 @@ def test_job_logs_follow_prints_rows_and_plain_progress_until_the_job_ends(sh):
 def test_job_stop_ends_at_a_step_boundary_and_the_model_keeps_the_last_completed_step(sh):
     make, first = setup(sh)
     last = sh.tmp("last.safetensors")
-    r = sh.run(make + "j=$(torch fit $m $o $L --epochs 100000 --detach); "
+    r = sh.run(make + "j=$(torch fit $m $o $L --loss mse_loss --epochs 100000 --detach); "
                "for i in $(seq 600); do torch job list | grep -q \"$j .*batch\" && break; sleep 0.05; done; "
                "torch job stop $j; torch job wait $j; echo wait=$?; torch nn save $m %s; torch job list" % last)
     assert r.code == 0, r.err
@@ -88,7 +88,7 @@ def test_job_stop_ends_at_a_step_boundary_and_the_model_keeps_the_last_completed
 def test_other_commands_answer_while_a_job_runs(sh):
     make, _ = setup(sh)
     t = sh.put(torch.tensor([1.5, 2.5]))
-    r = sh.run(make + "j=$(torch fit $m $o $L --epochs 100000 --detach); "
+    r = sh.run(make + "j=$(torch fit $m $o $L --loss mse_loss --epochs 100000 --detach); "
                "torch daemon status >/dev/null && echo status=ok; torch tensors | grep -c '^job://'; "
                "torch value %s; torch value $(torch mul %s 2); torch job list | grep \"$j\"; torch job stop $j"
                % (t, t))
@@ -101,7 +101,7 @@ def test_other_commands_answer_while_a_job_runs(sh):
 
 def test_free_refuses_what_a_running_job_uses_until_it_has_stopped(sh):
     make, _ = setup(sh)
-    r = sh.run(make + "j=$(torch fit $m $o $L --epochs 100000 --detach); torch free $m; echo free=$?; "
+    r = sh.run(make + "j=$(torch fit $m $o $L --loss mse_loss --epochs 100000 --detach); torch free $m; echo free=$?; "
                "torch free $j; echo free=$?; torch free --all; echo all=$?; torch job stop $j >/dev/null; "
                "torch free $m $o $L $j; echo free=$?")
     assert re.findall(r"\w+=\d+", r.out) == ["free=3", "free=3", "all=3", "free=0"]
@@ -116,7 +116,7 @@ def test_a_scope_that_ends_while_its_job_runs_leaves_the_job_and_what_it_trains(
     make, _ = setup(sh)
     inner, handles = sh.tmp("inner.sh"), sh.tmp("handles")
     with open(inner, "w") as f:
-        f.write(make + "j=$(torch fit $m $o $L --epochs 100000 --detach); t=$(torch zeros 2); echo $m $o $L $j $t\n")
+        f.write(make + "j=$(torch fit $m $o $L --loss mse_loss --epochs 100000 --detach); t=$(torch zeros 2); echo $m $o $L $j $t\n")
     r = sh.run("torch scope -- bash %s > %s; read m o L j t < %s; "
                "torch job stop $j >/dev/null; torch job wait $j >/dev/null; echo stopped=$?; "
                "torch forward $m $(torch zeros 1 2) >/dev/null; echo model=$?; torch optim info $o >/dev/null; "
@@ -149,7 +149,7 @@ def test_the_json_face_detaches_refuses_delete_and_answers_polls_with_follow(sh)
 
 def test_foreground_fit_without_a_terminal_prints_rows_and_plain_progress_lines(sh):
     make, _ = setup(sh)
-    r = sh.run(make + "torch fit $m $o $L --epochs 2; echo rc=$?")
+    r = sh.run(make + "torch fit $m $o $L --loss mse_loss --epochs 2; echo rc=$?")
     lines = r.out.splitlines()
     assert lines[0].split() == ["epoch", "loss", "lr", "seconds"]
     assert [line.split()[0] for line in lines[1:3]] == ["1", "2"] and lines[3] == "rc=0"
@@ -160,7 +160,7 @@ def test_foreground_fit_without_a_terminal_prints_rows_and_plain_progress_lines(
 
 def test_foreground_fit_in_a_terminal_redraws_a_live_progress_line(sh):
     make, _ = setup(sh)
-    out, code = run_in_pty(sh, make + "torch fit $m $o $L --epochs 100000; echo rc=$?",
+    out, code = run_in_pty(sh, make + "torch fit $m $o $L --loss mse_loss --epochs 100000; echo rc=$?",
                            send_when=lambda out: b"\repoch " in out and re.search(rb"(\x1b\[K|\n)2 +[\d.]+ ", out))
     assert code == 0
     text = out.decode()
@@ -172,7 +172,7 @@ def test_foreground_fit_in_a_terminal_redraws_a_live_progress_line(sh):
 
 def test_ctrl_c_stops_a_foreground_fit_at_a_step_boundary_and_exits_130(sh):
     make, _ = setup(sh)
-    out, code = run_in_pty(sh, make + "torch fit $m $o $L --epochs 100000; echo rc=$?; "
+    out, code = run_in_pty(sh, make + "torch fit $m $o $L --loss mse_loss --epochs 100000; echo rc=$?; "
                            "torch job list | grep -c . || true", send_when=lambda out: b" batch " in out)
     lines = screen_lines(out)  # what the user sees: the live line cleared, the echoed ^C not counted
     assert code == 0
@@ -183,9 +183,9 @@ def test_ctrl_c_stops_a_foreground_fit_at_a_step_boundary_and_exits_130(sh):
 
 def test_a_second_job_is_queued_until_the_first_ends_then_runs(sh):
     make, _ = setup(sh)
-    out = sh(make + "a=$(torch fit $m $o $L --epochs 200 --detach); "
+    out = sh(make + "a=$(torch fit $m $o $L --loss mse_loss --epochs 200 --detach); "
              "m2=$(torch nn linear 2 1); o2=$(torch optim sgd $m2 --lr 0.1); "
-             "b=$(torch fit $m2 $o2 $L --epochs 1 --detach); "
+             "b=$(torch fit $m2 $o2 $L --loss mse_loss --epochs 1 --detach); "
              "echo $a $b; torch job list | grep $b; torch job stop $a >/dev/null; torch job wait $b; echo b=$?; "
              "torch job list")
     lines = out.splitlines()

@@ -171,13 +171,13 @@ def test_follow(sh, callers):
     x, y = sh.put(torch.randn(16, 2)), sh.put(torch.randn(16, 1))
     want = None
     for caller in SHELLS:
-        out, code, handed, err = callers.run(caller, MAKE.format(x=x, y=y) + "torch fit $m $o $L --epochs 2 --json")
+        out, code, handed, err = callers.run(caller, MAKE.format(x=x, y=y) + "torch fit $m $o $L --loss mse_loss --epochs 2 --json")
         rows = [json.loads(line) for line in out.splitlines()]
         assert code == 0 and handed == [] and [r["epoch"] for r in rows] == [1, 2], (caller, err)
         want = want or _losses(rows)
         assert _losses(rows) == want, caller
     nu_make = NU_MAKE.format(x=x, y=y)
-    out, code, handed, err = callers.run("nu", nu_make + "torch fit $m $o $L --epochs 2 | to json --raw | print")
+    out, code, handed, err = callers.run("nu", nu_make + "torch fit $m $o $L --loss mse_loss --epochs 2 | to json --raw | print")
     assert (_losses(json.loads(out)), code, handed) == (want, 0, []), err
     out, code, handed, err = callers.run("nu", nu_make + 'torch "fit" $m $o $L "--epochs" 2 | to json --raw | print')
     rows = [json.loads(r) if isinstance(r, str) else r for r in json.loads(out)]

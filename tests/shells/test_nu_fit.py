@@ -1,6 +1,9 @@
 """Issue 13 in Nushell: a `data next` loop that ends at the epoch's end (a catchable error), and
-`torch fit` rows as nu records, equal to bash's `torch fit --json`."""
+`torch fit` rows as nu records, equal to bash's `torch fit --json`. Issue 24: fit's refusals (run_exists, a
+missing --loss) as catchable errors with their code and hint, and its one-line notes (the loss and log folder
+chosen, an early stop, nothing to do, queued behind a job) on nu's stderr."""
 import json
+import subprocess
 
 import torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -26,7 +29,7 @@ $epochs | to json --raw | print
 
 
 FIT = ("torch manual_seed 3; m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
-       "torch fit $m $o $(torch data loader $(torch data tensors {x} {y}) --batch_size 4 --shuffle --seed 1) "
+       "torch fit $m $o $(torch data loader $(torch data tensors {x} {y}) --batch_size 4 --shuffle --seed 1) --loss mse_loss "
        "--epochs 3 --json")
 
 
@@ -38,7 +41,72 @@ torch manual_seed 3
 let m = (torch nn linear 2 1)
 let o = (torch optim sgd $m --lr 0.1)
 let L = (torch data loader (torch data tensors %s %s) --batch_size 4 --shuffle --seed 1)
-torch fit $m $o $L --epochs 3 | to json --raw | print
+torch fit $m $o $L --loss mse_loss --epochs 3 | to json --raw | print
 """ % (x, y)))
     assert [r["epoch"] for r in rows] == [1, 2, 3]
     assert [r["loss"] for r in rows] == [r["loss"] for r in bash]
+
+
+def test_a_log_folder_holding_a_run_is_refused_and_version_is_named_on_stderr(nu, sh):
+    x, y = sh.put(torch.randn(12, 2)), sh.put(torch.randn(12, 1))
+    runs = sh.tmp("runs")
+    script = """
+let m = (torch nn linear 2 1)
+let o = (torch optim sgd $m --lr 0.1)
+let L = (torch data loader (torch data tensors %s %s) --batch_size 4)
+torch fit $m $o $L --loss mse_loss --log %s --version | ignore
+let e = (try { torch fit $m $o $L --loss mse_loss --log %s/version_0; {} } catch {|e| $e })
+print ({msg: $e.msg, help: $e.details.help, code: $e.details.code} | to json --raw)
+""" % (x, y, runs, runs)
+    r = nu.run(script)
+    assert r.code == 0, r.err
+    assert "torch: fit: logging to %s/version_0\n" % runs in r.err
+    refused = json.loads(r.out)
+    assert refused["code"] == "torchsh::run_exists" and "holds a run" in refused["msg"]
+    assert "--resume auto" in refused["help"] and "--overwrite" in refused["help"]
+
+
+def test_without_loss_in_nushell_the_choice_is_on_stderr_and_a_refusal_names_loss(nu, sh):
+    x, classes, floats = sh.put(torch.randn(24, 3)), sh.put(torch.arange(24) % 4), sh.put((torch.arange(24) % 4).float())
+    r = nu.run("""
+let m = (torch nn sequential 'linear 3 8' relu 'linear 8 4')
+let o = (torch optim sgd $m --lr 0.1)
+torch fit $m $o (torch data loader (torch data tensors %s %s) --batch_size 8) | ignore
+let e = (try { torch fit $m $o (torch data loader (torch data tensors %s %s)); {} } catch {|e| $e.details })
+print ({code: $e.code, msg: $e.msg, help: $e.help} | to json --raw)
+""" % (x, classes, x, floats))
+    assert r.code == 0, r.err
+    assert "torch: fit: --loss cross_entropy (int64 class targets, a Linear head of 4 outputs)\n" in r.err
+    assert '"code":"torchsh::missing_argument"' in r.out and "--loss is needed" in r.out
+    assert "--target_dtype int64" in r.out
+
+
+def test_early_stop_and_nothing_to_do_lines_reach_nushells_stderr(nu, sh):
+    x, y = sh.put(torch.randn(16, 2)), sh.put(torch.randn(16, 1))
+    log = sh.tmp("run")
+    r = nu.run("""
+let m = (torch nn linear 2 1)
+let o = (torch optim sgd $m --lr 0)
+let L = (torch data loader (torch data tensors %s %s) --batch_size 4)
+torch fit $m $o $L --loss mse_loss --epochs 50 --patience 1 --log %s | ignore
+torch fit $m $o $L --loss mse_loss --epochs 50 --patience 1 --log %s --resume auto | ignore
+""" % (x, y, log, log))
+    assert r.code == 0, r.err
+    lines = [line for line in r.err.splitlines() if line.startswith("torch: fit: ")]
+    assert len(lines) == 2 and lines[0].startswith("torch: fit: early stop after epoch 2: loss did not improve "
+                                                   "for 1 epoch (best ")
+    assert lines[1] == "torch: fit: nothing to do: the run is already at epoch 2 step 8 (it stopped early: --patience 1)"
+
+
+def test_a_fit_queued_behind_another_job_says_so_in_nushell(nu, sh):
+    make = "m=$(torch nn linear 2 1); L=$(torch data loader $(torch data tensors %s %s) --batch_size 4); " % (
+        sh.put(torch.randn(16, 2)), sh.put(torch.randn(16, 1)))
+    first = sh(make + "torch fit $m $(torch optim sgd $m) $L --loss mse_loss --epochs 1000000 --detach; echo $L")
+    job, loader = first.splitlines()
+    # stop the long job once the nu fit is queued behind it (a shell of its own, meanwhile)
+    stopper = subprocess.Popen(["bash", "-c", "until torch job list | grep -q queued; do sleep 0.1; done; "
+                                "torch job stop %s" % job], env=sh.env, stdout=subprocess.DEVNULL)
+    r = nu.run("let m = (torch nn linear 2 1)\ntorch fit $m (torch optim sgd $m) %s --loss mse_loss | ignore" % loader)
+    stopper.wait(timeout=60)
+    assert r.code == 0, r.err
+    assert "torch: fit: queued behind %s (one job runs at a time" % job in r.err

@@ -16,7 +16,7 @@ LONG_FIT = """
 let m = (torch nn linear 2 1)
 let o = (torch optim sgd $m --lr 0.1)
 let L = (torch data loader (torch data tensors (torch randn [640 2]) (torch randn [640 1])) --batch_size 16)
-torch fit $m $o $L --epochs 100000
+torch fit $m $o $L --loss mse_loss --epochs 100000
 """
 
 
@@ -69,7 +69,7 @@ def test_job_wait_in_nu_returns_every_row_and_the_exit_status(nu, sh):
 let m = (torch nn linear 2 1)
 let o = (torch optim sgd $m --lr 0.1)
 let L = (torch data loader (torch data tensors (torch randn [64 2]) (torch randn [64 1])) --batch_size 16)
-let j = (torch fit $m $o $L --epochs 3 --detach)
+let j = (torch fit $m $o $L --loss mse_loss --epochs 3 --detach)
 torch job wait $j | to json --raw | print
 """)
     waited = json.loads(out)

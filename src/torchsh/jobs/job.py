@@ -7,8 +7,10 @@ it (should_stop), so other commands run between steps, in their turn (the lock i
 
 What a job says is kept as a list of events, appended to and never rewritten: ("row", dict) an epoch
 row for stdout, ("plain", text) a plain progress line (every PLAIN_EVERY_S, and at the end of each
-epoch's batches) for followers whose stderr is not a terminal, ("err", text) a final line (stopped
-at…, the failure). The newest batch event is kept aside (`progress`) for a terminal's live line.
+epoch's batches) for followers whose stderr is not a terminal, ("note", text) a line every follower's
+stderr gets (the loss and log folder chosen, queued behind another job, an early stop), ("err", text) a
+final line (stopped at…, the failure). The newest batch event is kept aside (`progress`) for a terminal's
+live line.
 Followers read by offset into the event list (jobs/render.py), so any number can follow one job.
 
 A foreground job is leased to its follower (docs/jobs.md): each of its polls renews the lease for LEASE_S;
@@ -74,6 +76,8 @@ class Job:
                 if self.first_row is None:
                     self.first_row = row
                 self.events.append(("row", row))
+            elif kind == "note":  # what the work says once: `torch: fit: early stop at …`
+                self.events.append(("note", "torch: %s: %s\n" % (self.verb, event["text"])))
             elif kind in ("stopped", "done"):  # where the work ended (a stop request is known by should_stop)
                 self._note_position(event)
             if len(self.events) > had:  # followers wait for events; the live line is redrawn on a clock
@@ -165,17 +169,22 @@ def clock(seconds):
     return "%d:%02d:%02d" % (h, m, s) if h else "%d:%02d" % (m, s)
 
 
-def start(ctx, verb, work, columns=None, uses=()):
+def start(ctx, verb, work, columns=None, uses=(), notes=()):
     """Register a job:// for work(report, should_stop) and start it. In the daemon it runs on the tensor
     thread, after the requests queued before it, one job at a time (state "queued" until its turn): PyTorch's
     OpenMP keeps a thread pool per calling thread, and a second pool made every parallel op ~20% slower on
     two cores (bench/fit.py: 0.81x -> see the closing note). In-process (no server) on a thread of its own.
     columns: the epoch rows' keys to show, in order (default: the first row's); uses: the objects the
-    work trains (model, optimizer, loaders, scheduler), which `torch free` refuses while it runs."""
+    work trains (model, optimizer, loaders, scheduler), which `torch free` refuses while it runs; notes:
+    lines its followers' stderr gets first, then `queued behind job://…` when another job is ahead of it."""
     job = Job(verb, columns, uses)
     job.handle = ctx.put(job, "job")
-    _RUNNING.add(job)
     tensor_thread = getattr(ctx.app, "tensor_thread", None)
+    ahead = max(_RUNNING, key=lambda j: j.started, default=None) if tensor_thread is not None else None
+    _RUNNING.add(job)
+    queued = ["queued behind %s (one job runs at a time; `torch job list` shows them)" % ahead.handle] if ahead else []
+    for line in list(notes) + queued:
+        job.report({"event": "note", "text": line})
     if tensor_thread is not None:
         job.state = "queued"
         tensor_thread.run_task(lambda: _run(ctx, job, work, tensor_thread))

@@ -16,7 +16,7 @@ from torchsh.jobs.job import progress_text
 VIEWS = ("run", "logs", "wait", "stop")
 CLEAR = "\r\x1b[K"  # back to the line's start, erase to its end: the live line's redraw
 LIVE_POLL_S = 0.25  # a terminal's live line is redrawn at least this often
-_STREAM = {"row": "out", "plain": "err", "err": "err"}
+_STREAM = {"row": "out", "plain": "err", "note": "err", "err": "err"}
 
 
 @dataclass

@@ -2775,10 +2775,10 @@ export def fill [
 
 # Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 #
-# fit(Module model, Optimizer optimizer, Loader loader, *, str loss=mse_loss, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, InOutDirPath? log=None, str? resume=None, int save_every=200, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, str? rdzv=None, str strategy=ddp, float timeout=60, bool trusted_network=False, bool detach=False, bool json=False) -> Json
+# fit(Module model, Optimizer optimizer, Loader loader, *, str? loss=None, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, InOutDirPath? log=None, str? resume=None, bool overwrite=False, bool version=False, ScalarType? target_dtype=None, int save_every=200, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, str? rdzv=None, str strategy=ddp, float timeout=60, bool trusted_network=False, bool detach=False, bool json=False) -> Json
 export def fit [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: model optimizer loader; piped handles fill the tensor slots still missing
-    --loss: string@"nu-complete torch"  # a torch.nn.functional loss (mse_loss, cross_entropy, …); each batch is (inputs…, target) (str; default "mse_loss")
+    --loss: string@"nu-complete torch"  # a torch.nn.functional loss (mse_loss, cross_entropy, …); each batch is (inputs…, target) (str?)
     --loss_args: any@"nu-complete torch"  # the loss's options as JSON, e.g. '{"label_smoothing": 0.1}' (Json?)
     --epochs: int  # the run's total epochs (a resumed run finishes the same total) (int; default 1)
     --val: string@"nu-complete torch"  # a loader evaluated after every epoch (eval mode, no grad): val_loss and val_ metrics (Loader?)
@@ -2789,8 +2789,11 @@ export def fit [
     --autocast: string@"nu-complete torch"  # bf16 or fp16: torch.autocast on the model's device (fp16 adds a GradScaler) (str?)
     --patience: int  # stop after this many epochs without improvement of --monitor (int?)
     --monitor: string  # the value early stopping and the best checkpoint watch (default val_loss, or loss without --val) (str?)
-    --log: path  # a folder for metrics.jsonl, metrics.csv, run.json, last.safetensors, best.safetensors (InOutDirPath?)
+    --log: path  # a folder for metrics.jsonl, metrics.csv, run.json, last.safetensors, best.safetensors; one that hol… (InOutDirPath?)
     --resume: string  # auto (the --log folder's last checkpoint, when there is one) or a checkpoint file (str?)
+    --overwrite  # replace the run in --log DIR (its files stay until the new run has a checkpoint) (bool)
+    --version  # log to a new DIR/version_N (N = 1 + the highest there, version_0 first), named on stderr (bool)
+    --target_dtype: string@"nu-complete torch dtypes"  # the targets' dtype for the loss (int64 for cross_entropy's class indices), y.to(dtype) (ScalarType?)
     --save_every: int  # optimizer steps between last checkpoints (also saved every epoch and where a run stops) (int; default 200)
     --max_steps: int  # stop after this many optimizer steps of the whole run (resumable with --resume) (int?)
     --nproc_per_node: int  # train in N processes on torch.distributed (DDP; gloo on CPU, nccl on CUDA), each on a DistributedSa… (int?)
@@ -2803,7 +2806,7 @@ export def fit [
     --detach  # run as a job and print its job:// at once (torch job logs|wait|stop, docs/jobs.md) (bool)
     --json  # rows as JSON lines (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "fit" $args "loss loss_args epochs val metrics sched clip accum autocast patience monitor log resume save_every max_steps nproc_per_node nnodes node_rank rdzv strategy timeout trusted_network! detach! json! no_grad!" [$loss $loss_args $epochs $val $metrics $sched $clip $accum $autocast $patience $monitor $log $resume $save_every $max_steps $nproc_per_node $nnodes $node_rank $rdzv $strategy $timeout $trusted_network $detach $json $no_grad] --follows }
+]: any -> any { torchsh typed "fit" $args "loss loss_args epochs val metrics sched clip accum autocast patience monitor log resume overwrite! version! target_dtype save_every max_steps nproc_per_node nnodes node_rank rdzv strategy timeout trusted_network! detach! json! no_grad!" [$loss $loss_args $epochs $val $metrics $sched $clip $accum $autocast $patience $monitor $log $resume $overwrite $version $target_dtype $save_every $max_steps $nproc_per_node $nnodes $node_rank $rdzv $strategy $timeout $trusted_network $detach $json $no_grad] --follows }
 
 # Alias for torch.trunc.
 #

@@ -4,6 +4,7 @@ with the same loader seed, bit for bit on CPU):
     for epoch in range(epochs):
         model.train()
         for i, (x, y) in enumerate(loader):            # the Loader: reshuffled every epoch
+            y = y.to(target_dtype)                      # only with --target_dtype
             if i % K == 0: optimizer.zero_grad()
             with torch.autocast(device_type, dtype):    # only with --autocast
                 loss = loss_fn(model(x), y, **loss_args)
@@ -16,7 +17,8 @@ with the same loader seed, bit for bit on CPU):
 
 run_fit(ctx, plan, report, should_stop) reports progress events to report(event) — {"event": "batch",
 "epoch", "batch", "batches", "loss" (the epoch's running mean), "rate" (batches/s), "eta_s"} after every
-batch, {"event": "epoch", **row} after every epoch, {"event": "stopped"|"done", "epoch", "step",
+batch, {"event": "epoch", **row} after every epoch, {"event": "note", "text"} for an early stop and a
+resumed run with nothing to do (its follower's stderr gets it), {"event": "stopped"|"done", "epoch", "step",
 "reason"} at the end — and polls should_stop() after every optimizer step: a stop there (or
 --max_steps) ends the run resumably, the model keeping that step.
 
@@ -47,6 +49,7 @@ class Progress:
     sums: dict = None          # the epoch's EpochSums.state() so far
     epoch_seconds: float = 0.0
     best: float = None         # the best value of plan.monitor so far
+    best_epoch: int = None     # the epoch it was reached in
     bad_epochs: int = 0        # epochs since it last improved
 
 
@@ -99,13 +102,16 @@ def run_fit(ctx, plan, report, should_stop, world=None):
     return _Run(plan, report, should_stop, world or OneProcess()).go()
 
 
-def _on_device(batch, device):
-    """A batch's fields on the model's device: (inputs…, target)."""
+def _on_device(batch, device, target_dtype=None):
+    """A batch's fields on the model's device: (inputs…, target), the target as --target_dtype (y.to(dtype))."""
     if not isinstance(batch, (list, tuple)) or len(batch) < 2:
         raise bad_argument("fit needs batches of (inputs…, target); this loader's items have %d field(s)"
                            % (len(batch) if isinstance(batch, (list, tuple)) else 1),
                            "torch data tensors $X $Y makes (input, target) items")
-    return [t.to(device, non_blocking=True) if isinstance(t, torch.Tensor) else t for t in batch]
+    fields = [t.to(device, non_blocking=True) if isinstance(t, torch.Tensor) else t for t in batch]
+    if target_dtype is not None:
+        fields[-1] = fields[-1].to(target_dtype)
+    return fields
 
 
 class _Run:
@@ -127,9 +133,25 @@ class _Run:
             self.log.start(plan, self.progress, source)
         with torch.enable_grad():
             reason = self._ended()
+            if reason is not None:  # a resumed run that is over already
+                self.report({"event": "note", "text": self._nothing_to_do(reason)})
             while reason is None:
                 reason = self._epoch() or self._ended()
+                if reason == "early_stop":
+                    self.report({"event": "note", "text": self._early_stop()})
         return self._finish(reason)
+
+    def _nothing_to_do(self, reason):
+        plan, p = self.plan, self.progress
+        why = {"done": "--epochs %d" % plan.epochs, "max_steps": "--max_steps %s" % plan.max_steps,
+               "early_stop": "it stopped early: --patience %s" % plan.patience}[reason]
+        return "nothing to do: the run is already at epoch %d step %d (%s)" % (
+            p.epoch - (0 if p.in_epoch else 1), p.step, why)
+
+    def _early_stop(self):
+        plan, p = self.plan, self.progress
+        return "early stop after epoch %d: %s did not improve for %d epoch%s (best %.6g at epoch %s)" % (
+            p.epoch - 1, plan.monitor, p.bad_epochs, "" if p.bad_epochs == 1 else "s", p.best, p.best_epoch)
 
     def _ended(self):
         """Why the run is over before another epoch (a resumed run may be over already), or None."""
@@ -181,7 +203,7 @@ class _Run:
 
     def _forward_backward(self, batch, sums):
         plan = self.plan
-        *inputs, target = _on_device(batch, self.device)
+        *inputs, target = _on_device(batch, self.device, plan.target_dtype)
         with self._autocast():
             output = self.net(*inputs)
             loss = plan.loss(output, target, **plan.loss_args)
@@ -239,7 +261,7 @@ class _Run:
         p = self.progress
         better = p.best is None or (value < p.best if self.plan.lower_is_better() else value > p.best)
         if better:
-            p.best, p.bad_epochs = value, 0
+            p.best, p.best_epoch, p.bad_epochs = value, p.epoch, 0
         else:
             p.bad_epochs += 1
         return better
@@ -249,7 +271,7 @@ class _Run:
         plan.model.eval()  # not through a DDP wrapper: ranks evaluate unequal shares, with no collective
         with torch.no_grad(), self._autocast():
             for batch, counted in self.world.val_batches(plan.val):
-                *inputs, target = _on_device(batch, self.device)
+                *inputs, target = _on_device(batch, self.device, plan.target_dtype)
                 output = plan.model(*inputs)
                 loss = plan.loss(output, target, **plan.loss_args)
                 if counted:

@@ -33,6 +33,7 @@ class FitPlan:
     max_steps: Optional[int] = None     # stop (resumably) once the run's global step reaches this
     command: tuple = ()                 # the command line, for run.json
     loss_name: str = ""
+    target_dtype: Optional[torch.dtype] = None  # each batch's target .to(this) before the loss
 
     def __post_init__(self):
         if self.epochs < 1 or self.accum < 1 or self.save_every < 1:

@@ -8,22 +8,28 @@ last/best; --resume auto continues from DIR's last checkpoint bit for bit, even 
 --nproc_per_node N trains on torch.distributed instead (train/distributed/; docs/distributed.md).
 """
 import functools
+import os
 
 from torchsh import jobs
-from torchsh.errors import TorchshError
+from torchsh.errors import TorchshError, bad_argument
 from torchsh.jobs import follow
 from torchsh.train.distributed import supervisor as distributed
 from torchsh.train.fit import run_fit
 from torchsh.train.losses import loss_function, loss_options as _loss_options
+from torchsh.train import losschoice, rundir
 from torchsh.train.plan import SAVE_EVERY, FitPlan
 from torchsh.verbs import verb
+from torchsh.vocab import dtype_name
 
 _COLUMNS = ("epoch", "loss", "val_loss")
+_PLAN_OPTIONS = ("epochs", "val", "sched", "clip", "accum", "autocast", "patience", "monitor", "save_every", "max_steps")
+_LAUNCH_OPTIONS = ("nnodes", "node_rank", "rdzv", "strategy", "timeout", "trusted_network")
 
 
-@verb("fit(Module model, Optimizer optimizer, Loader loader, *, str loss=\"mse_loss\", Json? loss_args=None, "
+@verb("fit(Module model, Optimizer optimizer, Loader loader, *, str? loss=None, Json? loss_args=None, "
       "int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, "
       "str? autocast=None, int? patience=None, str? monitor=None, InOutDirPath? log=None, str? resume=None, "
+      "bool overwrite=False, bool version=False, ScalarType? target_dtype=None, "
       "int save_every=%d, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, "
       "str? rdzv=None, str strategy=\"ddp\", float timeout=%g, bool trusted_network=False, bool detach=False, "
       "bool json=False) -> Json"
@@ -35,14 +41,17 @@ _COLUMNS = ("epoch", "loss", "val_loss")
                 "m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
                 "L=$(torch data loader $(torch data tensors $(torch randn 64 2) $(torch randn 64 1)) "
                 "--batch_size 8 --shuffle --seed 0); torch fit $m $o $L --loss mse_loss --epochs 2 --nproc_per_node 2"))
-def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1, val=None, metrics=None, sched=None,
-        clip=None, accum=1, autocast=None, patience=None, monitor=None, log=None, resume=None,
-        save_every=SAVE_EVERY, max_steps=None, nproc_per_node=None, nnodes=1, node_rank=0, rdzv=None, strategy="ddp",
-        timeout=distributed.TIMEOUT_S, trusted_network=False, detach=False, json=False):
+def fit(ctx, model, optimizer, loader, loss=None, loss_args=None, epochs=1, val=None, metrics=None, sched=None,
+        clip=None, accum=1, autocast=None, patience=None, monitor=None, log=None, resume=None, overwrite=False,
+        version=False, target_dtype=None, save_every=SAVE_EVERY, max_steps=None, nproc_per_node=None, nnodes=1, node_rank=0, rdzv=None,
+        strategy="ddp", timeout=distributed.TIMEOUT_S, trusted_network=False, detach=False, json=False):
     """Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 
     Args:
-        loss: a torch.nn.functional loss (mse_loss, cross_entropy, …); each batch is (inputs…, target)
+        loss: a torch.nn.functional loss (mse_loss, cross_entropy, …); each batch is (inputs…, target).
+            Without it: cross_entropy for integer class targets and a Linear head of k > 1 outputs, mse_loss
+            for float targets shaped as a Linear head's output (named on stderr); otherwise refused
+        target_dtype: the targets' dtype for the loss (int64 for cross_entropy's class indices), y.to(dtype)
         loss_args: the loss's options as JSON, e.g. '{"label_smoothing": 0.1}'
         epochs: the run's total epochs (a resumed run finishes the same total)
         val: a loader evaluated after every epoch (eval mode, no grad): val_loss and val_ metrics
@@ -53,8 +62,11 @@ def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1
         autocast: bf16 or fp16: torch.autocast on the model's device (fp16 adds a GradScaler)
         patience: stop after this many epochs without improvement of --monitor
         monitor: the value early stopping and the `best` checkpoint watch (default val_loss, or loss without --val)
-        log: a folder for metrics.jsonl, metrics.csv, run.json, last.safetensors, best.safetensors
+        log: a folder for metrics.jsonl, metrics.csv, run.json, last.safetensors, best.safetensors; one that
+            holds a run already is refused (run_exists) unless --resume or --overwrite
         resume: auto (the --log folder's last checkpoint, when there is one) or a checkpoint file
+        overwrite: replace the run in --log DIR (its files stay until the new run has a checkpoint)
+        version: log to a new DIR/version_N (N = 1 + the highest there, version_0 first), named on stderr
         save_every: optimizer steps between `last` checkpoints (also saved every epoch and where a run stops)
         max_steps: stop after this many optimizer steps of the whole run (resumable with --resume)
         nproc_per_node: train in N processes on torch.distributed (DDP; gloo on CPU, nccl on CUDA), each on a
@@ -68,18 +80,73 @@ def fit(ctx, model, optimizer, loader, loss="mse_loss", loss_args=None, epochs=1
         detach: run as a job and print its job:// at once (`torch job logs|wait|stop`, docs/jobs.md)
         json: rows as JSON lines
     """
-    plan = FitPlan(model=model, optimizer=optimizer, loader=loader, loss=loss_function(loss),
-                   loss_args=_loss_options(loss_args), epochs=epochs, val=val, metrics=tuple(metrics or ()),
-                   sched=sched, clip=clip, accum=accum, autocast=autocast, patience=patience, monitor=monitor,
-                   log=log, resume=_resume_path(ctx, resume), save_every=save_every, max_steps=max_steps,
-                   loss_name=loss, command=_command(locals()))
-    work = _work(ctx, plan, nproc_per_node, (nnodes, node_rank, rdzv, strategy, timeout, trusted_network))
-    columns = [c for c in _COLUMNS if c != "val_loss" or val is not None]
-    columns += list(plan.metrics) + ["val_" + m for m in plan.metrics if val is not None] + ["lr", "seconds"]
-    files = _callers_files(ctx, detach)
-    job = jobs.start(ctx, "fit", work, columns, uses=(model, optimizer, loader, val, sched))
+    return _start(ctx, locals())
+
+
+def _start(ctx, o):
+    """Check everything, choose the log folder, then start the run as a job (followed, or --detach)."""
+    notes = []  # lines the caller's stderr gets first (the job's "note" events)
+    _check_log_flags(ctx, o)
+    _choose_loss(o, notes)
+    plan = FitPlan(model=o["model"], optimizer=o["optimizer"], loader=o["loader"], loss=loss_function(o["loss"]),
+                   loss_args=_loss_options(o["loss_args"]), metrics=tuple(o["metrics"] or ()), log=o["log"],
+                   resume=_resume_path(ctx, o["resume"]), loss_name=o["loss"], command=_command(o),
+                   target_dtype=o["target_dtype"], **{key: o[key] for key in _PLAN_OPTIONS})
+    work = _work(ctx, plan, o["nproc_per_node"], tuple(o[key] for key in _LAUNCH_OPTIONS))
+    if o["version"]:  # the last check passed: a refused fit leaves no empty version folder behind
+        plan.log = rundir.new_version(plan.log)
+        notes.append("logging to %s" % os.path.join(_shown(ctx, o["log"]), os.path.basename(plan.log)))
+    if o["overwrite"] and rundir.run_files(plan.log):
+        work = functools.partial(_replacing, plan.log, work)
+    columns = [c for c in _COLUMNS if c != "val_loss" or plan.val is not None]
+    columns += list(plan.metrics) + ["val_" + m for m in plan.metrics if plan.val is not None] + ["lr", "seconds"]
+    files = _callers_files(ctx, o["detach"])
+    uses = (plan.model, plan.optimizer, plan.loader, plan.val, plan.sched)
+    job = jobs.start(ctx, "fit", work, columns, uses=uses, notes=notes)
     job.downloads = files  # fetched with the run's last reply (jobs/follow.py)
-    return job.handle if detach else follow.reply(ctx, job, "run", as_json=json)
+    return job.handle if o["detach"] else follow.reply(ctx, job, "run", as_json=o["json"])
+
+
+def _check_log_flags(ctx, o):
+    """--log's companions fit together, and a --log DIR holding a run is continued or replaced, never lost."""
+    log, resume, overwrite, version = o["log"], o["resume"], o["overwrite"], o["version"]
+    if (overwrite or version) and log is None:
+        raise TorchshError("missing_argument", "--%s needs --log DIR" % ("overwrite" if overwrite else "version"),
+                           "torch fit … --log runs/1 --overwrite, or --log runs --version")
+    if overwrite and (resume is not None or version):
+        raise bad_argument("--overwrite replaces the run in --log DIR; it goes with neither --resume nor --version",
+                           "continue it with --resume auto, or keep it and log to another folder")
+    if version and resume == "auto":
+        raise bad_argument("--version starts a new run in DIR/version_N: there is nothing there to --resume auto",
+                           "continue a run with --log DIR/version_N --resume auto")
+    if log is not None and resume is None and not overwrite and not version:
+        rundir.refuse_a_run_there(log, _shown(ctx, log))
+    if log is not None and resume == "auto":
+        rundir.refuse_a_run_without_checkpoint(log, _shown(ctx, log))
+
+
+def _choose_loss(o, notes):
+    """--loss as given, or chosen where the model's head and the targets leave no doubt; either way checked
+    against the targets' dtype (train/losschoice.py has the rule)."""
+    item = losschoice.sample(o["loader"].dataset)
+    if o["loss"] is None:
+        o["loss"], why = losschoice.choose(o["model"], item, o["target_dtype"])
+        notes.append("--loss %s (%s)" % (o["loss"], why))
+    losschoice.check_target_dtype(o["loss"], item, o["target_dtype"])
+
+
+def _replacing(folder, work, report, should_stop):
+    """--overwrite's work: the old run moved aside, put back when the new one ends before its first checkpoint."""
+    replacing = rundir.Replacing(folder)
+    try:
+        return work(report, should_stop)
+    finally:
+        replacing.settle()
+
+
+def _shown(ctx, folder):
+    """A --log folder as the caller names it: on a remote context, the caller's path, not its staged copy."""
+    return ctx.downloads[0][1] if ctx.downloads else folder
 
 
 def _work(ctx, plan, nproc_per_node, launch_options):
@@ -118,6 +185,8 @@ def _command(args):
         value = args[key]
         if value is not None:
             words += ["--" + key, ",".join(value) if isinstance(value, list) else str(value)]
+    if args["target_dtype"] is not None:
+        words += ["--target_dtype", dtype_name(args["target_dtype"])]
     words += [w for key, word in (("val", "VAL_LOADER"), ("sched", "SCHED")) if args[key] is not None
               for w in ("--" + key, word)]
-    return tuple(words)
+    return tuple(words + ["--" + key for key in ("overwrite", "version") if args[key]])

@@ -22,6 +22,7 @@ from torchsh.train.distributed.world import RankWorld
 from torchsh.train.fit import run_fit
 from torchsh.train.losses import loss_function
 from torchsh.train.plan import FitPlan
+from torchsh.vocab import DTYPES
 
 
 def rank_main(folder):
@@ -52,7 +53,8 @@ def _run(folder, spec, tensors):
                    val=objects.get("val"), metrics=tuple(fit["metrics"]), sched=objects.get("sched"),
                    clip=fit["clip"], accum=fit["accum"], autocast=fit["autocast"], patience=fit["patience"],
                    monitor=fit["monitor"], log=fit["log"], resume=None, save_every=fit["save_every"],
-                   max_steps=fit["max_steps"], command=tuple(fit["command"]), loss_name=fit["loss"])
+                   max_steps=fit["max_steps"], command=tuple(fit["command"]), loss_name=fit["loss"],
+                   target_dtype=DTYPES[fit["target_dtype"]] if fit["target_dtype"] else None)
     events = open(handoff.path(folder, "events.jsonl"), "a") if world.speaks else None
     stop_file = handoff.path(folder, "stop")
 

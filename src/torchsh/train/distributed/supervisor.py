@@ -27,6 +27,7 @@ from torchsh.remote import listener
 from torchsh.train import checkpoint, resume
 from torchsh.train.distributed import handoff, netns, shares
 from torchsh.train.fit import FitResult
+from torchsh.vocab import dtype_name
 
 log = logging.getLogger("torchd")
 POLL_S = 0.1          # how often the daemon relays events and looks for a stop
@@ -98,7 +99,8 @@ def _fit_options(plan):
     return {"loss": plan.loss_name, "loss_args": plan.loss_args, "epochs": plan.epochs, "metrics": list(plan.metrics),
             "clip": plan.clip, "accum": plan.accum, "autocast": plan.autocast, "patience": plan.patience,
             "monitor": plan.monitor, "log": plan.log, "save_every": plan.save_every, "max_steps": plan.max_steps,
-            "command": list(plan.command)}
+            "command": list(plan.command),
+            "target_dtype": dtype_name(plan.target_dtype) if plan.target_dtype is not None else None}
 
 
 def _start(plan):
