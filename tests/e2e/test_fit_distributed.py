@@ -95,16 +95,17 @@ def assert_close(got, want):
         assert torch.allclose(got[k], want[k], rtol=0, atol=TOL), (k, (got[k] - want[k]).abs().max())
 
 
-def fit_processes():
-    """Live processes of a distributed fit: the launcher and its ranks carry TORCHSH_FIT_RUN."""
-    found = []
+def fit_processes(sh):
+    """Live processes of a distributed fit of `sh`'s daemon: the launcher and its ranks carry TORCHSH_FIT_RUN,
+    and the daemon's environment, its TORCHSH_SOCKET included (other daemons on the machine run fits too)."""
+    found, ours = [], b"\0TORCHSH_SOCKET=%s\0" % sh.socket.encode()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open("/proc/%s/environ" % pid, "rb") as f:
-                marked = b"\0TORCHSH_FIT_RUN=" in b"\0" + f.read()
+                env = b"\0" + f.read() + b"\0"
         except OSError:
             continue
-        if marked and not process_gone(int(pid)):
+        if b"\0TORCHSH_FIT_RUN=" in env and ours in env and not process_gone(int(pid)):
             found.append(int(pid))
     return found
 
@@ -171,7 +172,7 @@ def test_a_failing_rank_ends_the_run_with_its_rank_and_message_and_leaves_the_ob
     line, = [x for x in r.err.splitlines() if x.startswith("torch:")]
     assert line.startswith("torch: fit: rank 1: ") and "Target 7 is out of bounds" in line, r.err
     assert_close(load_file(after), load_file(first))
-    assert wait_until(lambda: not fit_processes(), timeout=30)
+    assert wait_until(lambda: not fit_processes(sh), timeout=30)
 
 
 def test_job_stop_ends_every_rank_and_the_model_keeps_the_steps_all_ranks_took(sh):
@@ -188,7 +189,7 @@ def test_job_stop_ends_every_rank_and_the_model_keeps_the_steps_all_ranks_took(s
     assert step >= 1 and epoch == (step - 1) // (N // (WORLD * B)) + 1
     assert "wait=130" in r.out
     assert_close(load_file(last), simulated_ddp(load_file(first), steps=step)[0])
-    assert wait_until(lambda: not fit_processes(), timeout=30)
+    assert wait_until(lambda: not fit_processes(sh), timeout=30)
 
 
 def listening_addresses(pid):
@@ -228,7 +229,7 @@ def test_while_two_ranks_train_every_listening_socket_of_the_run_is_on_loopback(
              "for i in $(seq 1200); do torch job list | grep -q \"$j .*batch\" && break; sleep 0.05; done; echo $j",
              timeout=180)
     try:
-        running = fit_processes()
+        running = fit_processes(sh)
         addresses = {pid: listening_addresses(pid) for pid in running}
         assert len(addresses) >= 3 and any(addresses.values()), addresses  # the launcher and two ranks
         assert all(a.is_loopback for found in addresses.values() for a in found), addresses
@@ -240,7 +241,7 @@ def test_while_two_ranks_train_every_listening_socket_of_the_run_is_on_loopback(
             assert namespaces == {os.readlink("/proc/self/ns/net")}
     finally:
         sh("torch job stop %s; torch job wait %s; true" % (job, job))
-    assert wait_until(lambda: not fit_processes(), timeout=30)
+    assert wait_until(lambda: not fit_processes(sh), timeout=30)
 
 
 def test_resume_auto_of_a_stopped_two_rank_run_equals_the_straight_run(sh):
@@ -303,12 +304,12 @@ def test_the_ranks_end_with_a_killed_daemon_and_the_run_folder_goes(fresh_sh):
               "for i in $(seq 1200); do torch job list | grep -q \"$j .*batch\" && break; sleep 0.05; done; "
               "torch daemon status --json", timeout=180)
     assert r.code == 0, r.err
-    running = fit_processes()
+    running = fit_processes(s)
     with open("/proc/%d/environ" % running[0], "rb") as f:
         folder = [v for v in f.read().split(b"\0") if v.startswith(b"TORCHSH_FIT_RUN=")][0].split(b"=", 1)[1]
     assert os.path.isdir(folder)
     os.kill(json.loads(r.out.splitlines()[-1])["pid"], signal.SIGKILL)
-    assert wait_until(lambda: not fit_processes(), timeout=30)
+    assert wait_until(lambda: not fit_processes(s), timeout=30)
     assert wait_until(lambda: not os.path.exists(folder), timeout=10)  # the run's spec does not outlive it
 
 
@@ -347,4 +348,4 @@ def test_ctrl_c_stops_a_foreground_two_rank_fit_and_ends_every_rank(sh):
     stopped = len(at) == 1 and re.fullmatch(r"torch: fit: stopped at epoch (\d+) step (\d+)", lines[at[0]])
     assert stopped and lines[at[0] + 1] == "rc=130", out[-800:]
     assert_close(load_file(last), simulated_ddp(load_file(first), steps=int(stopped.group(2)))[0])
-    assert wait_until(lambda: not fit_processes(), timeout=30)
+    assert wait_until(lambda: not fit_processes(sh), timeout=30)
