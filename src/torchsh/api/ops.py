@@ -25,6 +25,7 @@ from torchsh.context import Context
 from torchsh.daemon.http import Later, Response
 from torchsh.errors import TorchshError
 from torchsh.jobs import follow
+from torchsh.table import aliases
 from torchsh.table.kinds import LIST_FLAG_KINDS
 
 # The replies a JSON caller can list (the others move the caller's files or its stdin: the CLI's)
@@ -47,7 +48,7 @@ def post_op(app, request, params):
     plain = body.keys() <= calls.PLAIN_FIELDS
     ctx, globals_ = _context(app, request, body, env, cwd, plain)
     if kwargs:
-        kwargs = {k.replace("-", "_"): v for k, v in kwargs.items()}
+        kwargs = aliases.own_names(op.name, op.flags(), {k.replace("-", "_"): v for k, v in kwargs.items()})
     if op.replies and "follow" in op.replies and "json" in op.flags() and "json" not in kwargs:
         kwargs = dict(kwargs, json=True)  # a job's rows reach a JSON caller as JSON lines, never as columns
     shape = calls.key(params["op"], args, tensors, kwargs, app.registry.kind_of) if plain else None
