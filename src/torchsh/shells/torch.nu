@@ -4126,6 +4126,15 @@ export def mode [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "mode" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
+# What a model or tensor file holds, from its headers alone: format, keys, dtypes, shapes, bytes, metadata;
+#
+# model.inspect(Path file) -> Json
+export def "model inspect" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: file; piped handles fill the tensor slots still missing
+    --file: path  # Path
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "model.inspect" $args "file no_grad!" [$file $no_grad] }
+
 # Alias for torch.movedim.
 #
 # torch.moveaxis(Tensor input, int[] source, int[] destination) -> Tensor(a)
@@ -6742,6 +6751,7 @@ export alias entropy = dist entropy
 export alias eval = nn eval
 export alias head = data head
 export alias icdf = dist icdf
+export alias inspect = model inspect
 export alias kl = dist kl
 export alias loader = data loader
 export alias log_prob = dist log_prob
