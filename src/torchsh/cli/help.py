@@ -59,7 +59,8 @@ def op_help(op, width=80):
     sections = SECTIONS.get(op.name, {})
     in_section = {name for names in sections.values() for name in names}
     arguments = _arguments(op)
-    lines += ["", "arguments:"] + _argument_lines(op, {n: a for n, a in arguments.items() if n not in in_section}, width)
+    others = {n: a for n, a in arguments.items() if n not in in_section}
+    lines += ["", "arguments:"] + _argument_lines(op, others, width)
     for title, names in sections.items():
         lines += ["", title + ":"] + _argument_lines(op, {n: arguments[n] for n in names if n in arguments}, width)
     for peer, (flag, values) in aliases.FLAG_ALIASES.get(op.name, {}).items():

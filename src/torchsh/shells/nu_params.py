@@ -54,8 +54,9 @@ def peer_flags(op, flags):
     """The other spellings of the op's flags (table/aliases.FLAG_ALIASES: `dist sample --shape`), each typed
     as the flag it stands for; the daemon renames it (call/parse.py), so nu keeps what bash accepts."""
     by_name = {f["name"]: f for f in flags}
+    peers = FLAG_ALIASES.get(op.name, {}).items()
     return [dict(by_name[flag], name=peer, peer_of=flag + (" negated" if values else ""))
-            for peer, (flag, values) in FLAG_ALIASES.get(op.name, {}).items() if flag in by_name and peer not in by_name]
+            for peer, (flag, values) in peers if flag in by_name and peer not in by_name]
 
 
 def positional_only(f):

@@ -4386,7 +4386,7 @@ export def "nn parameters" [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "nn.parameters" $args "named! no_grad!" [$named $no_grad] }
 
-# Save the model's state_dict (parameters and buffers) to .safetensors, or to .pt/.pth as Python's
+# Save the model's state_dict (parameters and buffers) to .safetensors, .pt or .pth, atomically.
 #
 # nn.save(Module model, OutPath file) -> None
 export def "nn save" [

@@ -24,8 +24,8 @@ from torchsh.verbs import verb
                 "torch nn save $(torch nn linear 3 2) model.pt && "
                 "python -c 'import torch; print(list(torch.load(\"model.pt\", weights_only=True)))'"))
 def nn_save(ctx, model, file):
-    """Save the model's state_dict (parameters and buffers) to .safetensors, or to .pt/.pth as Python's
-    torch.save(model.state_dict()) (torch.load(FILE, weights_only=True) reads it); written atomically."""
+    """Save the model's state_dict (parameters and buffers) to .safetensors, .pt or .pth, atomically.
+    A .pt/.pth is Python's torch.save(model.state_dict()): torch.load(FILE, weights_only=True) reads it."""
     if file.endswith((".pt", ".pth")):
         state = model.state_dict()
         fileio.atomic_write(file, lambda tmp: torch.save(state, tmp))
