@@ -38,6 +38,15 @@ def test_a_flag_spelt_close_to_the_ops_own_says_did_you_mean(sh):
     assert "did you mean --keepdim?" in r.err
 
 
+def test_the_json_api_says_did_you_mean_too(sh):
+    from apicall import post
+    t = sh("torch randn 2 3")
+    status, err = post(sh, "sum", {"args": [t], "kwargs": {"keepdims": True}})
+    assert status == 400 and err["error"]["code"] == "unknown_flag" and "--keepdim?" in err["error"]["hint"]
+    status, err = post(sh, "zeros", {"args": [2], "kwargs": {"dtype": "flaot32"}})
+    assert err["error"]["code"] == "bad_argument" and "did you mean float32?" in err["error"]["hint"]
+
+
 @pytest.mark.parametrize("flag,word,meant", [("dtype", "flaot32", "float32"), ("dtype", "fp16", "float16"),
                                              ("dtype", "torch.flaot64", "float64"), ("device", "gpu", "cuda"),
                                              ("device", "gpu:1", "cuda:1"), ("device", "cpus", "cpu")])

@@ -17,7 +17,7 @@ import json
 from torchsh import protocol
 from torchsh.api import calls
 from torchsh.api.openapi import op_description
-from torchsh.call import bind, replies, results, tokens
+from torchsh.call import bind, replies, results, suggest, tokens
 from torchsh.call.invoke import convert_all, invoke
 from torchsh.call.jsonout import nan_mode, result_json
 from torchsh.call.misfit import no_binding
@@ -132,7 +132,8 @@ def _bind_body(op, fixed, args, tensors, kwargs, shape):
     flags = {k: _flag_token(op, k, v) for k, v in dict(fixed, **kwargs).items()}
     unknown = [k for k in flags if k not in op.flags()]
     if unknown:
-        raise TorchshError("unknown_flag", "%s takes no argument %s" % (op.name, ", ".join(unknown)), op=op.name)
+        raise TorchshError("unknown_flag", "%s takes no argument %s" % (op.name, ", ".join(unknown)),
+                           suggest.flag(unknown[0], list(op.flags())), op=op.name)
     binding = _bind(op, positionals, piped, flags)
     if shape is not None and not op.block:
         calls.remember(shape, op, binding, positionals, piped, flags, set(fixed) - set(kwargs))
