@@ -41,8 +41,9 @@ def test_every_group_in_the_overview_says_what_it_is(sh):
     assert not [line for line in groups if line.rstrip().endswith(" commands")], groups
 
 
-@pytest.mark.parametrize("script", ["torch", "torch help", "torch help add", "torch add --help", "torch nn -h",
-                                    "torch tensors --help", "torch daemon status --help", "torch help nn linear"])
+# each one imports PyTorch in a process of its own (~2.5 s): one per path through the client
+@pytest.mark.parametrize("script", ["torch", "torch help add", "torch nn -h", "torch tensors --help",
+                                    "torch daemon status --help"])
 def test_help_never_starts_a_daemon(fresh_sh, script):
     s = fresh_sh(start=False)
     r = s.run(script)
@@ -51,10 +52,16 @@ def test_help_never_starts_a_daemon(fresh_sh, script):
     assert s.run("torch daemon status").code == 5  # still none
 
 
+def test_help_without_a_daemon_ignores_a_scope_of_a_daemon_gone(fresh_sh):
+    s = fresh_sh(start=False)
+    r = s.run("TORCHSH_SCOPE=scope://abc00001 TORCHSH_COLUMNS=100 torch nn --help")
+    assert r.code == 0 and r.out.startswith("usage: torch nn"), r.err
+    assert not os.path.exists(s.socket)
+
+
 def test_help_without_a_daemon_is_the_daemons_help(fresh_sh, sh):
     s = fresh_sh(start=False)
-    for script in ("torch help fit", "torch nn --help", "torch"):
-        assert s(script) == sh(script).replace(sh.socket, s.socket)
+    assert s("torch help fit") == sh("torch help fit")
 
 
 def _sections(text):

@@ -30,8 +30,9 @@ class HelpOnlyApp:
 def main(argv):
     from torchsh.table import build_table
     table, _ = build_table()
-    env = {k: v for k, v in os.environ.items() if k.startswith("TORCHSH_")}
-    if "TORCHSH_COLUMNS" not in env and os.isatty(1):  # as the client sends it to a daemon
+    # the width alone, as the client sends it to a daemon (a scope or device named in TORCHSH_* means nothing here)
+    env = {"TORCHSH_COLUMNS": os.environ["TORCHSH_COLUMNS"]} if "TORCHSH_COLUMNS" in os.environ else {}
+    if not env and os.isatty(1):
         env["TORCHSH_COLUMNS"] = str(os.get_terminal_size(1).columns)
     request = dict(argv=argv, cwd="/", env=env, stdin_is_tty=True, stdin=None)
     reply = run_cli(HelpOnlyApp(table), request)
