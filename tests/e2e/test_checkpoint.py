@@ -83,6 +83,15 @@ def test_load_with_another_optimizer_kind_changes_nothing(sh):
     assert all(torch.equal(before[k], v) for k, v in _state(sh, m).items())
 
 
+def test_checkpoint_save_refuses_a_pickle_name_and_writes_nothing(sh, tmp_path):
+    m = sh("torch nn linear 2 1")
+    for name in ("ck.pt", "ck.pth", "ck.ckpt"):
+        r = sh.run("cd %s && torch checkpoint save %s %s" % (tmp_path, name, m))
+        assert r.code == 2 and r.err.rstrip().endswith("[bad_argument]"), r.err
+        assert "ck.safetensors" in r.err and "nn save" in r.err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_load_of_a_plain_weights_file_is_refused(sh):
     m = sh("torch nn linear 2 2")
     path = sh.tmp("w.safetensors")

@@ -32,6 +32,16 @@ def test_samples_after_manual_seed_equal_pytorchs(sh, words, python):
     assert got.dtype == want.dtype and torch.equal(got, want)
 
 
+@pytest.mark.parametrize("verb", ["sample", "rsample"])
+def test_sample_shape_is_pytorchs_name_and_shape_still_works(sh, verb):
+    draws = [sh.fetch(sh("torch manual_seed 3 && torch dist %s $(torch dist normal 0 1) --%s 2,3" % (verb, flag)))
+             for flag in ("sample_shape", "shape")]
+    torch.manual_seed(3)
+    want = getattr(D.Normal(0.0, 1.0), verb)(sample_shape=(2, 3))
+    assert all(torch.equal(got, want) for got in draws)
+    assert "--sample_shape" in sh("torch dist %s --help" % verb)
+
+
 def test_validate_args_false_turns_pytorchs_checks_off(sh):
     r = sh.run("torch dist log_prob $(torch dist uniform 0 1) 2")
     assert r.code == 4 and "support" in r.err  # PyTorch's own check of the value
@@ -125,11 +135,22 @@ def test_the_json_api_builds_and_samples_like_the_cli(sh):
     status, made = post(sh, "dist.normal", {"args": [0, 1], "kwargs": {}})
     assert status == 200 and made["result"].startswith("dist://")
     post(sh, "manual_seed", {"args": [11]})
-    status, drawn = post(sh, "dist.sample", {"args": [made["result"]], "kwargs": {"shape": [3]}})
+    status, drawn = post(sh, "dist.sample", {"args": [made["result"]], "kwargs": {"sample_shape": [3]}})
     torch.manual_seed(11)
     assert status == 200 and torch.equal(sh.fetch(drawn["result"]), D.Normal(0, 1).sample((3,)))
     status, err = post(sh, "dist.normal", {"args": [0, -1]})
     assert status == 400 and err["error"]["code"] == "bad_argument"
+
+
+@pytest.mark.parametrize("name", ["sample_shape", "shape"])
+def test_the_json_api_takes_sample_shape_and_the_older_shape(sh, name):
+    from apicall import post
+    status, made = post(sh, "dist.normal", {"args": [0, 1]})
+    for _ in range(2):  # the second call of a shape takes the remembered plan (api/calls.py)
+        post(sh, "manual_seed", {"args": [13]})
+        status, drawn = post(sh, "dist.sample", {"args": [made["result"]], "kwargs": {name: [2]}})
+        torch.manual_seed(13)
+        assert status == 200 and torch.equal(sh.fetch(drawn["result"]), D.Normal(0, 1).sample((2,)))
 
 
 def test_a_number_where_the_class_needs_a_tensor_is_a_bad_argument_not_an_internal_error(sh):

@@ -2,6 +2,7 @@
 descriptions and one runnable example per op (every example shown is run here)."""
 import itertools
 import json
+import os
 
 import pytest
 
@@ -22,6 +23,68 @@ def test_overview_lists_the_groups_and_the_common_commands(sh, argv):
     common = out.split("common commands:")[1].split("\n\n")[0]
     for name in ("tensor", "value", "print", "forward", "train_step"):
         assert "\n  %s " % name in common
+
+
+@pytest.mark.parametrize("words", ["add", "nn linear", "dist sample", "nn", "checkpoint save"])
+def test_help_op_is_op_help(sh, words):
+    assert sh("torch help " + words) == sh("torch %s --help" % words)
+
+
+def test_help_of_an_unknown_op_is_unknown_op(sh):
+    r = sh.run("torch help nosuchop")
+    assert r.code == 2 and r.err.rstrip().endswith("[unknown_op]")
+
+
+def test_every_group_in_the_overview_says_what_it_is(sh):
+    groups = sh("torch help").split("command groups")[1].split("\n\n")[0].split("\n")[1:]
+    assert len(groups) >= 14 and all(len(line.split(None, 1)) == 2 for line in groups)
+    assert not [line for line in groups if line.rstrip().endswith(" commands")], groups
+
+
+# each one imports PyTorch in a process of its own (~2.5 s): one per path through the client
+@pytest.mark.parametrize("script", ["torch", "torch help add", "torch nn -h", "torch tensors --help",
+                                    "torch daemon status --help"])
+def test_help_never_starts_a_daemon(fresh_sh, script):
+    s = fresh_sh(start=False)
+    r = s.run(script)
+    assert r.code == 0 and r.out.startswith("usage: torch"), r.err
+    assert not os.path.exists(s.socket)
+    assert s.run("torch daemon status").code == 5  # still none
+
+
+def test_help_without_a_daemon_ignores_a_scope_of_a_daemon_gone(fresh_sh):
+    s = fresh_sh(start=False)
+    r = s.run("TORCHSH_SCOPE=scope://abc00001 TORCHSH_COLUMNS=100 torch nn --help")
+    assert r.code == 0 and r.out.startswith("usage: torch nn"), r.err
+    assert not os.path.exists(s.socket)
+
+
+def test_help_without_a_daemon_is_the_daemons_help(fresh_sh, sh):
+    s = fresh_sh(start=False)
+    assert s("torch help fit") == sh("torch help fit")
+
+
+def _sections(text):
+    return {part.split(":\n")[0]: part for part in text.split("\n\n")}
+
+
+def test_fit_help_fits_80_columns_and_keeps_distributed_flags_apart(sh):
+    out = sh("torch fit --help")
+    examples = out.split("\nexamples:\n")[1].split("\n\n")[0]
+    long = [ln for ln in out.split("\n") if len(ln) > 80 and ln not in examples.split("\n")]
+    assert not long, long
+    sections = _sections(out)
+    arguments = sections["arguments"]
+    distributed = next(v for k, v in sections.items() if k.startswith("distributed"))
+    for flag in ("--nproc_per_node", "--nnodes", "--rdzv", "--strategy"):
+        assert "  %s " % flag in distributed and flag + " " not in arguments
+    assert "  --epochs " in arguments and "  --loss " in arguments
+
+
+def test_help_is_wrapped_to_the_callers_terminal_width(sh):
+    wide = sh("TORCHSH_COLUMNS=140 torch fit --help").split("\n")
+    assert max(len(ln) for ln in wide if not ln.startswith("  m=")) > 100
+    assert all(len(ln) <= 140 for ln in wide if not ln.startswith("  m="))
 
 
 def _members(rows, group):

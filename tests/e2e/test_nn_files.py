@@ -80,12 +80,53 @@ def test_load_names_an_unexpected_or_misshaped_key(sh):
     assert not torch.equal(load_file(_resave(sh, m))["weight"], torch.zeros(2, 3))
 
 
-def test_save_needs_a_safetensors_name_and_load_a_real_file(sh):
+def test_save_needs_a_safetensors_or_pt_name_and_load_a_real_file(sh):
     m = sh("torch nn linear 3 2")
-    r = sh.run("torch nn save %s %s" % (m, sh.tmp("w.pt")))
-    assert r.code == 2 and ".safetensors" in r.err
+    r = sh.run("torch nn save %s %s" % (m, sh.tmp("w.bin")))
+    assert r.code == 2 and ".safetensors" in r.err and ".pt" in r.err
     r = sh.run("torch nn load %s %s" % (m, sh.tmp("absent.safetensors")))
     assert r.code == 6
+
+
+def test_pt_save_is_torch_save_of_the_state_dict_bit_for_bit(sh):
+    """torch.load(weights_only=True) of what `nn save M m.pt` wrote is the model's state_dict, exactly:
+    the same keys in the same order, dtypes (num_batches_tracked int64) and bits; load_state_dict takes it."""
+    x = torch.randn(4, 1, 4, 4)
+    m = sh("torch manual_seed 11 && torch nn sequential %s" % SPEC)
+    sh("torch forward %s %s >/dev/null" % (m, sh.put(x)))  # running stats move
+    path = sh.tmp("m.pt")
+    sh("torch nn save %s %s" % (m, path))
+    torch.manual_seed(11)
+    ref = python_twin()
+    ref(x)
+    state = torch.load(path, weights_only=True)
+    assert list(state) == list(ref.state_dict())
+    for key, want in ref.state_dict().items():
+        assert state[key].dtype == want.dtype and torch.equal(state[key], want), key
+    python_twin().load_state_dict(state)  # strict
+    assert torch.equal(load_file(_resave(sh, m))["0.weight"], state["0.weight"])
+
+
+def test_pt_save_replaces_a_file_atomically_and_leaves_no_temp_file(sh, tmp_path):
+    (tmp_path / "w.pth").write_bytes(b"old")
+    m = sh("torch nn linear 3 2")
+    sh("cd %s && torch nn save %s w.pth" % (tmp_path, m))  # replaced, as `>` and torch.save would
+    assert set(torch.load(str(tmp_path / "w.pth"), weights_only=True)) == {"weight", "bias"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.pth"]
+    r = sh.run("torch nn save %s %s" % (m, tmp_path / "absent" / "w.pt"))
+    assert r.code == 6 and r.err.rstrip().endswith("[file_error]")
+
+
+def test_pt_saved_here_loads_here_and_python_pt_loads_here(sh):
+    ref = python_twin()
+    ref[1].running_var.fill_(3.0)
+    path = sh.tmp("py.pt")
+    torch.save(ref.state_dict(), path)
+    m = sh("torch nn sequential %s" % SPEC)
+    again = sh.tmp("again.pt")
+    sh("torch nn load %s %s && torch nn save %s %s" % (m, path, m, again))
+    got = torch.load(again, weights_only=True)
+    assert all(torch.equal(got[k], v) for k, v in ref.state_dict().items())
 
 
 def test_relative_paths_resolve_against_the_callers_folder(sh, tmp_path):

@@ -15,6 +15,14 @@ def test_dist_sample_after_manual_seed_equals_pytorchs(nu):
     assert torch.equal(torch.tensor(got, dtype=torch.float32), want)
 
 
+def test_dist_sample_takes_sample_shape_and_the_older_shape_in_nu(nu):
+    torch.manual_seed(5)
+    want = D.Normal(0.0, 1.0).sample((2, 3))
+    for flag in ("sample_shape", "shape"):
+        got = nu.json("torch manual_seed 5; torch dist sample (torch dist normal 0 1) --%s [2 3] | torch value" % flag)
+        assert torch.equal(torch.tensor(got, dtype=torch.float32), want), flag
+
+
 def test_dist_kl_and_log_prob_read_as_numbers(nu):
     got = nu.json("[(torch dist kl (torch dist normal 0 1) (torch dist normal 1 2) | torch item) "
                   "(torch dist log_prob (torch dist bernoulli --probs 0.25) 1.0 | torch item)]")

@@ -17,7 +17,7 @@ import json
 from torchsh import protocol
 from torchsh.api import calls
 from torchsh.api.openapi import op_description
-from torchsh.call import bind, replies, results, tokens
+from torchsh.call import bind, replies, results, suggest, tokens
 from torchsh.call.invoke import convert_all, invoke
 from torchsh.call.jsonout import nan_mode, result_json
 from torchsh.call.misfit import no_binding
@@ -25,6 +25,7 @@ from torchsh.context import Context
 from torchsh.daemon.http import Later, Response
 from torchsh.errors import TorchshError
 from torchsh.jobs import follow
+from torchsh.table import aliases
 from torchsh.table.kinds import LIST_FLAG_KINDS
 
 # The replies a JSON caller can list (the others move the caller's files or its stdin: the CLI's)
@@ -47,7 +48,7 @@ def post_op(app, request, params):
     plain = body.keys() <= calls.PLAIN_FIELDS
     ctx, globals_ = _context(app, request, body, env, cwd, plain)
     if kwargs:
-        kwargs = {k.replace("-", "_"): v for k, v in kwargs.items()}
+        kwargs = aliases.own_names(op.name, op.flags(), {k.replace("-", "_"): v for k, v in kwargs.items()})
     if op.replies and "follow" in op.replies and "json" in op.flags() and "json" not in kwargs:
         kwargs = dict(kwargs, json=True)  # a job's rows reach a JSON caller as JSON lines, never as columns
     shape = calls.key(params["op"], args, tensors, kwargs, app.registry.kind_of) if plain else None
@@ -131,7 +132,8 @@ def _bind_body(op, fixed, args, tensors, kwargs, shape):
     flags = {k: _flag_token(op, k, v) for k, v in dict(fixed, **kwargs).items()}
     unknown = [k for k in flags if k not in op.flags()]
     if unknown:
-        raise TorchshError("unknown_flag", "%s takes no argument %s" % (op.name, ", ".join(unknown)), op=op.name)
+        raise TorchshError("unknown_flag", "%s takes no argument %s" % (op.name, ", ".join(unknown)),
+                           suggest.flag(unknown[0], list(op.flags())), op=op.name)
     binding = _bind(op, positionals, piped, flags)
     if shape is not None and not op.block:
         calls.remember(shape, op, binding, positionals, piped, flags, set(fixed) - set(kwargs))

@@ -7,7 +7,7 @@ in argv order, which put_stdin replaces with the line the client read for it.
 """
 from dataclasses import dataclass, field
 
-from torchsh.call import tokens
+from torchsh.call import suggest, tokens
 from torchsh.errors import TorchshError
 from torchsh.table.aliases import flag_alias
 from torchsh.table.kinds import LIST_FLAG_KINDS, STDIN_KINDS
@@ -51,7 +51,7 @@ def split_argv(op, words, fixed=None):
                 name, spec = renamed[0], flag_specs.get(renamed[0])
             kind = spec.kind if spec else GLOBAL_FLAGS.get(name)
             if kind is None:
-                raise TorchshError("unknown_flag", "unknown flag --%s" % name, _valid_flags(op, flag_specs))
+                raise TorchshError("unknown_flag", "unknown flag --%s" % name, _valid_flags(op, flag_specs, name))
             tok, i = _flag_value(op, name, kind, words, i, value if eq else None)
             if renamed and renamed[1]:
                 tok = tokens.from_json(renamed[1].get(tok.value, tok.value), tok.text)
@@ -127,6 +127,8 @@ def _list_flag(op, name, words, i, inline):
     return toks, i
 
 
-def _valid_flags(op, flag_specs):
+def _valid_flags(op, flag_specs, name=None):
+    """The hint of an unknown flag: the close one first (`--keepdims`: did you mean --keepdim?), then them all."""
     names = sorted("--" + n for n in flag_specs) + ["--no_grad", "--inference_mode", "--json", "--help", "-h"]
-    return "valid flags for %s: %s" % (op.name, " ".join(names))
+    close = suggest.flag(name, list(flag_specs) + list(GLOBAL_FLAGS)) if name else None
+    return "%svalid flags for %s: %s" % (close + " " if close else "", op.name, " ".join(names))

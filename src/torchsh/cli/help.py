@@ -11,6 +11,12 @@ from torchsh.table.groups import GROUP_WORDS, listing_rows as _rows
 
 
 
+# An op's arguments in sections of their own after the others: title -> argument names (a verb's rows hold
+# no sections; a reader of `torch fit --help` looks for the one-machine flags first)
+SECTIONS = {
+    "fit": {"distributed (torch.distributed; docs/distributed.md)": (
+        "nproc_per_node", "nnodes", "node_rank", "rdzv", "strategy", "timeout", "trusted_network")},
+}
 # The commands a first session uses most, in the order it meets them
 COMMON = ("tensor", "randn", "zeros", "value", "print", "shape", "add", "matmul", "sum", "reshape",
           "forward", "train_step", "backward", "step", "tensors", "free", "save", "load")
@@ -36,22 +42,27 @@ def overview(table):
     return Text("\n".join(lines))
 
 
-def op_help(op):
-    """Usage lines, PyTorch's first paragraph, the signatures, then every argument's type and default."""
+def op_help(op, width=80):
+    """Usage lines, PyTorch's first paragraph, the signatures, then every argument's type and default, each
+    wrapped to `width` (the caller's terminal, else 80; examples stay whole commands); an op's sections
+    (SECTIONS) after its other arguments."""
+    width = max(width, 40)
     usages = [op.usage_line(ov) for ov in op.overloads]
-    lines = ["usage: torch " + usages[0]] + ["       torch " + u for u in usages[1:]] + [""]
+    lines = []
+    for i, usage in enumerate(usages):
+        lines += _wrap(("usage: torch " if i == 0 else "       torch ") + usage, width, 13, " [")
+    lines.append("")
     if op.doc:
-        lines += [op.doc, ""]
-    lines += ["  " + ov.signature(op.display_name if op.verb else "torch." + op.name) for ov in op.overloads]
-    lines += ["", "arguments:"]
-    for name, specs in _arguments(op).items():
-        types = " | ".join(dict.fromkeys(a.type_text or a.kind for a in specs))
-        where = "flag" if all(a.keyword_only for a in specs) else "positional or flag"
-        defaults = [None if a.default is MISSING else a.default for a in specs if not a.required]  # T?: None
-        default = "  (default: %s)" % _default_text(defaults[0]) if defaults and len(specs) == len(defaults) else ""
-        lines.append("  %-22s %-14s %s%s" % ("--" + name, types, where, default))
-        if op.arg_docs.get(name):  # PyTorch's own words for it (table/docargs.py)
-            lines += textwrap.wrap(op.arg_docs[name], 100, initial_indent=" " * 6, subsequent_indent=" " * 6)
+        lines += [cut for line in op.doc.split("\n") for cut in textwrap.wrap(line, width) or [""]] + [""]
+    for ov in op.overloads:
+        lines += _wrap("  " + ov.signature(op.display_name if op.verb else "torch." + op.name), width, 6, ", ")
+    sections = SECTIONS.get(op.name, {})
+    in_section = {name for names in sections.values() for name in names}
+    arguments = _arguments(op)
+    others = {n: a for n, a in arguments.items() if n not in in_section}
+    lines += ["", "arguments:"] + _argument_lines(op, others, width)
+    for title, names in sections.items():
+        lines += ["", title + ":"] + _argument_lines(op, {n: arguments[n] for n in names if n in arguments}, width)
     for peer, (flag, values) in aliases.FLAG_ALIASES.get(op.name, {}).items():
         lines.append("  %-22s %-14s same as --%s%s" % ("--" + peer, "", flag, " negated" if values else ""))
     shown = list(op.examples)  # a verb's own, then the one generated from its row (PyTorch ops: only that)
@@ -59,11 +70,40 @@ def op_help(op):
     if generated and generated not in shown:
         shown.append(generated)
     if shown:
+        # a command stays one line, however long: a triple-click copies it whole, and the tests read it so
         lines += ["", "example:" if len(shown) == 1 else "examples:"] + ["  " + e for e in shown]
     lines += ["", "category: %s" % op.category]
     if op.aliases:
         lines.append("aliases: %s" % ", ".join(op.aliases))
     return Text("\n".join(lines) + "\n")
+
+
+def _argument_lines(op, arguments, width):
+    """`  --name  type  where  (default)` and PyTorch's words for it (table/docargs.py) under it, wrapped."""
+    lines = []
+    for name, specs in arguments.items():
+        types = " | ".join(dict.fromkeys(a.type_text or a.kind for a in specs))
+        where = "flag" if all(a.keyword_only for a in specs) else "positional or flag"
+        defaults = [None if a.default is MISSING else a.default for a in specs if not a.required]  # T?: None
+        default = "  (default: %s)" % _default_text(defaults[0]) if defaults and len(specs) == len(defaults) else ""
+        lines += _wrap("  %-22s %-14s %s%s" % ("--" + name, types, where, default), width, 41, "  (")
+        if op.arg_docs.get(name):
+            lines += textwrap.wrap(op.arg_docs[name], width, initial_indent=" " * 6, subsequent_indent=" " * 6)
+    return lines
+
+
+def _wrap(line, width, indent, mark):
+    """line cut where `mark` is and the line would pass `width`, the rest indented by `indent`: a usage before
+    each ` [`, a signature after each `, `."""
+    pieces = line.split(mark)
+    out, current = [], pieces[0]
+    for piece in pieces[1:]:
+        if len(current) + len(mark) + len(piece) > width:
+            out.append(current + mark.rstrip() if mark.endswith(" ") else current)
+            current = " " * indent + (piece if mark.endswith(" ") else mark.lstrip() + piece)
+        else:
+            current += mark + piece
+    return out + [current]
 
 
 def _arguments(op):

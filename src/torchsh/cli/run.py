@@ -50,6 +50,8 @@ def run_cli(app, request):
     op_name = argv[0][:60] if argv else None
     try:
         _check_word_sizes(argv)
+        if argv[:1] == ["help"] and len(argv) > 1:  # `torch help OP` is `torch OP --help`
+            argv = argv[1:] + ["--help"]
         if not argv or argv[0] in ("-h", "--help", "help"):
             return CliReply(stdout=cli_help.overview(app.table))
         if argv[0] in ("--version", "version"):
@@ -85,14 +87,33 @@ def _check_word_sizes(argv):
                                "put bulk data in a file and `torch load` it (or POST an .npy to /v1/tensors)")
 
 
+def _check_split_lists(words):
+    """`torch zeros [2, 3]`: the shell split the list at its spaces into `[2,` and `3]`, which no op reads.
+    Said as what to type, before any slot reports the pieces as text. A block's command (after `--`) is its own."""
+    words = words[:words.index("--")] if "--" in words else words
+    for i, word in enumerate(words):
+        if word[:1] != "[" or tokens.from_word(word).cls == "list":
+            continue
+        depth = 0
+        for j in range(i, len(words)):
+            depth += words[j].count("[") - words[j].count("]")
+            if depth <= 0:
+                if j > i:
+                    joined = " ".join(words[i:j + 1])
+                    raise TorchshError("usage", "the shell split the list %s into %d words" % (joined, j - i + 1),
+                                       "quote the list: '%s'" % joined)
+                break
+
+
 def _run_op(ctx, op, fixed, words):
+    _check_split_lists(words)
     parsed = parse.split_argv(op, words, fixed)
     if parsed.globals.get("help"):
         # the example trials run PyTorch (its RNG, warning filters, allocator: process-wide), so they wait
         # their turn like any tensor work; a lock-free verb's help has no trials and never waits
         lock = contextlib.nullcontext() if op.lockfree else ctx.app.tensor_lock(op.name + " --help")
         with lock:
-            return CliReply(stdout=cli_help.op_help(op))
+            return CliReply(stdout=cli_help.op_help(op, _columns(ctx)))
     replies.check(ctx, op)  # after --help (which needs no reply), before anything runs
     flags = dict(parsed.flags)
     if parsed.argv_rest is not None:
@@ -110,6 +131,12 @@ def _run_op(ctx, op, fixed, words):
         return _replied(ctx, op, result, warnings)
     wire = results.to_wire(result, ctx)
     return CliReply(stdout=render.cli_text(result, wire, parsed.globals.get("json", False)), stderr=warnings)
+
+
+def _columns(ctx):
+    """The caller's terminal width (the client sends it when stdout is a terminal), else 80."""
+    text = (ctx.env or {}).get("TORCHSH_COLUMNS", "")
+    return int(text) if text.isdigit() and 0 < int(text) < 10000 else 80
 
 
 def _replied(ctx, op, result, warnings):

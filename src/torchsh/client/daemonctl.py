@@ -25,15 +25,29 @@ def connect_without_start(path, args):
     conn = _connect_if_running(path)
     if conn is not None:
         return conn
+    if asks_for_help(args):
+        help_without_daemon(args)
     if args[:2] == [b"daemon", b"status"]:
         wire.fail("daemon_unavailable", "no daemon is running on %s" % path,
                      "`torch daemon start` starts one; any other command starts one too")
-    if any(a in (b"-h", b"--help") for a in args):
-        return start_daemon(path)  # help comes from the op table, which lives in the daemon
     # A census never starts a daemon just to report that it holds nothing (docker ps without dockerd).
     posix.write(2, b"torch: tensors: no daemon is running on %s; nothing is held\n" % path.encode())
     wire.write(1, b"[]\n" if b"--json" in args else b"")
     raise SystemExit(0)
+
+
+def asks_for_help(args):
+    """Do these words ask for help and nothing else? `torch`, `torch help [OP]`, `torch OP … -h|--help`
+    (before a `--`: `torch scope -- ls --help` runs ls)."""
+    words = args[:args.index(b"--")] if b"--" in args else args
+    return not args or args[0] == b"help" or any(a in (b"-h", b"--help") for a in words)
+
+
+def help_without_daemon(args):
+    """Help never starts a daemon: with none running, it is rendered in a process of its own from the op
+    table (cli/offline_help.py), which then exits; this process becomes it."""
+    posix.execv(sys.executable, [sys.executable, "-m", "torchsh.cli.offline_help"]
+                + [a.decode(errors="surrogateescape") for a in args])
 
 
 def start_daemon(path, env=None):

@@ -166,6 +166,8 @@ def _connect_or_start(path, args):
     if len(args) == 2 and args[0] == b"init" and args[1] in (b"bash", b"zsh"):
         _print_shell_function(args[1])  # a .bashrc's eval must not start torchd; the function's first command does
     from torchsh.client import daemonctl  # no daemon yet: the start path's code is paid for only here
+    if daemonctl.asks_for_help(args):
+        daemonctl.help_without_daemon(args)  # help never starts a daemon
     return daemonctl.start_daemon(path)
 
 

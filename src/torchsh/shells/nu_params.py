@@ -10,6 +10,7 @@ import json
 import re
 
 from torchsh.shells.complete import NAMED_VALUES
+from torchsh.table.aliases import FLAG_ALIASES
 from torchsh.table.kinds import KINDS, LIST_FLAG_KINDS, STDIN_KINDS
 from torchsh.table.spec import MISSING
 
@@ -49,6 +50,15 @@ def merged_flags(op):
     return list(merged.values())
 
 
+def peer_flags(op, flags):
+    """The other spellings of the op's flags (table/aliases.FLAG_ALIASES: `dist sample --shape`), each typed
+    as the flag it stands for; the daemon renames it (call/parse.py), so nu keeps what bash accepts."""
+    by_name = {f["name"]: f for f in flags}
+    peers = FLAG_ALIASES.get(op.name, {}).items()
+    return [dict(by_name[flag], name=peer, peer_of=flag + (" negated" if values else ""))
+            for peer, (flag, values) in peers if flag in by_name and peer not in by_name]
+
+
 def positional_only(f):
     """A handle argument every overload requires positionally: given as a word or piped, not by name."""
     return f["kinds"] <= _HANDLE_KINDS and all(d is MISSING for d in f["defaults"]) and not f["keyword_only"]
@@ -61,6 +71,8 @@ def flag_decl(f, op):
     else:
         completer = _completer(f)
         decl = "--%s: %s%s" % (f["name"], f["nu_type"], '@"%s"' % completer if completer else "")
+    if f.get("peer_of"):
+        return "%s  # same as --%s" % (decl, f["peer_of"])
     about = " | ".join(t for t in f["types"] if t) or "switch"
     if f["nu_default"]:
         about += "; default %s" % f["nu_default"]

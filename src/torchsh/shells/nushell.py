@@ -20,7 +20,7 @@ import re
 from torchsh import paths
 from torchsh.errors import TorchshError
 from torchsh.protocol import CLI_FORMAT
-from torchsh.shells.nu_params import ASKED, flag_decl, merged_flags, positional_help, positional_only
+from torchsh.shells.nu_params import ASKED, flag_decl, merged_flags, peer_flags, positional_help, positional_only
 from torchsh.vocab import DTYPES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -129,6 +129,7 @@ def command_text(op, name=None, fixed=None, command=None):
     name = name or op.name
     flags = [f for f in merged_flags(op) if f["name"] not in (fixed or {}) and "argv" not in f["kinds"]
              and f["name"] not in NU_RESERVED_VARS and not positional_only(f)]
+    flags += peer_flags(op, flags)
     rest = "args" if all(f["name"] != "args" for f in flags) else "positional"
     block = _is_block(op)
     params = ["block: closure  # the commands to run inside"] if block else [

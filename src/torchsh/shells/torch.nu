@@ -2421,23 +2421,25 @@ export def "dist relaxed_one_hot_categorical" [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "dist.relaxed_one_hot_categorical" $args "temperature probs logits validate_args! no_grad!" [$temperature $probs $logits $validate_args $no_grad] --whole }
 
-# distribution.rsample(shape): reparameterized draws, differentiable in the parameters.
+# distribution.rsample(sample_shape): reparameterized draws, differentiable in the parameters.
 #
-# dist.rsample(Distribution distribution, int[] shape=[]) -> Tensor
+# dist.rsample(Distribution distribution, int[] sample_shape=[]) -> Tensor
 export def "dist rsample" [
-    ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution shape; piped handles fill the tensor slots still missing
-    --shape: any  # int[]; default []
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution sample_shape; piped handles fill the tensor slots still missing
+    --sample_shape: any  # int[]; default []
+    --shape: any  # same as --sample_shape
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.rsample" $args "shape no_grad!" [$shape $no_grad] }
+]: any -> any { torchsh typed "dist.rsample" $args "sample_shape shape no_grad!" [$sample_shape $shape $no_grad] }
 
-# distribution.sample(shape): draws without a graph, shape + batch_shape + event_shape.
+# distribution.sample(sample_shape): draws without a graph, sample_shape + batch_shape + event_shape.
 #
-# dist.sample(Distribution distribution, int[] shape=[]) -> Tensor
+# dist.sample(Distribution distribution, int[] sample_shape=[]) -> Tensor
 export def "dist sample" [
-    ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution shape; piped handles fill the tensor slots still missing
-    --shape: any  # int[]; default []
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution sample_shape; piped handles fill the tensor slots still missing
+    --sample_shape: any  # int[]; default []
+    --shape: any  # same as --sample_shape
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.sample" $args "shape no_grad!" [$shape $no_grad] }
+]: any -> any { torchsh typed "dist.sample" $args "sample_shape shape no_grad!" [$sample_shape $shape $no_grad] }
 
 # Creates a Student's t-distribution parameterized by degree of freedom df, mean loc and scale scale.
 #
@@ -4131,6 +4133,15 @@ export def mode [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "mode" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
+# What a model or tensor file holds, from its headers alone: format, keys, dtypes, shapes, bytes, metadata;
+#
+# model.inspect(Path file) -> Json
+export def "model inspect" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: file; piped handles fill the tensor slots still missing
+    --file: path  # Path
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "model.inspect" $args "file no_grad!" [$file $no_grad] }
+
 # Alias for torch.movedim.
 #
 # torch.moveaxis(Tensor input, int[] source, int[] destination) -> Tensor(a)
@@ -4382,7 +4393,7 @@ export def "nn parameters" [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "nn.parameters" $args "named! no_grad!" [$named $no_grad] }
 
-# Save the model's state_dict (parameters and buffers) to a .safetensors file, written atomically.
+# Save the model's state_dict (parameters and buffers) to .safetensors, .pt or .pth, atomically.
 #
 # nn.save(Module model, OutPath file) -> None
 export def "nn save" [
@@ -6172,8 +6183,9 @@ export def topk [
     --dim: int  # the dimension to sort along (int; default -1)
     --largest: any  # controls whether to return largest or smallest elements (bool; default true)
     --sorted: any  # controls whether to return the elements in sorted order (bool; default true)
+    --smallest: any  # same as --largest negated
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "topk" $args "k dim largest sorted no_grad!" [$k $dim $largest $sorted $no_grad] }
+]: any -> any { torchsh typed "topk" $args "k dim largest sorted smallest no_grad!" [$k $dim $largest $sorted $smallest $no_grad] }
 
 # Returns the sum of the elements of the diagonal of the input 2-D matrix.
 #
@@ -6746,6 +6758,7 @@ export alias entropy = dist entropy
 export alias eval = nn eval
 export alias head = data head
 export alias icdf = dist icdf
+export alias inspect = model inspect
 export alias kl = dist kl
 export alias loader = data loader
 export alias log_prob = dist log_prob

@@ -20,6 +20,8 @@ ALIASES = {
 FLAG_ALIASES = {
     "topk": {"smallest": ("largest", {True: False, False: True})},  # NuTorch's `topk --smallest`
     "linalg.vector_norm": {"p": ("ord", None)},                     # torch.norm's `p`
+    "dist.sample": {"shape": ("sample_shape", None)},               # torchsh's own first spelling
+    "dist.rsample": {"shape": ("sample_shape", None)},
 }
 # Tensor methods with no torch.* function that shell users (and the peer, and PyTorch users) expect as
 # ops, typed by their ATen schemas. The dtype casts (float, long, bool…) are derived from their docstrings
@@ -32,3 +34,18 @@ TENSOR_PROPERTIES = ("T", "mT", "H", "mH")
 def flag_alias(op_name, flag):
     """(PyTorch flag, value map or None) for a peer flag of an op, or None."""
     return FLAG_ALIASES.get(op_name, {}).get(flag)
+
+
+def own_names(op_name, own, kwargs):
+    """kwargs (the JSON face's, and so torch.nu's) with each peer flag that is not one of the op's `own`
+    under the op's own name, its value mapped: `{"shape": [3]}` for dist.sample is its sample_shape."""
+    peers = FLAG_ALIASES.get(op_name)
+    if not peers or not any(k in peers and k not in own for k in kwargs):
+        return kwargs
+    out = {}
+    for k, v in kwargs.items():
+        if k in peers and k not in own:
+            k, values = peers[k]
+            v = values.get(v, v) if values and isinstance(v, bool) else v
+        out[k] = v
+    return out

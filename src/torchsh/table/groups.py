@@ -17,6 +17,10 @@ GROUP_WORDS = {
     "dist": "probability distributions: `torch dist KIND --param V` for every torch.distributions class; "
             "sample, log_prob, kl…",
     "cuda": "torch.cuda: available, device_count, synchronize, manual_seed, memory",
+    "data": "datasets and loaders: `torch data open FILE`, split, transform, loader, next",
+    "job": "background work (`torch fit --detach`): list, logs, wait, stop",
+    "model": "model files before anything is loaded: inspect (headers only, nothing unpickled)",
+    "session": "every object held, saved to a folder and loaded again: save, load, push",
 }
 
 

@@ -133,18 +133,18 @@ def _ask(distribution, what, *args):
                            "torch.distributions.%s does not implement it" % type(distribution).__name__) from None
 
 
-@verb("dist.sample(Distribution distribution, int[] shape=[]) -> Tensor", category="random",
+@verb("dist.sample(Distribution distribution, int[] sample_shape=[]) -> Tensor", category="random",
       examples=("torch manual_seed 0 && torch value $(torch dist sample $(torch dist normal 0 1) 3)",))
-def sample(ctx, distribution, shape=()):
-    """distribution.sample(shape): draws without a graph, shape + batch_shape + event_shape."""
-    return _ask(distribution, "sample", _size(shape))
+def sample(ctx, distribution, sample_shape=()):
+    """distribution.sample(sample_shape): draws without a graph, sample_shape + batch_shape + event_shape."""
+    return _ask(distribution, "sample", _size(sample_shape))
 
 
-@verb("dist.rsample(Distribution distribution, int[] shape=[]) -> Tensor", category="random",
+@verb("dist.rsample(Distribution distribution, int[] sample_shape=[]) -> Tensor", category="random",
       examples=("torch dist rsample $(torch dist normal 0 1) 3",))
-def rsample(ctx, distribution, shape=()):
-    """distribution.rsample(shape): reparameterized draws, differentiable in the parameters."""
-    return _ask(distribution, "rsample", _size(shape))
+def rsample(ctx, distribution, sample_shape=()):
+    """distribution.rsample(sample_shape): reparameterized draws, differentiable in the parameters."""
+    return _ask(distribution, "rsample", _size(sample_shape))
 
 
 def _size(shape):

@@ -108,6 +108,7 @@ def sequential(ctx, modules=None, layers=None):
     Handles given here stay valid: each is the very child module inside the container (a live view).
     """
     items = modules if modules is not None else layers
+    _check_one_word_per_layer(ctx, items)
     children = []
     for word in items:
         if looks_like_handle(word):
@@ -118,6 +119,29 @@ def sequential(ctx, modules=None, layers=None):
         raise TorchshError("missing_argument", "sequential needs at least one layer",
                            "torch nn sequential 'linear 2 8' relu 'linear 8 1'")
     return record(torch.nn.Sequential(*children), "Sequential", {"modules": children})
+
+
+def _check_one_word_per_layer(ctx, items):
+    """`nn sequential linear 2 8 relu`: a layer's arguments came as words of their own. Said as what to type
+    (each layer one word: 'linear 2 8' relu) before `linear` alone is refused for its missing arguments."""
+    groups = []
+    for word in items:
+        if groups and " " not in word and not looks_like_handle(word) and not _is_layer_kind(ctx, word):
+            groups[-1].append(word)
+        else:
+            groups.append([word])
+    if len(groups) < len(items):
+        typed = " ".join(shlex.quote(" ".join(g)) if len(g) > 1 else g[0] for g in groups)
+        raise TorchshError("usage", "a layer's arguments came as words of their own",
+                           "each layer is one word: %s" % typed)
+
+
+def _is_layer_kind(ctx, word):
+    try:
+        op, _, rest = ctx.table.resolve(["nn", word])
+    except TorchshError:
+        return False
+    return op.class_kind == "nn" and not rest
 
 
 def build_from_words(ctx, words):

@@ -1,9 +1,12 @@
-"""Module weights in files: `nn save M FILE.safetensors`, `nn load M FILE`, `nn jit_load FILE`.
+"""Module weights in files: `nn save M FILE.safetensors|.pt|.pth`, `nn load M FILE`, `nn jit_load FILE`.
 
 Files hold PyTorch's state_dict key names (`0.weight`, `bn.running_mean`, buffers included), so a
-file saved here loads in Python with `model.load_state_dict(safetensors.torch.load_file(f))` and
-the other way round. Loading is strict and atomic: a missing, unexpected or mis-shaped key is named
-and nothing changes. `.pt`/`.pth` files are read with weights_only=True; nothing is unpickled.
+file saved here loads in Python with `model.load_state_dict(safetensors.torch.load_file(f))` or
+`model.load_state_dict(torch.load(f, weights_only=True))`, and the other way round. A `.pt`/`.pth` is
+written by torch.save(model.state_dict()) itself: tensors in an OrderedDict, which weights_only reads.
+Saves are atomic (fileio.atomic_write: temp file, fsync, rename) and replace an existing file, as `>` and
+torch.save do. Loading is strict and atomic: a missing, unexpected or mis-shaped key is named and nothing
+changes. `.pt`/`.pth` files are read with weights_only=True; nothing is unpickled.
 """
 import os
 
@@ -17,13 +20,20 @@ from torchsh.verbs import verb
 
 
 @verb("nn.save(Module model, OutPath file) -> None", category="nn",
-      examples=("torch nn save $(torch nn linear 3 2) model.safetensors",))
+      examples=("torch nn save $(torch nn linear 3 2) model.safetensors",
+                "torch nn save $(torch nn linear 3 2) model.pt && "
+                "python -c 'import torch; print(list(torch.load(\"model.pt\", weights_only=True)))'"))
 def nn_save(ctx, model, file):
-    """Save the model's state_dict (parameters and buffers) to a .safetensors file, written atomically."""
-    if not file.endswith(".safetensors"):
-        raise bad_argument("nn save writes .safetensors files, not %s" % os.path.basename(file),
-                           "name the file MODEL.safetensors")
-    stfile.write(file, state_file.model_tensors(model))
+    """Save the model's state_dict (parameters and buffers) to .safetensors, .pt or .pth, atomically.
+    A .pt/.pth is Python's torch.save(model.state_dict()): torch.load(FILE, weights_only=True) reads it."""
+    if file.endswith((".pt", ".pth")):
+        state = model.state_dict()
+        fileio.atomic_write(file, lambda tmp: torch.save(state, tmp))
+    elif file.endswith(".safetensors"):
+        stfile.write(file, state_file.model_tensors(model))
+    else:
+        raise bad_argument("nn save writes .safetensors, .pt or .pth files, not %s" % os.path.basename(file),
+                           "name the file MODEL.safetensors, or MODEL.pt for Python's torch.load")
     return None
 
 
