@@ -4,6 +4,18 @@ import posix
 import sys
 
 
+# `python -m torchsh…` puts the working directory first on sys.path: a `torch/` or `torchsh/` folder there
+# (a PyTorch checkout, or one another user left in /tmp) would be imported in place of the real one, and
+# run as the user. -P (3.11+) leaves the working directory out; 3.10 has only -I, which also ignores
+# PYTHONPATH and the user's site-packages.
+SAFE_PATH = ("-P",) if sys.version_info >= (3, 11) else ("-I",)
+
+
+def python_m(module, *args):
+    """The argv that runs `python -m module args…` with this interpreter, the working directory not on sys.path."""
+    return [sys.executable, *SAFE_PATH, "-m", module, *args]
+
+
 def runtime_dir():
     """The private folder for socket, log and lock: $XDG_RUNTIME_DIR/torchsh, else ${TMPDIR:-/tmp}/torchsh-UID.
 

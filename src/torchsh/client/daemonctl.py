@@ -46,8 +46,8 @@ def asks_for_help(args):
 def help_without_daemon(args):
     """Help never starts a daemon: with none running, it is rendered in a process of its own from the op
     table (cli/offline_help.py), which then exits; this process becomes it."""
-    posix.execv(sys.executable, [sys.executable, "-m", "torchsh.cli.offline_help"]
-                + [a.decode(errors="surrogateescape") for a in args])
+    posix.execv(sys.executable, paths.python_m("torchsh.cli.offline_help",
+                                               *[a.decode(errors="surrogateescape") for a in args]))
 
 
 def start_daemon(path, env=None):
@@ -67,7 +67,7 @@ def start_daemon(path, env=None):
             posix.dup2(null, 0)
             posix.dup2(log_fd, 1)
             posix.dup2(log_fd, 2)
-            posix.execve(sys.executable, [sys.executable, "-m", "torchsh.daemon", "--socket", path],
+            posix.execve(sys.executable, paths.python_m("torchsh.daemon", "--socket", path),
                          posix.environ if env is None else env)
         finally:
             posix._exit(127)

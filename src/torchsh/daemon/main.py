@@ -123,8 +123,8 @@ def _serve(sock, args, lock_fd, log):
         os.close(lock_fd)
     if app.restart_requested:
         log.info("restarting")
-        os.execv(sys.executable, [sys.executable, "-m", "torchsh.daemon", "--socket", sock, "--ttl", args.ttl]
-                 + (["--listen", args.listen] if args.listen else []))
+        os.execv(sys.executable, paths.python_m("torchsh.daemon", "--socket", sock, "--ttl", args.ttl,
+                                                *(["--listen", args.listen] if args.listen else [])))
     log.info("stopped")
     os._exit(0)  # a request still running past the grace period must not hold the exit
 

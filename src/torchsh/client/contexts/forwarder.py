@@ -63,7 +63,7 @@ def ensure(record, local):
             os.dup2(record_r, 0)
             os.dup2(log_fd, 1)
             os.dup2(log_fd, 2)
-            os.execv(sys.executable, [sys.executable, "-m", "torchsh.client.contexts.forwarder", record["name"], local])
+            os.execv(sys.executable, paths.python_m("torchsh.client.contexts.forwarder", record["name"], local))
         finally:
             os._exit(127)
     os.close(log_fd)

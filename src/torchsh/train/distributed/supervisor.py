@@ -14,12 +14,12 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from typing import Optional
 
+from torchsh import paths
 from torchsh.classes import state as state_file
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.formats import stfile
@@ -131,7 +131,7 @@ def _launch(folder, launch, isolate=True):
         env["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // launch.nproc_per_node))
     prefix = netns.isolating_argv(env) if isolate and not launch.rdzv else []  # one node: its own loopback
     with open(handoff.path(folder, "launcher.log"), "wb") as out:
-        return subprocess.Popen(prefix + [sys.executable, "-m", "torchsh.train.distributed.launch", folder],
+        return subprocess.Popen(prefix + paths.python_m("torchsh.train.distributed.launch", folder),
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
 
