@@ -9,6 +9,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from planted import MaliciousPickle
+
 nn = torch.nn
 SPEC = "'linear 3 4' relu 'linear 4 2'"
 
@@ -121,19 +123,9 @@ def test_whole_module_pickle_is_refused_naming_its_globals_until_trusted(sh):
     assert r.code == 2 and "--trust os.sep: not a class or function" in r.err
 
 
-class Payload:
-    """Unpickling this would run `touch MARKER`."""
-
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.system, ("touch '%s'" % self.marker,))
-
-
 def test_malicious_pickle_is_refused_and_its_payload_never_runs(sh):
     path, marker = sh.tmp("evil.pt"), sh.tmp("pwned")
-    torch.save({"0.weight": Payload(marker)}, path)
+    torch.save({"0.weight": MaliciousPickle(marker)}, path)
     m = sh("torch nn sequential %s" % SPEC)
     before = weights(sh, m)
     r = sh.run("torch nn load %s %s" % (m, path))
