@@ -62,7 +62,7 @@ def compare(model, chunks, rename, file):
                 mismatched.append({"key": key, "file": list(tensor.shape), "model": list(own[key].shape)})
             else:
                 fitting[key] = tensor
-        del chunk
+        chunk = tensor = None  # drop this file's tensors before the next is read: the memory of one shard
     missing = [k for k in own if k not in seen]
     return fitting, LoadDiff(file=file, loaded=len(fitting), of=len(own), missing=missing, unexpected=unexpected,
                              mismatched=mismatched)
