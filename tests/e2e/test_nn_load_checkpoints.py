@@ -65,16 +65,23 @@ def test_dataparallel_prefix_is_stripped_and_map_renames_prefixes(sh):
     assert_same(weights(sh, m2), source())
 
 
-def test_hugging_face_sharded_folder_loads_every_shard(sh):
-    folder = sh.tmp("hf")
+def sharded(sh, shards):
+    """A Hugging Face sharded folder: shards [{key: tensor}] as model-0000i-of-0000n.safetensors, and the
+    model.safetensors.index.json naming each key's shard."""
+    folder, weight_map = sh.tmp("hf"), {}
     os.makedirs(folder)
-    state, weight_map = source(), {}
-    for i, keys in enumerate([["0.weight", "0.bias"], ["2.weight", "2.bias"]]):
-        name = "model-%05d-of-00002.safetensors" % (i + 1)
-        save_file({k: state[k] for k in keys}, os.path.join(folder, name))
-        weight_map.update({k: name for k in keys})
+    for i, shard in enumerate(shards):
+        name = "model-%05d-of-%05d.safetensors" % (i + 1, len(shards))
+        save_file(shard, os.path.join(folder, name))
+        weight_map.update({k: name for k in shard})
     with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
         json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, f)
+    return folder
+
+
+def test_hugging_face_sharded_folder_loads_every_shard(sh):
+    state = source()
+    folder = sharded(sh, [{k: state[k] for k in ("0.weight", "0.bias")}, {k: state[k] for k in ("2.weight", "2.bias")}])
     m = sh("torch nn sequential %s" % SPEC)
     assert sh("torch nn load %s %s" % (m, folder)).startswith("loaded 4 of 4 keys")
     assert_same(weights(sh, m), state)
@@ -82,6 +89,16 @@ def test_hugging_face_sharded_folder_loads_every_shard(sh):
         json.dump({"weight_map": {"0.weight": "../elsewhere.safetensors"}}, f)
     r = sh.run("torch nn load %s %s" % (m, folder))
     assert r.code != 0 and "outside its folder" in r.err and "[file_error]" in r.err
+
+
+def test_sharded_refusal_comes_from_the_headers_before_any_data_is_read(sh):
+    state = source()
+    folder = sharded(sh, [dict(state), {"head.weight": torch.ones(2)}])
+    first = os.path.join(folder, "model-00001-of-00002.safetensors")
+    os.truncate(first, os.path.getsize(first) - 8)  # its header intact, its data cut: reading it would fail
+    m = sh("torch nn sequential %s" % SPEC)
+    r = sh.run("torch nn load %s %s" % (m, folder))
+    assert r.code == 4 and "1 unexpected [head.weight]" in r.err and "[state_mismatch]" in r.err
 
 
 def test_strict_load_refuses_with_the_whole_diff_and_partial_loads_what_fits(sh):

@@ -68,14 +68,19 @@ def compare(model, chunks, rename, file):
                              mismatched=mismatched)
 
 
-def load(model, fitting, diff, partial):
-    """Refuse (strict, any difference; or nothing fits) with the diff, or load what fits in one step."""
+def refuse_unless_it_fits(diff, partial):
+    """Refuse with the diff: strict and any difference, or nothing fits at all."""
     hint = "nothing was loaded; --partial loads the keys that fit (%d), --strip PREFIX and --map OLD=NEW " \
-           "rename the file's keys" % len(fitting)
-    if not fitting and diff["of"]:
+           "rename the file's keys" % diff["loaded"]
+    if not diff["loaded"] and diff["of"]:
         raise TorchshError("state_mismatch", "no key of %s fits the model: %s" % (diff["file"], diff.summary()), hint)
     if not partial and not diff.clean():
         raise TorchshError("state_mismatch", "%s does not fit the model: %s" % (diff["file"], diff.summary()), hint)
+
+
+def load(model, fitting, diff, partial):
+    """Refuse with the diff (refuse_unless_it_fits), or load what fits in one step."""
+    refuse_unless_it_fits(diff, partial)
     state = model.state_dict()  # the live values: what does not load is copied onto itself
     state.update(fitting)
     with torch.no_grad():

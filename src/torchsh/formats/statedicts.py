@@ -8,6 +8,8 @@
   import path, through torch.serialization.safe_globals. There is no weights_only=False;
 - a Hugging Face sharded folder: its model.safetensors.index.json (or pytorch_model.bin.index.json) names
   the shards, which parts() lists so the caller reads one at a time (the memory of one shard, not all).
+shapes() gives a .safetensors file's keys and shapes from its header, so a load that does not fit is
+refused before any data is read.
 """
 import importlib
 import inspect
@@ -49,6 +51,11 @@ def _shards(folder, index):
         if not isinstance(name, str) or name in ("", ".", "..") or os.path.basename(name) != name:
             raise TorchshError("file_error", "%s names a shard %r outside its folder" % (index, name))
     return [os.path.join(folder, name) for name in names]
+
+
+def shapes(path):
+    """{name: a meta tensor of its shape} of a .safetensors file from its header alone: no data is read."""
+    return {t["key"]: torch.empty(t["shape"], device="meta") for t in headers.inspect(path)["tensors"]}
 
 
 def read(path, key=None, trusted=()):
