@@ -59,14 +59,13 @@ def shapes(path):
 
 
 def read(path, key=None, trusted=()):
-    """{name: tensor} of one checkpoint file; key picks the state dict inside a pickled dict."""
-    if path.endswith(".safetensors"):
-        if key is not None:
-            raise bad_argument("--key picks a state dict inside a pickle; %s holds tensors by name" % path)
-        return stfile.read(path)[0]
+    """{name: tensor} of one checkpoint file: a pickle by its extension (headers.PT_NAMES), else safetensors
+    (a file that is not one is a file_error); key picks the state dict inside a pickled dict."""
     if not path.endswith(headers.PT_NAMES):
-        raise bad_argument("nn load reads .safetensors, %s files or a sharded folder, not %s"
-                           % (" ".join(headers.PT_NAMES), os.path.basename(path)))
+        if key is not None:
+            raise bad_argument("--key picks a state dict inside a pickle (%s); %s holds tensors by name"
+                               % (" ".join(headers.PT_NAMES), os.path.basename(path)))
+        return stfile.read(path)[0]
     obj = extensions.read(path, _read_pickle, trusted)
     if key is not None:
         if not isinstance(obj, dict) or key not in obj:
