@@ -1,6 +1,7 @@
 """A fast-path token file planted in a folder anyone can write, naming a port we listen on, so a test
 can check that nothing connects to it (the shell functions' trust rule, docs/fast-path.md); and a squatter
-on a port, which proves nothing and answers every request head alike."""
+on a port, which proves nothing and answers every request head alike; and a pickle whose loading would
+touch a marker file, for the tests that check nothing ever unpickles it."""
 import contextlib
 import os
 import select
@@ -57,3 +58,13 @@ def squat(listener, reply=b""):
             conn.close()
     threading.Thread(target=serve, daemon=True).start()
     return heard
+
+
+class MaliciousPickle:
+    """Unpickling this runs `touch MARKER` (os.system): a file holding it must be refused, the marker never made."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, ("touch '%s'" % self.marker,))

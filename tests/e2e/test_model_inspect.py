@@ -9,6 +9,8 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
+from planted import MaliciousPickle
+
 
 def _inspect(sh, path):
     return json.loads(sh("torch model inspect %s --json" % path))
@@ -68,17 +70,9 @@ def test_a_whole_module_pickle_names_the_globals_pytorch_would_need(sh):
     assert "torch.nn.modules.linear.Linear" in sh("torch model inspect %s" % path)
 
 
-class _Planted:
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.system, ("touch %s" % self.marker,))
-
-
 def test_a_malicious_pickle_is_listed_and_never_runs(sh):
     marker, path = sh.tmp("ran"), sh.tmp("evil.pt")
-    torch.save({"w": torch.zeros(2), "x": _Planted(marker)}, path)
+    torch.save({"w": torch.zeros(2), "x": MaliciousPickle(marker)}, path)
     got = _inspect(sh, path)
     assert any(g.endswith(".system") for g in got["globals_needed"]), got
     assert not os.path.exists(marker)

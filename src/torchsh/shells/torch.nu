@@ -4375,14 +4375,19 @@ export def "nn list" [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "nn.list" $args "no_grad!" [$no_grad] }
 
-# Load a state_dict into the model (strict, atomic). Reads .safetensors, and .pt/.pth with weights_only.
+# Load a checkpoint's state_dict into the model and print the diff: loaded, missing, unexpected,
 #
-# nn.load(Module model, Path file) -> None
+# nn.load(Module model, Path file, *, str? key=None, str[]? strip=None, str[]? map=None, bool partial=False, str[]? trust=None) -> Json
 export def "nn load" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: model file; piped handles fill the tensor slots still missing
     --file: path  # Path
+    --key: string  # str?
+    --strip: any  # str[]?
+    --map: any  # str[]?
+    --partial  # bool
+    --trust: any  # str[]?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "nn.load" $args "file no_grad!" [$file $no_grad] }
+]: any -> any { torchsh typed "nn.load" $args "file key strip map partial! trust no_grad!" [$file $key $strip $map $partial $trust $no_grad] }
 
 # The model's parameters as tensor handles (live views), in model.parameters() order; --named adds names.
 #

@@ -5,18 +5,20 @@ file saved here loads in Python with `model.load_state_dict(safetensors.torch.lo
 `model.load_state_dict(torch.load(f, weights_only=True))`, and the other way round. A `.pt`/`.pth` is
 written by torch.save(model.state_dict()) itself: tensors in an OrderedDict, which weights_only reads.
 Saves are atomic (fileio.atomic_write: temp file, fsync, rename) and replace an existing file, as `>` and
-torch.save do. Loading is strict and atomic: a missing, unexpected or mis-shaped key is named and nothing
-changes. `.pt`/`.pth` files are read with weights_only=True; nothing is unpickled.
+torch.save do. `nn load` reads what real checkpoints look like (formats/statedicts.py: Lightning's .ckpt,
+DataParallel's `module.` keys, Hugging Face sharded folders; pickles with weights_only=True only), renames
+keys and prints the diff (classes/stateload.py); strict and atomic unless --partial.
 """
 import os
 
 import torch
 
 from torchsh import fileio
-from torchsh.classes import state as state_file
+from torchsh.classes import state as state_file, stateload
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.formats import extensions, ptfile, stfile
+from torchsh.formats import statedicts, stfile
 from torchsh.verbs import verb
+from torchsh.verbs.nn import print_table
 
 
 @verb("nn.save(Module model, OutPath file) -> None", category="nn",
@@ -37,25 +39,40 @@ def nn_save(ctx, model, file):
     return None
 
 
-@verb("nn.load(Module model, Path file) -> None", category="nn",
+class Loaded(dict):
+    """The load's diff (classes/stateload.LoadDiff): JSON under --json and through the API, a record in
+    Nushell; on a terminal a line of what loaded and a table of the keys that did not."""
+
+    def text(self):
+        head = "loaded %d of %d keys from %s\n" % (self["loaded"], self["of"], self["file"])
+        rows = ([("missing", k, "", "") for k in self["missing"]]
+                + [("unexpected", k, "", "") for k in self["unexpected"]]
+                + [("shape-mismatched", m["key"], m["file"], m["model"]) for m in self["mismatched"]])
+        return head + (print_table(rows, ("", "key", "file shape", "model shape")) if rows else "")
+
+
+@verb("nn.load(Module model, Path file, *, str? key=None, str[]? strip=None, str[]? map=None, bool partial=False, "
+      "str[]? trust=None) -> Json", category="nn",
       examples=("m=$(torch nn linear 3 2); "
-                "torch nn save $m model.safetensors && torch nn load $(torch nn linear 3 2) model.safetensors",))
-def nn_load(ctx, model, file):
-    """Load a state_dict into the model (strict, atomic). Reads .safetensors, and .pt/.pth with weights_only."""
-    if file.endswith((".pt", ".pth")):
-        tensors = _read_pt(file)
-    else:
-        tensors, _ = stfile.read(file)
-    with torch.no_grad():
-        state_file.load_model(model, tensors)
-    return None
-
-
-def _read_pt(file):
-    obj = extensions.read(file, ptfile.read_object)  # restricted unpickler: tensors and plain data
-    if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
-        raise TorchshError("file_error", "%s holds %s, not a state_dict" % (file, type(obj).__name__))
-    return dict(obj)
+                "torch nn save $m model.safetensors && torch nn load $(torch nn linear 3 2) model.safetensors",
+                "python -c 'import torch; torch.save({\"state_dict\": {\"model.weight\": torch.zeros(2, 3), "
+                "\"model.bias\": torch.zeros(2)}, \"epoch\": 3}, \"l.ckpt\")' && "
+                "torch nn load $(torch nn linear 3 2) l.ckpt --key state_dict --strip model.",
+                "python -c 'import torch; torch.save({\"module.weight\": torch.zeros(2, 3)}, \"ddp.pt\")' && "
+                "torch nn load $(torch nn linear 3 2) ddp.pt --strip module. --partial"))
+def nn_load(ctx, model, file, key=None, strip=None, map=None, partial=False, trust=None):  # noqa: A002 (--map)
+    """Load a checkpoint's state_dict into the model and print the diff: loaded, missing, unexpected,
+    shape-mismatched. Reads .safetensors, .pt/.pth/.ckpt/.bin with weights_only (--key picks the state dict
+    inside, as Lightning's "state_dict"; --trust NAME,… allows the globals a refusal names), and a Hugging
+    Face sharded folder one shard at a time. --strip PREFIX,… and --map OLD=NEW,… rename the file's keys.
+    Strict and atomic: any difference refuses with the diff and changes nothing; --partial loads what fits."""
+    trusted, parts, rename = statedicts.trusted_globals(trust), statedicts.parts(file), stateload.renamer(strip, map)
+    if all(part.endswith(".safetensors") for part in parts):  # the diff from headers: a refusal reads no data
+        headers = (statedicts.shapes(part) for part in parts)
+        stateload.refuse_unless_it_fits(stateload.compare(model, headers, rename, file)[1], partial)
+    chunks = (statedicts.read(part, key, trusted) for part in parts)
+    fitting, diff = stateload.compare(model, chunks, rename, file)
+    return Loaded(stateload.load(model, fitting, diff, partial))
 
 
 @verb("nn.jit_load(Path file) -> Module", category="nn",

@@ -1,0 +1,121 @@
+"""State dicts as real checkpoints hold them, read for `torch nn load`; nothing is unpickled.
+
+- a .safetensors file (stfile: read into memory of its own);
+- a torch.save pickle (.pt .pth .ckpt .bin) through torch.load(weights_only=True): a plain state dict, or a
+  dict around one (Lightning's .ckpt keeps it under "state_dict": `--key state_dict` picks it). A file whose
+  pickle needs globals beyond weights_only is refused naming them (headers.inspect: PyTorch's static scan of
+  the opcodes, which runs none); `--trust NAME,…` allows exactly those classes or functions, resolved by
+  import path, through torch.serialization.safe_globals. There is no weights_only=False;
+- a Hugging Face sharded folder: its model.safetensors.index.json (or pytorch_model.bin.index.json) names
+  the shards, which parts() lists so the caller reads one at a time (the memory of one shard, not all).
+shapes() gives a .safetensors file's keys and shapes from its header, so a load that does not fit is
+refused before any data is read.
+"""
+import importlib
+import inspect
+import json
+import os
+import pickle  # only for its exception type: weights_only refuses a global with UnpicklingError
+
+import torch
+
+from torchsh import fileio
+from torchsh.errors import TorchshError, bad_argument
+from torchsh.formats import extensions, headers, ptfile, stfile
+
+INDEX_NAMES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
+MAX_INDEX_BYTES = 64 << 20  # an index names each key once: tens of MiB would be millions of keys
+
+
+def parts(path):
+    """The files the checkpoint at path is made of: the file itself, or a sharded folder's shards."""
+    if not os.path.isdir(path):
+        return [path]
+    for name in INDEX_NAMES:
+        if os.path.exists(os.path.join(path, name)):
+            return _shards(path, os.path.join(path, name))
+    raise bad_argument("%s is a folder without %s" % (path, " or ".join(INDEX_NAMES)),
+                       "name a checkpoint file, or a Hugging Face sharded folder")
+
+
+def _shards(folder, index):
+    """The shard files an index.json's weight_map names, each once, in the order it names them."""
+    if fileio.regular_file(index).st_size > MAX_INDEX_BYTES:
+        raise TorchshError("too_large", "%s is over %d MiB" % (index, MAX_INDEX_BYTES >> 20))
+    try:
+        with open(index) as f:
+            names = list(dict.fromkeys(json.load(f)["weight_map"].values()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise fileio.file_error(index, "read", e) from None
+    for name in names:  # a shard is a file in the folder itself: never a path that leaves it
+        if not isinstance(name, str) or name in ("", ".", "..") or os.path.basename(name) != name:
+            raise TorchshError("file_error", "%s names a shard %r outside its folder" % (index, name))
+    return [os.path.join(folder, name) for name in names]
+
+
+def shapes(path):
+    """{name: a meta tensor of its shape} of a .safetensors file from its header alone: no data is read."""
+    return {t["key"]: torch.empty(t["shape"], device="meta") for t in headers.inspect(path)["tensors"]}
+
+
+def read(path, key=None, trusted=()):
+    """{name: tensor} of one checkpoint file: a pickle by its extension (headers.PT_NAMES), else safetensors
+    (a file that is not one is a file_error); key picks the state dict inside a pickled dict."""
+    if not path.endswith(headers.PT_NAMES):
+        if key is not None:
+            raise bad_argument("--key picks a state dict inside a pickle (%s); %s holds tensors by name"
+                               % (" ".join(headers.PT_NAMES), os.path.basename(path)))
+        return stfile.read(path)[0]
+    obj = extensions.read(path, _read_pickle, trusted)
+    if key is not None:
+        if not isinstance(obj, dict) or key not in obj:
+            raise TorchshError("file_error", "%s holds no key %r" % (path, key), _holds(obj))
+        obj = obj[key]
+    if isinstance(obj, torch.nn.Module):  # a whole-module pickle whose classes --trust allowed
+        obj = obj.state_dict()
+    if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
+        raise TorchshError("file_error", "%s holds %s, not a state_dict" % (path, type(obj).__name__), _holds(obj))
+    return dict(obj)
+
+
+def _holds(obj):
+    """The hint for a pickle that is not a state dict itself: the keys --key could pick."""
+    if not isinstance(obj, dict):
+        return None
+    dicts = [k for k, v in obj.items() if isinstance(v, dict)]
+    return "it is a dict of %s; --key %s picks the state dict in it" % (
+        ", ".join(map(str, list(obj)[:8])), dicts[0] if dicts else "NAME")
+
+
+def _read_pickle(path, trusted):
+    try:
+        with torch.serialization.safe_globals(list(trusted)):
+            return ptfile.read_object(path)
+    except pickle.UnpicklingError:
+        needed = headers.inspect(path).get("globals_needed")
+        if not needed:
+            raise
+    raise TorchshError("file_error", "%s needs globals beyond weights_only: %s; nothing was unpickled"
+                       % (path, " ".join(needed)),
+                       "`--trust NAME,…` allows classes or functions you trust, by import path")
+
+
+def trusted_globals(names):
+    """The classes and functions --trust names, each imported by its dotted path; bad_argument for the rest."""
+    return [_resolve(name) for name in names or ()]
+
+
+def _resolve(name):
+    words = name.split(".")
+    for cut in range(len(words) - 1, 0, -1):  # the longest importable module, then attributes
+        try:
+            found = importlib.import_module(".".join(words[:cut]))
+            for word in words[cut:]:
+                found = getattr(found, word)
+        except Exception:  # an import may raise anything; any failure means "not a global by that name"
+            continue
+        if inspect.isclass(found) or inspect.isfunction(found) or inspect.isbuiltin(found):
+            return found
+        break
+    raise bad_argument("--trust %s: not a class or function importable by that dotted name" % name,
+                       "name it as the refusal does, e.g. collections.OrderedDict")
