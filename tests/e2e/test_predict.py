@@ -1,0 +1,116 @@
+"""`torch predict MODEL DATASET` through real bash: one row per item, joined back to its input by row number
+(or image path), its class by name; the oracle is the same weights in a PyTorch twin run in-process,
+equal bit for bit, and the input file read with the csv module."""
+import csv
+import json
+import os
+
+import numpy as np
+import pyarrow.parquet as pq
+import safetensors.torch
+import torch
+from PIL import Image
+
+MODEL = "torch nn sequential 'linear 2 8' relu 'dropout --p 0.5' 'linear 8 3'"
+NAMES = ("setosa", "versicolor", "virginica")
+
+
+def _blobs(sh, n=30, seed=0):
+    """An iris-like table: three separable Gaussian blobs, labelled by name."""
+    g = np.random.default_rng(seed)
+    path = sh.tmp("blobs.csv")
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["a", "b", "species"])
+        for i in range(n):
+            k = i % 3
+            w.writerow(["%.3f" % v for v in g.normal(3.0 * k, 0.5, 2)] + [NAMES[k]])
+    with open(path, newline="") as f:
+        return path, list(csv.DictReader(f))
+
+
+def _twin(sh, handle):
+    """The model as a PyTorch module with the daemon's weights (saved through `torch nn save`)."""
+    path = sh.tmp("w.safetensors")
+    sh("torch nn save %s %s" % (handle, path))
+    net = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.ReLU(), torch.nn.Dropout(0.5), torch.nn.Linear(8, 3))
+    net.load_state_dict(safetensors.torch.load_file(path))
+    return net.eval()
+
+
+def _read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_predictions_equal_the_model_in_pytorch_bit_for_bit_and_join_back_to_their_rows(sh):
+    path, table = _blobs(sh)
+    out = sh.tmp("preds.csv")
+    m = sh(MODEL)
+    sh("parts=($(torch data split $(torch data open %s --target species) 0.6 0.4 --seed 3)); "
+       "torch predict %s ${parts[1]} --batch_size 4 --proba --out %s" % (path, m, out))
+    preds = _read_csv(out)
+    assert list(preds[0]) == ["row", "prediction", *NAMES]
+    rows = [int(p["row"]) for p in preds]
+    assert len(rows) == 12 and rows != sorted(rows)  # a split's items keep their rows in the whole file
+    x = torch.tensor([[float(table[r]["a"]), float(table[r]["b"])] for r in rows])
+    net = _twin(sh, m)
+    with torch.inference_mode():
+        logits = torch.cat([net(x[i:i + 4]) for i in range(0, len(x), 4)])  # the same batches
+    proba = torch.tensor([[np.float32(p[c]) for c in NAMES] for p in preds])
+    assert torch.equal(proba, torch.softmax(logits, dim=1))
+    assert torch.allclose(proba.sum(1), torch.ones(len(preds)))
+    assert [p["prediction"] for p in preds] == [NAMES[i] for i in logits.argmax(1).tolist()]
+    assert json.loads(sh("torch nn info --json %s" % m))["mode"] == "train"  # its mode restored
+
+
+def test_a_regression_prints_its_outputs_as_a_tab_separated_table_and_json_rows(sh):
+    path = sh.tmp("xy.csv")
+    with open(path, "w") as f:
+        f.write("x1,x2,y\n0.5,1.5,2.25\n1.0,-2.0,0.5\n3.0,0.25,-1.75\n")
+    m = sh("torch nn linear 2 1")
+    d = sh("torch data open %s --target y" % path)
+    text = sh("torch predict %s %s" % (m, d)).split("\n")
+    assert text[0] == "row\tprediction"
+    got = json.loads(sh("torch predict --json %s %s" % (m, d)))
+    net = torch.nn.Linear(2, 1)
+    w = sh.tmp("w.safetensors")
+    sh("torch nn save %s %s" % (m, w))
+    net.load_state_dict(safetensors.torch.load_file(w))
+    with torch.inference_mode():
+        want = net(torch.tensor([[0.5, 1.5], [1.0, -2.0], [3.0, 0.25]])).flatten()
+    assert [r["row"] for r in got] == [0, 1, 2]
+    assert torch.equal(torch.tensor([r["prediction"] for r in got], dtype=torch.float32), want)
+    assert [line.split("\t") for line in text[1:]] == [[str(i), str(np.float32(v))] for i, v in enumerate(want.tolist())]
+    assert "[bad_argument]" in sh.run("torch predict %s %s --proba" % (m, d)).err
+
+
+def test_jsonl_and_parquet_outputs_read_back_as_the_csv_rows(sh):
+    path, _ = _blobs(sh, n=9)
+    m = sh(MODEL)
+    d = sh("torch data open %s --target species" % path)
+    outs = {ext: sh.tmp("p." + ext) for ext in ("csv", "jsonl", "parquet")}
+    for out in outs.values():
+        sh("torch predict %s %s --proba --out %s" % (m, d, out))
+    with open(outs["jsonl"]) as f:
+        lines = [json.loads(line) for line in f]
+    table = pq.read_table(outs["parquet"]).to_pylist()
+    assert lines == table
+    assert [{k: str(np.float32(v)) if isinstance(v, float) else str(v) for k, v in r.items()} for r in lines] \
+        == _read_csv(outs["csv"])
+    assert "[bad_argument]" in sh.run("torch predict %s %s --out p.txt" % (m, d)).err
+
+
+def test_an_image_folder_s_predictions_carry_their_file_paths(sh):
+    root = sh.tmp("images")
+    files = []
+    for k, name in enumerate(("cat", "dog")):
+        os.makedirs(os.path.join(root, name))
+        for i in range(2):
+            f = "%s/%s/%d.png" % (root, name, i)
+            Image.fromarray(np.full((4, 4, 3), 60 * (k + i), np.uint8)).save(f)
+            files.append(f)
+    m = sh("torch nn sequential flatten 'linear 48 2'")
+    got = json.loads(sh("torch predict --json %s $(torch data open %s)" % (m, root)))
+    assert [r["path"] for r in got] == files
+    assert {r["prediction"] for r in got} <= {"cat", "dog"}
