@@ -114,3 +114,51 @@ def test_an_image_folder_s_predictions_carry_their_file_paths(sh):
     got = json.loads(sh("torch predict --json %s $(torch data open %s)" % (m, root)))
     assert [r["path"] for r in got] == files
     assert {r["prediction"] for r in got} <= {"cat", "dog"}
+
+
+def _unlabeled(path, table):
+    """The table without its label column, as new data arrives."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["a", "b"])
+        w.writerows([r["a"], r["b"]] for r in table)
+
+
+def _meta(path):
+    with safetensors.safe_open(path, framework="pt") as f:
+        return json.loads(f.metadata()["torchsh"])
+
+
+def test_fit_keeps_the_classes_with_the_model_and_predict_names_them_on_an_unlabeled_csv(sh):
+    path, table = _blobs(sh)
+    log, unlabeled = sh.tmp("run"), sh.tmp("new.csv")
+    _unlabeled(unlabeled, table)
+    got = sh("m=$(%s); o=$(torch optim adam $m --lr 0.05); "
+             "L=$(torch data loader $(torch data open %s --target species) --batch_size 8 --shuffle --seed 0); "
+             "torch fit $m $o $L --loss cross_entropy --epochs 30 --log %s > /dev/null; "
+             "torch predict --json $m $(torch data open %s); "
+             "m2=$(%s); torch checkpoint load %s/best.safetensors $m2; torch predict --json $m2 $(torch data open %s)"
+             % (MODEL, path, log, unlabeled, MODEL, log, unlabeled)).split("\n")
+    with open(log + "/run.json") as f:
+        assert json.load(f)["data"] == {"classes": list(NAMES)}
+    assert _meta(log + "/best.safetensors")["data"] == _meta(log + "/last.safetensors")["data"] == {"classes": list(NAMES)}
+    fitted, loaded = (json.loads(line) for line in got)
+    assert [r["prediction"] for r in fitted] == [r["species"] for r in table]  # separable blobs: all right
+    assert loaded == fitted
+
+
+def test_predict_standardizes_raw_rows_with_the_statistics_the_model_was_trained_under(sh):
+    path, table = _blobs(sh, n=12)
+    unlabeled = sh.tmp("new.csv")
+    _unlabeled(unlabeled, table)
+    m = sh(MODEL)
+    got = json.loads(sh("T=$(torch data transform $(torch data open %s --target species) --standardize); "
+                        "o=$(torch optim sgd %s --lr 0.0); L=$(torch data loader $T --batch_size 4); "
+                        "torch fit %s $o $L --loss cross_entropy > /dev/null; "
+                        "torch predict --json --proba %s $(torch data open %s)" % (path, m, m, m, unlabeled)))
+    x = torch.tensor([[float(r["a"]), float(r["b"])] for r in table], dtype=torch.float64)
+    mean, std = x.mean(0), x.std(0, unbiased=False)  # StandardScaler's statistics
+    with torch.inference_mode():
+        logits = _twin(sh, m)(((x - mean) / std).float())
+    proba = torch.tensor([[r[c] for c in NAMES] for r in got], dtype=torch.float32)
+    assert torch.allclose(proba, torch.softmax(logits, 1), atol=1e-6)

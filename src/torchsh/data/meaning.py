@@ -10,6 +10,7 @@ from torchsh.data.datasets import known
 
 ATTRIBUTE = "torchsh_data"
 KEYS = ("classes", "categories", "standardization")
+_TYPES = {"classes": list, "categories": dict, "standardization": dict}
 
 
 def of_dataset(dataset):
@@ -29,6 +30,8 @@ def of_model(model):
 
 def attach(model, meaning):
     """Keep `meaning` with the model (nothing when it is empty: a model keeps what it knew)."""
-    meaning = {k: v for k, v in (meaning or {}).items() if k in KEYS and v}
+    meaning = {k: v for k, v in (meaning or {}).items() if k in KEYS and isinstance(v, _TYPES[k]) and v}
+    if not all(isinstance(c, str) for c in meaning.get("classes", ())):
+        meaning.pop("classes")  # a checkpoint's metadata edited by hand: its classes are not names
     if meaning:
         object.__setattr__(model, ATTRIBUTE, meaning)  # a plain attribute, outside the state_dict

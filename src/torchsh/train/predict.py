@@ -11,14 +11,16 @@ Kind         classification when classes are known (the dataset's, else the mode
              target, if any, is an integer: `prediction` is argmax's class, by name when
              known, and --proba adds softmax's probabilities, one column per class. Otherwise regression:
              `prediction` is the output (one column), or `output_0…` (several).
-The model runs in eval mode under torch.inference_mode, batch by batch; its mode is restored after.
+Inputs are standardized with the statistics the model was trained under (`fit` keeps them, meaning.py)
+when the dataset has none of its own. The model runs in eval mode under torch.inference_mode, batch by
+batch; its mode is restored after.
 """
 from dataclasses import dataclass
 
 import torch
 import torch.utils.data
 
-from torchsh.data import meaning
+from torchsh.data import meaning, transforms
 from torchsh.data.datasets import FileDataset, known, wrapped_datasets
 from torchsh.errors import TorchshError, bad_argument
 
@@ -36,6 +38,7 @@ def run(model, dataset, batch_size):
     """Outputs of model over the dataset's items in order (eval mode and inference_mode, then restored)."""
     if batch_size < 1:
         raise bad_argument("--batch_size must be 1 or more, got %d" % batch_size)
+    dataset = standardized_as_trained(model, dataset)
     loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=False)
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     was_training, outputs, target = model.training, [], None
@@ -57,6 +60,20 @@ def run(model, dataset, batch_size):
     key, keys = provenance(dataset)
     classes = known(dataset, "classes") or meaning.of_model(model).get("classes")
     return Outputs(key, keys, output, list(classes) if classes else None, _classifies(output, classes, target))
+
+
+def standardized_as_trained(model, dataset):
+    """The dataset, standardized with the statistics the model was trained under (`data transform
+    --standardize` before `fit`) when it has none of its own: raw rows in, as the model saw them."""
+    stats = meaning.of_model(model).get("standardization")
+    if not stats or known(dataset, "standardization") or not len(dataset):
+        return dataset
+    item = dataset[0] if isinstance(dataset[0], (tuple, list)) else (dataset[0],)
+    if not isinstance(stats.get("field"), int) or not 0 <= stats["field"] < len(item):
+        raise TorchshError("shape_mismatch", "the model was trained on items whose field %s was standardized; these "
+                           "items have %d field(s)" % (stats.get("field"), len(item)), "open the data as for fit")
+    step = transforms.Step("standardize", stats["field"], (stats["mean"], stats["std"]))
+    return transforms.TransformedDataset(dataset, [step])
 
 
 def _classifies(output, classes, target):
