@@ -162,3 +162,31 @@ def test_predict_standardizes_raw_rows_with_the_statistics_the_model_was_trained
         logits = _twin(sh, m)(((x - mean) / std).float())
     proba = torch.tensor([[r[c] for c in NAMES] for r in got], dtype=torch.float32)
     assert torch.allclose(proba, torch.softmax(logits, 1), atol=1e-6)
+
+
+def test_the_model_s_classes_name_its_outputs_on_labeled_data_missing_a_class(sh):
+    path, table = _blobs(sh)
+    test = sh.tmp("test.csv")
+    with open(test, "w", newline="") as f:  # no versicolor: the labels' sorted names are two, the outputs three
+        w = csv.writer(f)
+        w.writerow(["a", "b", "species"])
+        w.writerows([r["a"], r["b"], r["species"]] for r in table if r["species"] != "versicolor")
+    got = json.loads(sh("m=$(%s); o=$(torch optim adam $m --lr 0.05); "
+                        "L=$(torch data loader $(torch data open %s --target species) --batch_size 8 --seed 0); "
+                        "torch fit $m $o $L --loss cross_entropy --epochs 30 > /dev/null; "
+                        "torch predict --json $m $(torch data open %s --target species)" % (MODEL, path, test)))
+    assert [r["prediction"] for r in got] == [r["species"] for r in table if r["species"] != "versicolor"]
+
+
+def test_one_hot_categories_other_than_the_model_s_are_refused(sh):
+    train, new = sh.tmp("train.csv"), sh.tmp("new.csv")
+    with open(train, "w") as f:
+        f.write("x,color,y\n1,blue,a\n2,red,b\n3,blue,a\n")
+    with open(new, "w") as f:
+        f.write("x,color\n1,green\n2,red\n")  # as wide one-hot, but its first column means green, not blue
+    r = sh.run("m=$(torch nn linear 3 2); o=$(torch optim sgd $m --lr 0.1); "
+               "L=$(torch data loader $(torch data open %s --target y --onehot color) --batch_size 3); "
+               "torch fit $m $o $L --loss cross_entropy > /dev/null; "
+               "torch predict $m $(torch data open %s --onehot color)" % (train, new))
+    assert r.code != 0 and "[state_mismatch]" in r.err
+    assert "['green', 'red'] here, and the model was trained on ['blue', 'red']" in r.err

@@ -6,11 +6,12 @@ Provenance   `row`: the item's 0-based row in the file it was opened from (panda
              folder's item.
 Inputs       an item's fields as `torch fit` takes them: (inputs…, target) with the target ignored; an
              item of one field is all input (an unlabeled table).
-Kind         classification when classes are known (the dataset's, else the model's, from the data
-             `torch fit` trained it on: data/meaning.py), or when the output has k > 1 columns and the
+Kind         classification when classes are known (the model's, from the data `torch fit` trained it
+             on: data/meaning.py, else the dataset's), or when the output has k > 1 columns and the
              target, if any, is an integer: `prediction` is argmax's class, by name when
              known, and --proba adds softmax's probabilities, one column per class. Otherwise regression:
              `prediction` is the output (one column), or `output_0…` (several).
+A one-hot column whose categories differ from the model's is refused (its columns would mean other things).
 Inputs are standardized with the statistics the model was trained under (`fit` keeps them, meaning.py)
 when the dataset has none of its own. The model runs in eval mode under torch.inference_mode, batch by
 batch; its mode is restored after.
@@ -38,6 +39,7 @@ def run(model, dataset, batch_size):
     """Outputs of model over the dataset's items in order (eval mode and inference_mode, then restored)."""
     if batch_size < 1:
         raise bad_argument("--batch_size must be 1 or more, got %d" % batch_size)
+    _check_categories(model, dataset)
     dataset = standardized_as_trained(model, dataset)
     loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=False)
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -58,8 +60,20 @@ def run(model, dataset, batch_size):
         model.train(was_training)
     output = torch.cat(outputs) if outputs else torch.empty(0)
     key, keys = provenance(dataset)
-    classes = known(dataset, "classes") or meaning.of_model(model).get("classes")
+    # the model's classes name its outputs; the dataset's name its labels (the same, for the data it was fit on)
+    classes = meaning.of_model(model).get("classes") or known(dataset, "classes")
     return Outputs(key, keys, output, list(classes) if classes else None, _classifies(output, classes, target))
+
+
+def _check_categories(model, dataset):
+    """One-hot columns encode the categories the model was trained on, in its order, or predict refuses."""
+    trained, given = meaning.of_model(model).get("categories") or {}, known(dataset, "categories") or {}
+    for column in sorted(set(trained) & set(given)):
+        if list(trained[column]) != list(given[column]):
+            raise TorchshError("state_mismatch", "column %r is one-hot encoded over %s here, and the model was "
+                               "trained on %s" % (column, list(given[column]), list(trained[column])),
+                               "every category must appear in the data for the same columns; predict on rows "
+                               "opened together with the training data")
 
 
 def standardized_as_trained(model, dataset):
