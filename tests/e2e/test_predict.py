@@ -190,3 +190,14 @@ def test_one_hot_categories_other_than_the_model_s_are_refused(sh):
                "torch predict $m $(torch data open %s --onehot color)" % (train, new))
     assert r.code != 0 and "[state_mismatch]" in r.err
     assert "['green', 'red'] here, and the model was trained on ['blue', 'red']" in r.err
+
+
+def test_a_distributed_fit_keeps_the_classes_in_run_json_and_its_checkpoints(sh):
+    path, _ = _blobs(sh, n=12)
+    log = sh.tmp("run")
+    sh("m=$(torch nn linear 2 3); o=$(torch optim sgd $m --lr 0.1); "
+       "L=$(torch data loader $(torch data open %s --target species) --batch_size 3); "
+       "torch fit $m $o $L --loss cross_entropy --nproc_per_node 2 --log %s > /dev/null" % (path, log), timeout=300)
+    with open(log + "/run.json") as f:
+        assert json.load(f)["data"] == {"classes": list(NAMES)}
+    assert _meta(log + "/last.safetensors")["data"] == {"classes": list(NAMES)}  # written by rank 0
