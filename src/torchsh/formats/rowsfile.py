@@ -50,7 +50,6 @@ def _csv(path, rows):
         out = csv.writer(f, lineterminator="\n")
         out.writerow(rows.columns)
         out.writerows([_cell(r[c], rows.float32) for c in rows.columns] for r in rows)
-        f.flush()
 
 
 def _jsonl(path, rows):

@@ -178,11 +178,11 @@ def forward(ctx, model, inputs):
                 "torch predict $(torch nn linear 2 2) $(torch data open t.csv --target y) --proba"))
 def predict(ctx, model, inputs=None, dataset=None, batch_size=256, out=None, proba=False):
     """model(*inputs) under no-grad in eval mode (dropout off, batch-norm running stats); the mode is restored.
+    Over a dataset: one row per item, in order: its `row` (0-based, as pandas' index) or image `path`, the
+    `prediction` (argmax's class, by name when the model or dataset knows the classes; a regression's
+    output) and with --proba each class's softmax probability; tab-separated with a header, or --out FILE.
 
-    Over a dataset (`torch data open`): a table of one row per item, in order: its `row` (0-based, pandas'
-    index) or image `path`, the `prediction` (argmax's class, by name when the dataset or the model knows
-    the classes; a regression's output) and with --proba each class's softmax probability. On a terminal
-    tab-separated with a header; --out writes .csv, .jsonl or .parquet instead (train/predict.py).
+    The model's classes and input statistics are those `torch fit` kept with it (train/predict.py).
 
     Args:
         batch_size: items per forward pass
