@@ -41,3 +41,22 @@ def test_fit_example_resumes_in_a_fresh_daemon_and_reaches_95_percent(sh):
     assert out.index("a fresh one resumes") < out.index("\n3 ")
     assert float(re.search(r"fit: validation accuracy (\S+)", out).group(1)) >= 0.95
     assert "val_loss:" in out  # the chart's legend
+
+
+def test_predict_example_joins_its_predictions_back_to_the_csv_and_names_unlabeled_rows(sh):
+    out = sh("bash %s" % example("predict.sh"), timeout=600)
+    assert 'run.json keeps the classes: "classes":["setosa","versicolor","virginica"]' in out
+    joined = re.findall(r"row (\d+): (\w+) \(is (\w+)\)", out)
+    assert len(joined) == 5
+    assert float(re.search(r"predict: validation accuracy (\S+) \(30 rows\)", out).group(1)) >= 0.9
+    unlabeled = out.split("unlabeled rows, raw measurements\n")[1].split("\n")
+    assert unlabeled[0] == "row\tprediction"
+    assert [line.split("\t")[1] for line in unlabeled[1:4]] == ["setosa", "versicolor", "virginica"]
+
+
+def test_images_example_predicts_each_file_by_its_path(sh):
+    out = sh("bash %s" % example("images.sh"), timeout=600)
+    assert "classes  bright dark" in out
+    files = re.findall(r"^pictures/(\w+)/\d+\.ppm,(\w+)$", out, re.M)
+    assert len(files) == 3 and all(kind in ("bright", "dark") for kind, _ in files)
+    assert float(re.search(r"images: validation accuracy (\S+) \(10 images\)", out).group(1)) >= 0.9

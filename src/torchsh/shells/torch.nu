@@ -4965,10 +4965,14 @@ export def pow [
 # model(*inputs) under no-grad in eval mode (dropout off, batch-norm running stats); the mode is restored.
 #
 # predict(Module model, Tensor[] inputs) -> Tensor[]
+# predict(Module model, Dataset dataset, *, int batch_size=256, OutPath? out=None, bool proba=False) -> Json
 export def predict [
-    ...args: oneof<number, any>@"nu-complete torch"  # positional: model inputs…; piped handles fill the tensor slots still missing
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model inputs… | model dataset; piped handles fill the tensor slots still missing
+    --batch_size: int  # items per forward pass (int; default 256)
+    --out: path  # a .csv, .jsonl or .parquet file for the rows (replaced atomically, as torch save) (OutPath?)
+    --proba  # add one column per class: its softmax probability (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "predict" $args "no_grad!" [$no_grad] }
+]: any -> any { torchsh typed "predict" $args "batch_size out proba! no_grad!" [$batch_size $out $proba $no_grad] }
 
 # Applies element-wise the function \text{PReLU}(x) = \max(0,x) + \text{weight} * \min(0,x) where weight is a learnable parameter.
 #

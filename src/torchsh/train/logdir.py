@@ -19,6 +19,7 @@ import time
 import torch
 
 from torchsh import __version__, fileio
+from torchsh.data import meaning
 from torchsh.errors import TorchshError
 
 
@@ -128,6 +129,7 @@ def _run_record(plan):
         "scheduler": type(plan.sched).__name__ if plan.sched is not None else None,
         "loader": _loader_record(loader),
         "val": _loader_record(plan.val) if plan.val else None,
+        "data": meaning.of_model(plan.model) or None,  # classes, categories, standardization (data/meaning.py)
     }
 
 

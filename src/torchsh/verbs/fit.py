@@ -11,6 +11,7 @@ import functools
 import os
 
 from torchsh import jobs
+from torchsh.data import meaning
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.jobs import follow
 from torchsh.train.distributed import supervisor as distributed
@@ -63,7 +64,8 @@ def fit(ctx, model, optimizer, loader, loss=None, loss_args=None, epochs=1, val=
         patience: stop after this many epochs without improvement of --monitor
         monitor: the value early stopping and the `best` checkpoint watch (default val_loss, or loss without --val)
         log: a folder for metrics.jsonl, metrics.csv, run.json, last.safetensors, best.safetensors; one that
-            holds a run already is refused (run_exists) unless --resume or --overwrite
+            holds a run already is refused (run_exists) unless --resume or --overwrite. run.json and the
+            checkpoints keep the data's classes and statistics (`torch predict` uses them)
         resume: auto (the --log folder's last checkpoint, when there is one) or a checkpoint file
         overwrite: replace the run in --log DIR (its files stay until the new run has a checkpoint)
         version: log to a new DIR/version_N (N = 1 + the highest there, version_0 first), named on stderr
@@ -96,6 +98,8 @@ def _start(ctx, o):
     if o["version"]:  # the last check passed: a refused fit leaves no empty version folder behind
         plan.log = rundir.new_version(plan.log)
         notes.append("logging to %s" % os.path.join(_shown(ctx, o["log"]), os.path.basename(plan.log)))
+    # what the data's numbers stand for goes with the model: run.json, the checkpoints, `torch predict`
+    meaning.attach(plan.model, meaning.of_dataset(plan.loader.dataset))
     if o["overwrite"] and rundir.run_files(plan.log):
         work = functools.partial(_replacing, plan.log, work)
     columns = [c for c in _COLUMNS if c != "val_loss" or plan.val is not None]

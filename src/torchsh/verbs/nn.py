@@ -22,6 +22,8 @@ from torchsh.recipes.base import record
 from torchsh.table.from_torch import first_paragraph, summary_line
 from torchsh.table.spec import ArgSpec, OpSpec, Overload, parse_schema
 from torchsh.table import docargs
+from torchsh.formats import rowsfile
+from torchsh.train import predict as predictions
 from torchsh.verbs import verb
 
 # words of hand-written `nn` verbs: a layer class of the same snake_case name would be shadowed
@@ -168,10 +170,27 @@ def forward(ctx, model, inputs):
     return flat_outputs(model(*inputs))
 
 
-@verb("predict(Module model, Tensor[] inputs) -> Tensor[]", category="nn",
-      examples=("torch predict $(torch nn linear 3 2) $(torch randn 4 3)",))
-def predict(ctx, model, inputs):
-    """model(*inputs) under no-grad in eval mode (dropout off, batch-norm running stats); the mode is restored."""
+@verb("predict(Module model, Tensor[] inputs) -> Tensor[]",
+      "predict(Module model, Dataset dataset, *, int batch_size=256, OutPath? out=None, bool proba=False) -> Json",
+      category="nn",
+      examples=("torch predict $(torch nn linear 3 2) $(torch randn 4 3)",
+                "printf 'x1,x2,y\\n1,2,a\\n3,4,b\\n' > t.csv && "
+                "torch predict $(torch nn linear 2 2) $(torch data open t.csv --target y) --proba"))
+def predict(ctx, model, inputs=None, dataset=None, batch_size=256, out=None, proba=False):
+    """model(*inputs) under no-grad in eval mode (dropout off, batch-norm running stats); the mode is restored.
+    Over a dataset: one row per item, in order: its `row` (0-based, as pandas' index) or image `path`, the
+    `prediction` (argmax's class, by name when the model or dataset knows the classes; a regression's
+    output) and with --proba each class's softmax probability; tab-separated with a header, or --out FILE.
+
+    The model's classes and input statistics are those `torch fit` kept with it (train/predict.py).
+
+    Args:
+        batch_size: items per forward pass
+        out: a .csv, .jsonl or .parquet file for the rows (replaced atomically, as `torch save`)
+        proba: add one column per class: its softmax probability
+    """
+    if dataset is not None:
+        return _predict_dataset(model, dataset, batch_size, out, proba)
     was_training = model.training
     model.eval()
     try:
@@ -179,6 +198,16 @@ def predict(ctx, model, inputs):
             return flat_outputs(model(*inputs))
     finally:
         model.train(was_training)
+
+
+def _predict_dataset(model, dataset, batch_size, out, proba):
+    outputs = predictions.run(model, dataset, batch_size)
+    rows = rowsfile.Rows(predictions.rows(outputs, proba), predictions.columns(outputs, proba),
+                         float32=outputs.output.dtype != torch.float64)
+    if out is None:
+        return rows
+    rowsfile.write(out, rows)
+    return None
 
 
 def flat_outputs(out):

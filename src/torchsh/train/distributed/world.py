@@ -18,6 +18,7 @@ import types
 import torch
 import torch.distributed as dist
 
+from torchsh.data import meaning
 from torchsh.recipes.base import state_dict_of
 from torchsh.session import recipe
 from torchsh.train import resume
@@ -64,6 +65,7 @@ class RankWorld:
         else:
             self.net = model
         built.update(loader=self._share(make("loader"), tensors, "loader"), val=self._share(make("val"), tensors, "val"))
+        meaning.attach(model, meaning.of_dataset(built["loader"].dataset))  # the rank's run.json and checkpoints
         return built
 
     def _load_optimizer(self, model, optimizer, values):
