@@ -124,3 +124,16 @@ def test_classes_and_categories_survive_a_split_and_a_session_save(sh, tmp_path)
         assert got["categories"] == {"color": ["blue", "green", "red"]}
     finally:
         own.stop()
+
+
+def test_a_table_opened_whole_gives_one_row_per_item_even_with_one_column_or_one_row(sh):
+    """pandas' df.values is rows × columns: numpy.loadtxt's squeezing (one column → 1-D, one row → 1-D) made
+    a one-column table items of [] (a `linear 1 k` model then failed) and a one-row table one item per cell."""
+    column = _write(sh, "column.csv", "x\n1.5\n2.5\n3.5\n")
+    row = _write(sh, "row.csv", "1,2,3\n")
+    for path, length, shape in ((column, 3, [1]), (row, 1, [3])):
+        d = sh("torch data open %s" % path)
+        (field,) = info(sh, d)["fields"]
+        assert info(sh, d)["length"] == length and field["shape"] == shape, info(sh, d)
+    assert head(sh, sh("torch data open %s" % column)) == [[[1.5]], [[2.5]], [[3.5]]]
+    assert sh("torch load %s | torch value" % column) == "[1.5,2.5,3.5]"  # `torch load` keeps numpy's shape

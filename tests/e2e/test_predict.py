@@ -133,7 +133,7 @@ def test_fit_keeps_the_classes_with_the_model_and_predict_names_them_on_an_unlab
     path, table = _blobs(sh)
     log, unlabeled = sh.tmp("run"), sh.tmp("new.csv")
     _unlabeled(unlabeled, table)
-    got = sh("m=$(%s); o=$(torch optim adam $m --lr 0.05); "
+    got = sh("torch manual_seed 0; m=$(%s); o=$(torch optim adam $m --lr 0.05); "
              "L=$(torch data loader $(torch data open %s --target species) --batch_size 8 --shuffle --seed 0); "
              "torch fit $m $o $L --loss cross_entropy --epochs 30 --log %s > /dev/null; "
              "torch predict --json $m $(torch data open %s); "

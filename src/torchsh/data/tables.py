@@ -31,8 +31,8 @@ def csv_fields(path, options):
     target = resolve([options.target])[0] if options.target is not None else None
     onehot = {i for g in _onehot_groups(options) for i in resolve(g)}
     groups = flags["groups"]
-    if groups is None and target is None and not onehot:  # the whole table, as `torch load` reads it
-        return [TensorField(stem(path), csvfile.read(path, dtype=options.dtype, **read)[0])]
+    if groups is None and target is None and not onehot:  # the whole table, rows × columns (pandas .values)
+        return [TensorField(stem(path), csvfile.read(path, dtype=options.dtype, squeeze=False, **read)[0])]
     if groups is None:
         groups, labels = [[i for i in range(width) if i != target]], ["features"]
     else:

@@ -46,7 +46,7 @@ def load_csv(path, groups=None, header=None, delimiter=",", integer=False, squee
     groups: lists of column names or 0-based indices (as text or int). header: True, False, or None to
     detect one (every non-empty cell of the first record is text). integer: parse int64, else float64.
     Each array is shaped as numpy.loadtxt(ndmin=1) shapes it: one column (or one row) gives 1-D; with
-    squeeze=False a group's array is rows × its columns.
+    squeeze=False every array is rows × its columns (`data open`: one row per item).
     """
     first, names, lines_before_data = _header(path, header, delimiter)
     index_groups = [_column_indices(g, names, len(first), path) for g in groups] if groups else None
@@ -58,10 +58,10 @@ def load_csv(path, groups=None, header=None, delimiter=",", integer=False, squee
     except ValueError:  # a text or empty cell, a ragged row: find it (or read the empties as NaN)
         table = _read_cells(path, delimiter, lines_before_data, usecols, integer, names, exact=not groups)
     table = table.reshape(-1, len(usecols))
-    if not index_groups:
-        return [_loadtxt_shape(table)]
-    where = {c: k for k, c in enumerate(usecols)}
     shape = _loadtxt_shape if squeeze else np.ascontiguousarray
+    if not index_groups:
+        return [shape(table)]
+    where = {c: k for k, c in enumerate(usecols)}
     return [shape(table[:, [where[i] for i in g]]) for g in index_groups]
 
 
