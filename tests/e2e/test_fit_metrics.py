@@ -68,6 +68,31 @@ def test_regression_metrics_equal_sklearn_over_the_validation_epoch(sh):
     assert row["val_r2"] == pytest.approx(sk.r2_score(truth, predicted), abs=1e-6)
 
 
+@pytest.mark.parametrize("monitor", ["val_mae", "val_rmse"])
+def test_mae_and_rmse_improve_downwards_for_patience(sh, monitor):
+    out = sh("m=$(torch nn sequential 'linear 3 2'); o=$(torch optim sgd $m --lr 0.05); "
+             "L=$(torch data loader $(torch data tensors %s %s) --batch_size 8 --shuffle --seed 11); "
+             "torch fit $m $o $L --val $L --loss mse_loss --metrics mae,rmse --epochs 4 --patience 1 --monitor %s --json"
+             % (sh.put(REGRESSION_X), sh.put(REGRESSION_Y), monitor))
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) == 4  # each epoch lowered it: no early stop
+    assert all(a[monitor] > b[monitor] for a, b in zip(rows, rows[1:]))
+
+
+@pytest.mark.slow  # two gloo ranks
+def test_two_ranks_sum_their_confusion_matrices_and_the_figures_equal_sklearn_on_the_whole_val_set(sh):
+    row, weights = fit_and_read(sh, "'linear 4 5'", "--loss cross_entropy --metrics f1,recall,confusion "
+                                "--nproc_per_node 2", X, Y, VX, VY)
+    with torch.no_grad():
+        predicted = linear(weights, 4, 5)(VX).argmax(-1).numpy()
+    truth = VY.numpy()
+    assert row["val_confusion"] == sk.confusion_matrix(truth, predicted, labels=range(5)).tolist()
+    assert row["val_f1"] == pytest.approx(sk.f1_score(truth, predicted, average="macro", zero_division=0), abs=1e-6)
+    assert row["val_recall"] == pytest.approx(sk.recall_score(truth, predicted, average="macro", zero_division=0),
+                                              abs=1e-6)
+    assert sum(map(sum, row["confusion"])) == 60
+
+
 def test_an_unknown_metric_is_refused_with_the_list_of_names(sh):
     r = sh.run("m=$(torch nn sequential 'linear 4 5'); o=$(torch optim sgd $m --lr 0.05); "
                "L=$(torch data loader $(torch data tensors %s %s) --batch_size 8); "
