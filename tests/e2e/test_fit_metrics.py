@@ -39,19 +39,28 @@ def linear(weights, inputs, outputs):
     return net.eval()
 
 
-def test_classification_metrics_equal_sklearn_over_the_validation_epoch(sh):
-    row, weights = fit_and_read(sh, "'linear 4 5'", "--loss cross_entropy --metrics "
-                                "precision,recall,f1,f1_micro,confusion,accuracy", X, Y, VX, VY)
+def sklearn_classification(weights):
+    """scikit-learn's figures on the validation predictions of the fitted 'linear 4 5' model."""
     with torch.no_grad():
         predicted = linear(weights, 4, 5)(VX).argmax(-1).numpy()
     truth = VY.numpy()
-    want = {"val_precision": sk.precision_score(truth, predicted, average="macro", zero_division=0),
+    return {"val_precision": sk.precision_score(truth, predicted, average="macro", zero_division=0),
             "val_recall": sk.recall_score(truth, predicted, average="macro", zero_division=0),
             "val_f1": sk.f1_score(truth, predicted, average="macro", zero_division=0),
-            "val_f1_micro": sk.f1_score(truth, predicted, average="micro", zero_division=0)}
+            "val_f1_micro": sk.f1_score(truth, predicted, average="micro", zero_division=0),
+            "val_confusion": sk.confusion_matrix(truth, predicted, labels=range(5)).tolist()}
+
+
+def assert_equal_figures(row, want):
+    assert row["val_confusion"] == want.pop("val_confusion")
     for name, value in want.items():
         assert row[name] == pytest.approx(value, abs=1e-6), name
-    assert row["val_confusion"] == sk.confusion_matrix(truth, predicted, labels=range(5)).tolist()
+
+
+def test_classification_metrics_equal_sklearn_over_the_validation_epoch(sh):
+    row, weights = fit_and_read(sh, "'linear 4 5'", "--loss cross_entropy --metrics "
+                                "precision,recall,f1,f1_micro,confusion,accuracy", X, Y, VX, VY)
+    assert_equal_figures(row, sklearn_classification(weights))
     assert row["val_f1_micro"] == pytest.approx(row["val_accuracy"], abs=1e-9)  # one label a sample
     assert len(row["confusion"]) == 5 and sum(map(sum, row["confusion"])) == 60  # train: every sample once
 
@@ -81,15 +90,9 @@ def test_mae_and_rmse_improve_downwards_for_patience(sh, monitor):
 
 @pytest.mark.slow  # two gloo ranks
 def test_two_ranks_sum_their_confusion_matrices_and_the_figures_equal_sklearn_on_the_whole_val_set(sh):
-    row, weights = fit_and_read(sh, "'linear 4 5'", "--loss cross_entropy --metrics f1,recall,confusion "
-                                "--nproc_per_node 2", X, Y, VX, VY)
-    with torch.no_grad():
-        predicted = linear(weights, 4, 5)(VX).argmax(-1).numpy()
-    truth = VY.numpy()
-    assert row["val_confusion"] == sk.confusion_matrix(truth, predicted, labels=range(5)).tolist()
-    assert row["val_f1"] == pytest.approx(sk.f1_score(truth, predicted, average="macro", zero_division=0), abs=1e-6)
-    assert row["val_recall"] == pytest.approx(sk.recall_score(truth, predicted, average="macro", zero_division=0),
-                                              abs=1e-6)
+    row, weights = fit_and_read(sh, "'linear 4 5'", "--loss cross_entropy --metrics "
+                                "precision,recall,f1,f1_micro,confusion --nproc_per_node 2", X, Y, VX, VY)
+    assert_equal_figures(row, sklearn_classification(weights))
     assert sum(map(sum, row["confusion"])) == 60
 
 

@@ -4,12 +4,10 @@ as a text table, or a PNG heatmap (matplotlib) with --png.
 The matrix is val_confusion when the run validated, else the training pass's confusion: rows the target
 class, columns the predicted one, class k at index k.
 """
-from torchsh import fileio
 from torchsh.errors import bad_argument
-from torchsh.plot.png import CHART_SIZE_PX, missing_extra
+from torchsh.plot import png
 
 KEYS = ("val_confusion", "confusion")   # the first one the file holds is drawn
-_DPI = 100
 
 
 def last_matrix(rows):
@@ -42,13 +40,7 @@ def render(key, epoch, matrix):
 
 def write_png(path, key, epoch, matrix):
     """A heatmap of the counts, each cell labelled with its count."""
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise missing_extra("matplotlib", "plot", "--png") from None
-    fig = Figure(figsize=(CHART_SIZE_PX[0] / _DPI, CHART_SIZE_PX[1] / _DPI), dpi=_DPI)
-    FigureCanvasAgg(fig)
+    fig = png.chart_figure()
     ax = fig.add_subplot()
     image = ax.imshow(matrix, cmap="Blues")
     fig.colorbar(image, ax=ax)
@@ -60,4 +52,4 @@ def write_png(path, key, epoch, matrix):
     ax.set_xlabel("predicted class")
     ax.set_ylabel("target class")
     ax.set_title("%s, epoch %s" % (key, epoch))
-    fileio.atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=_DPI))
+    png.save_figure(fig, path)
