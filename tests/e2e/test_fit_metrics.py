@@ -96,6 +96,24 @@ def test_two_ranks_sum_their_confusion_matrices_and_the_figures_equal_sklearn_on
     assert sum(map(sum, row["confusion"])) == 60
 
 
+def test_a_run_resumed_mid_epoch_carries_the_epochs_confusion_and_sums_over(sh):
+    # 8 batches an epoch: the run stops at step 11, mid-epoch 2, and --resume auto finishes it
+    fit = ("torch manual_seed 0; m=$(torch nn sequential 'linear 4 5'); o=$(torch optim sgd $m --lr 0.05); "
+           "L=$(torch data loader $(torch data tensors {x} {y}) --batch_size 8 --shuffle --seed 11); "
+           "torch fit $m $o $L --loss cross_entropy --epochs 3 --metrics confusion,f1 --log {log} ")
+    x, y = sh.put(X), sh.put(Y)
+    straight, stopped = sh.tmp("straight"), sh.tmp("stopped")
+    sh(fit.format(x=x, y=y, log=straight) + ">/dev/null")
+    sh(fit.format(x=x, y=y, log=stopped) + "--max_steps 11 >/dev/null; "
+       + fit.format(x=x, y=y, log=stopped) + "--resume auto >/dev/null")
+    rows = {}
+    for folder in (straight, stopped):
+        with open(os.path.join(folder, "metrics.jsonl")) as f:
+            rows[folder] = [{k: r[k] for k in ("epoch", "confusion", "f1")}
+                            for r in map(json.loads, f) if r["kind"] == "epoch"]
+    assert rows[stopped] == rows[straight] and len(rows[straight]) == 3
+
+
 def test_an_unknown_metric_is_refused_with_the_list_of_names(sh):
     r = sh.run("m=$(torch nn sequential 'linear 4 5'); o=$(torch optim sgd $m --lr 0.05); "
                "L=$(torch data loader $(torch data tensors %s %s) --batch_size 8); "
