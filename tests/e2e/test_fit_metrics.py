@@ -158,3 +158,12 @@ def test_plot_confusion_of_a_run_without_one_says_how_to_log_it(sh):
     sh("printf '%%s\\n' '{\"kind\":\"epoch\",\"epoch\":1,\"loss\":2.0}' > %s" % jsonl)
     r = sh.run("torch plot --confusion %s" % jsonl)
     assert r.code != 0 and "no rows hold a confusion matrix" in r.err and "--metrics confusion" in r.err
+
+
+def test_a_class_metric_on_float_targets_and_a_regression_metric_on_another_shape_are_refused(sh):
+    run = ("m=$(torch nn linear 3 2); L=$(torch data loader $(torch data tensors %s %s) --batch_size 10); "
+           "torch fit $m $(torch optim sgd $m) $L --loss mse_loss --metrics ")
+    floats = sh.run(run % (sh.put(REGRESSION_X), sh.put(REGRESSION_Y)) + "f1")
+    assert floats.code == 2 and "f1 needs class-index targets (integers), not float32" in floats.err
+    shapes = sh.run(run % (sh.put(REGRESSION_X), sh.put(REGRESSION_Y[:, :1])) + "r2")
+    assert shapes.code == 2 and "r2: 20 outputs for 10 targets" in shapes.err and "[bad_argument]" in shapes.err

@@ -6,7 +6,7 @@ Classification (precision, recall, f1, f1_micro, confusion): the prediction is t
 dimension, as accuracy's; the total is the C×C confusion matrix (rows the target class, columns the
 predicted; C the output's last dimension), flattened. precision, recall and f1 are macro averages over
 the classes that occur as a target or a prediction in the epoch (sklearn's labels); a class's score whose
-denominator is 0 counts 0 (sklearn's zero_division default). f1_micro is total true positives over samples.
+denominator is 0 counts 0 (sklearn's zero_division default). f1_micro is true positives over predictions.
 Regression (mae, rmse, r2): output and target as (samples, columns) float64; per column the sums of
 |error|, error², target and target²; each figure is the mean over columns of the per-column figure
 (sklearn's multioutput="uniform_average"); a column whose target does not vary has r2 1 when predicted
@@ -17,6 +17,7 @@ import math
 import torch
 
 from torchsh.errors import bad_argument
+from torchsh.vocab import dtype_name
 
 
 def add_lists(total, part):
@@ -32,7 +33,7 @@ def add_lists(total, part):
 def confusion_counts(name, output, target):
     """This batch's flattened C×C confusion matrix (C = the output's last dimension)."""
     if target.is_floating_point() or target.is_complex():
-        raise bad_argument("%s needs class-index targets (integers), not %s" % (name, target.dtype),
+        raise bad_argument("%s needs class-index targets (integers), not %s" % (name, dtype_name(target.dtype)),
                            "mae, rmse and r2 score float targets")
     classes = output.shape[-1]
     predicted, target = output.argmax(-1).reshape(-1), target.reshape(-1)
@@ -77,7 +78,7 @@ def f1(total, samples):
 
 
 def f1_micro(total, samples):
-    return _ratio(sum(tp for tp, _, _ in _per_class(total)), samples)
+    return _ratio(sum(tp for tp, _, _ in _per_class(total)), sum(total))  # over predictions: N×… targets count each
 
 
 def confusion(total, samples):
