@@ -25,7 +25,7 @@ class Count:
     def __init__(self, correct):
         self.correct = correct
 
-    def add(self, name, total, output, target):
+    def add(self, name, total, output, target, parts):
         return total + self.correct(output, target)
 
     def figure(self, total, samples):
@@ -33,14 +33,17 @@ class Count:
 
 
 class Summed:
-    """A metric whose total is a list of sums (scores.py), read into a figure at the epoch's end."""
+    """A metric whose total is a flat tensor of sums (scores.py), read into a figure at the epoch's end;
+    the metrics sharing a part (the confusion counts, the regression sums) compute it once a batch."""
     empty = ()
 
     def __init__(self, part, figure):
         self.part, self.figure = part, figure
 
-    def add(self, name, total, output, target):
-        return scores.add_lists(total, self.part(name, output, target))
+    def add(self, name, total, output, target, parts):
+        if self.part not in parts:
+            parts[self.part] = self.part(name, output, target)
+        return scores.add_parts(total, parts[self.part])
 
 
 METRICS = {
@@ -76,9 +79,10 @@ class EpochSums:
         self.loss += loss_value * n
         self.window.append(loss_value)
         if self.names:
+            parts = {}
             with torch.no_grad():
                 for name in self.names:
-                    self.correct[name] = METRICS[name].add(name, self.correct[name], output.detach(), target)
+                    self.correct[name] = METRICS[name].add(name, self.correct[name], output.detach(), target, parts)
 
     def window_loss(self):
         """The mean loss of the batches of the optimizer step just taken (then a new window starts)."""
@@ -90,11 +94,16 @@ class EpochSums:
         if not self.samples:
             return {prefix + "loss": float("nan")}
         out = {prefix + "loss": self.loss / self.samples}
-        out.update({prefix + n: METRICS[n].figure(self.correct[n], self.samples) for n in self.names})
+        totals = self.totals()
+        out.update({prefix + n: METRICS[n].figure(totals[n], self.samples) for n in self.names})
         return out
 
+    def totals(self):
+        """The metrics' totals as numbers and lists (the tensors copied to the host once)."""
+        return {n: t.tolist() if isinstance(t, torch.Tensor) else t for n, t in self.correct.items()}
+
     def state(self):
-        return {"samples": self.samples, "loss": self.loss, "correct": dict(self.correct)}
+        return {"samples": self.samples, "loss": self.loss, "correct": self.totals()}
 
 
 def total_sizes(names, correct):

@@ -1,6 +1,7 @@
 """The figures behind `torch fit --metrics` past accuracy: classification scores from a confusion matrix,
-regression scores from per-column sums. Each is a running total (a flat list of numbers, so ranks can sum
-theirs) that batches add to, and a figure read from the epoch's total: sklearn's on the whole epoch.
+regression scores from per-column sums. Each is a running total (a flat tensor of numbers on the output's
+device; a list in checkpoints, so ranks can sum theirs) that batches add to, and a figure read from the
+epoch's total (as a list): sklearn's on the whole epoch.
 
 Classification (precision, recall, f1, f1_micro, confusion): the prediction is the argmax over the last
 dimension, as accuracy's; the total is the C×C confusion matrix (rows the target class, columns the
@@ -20,14 +21,17 @@ from torchsh.errors import bad_argument
 from torchsh.vocab import dtype_name
 
 
-def add_lists(total, part):
-    """Elementwise TOTAL + PART; an empty total (nothing seen yet) takes PART's length."""
-    if not total:
-        return list(part)
+def add_parts(total, part):
+    """TOTAL + PART, elementwise, as a tensor on PART's device (no copy to the host every batch); an empty
+    total (nothing seen yet) takes PART's length, and a list (a checkpoint's) becomes a tensor."""
+    if len(total) == 0:
+        return part.clone()
     if len(total) != len(part):
         raise bad_argument("the outputs changed width between batches (%d then %d numbers to sum)"
                            % (len(total), len(part)))
-    return [a + b for a, b in zip(total, part)]
+    if not isinstance(total, torch.Tensor):
+        total = torch.tensor(total, dtype=part.dtype, device=part.device)
+    return total + part
 
 
 def confusion_counts(name, output, target):
@@ -41,7 +45,7 @@ def confusion_counts(name, output, target):
         raise bad_argument("%s: %d predictions for %d targets" % (name, predicted.numel(), target.numel()))
     if target.numel() and (target.min() < 0 or target.max() >= classes):
         raise bad_argument("%s: a target class is outside the output's %d classes" % (name, classes))
-    return torch.bincount(target.long() * classes + predicted, minlength=classes * classes).tolist()
+    return torch.bincount(target.long() * classes + predicted, minlength=classes * classes)
 
 
 def confusion_matrix(total):
@@ -91,11 +95,11 @@ def regression_sums(name, output, target):
         raise bad_argument("%s: %d outputs for %d targets" % (name, output.numel(), target.numel()),
                            "mae, rmse and r2 compare outputs and targets of one shape")
     rows = target.shape[0] if target.dim() else 1
-    out = output.detach().to(torch.float64).reshape(rows, -1)
-    tgt = target.detach().to(torch.float64).reshape(rows, -1)
+    device = "cpu" if output.device.type == "mps" else output.device  # MPS has no float64
+    out = output.detach().to(device, torch.float64).reshape(rows, -1)
+    tgt = target.detach().to(device, torch.float64).reshape(rows, -1)
     error = out - tgt
-    sums = torch.cat([error.abs().sum(0), (error * error).sum(0), tgt.sum(0), (tgt * tgt).sum(0)])
-    return sums.tolist()
+    return torch.cat([error.abs().sum(0), (error * error).sum(0), tgt.sum(0), (tgt * tgt).sum(0)])
 
 
 def _columns(total):
