@@ -110,3 +110,23 @@ def test_a_fit_queued_behind_another_job_says_so_in_nushell(nu, sh):
     stopper.wait(timeout=60)
     assert r.code == 0, r.err
     assert "torch: fit: queued behind %s (one job runs at a time" % job in r.err
+
+
+def test_fit_rows_in_nu_carry_the_new_metrics_and_the_confusion_matrix_as_a_nested_list(nu, sh):
+    x = sh.put(torch.randn(20, 2, generator=torch.Generator().manual_seed(4)))
+    y = sh.put(torch.randint(0, 3, (20,), generator=torch.Generator().manual_seed(5)))
+    bash = [json.loads(line) for line in sh(
+        "torch manual_seed 3; m=$(torch nn linear 2 3); o=$(torch optim sgd $m --lr 0.1); "
+        "L=$(torch data loader $(torch data tensors %s %s) --batch_size 6); torch fit $m $o $L --loss cross_entropy "
+        "--val $L --epochs 2 --metrics precision,recall,f1,f1_micro,confusion --json" % (x, y)).splitlines()]
+    rows = json.loads(nu("""
+torch manual_seed 3
+let m = (torch nn linear 2 3)
+let o = (torch optim sgd $m --lr 0.1)
+let L = (torch data loader (torch data tensors %s %s) --batch_size 6)
+let rows = (torch fit $m $o $L --loss cross_entropy --val $L --epochs 2 --metrics [precision recall f1 f1_micro confusion])
+print ($rows | select val_precision val_recall val_f1 val_f1_micro val_confusion confusion | to json --raw)
+""" % (x, y)))
+    keys = ("val_precision", "val_recall", "val_f1", "val_f1_micro", "val_confusion", "confusion")
+    assert rows == [{k: r[k] for k in keys} for r in bash]
+    assert len(rows[1]["val_confusion"]) == 3 and sum(map(sum, rows[1]["val_confusion"])) == 20

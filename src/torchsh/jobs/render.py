@@ -59,7 +59,8 @@ def poll(job, view, offset, tty=False, as_json=False):
 def _row_text(job, row, as_json):
     if as_json:
         return json_bytes(row).decode() + "\n"
-    columns = job.columns or list(row)
+    # a list (fit's confusion matrix) fits no aligned column: it is in the --json rows only
+    columns = [c for c in job.columns or list(row) if not isinstance(job.first_row.get(c), list)]
     widths = [_width(c, job.first_row) for c in columns]
     line = _cells(widths, [_cell(c, row.get(c)) for c in columns])
     if row is job.first_row:

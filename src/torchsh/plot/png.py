@@ -18,16 +18,25 @@ def missing_extra(package, extra, what):
                         "pip install 'torchsh[%s]'" % extra)
 
 
-def write_chart(path, series, x_name):
-    """The series as lines (markers where a series has few points) on one axes, saved as a PNG."""
+def chart_figure():
+    """An 800×500 matplotlib Figure of its own, not pyplot's: no global figure state shared between requests."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
         raise missing_extra("matplotlib", "plot", "--png") from None
-    # a Figure of its own, not pyplot: no global figure state shared between requests
     fig = Figure(figsize=(CHART_SIZE_PX[0] / _DPI, CHART_SIZE_PX[1] / _DPI), dpi=_DPI)
     FigureCanvasAgg(fig)
+    return fig
+
+
+def save_figure(fig, path):
+    fileio.atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=_DPI))
+
+
+def write_chart(path, series, x_name):
+    """The series as lines (markers where a series has few points) on one axes, saved as a PNG."""
+    fig = chart_figure()
     ax = fig.add_subplot()
     for s in series:
         xs, ys = [p[0] for p in s.points], [p[1] for p in s.points]
@@ -35,7 +44,7 @@ def write_chart(path, series, x_name):
     ax.set_xlabel(x_name)
     ax.grid(True, alpha=0.3)
     ax.legend()
-    fileio.atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=_DPI))
+    save_figure(fig, path)
 
 
 def image_array(t):

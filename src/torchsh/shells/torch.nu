@@ -2784,7 +2784,7 @@ export def fit [
     --loss_args: any@"nu-complete torch"  # the loss's options as JSON, e.g. '{"label_smoothing": 0.1}' (Json?)
     --epochs: int  # the run's total epochs (a resumed run finishes the same total) (int; default 1)
     --val: string@"nu-complete torch"  # a loader evaluated after every epoch (eval mode, no grad): val_loss and val_ metrics (Loader?)
-    --metrics: any@"nu-complete torch"  # accuracy (argmax == target), top5 (str[]?)
+    --metrics: any@"nu-complete torch"  # accuracy (argmax == target), top5, precision, recall, f1 (macro), f1_micro, confusion (a matrix: in… (str[]?)
     --sched: string@"nu-complete torch"  # a scheduler stepped once per epoch (ReduceLROnPlateau: on val_loss, else loss) (Scheduler?)
     --clip: number  # clip_grad_norm_ of all parameters before each optimizer step (after unscaling with fp16) (float?)
     --accum: int  # batches per optimizer step; each batch's loss / accum, as PyTorch's recipe (int; default 1)
@@ -4905,7 +4905,7 @@ export def pixel_unshuffle [
 
 # Chart training metrics from a `torch fit --log DIR` folder (DIR/metrics.jsonl) or a metrics.jsonl.
 #
-# plot(DirPath source, *, str[]? y=None, str? x=None, OutPath? png=None, int? width=None, int? height=None) -> str
+# plot(DirPath source, *, str[]? y=None, str? x=None, OutPath? png=None, int? width=None, int? height=None, bool confusion=False) -> str
 export def plot [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: source; piped handles fill the tensor slots still missing
     --source: path  # the run folder, or a metrics.jsonl (DirPath)
@@ -4914,8 +4914,9 @@ export def plot [
     --png: path  # write an 800x500 PNG there (matplotlib) and print its path, instead of drawing in the terminal (OutPath?)
     --width: int  # characters (default $TORCHSH_COLUMNS when exported, else the terminal's width when stdout is one, e… (int?)
     --height: int  # plot rows (default 15) (int?)
+    --confusion  # draw the confusion matrix of the last epoch (val_confusion, else confusion) as a table, or a heatma… (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "plot" $args "source y x png width height no_grad!" [$source $y $x $png $width $height $no_grad] }
+]: any -> any { torchsh typed "plot" $args "source y x png width height confusion! no_grad!" [$source $y $x $png $width $height $confusion $no_grad] }
 
 # Returns a tensor of the same size as input with each element sampled from a Poisson distribution with rate parameter given by the corresponding element in input i.e.,.
 #

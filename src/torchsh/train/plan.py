@@ -52,7 +52,8 @@ class FitPlan:
         for name in self.metrics:
             fit_metrics.check(name)
         self.monitor = self.monitor or ("val_loss" if self.val is not None else "loss")
-        known = {"loss"} | set(self.metrics) | ({"val_loss"} | {"val_" + m for m in self.metrics} if self.val else set())
+        numbers = {"loss"} | {m for m in self.metrics if m not in fit_metrics.NOT_A_NUMBER}
+        known = numbers | ({"val_" + m for m in numbers} if self.val else set())
         if self.monitor not in known:
             raise bad_argument("--monitor %s is not a column of this run" % self.monitor,
                                "columns: %s" % " ".join(sorted(known)))
@@ -63,4 +64,4 @@ class FitPlan:
         return p.device.type if p is not None else "cpu"
 
     def lower_is_better(self):
-        return self.monitor.endswith("loss")
+        return self.monitor.removeprefix("val_") in fit_metrics.LOWER_IS_BETTER

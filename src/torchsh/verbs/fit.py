@@ -56,7 +56,7 @@ def fit(ctx, model, optimizer, loader, loss=None, loss_args=None, epochs=1, val=
         loss_args: the loss's options as JSON, e.g. '{"label_smoothing": 0.1}'
         epochs: the run's total epochs (a resumed run finishes the same total)
         val: a loader evaluated after every epoch (eval mode, no grad): val_loss and val_ metrics
-        metrics: accuracy (argmax == target), top5
+        metrics: accuracy (argmax == target), top5, precision, recall, f1 (macro), f1_micro, confusion (a matrix: in --json rows and metrics.jsonl), mae, rmse, r2: each over the whole epoch
         sched: a scheduler stepped once per epoch (ReduceLROnPlateau: on val_loss, else loss)
         clip: clip_grad_norm_ of all parameters before each optimizer step (after unscaling with fp16)
         accum: batches per optimizer step; each batch's loss / accum, as PyTorch's recipe

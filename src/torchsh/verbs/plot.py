@@ -1,4 +1,5 @@
-"""`torch plot DIR|metrics.jsonl`: training metrics as a chart in the terminal, or a PNG with --png.
+"""`torch plot DIR|metrics.jsonl`: training metrics as a chart in the terminal, or a PNG with --png;
+--confusion: the last epoch's confusion matrix instead (plot/confusion.py).
 
 The terminal chart (plot/terminal.py) is Unicode text --width characters wide: the caller's
 TORCHSH_COLUMNS when set (the client sends its terminal's width there when stdout is a terminal, the
@@ -6,18 +7,19 @@ bash fast path $COLUMNS), else 80. The PNG goes through matplotlib, an optional 
 """
 from torchsh.call.results import Text
 from torchsh.errors import bad_argument
-from torchsh.plot import series, terminal
+from torchsh.plot import confusion as confusion_matrix, series, terminal
 from torchsh.plot.png import write_chart
 from torchsh.verbs import verb
 
 DEFAULT_WIDTH, DEFAULT_HEIGHT = 80, 15
 
 
-@verb("plot(DirPath source, *, str[]? y=None, str? x=None, OutPath? png=None, int? width=None, int? height=None) -> str",
+@verb("plot(DirPath source, *, str[]? y=None, str? x=None, OutPath? png=None, int? width=None, int? height=None, "
+      "bool confusion=False) -> str",
       category="files",
       examples=("printf '%s\\n' '{\"kind\":\"step\",\"step\":1,\"loss\":2.0}' '{\"kind\":\"step\",\"step\":2,\"loss\":1.5}' "
                 "'{\"kind\":\"step\",\"step\":3,\"loss\":0.75}' > metrics.jsonl && torch plot metrics.jsonl --width 60",))
-def plot(ctx, source, y=None, x=None, png=None, width=None, height=None):
+def plot(ctx, source, y=None, x=None, png=None, width=None, height=None, confusion=False):
     """Chart training metrics from a `torch fit --log DIR` folder (DIR/metrics.jsonl) or a metrics.jsonl.
 
     Args:
@@ -27,14 +29,25 @@ def plot(ctx, source, y=None, x=None, png=None, width=None, height=None):
         png: write an 800x500 PNG there (matplotlib) and print its path, instead of drawing in the terminal
         width: characters (default $TORCHSH_COLUMNS when exported, else the terminal's width when stdout is one, else 80)
         height: plot rows (default 15)
+        confusion: draw the confusion matrix of the last epoch (val_confusion, else confusion) as a table, or a heatmap with --png
     """
     path = series.metrics_path(source)
+    if confusion:
+        return _confusion(series.read_rows(path), png)
     x_name, chosen = series.choose(series.read_rows(path), y, x)
     if png is not None:
         write_chart(png, chosen, x_name)
         return Text(png + "\n")
     width = width if width is not None else _columns(ctx)
     return Text(terminal.render(chosen, x_name, width, height if height is not None else DEFAULT_HEIGHT))
+
+
+def _confusion(rows, png):
+    key, epoch, matrix = confusion_matrix.last_matrix(rows)
+    if png is None:
+        return Text(confusion_matrix.render(key, epoch, matrix))
+    confusion_matrix.write_png(png, key, epoch, matrix)
+    return Text(png + "\n")
 
 
 def _columns(ctx):

@@ -21,7 +21,7 @@ import torch.distributed as dist
 from torchsh.data import meaning
 from torchsh.recipes.base import state_dict_of
 from torchsh.session import recipe
-from torchsh.train import resume
+from torchsh.train import metrics as fit_metrics, resume
 from torchsh.train.distributed import handoff
 from torchsh.train.distributed.shares import DistLoader, ValShare
 from torchsh.train.metrics import EpochSums
@@ -108,13 +108,16 @@ class RankWorld:
 
     def _summed(self, state, names):
         """An EpochSums state summed over ranks (a rank without one adds zeros: every rank joins)."""
-        state = state or {"samples": 0, "loss": 0.0, "correct": {n: 0 for n in names}}
-        t = torch.tensor([state["samples"], state["loss"]] + [state["correct"].get(n, 0) for n in names],
+        state = state or {"samples": 0, "loss": 0.0, "correct": {n: fit_metrics.METRICS[n].empty for n in names}}
+        sizes = torch.tensor(fit_metrics.total_sizes(names, state["correct"]), dtype=torch.int64, device=self.device)
+        dist.all_reduce(sizes, op=dist.ReduceOp.MAX)  # a rank that saw no batch holds empty list totals
+        sizes = sizes.tolist()
+        t = torch.tensor([state["samples"], state["loss"]] + fit_metrics.flat_totals(names, state["correct"], sizes),
                          dtype=torch.float64, device=self.device)
         dist.all_reduce(t)
         values = t.tolist()
         return {"samples": int(values[0]), "loss": values[1],
-                "correct": {n: int(v) for n, v in zip(names, values[2:])}}
+                "correct": fit_metrics.totals_from_flat(names, values[2:], sizes)}
 
     def val_batches(self, share):
         for batch, counted in share.batches():
