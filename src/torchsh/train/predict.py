@@ -138,7 +138,8 @@ def rows(outputs, proba):
     if outputs.classify:
         scores = out if out.dim() == 2 else out.reshape(-1, 1)
         predicted = scores.argmax(1).tolist()
-        labels = [_class_names(outputs)[i] for i in predicted] if outputs.classes else predicted
+        class_names = _class_names(outputs)  # once: per item it cost O(items × classes)
+        labels = [class_names[i] for i in predicted] if outputs.classes else predicted
         values = [[p] for p in labels]
         if proba:
             values = [v + p for v, p in zip(values, torch.softmax(scores, dim=1).tolist())]
