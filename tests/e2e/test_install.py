@@ -89,7 +89,8 @@ def test_pip_installed_torch_runs_add_through_the_daemon(user_shell, venv):
     assert r.returncode == 0 and "torchsh 0.1.0" in r.stdout
     pid = r.stdout.split("pid:", 1)[1].split()[0]
     with open("/proc/%s/cmdline" % pid, "rb") as f:  # the daemon the client started runs the venv's python
-        assert f.read().split(b"\0")[:3] == [os.path.join(venv, "bin", "python").encode(), b"-m", b"torchsh.daemon"]
+        argv = f.read().split(b"\0")  # -P: the caller's working directory is not on its sys.path
+        assert argv[:4] == [os.path.join(venv, "bin", "python").encode(), b"-P", b"-m", b"torchsh.daemon"]
 
 
 def test_pip_installed_torch_starts_the_venv_python_with_IS(user_shell, venv):
