@@ -240,3 +240,17 @@ def test_a_request_body_over_the_budget_is_refused_when_its_head_arrives(fresh_s
     assert err["code"] == "out_of_memory" and "request body of 3.0 GiB" in err["message"], err
     assert s("torch value %s" % a) == "[1.5,2.0]"  # the daemon lives on, its objects too
     assert status(s)["memory_refused"] == 1
+
+
+def test_loading_a_small_png_that_decodes_past_the_budget_is_refused_before_it_is_decoded(fresh_sh):
+    """A 12000×12000 RGBA PNG of one colour compresses to under a megabyte and decodes to 549 MiB: the
+    budget must judge the pixels its header announces, not the file's size."""
+    from PIL import Image
+    s = start(fresh_sh, TORCHSH_MAX_MEMORY="512M")
+    path = s.tmp("flat.png")
+    Image.new("RGBA", (12000, 12000)).save(path)
+    assert os.path.getsize(path) < 8 << 20
+    refused(s.run("torch load %s" % path), "load:")
+    small = s.tmp("small.png")
+    Image.new("RGB", (30, 20)).save(small)
+    assert s("torch shape $(torch load %s)" % small) == "[3,20,30]"
