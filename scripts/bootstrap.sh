@@ -16,7 +16,10 @@ if ! .venv/bin/python -c 'import torch, sys; sys.exit(torch.__version__.split("+
   # TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu scripts/bootstrap.sh (this machine has it locally).
   .venv/bin/pip install -q torch==2.13.0 ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
 fi
-.venv/bin/pip install -q -e '.[test]'
+# torch named again: the vision extra's torchvision must be the one built for this torch, never a reason
+# for pip to replace it (an unpinned resolve picks the newest torchvision and the torch it needs).
+TORCH_PIN=$(.venv/bin/python -c 'import torch; print(torch.__version__.split("+")[0])')
+.venv/bin/pip install -q -e '.[test]' "torch==$TORCH_PIN"
 .venv/bin/python -m torchsh.install >/dev/null
 if [ "${1:-}" = "--with-shells" ]; then
   if [ ! -x .tools/nu/node_modules/@nushell/linux-x64/bin/nu ]; then
