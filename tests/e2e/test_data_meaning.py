@@ -129,3 +129,13 @@ def test_cp_to_another_daemon_keeps_what_the_model_s_data_stands_for(sh):
         assert json.loads(t2(PREDICT.format(m=there, new=new))) == before
     finally:
         t2.stop()
+
+
+@pytest.mark.parametrize("kept", ['{"data": {"classes": [0, 1], "standardization": [1]}}', "[1]", '{"data": 3}',
+                                  '{"data": ["setosa"]}'])
+def test_torchsh_metadata_edited_by_hand_loads_the_weights_and_is_shown_nowhere(sh, kept):
+    f = sh.tmp("edited.safetensors")
+    safetensors.torch.save_file(torch.nn.Linear(1, 2).state_dict(), f, metadata={"torchsh": kept})
+    loaded = json.loads(sh("torch nn load --json $(torch nn linear 1 2) %s" % f))
+    assert loaded["loaded"] == 2 and "data" not in loaded
+    assert "data" not in json.loads(sh("torch model inspect --json %s" % f))

@@ -62,8 +62,8 @@ def torchsh_metadata(metadata):
     """The JSON object torchsh keeps under a .safetensors file's metadata key "torchsh" (`nn save`'s data,
     a checkpoint's format and parts), or {} for a file of another's making (or a value that is no object)."""
     try:
-        value = json.loads((metadata or {}).get("torchsh") or "{}")
-    except (ValueError, TypeError):
+        value = json.loads(metadata.get("torchsh") or "{}") if isinstance(metadata, dict) else {}
+    except (ValueError, TypeError):  # metadata edited by hand: not JSON, or not a string
         return {}
     return value if isinstance(value, dict) else {}
 
