@@ -102,20 +102,15 @@ def test_model_inspect_shows_the_kept_classes_categories_and_statistics(sh):
     assert "data" not in json.loads(sh("torch nn save $(%s) %s; torch model inspect --json %s" % (MODEL, f, f)))
 
 
-@pytest.fixture
-def own(sh):
-    d = SecondDaemon(sh, "own")
+def test_session_save_and_load_keep_what_the_model_s_data_stands_for(sh, tmp_path):
+    own = SecondDaemon(sh, "own")  # a daemon of the test's own, stopped in between
     try:
-        yield d
+        m, new, _, before = _fitted(own, sh)
+        own("torch session save %s > /dev/null; torch daemon stop" % (tmp_path / "s"))
+        own("torch session load %s" % (tmp_path / "s"))  # a fresh daemon
+        assert json.loads(own(PREDICT.format(m=m, new=new))) == before
     finally:
-        d.stop()
-
-
-def test_session_save_and_load_keep_what_the_model_s_data_stands_for(own, sh, tmp_path):
-    m, new, _, before = _fitted(own, sh)
-    own("torch session save %s > /dev/null; torch daemon stop" % (tmp_path / "s"))
-    own("torch session load %s" % (tmp_path / "s"))  # a fresh daemon
-    assert json.loads(own(PREDICT.format(m=m, new=new))) == before
+        own.stop()
 
 
 def test_cp_to_another_daemon_keeps_what_the_model_s_data_stands_for(sh):
