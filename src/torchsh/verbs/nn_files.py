@@ -44,7 +44,7 @@ def nn_save(ctx, model, file):
         fileio.atomic_write(file, lambda tmp: torch.save(state, tmp))
         if kept:
             warnings.warn("%s holds the weights alone, not the model's %s: name it .safetensors to keep them"
-                          % (os.path.basename(file), " and ".join(sorted(kept))))
+                          % (os.path.basename(file), ", ".join(sorted(kept))))
     elif file.endswith(".safetensors"):
         stfile.write(file, state_file.model_tensors(model), {"data": kept} if kept else None)
     else:
@@ -90,10 +90,10 @@ def nn_load(ctx, model, file, key=None, strip=None, map=None, partial=False, tru
         stateload.refuse_unless_it_fits(stateload.compare(model, shapes, rename, file)[1], partial)
     chunks = (weights(statedicts.read(part, key, trusted)) for part in parts)
     fitting, diff = stateload.compare(model, chunks, rename, file)
-    loaded = Loaded(stateload.load(model, fitting, diff, partial))
-    meaning.attach(model, own.get("data"))
-    if meaning.valid(own.get("data")):
-        loaded["data"] = meaning.valid(own.get("data"))
+    loaded, kept = Loaded(stateload.load(model, fitting, diff, partial)), meaning.valid(own.get("data"))
+    meaning.attach(model, kept)
+    if kept:
+        loaded["data"] = kept
     return loaded
 
 
