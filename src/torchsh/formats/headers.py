@@ -9,7 +9,8 @@
   keys and shapes of a .pt live inside that pickle, so they are not listed here: `torch nn load` reads them
   with weights_only=True.
 Each reader gives a dict: format, bytes (the file's), tensors [{key, dtype, shape, bytes}], metadata, and for
-a .pt storages and globals_needed.
+a .pt storages and globals_needed. torchsh's own .safetensors keep JSON under the metadata's "torchsh" key
+(stfile.write): `torchsh_metadata` reads it back.
 """
 import io
 import json
@@ -55,6 +56,16 @@ def _safetensors(f, size, path):
     tensors = [{"key": key, "dtype": _st_dtype(info["dtype"]), "shape": list(info["shape"]),
                 "bytes": info["data_offsets"][1] - info["data_offsets"][0]} for key, info in header.items()]
     return dict(format="safetensors", tensors=tensors, metadata=metadata)
+
+
+def torchsh_metadata(metadata):
+    """The JSON object torchsh keeps under a .safetensors file's metadata key "torchsh" (`nn save`'s data,
+    a checkpoint's format and parts), or {} for a file of another's making (or a value that is no object)."""
+    try:
+        value = json.loads(metadata.get("torchsh") or "{}") if isinstance(metadata, dict) else {}
+    except (ValueError, TypeError):  # metadata edited by hand: not JSON, or not a string
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _st_dtype(name):

@@ -1,11 +1,13 @@
 """A module's persistence: the class and constructor values torchsh built it with (base.record), which
-sub-modules are in eval mode, which parameters are frozen, and each tensor's dtype and device; its
+sub-modules are in eval mode, which parameters are frozen, each tensor's dtype and device, and what its
+data stands for (data/meaning.py: the classes, one-hot categories and standardization `fit` attached); its
 state_dict and its parameters' grads as its state. A module built outside the verbs (`nn jit_load`) has
 no recipe: capturing it is not_portable."""
 import torch
 from torch.nn.parameter import is_lazy
 
 from torchsh.classes import state as nested
+from torchsh.data import meaning
 from torchsh.formats.stfile import live
 from torchsh.recipes.base import Persistence, class_named, has_data, made, nested_recipe, record
 from torchsh.vocab import DTYPES, dtype_name
@@ -13,10 +15,13 @@ from torchsh.vocab import DTYPES, dtype_name
 
 def capture(m, walk):
     cls_name, values = made(m, "module")
-    return {"kind": "nn", "class": cls_name, "args": walk.value(values),
-            "eval": [n for n, x in m.named_modules() if not x.training],
-            "frozen": [n for n, p in m.named_parameters() if not p.requires_grad],
-            "placement": {n: [dtype_name(t.dtype), str(t.device)] for n, t in _named_tensors(m) if not is_lazy(t)}}
+    rec = {"kind": "nn", "class": cls_name, "args": walk.value(values),
+           "eval": [n for n, x in m.named_modules() if not x.training],
+           "frozen": [n for n, p in m.named_parameters() if not p.requires_grad],
+           "placement": {n: [dtype_name(t.dtype), str(t.device)] for n, t in _named_tensors(m) if not is_lazy(t)}}
+    if meaning.of_model(m):
+        rec["data"] = meaning.of_model(m)  # plain JSON values: predict names classes and standardizes with them
+    return rec
 
 
 def build(rec, walk):
@@ -31,6 +36,8 @@ def build(rec, walk):
             p.requires_grad_(n not in frozen)
     for n, x in m.named_modules():
         x.training = n not in in_eval
+    if isinstance(rec.get("data"), dict):
+        meaning.attach(m, rec["data"])
     return m
 
 

@@ -39,7 +39,7 @@ def restore(file, model, optimizer=None, scheduler=None, rng=True):
     tensors, meta = stfile.read(file)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise TorchshError("file_error", "%s is not a torchsh checkpoint" % file, "`torch nn load` reads plain weights")
-    weights = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
+    weights = model_part(tensors)
     state_file.check_fits(model, weights, "checkpoint")
     try:
         opt_state = _part(meta, "optimizer", optimizer, tensors)
@@ -59,6 +59,11 @@ def restore(file, model, optimizer=None, scheduler=None, rng=True):
         torch.set_rng_state(tensors["rng.cpu"])
     if isinstance(meta.get("data"), dict):
         meaning.attach(model, meta["data"])
+
+
+def model_part(tensors):
+    """The model's state_dict among a checkpoint's tensors: its `model.` keys, named without the prefix."""
+    return {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
 
 
 def _part(meta, name, obj, tensors):

@@ -8,15 +8,24 @@ Saves are atomic (fileio.atomic_write: temp file, fsync, rename) and replace an 
 torch.save do. `nn load` reads what real checkpoints look like (formats/statedicts.py: Lightning's .ckpt,
 DataParallel's `module.` keys, Hugging Face sharded folders; pickles with weights_only=True only), renames
 keys and prints the diff (classes/stateload.py); strict and atomic unless --partial.
+
+What the model's data stands for (data/meaning.py: classes, one-hot categories, standardization) goes into a
+.safetensors' metadata, as JSON under "torchsh" ({"data": …}, as checkpoints keep it), and `nn load` of a
+torchsh .safetensors attaches it again; a torchsh checkpoint (`checkpoint save`, fit's best/last) loads its
+model part. A .pt stays exactly torch.save(state_dict): nothing but tensors, so it keeps no meaning (a save
+that drops one says so on stderr).
 """
 import os
+import warnings
 
 import torch
 
 from torchsh import fileio
 from torchsh.classes import state as state_file, stateload
+from torchsh.data import meaning
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.formats import statedicts, stfile
+from torchsh.formats import headers, statedicts, stfile
+from torchsh.train import checkpoint
 from torchsh.verbs import verb
 from torchsh.verbs.nn import print_table
 
@@ -27,12 +36,17 @@ from torchsh.verbs.nn import print_table
                 "python -c 'import torch; print(list(torch.load(\"model.pt\", weights_only=True)))'"))
 def nn_save(ctx, model, file):
     """Save the model's state_dict (parameters and buffers) to .safetensors, .pt or .pth, atomically.
-    A .pt/.pth is Python's torch.save(model.state_dict()): torch.load(FILE, weights_only=True) reads it."""
+    A .pt/.pth is Python's torch.save(model.state_dict()): torch.load(FILE, weights_only=True) reads it.
+    A .safetensors also keeps what `fit` learned of the data (classes, one-hot categories, standardization)."""
+    kept = meaning.of_model(model)
     if file.endswith((".pt", ".pth")):
         state = model.state_dict()
         fileio.atomic_write(file, lambda tmp: torch.save(state, tmp))
+        if kept:
+            warnings.warn("%s holds the weights alone, not the model's %s: name it .safetensors to keep them"
+                          % (os.path.basename(file), ", ".join(sorted(kept))))
     elif file.endswith(".safetensors"):
-        stfile.write(file, state_file.model_tensors(model))
+        stfile.write(file, state_file.model_tensors(model), {"data": kept} if kept else None)
     else:
         raise bad_argument("nn save writes .safetensors, .pt or .pth files, not %s" % os.path.basename(file),
                            "name the file MODEL.safetensors, or MODEL.pt for Python's torch.load")
@@ -45,6 +59,7 @@ class Loaded(dict):
 
     def text(self):
         head = "loaded %d of %d keys from %s\n" % (self["loaded"], self["of"], self["file"])
+        head += "".join(line + "\n" for line in meaning.lines(self.get("data")))
         rows = ([("missing", k, "", "") for k in self["missing"]]
                 + [("unexpected", k, "", "") for k in self["unexpected"]]
                 + [("shape-mismatched", m["key"], m["file"], m["model"]) for m in self["mismatched"]])
@@ -65,14 +80,28 @@ def nn_load(ctx, model, file, key=None, strip=None, map=None, partial=False, tru
     shape-mismatched. Reads .safetensors, .pt/.pth/.ckpt/.bin with weights_only (--key picks the state dict
     inside, as Lightning's "state_dict"; --trust NAME,… allows the globals a refusal names), and a Hugging
     Face sharded folder one shard at a time. --strip PREFIX,… and --map OLD=NEW,… rename the file's keys.
-    Strict and atomic: any difference refuses with the diff and changes nothing; --partial loads what fits."""
+    Strict and atomic: any difference refuses with the diff and changes nothing; --partial loads what fits.
+    A torchsh .safetensors (nn save, a checkpoint: its model part) brings back what the model's data stands for."""
     trusted, parts, rename = statedicts.trusted_globals(trust), statedicts.parts(file), stateload.renamer(strip, map)
+    own = _torchsh_metadata(parts)
+    weights = checkpoint.model_part if own.get("format") == checkpoint.FORMAT else dict
     if all(part.endswith(".safetensors") for part in parts):  # the diff from headers: a refusal reads no data
-        headers = (statedicts.shapes(part) for part in parts)
-        stateload.refuse_unless_it_fits(stateload.compare(model, headers, rename, file)[1], partial)
-    chunks = (statedicts.read(part, key, trusted) for part in parts)
+        shapes = (weights(statedicts.shapes(part)) for part in parts)
+        stateload.refuse_unless_it_fits(stateload.compare(model, shapes, rename, file)[1], partial)
+    chunks = (weights(statedicts.read(part, key, trusted)) for part in parts)
     fitting, diff = stateload.compare(model, chunks, rename, file)
-    return Loaded(stateload.load(model, fitting, diff, partial))
+    loaded, kept = Loaded(stateload.load(model, fitting, diff, partial)), meaning.valid(own.get("data"))
+    meaning.attach(model, kept)
+    if kept:
+        loaded["data"] = kept
+    return loaded
+
+
+def _torchsh_metadata(parts):
+    """What torchsh wrote in a single .safetensors file's metadata ({} for anything else)."""
+    if len(parts) != 1 or not parts[0].endswith(".safetensors"):
+        return {}
+    return headers.torchsh_metadata(headers.inspect(parts[0])["metadata"])
 
 
 @verb("nn.jit_load(Path file) -> Module", category="nn",
