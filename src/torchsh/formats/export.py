@@ -36,6 +36,8 @@ def export(model, path, example, dynamic=None, tolerance=1e-5):
     if ext not in FORMATS:
         raise bad_argument("model export writes .onnx or .pt2 files, not %s" % os.path.basename(path),
                            "name the file MODEL.onnx (onnxruntime and other runtimes) or MODEL.pt2 (torch.export)")
+    if not tolerance >= 0:
+        raise bad_argument("--tolerance %g: not below 0" % tolerance, "the largest |Δ| accepted, e.g. 1e-4")
     x = example_input(model, example)
     dynamic = [dynamic] if isinstance(dynamic, int) else list(dynamic or ())
     shapes = dynamic_shapes(x, dynamic)
