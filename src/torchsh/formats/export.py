@@ -22,7 +22,7 @@ import warnings
 import torch
 
 from torchsh import fileio
-from torchsh.errors import TorchshError, bad_argument
+from torchsh.errors import TorchshError, bad_argument, from_torch_exception
 
 FORMATS = (".onnx", ".pt2")
 ONNX_MAX_BYTES = 2 << 30  # protobuf's limit on one message: larger weights need external data files
@@ -43,7 +43,7 @@ def export(model, path, example, dynamic=None, tolerance=1e-5):
     shapes = dynamic_shapes(x, dynamic)
     started = time.perf_counter()
     with eval_mode(model), torch.no_grad():
-        want = flat(model(x))
+        want = flat(_forward(model, x, shaped=not isinstance(example, torch.Tensor)))
         if ext == ".onnx":
             checked, delta = _write_onnx(model, path, x, shapes, want, tolerance)
         else:
@@ -68,6 +68,19 @@ def example_input(model, example):
                            "give the example as a tensor handle: --example $(torch …)")
     generator = torch.Generator(device).manual_seed(0)
     return torch.randn(shape, dtype=dtype, device=device, generator=generator)
+
+
+def _forward(model, x, shaped):
+    """The model's outputs on x in PyTorch, the reference; a failure on noise of a shape says what to give."""
+    try:
+        return model(x)
+    except (RuntimeError, ValueError, TypeError, IndexError) as e:
+        err = from_torch_exception(e)
+        if shaped:
+            err.hint = "--example %s gave the model %s noise of that shape; a model that wants other input (token " \
+                       "ids) takes a tensor: --example $(torch randint 0 100 [1,16])" % (
+                           ",".join(map(str, x.shape)), str(x.dtype).replace("torch.", ""))
+        raise err from None
 
 
 def dynamic_shapes(x, dims):
