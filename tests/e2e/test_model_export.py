@@ -83,7 +83,8 @@ def test_refusals_are_one_line_with_a_code_and_write_nothing(sh):
              ("out.pt2 --example 1,4 --dynamic 2", 2, "--dynamic 2: the example has 2 dims", "[bad_argument]"),
              ("out.pt2 --example 1,4 --dynamic 1", 4, "torch.export cannot export this model", "[torch_error]"),
              ("out.pt2 --example 1,4 --tolerance -1", 2, "--tolerance -1: not below 0", "[bad_argument]"),
-             ("out.pt2", 2, "missing example", "[missing_argument]")]
+             ("out.pt2", 2, "missing example", "[missing_argument]"),
+             ("out.onnx --example 1000000,1000000", 4, "would exceed the memory budget", "[out_of_memory]")]
     for args, code, message, tag in cases:
         r = sh.run("torch model export %s %s" % (m, args))
         assert (r.code, r.out, r.err.count("\n")) == (code, "", 1), (args, r)

@@ -3,6 +3,7 @@
 unpickled, and a multi-GB safetensors file answers at once. `model export M FILE.onnx|FILE.pt2` writes a
 model for other runtimes (formats/export.py). docs/models.md has the formats.
 """
+from torchsh import memory
 from torchsh.formats import export as exporter, headers
 from torchsh.verbs import verb
 from torchsh.verbs.nn import print_table
@@ -66,4 +67,9 @@ def model_export(ctx, model, file, example, dynamic=None, tolerance=1e-05):
         dynamic: dims of the example that may take any size in the exported model (0: the batch)
         tolerance: the largest |Δ| accepted between the exported model's output and PyTorch's
     """
+    budget = getattr(ctx.app, "memory", None)
+    if budget is not None and budget.limit is not None:  # refused before the example or any copy is made
+        need, rss = exporter.memory_needed(model, example), memory.rss_bytes()
+        if rss + need > budget.limit:
+            raise memory.over_budget(need, rss, budget.limit, budget.rule)
     return Exported(exporter.export(model, file, example, dynamic, tolerance))
