@@ -128,7 +128,7 @@ def exporting(what):
         with warnings.catch_warnings(), fx_config.patch(backed_size_oblivious=True):
             warnings.simplefilter("ignore")
             yield
-    except TorchshError:
+    except (TorchshError, MemoryError):  # MemoryError: invoke makes it out_of_memory
         raise
     except Exception as e:  # noqa: BLE001 - the exporter raises anything (UserError, Unsupported, asserts)
         raise TorchshError("torch_error", "%s cannot export this model: %s" % (what, _reason(e)),
