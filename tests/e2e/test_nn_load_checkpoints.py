@@ -1,9 +1,14 @@
 """`torch nn load` of what real checkpoints look like, written here by in-process PyTorch: plain state dicts
 (.pt, .safetensors), a Lightning .ckpt, DataParallel's `module.` keys, a Hugging Face sharded folder; its
 diff (loaded, missing, unexpected, shape-mismatched) as text and JSON; strict refusals that change nothing;
-pickles that need globals beyond weights_only refused by name, and a malicious one never run."""
+pickles that need globals beyond weights_only refused by name, and a malicious one never run; a torch.export
+archive (.pt2) read from its raw weights, its pickled weights through weights_only alone; TorchScript refused
+with the jit_load route, and neither's malicious variant ever run."""
+import io
 import json
 import os
+import pickle
+import zipfile
 
 import pytest
 import torch
@@ -156,3 +161,67 @@ def test_malicious_pickle_is_refused_and_its_payload_never_runs(sh):
             % trust in r.err and "[bad_argument]" in r.err
     assert not os.path.exists(marker)
     assert_same(weights(sh, m), before)
+
+
+def exported(path):
+    """A torch.export archive of SPEC's seeded twin, as torch.export.save writes it."""
+    torch.manual_seed(7)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    torch.export.save(torch.export.export(model, (torch.randn(1, 3),)), path)
+
+
+def rewritten(src, dst, change):
+    """A copy of the zip archive src as dst, each member's bytes through change(name, data)."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            zout.writestr(info, change(info.filename, zin.read(info)))
+
+
+def test_torch_export_archive_loads_its_state_dict_bit_for_bit(sh):
+    path = sh.tmp("model.pt2")
+    exported(path)
+    m = sh("torch nn sequential %s" % SPEC)
+    assert sh("torch nn load %s %s" % (m, path)) == "loaded 4 of 4 keys from %s" % path
+    assert_same(weights(sh, m), source())
+    assert_same(weights(sh, m), dict(torch.export.load(path).state_dict))
+
+
+def test_a_pt2_weight_stored_as_a_malicious_pickle_is_refused_and_never_runs(sh):
+    """torch.export.load reads a use_pickle weight with weights_only=False: this file runs its payload there."""
+    good, path, marker = sh.tmp("good.pt2"), sh.tmp("evil.pt2"), sh.tmp("pwned")
+    exported(good)
+    payload = io.BytesIO()
+    torch.save(MaliciousPickle(marker), payload)
+
+    def change(name, data):
+        if name.endswith("model_weights_config.json"):
+            config = json.loads(data)
+            config["config"]["0.weight"]["use_pickle"] = True
+            return json.dumps(config).encode()
+        return payload.getvalue() if name.endswith("/weights/weight_0") else data
+    rewritten(good, path, change)
+    m = sh("torch nn sequential %s" % SPEC)
+    before = weights(sh, m)
+    r = sh.run("torch nn load %s %s" % (m, path))
+    assert r.code == 6 and "weight_0 needs globals beyond weights_only: posix.system" in r.err
+    assert "nothing was unpickled" in r.err and r.err.rstrip().endswith("[file_error]")
+    assert not os.path.exists(marker)
+    assert_same(weights(sh, m), before)
+
+
+def test_torchscript_is_refused_naming_jit_load_and_a_malicious_one_never_runs(sh):
+    path, evil, marker = sh.tmp("scripted.pt"), sh.tmp("evil_ts.pt"), sh.tmp("pwned")
+    torch.manual_seed(7)
+    torch.jit.script(nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))).save(path)
+    m = sh("torch nn sequential %s" % SPEC)
+    r = sh.run("torch nn load %s %s" % (m, path))
+    assert r.code == 6 and "is TorchScript (code and weights), not a state dict" in r.err
+    assert "`torch nn jit_load FILE` opens it as a model" in r.err and r.err.rstrip().endswith("[file_error]")
+    sh("torch nn save $(torch nn jit_load %s 2>/dev/null) w.safetensors && torch nn load %s w.safetensors" % (path, m))
+    assert_same(weights(sh, m), source())  # the route the hint names
+    rewritten(path, evil, lambda name, data: pickle.dumps(MaliciousPickle(marker)) if name.endswith("/data.pkl")
+              else data)
+    for verb in ("nn load %s" % m, "nn jit_load"):
+        r = sh.run("torch %s %s" % (verb, evil))
+        assert r.code == 6 and r.err.rstrip().endswith("[file_error]"), (verb, r.err)
+    assert not os.path.exists(marker)

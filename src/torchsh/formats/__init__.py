@@ -7,4 +7,6 @@ ptfile.py       .pt/.pth through torch.load(weights_only=True): nothing is unpic
 csvfile.py      .csv: numpy's reader, the csv module where it refuses; a tensor as CSV text
 parquetfile.py  .parquet through pyarrow (the `parquet` extra)
 flags.py        --columns, --header, --delimiter: the flags that pick and parse a table's columns
+statedicts.py   state dicts as real checkpoints hold them, for `nn load` (pt2weights.py: a torch.export archive's)
+export.py       a model out as .onnx or .pt2 (`model export`), checked against PyTorch before it takes its name
 """

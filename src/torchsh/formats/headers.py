@@ -98,6 +98,19 @@ def _npz(f, size, path):
     return dict(format="npz", tensors=tensors, metadata={})
 
 
+def is_torchscript(path):
+    """Whether the file is a TorchScript archive (torch.jit.save's zip), from its listing alone."""
+    with open(path, "rb") as f:
+        if not zipfile.is_zipfile(f):
+            return False
+        with zipfile.ZipFile(f) as archive:
+            return _torchscript(archive.namelist())
+
+
+def _torchscript(names):
+    return any(n.split("/", 1)[-1].startswith(("code/", "constants.pkl")) for n in names)
+
+
 def _pt(f, size, path):
     import torch
     if not zipfile.is_zipfile(f):
@@ -107,8 +120,7 @@ def _pt(f, size, path):
         names = archive.namelist()
         storages = [{"name": n.split("/", 1)[-1], "bytes": archive.getinfo(n).file_size} for n in names
                     if "/data/" in n and not n.endswith("/")]
-    torchscript = any(n.split("/", 1)[-1].startswith(("code/", "constants.pkl")) for n in names)
-    if torchscript:  # TorchScript code, not a pickle of Python objects: `torch nn jit_load` opens it
+    if _torchscript(names):  # TorchScript code, not a pickle of Python objects: `torch nn jit_load` opens it
         return dict(format="torchscript", tensors=[], metadata={}, storages=storages, members=len(names))
     f.seek(0)
     needed = sorted(torch.serialization.get_unsafe_globals_in_checkpoint(f))

@@ -1,11 +1,34 @@
 """.pt/.pth files through torch.load(weights_only=True): its restricted unpickler builds tensors and plain
-containers only, so nothing is ever unpickled; written with torch.save."""
+containers only, so nothing is ever unpickled; written with torch.save. read_trusted adds the globals a
+caller allows by name (`nn load --trust`), and refuses a pickle needing others, naming them."""
+import pickle  # only for its exception type: weights_only refuses a global with UnpicklingError
+
 import torch
+
+from torchsh.errors import TorchshError
 
 
 def read_object(path):
     """What the file holds: tensors in plain containers (dicts, lists, tuples, numbers, strings)."""
     return torch.load(path, weights_only=True, map_location="cpu")
+
+
+def read_trusted(source, where, trusted, unsafe_globals):
+    """read_object with the classes and functions trusted allowed too (torch.serialization.safe_globals).
+    A pickle that needs other globals is refused naming them: unsafe_globals(source) finds them by
+    PyTorch's static scan of the opcodes, which runs none. source: a path or a file object; where names it."""
+    try:
+        with torch.serialization.safe_globals(list(trusted)):
+            return read_object(source)
+    except pickle.UnpicklingError:
+        if hasattr(source, "seek"):
+            source.seek(0)
+        needed = unsafe_globals(source)
+        if not needed:
+            raise
+    raise TorchshError("file_error", "%s needs globals beyond weights_only: %s; nothing was unpickled"
+                       % (where, " ".join(needed)),
+                       "`--trust NAME,…` allows classes or functions you trust, by import path")
 
 
 def read(path):

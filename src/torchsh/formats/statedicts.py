@@ -6,6 +6,10 @@
   pickle needs globals beyond weights_only is refused naming them (headers.inspect: PyTorch's static scan of
   the opcodes, which runs none); `--trust NAME,…` allows exactly those classes or functions, resolved by
   import path, through torch.serialization.safe_globals. There is no weights_only=False;
+- a torch.export archive (.pt2): the exported module's state dict, from its raw weights and their JSON
+  (pt2weights.py: the archive's pickles are never opened but through weights_only);
+- a TorchScript archive is refused (its weights live in TorchScript's own pickle): `torch nn jit_load`
+  opens it as a model, whose weights `torch nn save` then writes;
 - a Hugging Face sharded folder: its model.safetensors.index.json (or pytorch_model.bin.index.json) names
   the shards, which parts() lists so the caller reads one at a time (the memory of one shard, not all).
 shapes() gives a .safetensors file's keys and shapes from its header, so a load that does not fit is
@@ -15,13 +19,12 @@ import importlib
 import inspect
 import json
 import os
-import pickle  # only for its exception type: weights_only refuses a global with UnpicklingError
 
 import torch
 
 from torchsh import fileio
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.formats import extensions, headers, ptfile, stfile
+from torchsh.formats import extensions, headers, pt2weights, ptfile, stfile
 
 INDEX_NAMES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 MAX_INDEX_BYTES = 64 << 20  # an index names each key once: tens of MiB would be millions of keys
@@ -60,13 +63,19 @@ def shapes(path):
 
 def read(path, key=None, trusted=()):
     """{name: tensor} of one checkpoint file: a pickle by its extension (headers.PT_NAMES), else safetensors
-    (a file that is not one is a file_error); key picks the state dict inside a pickled dict."""
+    or a .pt2 (a file that is not one is a file_error); key picks the state dict inside a pickled dict."""
+    if not path.endswith(".safetensors") and extensions.read(path, headers.is_torchscript):
+        raise TorchshError("file_error", "%s is TorchScript (code and weights), not a state dict; nothing was loaded"
+                           % path, "`torch nn jit_load FILE` opens it as a model; `torch nn save $(torch nn jit_load "
+                           "FILE) weights.safetensors` writes its weights")
     if not path.endswith(headers.PT_NAMES):
         if key is not None:
             raise bad_argument("--key picks a state dict inside a pickle (%s); %s holds tensors by name"
                                % (" ".join(headers.PT_NAMES), os.path.basename(path)))
+        if path.endswith(".pt2"):
+            return extensions.read(path, pt2weights.read, trusted, _unsafe_globals)
         return stfile.read(path)[0]
-    obj = extensions.read(path, _read_pickle, trusted)
+    obj = extensions.read(path, ptfile.read_trusted, path, trusted, _unsafe_globals)
     if key is not None:
         if not isinstance(obj, dict) or key not in obj:
             raise TorchshError("file_error", "%s holds no key %r" % (path, key), _holds(obj))
@@ -87,17 +96,12 @@ def _holds(obj):
         ", ".join(map(str, list(obj)[:8])), dicts[0] if dicts else "NAME")
 
 
-def _read_pickle(path, trusted):
-    try:
-        with torch.serialization.safe_globals(list(trusted)):
-            return ptfile.read_object(path)
-    except pickle.UnpicklingError:
-        needed = headers.inspect(path).get("globals_needed")
-        if not needed:
-            raise
-    raise TorchshError("file_error", "%s needs globals beyond weights_only: %s; nothing was unpickled"
-                       % (path, " ".join(needed)),
-                       "`--trust NAME,…` allows classes or functions you trust, by import path")
+def _unsafe_globals(source):
+    """The globals a pickle (a file's path, or a .pt2 member's bytes) needs beyond weights_only, by
+    PyTorch's static scan of its opcodes (headers.inspect for a file: a pickle that is not a zip says so)."""
+    if isinstance(source, str):
+        return headers.inspect(source).get("globals_needed")
+    return sorted(torch.serialization.get_unsafe_globals_in_checkpoint(source))
 
 
 # Globals that run code or reach the system whatever their arguments: a pickle calling one of these is an

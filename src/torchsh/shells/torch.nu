@@ -4133,6 +4133,19 @@ export def mode [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "mode" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
+# Export the model as .onnx (PyTorch's dynamo exporter) or .pt2 (torch.export), traced on --example.
+#
+# model.export(Module model, OutPath file, *, int[] example, int[]? dynamic=None, float tolerance=1e-05) -> Json
+# model.export(Module model, OutPath file, *, Tensor example, int[]? dynamic=None, float tolerance=1e-05) -> Json
+export def "model export" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model file; piped handles fill the tensor slots still missing
+    --file: path  # OutPath
+    --example: any@"nu-complete torch"  # a shape (normal noise in the parameters' dtype and device, the same every time) or a tensor (int[] | Tensor)
+    --dynamic: any  # dims of the example that may take any size in the exported model (0: the batch) (int[]?)
+    --tolerance: number  # the largest |Δ| accepted between the exported model's output and PyTorch's (float; default 1e-05)
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "model.export" $args "file example dynamic tolerance no_grad!" [$file $example $dynamic $tolerance $no_grad] }
+
 # What a model or tensor file holds, from its headers alone: format, keys, dtypes, shapes, bytes, metadata;
 #
 # model.inspect(Path file) -> Json

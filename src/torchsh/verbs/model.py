@@ -1,10 +1,12 @@
 """`torch model …`: model files as they are, before anything is loaded. `model inspect FILE` lists what a
 .safetensors, .npy, .npz or torch.save .pt holds from its headers alone (formats/headers.py): nothing is
 unpickled, and a multi-GB safetensors file answers at once; a torchsh .safetensors (`nn save`, a checkpoint)
-shows what the model's data stands for (data/meaning.py) as `data`. docs/models.md has the formats.
+shows what the model's data stands for (data/meaning.py) as `data`. `model export M FILE.onnx|FILE.pt2` writes
+a model for other runtimes (formats/export.py). docs/models.md has the formats.
 """
+from torchsh import memory
 from torchsh.data import meaning
-from torchsh.formats import headers
+from torchsh.formats import export as exporter, headers
 from torchsh.verbs import verb
 from torchsh.verbs.nn import print_table
 
@@ -40,3 +42,42 @@ def inspect(ctx, file):
     if kept:
         found["data"] = kept
     return found
+
+
+# -- model export: a model out as ONNX or a torch.export archive (formats/export.py) ------------------------
+class Exported(dict):
+    """JSON under --json and through the API; on a terminal one line: the file, its format, the time, the check."""
+
+    def text(self):
+        line = "%s  %s  %.1f s" % (self["file"], self["format"], self["seconds"])
+        if self["checked_with"]:
+            line += "  max |Δ| = %.3g (%s)" % (self["max_abs_diff"], self["checked_with"])
+        return line + "\n"
+
+
+_EXPORT_FLAGS = "int[]? dynamic=None, float tolerance=1e-05) -> Json"
+
+
+@verb("model.export(Module model, OutPath file, *, int[] example, " + _EXPORT_FLAGS,
+      "model.export(Module model, OutPath file, *, Tensor example, " + _EXPORT_FLAGS, category="nn",
+      examples=("torch model export $(torch nn sequential 'linear 4 8' relu 'linear 8 2') mlp.pt2 --example 1,4",
+                "torch model export $(torch nn sequential 'linear 4 8' relu 'linear 8 2') mlp.onnx --example 1,4 "
+                "--dynamic 0"))
+def model_export(ctx, model, file, example, dynamic=None, tolerance=1e-05):
+    """Export the model as .onnx (PyTorch's dynamo exporter) or .pt2 (torch.export), traced on --example.
+
+    The written model is run on the example and compared with the model in PyTorch (an .onnx by
+    onnxruntime, when installed): a max |Δ| over --tolerance refuses and writes nothing. Eval mode while
+    exported, the model's mode restored; the save is atomic.
+
+    Args:
+        example: a shape (normal noise in the parameters' dtype and device, the same every time) or a tensor
+        dynamic: dims of the example that may take any size in the exported model (0: the batch)
+        tolerance: the largest |Δ| accepted between the exported model's output and PyTorch's
+    """
+    budget = getattr(ctx.app, "memory", None)
+    if budget is not None and budget.limit is not None:  # refused before the example or any copy is made
+        need, rss = exporter.memory_needed(model, example), memory.rss_bytes()
+        if rss + need > budget.limit:
+            raise memory.over_budget(need, rss, budget.limit, budget.rule)
+    return Exported(exporter.export(model, file, example, dynamic, tolerance))

@@ -6,7 +6,8 @@ file saved here loads in Python with `model.load_state_dict(safetensors.torch.lo
 written by torch.save(model.state_dict()) itself: tensors in an OrderedDict, which weights_only reads.
 Saves are atomic (fileio.atomic_write: temp file, fsync, rename) and replace an existing file, as `>` and
 torch.save do. `nn load` reads what real checkpoints look like (formats/statedicts.py: Lightning's .ckpt,
-DataParallel's `module.` keys, Hugging Face sharded folders; pickles with weights_only=True only), renames
+DataParallel's `module.` keys, Hugging Face sharded folders, a torch.export .pt2's weights; pickles with
+weights_only=True only; TorchScript refused, `nn jit_load` opens it), renames
 keys and prints the diff (classes/stateload.py); strict and atomic unless --partial.
 
 What the model's data stands for (data/meaning.py: classes, one-hot categories, standardization) goes into a
@@ -78,10 +79,11 @@ class Loaded(dict):
 def nn_load(ctx, model, file, key=None, strip=None, map=None, partial=False, trust=None):  # noqa: A002 (--map)
     """Load a checkpoint's state_dict into the model and print the diff: loaded, missing, unexpected,
     shape-mismatched. Reads .safetensors, .pt/.pth/.ckpt/.bin with weights_only (--key picks the state dict
-    inside, as Lightning's "state_dict"; --trust NAME,… allows the globals a refusal names), and a Hugging
-    Face sharded folder one shard at a time. --strip PREFIX,… and --map OLD=NEW,… rename the file's keys.
-    Strict and atomic: any difference refuses with the diff and changes nothing; --partial loads what fits.
-    A torchsh .safetensors (nn save, a checkpoint: its model part) brings back what the model's data stands for."""
+    inside, as Lightning's "state_dict"; --trust NAME,… allows the globals a refusal names), a .pt2's weights
+    (torch.export), and a Hugging Face sharded folder one shard at a time. --strip PREFIX,… and --map OLD=NEW,…
+    rename the file's keys. Strict and atomic: any difference refuses with the diff and changes nothing;
+    --partial loads what fits. A torchsh .safetensors (nn save, a checkpoint: its model part) brings back what
+    the model's data stands for."""
     trusted, parts, rename = statedicts.trusted_globals(trust), statedicts.parts(file), stateload.renamer(strip, map)
     own = _torchsh_metadata(parts)
     weights = checkpoint.model_part if own.get("format") == checkpoint.FORMAT else dict
