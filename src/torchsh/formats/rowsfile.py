@@ -86,9 +86,12 @@ def _parquet(path, rows):
 def _cells(values, float32):
     """A column's cells: floats as their dtype's shortest round-trip text (str(np.float32(v)) for float32,
     whose text numpy's astype(str) writes a column at a time; repr for float64), anything else as str."""
-    if not all(type(v) is float for v in values):
-        return [_cell(v, float32) for v in values]
-    return np.array(values, dtype=np.float32).astype(str).tolist() if float32 else list(map(repr, values))
+    kinds = set(map(type, values))
+    if kinds == {float}:
+        return np.array(values, dtype=np.float32).astype(str).tolist() if float32 else list(map(repr, values))
+    if kinds <= {int, str}:
+        return list(map(str, values))
+    return [_cell(v, float32) for v in values]
 
 
 def _cell(value, float32):
@@ -99,11 +102,12 @@ def _cell(value, float32):
 
 def _json_values(values):
     """A column's values as json.dumps writes each (floats by repr, NaN and Infinity bare)."""
-    if all(type(v) is float for v in values):
+    kinds = set(map(type, values))
+    if kinds == {float}:
         return [repr(v) if math.isfinite(v) else _NONFINITE[repr(v)] for v in values]
-    if all(type(v) is int for v in values):
+    if kinds == {int}:
         return list(map(int.__repr__, values))
-    if all(type(v) is str for v in values):
+    if kinds == {str}:
         return list(map(encode_basestring_ascii, values))  # json.dumps' own encoder of a str
     return [json.dumps(v, allow_nan=True) for v in values]
 
