@@ -63,7 +63,8 @@ def _csv(path, rows):
     with open(path, "w", newline="") as f:
         out = csv.writer(f, lineterminator="\n")
         out.writerow(rows.columns)
-        out.writerows(zip(*rows.cells()))
+        # ints and strs as they are: the csv module writes them as str() does, and faster
+        out.writerows(zip(*[v if set(map(type, v)) <= {int, str} else _cells(v, rows.float32) for v in rows.values]))
 
 
 def _jsonl(path, rows):
