@@ -14,7 +14,8 @@ Kind         classification when classes are known (the model's, from the data `
 A one-hot column whose categories differ from the model's is refused (its columns would mean other things).
 Inputs are standardized with the statistics the model was trained under (`fit` keeps them, meaning.py)
 when the dataset has none of its own. The model runs in eval mode under torch.inference_mode, batch by
-batch; its mode is restored after.
+batch (DataLoader's batches; a table's sliced from its tensors, data/batches.py); its mode is restored after.
+The table is made column by column (values()), and written that way (formats/rowsfile.py).
 """
 from dataclasses import dataclass
 
