@@ -25,7 +25,7 @@ EXTENSIONS = (".csv", ".jsonl", ".parquet")
 
 class Rows:
     """A table held column by column (values[j] is column j's, one value per row): JSON rows ({column:
-    value}, wire()) under --json, through the API and in Nushell; tab-separated text with a header on a
+    value}, wire_form()) under --json, through the API and in Nushell; tab-separated text with a header on a
     terminal. Every file and the text are written from the columns, never a dict per row."""
 
     def __init__(self, columns, values, float32=True):
@@ -36,9 +36,10 @@ class Rows:
     def __len__(self):
         return len(self.values[0]) if self.values else 0
 
-    def wire(self):
-        """The JSON form: one {column: value} per row (call/results.py to_wire)."""
-        return [dict(zip(self.columns, row)) for row in zip(*self.values)]
+    def wire_form(self):
+        """The JSON form: one {column: value} per row, a complex value as [real, imag] (as to_wire writes it)."""
+        values = [[[v.real, v.imag] for v in c] if complex in set(map(type, c)) else c for c in self.values]
+        return [dict(zip(self.columns, row)) for row in zip(*values)]
 
     def text(self):
         lines = ["\t".join(self.columns)] + list(map("\t".join, zip(*self.cells())))

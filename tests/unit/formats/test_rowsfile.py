@@ -51,7 +51,7 @@ def test_csv_jsonl_parquet_and_text_from_columns_are_the_bytes_of_row_by_row(tmp
     assert rows.text() == want_text
     got = pq.read_table(tmp_path / "p.parquet").to_pylist()
     assert len(got) == len(dicts) and all(_same(g, w) for g, w in zip(got, dicts))
-    assert all(_same(g, w) for g, w in zip(rows.wire(), dicts)) and list(rows.wire()[0]) == NAMES
+    assert all(_same(g, w) for g, w in zip(rows.wire_form(), dicts)) and list(rows.wire_form()[0]) == NAMES
 
 
 def _same(a, b):
@@ -63,4 +63,4 @@ def test_no_rows_write_the_header_alone(tmp_path):
     rows = rowsfile.Rows(["row", "prediction"], [[], []])
     rowsfile.write(str(tmp_path / "p.csv"), rows)
     assert (tmp_path / "p.csv").read_text() == "row,prediction\n" and rows.text() == "row\tprediction\n"
-    assert rows.wire() == [] and len(rows) == 0
+    assert rows.wire_form() == [] and len(rows) == 0
