@@ -211,6 +211,8 @@ def to_wire(result, ctx):
         return ctx.put(result, kind)
     if isinstance(result, (Text, Binary, LateJson)):
         return result
+    if callable(getattr(result, "wire_form", None)):  # a result that makes its JSON form (formats/rowsfile.Rows)
+        return result.wire_form()
     if isinstance(result, torch.Size):
         return list(result)
     if isinstance(result, torch.dtype):

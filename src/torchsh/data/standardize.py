@@ -37,12 +37,14 @@ def learn(dataset, field):
     return mean.tolist(), std.tolist()
 
 
-def standardize(t, mean, std):
-    """(t - mean) / std in float64, rounded once to t's dtype (float32 for an integer field)."""
+def standardize(t, mean, std, batch=False):
+    """(t - mean) / std in float64, rounded once to t's dtype (float32 for an integer field). batch: t is a
+    batch of items, item first (elementwise, so each item's values are those of the item alone)."""
     m, s = torch.tensor(mean, dtype=torch.float64), torch.tensor(std, dtype=torch.float64)
-    if m.shape != t.shape:
+    item_shape = t.shape[1:] if batch else t.shape
+    if m.shape != item_shape:
         raise TorchshError("shape_mismatch", "the statistics are of items of shape %s, this field's are %s"
-                           % (list(m.shape), list(t.shape)), "standardize a dataset with the same features")
+                           % (list(m.shape), list(item_shape)), "standardize a dataset with the same features")
     out = (t.to(torch.float64) - m) / s
     return out.to(t.dtype if t.is_floating_point() else torch.float32)
 

@@ -14,6 +14,7 @@ standardize, normalize. The image steps are torchvision's tensor transforms writ
 
 The steps are data (a dataclass), not closures, so a TransformedDataset pickles into DataLoader workers.
 """
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -58,6 +59,19 @@ class TransformedDataset(torch.utils.data.Dataset):
             return [self._apply(item) for item in self.dataset.__getitems__(indices)]
         return [self._apply(self.dataset[i]) for i in indices]
 
+    @property
+    def batchable(self):
+        """Whether apply_to_batch gives each item's values as _apply does (every step elementwise or per item)."""
+        return all(s.op in _BATCHED for s in self.steps)
+
+    def apply_to_batch(self, fields):
+        """The steps applied to a batch at once: fields are the items' fields stacked, item first (as
+        DataLoader's collate stacks them). Only when batchable; item by item, the values are the same bit for bit."""
+        fields = list(fields)
+        for step in self.steps:
+            fields[step.field] = _BATCHED[step.op](fields[step.field], *step.args)
+        return fields
+
     def _apply(self, item):
         item = list(item) if isinstance(item, (tuple, list)) else [item]
         for step in self.steps:
@@ -95,7 +109,8 @@ def center_crop(t, size):
     return image[..., top:top + ch, left:left + cw]
 
 
-def normalize(t, mean, std):
+def normalize(t, mean, std, batch=False):
+    """batch: t is a batch of items, item first (the per-channel rule is the item's)."""
     if not t.is_floating_point():
         raise TorchshError("dtype_error", "normalize needs a floating point field, this one is %s" % dtype_name(t.dtype),
                            "add --dtype float32 (converted before normalizing)")
@@ -103,7 +118,7 @@ def normalize(t, mean, std):
     s = torch.as_tensor(std, dtype=t.dtype)
     if (s == 0).any():
         raise bad_argument("--std has a zero, which would divide by zero")
-    if t.dim() >= 3 and m.numel() > 1:  # C×H×W: one value per channel
+    if t.dim() - batch >= 3 and m.numel() > 1:  # C×H×W: one value per channel
         m, s = m.view(-1, 1, 1), s.view(-1, 1, 1)
     return (t - m) / s
 
@@ -128,3 +143,6 @@ def _image(t, op):
 
 _FUNCTIONS = {"resize": resize, "center_crop": center_crop, "one_hot": one_hot, "dtype": to_dtype,
               "standardize": standardize, "normalize": normalize}
+# the steps whose batch form is the item's, item for item (resize interpolates, center_crop pads: per item)
+_BATCHED = {"one_hot": one_hot, "dtype": to_dtype, "standardize": functools.partial(standardize, batch=True),
+            "normalize": functools.partial(normalize, batch=True)}

@@ -11,7 +11,9 @@ Files are written atomically (fileio.atomic_write) and replace an existing file,
 """
 import csv
 import json
+import math
 import os
+from json.encoder import encode_basestring_ascii
 
 import numpy as np
 
@@ -21,18 +23,31 @@ from torchsh.errors import TorchshError, bad_argument
 EXTENSIONS = (".csv", ".jsonl", ".parquet")
 
 
-class Rows(list):
-    """Rows (dicts) in the order of `columns`: JSON rows under --json, through the API and in Nushell (a
-    table); tab-separated text with a header on a terminal."""
+class Rows:
+    """A table held column by column (values[j] is column j's, one value per row): JSON rows ({column:
+    value}, wire_form()) under --json, through the API and in Nushell; tab-separated text with a header on a
+    terminal. Every file and the text are written from the columns, never a dict per row."""
 
-    def __init__(self, rows, columns, float32=True):
-        super().__init__(rows)
-        self.columns, self.float32 = list(columns), float32
+    def __init__(self, columns, values, float32=True):
+        self.columns, self.values, self.float32 = list(columns), [list(v) for v in values], float32
+        if len(self.values) != len(self.columns) or len({len(v) for v in self.values}) > 1:
+            raise ValueError("Rows needs one list of values per column, all of one length")
+
+    def __len__(self):
+        return len(self.values[0]) if self.values else 0
+
+    def wire_form(self):
+        """The JSON form: one {column: value} per row, a complex value as [real, imag] (as to_wire writes it)."""
+        values = [[[v.real, v.imag] for v in c] if complex in set(map(type, c)) else c for c in self.values]
+        return [dict(zip(self.columns, row)) for row in zip(*values)]
 
     def text(self):
-        lines = ["\t".join(self.columns)]
-        lines += ["\t".join(_cell(r[c], self.float32) for c in self.columns) for r in self]
+        lines = ["\t".join(self.columns)] + list(map("\t".join, zip(*self.cells())))
         return "\n".join(lines) + "\n"
+
+    def cells(self):
+        """Each column's values as the text of a cell (csv, stdout)."""
+        return [_cells(v, self.float32) for v in self.values]
 
 
 def write(path, rows):
@@ -49,12 +64,15 @@ def _csv(path, rows):
     with open(path, "w", newline="") as f:
         out = csv.writer(f, lineterminator="\n")
         out.writerow(rows.columns)
-        out.writerows([_cell(r[c], rows.float32) for c in rows.columns] for r in rows)
+        # ints and strs as they are: the csv module writes them as str() does, and faster
+        out.writerows(zip(*[v if set(map(type, v)) <= {int, str} else _cells(v, rows.float32) for v in rows.values]))
 
 
 def _jsonl(path, rows):
+    """json.dumps of each row's dict (its separators, NaN and Infinity bare), made a column at a time."""
+    template = "{" + ", ".join(json.dumps(c).replace("%", "%%") + ": %s" for c in rows.columns) + "}\n"
     with open(path, "w") as f:
-        f.writelines(json.dumps({c: r[c] for c in rows.columns}, allow_nan=True) + "\n" for r in rows)
+        f.writelines(template % row for row in zip(*[_json_values(v) for v in rows.values]))
 
 
 def _parquet(path, rows):
@@ -63,11 +81,37 @@ def _parquet(path, rows):
         import pyarrow.parquet as pq
     except ImportError:
         raise TorchshError("missing_extra", "writing .parquet needs pyarrow", "pip install 'torchsh[parquet]'") from None
-    table = pyarrow.table({c: [r[c] for r in rows] for c in rows.columns})
+    table = pyarrow.table(dict(zip(rows.columns, rows.values)))
     pq.write_table(table, path)
+
+
+def _cells(values, float32):
+    """A column's cells: floats as their dtype's shortest round-trip text (str(np.float32(v)) for float32,
+    whose text numpy's astype(str) writes a column at a time; repr for float64), anything else as str."""
+    kinds = set(map(type, values))
+    if kinds == {float}:
+        return np.array(values, dtype=np.float32).astype(str).tolist() if float32 else list(map(repr, values))
+    if kinds <= {int, str}:
+        return list(map(str, values))
+    return [_cell(v, float32) for v in values]
 
 
 def _cell(value, float32):
     if isinstance(value, float):
         return str(np.float32(value)) if float32 else repr(value)
     return str(value)
+
+
+def _json_values(values):
+    """A column's values as json.dumps writes each (floats by repr, NaN and Infinity bare)."""
+    kinds = set(map(type, values))
+    if kinds == {float}:
+        return [repr(v) if math.isfinite(v) else _NONFINITE[repr(v)] for v in values]
+    if kinds == {int}:
+        return list(map(int.__repr__, values))
+    if kinds == {str}:
+        return list(map(encode_basestring_ascii, values))  # json.dumps' own encoder of a str
+    return [json.dumps(v, allow_nan=True) for v in values]
+
+
+_NONFINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}

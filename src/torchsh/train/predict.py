@@ -14,7 +14,8 @@ Kind         classification when classes are known (the model's, from the data `
 A one-hot column whose categories differ from the model's is refused (its columns would mean other things).
 Inputs are standardized with the statistics the model was trained under (`fit` keeps them, meaning.py)
 when the dataset has none of its own. The model runs in eval mode under torch.inference_mode, batch by
-batch; its mode is restored after.
+batch (DataLoader's batches; a table's sliced from its tensors, data/batches.py); its mode is restored after.
+The table is made column by column (values()), and written that way (formats/rowsfile.py).
 """
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ import torch
 import torch.utils.data
 
 from torchsh.data import meaning, transforms
+from torchsh.data.batches import sliced_batches
 from torchsh.data.datasets import FileDataset, known, wrapped_datasets
 from torchsh.errors import TorchshError, bad_argument
 
@@ -41,13 +43,17 @@ def run(model, dataset, batch_size):
         raise bad_argument("--batch_size must be 1 or more, got %d" % batch_size)
     _check_categories(model, dataset)
     dataset = standardized_as_trained(model, dataset)
-    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=False)
+    batches = sliced_batches(dataset, batch_size)  # a table's: slices of its tensors, not item by item
+    if batches is None:
+        batches = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=False)
+    else:  # the one draw a DataLoader's iterator takes (its base seed): later random numbers stay as they were
+        torch.empty((), dtype=torch.int64).random_()
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     was_training, outputs, target = model.training, [], None
     model.eval()
     try:
         with torch.inference_mode():
-            for batch in loader:
+            for batch in batches:
                 fields = list(batch) if isinstance(batch, (tuple, list)) else [batch]
                 if len(fields) > 1:
                     target = fields.pop()
@@ -131,21 +137,18 @@ def columns(outputs, proba):
     return [outputs.key] + (["prediction"] if width == 1 else ["output_%d" % j for j in range(width)])
 
 
-def rows(outputs, proba):
-    """One dict per item: its row or path, its prediction (and probabilities), in columns()'s order."""
-    names = columns(outputs, proba)
+def values(outputs, proba):
+    """The table's columns, in columns()'s order, one list each: the rows or paths, the predictions (a
+    class's name by one index into the names) and the probabilities (or a regression's outputs)."""
     out = outputs.output
     if outputs.classify:
         scores = out if out.dim() == 2 else out.reshape(-1, 1)
         predicted = scores.argmax(1).tolist()
-        class_names = _class_names(outputs)  # once: per item it cost O(items × classes)
-        labels = [class_names[i] for i in predicted] if outputs.classes else predicted
-        values = [[p] for p in labels]
-        if proba:
-            values = [v + p for v, p in zip(values, torch.softmax(scores, dim=1).tolist())]
-    else:
-        values = out.reshape(out.shape[0], -1).tolist()
-    return [dict(zip(names, [key] + v)) for key, v in zip(outputs.keys, values)]
+        if outputs.classes:
+            class_names = _class_names(outputs)
+            predicted = [class_names[i] for i in predicted]
+        return [outputs.keys, predicted] + (torch.softmax(scores, dim=1).T.tolist() if proba else [])
+    return [outputs.keys] + out.reshape(out.shape[0], -1).T.tolist()
 
 
 def _class_names(outputs):

@@ -202,7 +202,7 @@ def predict(ctx, model, inputs=None, dataset=None, batch_size=256, out=None, pro
 
 def _predict_dataset(model, dataset, batch_size, out, proba):
     outputs = predictions.run(model, dataset, batch_size)
-    rows = rowsfile.Rows(predictions.rows(outputs, proba), predictions.columns(outputs, proba),
+    rows = rowsfile.Rows(predictions.columns(outputs, proba), predictions.values(outputs, proba),
                          float32=outputs.output.dtype != torch.float64)
     if out is None:
         return rows
