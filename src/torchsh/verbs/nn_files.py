@@ -16,7 +16,7 @@ import torch
 from torchsh import fileio
 from torchsh.classes import state as state_file, stateload
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.formats import statedicts, stfile
+from torchsh.formats import stfile
 from torchsh.verbs import verb
 from torchsh.verbs.nn import print_table
 
@@ -66,13 +66,7 @@ def nn_load(ctx, model, file, key=None, strip=None, map=None, partial=False, tru
     inside, as Lightning's "state_dict"; --trust NAME,… allows the globals a refusal names), and a Hugging
     Face sharded folder one shard at a time. --strip PREFIX,… and --map OLD=NEW,… rename the file's keys.
     Strict and atomic: any difference refuses with the diff and changes nothing; --partial loads what fits."""
-    trusted, parts, rename = statedicts.trusted_globals(trust), statedicts.parts(file), stateload.renamer(strip, map)
-    if all(part.endswith(".safetensors") for part in parts):  # the diff from headers: a refusal reads no data
-        headers = (statedicts.shapes(part) for part in parts)
-        stateload.refuse_unless_it_fits(stateload.compare(model, headers, rename, file)[1], partial)
-    chunks = (statedicts.read(part, key, trusted) for part in parts)
-    fitting, diff = stateload.compare(model, chunks, rename, file)
-    return Loaded(stateload.load(model, fitting, diff, partial))
+    return Loaded(stateload.load_file(model, file, key, strip, map, partial, trust))
 
 
 @verb("nn.jit_load(Path file) -> Module", category="nn",
