@@ -43,7 +43,7 @@ def open_module(path):
             program = torch.export.load(f)
     except TorchshError:
         raise
-    except (OSError, RuntimeError, ValueError, KeyError, AssertionError, zipfile.BadZipFile, EOFError) as e:
+    except Exception as e:  # PyTorch's deserializer of a scanned but damaged archive may raise anything
         raise TorchshError("file_error", "cannot open %s as a torch.export program: %s"
                            % (path, fileio.first_line(e)), _RESAVE) from None
     return fixed_mode(program.module(), path)
