@@ -70,6 +70,14 @@ def test_what_cannot_be_opened_is_one_line_with_the_reason(sh, source, args, wor
     assert "Traceback" not in r.err and all(w in r.err for w in words), r.err
 
 
+def test_an_error_the_users_forward_raises_is_theirs_in_one_line(sh):
+    folder = sh.tmp("asserting")
+    write_net(folder, NET.replace("h = torch.relu(self.stem(x))",
+                                  "assert x.shape[1] == 3, 'Net takes 3 features'\n        h = torch.relu(self.stem(x))"))
+    r = sh.run("cd %s && torch forward $(torch model open mynet.py:Net) $(torch randn 2 4)" % folder)
+    assert r.code == 4 and r.err.count("\n") == 1 and "Net takes 3 features" in r.err, r.err
+
+
 def export_residual(path, batch=4):
     """A residual net in eval mode, exported with a dynamic batch and saved; (the model, its program)."""
     model = python_net(write_net(os.path.dirname(path) or ".", name="exported_net.py"), hidden=6).eval()

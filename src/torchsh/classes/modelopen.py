@@ -23,7 +23,7 @@ import torch
 
 from torchsh.call.suggest import close
 from torchsh.classes import stateload
-from torchsh.errors import TorchshError, bad_argument
+from torchsh.errors import USER_MODULE_PREFIX, TorchshError, bad_argument
 from torchsh.formats import pt2file
 
 FORMS = "torchvision:NAME, timm:NAME, FILE.pt2 or FILE.py:CLASS"
@@ -112,8 +112,8 @@ def user_model(path, cls_name, args):
 
 
 def _import_file(path):
-    name = "torchsh_user_%d_%s" % (next(_USER_MODULES), "".join(c if c.isalnum() else "_" for c in
-                                                                os.path.basename(path)[:-3]))
+    stem = "".join(c if c.isalnum() else "_" for c in os.path.basename(path)[:-3])
+    name = "%s%d_%s" % (USER_MODULE_PREFIX, next(_USER_MODULES), stem)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # what dataclasses and typing look their classes' module up in
