@@ -15,7 +15,7 @@ Each member it would unpickle must be a torch.save zip whose pickle needs no glo
 none). The archive is read through one open file, so the file scanned is the file loaded.
 
 The module is the ExportedProgram's .module(): a graph that runs as it was exported (export the model after
-model.eval() for inference). It runs forward, predict and nn summary; train mode is refused.
+model.eval() for inference). forward, predict and train_step run it; train mode (fit, nn train) is refused.
 """
 import io
 import json

@@ -49,8 +49,8 @@ def inspect(ctx, file):
 def model_open(ctx, source, args=None, num_classes=None, weights=None):
     """Open a model as a handle: torchvision:NAME or timm:NAME (the architecture, random weights; the
     `vision` extra), FILE.pt2 (a torch.export archive, scanned so that nothing beyond weights_only is ever
-    unpickled; it runs as it was exported and cannot be trained), or FILE.py:CLASS, your own nn.Module class:
-    this RUNS that file's code in the daemon, as `python -c 'from FILE import CLASS'` would.
+    unpickled; its graph runs as it was exported, never in train mode: fit refuses it), or FILE.py:CLASS, your
+    own nn.Module class: this RUNS that file's code in the daemon, as `python -c 'from FILE import CLASS'` would.
 
     Args:
         source: torchvision:NAME, timm:NAME, FILE.pt2 or FILE.py:CLASS (FILE relative to your folder)
