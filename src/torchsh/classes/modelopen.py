@@ -57,17 +57,15 @@ def registry_model(library, name, args):
     """torchvision's or timm's model NAME with random weights."""
     lib = import_vision(library)
     if library == "torchvision":
-        names, build = lib.models.list_models(), lambda: lib.models.get_model(name, weights=None, **args)
+        names, lister = lib.models.list_models(), "torchvision.models.list_models()"
+        known, build = name in names, lambda: lib.models.get_model(name, weights=None, **args)
     else:
-        names, build = lib.list_models(), lambda: lib.create_model(name, pretrained=False, **args)
-    known = name in names if library == "torchvision" else lib.is_model(name)
+        names, lister = lib.list_models(), "timm.list_models()"  # architectures; is_model takes tagged names too
+        known, build = lib.is_model(name), lambda: lib.create_model(name, pretrained=False, **args)
     if not known:
         near = close(name, names)
-        raise bad_argument("%s has no model %r" % (library, name),
-                           "did you mean %s?" % " or ".join(near) if near else
-                           "python -c 'import %s; print(%s)' lists them" % (library, "torchvision.models.list_models()"
-                                                                           if library == "torchvision" else
-                                                                           "timm.list_models()"))
+        raise bad_argument("%s has no model %r" % (library, name), "did you mean %s?" % " or ".join(near) if near
+                           else "python -c 'import %s; print(%s)' lists them" % (library, lister))
     return _construct("%s:%s" % (library, name), build, args)
 
 
