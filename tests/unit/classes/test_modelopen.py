@@ -39,7 +39,7 @@ def test_the_architecture_comes_without_weights_with_the_args_given(monkeypatch)
 
 @pytest.mark.parametrize("source,hint", [("torchvision:resnet81", "did you mean resnet18"),
                                          ("timm:efficientnet_b9", "did you mean efficientnet_b0"),
-                                         ("torchvision:swin_t", "torchvision.models.list_models() lists them")])
+                                         ("torchvision:swin_t", "print(torchvision.models.list_models())")])
 def test_an_unknown_name_is_refused_with_the_registrys_nearest(monkeypatch, source, hint):
     monkeypatch.setattr(modelopen, "import_vision", lambda library: _torchvision([])
                         if library == "torchvision" else _timm([]))
