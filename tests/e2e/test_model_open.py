@@ -59,12 +59,14 @@ def test_two_files_of_one_name_are_two_modules(sh):
     ("mynet.py:Net", '{"hiden": 3}', ["Net(hiden=3) raised TypeError", "unexpected keyword argument 'hiden'"]),
     ("mynet.py:Net", "[1, 2]", ["--args is a JSON object"]),
     ("broken.py:Net", None, ["running", "broken.py failed: ZeroDivisionError: division by zero (line 2)"]),
+    ("exiting.py:Net", None, ["Net() raised SystemExit: 3"]),
     ("resnet18", None, ["name a model as torchvision:NAME, timm:NAME, FILE.pt2 or FILE.py:CLASS"]),
 ])
 def test_what_cannot_be_opened_is_one_line_with_the_reason(sh, source, args, words):
     folder = sh.tmp("bad")
     write_net(folder)
     write_net(folder, "import torch\nx = 1 / 0\n", "broken.py")
+    write_net(folder, NET.replace("super().__init__()", "raise SystemExit(3)", 1), "exiting.py")
     r = sh.run("cd %s && torch model open %s %s" % (folder, source, "--args '%s'" % args if args else ""))
     assert r.code == 2 and r.err.count("\n") == 1 and "[bad_argument]" in r.err, r.err
     assert "Traceback" not in r.err and all(w in r.err for w in words), r.err

@@ -115,7 +115,8 @@ def _import_file(path):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # what dataclasses and typing look their classes' module up in
-    sys.path.insert(0, os.path.dirname(path))
+    folder = os.path.dirname(path)
+    sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as e:  # the user's code may raise anything; it is their error, by line
@@ -123,14 +124,15 @@ def _import_file(path):
         raise bad_argument("running %s failed: %s" % (path, _where(e, path)),
                            "model open FILE.py:CLASS runs FILE as python would import it") from None
     finally:
-        sys.path.remove(os.path.dirname(path))
+        if folder in sys.path:  # the file's code may have edited sys.path itself
+            sys.path.remove(folder)
     return module
 
 
 def _construct(what, build, args):
     try:
         return build()
-    except Exception as e:  # the constructor is the user's or the library's code: its message is the error
+    except (Exception, SystemExit) as e:  # the user's or the library's code (sys.exit would end the tensor thread)
         shown = ", ".join("%s=%r" % kv for kv in args.items())
         raise bad_argument("%s(%s) raised %s: %s" % (what, shown, type(e).__name__, str(e).split("\n")[0][:300]),
                            "--args '{\"NAME\": VALUE}' are the constructor's keyword arguments") from None
