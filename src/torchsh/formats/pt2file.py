@@ -70,11 +70,14 @@ def scan(f, path):
 
 def _members(archive, path):
     """{name inside the archive's one root folder: the zip's own name}, as torch's archive reader sees them."""
-    roots = {name.split("/", 1)[0] for name in archive.namelist()}
-    if len(roots) != 1 or any("/" not in name for name in archive.namelist()):
+    names = archive.namelist()
+    if len(set(names)) != len(names):  # two readers may take different ones: the scanned must be the loaded
+        raise TorchshError("file_error", "%s names a member twice: not an archive torch.export.save wrote" % path,
+                           _RESAVE)
+    if len({name.split("/", 1)[0] for name in names}) != 1 or any("/" not in name for name in names):
         raise TorchshError("file_error", "%s is not a torch.export archive (members outside one root folder)"
                            % path, _RESAVE)
-    return {name.split("/", 1)[1]: name for name in archive.namelist() if not name.endswith("/")}
+    return {name.split("/", 1)[1]: name for name in names if not name.endswith("/")}
 
 
 def _pickled(archive, members, path):
