@@ -80,15 +80,23 @@ _SHAPE = re.compile("|".join((
 _INDEX_VALUE = re.compile(r"\bindex -?\d+ (is )?out of (bounds|range)|selected index", re.I)
 
 
+# The private module names `torch model open FILE.py:CLASS` imports the caller's files under
+# (classes/modelopen.py): an exception their code raises is the caller's, as one PyTorch raises is
+USER_MODULE_PREFIX = "torchsh_user_"
+
+
 def raised_by_torch(exc):
-    """Did PyTorch's own Python code raise exc? Its meta kernels and linalg helpers check arguments with
-    AssertionError (`A must be square`) and its modules divide by arguments (GroupNorm(8, 0): modulo by
-    zero): the caller's mistake. The same exception raised in torchsh's code is a bug."""
+    """Did PyTorch's own Python code (or a model file of the caller's) raise exc? Its meta kernels and linalg
+    helpers check arguments with AssertionError (`A must be square`) and its modules divide by arguments
+    (GroupNorm(8, 0): modulo by zero): the caller's mistake. The same exception raised in torchsh's code is
+    a bug."""
     import os
     import torch
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
+    if tb is not None and str(tb.tb_frame.f_globals.get("__name__")).startswith(USER_MODULE_PREFIX):
+        return True
     return tb is not None and tb.tb_frame.f_code.co_filename.startswith(os.path.dirname(torch.__file__) + os.sep)
 
 

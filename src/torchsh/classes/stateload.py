@@ -1,4 +1,5 @@
-"""A checkpoint's state dict into a model, for `torch nn load`: renames, the diff, strict or partial, atomic.
+"""A checkpoint's state dict into a model, for `torch nn load` and `model open --weights`: renames, the diff,
+strict or partial, atomic.
 
 The file's keys are renamed first (--strip PREFIX drops a prefix: DataParallel's `module.`, Lightning's
 `model.`; --map OLD=NEW renames a prefix), then compared with the model's state_dict: loaded, missing,
@@ -10,6 +11,7 @@ Files arrive one at a time (a sharded folder's shards): only the tensors the mod
 import torch
 
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.formats import statedicts
 
 
 class LoadDiff(dict):
@@ -25,6 +27,19 @@ class LoadDiff(dict):
                                        for m in self["mismatched"]])]
         return ", ".join("%d %s [%s%s]" % (len(keys), what, ", ".join(keys[:5]), ", …" if len(keys) > 5 else "")
                          for what, keys in shown if keys)
+
+
+def load_file(model, file, key=None, strip=None, renames=None, partial=False, trust=None, select=dict):
+    """The LoadDiff of loading checkpoint FILE (a file or a sharded folder) into model, or a refusal.
+    Safetensors are compared by their headers first, so a refusal reads no data. select(state) picks the
+    model's part of each file's state (a torchsh checkpoint holds the optimizer's too)."""
+    trusted, parts, rename = statedicts.trusted_globals(trust), statedicts.parts(file), renamer(strip, renames)
+    if all(part.endswith(".safetensors") for part in parts):
+        headers = (select(statedicts.shapes(part)) for part in parts)
+        refuse_unless_it_fits(compare(model, headers, rename, file)[1], partial)
+    chunks = (select(statedicts.read(part, key, trusted)) for part in parts)
+    fitting, diff = compare(model, chunks, rename, file)
+    return load(model, fitting, diff, partial)
 
 
 def renamer(strip=None, renames=None):

@@ -4155,6 +4155,18 @@ export def "model inspect" [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "model.inspect" $args "file no_grad!" [$file $no_grad] }
 
+# Open a model as a handle: torchvision:NAME or timm:NAME (the architecture, random weights; the
+#
+# model.open(str source, *, Json? args=None, int? num_classes=None, Path? weights=None) -> Module
+export def "model open" [
+    ...positional: oneof<number, any>@"nu-complete torch"  # positional: source; piped handles fill the tensor slots still missing
+    --source: string  # torchvision:NAME, timm:NAME, FILE.pt2 or FILE.py:CLASS (FILE relative to your folder) (str)
+    --args: any@"nu-complete torch"  # the constructor's keyword arguments as a JSON object, e.g. '{"hidden": 16}' (Json?)
+    --num_classes: int  # the classifier's outputs (torchvision and timm models take it) (int?)
+    --weights: path  # a state dict loaded after, strictly, as torch nn load reads it (.safetensors, .pt, a folder) (Path?)
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "model.open" $positional "source args num_classes weights no_grad!" [$source $args $num_classes $weights $no_grad] }
+
 # Alias for torch.movedim.
 #
 # torch.moveaxis(Tensor input, int[] source, int[] destination) -> Tensor(a)

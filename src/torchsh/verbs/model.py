@@ -1,10 +1,12 @@
-"""`torch model …`: model files as they are, before anything is loaded. `model inspect FILE` lists what a
-.safetensors, .npy, .npz or torch.save .pt holds from its headers alone (formats/headers.py): nothing is
-unpickled, and a multi-GB safetensors file answers at once; a torchsh .safetensors (`nn save`, a checkpoint)
-shows what the model's data stands for (data/meaning.py) as `data`. `model export M FILE.onnx|FILE.pt2` writes
-a model for other runtimes (formats/export.py). docs/models.md has the formats.
+"""`torch model …`: model files as they are. `model inspect FILE` lists what a .safetensors, .npy, .npz or
+torch.save .pt holds from its headers alone (formats/headers.py): nothing is unpickled, and a multi-GB
+safetensors file answers at once; a torchsh .safetensors (`nn save`, a checkpoint) shows what the model's data
+stands for (data/meaning.py) as `data`. `model open SOURCE` makes a model handle from torchvision's or timm's
+registry, a torch.export archive or the user's own class (classes/modelopen.py). `model export M
+FILE.onnx|FILE.pt2` writes a model for other runtimes (formats/export.py). docs/models.md has the formats.
 """
 from torchsh import memory
+from torchsh.classes import modelopen
 from torchsh.data import meaning
 from torchsh.formats import export as exporter, headers
 from torchsh.verbs import verb
@@ -81,3 +83,28 @@ def model_export(ctx, model, file, example, dynamic=None, tolerance=1e-05):
         if rss + need > budget.limit:
             raise memory.over_budget(need, rss, budget.limit, budget.rule)
     return Exported(exporter.export(model, file, example, dynamic, tolerance))
+
+
+# `torch model open`: a model from a library's registry, a torch.export archive or the user's own class
+@verb("model.open(str source, *, Json? args=None, int? num_classes=None, Path? weights=None) -> Module",
+      category="nn",
+      examples=("printf 'import torch\\nclass Net(torch.nn.Module):\\n    def __init__(self, hidden=8):\\n"
+                "        super().__init__(); self.a = torch.nn.Linear(2, hidden); self.b = torch.nn.Linear(hidden, 1)\\n"
+                "    def forward(self, x):\\n        return self.b(torch.relu(self.a(x)))\\n' > mynet.py && "
+                "torch model open mynet.py:Net --args '{\"hidden\": 16}' | torch nn info",
+                "python -c 'import torch; m = torch.nn.Linear(3, 2).eval(); "
+                "torch.export.save(torch.export.export(m, (torch.randn(4, 3),)), \"m.pt2\")' && "
+                "torch forward $(torch model open m.pt2) $(torch randn 4 3)"))
+def model_open(ctx, source, args=None, num_classes=None, weights=None):
+    """Open a model as a handle: torchvision:NAME or timm:NAME (the architecture, random weights; the
+    `vision` extra), FILE.pt2 (a torch.export archive, scanned so that nothing beyond weights_only is ever
+    unpickled; its graph runs as it was exported, never in train mode: fit refuses it), or FILE.py:CLASS, your
+    own nn.Module class: this RUNS that file's code in the daemon, as `python -c 'from FILE import CLASS'` would.
+
+    Args:
+        source: torchvision:NAME, timm:NAME, FILE.pt2 or FILE.py:CLASS (FILE relative to your folder)
+        args: the constructor's keyword arguments as a JSON object, e.g. '{"hidden": 16}'
+        num_classes: the classifier's outputs (torchvision and timm models take it)
+        weights: a state dict loaded after, strictly, as `torch nn load` reads it (.safetensors, .pt, a folder)
+    """
+    return modelopen.open_model(ctx, source, args, num_classes, weights)

@@ -84,15 +84,10 @@ def nn_load(ctx, model, file, key=None, strip=None, map=None, partial=False, tru
     rename the file's keys. Strict and atomic: any difference refuses with the diff and changes nothing;
     --partial loads what fits. A torchsh .safetensors (nn save, a checkpoint: its model part) brings back what
     the model's data stands for."""
-    trusted, parts, rename = statedicts.trusted_globals(trust), statedicts.parts(file), stateload.renamer(strip, map)
-    own = _torchsh_metadata(parts)
-    weights = checkpoint.model_part if own.get("format") == checkpoint.FORMAT else dict
-    if all(part.endswith(".safetensors") for part in parts):  # the diff from headers: a refusal reads no data
-        shapes = (weights(statedicts.shapes(part)) for part in parts)
-        stateload.refuse_unless_it_fits(stateload.compare(model, shapes, rename, file)[1], partial)
-    chunks = (weights(statedicts.read(part, key, trusted)) for part in parts)
-    fitting, diff = stateload.compare(model, chunks, rename, file)
-    loaded, kept = Loaded(stateload.load(model, fitting, diff, partial)), meaning.valid(own.get("data"))
+    own = _torchsh_metadata(statedicts.parts(file))
+    select = checkpoint.model_part if own.get("format") == checkpoint.FORMAT else dict
+    loaded = Loaded(stateload.load_file(model, file, key, strip, map, partial, trust, select))
+    kept = meaning.valid(own.get("data"))
     meaning.attach(model, kept)
     if kept:
         loaded["data"] = kept
