@@ -80,6 +80,16 @@ def test_an_error_the_users_forward_raises_is_theirs_in_one_line(sh):
     assert r.code == 4 and r.err.count("\n") == 1 and "Net takes 3 features" in r.err, r.err
 
 
+@pytest.mark.parametrize("call", ["sys.exit(3)", "raise SystemExit('bye')", "raise KeyboardInterrupt"])
+def test_a_forward_that_exits_is_one_line_and_the_daemon_keeps_answering(sh, call):
+    folder = sh.tmp("exiting")
+    write_net(folder, "import sys\n" + NET.replace("h = torch.relu(self.stem(x))",
+                                                     "%s\n        h = torch.relu(self.stem(x))" % call))
+    r = sh.run("cd %s && torch forward $(torch model open mynet.py:Net) $(torch randn 2 3)" % folder)
+    assert r.code == 4 and r.err.count("\n") == 1 and "[torch_error]" in r.err, r.err
+    assert sh("torch ones 2 | torch sum | torch value") == "2.0"  # the tensor thread lives on
+
+
 def export_residual(path, batch=4):
     """A residual net in eval mode, exported with a dynamic batch and saved; (the model, its program)."""
     model = python_net(write_net(os.path.dirname(path) or ".", name="exported_net.py"), hidden=6).eval()

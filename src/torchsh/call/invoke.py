@@ -63,6 +63,12 @@ def invoke(ctx, op, binding, globals_=None, warned=None, convert=convert_all):
                 raise
             except MemoryError as e:
                 raise memory.allocation_failure(e) from None
+            except (SystemExit, KeyboardInterrupt) as e:
+                # a user's module (model open FILE.py:CLASS) calling sys.exit in forward: left alone it would
+                # end the tensor thread, and every later request would wait for it forever
+                raise TorchshError("torch_error", "%s's code raised %s%s" % (
+                    op.name, type(e).__name__, "(%s)" % e if str(e) else ""),
+                    "the model's own code stopped it; nothing else changed") from None
             except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError, AssertionError,
                     ArithmeticError, AttributeError) as e:
                 # PyTorch's Python code asserts, divides and calls tensor methods on what it was given
