@@ -78,6 +78,19 @@ def test_a_malicious_pickle_is_listed_and_never_runs(sh):
     assert not os.path.exists(marker)
 
 
+def test_a_torch_export_archive_lists_its_weights_as_the_program_holds_them(sh):
+    path = sh.tmp("m.pt2")
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2, dtype=torch.float64))
+    model[2].register_buffer("steps", torch.zeros(5, dtype=torch.int64))
+    program = torch.export.export(model, (torch.randn(2, 3),))
+    torch.export.save(program, path)
+    got = _inspect(sh, path)
+    assert got["format"] == "pt2" and got["metadata"] == {"archive_format": "pt2", "archive_version": "0"}
+    want = program.state_dict
+    assert {t["key"]: (t["dtype"], t["shape"], t["bytes"]) for t in got["tensors"]} == {
+        k: (str(v.dtype).replace("torch.", ""), list(v.shape), v.numel() * v.element_size()) for k, v in want.items()}
+
+
 @pytest.mark.parametrize("name,data,code", [("x.txt", b"hello", "bad_argument"),
                                              ("bad.safetensors", b"\xff" * 16, "file_error"),
                                              ("old.pt", b"\x80\x02}q\x00.", "file_error")])

@@ -3,6 +3,8 @@
 - .safetensors: the 8-byte length and the JSON header (names, dtypes, shapes, byte ranges, metadata); the
   data is never read, so a multi-GB file answers at once.
 - .npy / .npz: each array's .npy header (fileio.check_npy_header: object arrays, which are pickles, refused).
+- .pt2 (torch.export.save's zip): each weight's key, dtype, shape and bytes from its JSON weights config
+  (formats/pt2weights.describe); the graph and the pickled sample inputs are not opened.
 - .pt / .pth / .ckpt (torch.save's zip): the archive's listing (its storages and their bytes) and the globals
   its pickle would need beyond what torch.load(weights_only=True) allows, from PyTorch's own static scan of
   the pickle's opcodes (torch.serialization.get_unsafe_globals_in_checkpoint), which runs none of them. The
@@ -31,17 +33,22 @@ def inspect(path):
     """The header-only description of the tensor file at path, by its extension."""
     size = fileio.regular_file(path).st_size
     ext = os.path.splitext(path)[1].lower()
-    readers = {".safetensors": _safetensors, ".npy": _npy, ".npz": _npz}
+    readers = {".safetensors": _safetensors, ".npy": _npy, ".npz": _npz, ".pt2": _pt2}
     reader = readers.get(ext) or (_pt if ext in PT_NAMES else None)
     if reader is None:
         raise TorchshError("bad_argument", "cannot inspect %r files" % (ext or os.path.basename(path)),
-                           "model inspect reads .safetensors .npy .npz .pt .pth .ckpt .bin")
+                           "model inspect reads .safetensors .npy .npz .pt .pth .ckpt .bin .pt2")
     try:
         with open(path, "rb") as f:
             found = reader(f, size, path)
     except (OSError, ValueError, KeyError, struct.error, zipfile.BadZipFile, EOFError) as e:
         raise fileio.file_error(path, "read", e) from None
     return dict(file=path, bytes=size, **found)
+
+
+def _pt2(f, size, path):
+    from torchsh.formats import pt2weights  # torch's export serde, imported only when a .pt2 is asked about
+    return pt2weights.describe(f, path)
 
 
 def _safetensors(f, size, path):

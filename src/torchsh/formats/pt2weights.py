@@ -38,6 +38,25 @@ def read(path, trusted=(), unsafe_globals=None):
                 for name, meta in config.items()}
 
 
+def describe(f, path):
+    """The header-only view `model inspect` gives of an archive: each weight's key, dtype, shape and stored
+    bytes from the weights config, plus the archive's format marks; no weight, graph or pickle is read."""
+    with zipfile.ZipFile(f) as archive:
+        members = {info.filename: info for info in archive.infolist()}
+        root = _root(path, members)
+        marks = {mark: _member(archive, members[root + "/" + mark]).decode("ascii", "replace").strip()
+                 for mark in ("archive_format", "archive_version") if root + "/" + mark in members}
+        if root + _LEGACY in members:  # the legacy layout keeps its weights in one pickle: nothing to list
+            return dict(format="pt2", tensors=[], metadata=dict(marks, weights="a torch.save pickle (legacy)"))
+        tensors = []
+        for key, meta in _config(path, archive, members.get(root + _CONFIG)).items():
+            info = members.get("%s/data/weights/%s" % (root, meta.get("path_name")))
+            tensor_meta = meta.get("tensor_meta") or {}
+            tensors.append({"key": key, "dtype": str(_dtype(tensor_meta.get("dtype"))).replace("torch.", ""),
+                            "shape": _ints(tensor_meta.get("sizes", [])), "bytes": info.file_size if info else 0})
+        return dict(format="pt2", tensors=tensors, metadata=marks)
+
+
 def _root(path, members):
     """The archive's one top folder, once its archive_format says pt2 (torch.export.save's own mark)."""
     roots = {name.split("/", 1)[0] for name in members if "/" in name}
