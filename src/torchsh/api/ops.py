@@ -47,7 +47,12 @@ def post_op(app, request, params):
         if not isinstance(v, (str, int, float, bool)):
             raise TorchshError("bad_request", "env value %s must be a string, not %s" % (k[:60], _json_type(v)))
     plain = body.keys() <= calls.PLAIN_FIELDS
-    ctx, globals_ = _context(app, request, body, env, cwd, plain, op)
+    ctx, globals_ = _context(app, request, body, env, cwd, plain)
+    if kwargs and "name" in kwargs and "name" not in op.flags():  # the global --name, as the CLI parses it
+        kwargs = dict(kwargs)
+        ctx.naming(op, str(kwargs.pop("name")))
+    elif not plain:
+        ctx.naming(op, _field(body, "name", str, None))  # "name": "enc", as --name on the command line
     if kwargs:
         kwargs = aliases.own_names(op.name, op.flags(), {k.replace("-", "_"): v for k, v in kwargs.items()})
     if op.replies and "follow" in op.replies and "json" in op.flags() and "json" not in kwargs:
@@ -72,7 +77,7 @@ def post_op(app, request, params):
     return _answer(ctx, result, nan, warned)
 
 
-def _context(app, request, body, env, cwd, plain, op):
+def _context(app, request, body, env, cwd, plain):
     """(the request's Context, the global switches or None): the replies the caller lists (Torchsh-Replies;
     "exec": true lists exec) and the body's switches, each a JSON boolean or bad_request. No peer_pid: an API
     caller that runs a block itself may be a one-shot process (curl) gone before the block ends."""
@@ -83,7 +88,6 @@ def _context(app, request, body, env, cwd, plain, op):
     switches = {k: _field(body, k, bool, False) for k in ("no_grad", "inference_mode", "exec", "stderr_tty")}
     ctx = Context(app, cwd, {k: str(v) for k, v in env.items()} if env else {}, stderr_is_tty=switches["stderr_tty"],
                   replies=carried | {"exec"} if switches["exec"] else carried)
-    ctx.naming(op, _field(body, "name", str, None))  # "name": "enc", as --name on the command line
     return ctx, {k: switches[k] for k in ("no_grad", "inference_mode")}
 
 
