@@ -167,10 +167,11 @@ class Names:
                 for n, e in self.matching()]
 
     def restore(self, records, held):
-        """Names back from a session save, those whose handle `held(handle)` says is held."""
+        """Names back from a session save, those whose handle `held(handle)` says is held (a name held here
+        already stays as it is)."""
         with self._lock:
             for name, handle, left, reflog in records:
-                if held(handle):
+                if held(handle) and name not in self._names:
                     self._names[name] = Name(handle, time.time(), time.time() + left if left else None,
                                              [h for h in reflog if held(h)][:REFLOG_KEPT])
 
