@@ -7,7 +7,7 @@ import torch
 
 from apicall import call
 
-COLUMNS = ["HANDLE", "KIND", "SHAPE", "DTYPE", "DEVICE", "BYTES", "GRAD", "AGE", "SCOPE"]
+COLUMNS = ["HANDLE", "KIND", "SHAPE", "DTYPE", "DEVICE", "BYTES", "GRAD", "AGE", "SCOPE", "NAMES"]
 
 
 def objects(sh, scope_id=None):
@@ -51,7 +51,7 @@ def test_census_json_has_integer_bytes_for_every_kind(sh):
 def test_census_json_keeps_its_fields(sh):
     x = sh("torch zeros '[2,5]'")
     row = next(r for r in json.loads(sh("torch tensors --json")) if r["handle"] == x)
-    assert set(row) == {"handle", "kind", "age_s", "scope", "shape", "dtype", "device", "bytes", "requires_grad"}
+    assert set(row) == {"handle", "kind", "age_s", "scope", "shape", "dtype", "device", "bytes", "requires_grad", "names"}
 
 
 def test_table_has_a_header_and_aligned_columns(sh):
