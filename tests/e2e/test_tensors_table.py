@@ -76,7 +76,7 @@ def test_table_names_the_scope_and_kind_filter(sh):
     out = sh("torch scope -- bash -c 'torch ones \"[2]\" >/dev/null; torch tensors --kind tensor'")
     lines = out.split("\n")
     assert lines[0].split() == COLUMNS
-    scoped = [line.split() for line in lines[1:] if line.split()[-1] != "-"]
+    scoped = [line.split() for line in lines[1:] if line.split()[COLUMNS.index("SCOPE")] != "-"]
     assert scoped and all(cells[1] == "tensor" for cells in scoped)
 
 
