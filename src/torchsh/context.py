@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from torchsh.call import replies
 from torchsh.call.results import NeedUpload
 from torchsh.errors import TorchshError
+from torchsh.registry import names
 from torchsh.remote import staging
+from torchsh.table.kinds import creates
 
 _TRUE = ("1", "true", "yes", "on")
 # The replies a caller's file on a remote context needs, by how the op uses it (Context.path's modes)
@@ -28,6 +30,7 @@ class Context:
     hold: object = None         # hold(end): end() runs when the caller's connection drops (daemon/conn.Conn.hold)
     downloads: list = None      # (stage id, the caller's path) of files the op wrote for a remote caller
     uploads: list = None        # staged copies of the caller's files the op read (removed after it, mostly)
+    name: str = None            # --name: the first object this request makes gets it (Context.naming)
 
     def __post_init__(self):
         self.env = self.env or {}
@@ -115,4 +118,22 @@ class Context:
         return staged
 
     def put(self, obj, kind="tensor"):
-        return self.app.registry.put(obj, kind, self.scope)
+        handle = self.app.registry.put(obj, kind, self.scope)
+        if self.name is not None:  # the one place a result becomes a handle: where --name takes effect
+            name, self.name = self.name, None
+            self.app.registry.name(handle, name)
+        return handle
+
+    def naming(self, op, text):
+        """Take `--name TEXT` for this request, checked before anything runs: a valid name, free, and an op
+        that makes an object (else bad_argument, name_in_use)."""
+        if text is None:
+            return
+        name = names.check_name(text)
+        if not creates(op):
+            raise TorchshError("bad_argument", "--name names the object a command makes; %s makes none" %
+                               op.display_name, "`torch name HANDLE @%s` names one already held" % name)
+        holder = self.app.registry.names.holder(name)
+        if holder is not None and self.app.registry.holds(holder):
+            raise names.in_use(name, holder)
+        self.name = name

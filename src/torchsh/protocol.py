@@ -125,6 +125,8 @@ ERRORS = {
     "stale_handle": (410, EXIT_HANDLE, "the handle belongs to a daemon that has exited"),
     "wrong_kind": (409, EXIT_HANDLE, "the handle names an object of another kind"),
     "bad_handle": (400, EXIT_HANDLE, "the text is not a well-formed handle"),
+    "unknown_name": (404, EXIT_HANDLE, "no object has that @name (freed, expired, or never named)"),
+    "name_in_use": (409, EXIT_HANDLE, "the @name names another object; `torch name --force` moves it"),
     "shape_mismatch": (422, EXIT_TORCH, "tensor shapes do not fit together"),
     "dtype_error": (422, EXIT_TORCH, "a tensor has a dtype the op cannot use"),
     "torch_error": (422, EXIT_TORCH, "PyTorch raised an error"),

@@ -83,6 +83,18 @@ def test_a_scope_comes_back_with_its_members(own, tmp_path):
     assert own("torch tensors -q") == outside and inside != outside
 
 
+def test_names_come_back_with_their_objects_and_reflog(own, tmp_path):
+    old = own("torch ones 2 --name enc")
+    new = own("torch zeros 3 --name other >/dev/null; torch name $(torch zeros 2) @enc --force; torch names @enc --json")
+    saved = json.loads(new)[0]
+    own("torch session save %s >/dev/null" % (tmp_path / "s"))
+    own("torch daemon stop")
+    own("torch session load %s" % (tmp_path / "s"))
+    back = json.loads(own("torch names @enc --json"))[0]
+    assert (back["handle"], back["reflog"]) == (saved["handle"], [old])
+    assert own("torch value @enc~1") == "[1.0,1.0]" and own("torch names -q").split() == ["@enc", "@other"]
+
+
 def test_a_torchscript_module_is_named_and_the_rest_is_saved(own, tmp_path):
     torch.jit.script(torch.nn.Linear(2, 1)).save(str(tmp_path / "lin.ts"))
     j = own("torch nn jit_load %s 2>/dev/null" % (tmp_path / "lin.ts"))

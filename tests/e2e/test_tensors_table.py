@@ -7,7 +7,7 @@ import torch
 
 from apicall import call
 
-COLUMNS = ["HANDLE", "KIND", "SHAPE", "DTYPE", "DEVICE", "BYTES", "GRAD", "AGE", "SCOPE"]
+COLUMNS = ["HANDLE", "KIND", "SHAPE", "DTYPE", "DEVICE", "BYTES", "GRAD", "AGE", "SCOPE", "NAMES"]
 
 
 def objects(sh, scope_id=None):
@@ -51,7 +51,7 @@ def test_census_json_has_integer_bytes_for_every_kind(sh):
 def test_census_json_keeps_its_fields(sh):
     x = sh("torch zeros '[2,5]'")
     row = next(r for r in json.loads(sh("torch tensors --json")) if r["handle"] == x)
-    assert set(row) == {"handle", "kind", "age_s", "scope", "shape", "dtype", "device", "bytes", "requires_grad"}
+    assert set(row) == {"handle", "kind", "age_s", "scope", "shape", "dtype", "device", "bytes", "requires_grad", "names"}
 
 
 def test_table_has_a_header_and_aligned_columns(sh):
@@ -76,7 +76,7 @@ def test_table_names_the_scope_and_kind_filter(sh):
     out = sh("torch scope -- bash -c 'torch ones \"[2]\" >/dev/null; torch tensors --kind tensor'")
     lines = out.split("\n")
     assert lines[0].split() == COLUMNS
-    scoped = [line.split() for line in lines[1:] if line.split()[-1] != "-"]
+    scoped = [line.split() for line in lines[1:] if line.split()[COLUMNS.index("SCOPE")] != "-"]
     assert scoped and all(cells[1] == "tensor" for cells in scoped)
 
 

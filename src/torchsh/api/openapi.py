@@ -31,7 +31,8 @@ _OP_REQUEST = {"type": "object", "properties": {
              "{\"exec\": {env, then}} for the caller to run its own block, instead of an error "
              "(the same as listing exec in the Torchsh-Replies header)"},
     "stderr_tty": {"type": ["boolean", "null"], "description": "the caller's stderr is a terminal: a followed "
-                   "job's progress comes as a live line (\r), not plain lines"}}}
+                   "job's progress comes as a live line (\r), not plain lines"},
+    "name": {"type": ["string", "null"], "description": "the object the op makes gets this @name (as --name)"}}}
 
 
 # Replies are valid JSON (RFC 8259) by default; ?nan=bare is for readers of Python's tokens (Nushell's NUON).

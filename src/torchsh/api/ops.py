@@ -6,7 +6,8 @@ The same binder and invoker as the CLI, so both faces resolve overloads identica
 warnings come back as "warnings": [first line of each], beside "result".
 Optional body fields: "cwd" (for relative paths), "env" (TORCHSH_* settings), "no_grad", "exec" (true: the
 caller runs a block form's command itself; the same as listing exec in the Torchsh-Replies header),
-"stderr_tty" (true: the caller's stderr is a terminal, so a followed job's progress is a live line).
+"stderr_tty" (true: the caller's stderr is a terminal, so a followed job's progress is a live line), "name" (the
+object the op makes gets this @name, as --name does). A "@name" word anywhere a handle goes names its object.
 Replies besides output (protocol.REPLIES) the caller lists in the Torchsh-Replies header come back as a
 field of their name: {"exec": …}, {"follow": …, "stdout", "stderr"}, {"copy": …}, {"handover": …}; for one it
 does not list, the daemon follows a job to its end itself (a foreground fit answers its rows once it ends),
@@ -17,7 +18,7 @@ import json
 from torchsh import protocol
 from torchsh.api import calls
 from torchsh.api.openapi import op_description
-from torchsh.call import bind, replies, results, suggest, tokens
+from torchsh.call import bind, parse, replies, results, suggest, tokens
 from torchsh.call.invoke import convert_all, invoke
 from torchsh.call.jsonout import nan_mode, result_json
 from torchsh.call.misfit import no_binding
@@ -47,6 +48,11 @@ def post_op(app, request, params):
             raise TorchshError("bad_request", "env value %s must be a string, not %s" % (k[:60], _json_type(v)))
     plain = body.keys() <= calls.PLAIN_FIELDS
     ctx, globals_ = _context(app, request, body, env, cwd, plain)
+    if kwargs and "name" in kwargs and "name" not in op.flags():  # the global --name, as the CLI parses it
+        kwargs = dict(kwargs)
+        ctx.naming(op, str(kwargs.pop("name")))
+    elif not plain:
+        ctx.naming(op, _field(body, "name", str, None))  # "name": "enc", as --name on the command line
     if kwargs:
         kwargs = aliases.own_names(op.name, op.flags(), {k.replace("-", "_"): v for k, v in kwargs.items()})
     if op.replies and "follow" in op.replies and "json" in op.flags() and "json" not in kwargs:
@@ -56,7 +62,7 @@ def post_op(app, request, params):
     if plan is not None:  # a call of a shape seen before: its words go straight to their slots
         binding, convert = calls.PlannedCall(plan, args, tensors, kwargs), calls.convert
     else:
-        binding, convert = _bind_body(op, fixed, args, tensors, kwargs, shape), convert_all
+        binding, convert = _bind_body(op, fixed, args, tensors, kwargs, shape, app.registry.names.lookup), convert_all
     warned = []
     try:
         if op.replies:  # a caller lacking a reply the op declares: handed over or refused, nothing runs
@@ -125,11 +131,14 @@ def _json(value):
     return Response(200, json.dumps(value, separators=(",", ":")).encode())
 
 
-def _bind_body(op, fixed, args, tensors, kwargs, shape):
-    """The full path: tokens, `-`, flags checked, overload chosen; the plan is remembered for the shape."""
+def _bind_body(op, fixed, args, tensors, kwargs, shape, lookup):
+    """The full path: tokens (a `@name` as its handle's: lookup), `-`, flags checked, overload chosen; the
+    plan is remembered for the shape."""
     args, tensors = _put_dashes(op, args, tensors)
     positionals, piped = [calls.word_token(v) for v in args], [calls.word_token(v) for v in tensors]
-    flags = {k: _flag_token(op, k, v) for k, v in dict(fixed, **kwargs).items()}
+    positionals, flags = parse.named(positionals, {k: _flag_token(op, k, v) for k, v in dict(fixed, **kwargs).items()},
+                                     lookup)
+    piped = [tokens.named(t, lookup) for t in piped]
     unknown = [k for k in flags if k not in op.flags()]
     if unknown:
         raise TorchshError("unknown_flag", "%s takes no argument %s" % (op.name, ", ".join(unknown)),

@@ -12,7 +12,8 @@ from torchsh.errors import TorchshError
 from torchsh.table.aliases import flag_alias
 from torchsh.table.kinds import LIST_FLAG_KINDS, STDIN_KINDS
 
-GLOBAL_FLAGS = {"no_grad": "bool", "inference_mode": "bool", "json": "bool", "help": "bool"}
+# `--name NAME`: the object the command makes gets the name (Context.naming; only ops that make one)
+GLOBAL_FLAGS = {"no_grad": "bool", "inference_mode": "bool", "json": "bool", "help": "bool", "name": "str"}
 STDIN_WORD = "-"
 
 
@@ -20,7 +21,7 @@ STDIN_WORD = "-"
 class Parsed:
     positionals: list
     flags: dict                  # name -> Token
-    globals: dict = field(default_factory=dict)   # no_grad/inference_mode/json/help -> bool
+    globals: dict = field(default_factory=dict)   # no_grad/inference_mode/json/help -> bool; name -> its text
     argv_rest: list = None       # words after `--`, or None
 
 
@@ -56,7 +57,7 @@ def split_argv(op, words, fixed=None):
             if renamed and renamed[1]:
                 tok = tokens.from_json(renamed[1].get(tok.value, tok.value), tok.text)
             if spec is None:
-                glob[name] = bool(tok.value)
+                glob[name] = tok.text if kind == "str" else bool(tok.value)
             elif name in flags and name in op.repeatable:  # one value per occurrence
                 flags[name] = (flags[name] if isinstance(flags[name], list) else [flags[name]]) + [tok]
             else:
@@ -82,6 +83,11 @@ class _StdinMarks:
             self.count += 1
             return tokens.Token("stdin", self.count - 1, tok.text)
         return tok
+
+
+def named(positionals, flags, lookup):
+    """Positionals and flags with each `@name` as a token of the handle it names now (tokens.named)."""
+    return [tokens.named(t, lookup) for t in positionals], {k: tokens.named(v, lookup) for k, v in flags.items()}
 
 
 def stdin_marks(parsed):
@@ -129,6 +135,6 @@ def _list_flag(op, name, words, i, inline):
 
 def _valid_flags(op, flag_specs, name=None):
     """The hint of an unknown flag: the close one first (`--keepdims`: did you mean --keepdim?), then them all."""
-    names = sorted("--" + n for n in flag_specs) + ["--no_grad", "--inference_mode", "--json", "--help", "-h"]
+    names = sorted("--" + n for n in flag_specs) + ["--no_grad", "--inference_mode", "--json", "--help", "--name", "-h"]
     close = suggest.flag(name, list(flag_specs) + list(GLOBAL_FLAGS)) if name else None
     return "%svalid flags for %s: %s" % (close + " " if close else "", op.name, " ".join(names))

@@ -22,8 +22,8 @@ _MAX_INT_DIGITS = 64
 
 @dataclass
 class Token:
-    cls: str        # handle | int | float | bool | null | list | dict | str
-    value: object   # the Python value (handle text for handles)
+    cls: str        # handle | name | int | float | bool | null | list | dict | str
+    value: object   # the Python value (handle text for handles, `@enc` for a name the registry does not hold)
     text: str       # what the user typed, for error messages
 
     def __repr__(self):
@@ -35,6 +35,8 @@ def from_word(word):
     w = word.strip()
     if looks_like_handle(w):
         return Token("handle", w, word)
+    if w[:1] == "@":
+        return Token("name", w, word)
     if _INT_RE.match(w):
         if len(w) > _MAX_INT_DIGITS:  # table/values.py names the range; here only keep int() cheap and legal
             return Token("int", (-1 if w[0] == "-" else 1) * 10 ** _MAX_INT_DIGITS, word)
@@ -74,10 +76,24 @@ def from_json(value, text=None):
     if isinstance(value, str):
         if looks_like_handle(value):
             return Token("handle", value.strip(), text)
+        if value[:1] == "@":
+            return Token("name", value.strip(), text)
         if value in _NONFINITE:
             return Token("float", float(value.replace("Infinity", "inf")), text)
         return Token("str", value, text)
     raise ValueError("unsupported JSON value %r" % (value,))
+
+
+def named(tok, lookup):
+    """A `@name` token as a token of the handle it names now (lookup(text) -> handle or None), keeping its
+    text, so overload choice sees the object's kind as it sees a handle's; an unknown name stays a name (its
+    slot's conversion then says unknown_name). Lists item by item; other tokens as they are."""
+    if isinstance(tok, list):
+        return [named(t, lookup) for t in tok]
+    if tok.cls != "name":
+        return tok
+    handle = lookup(tok.value)
+    return Token("handle", handle, tok.text) if handle else tok
 
 
 _JSON_CLASSES = {bool: "bool", int: "int", float: "float", type(None): "null", list: "list", dict: "dict"}

@@ -115,7 +115,8 @@ def _run_op(ctx, op, fixed, words):
         with lock:
             return CliReply(stdout=cli_help.op_help(op, _columns(ctx)))
     replies.check(ctx, op)  # after --help (which needs no reply), before anything runs
-    flags = dict(parsed.flags)
+    ctx.naming(op, parsed.globals.get("name"))
+    parsed.positionals, flags = parse.named(parsed.positionals, parsed.flags, ctx.registry.names.lookup)
     if parsed.argv_rest is not None:
         argv_arg = next((a for a in op.flags().values() if a.kind == "argv"), None)
         if argv_arg is None:
@@ -170,7 +171,7 @@ def _bind_with_stdin(ctx, op, parsed, flags):
     if ctx.stdin is None:
         replies.needed(ctx, "stdin", op.display_name)
         raise results.NeedStdin(need)
-    toks = [tokens.from_word(line) for line in ctx.stdin if line.strip()]
+    toks = [tokens.named(tokens.from_word(line), ctx.registry.names.lookup) for line in ctx.stdin if line.strip()]
     text = "\n".join(ctx.stdin) if any(a.kind in STDIN_TEXT_KINDS for a in open_.holes) else None
     filled = bind.fill_stdin(op, parsed.positionals, flags, [] if text is not None else toks, text) if toks else None
     if filled is not None:
@@ -196,7 +197,7 @@ def _bind_marked(ctx, op, parsed, flags):
     if len(lines) < need:
         raise TorchshError("missing_argument", "expected %d handle(s) on stdin for `-`, got %d" % (need, len(lines)),
                            op.usage())
-    positionals, flags = parse.put_stdin(parsed, lines, flags)
+    positionals, flags = parse.named(*parse.put_stdin(parsed, lines, flags), ctx.registry.names.lookup)
     binding, partials = bind.choose(op, positionals, flags)
     if binding is None:
         raise no_binding(op, partials, positionals, flags)

@@ -28,8 +28,11 @@ def object_row(handle, entry, now=None):
 
 
 def census_rows(registry):
-    now = time.time()
-    return [object_row(h, e, now) for h, e in registry.items()]
+    now, named = time.time(), {}
+    registry.expire_names()
+    for name, entry in registry.names.matching():
+        named.setdefault(entry.handle, []).append(name)
+    return [dict(object_row(h, e, now), names=named.get(h, [])) for h, e in registry.items()]
 
 
 def bytes_held(registry):

@@ -1,6 +1,7 @@
 """Who owns a scope: the client process that waits for `torch scope -- CMD` and then ends it, known by pid
 plus the process's start time (from /proc), so a recycled pid never keeps a dead client's scope alive. A
-reaper thread ends the scopes whose owner is gone (SIGKILL, the OOM killer) once a second. (A scope also
+reaper thread ends the scopes whose owner is gone (SIGKILL, the OOM killer) once a second, and expires the
+names given a TTL (registry/names.py). (A scope also
 ends when its client's connection drops: daemon/conn.py; the pid covers a session restored in a new daemon.)
 """
 import logging
@@ -69,5 +70,6 @@ class Reaper:
             time.sleep(REAP_INTERVAL_S)
             try:
                 self.registry.reap_orphans()
+                self.registry.expire_names()  # names given a TTL (registry/names.py)
             except Exception:  # never let the reaper die: the next round may succeed
                 log.exception("scope reaper")

@@ -18,6 +18,7 @@ from torchsh.errors import TorchshError
 from torchsh.registry import owners
 from torchsh.registry.handles import base36, format_handle, new_epoch, parse_handle
 from torchsh.registry.kinds import HANDLE_KINDS, KINDS
+from torchsh.registry.names import Names
 
 ENDED_KEPT = 4096  # ended scopes remembered, so a command still running in one is told why (scope_ended)
 
@@ -47,6 +48,7 @@ class Registry:
         self._lock = threading.Lock()
         self._reaper = None
         self._ended = {}  # ended scope id -> why, the newest ENDED_KEPT
+        self.names = Names()  # `@enc` -> handle (registry/names.py)
 
     # -- objects ---------------------------------------------------------------------------
     def put(self, obj, kind="tensor", scope=None):
@@ -95,15 +97,43 @@ class Registry:
         return entry.obj if entry is not None and kind in (None, entry.kind) else self.entry(handle, kind).obj
 
     def kind_of(self, handle):
-        """The kind of the object `handle` names exactly (no stripping, no epoch check), or None."""
+        """The kind of the object `handle` (or a `@name`) names exactly (no stripping, no epoch check), or None."""
+        if handle[:1] == "@":
+            handle = self.names.lookup(handle)
         return getattr(self._entries.get(handle), "kind", None)
 
     def holds(self, handle):
         """True when the handle names an object held here (of this daemon's epoch, or restored)."""
         return handle.strip() in self._entries
 
+    def resolve(self, text):
+        """The handle as given, or the one a `@name` names now (unknown_name when none: expired, freed, never)."""
+        text = text.strip()
+        if text[:1] != "@":
+            return text
+        self.expire_names()
+        return self.names.resolve(text)
+
+    def name(self, handle, name, force=False, ttl=None):
+        """Name a held object (registry/names.py: name_in_use, force, the reflog, a TTL)."""
+        handle = self.resolve(handle)
+        self.entry(handle)
+        self.expire_names()
+        self.names.set(name, handle, force, ttl)
+        if ttl and self._reaper is None:
+            self._start_reaper()  # it expires the names once a second (registry/owners.py)
+
+    def expire_names(self):
+        """Drop the names whose TTL ran out, and free their objects (unless pinned otherwise, or a job's)."""
+        gone = self.names.expired()
+        pinned = self.names.pinned() if gone else ()
+        with self._lock:
+            for h in [h for h in gone if h in self._entries and h not in pinned]:
+                if not self.in_use(self._entries[h].obj):
+                    self._drop(h)
+
     def entry(self, handle, kind=None):
-        handle = handle.strip()
+        handle = self.resolve(handle)
         entry = self._entries.get(handle)
         if entry is None:
             raise self._missing(handle, kind)
@@ -125,18 +155,20 @@ class Registry:
 
     def free(self, handles):
         """Free all of them or none: every handle is validated before anything is dropped."""
-        handles = [h.strip() for h in handles]
+        handles = [self.resolve(h) for h in handles]
         with self._lock:
             for h in handles:
                 if h not in self._entries:
                     raise self._missing(h, None)
             for h in handles:
                 self._drop(h)
+            self.names.forget(handles)  # `torch free @enc` frees the object and drops the name
 
     def free_all(self):
         with self._lock:
             count = len(self._entries)
             self._entries.clear()
+            self.names.clear()
             for scope in self._scopes.values():
                 scope.handles.clear()
             return count
@@ -207,7 +239,7 @@ class Registry:
                 if s.parent in doomed:
                     doomed.append(s.id)  # children listed after parents, so one pass suffices
             parent = self._scopes[scope_id].parent
-            freed = 0
+            freed, pinned = 0, self.names.pinned()
             for sid in doomed:
                 scope = self._scopes.pop(sid)
                 self._ended[sid] = why if sid == scope_id else "its outer scope %s ended" % scope_id
@@ -217,7 +249,7 @@ class Registry:
                     entry = self._entries.get(h)
                     if entry is None:
                         continue
-                    if self.in_use(entry.obj):  # a running job trains it: it outlives the scope (moves out)
+                    if self.in_use(entry.obj) or h in pinned:  # a job trains it, or a name holds it: moves out
                         entry.scope = parent
                         if parent is not None:
                             self._scopes[parent].handles.add(h)

@@ -58,8 +58,9 @@ def collect(registry, handles=None, failed=()):
             for key, t in state.items():
                 _put(tensors, "%s|%s" % (h, key), t)
         objects.append(row)
+    saved = {row["handle"] for row in objects}
     manifest = {"format": FORMAT, "epoch": registry.epoch, "objects": objects, "skipped": skipped,
-                "scopes": registry.scope_records()}
+                "scopes": registry.scope_records(), "names": [r for r in registry.names.records() if r[1] in saved]}
     return manifest, tensors
 
 

@@ -50,6 +50,7 @@ def hold(registry, stream, keep, scope=None, owners=True):
     if keep:
         scopes = [(sid, parent, owner if owners else None) for sid, parent, owner in manifest.get("scopes", ())]
         registry.restore({r["handle"]: (built[r["handle"]], r["kind"], r["scope"]) for r in rows}, scopes)
+        registry.names.restore(manifest.get("names", ()), registry.holds)  # `@enc` names the same object again
         new = {r["handle"]: r["handle"] for r in rows}
     else:
         new = {r["handle"]: registry.put(built[r["handle"]], r["kind"], scope) for r in rows}

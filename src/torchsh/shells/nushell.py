@@ -20,6 +20,7 @@ import re
 from torchsh import paths
 from torchsh.errors import TorchshError
 from torchsh.protocol import CLI_FORMAT
+from torchsh.table.kinds import creates
 from torchsh.shells.nu_params import ASKED, flag_decl, merged_flags, peer_flags, positional_help, positional_only
 from torchsh.vocab import DTYPES
 
@@ -141,6 +142,9 @@ def command_text(op, name=None, fixed=None, command=None):
         # (`torch inference_mode { … }`): a flag on every command costs a tenth of the load time.
         params.append("--no_grad  # run without recording gradients")
         flags = flags + [{"name": "no_grad", "nu_type": None}]
+        if creates(op) and all(f["name"] != "name" for f in flags):  # the global --name (Context.naming)
+            params.append("--name: string  # name the object it makes: @NAME then names it")
+            flags = flags + [{"name": "name", "nu_type": "string"}]
     if op.name == "value":  # nu's own view of a value: `torch value $t --table`
         params.append("--table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)")
     head = "def %s [" % json.dumps(command) if command else "export def %s [" % _nu_name(name.replace(".", " "))

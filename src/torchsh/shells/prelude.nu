@@ -285,12 +285,13 @@ def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record, --s
 # line), or the handles of a piped list; anything else is none.
 def "torchsh handles-in" [piped: any]: nothing -> list {
     let kind = ($piped | describe)
+    let held = '^([a-z]+://\S+|@[A-Za-z0-9_.~/-]+)$'  # a handle, or a `@name` (registry/names.py)
     if $kind == "string" {
-        if ($piped =~ '^[a-z]+://\S+$') { return [$piped] }
-        return ($piped | lines | str trim | where {|l| $l =~ '^[a-z]+://\S+$' })
+        if ($piped =~ $held) { return [$piped] }
+        return ($piped | lines | str trim | where {|l| $l =~ $held })
     }
     if not ($kind starts-with "list") { return [] }
-    $piped | where {|v| ($v | describe) == "string" and ($v =~ '^[a-z]+://\S+$') }
+    $piped | where {|v| ($v | describe) == "string" and ($v =~ $held) }
 }
 
 # Piped data for an op that takes data (`torch tensor`): a table as a list of its rows' values

@@ -393,12 +393,13 @@ def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record, --s
 # line), or the handles of a piped list; anything else is none.
 def "torchsh handles-in" [piped: any]: nothing -> list {
     let kind = ($piped | describe)
+    let held = '^([a-z]+://\S+|@[A-Za-z0-9_.~/-]+)$'  # a handle, or a `@name` (registry/names.py)
     if $kind == "string" {
-        if ($piped =~ '^[a-z]+://\S+$') { return [$piped] }
-        return ($piped | lines | str trim | where {|l| $l =~ '^[a-z]+://\S+$' })
+        if ($piped =~ $held) { return [$piped] }
+        return ($piped | lines | str trim | where {|l| $l =~ $held })
     }
     if not ($kind starts-with "list") { return [] }
-    $piped | where {|v| ($v | describe) == "string" and ($v =~ '^[a-z]+://\S+$') }
+    $piped | where {|v| ($v | describe) == "string" and ($v =~ $held) }
 }
 
 # Piped data for an op that takes data (`torch tensor`): a table as a list of its rows' values
@@ -481,7 +482,8 @@ export def --wrapped main [...words]: any -> any {
 export def H [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "H" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "H" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a view of this tensor with its dimensions reversed.
 #
@@ -489,7 +491,8 @@ export def H [
 export def T [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "T" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "T" $args "no_grad! name" [$no_grad $name] }
 
 # Computes the absolute value of each element in input.
 #
@@ -497,7 +500,8 @@ export def T [
 export def abs [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "abs" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "abs" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.abs.
 #
@@ -505,7 +509,8 @@ export def abs [
 export def absolute [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "absolute" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "absolute" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the arccosine (in radians) of each element in input.
 #
@@ -513,7 +518,8 @@ export def absolute [
 export def acos [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "acos" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "acos" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the inverse hyperbolic cosine of the elements of input.
 #
@@ -521,7 +527,8 @@ export def acos [
 export def acosh [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "acosh" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "acosh" $args "no_grad! name" [$no_grad $name] }
 
 # Applies a 1D adaptive average pooling over an input signal composed of several input planes.
 #
@@ -530,7 +537,8 @@ export def adaptive_avg_pool1d [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input output_size; piped handles fill the tensor slots still missing
     --output_size: any  # the target output size (single integer) (int[])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "adaptive_avg_pool1d" $args "output_size no_grad!" [$output_size $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "adaptive_avg_pool1d" $args "output_size no_grad! name" [$output_size $no_grad $name] }
 
 # Adds other, scaled by alpha, to input.
 #
@@ -541,7 +549,8 @@ export def add [
     --other: any@"nu-complete torch"  # the tensor or number to add to input (Tensor | Scalar)
     --alpha: number  # the multiplier for other (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "add" $args "other alpha no_grad!" [$other $alpha $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "add" $args "other alpha no_grad! name" [$other $alpha $no_grad $name] }
 
 # Performs a batch matrix-matrix product of matrices stored in batch1 and batch2, with a reduced add step (all matrix multiplications get accumulated along the first dimension).
 #
@@ -551,7 +560,8 @@ export def addbmm [
     --beta: number  # multiplier for input (\beta) (Scalar; default 1)
     --alpha: number  # multiplier for batch1 @ batch2 (\alpha) (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "addbmm" $args "beta alpha no_grad!" [$beta $alpha $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "addbmm" $args "beta alpha no_grad! name" [$beta $alpha $no_grad $name] }
 
 # Performs the element-wise division of tensor1 by tensor2, multiplies the result by the scalar value and adds it to input.
 #
@@ -560,7 +570,8 @@ export def addcdiv [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input tensor1 tensor2; input: the tensor to be added; tensor1: the numerator tensor; tensor2: the denominator tensor; piped handles fill the tensor slots still missing
     --value: number  # multiplier for tensor1 / tensor2 (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "addcdiv" $args "value no_grad!" [$value $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "addcdiv" $args "value no_grad! name" [$value $no_grad $name] }
 
 # Performs the element-wise multiplication of tensor1 by tensor2, multiplies the result by the scalar value and adds it to input.
 #
@@ -569,7 +580,8 @@ export def addcmul [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input tensor1 tensor2; input: the tensor to be added; tensor1: the tensor to be multiplied; tensor2: the tensor to be multiplied; piped handles fill the tensor slots still missing
     --value: number  # multiplier for tensor1 .* tensor2 (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "addcmul" $args "value no_grad!" [$value $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "addcmul" $args "value no_grad! name" [$value $no_grad $name] }
 
 # Performs a matrix multiplication of the matrices mat1 and mat2.
 #
@@ -581,7 +593,8 @@ export def addmm [
     --alpha: number  # multiplier for mat1 @ mat2 (\alpha) (Scalar; default 1)
     --out_dtype: string@"nu-complete torch dtypes"  # the dtype of the output tensor (ScalarType)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "addmm" $args "beta alpha out_dtype no_grad!" [$beta $alpha $out_dtype $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "addmm" $args "beta alpha out_dtype no_grad! name" [$beta $alpha $out_dtype $no_grad $name] }
 
 # Performs a matrix-vector product of the matrix mat and the vector vec.
 #
@@ -591,7 +604,8 @@ export def addmv [
     --beta: number  # multiplier for input (\beta) (Scalar; default 1)
     --alpha: number  # multiplier for mat @ vec (\alpha) (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "addmv" $args "beta alpha no_grad!" [$beta $alpha $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "addmv" $args "beta alpha no_grad! name" [$beta $alpha $no_grad $name] }
 
 # Performs the outer-product of vectors vec1 and vec2 and adds it to the matrix input.
 #
@@ -601,7 +615,8 @@ export def addr [
     --beta: number  # multiplier for input (\beta) (Scalar; default 1)
     --alpha: number  # multiplier for vec1 \otimes vec2 (\alpha) (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "addr" $args "beta alpha no_grad!" [$beta $alpha $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "addr" $args "beta alpha no_grad! name" [$beta $alpha $no_grad $name] }
 
 # Returns a view of the tensor conjugated and with the last two dimensions transposed.
 #
@@ -619,7 +634,8 @@ export def affine_grid_generator [
     --size: any  # SymInt[]
     --align_corners  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "affine_grid_generator" $args "size align_corners! no_grad!" [$size $align_corners $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "affine_grid_generator" $args "size align_corners! no_grad! name" [$size $align_corners $no_grad $name] }
 
 # Performs the same operation as torch.alias, but all output tensors are freshly created instead of aliasing the input.
 #
@@ -627,7 +643,8 @@ export def affine_grid_generator [
 export def alias_copy [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "alias_copy" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "alias_copy" $args "no_grad! name" [$no_grad $name] }
 
 # Tests if all elements in input evaluate to True.
 #
@@ -639,7 +656,8 @@ export def all [
     --dim: any  # the dimension or dimensions to reduce (int | int[]?)
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "all" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "all" $args "dim keepdim! no_grad! name" [$dim $keepdim $no_grad $name] }
 
 # This function checks if input and other satisfy the condition:.
 #
@@ -660,7 +678,8 @@ export def amax [
     --dim: any  # the dimension or dimensions to reduce (int[]; default [])
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "amax" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "amax" $args "dim keepdim! no_grad! name" [$dim $keepdim $no_grad $name] }
 
 # Returns the minimum value of each slice of the input tensor in the given dimension(s) dim.
 #
@@ -670,7 +689,8 @@ export def amin [
     --dim: any  # the dimension or dimensions to reduce (int[]; default [])
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "amin" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "amin" $args "dim keepdim! no_grad! name" [$dim $keepdim $no_grad $name] }
 
 # Computes the minimum and maximum values of the input tensor.
 #
@@ -688,7 +708,8 @@ export def aminmax [
 export def angle [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "angle" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "angle" $args "no_grad! name" [$no_grad $name] }
 
 # Tests if any element in input evaluates to True.
 #
@@ -700,7 +721,8 @@ export def any [
     --dim: any  # the dimension or dimensions to reduce (int | int[]?)
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "any" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "any" $args "dim keepdim! no_grad! name" [$dim $keepdim $no_grad $name] }
 
 # Returns a 1-D tensor of size \left\lceil \frac{\text{end} - \text{start}}{\text{step}} \right\rceil with values from the interval [start, end) taken with common difference step beginning from start.
 #
@@ -718,7 +740,8 @@ export def arange [
     --start: number  # the starting value for the set of points (Scalar)
     --step: number  # the gap between each pair of adjacent points (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "arange" $args "end dtype layout device pin_memory! requires_grad! start step no_grad!" [$end $dtype $layout $device $pin_memory $requires_grad $start $step $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "arange" $args "end dtype layout device pin_memory! requires_grad! start step no_grad! name" [$end $dtype $layout $device $pin_memory $requires_grad $start $step $no_grad $name] }
 
 # Alias for torch.acos.
 #
@@ -726,7 +749,8 @@ export def arange [
 export def arccos [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "arccos" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "arccos" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.acosh.
 #
@@ -734,7 +758,8 @@ export def arccos [
 export def arccosh [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "arccosh" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "arccosh" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.asin.
 #
@@ -742,7 +767,8 @@ export def arccosh [
 export def arcsin [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "arcsin" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "arcsin" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.asinh.
 #
@@ -750,7 +776,8 @@ export def arcsin [
 export def arcsinh [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "arcsinh" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "arcsinh" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.atan.
 #
@@ -758,7 +785,8 @@ export def arcsinh [
 export def arctan [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "arctan" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "arctan" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.atan2.
 #
@@ -766,7 +794,8 @@ export def arctan [
 export def arctan2 [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "arctan2" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "arctan2" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.atanh.
 #
@@ -774,7 +803,8 @@ export def arctan2 [
 export def arctanh [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "arctanh" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "arctanh" $args "no_grad! name" [$no_grad $name] }
 
 # Returns the indices of the maximum value of all elements in the input tensor.
 #
@@ -784,7 +814,8 @@ export def argmax [
     --dim: int  # the dimension to reduce (int?)
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "argmax" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "argmax" $args "dim keepdim! no_grad! name" [$dim $keepdim $no_grad $name] }
 
 # Returns the indices of the minimum value(s) of the flattened tensor or along a dimension.
 #
@@ -794,7 +825,8 @@ export def argmin [
     --dim: int  # the dimension to reduce (int?)
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "argmin" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "argmin" $args "dim keepdim! no_grad! name" [$dim $keepdim $no_grad $name] }
 
 # Returns the indices that sort a tensor along a given dimension in ascending order by value.
 #
@@ -806,7 +838,8 @@ export def argsort [
     --descending  # controls the sorting order (ascending or descending) (bool)
     --stable  # controls the relative order of equivalent elements (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "argsort" $args "dim descending! stable! no_grad!" [$dim $descending $stable $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "argsort" $args "dim descending! stable! no_grad! name" [$dim $descending $stable $no_grad $name] }
 
 # Returns a tensor containing the indices of all non-zero elements of input.
 #
@@ -814,7 +847,8 @@ export def argsort [
 export def argwhere [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "argwhere" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "argwhere" $args "no_grad! name" [$no_grad $name] }
 
 # Create a view of an existing torch.Tensor input with specified size, stride and storage_offset.
 #
@@ -836,7 +870,8 @@ export def as_strided_copy [
     --stride: any  # SymInt[]
     --storage_offset: int  # SymInt?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "as_strided_copy" $args "size stride storage_offset no_grad!" [$size $stride $storage_offset $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "as_strided_copy" $args "size stride storage_offset no_grad! name" [$size $stride $storage_offset $no_grad $name] }
 
 # Embeds the values of the src tensor into input along the elements corresponding to the result of calling input.as_strided(size, stride, storage_offset).
 #
@@ -847,7 +882,8 @@ export def as_strided_scatter [
     --stride: any  # the stride of the output tensor (SymInt[])
     --storage_offset: int  # the offset in the underlying storage of the output tensor (SymInt?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "as_strided_scatter" $args "size stride storage_offset no_grad!" [$size $stride $storage_offset $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "as_strided_scatter" $args "size stride storage_offset no_grad! name" [$size $stride $storage_offset $no_grad $name] }
 
 # Returns a new tensor with the arcsine of the elements (in radians) in the input tensor.
 #
@@ -855,7 +891,8 @@ export def as_strided_scatter [
 export def asin [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "asin" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "asin" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the inverse hyperbolic sine of the elements of input.
 #
@@ -863,7 +900,8 @@ export def asin [
 export def asinh [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "asinh" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "asinh" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the arctangent of the elements (in radians) in the input tensor.
 #
@@ -871,7 +909,8 @@ export def asinh [
 export def atan [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "atan" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "atan" $args "no_grad! name" [$no_grad $name] }
 
 # Element-wise arctangent of \text{input}_{i} / \text{other}_{i} with consideration of the quadrant.
 #
@@ -879,7 +918,8 @@ export def atan [
 export def atan2 [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the first input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "atan2" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "atan2" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the inverse hyperbolic tangent of the elements of input.
 #
@@ -887,7 +927,8 @@ export def atan2 [
 export def atanh [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "atanh" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "atanh" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a 1-dimensional view of each input tensor with zero dimensions.
 #
@@ -896,7 +937,8 @@ export def atanh [
 export def atleast_1d [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input | tensors…; input: tensor(s) to be converted to at least 1-dimensional; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "atleast_1d" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "atleast_1d" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a 2-dimensional view of each input tensor with zero dimensions.
 #
@@ -905,7 +947,8 @@ export def atleast_1d [
 export def atleast_2d [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input | tensors…; input: tensor(s) to be converted to at least 2-dimensional; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "atleast_2d" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "atleast_2d" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a 3-dimensional view of each input tensor with zero dimensions.
 #
@@ -914,7 +957,8 @@ export def atleast_2d [
 export def atleast_3d [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input | tensors…; input: tensor(s) to be converted to at least 3-dimensional; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "atleast_3d" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "atleast_3d" $args "no_grad! name" [$no_grad $name] }
 
 # torch.autograd.grad: d(sum of OUTPUTS)/d(each of --inputs), one handle per input; .grad is untouched.
 #
@@ -940,7 +984,8 @@ export def avg_pool1d [
     --ceil_mode  # when True, will use ceil instead of floor to compute the output shape (bool)
     --count_include_pad: any  # when True, will include the zero-padding in the averaging calculation (bool; default true)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "avg_pool1d" $args "kernel_size stride padding ceil_mode! count_include_pad no_grad!" [$kernel_size $stride $padding $ceil_mode $count_include_pad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "avg_pool1d" $args "kernel_size stride padding ceil_mode! count_include_pad no_grad! name" [$kernel_size $stride $padding $ceil_mode $count_include_pad $no_grad $name] }
 
 # Back-propagate from LOSS; gradients accumulate in the leaves' .grad until zero_grad.
 #
@@ -963,7 +1008,8 @@ export def baddbmm [
     --alpha: number  # multiplier for batch1 \mathbin{@} batch2 (\alpha) (Scalar; default 1)
     --out_dtype: string@"nu-complete torch dtypes"  # the dtype of the output tensor (ScalarType)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "baddbmm" $args "beta alpha out_dtype no_grad!" [$beta $alpha $out_dtype $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "baddbmm" $args "beta alpha out_dtype no_grad! name" [$beta $alpha $out_dtype $no_grad $name] }
 
 # Bartlett window function.
 #
@@ -979,7 +1025,8 @@ export def bartlett_window [
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --periodic  # If True, returns a window to be used as periodic function (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "bartlett_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! no_grad!" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "bartlett_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! no_grad! name" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $no_grad $name] }
 
 # Draws binary random numbers (0 or 1) from a Bernoulli distribution.
 #
@@ -990,7 +1037,8 @@ export def bernoulli [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input | input p; input: the input tensor of probability values for the Bernoulli distribution; piped handles fill the tensor slots still missing
     --p: any@"nu-complete torch"  # float | Tensor
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "bernoulli" $args "p no_grad!" [$p $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "bernoulli" $args "p no_grad! name" [$p $no_grad $name] }
 
 # Applies a bilinear transformation to the incoming data: y = x_1^T A x_2 + b.
 #
@@ -999,7 +1047,8 @@ export def bilinear [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input1 input2 weight bias; piped handles fill the tensor slots still missing
     --bias: any@"nu-complete torch"  # Tensor?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "bilinear" $args "bias no_grad!" [$bias $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "bilinear" $args "bias no_grad! name" [$bias $no_grad $name] }
 
 # Count the frequency of each value in an array of non-negative ints.
 #
@@ -1009,7 +1058,8 @@ export def bincount [
     --weights: any@"nu-complete torch"  # optional, weight for each value in the input tensor (Tensor?)
     --minlength: int  # optional, minimum number of bins (SymInt; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "bincount" $args "weights minlength no_grad!" [$weights $minlength $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "bincount" $args "weights minlength no_grad! name" [$weights $minlength $no_grad $name] }
 
 # binomial
 #
@@ -1017,7 +1067,8 @@ export def bincount [
 export def binomial [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: count prob; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "binomial" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "binomial" $args "no_grad! name" [$no_grad $name] }
 
 # Computes the bitwise AND of input and other.
 #
@@ -1029,7 +1080,8 @@ export def bitwise_and [
     --input: any@"nu-complete torch"  # the first input tensor (Tensor | Scalar)
     --other: any@"nu-complete torch"  # the second input tensor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "bitwise_and" $args "input other no_grad!" [$input $other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "bitwise_and" $args "input other no_grad! name" [$input $other $no_grad $name] }
 
 # Computes the left arithmetic shift of input by other bits.
 #
@@ -1041,7 +1093,8 @@ export def bitwise_left_shift [
     --input: any@"nu-complete torch"  # the first input tensor (Tensor | Scalar)
     --other: any@"nu-complete torch"  # the second input tensor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "bitwise_left_shift" $args "input other no_grad!" [$input $other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "bitwise_left_shift" $args "input other no_grad! name" [$input $other $no_grad $name] }
 
 # Computes the bitwise NOT of the given input tensor.
 #
@@ -1049,7 +1102,8 @@ export def bitwise_left_shift [
 export def bitwise_not [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "bitwise_not" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "bitwise_not" $args "no_grad! name" [$no_grad $name] }
 
 # Computes the bitwise OR of input and other.
 #
@@ -1061,7 +1115,8 @@ export def bitwise_or [
     --input: any@"nu-complete torch"  # the first input tensor (Tensor | Scalar)
     --other: any@"nu-complete torch"  # the second input tensor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "bitwise_or" $args "input other no_grad!" [$input $other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "bitwise_or" $args "input other no_grad! name" [$input $other $no_grad $name] }
 
 # Computes the right arithmetic shift of input by other bits.
 #
@@ -1073,7 +1128,8 @@ export def bitwise_right_shift [
     --input: any@"nu-complete torch"  # the first input tensor (Tensor | Scalar)
     --other: any@"nu-complete torch"  # the second input tensor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "bitwise_right_shift" $args "input other no_grad!" [$input $other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "bitwise_right_shift" $args "input other no_grad! name" [$input $other $no_grad $name] }
 
 # Computes the bitwise XOR of input and other.
 #
@@ -1085,7 +1141,8 @@ export def bitwise_xor [
     --input: any@"nu-complete torch"  # the first input tensor (Tensor | Scalar)
     --other: any@"nu-complete torch"  # the second input tensor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "bitwise_xor" $args "input other no_grad!" [$input $other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "bitwise_xor" $args "input other no_grad! name" [$input $other $no_grad $name] }
 
 # Blackman window function.
 #
@@ -1101,7 +1158,8 @@ export def blackman_window [
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --periodic  # If True, returns a window to be used as periodic function (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "blackman_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! no_grad!" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "blackman_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! no_grad! name" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $no_grad $name] }
 
 # Create a block diagonal matrix from provided tensors.
 #
@@ -1109,7 +1167,8 @@ export def blackman_window [
 export def block_diag [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; tensors: One or more tensors with 0, 1, or 2 dimensions; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "block_diag" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "block_diag" $args "no_grad! name" [$no_grad $name] }
 
 # Performs a batch matrix-matrix product of matrices stored in input and mat2.
 #
@@ -1119,7 +1178,8 @@ export def bmm [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input mat2 | input mat2 out_dtype; input: the first batch of matrices to be multiplied; mat2: the second batch of matrices to be multiplied; piped handles fill the tensor slots still missing
     --out_dtype: string@"nu-complete torch dtypes"  # the dtype of the output tensor (ScalarType)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "bmm" $args "out_dtype no_grad!" [$out_dtype $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "bmm" $args "out_dtype no_grad! name" [$out_dtype $no_grad $name] }
 
 # Broadcasts the given tensors according to broadcasting-semantics.
 #
@@ -1148,7 +1208,8 @@ export def bucketize [
     --out_int32  # indicate the output data type. torch.int32 if True, torch.int64 otherwise (bool)
     --right  # determines the behavior for values in boundaries (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "bucketize" $args "input out_int32! right! no_grad!" [$input $out_int32 $right $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "bucketize" $args "input out_int32! right! no_grad! name" [$input $out_int32 $right $no_grad $name] }
 
 # Do cartesian product of the given sequence of tensors.
 #
@@ -1156,7 +1217,8 @@ export def bucketize [
 export def cartesian_prod [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; tensors: any number of 1 dimensional tensors; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "cartesian_prod" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "cartesian_prod" $args "no_grad! name" [$no_grad $name] }
 
 # Concatenates the given sequence of tensors in tensors in the given dimension.
 #
@@ -1165,7 +1227,8 @@ export def cat [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors… dim; tensors: Non-empty tensors provided must have the same shape, except in the cat dimension; piped handles fill the tensor slots still missing
     --dim: int  # the dimension over which the tensors are concatenated (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "cat" $args "dim no_grad!" [$dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "cat" $args "dim no_grad! name" [$dim $no_grad $name] }
 
 # Computes batched the p-norm distance between each pair of the two collections of row vectors.
 #
@@ -1183,7 +1246,8 @@ export def cdist [
 export def ceil [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "ceil" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "ceil" $args "no_grad! name" [$no_grad $name] }
 
 # Divide the channels in a tensor of shape (*, C , H, W) into g groups and rearrange them as (*, C \frac g, g, H, W), while keeping the original tensor shape.
 #
@@ -1192,7 +1256,8 @@ export def channel_shuffle [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input groups; input: the input tensor; piped handles fill the tensor slots still missing
     --groups: int  # number of groups to divide channels in and rearrange (SymInt)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "channel_shuffle" $args "groups no_grad!" [$groups $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "channel_shuffle" $args "groups no_grad! name" [$groups $no_grad $name] }
 
 # Restore a checkpoint into a model built the same way (and its optimizer and scheduler); strict and atomic.
 #
@@ -1224,7 +1289,8 @@ export def cholesky_inverse [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input upper; piped handles fill the tensor slots still missing
     --upper  # flag that indicates whether L is lower triangular or upper triangular (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "cholesky_inverse" $args "upper! no_grad!" [$upper $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "cholesky_inverse" $args "upper! no_grad! name" [$upper $no_grad $name] }
 
 # Computes the solution of a system of linear equations with complex Hermitian or real symmetric positive-definite lhs given its Cholesky decomposition.
 #
@@ -1233,7 +1299,8 @@ export def cholesky_solve [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input input2 upper; piped handles fill the tensor slots still missing
     --upper  # flag that indicates whether L is lower triangular or upper triangular (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "cholesky_solve" $args "upper! no_grad!" [$upper $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "cholesky_solve" $args "upper! no_grad! name" [$upper $no_grad $name] }
 
 # Attempts to split a tensor into the specified number of chunks.
 #
@@ -1254,7 +1321,8 @@ export def clamp [
     --min: any@"nu-complete torch"  # lower-bound of the range to be clamped to (Scalar? | Tensor?)
     --max: any@"nu-complete torch"  # upper-bound of the range to be clamped to (Scalar? | Tensor?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "clamp" $args "min max no_grad!" [$min $max $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "clamp" $args "min max no_grad! name" [$min $max $no_grad $name] }
 
 # clamp_max
 #
@@ -1264,7 +1332,8 @@ export def clamp_max [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input max; piped handles fill the tensor slots still missing
     --max: any@"nu-complete torch"  # Scalar | Tensor
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "clamp_max" $args "max no_grad!" [$max $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "clamp_max" $args "max no_grad! name" [$max $no_grad $name] }
 
 # clamp_min
 #
@@ -1274,7 +1343,8 @@ export def clamp_min [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input min; piped handles fill the tensor slots still missing
     --min: any@"nu-complete torch"  # Scalar | Tensor
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "clamp_min" $args "min no_grad!" [$min $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "clamp_min" $args "min no_grad! name" [$min $no_grad $name] }
 
 # Alias for torch.clamp.
 #
@@ -1285,7 +1355,8 @@ export def clip [
     --min: any@"nu-complete torch"  # Scalar? | Tensor?
     --max: any@"nu-complete torch"  # Scalar? | Tensor?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "clip" $args "min max no_grad!" [$min $max $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "clip" $args "min max no_grad! name" [$min $max $no_grad $name] }
 
 # torch.nn.utils.clip_grad_norm_ over the parameters of models, optimizers or tensors; prints the total
 #
@@ -1314,7 +1385,8 @@ export def clone [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --memory_format: string@"nu-complete torch"  # the desired memory format of returned tensor (MemoryFormat?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "clone" $args "memory_format no_grad!" [$memory_format $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "clone" $args "memory_format no_grad! name" [$memory_format $no_grad $name] }
 
 # Creates a new tensor by horizontally stacking the tensors in tensors.
 #
@@ -1322,7 +1394,8 @@ export def clone [
 export def column_stack [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; tensors: sequence of tensors to concatenate; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "column_stack" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "column_stack" $args "no_grad! name" [$no_grad $name] }
 
 # Compute combinations of length r of the given tensor.
 #
@@ -1332,7 +1405,8 @@ export def combinations [
     --r: int  # number of elements to combine (int; default 2)
     --with_replacement  # whether to allow duplication in combination (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "combinations" $args "r with_replacement! no_grad!" [$r $with_replacement $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "combinations" $args "r with_replacement! no_grad! name" [$r $with_replacement $no_grad $name] }
 
 # Print the TAB completion script for bash, zsh or fish: eval "$(torch completions bash)".
 #
@@ -1349,7 +1423,8 @@ export def completions [
 export def complex [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: real imag; real: The real part of the complex tensor; imag: The imaginary part of the complex tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "complex" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "complex" $args "no_grad! name" [$no_grad $name] }
 
 # Alias of torch.cat.
 #
@@ -1358,7 +1433,8 @@ export def concat [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors… dim; piped handles fill the tensor slots still missing
     --dim: int  # int; default 0
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "concat" $args "dim no_grad!" [$dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "concat" $args "dim no_grad! name" [$dim $no_grad $name] }
 
 # Alias of torch.cat.
 #
@@ -1367,7 +1443,8 @@ export def concatenate [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors… dim; piped handles fill the tensor slots still missing
     --dim: int  # int; default 0
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "concatenate" $args "dim no_grad!" [$dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "concatenate" $args "dim no_grad! name" [$dim $no_grad $name] }
 
 # Returns a view of input with a flipped conjugate bit.
 #
@@ -1383,7 +1460,8 @@ export def conj [
 export def conj_physical [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "conj_physical" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "conj_physical" $args "no_grad! name" [$no_grad $name] }
 
 # constant_pad_nd
 #
@@ -1393,7 +1471,8 @@ export def constant_pad_nd [
     --pad: any  # SymInt[]
     --value: number  # Scalar; default 0
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "constant_pad_nd" $args "pad value no_grad!" [$pad $value $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "constant_pad_nd" $args "pad value no_grad! name" [$pad $value $no_grad $name] }
 
 # A contiguous tensor with the same data (the input itself when already contiguous).
 #
@@ -1401,7 +1480,8 @@ export def constant_pad_nd [
 export def contiguous [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "contiguous" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "contiguous" $args "no_grad! name" [$no_grad $name] }
 
 # Applies a 1D convolution over an input signal composed of several input planes.
 #
@@ -1415,7 +1495,8 @@ export def conv1d [
     --dilation: any  # the spacing between kernel elements (SymInt[]; default [1])
     --groups: int  # split input into groups, in_channels should be divisible by the number of groups (SymInt; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "conv1d" $args "bias stride padding dilation groups no_grad!" [$bias $stride $padding $dilation $groups $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "conv1d" $args "bias stride padding dilation groups no_grad! name" [$bias $stride $padding $dilation $groups $no_grad $name] }
 
 # Applies a 2D convolution over an input image composed of several input planes.
 #
@@ -1429,7 +1510,8 @@ export def conv2d [
     --dilation: any  # the spacing between kernel elements (SymInt[]; default [1, 1])
     --groups: int  # split input into groups, both in_channels and out_channels should be divisible by the number of gro… (SymInt; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "conv2d" $args "bias stride padding dilation groups no_grad!" [$bias $stride $padding $dilation $groups $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "conv2d" $args "bias stride padding dilation groups no_grad! name" [$bias $stride $padding $dilation $groups $no_grad $name] }
 
 # Applies a 3D convolution over an input image composed of several input planes.
 #
@@ -1443,7 +1525,8 @@ export def conv3d [
     --dilation: any  # the spacing between kernel elements (SymInt[]; default [1, 1, 1])
     --groups: int  # split input into groups, in_channels should be divisible by the number of groups (SymInt; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "conv3d" $args "bias stride padding dilation groups no_grad!" [$bias $stride $padding $dilation $groups $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "conv3d" $args "bias stride padding dilation groups no_grad! name" [$bias $stride $padding $dilation $groups $no_grad $name] }
 
 # Applies a 1-dimensional sequence convolution over an input sequence.
 #
@@ -1452,7 +1535,8 @@ export def conv_tbc [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input weight bias pad; input: input tensor of shape (sequence length \times batch \times in_channels); weight: filter of shape (kernel width \times in_channels \times out_channels); bias: bias of shape (out_channels); piped handles fill the tensor slots still missing
     --pad: int  # number of timesteps to pad (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "conv_tbc" $args "pad no_grad!" [$pad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "conv_tbc" $args "pad no_grad! name" [$pad $no_grad $name] }
 
 # Applies a 1D transposed convolution operator over an input signal composed of several input planes, sometimes also called "deconvolution".
 #
@@ -1466,7 +1550,8 @@ export def conv_transpose1d [
     --groups: int  # split input into groups, in_channels should be divisible by the number of groups (SymInt; default 1)
     --dilation: any  # the spacing between kernel elements (SymInt[]; default [1])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "conv_transpose1d" $args "bias stride padding output_padding groups dilation no_grad!" [$bias $stride $padding $output_padding $groups $dilation $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "conv_transpose1d" $args "bias stride padding output_padding groups dilation no_grad! name" [$bias $stride $padding $output_padding $groups $dilation $no_grad $name] }
 
 # Applies a 2D transposed convolution operator over an input image composed of several input planes, sometimes also called "deconvolution".
 #
@@ -1480,7 +1565,8 @@ export def conv_transpose2d [
     --groups: int  # split input into groups, in_channels should be divisible by the number of groups (SymInt; default 1)
     --dilation: any  # the spacing between kernel elements (SymInt[]; default [1, 1])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "conv_transpose2d" $args "bias stride padding output_padding groups dilation no_grad!" [$bias $stride $padding $output_padding $groups $dilation $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "conv_transpose2d" $args "bias stride padding output_padding groups dilation no_grad! name" [$bias $stride $padding $output_padding $groups $dilation $no_grad $name] }
 
 # Applies a 3D transposed convolution operator over an input image composed of several input planes, sometimes also called "deconvolution".
 #
@@ -1494,7 +1580,8 @@ export def conv_transpose3d [
     --groups: int  # split input into groups, in_channels should be divisible by the number of groups (SymInt; default 1)
     --dilation: any  # the spacing between kernel elements (SymInt[]; default [1, 1, 1])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "conv_transpose3d" $args "bias stride padding output_padding groups dilation no_grad!" [$bias $stride $padding $output_padding $groups $dilation $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "conv_transpose3d" $args "bias stride padding output_padding groups dilation no_grad! name" [$bias $stride $padding $output_padding $groups $dilation $no_grad $name] }
 
 # convolution
 #
@@ -1508,7 +1595,8 @@ export def convolution [
     --output_padding: any  # SymInt[]
     --groups: int  # SymInt
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "convolution" $args "stride padding dilation transposed! output_padding groups no_grad!" [$stride $padding $dilation $transposed $output_padding $groups $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "convolution" $args "stride padding dilation transposed! output_padding groups no_grad! name" [$stride $padding $dilation $transposed $output_padding $groups $no_grad $name] }
 
 # Create a new floating-point tensor with the magnitude of input and the sign of other, elementwise.
 #
@@ -1518,7 +1606,8 @@ export def copysign [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: magnitudes; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # contains value(s) whose signbit(s) are applied to the magnitudes in input (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "copysign" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "copysign" $args "other no_grad! name" [$other $no_grad $name] }
 
 # Estimates the Pearson product-moment correlation coefficient matrix of the variables given by the input matrix, where rows are the variables and columns are the observations.
 #
@@ -1526,7 +1615,8 @@ export def copysign [
 export def corrcoef [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: A 2D matrix containing multiple variables and observations, or a Scalar or 1D vector representing a…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "corrcoef" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "corrcoef" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the cosine of the elements of input given in radians.
 #
@@ -1534,7 +1624,8 @@ export def corrcoef [
 export def cos [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "cos" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "cos" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the hyperbolic cosine of the elements of input.
 #
@@ -1542,7 +1633,8 @@ export def cos [
 export def cosh [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "cosh" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "cosh" $args "no_grad! name" [$no_grad $name] }
 
 # Returns cosine similarity between x1 and x2, computed along dim.
 #
@@ -1552,7 +1644,8 @@ export def cosine_similarity [
     --dim: int  # Dimension along which cosine similarity is computed (int; default 1)
     --eps: number  # Small value to avoid division by zero (float; default 1e-08)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "cosine_similarity" $args "dim eps no_grad!" [$dim $eps $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "cosine_similarity" $args "dim eps no_grad! name" [$dim $eps $no_grad $name] }
 
 # Counts the number of non-zero values in the tensor input along the given dim.
 #
@@ -1562,7 +1655,8 @@ export def count_nonzero [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim; input: the input tensor; piped handles fill the tensor slots still missing
     --dim: any  # Dim or tuple of dims along which to count non-zeros (int? | int[])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "count_nonzero" $args "dim no_grad!" [$dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "count_nonzero" $args "dim no_grad! name" [$dim $no_grad $name] }
 
 # Estimates the covariance matrix of the variables given by the input matrix, where rows are the variables and columns are the observations.
 #
@@ -1573,7 +1667,8 @@ export def cov [
     --fweights: any@"nu-complete torch"  # A Scalar or 1D tensor of observation vector frequencies representing the number of times each obser… (Tensor?)
     --aweights: any@"nu-complete torch"  # A Scalar or 1D array of observation vector weights (Tensor?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "cov" $args "correction fweights aweights no_grad!" [$correction $fweights $aweights $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "cov" $args "correction fweights aweights no_grad! name" [$correction $fweights $aweights $no_grad $name] }
 
 # Copy tensors, models (with their state), optimizers (with their model) and schedulers to the daemon
 #
@@ -1599,7 +1694,8 @@ export def cross [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other dim; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --dim: int  # the dimension to take the cross-product in (int?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "cross" $args "dim no_grad!" [$dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "cross" $args "dim no_grad! name" [$dim $no_grad $name] }
 
 # Returns a copy of this object in CUDA memory.
 #
@@ -1678,7 +1774,8 @@ export def cumprod [
     --dim: int  # the dimension to do the operation over (int)
     --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "cumprod" $args "dim dtype no_grad!" [$dim $dtype $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "cumprod" $args "dim dtype no_grad! name" [$dim $dtype $no_grad $name] }
 
 # Returns the cumulative sum of elements of input in the dimension dim.
 #
@@ -1688,7 +1785,8 @@ export def cumsum [
     --dim: int  # the dimension to do the operation over (int)
     --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "cumsum" $args "dim dtype no_grad!" [$dim $dtype $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "cumsum" $args "dim dtype no_grad! name" [$dim $dtype $no_grad $name] }
 
 # Cumulatively computes the trapezoidal rule <https://en.wikipedia.org/wiki/Trapezoidal_rule>_ along dim.
 #
@@ -1699,7 +1797,8 @@ export def cumulative_trapezoid [
     --dim: int  # The dimension along which to compute the trapezoidal rule (int; default -1)
     --dx: number  # constant spacing between values (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "cumulative_trapezoid" $args "dim dx no_grad!" [$dim $dx $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "cumulative_trapezoid" $args "dim dx no_grad! name" [$dim $dx $no_grad $name] }
 
 # Print the last lines of the daemon's log (-n N, default 50); -f (--follow) keeps printing until Ctrl-C.
 #
@@ -1781,7 +1880,8 @@ export def "data loader" [
     --seed: int  # seeds the loader's generator (the shuffle order); without it, one drawn from the global RNG (int?)
     --num_workers: int  # worker processes that load batches (0: in the daemon's request) (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "data.loader" $args "batch_size shuffle! drop_last! seed num_workers no_grad!" [$batch_size $shuffle $drop_last $seed $num_workers $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "data.loader" $args "batch_size shuffle! drop_last! seed num_workers no_grad! name" [$batch_size $shuffle $drop_last $seed $num_workers $no_grad $name] }
 
 # The loader's next batch, one handle per field (one a line); exit 1, silent, at the end of an epoch.
 #
@@ -1807,7 +1907,8 @@ export def "data open" [
     --delimiter: string  # the csv's cell separator (default ','; tab for tabs) (str?)
     --onehot: string  # text feature columns to one-hot encode (csv, parquet), a,b; repeatable (str?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "data.open" $args "files columns target dtype target_dtype header! no_header! delimiter onehot no_grad!" [$files $columns $target $dtype $target_dtype $header $no_header $delimiter $onehot $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "data.open" $args "files columns target dtype target_dtype header! no_header! delimiter onehot no_grad! name" [$files $columns $target $dtype $target_dtype $header $no_header $delimiter $onehot $no_grad $name] }
 
 # torch.utils.data.random_split: two to five parts, by fractions (0.8 0.2) or counts (800 200); one
 #
@@ -1829,7 +1930,8 @@ export def "data split" [
 export def "data tensors" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "data.tensors" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "data.tensors" $args "no_grad! name" [$no_grad $name] }
 
 # A dataset whose items are transformed as they are read: --resize H,W (or S: the shorter edge),
 #
@@ -1846,7 +1948,8 @@ export def "data transform" [
     --standardize  # learn each feature's mean and std from this dataset and apply them (bool)
     --standardize_like: string@"nu-complete torch"  # apply the statistics another dataset's --standardize learned (Dataset?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "data.transform" $args "mean std one_hot dtype resize center_crop field standardize! standardize_like no_grad!" [$mean $std $one_hot $dtype $resize $center_crop $field $standardize $standardize_like $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "data.transform" $args "mean std one_hot dtype resize center_crop field standardize! standardize_like no_grad! name" [$mean $std $one_hot $dtype $resize $center_crop $field $standardize $standardize_like $no_grad $name] }
 
 # Returns a new tensor with each of the elements of input converted from angles in degrees to radians.
 #
@@ -1854,7 +1957,8 @@ export def "data transform" [
 export def deg2rad [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "deg2rad" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "deg2rad" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.linalg.det.
 #
@@ -1862,7 +1966,8 @@ export def deg2rad [
 export def det [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "det" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "det" $args "no_grad! name" [$no_grad $name] }
 
 # A new handle for the same data, cut from the graph. Shares storage: in-place changes show in both.
 #
@@ -1870,7 +1975,8 @@ export def det [
 export def detach [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "detach" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "detach" $args "no_grad! name" [$no_grad $name] }
 
 # Performs the same operation as torch.detach, but all output tensors are freshly created instead of aliasing the input.
 #
@@ -1878,7 +1984,8 @@ export def detach [
 export def detach_copy [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "detach_copy" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "detach_copy" $args "no_grad! name" [$no_grad $name] }
 
 # - If input is a vector (1-D tensor), then returns a 2-D square tensor with the elements of input as the diagonal.
 #
@@ -1887,7 +1994,8 @@ export def diag [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input diagonal; input: the input tensor; piped handles fill the tensor slots still missing
     --diagonal: int  # the diagonal to consider (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "diag" $args "diagonal no_grad!" [$diagonal $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "diag" $args "diagonal no_grad! name" [$diagonal $no_grad $name] }
 
 # Creates a tensor whose diagonals of certain 2D planes (specified by dim1 and dim2) are filled by input.
 #
@@ -1898,7 +2006,8 @@ export def diag_embed [
     --dim1: int  # first dimension with respect to which to take diagonal (int; default -2)
     --dim2: int  # second dimension with respect to which to take diagonal (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "diag_embed" $args "offset dim1 dim2 no_grad!" [$offset $dim1 $dim2 $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "diag_embed" $args "offset dim1 dim2 no_grad! name" [$offset $dim1 $dim2 $no_grad $name] }
 
 # - If input is a vector (1-D tensor), then returns a 2-D square tensor with the elements of input as the diagonal.
 #
@@ -1907,7 +2016,8 @@ export def diagflat [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input offset; input: the input tensor; piped handles fill the tensor slots still missing
     --offset: int  # the diagonal to consider (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "diagflat" $args "offset no_grad!" [$offset $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "diagflat" $args "offset no_grad! name" [$offset $no_grad $name] }
 
 # Returns a partial view of input with the its diagonal elements with respect to dim1 and dim2 appended as a dimension at the end of the shape.
 #
@@ -1929,7 +2039,8 @@ export def diagonal_copy [
     --dim1: int  # int; default 0
     --dim2: int  # int; default 1
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "diagonal_copy" $args "offset dim1 dim2 no_grad!" [$offset $dim1 $dim2 $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "diagonal_copy" $args "offset dim1 dim2 no_grad! name" [$offset $dim1 $dim2 $no_grad $name] }
 
 # Embeds the values of the src tensor into input along the diagonal elements of input, with respect to dim1 and dim2.
 #
@@ -1940,7 +2051,8 @@ export def diagonal_scatter [
     --dim1: int  # first dimension with respect to which to take diagonal (int; default 0)
     --dim2: int  # second dimension with respect to which to take diagonal (int; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "diagonal_scatter" $args "offset dim1 dim2 no_grad!" [$offset $dim1 $dim2 $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "diagonal_scatter" $args "offset dim1 dim2 no_grad! name" [$offset $dim1 $dim2 $no_grad $name] }
 
 # Computes the n-th forward difference along the given dimension.
 #
@@ -1952,7 +2064,8 @@ export def diff [
     --prepend: any@"nu-complete torch"  # values to prepend or append to input along dim before computing the difference (Tensor?)
     --append: any@"nu-complete torch"  # values to prepend or append to input along dim before computing the difference (Tensor?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "diff" $args "n dim prepend append no_grad!" [$n $dim $prepend $append $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "diff" $args "n dim prepend append no_grad! name" [$n $dim $prepend $append $no_grad $name] }
 
 # Alias for torch.special.digamma.
 #
@@ -1960,7 +2073,8 @@ export def diff [
 export def digamma [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "digamma" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "digamma" $args "no_grad! name" [$no_grad $name] }
 
 # Returns the number of dimensions of self tensor.
 #
@@ -1977,7 +2091,8 @@ export def dist [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other p; input: the input tensor; other: the Right-hand-side input tensor; piped handles fill the tensor slots still missing
     --p: number  # the norm to be computed (Scalar; default 2)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist" $args "p no_grad!" [$p $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist" $args "p no_grad! name" [$p $no_grad $name] }
 
 # Creates a Bernoulli distribution parameterized by probs or logits (but not both).
 #
@@ -1988,7 +2103,8 @@ export def "dist bernoulli" [
     --logits: any@"nu-complete torch"  # the log-odds of sampling 1 (Tensor|number)
     --validate_args  # whether to validate arguments, None by default (bool?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.bernoulli" $args "probs logits validate_args! no_grad!" [$probs $logits $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.bernoulli" $args "probs logits validate_args! no_grad! name" [$probs $logits $validate_args $no_grad $name] --whole }
 
 # Beta distribution parameterized by concentration1 and concentration0.
 #
@@ -1999,7 +2115,8 @@ export def "dist beta" [
     --concentration0: any@"nu-complete torch"  # 2nd concentration parameter of the distribution (often referred to as beta) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.beta" $args "concentration1 concentration0 validate_args! no_grad!" [$concentration1 $concentration0 $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.beta" $args "concentration1 concentration0 validate_args! no_grad! name" [$concentration1 $concentration0 $validate_args $no_grad $name] --whole }
 
 # Creates a Binomial distribution parameterized by total_count and either probs or logits (but not both).
 #
@@ -2011,7 +2128,8 @@ export def "dist binomial" [
     --logits: any@"nu-complete torch"  # Event log-odds (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.binomial" $args "total_count probs logits validate_args! no_grad!" [$total_count $probs $logits $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.binomial" $args "total_count probs logits validate_args! no_grad! name" [$total_count $probs $logits $validate_args $no_grad $name] --whole }
 
 # Creates a categorical distribution parameterized by either probs or logits (but not both).
 #
@@ -2022,7 +2140,8 @@ export def "dist categorical" [
     --logits: any@"nu-complete torch"  # event log probabilities (unnormalized) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.categorical" $args "probs logits validate_args! no_grad!" [$probs $logits $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.categorical" $args "probs logits validate_args! no_grad! name" [$probs $logits $validate_args $no_grad $name] --whole }
 
 # Samples from a Cauchy (Lorentz) distribution.
 #
@@ -2033,7 +2152,8 @@ export def "dist cauchy" [
     --scale: any@"nu-complete torch"  # half width at half maximum (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.cauchy" $args "loc scale validate_args! no_grad!" [$loc $scale $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.cauchy" $args "loc scale validate_args! no_grad! name" [$loc $scale $validate_args $no_grad $name] --whole }
 
 # distribution.cdf(value): the cumulative distribution function at value.
 #
@@ -2041,7 +2161,8 @@ export def "dist cauchy" [
 export def "dist cdf" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution value; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.cdf" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.cdf" $args "no_grad! name" [$no_grad $name] }
 
 # Creates a Chi-squared distribution parameterized by shape parameter df.
 #
@@ -2051,7 +2172,8 @@ export def "dist chi2" [
     --df: any@"nu-complete torch"  # shape parameter of the distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.chi2" $args "df validate_args! no_grad!" [$df $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.chi2" $args "df validate_args! no_grad! name" [$df $validate_args $no_grad $name] --whole }
 
 # Creates a continuous Bernoulli distribution parameterized by probs or logits (but not both).
 #
@@ -2063,7 +2185,8 @@ export def "dist continuous_bernoulli" [
     --lims: any  # float[2]; default [0.499, 0.501]
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.continuous_bernoulli" $args "probs logits lims validate_args! no_grad!" [$probs $logits $lims $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.continuous_bernoulli" $args "probs logits lims validate_args! no_grad! name" [$probs $logits $lims $validate_args $no_grad $name] --whole }
 
 # Creates a Dirichlet distribution parameterized by concentration concentration.
 #
@@ -2073,7 +2196,8 @@ export def "dist dirichlet" [
     --concentration: any@"nu-complete torch"  # concentration parameter of the distribution (often referred to as alpha) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.dirichlet" $args "concentration validate_args! no_grad!" [$concentration $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.dirichlet" $args "concentration validate_args! no_grad! name" [$concentration $validate_args $no_grad $name] --whole }
 
 # distribution.entropy(), one value per batch element.
 #
@@ -2081,7 +2205,8 @@ export def "dist dirichlet" [
 export def "dist entropy" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.entropy" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.entropy" $args "no_grad! name" [$no_grad $name] }
 
 # Creates a Exponential distribution parameterized by rate.
 #
@@ -2091,7 +2216,8 @@ export def "dist exponential" [
     --rate: any@"nu-complete torch"  # rate = 1 / scale of the distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.exponential" $args "rate validate_args! no_grad!" [$rate $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.exponential" $args "rate validate_args! no_grad! name" [$rate $validate_args $no_grad $name] --whole }
 
 # Creates a Fisher-Snedecor distribution parameterized by df1 and df2.
 #
@@ -2102,7 +2228,8 @@ export def "dist fisher_snedecor" [
     --df2: any@"nu-complete torch"  # degrees of freedom parameter 2 (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.fisher_snedecor" $args "df1 df2 validate_args! no_grad!" [$df1 $df2 $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.fisher_snedecor" $args "df1 df2 validate_args! no_grad! name" [$df1 $df2 $validate_args $no_grad $name] --whole }
 
 # Creates a Gamma distribution parameterized by shape concentration and rate.
 #
@@ -2113,7 +2240,8 @@ export def "dist gamma" [
     --rate: any@"nu-complete torch"  # rate parameter of the distribution (often referred to as beta), rate = 1 / scale (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.gamma" $args "concentration rate validate_args! no_grad!" [$concentration $rate $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.gamma" $args "concentration rate validate_args! no_grad! name" [$concentration $rate $validate_args $no_grad $name] --whole }
 
 # Creates a Generalized Pareto distribution parameterized by loc, scale, and concentration.
 #
@@ -2125,7 +2253,8 @@ export def "dist generalized_pareto" [
     --concentration: any@"nu-complete torch"  # Concentration parameter of the distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.generalized_pareto" $args "loc scale concentration validate_args! no_grad!" [$loc $scale $concentration $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.generalized_pareto" $args "loc scale concentration validate_args! no_grad! name" [$loc $scale $concentration $validate_args $no_grad $name] --whole }
 
 # Creates a Geometric distribution parameterized by probs, where probs is the probability of success of Bernoulli trials.
 #
@@ -2136,7 +2265,8 @@ export def "dist geometric" [
     --logits: any@"nu-complete torch"  # the log-odds of sampling 1 (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.geometric" $args "probs logits validate_args! no_grad!" [$probs $logits $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.geometric" $args "probs logits validate_args! no_grad! name" [$probs $logits $validate_args $no_grad $name] --whole }
 
 # Samples from a Gumbel Distribution.
 #
@@ -2147,7 +2277,8 @@ export def "dist gumbel" [
     --scale: any@"nu-complete torch"  # Scale parameter of the distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.gumbel" $args "loc scale validate_args! no_grad!" [$loc $scale $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.gumbel" $args "loc scale validate_args! no_grad! name" [$loc $scale $validate_args $no_grad $name] --whole }
 
 # Creates a half-Cauchy distribution parameterized by scale where::.
 #
@@ -2157,7 +2288,8 @@ export def "dist half_cauchy" [
     --scale: any@"nu-complete torch"  # scale of the full Cauchy distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.half_cauchy" $args "scale validate_args! no_grad!" [$scale $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.half_cauchy" $args "scale validate_args! no_grad! name" [$scale $validate_args $no_grad $name] --whole }
 
 # Creates a half-normal distribution parameterized by scale where::.
 #
@@ -2167,7 +2299,8 @@ export def "dist half_normal" [
     --scale: any@"nu-complete torch"  # scale of the full Normal distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.half_normal" $args "scale validate_args! no_grad!" [$scale $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.half_normal" $args "scale validate_args! no_grad! name" [$scale $validate_args $no_grad $name] --whole }
 
 # distribution.icdf(value): the inverse cumulative distribution function at a probability.
 #
@@ -2175,7 +2308,8 @@ export def "dist half_normal" [
 export def "dist icdf" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution value; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.icdf" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.icdf" $args "no_grad! name" [$no_grad $name] }
 
 # Reinterprets some of the batch dims of a distribution as event dims.
 #
@@ -2185,7 +2319,8 @@ export def "dist independent" [
     --reinterpreted_batch_ndims: int  # the number of batch dims to reinterpret as event dims (int)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.independent" $args "reinterpreted_batch_ndims validate_args! no_grad!" [$reinterpreted_batch_ndims $validate_args $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.independent" $args "reinterpreted_batch_ndims validate_args! no_grad! name" [$reinterpreted_batch_ndims $validate_args $no_grad $name] }
 
 # Creates an inverse gamma distribution parameterized by concentration and rate where::.
 #
@@ -2196,7 +2331,8 @@ export def "dist inverse_gamma" [
     --rate: any@"nu-complete torch"  # rate = 1 / scale of the distribution (often referred to as beta) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.inverse_gamma" $args "concentration rate validate_args! no_grad!" [$concentration $rate $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.inverse_gamma" $args "concentration rate validate_args! no_grad! name" [$concentration $rate $validate_args $no_grad $name] --whole }
 
 # torch.distributions.kl_divergence(p, q): KL(p ‖ q), for the pairs PyTorch registers.
 #
@@ -2204,7 +2340,8 @@ export def "dist inverse_gamma" [
 export def "dist kl" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: p q; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.kl" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.kl" $args "no_grad! name" [$no_grad $name] }
 
 # Samples from a Kumaraswamy distribution.
 #
@@ -2215,7 +2352,8 @@ export def "dist kumaraswamy" [
     --concentration0: any@"nu-complete torch"  # 2nd concentration parameter of the distribution (often referred to as beta) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.kumaraswamy" $args "concentration1 concentration0 validate_args! no_grad!" [$concentration1 $concentration0 $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.kumaraswamy" $args "concentration1 concentration0 validate_args! no_grad! name" [$concentration1 $concentration0 $validate_args $no_grad $name] --whole }
 
 # Creates a Laplace distribution parameterized by loc and scale.
 #
@@ -2226,7 +2364,8 @@ export def "dist laplace" [
     --scale: any@"nu-complete torch"  # scale of the distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.laplace" $args "loc scale validate_args! no_grad!" [$loc $scale $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.laplace" $args "loc scale validate_args! no_grad! name" [$loc $scale $validate_args $no_grad $name] --whole }
 
 # Every distribution kind `torch dist KIND` builds, with its parameters.
 #
@@ -2245,7 +2384,8 @@ export def "dist lkj_cholesky" [
     --concentration: any@"nu-complete torch"  # concentration/shape parameter of the distribution (often referred to as eta) (Tensor|number; default 1.0)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.lkj_cholesky" $args "dim concentration validate_args! no_grad!" [$dim $concentration $validate_args $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.lkj_cholesky" $args "dim concentration validate_args! no_grad! name" [$dim $concentration $validate_args $no_grad $name] }
 
 # Creates a log-normal distribution parameterized by loc and scale where::.
 #
@@ -2256,7 +2396,8 @@ export def "dist log_normal" [
     --scale: any@"nu-complete torch"  # standard deviation of log of the distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.log_normal" $args "loc scale validate_args! no_grad!" [$loc $scale $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.log_normal" $args "loc scale validate_args! no_grad! name" [$loc $scale $validate_args $no_grad $name] --whole }
 
 # distribution.log_prob(value): the log density (or log mass) at value.
 #
@@ -2264,7 +2405,8 @@ export def "dist log_normal" [
 export def "dist log_prob" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution value; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.log_prob" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.log_prob" $args "no_grad! name" [$no_grad $name] }
 
 # Creates a logistic-normal distribution parameterized by loc and scale that define the base Normal distribution transformed with the StickBreakingTransform such that::.
 #
@@ -2275,7 +2417,8 @@ export def "dist logistic_normal" [
     --scale: any@"nu-complete torch"  # standard deviation of the base distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.logistic_normal" $args "loc scale validate_args! no_grad!" [$loc $scale $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.logistic_normal" $args "loc scale validate_args! no_grad! name" [$loc $scale $validate_args $no_grad $name] --whole }
 
 # Creates a multivariate normal distribution with covariance matrix having a low-rank form parameterized by cov_factor and cov_diag::.
 #
@@ -2287,7 +2430,8 @@ export def "dist low_rank_multivariate_normal" [
     --cov_diag: any@"nu-complete torch"  # diagonal part of low-rank form of covariance matrix with shape batch_shape + event_shape (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.low_rank_multivariate_normal" $args "loc cov_factor cov_diag validate_args! no_grad!" [$loc $cov_factor $cov_diag $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.low_rank_multivariate_normal" $args "loc cov_factor cov_diag validate_args! no_grad! name" [$loc $cov_factor $cov_diag $validate_args $no_grad $name] --whole }
 
 # distribution.mean.
 #
@@ -2295,7 +2439,8 @@ export def "dist low_rank_multivariate_normal" [
 export def "dist mean" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.mean" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.mean" $args "no_grad! name" [$no_grad $name] }
 
 # The MixtureSameFamily distribution implements a (batch of) mixture distribution where all components are from different parameterizations of the same distribution type.
 #
@@ -2304,7 +2449,8 @@ export def "dist mixture_same_family" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: mixture_distribution component_distribution; mixture_distribution: torch.distributions.Categorical-like instance; component_distribution: torch.distributions.Distribution-like instance; piped handles fill the tensor slots still missing
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.mixture_same_family" $args "validate_args! no_grad!" [$validate_args $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.mixture_same_family" $args "validate_args! no_grad! name" [$validate_args $no_grad $name] }
 
 # Creates a Multinomial distribution parameterized by total_count and either probs or logits (but not both).
 #
@@ -2316,7 +2462,8 @@ export def "dist multinomial" [
     --logits: any@"nu-complete torch"  # event log probabilities (unnormalized) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.multinomial" $args "total_count probs logits validate_args! no_grad!" [$total_count $probs $logits $validate_args $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.multinomial" $args "total_count probs logits validate_args! no_grad! name" [$total_count $probs $logits $validate_args $no_grad $name] }
 
 # Creates a multivariate normal (also called Gaussian) distribution parameterized by a mean vector and a covariance matrix.
 #
@@ -2329,7 +2476,8 @@ export def "dist multivariate_normal" [
     --scale_tril: any@"nu-complete torch"  # lower-triangular factor of covariance, with positive-valued diagonal (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.multivariate_normal" $args "loc covariance_matrix precision_matrix scale_tril validate_args! no_grad!" [$loc $covariance_matrix $precision_matrix $scale_tril $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.multivariate_normal" $args "loc covariance_matrix precision_matrix scale_tril validate_args! no_grad! name" [$loc $covariance_matrix $precision_matrix $scale_tril $validate_args $no_grad $name] --whole }
 
 # Creates a Negative Binomial distribution, i.e.
 #
@@ -2341,7 +2489,8 @@ export def "dist negative_binomial" [
     --logits: any@"nu-complete torch"  # Event log-odds for probabilities of success (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.negative_binomial" $args "total_count probs logits validate_args! no_grad!" [$total_count $probs $logits $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.negative_binomial" $args "total_count probs logits validate_args! no_grad! name" [$total_count $probs $logits $validate_args $no_grad $name] --whole }
 
 # Creates a normal (also called Gaussian) distribution parameterized by loc and scale.
 #
@@ -2352,7 +2501,8 @@ export def "dist normal" [
     --scale: any@"nu-complete torch"  # standard deviation of the distribution (often referred to as sigma) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.normal" $args "loc scale validate_args! no_grad!" [$loc $scale $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.normal" $args "loc scale validate_args! no_grad! name" [$loc $scale $validate_args $no_grad $name] --whole }
 
 # Creates a one-hot categorical distribution parameterized by probs or logits.
 #
@@ -2363,7 +2513,8 @@ export def "dist one_hot_categorical" [
     --logits: any@"nu-complete torch"  # event log probabilities (unnormalized) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.one_hot_categorical" $args "probs logits validate_args! no_grad!" [$probs $logits $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.one_hot_categorical" $args "probs logits validate_args! no_grad! name" [$probs $logits $validate_args $no_grad $name] --whole }
 
 # Creates a reparameterizable OneHotCategorical distribution based on the straight- through gradient estimator from [1].
 #
@@ -2374,7 +2525,8 @@ export def "dist one_hot_categorical_straight_through" [
     --logits: any@"nu-complete torch"  # Tensor|number
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.one_hot_categorical_straight_through" $args "probs logits validate_args! no_grad!" [$probs $logits $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.one_hot_categorical_straight_through" $args "probs logits validate_args! no_grad! name" [$probs $logits $validate_args $no_grad $name] --whole }
 
 # Samples from a Pareto Type 1 distribution.
 #
@@ -2385,7 +2537,8 @@ export def "dist pareto" [
     --alpha: any@"nu-complete torch"  # Shape parameter of the distribution (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.pareto" $args "scale alpha validate_args! no_grad!" [$scale $alpha $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.pareto" $args "scale alpha validate_args! no_grad! name" [$scale $alpha $validate_args $no_grad $name] --whole }
 
 # Creates a Poisson distribution parameterized by rate, the rate parameter.
 #
@@ -2395,7 +2548,8 @@ export def "dist poisson" [
     --rate: any@"nu-complete torch"  # the rate parameter (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.poisson" $args "rate validate_args! no_grad!" [$rate $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.poisson" $args "rate validate_args! no_grad! name" [$rate $validate_args $no_grad $name] --whole }
 
 # Creates a RelaxedBernoulli distribution, parametrized by temperature, and either probs or logits (but not both).
 #
@@ -2407,7 +2561,8 @@ export def "dist relaxed_bernoulli" [
     --logits: any@"nu-complete torch"  # the log-odds of sampling 1 (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.relaxed_bernoulli" $args "temperature probs logits validate_args! no_grad!" [$temperature $probs $logits $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.relaxed_bernoulli" $args "temperature probs logits validate_args! no_grad! name" [$temperature $probs $logits $validate_args $no_grad $name] --whole }
 
 # Creates a RelaxedOneHotCategorical distribution parametrized by temperature, and either probs or logits.
 #
@@ -2419,7 +2574,8 @@ export def "dist relaxed_one_hot_categorical" [
     --logits: any@"nu-complete torch"  # unnormalized log probability for each event (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.relaxed_one_hot_categorical" $args "temperature probs logits validate_args! no_grad!" [$temperature $probs $logits $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.relaxed_one_hot_categorical" $args "temperature probs logits validate_args! no_grad! name" [$temperature $probs $logits $validate_args $no_grad $name] --whole }
 
 # distribution.rsample(sample_shape): reparameterized draws, differentiable in the parameters.
 #
@@ -2429,7 +2585,8 @@ export def "dist rsample" [
     --sample_shape: any  # int[]; default []
     --shape: any  # same as --sample_shape
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.rsample" $args "sample_shape shape no_grad!" [$sample_shape $shape $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.rsample" $args "sample_shape shape no_grad! name" [$sample_shape $shape $no_grad $name] }
 
 # distribution.sample(sample_shape): draws without a graph, sample_shape + batch_shape + event_shape.
 #
@@ -2439,7 +2596,8 @@ export def "dist sample" [
     --sample_shape: any  # int[]; default []
     --shape: any  # same as --sample_shape
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.sample" $args "sample_shape shape no_grad!" [$sample_shape $shape $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.sample" $args "sample_shape shape no_grad! name" [$sample_shape $shape $no_grad $name] }
 
 # Creates a Student's t-distribution parameterized by degree of freedom df, mean loc and scale scale.
 #
@@ -2451,7 +2609,8 @@ export def "dist student_t" [
     --scale: any@"nu-complete torch"  # scale of the distribution (Tensor|number; default 1.0)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.student_t" $args "df loc scale validate_args! no_grad!" [$df $loc $scale $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.student_t" $args "df loc scale validate_args! no_grad! name" [$df $loc $scale $validate_args $no_grad $name] --whole }
 
 # Generates uniformly distributed random samples from the half-open interval [low, high).
 #
@@ -2462,7 +2621,8 @@ export def "dist uniform" [
     --high: any@"nu-complete torch"  # upper range (exclusive) (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.uniform" $args "low high validate_args! no_grad!" [$low $high $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.uniform" $args "low high validate_args! no_grad! name" [$low $high $validate_args $no_grad $name] --whole }
 
 # distribution.variance.
 #
@@ -2470,7 +2630,8 @@ export def "dist uniform" [
 export def "dist variance" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: distribution; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.variance" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.variance" $args "no_grad! name" [$no_grad $name] }
 
 # A circular von Mises distribution.
 #
@@ -2481,7 +2642,8 @@ export def "dist von_mises" [
     --concentration: any@"nu-complete torch"  # Tensor|number
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.von_mises" $args "loc concentration validate_args! no_grad!" [$loc $concentration $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.von_mises" $args "loc concentration validate_args! no_grad! name" [$loc $concentration $validate_args $no_grad $name] --whole }
 
 # Samples from a two-parameter Weibull distribution.
 #
@@ -2492,7 +2654,8 @@ export def "dist weibull" [
     --concentration: any@"nu-complete torch"  # Concentration parameter of distribution (k/shape) (Tensor|number)
     --validate_args  # Whether to validate arguments (bool?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.weibull" $args "scale concentration validate_args! no_grad!" [$scale $concentration $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.weibull" $args "scale concentration validate_args! no_grad! name" [$scale $concentration $validate_args $no_grad $name] --whole }
 
 # Creates a Wishart distribution parameterized by a symmetric positive definite matrix \Sigma, or its Cholesky decomposition \mathbf{\Sigma} = \mathbf{L}\mathbf{L}^\top.
 #
@@ -2505,7 +2668,8 @@ export def "dist wishart" [
     --scale_tril: any@"nu-complete torch"  # lower-triangular factor of covariance, with positive-valued diagonal (Tensor|number)
     --validate_args  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dist.wishart" $args "df covariance_matrix precision_matrix scale_tril validate_args! no_grad!" [$df $covariance_matrix $precision_matrix $scale_tril $validate_args $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dist.wishart" $args "df covariance_matrix precision_matrix scale_tril validate_args! no_grad! name" [$df $covariance_matrix $precision_matrix $scale_tril $validate_args $no_grad $name] --whole }
 
 # Divides each element of the input input by the corresponding element of other.
 #
@@ -2518,7 +2682,8 @@ export def div [
     --other: any@"nu-complete torch"  # the divisor (Tensor | Scalar)
     --rounding_mode: string  # Type of rounding applied to the result: * None - default behavior (str?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "div" $args "other rounding_mode no_grad!" [$other $rounding_mode $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "div" $args "other rounding_mode no_grad! name" [$other $rounding_mode $no_grad $name] }
 
 # Alias for torch.div.
 #
@@ -2531,7 +2696,8 @@ export def divide [
     --other: any@"nu-complete torch"  # Tensor | Scalar
     --rounding_mode: string  # str?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "divide" $args "other rounding_mode no_grad!" [$other $rounding_mode $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "divide" $args "other rounding_mode no_grad! name" [$other $rounding_mode $no_grad $name] }
 
 # Computes the dot product of two 1D tensors.
 #
@@ -2539,7 +2705,8 @@ export def divide [
 export def dot [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input tensor; input: first tensor in the dot product, must be 1D; tensor: second tensor in the dot product, must be 1D; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dot" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dot" $args "no_grad! name" [$no_grad $name] }
 
 # Splits input, a tensor with three or more dimensions, into multiple tensors depthwise according to indices_or_sections.
 #
@@ -2558,7 +2725,8 @@ export def dsplit [
 export def dstack [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; tensors: sequence of tensors to concatenate; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "dstack" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "dstack" $args "no_grad! name" [$no_grad $name] }
 
 # The tensor's dtype name (float32, int64, …).
 #
@@ -2576,7 +2744,8 @@ export def einsum [
     --equation: string  # The subscripts for the Einstein summation (str)
     --path: any  # int[]?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "einsum" $args "equation path no_grad!" [$equation $path $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "einsum" $args "equation path no_grad! name" [$equation $path $no_grad $name] }
 
 # Returns a tensor filled with uninitialized data.
 #
@@ -2591,7 +2760,8 @@ export def empty [
     --memory_format: string@"nu-complete torch"  # the desired memory format of returned Tensor (MemoryFormat?)
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "empty" $args "size dtype layout device pin_memory! memory_format requires_grad! no_grad!" [$size $dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "empty" $args "size dtype layout device pin_memory! memory_format requires_grad! no_grad! name" [$size $dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad $name] }
 
 # Returns an uninitialized tensor with the same size as input.
 #
@@ -2605,7 +2775,8 @@ export def empty_like [
     --memory_format: string@"nu-complete torch"  # the desired memory format of returned Tensor (MemoryFormat?)
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "empty_like" $args "dtype layout device pin_memory! memory_format requires_grad! no_grad!" [$dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "empty_like" $args "dtype layout device pin_memory! memory_format requires_grad! no_grad! name" [$dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad $name] }
 
 # Creates an uninitialized, non-overlapping and dense tensor with the specified size, with physical_layout specifying how the dimensions are physically laid out in memory (each logical dimension is listed from outermost to innermost).
 #
@@ -2620,7 +2791,8 @@ export def empty_permuted [
     --pin_memory  # If set, returned tensor would be allocated in the pinned memory (bool?)
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "empty_permuted" $args "size physical_layout dtype layout device pin_memory! requires_grad! no_grad!" [$size $physical_layout $dtype $layout $device $pin_memory $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "empty_permuted" $args "size physical_layout dtype layout device pin_memory! requires_grad! no_grad! name" [$size $physical_layout $dtype $layout $device $pin_memory $requires_grad $no_grad $name] }
 
 # Creates a tensor with the specified size and stride and filled with undefined data.
 #
@@ -2635,7 +2807,8 @@ export def empty_strided [
     --pin_memory  # If set, returned tensor would be allocated in the pinned memory (bool?)
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "empty_strided" $args "size stride dtype layout device pin_memory! requires_grad! no_grad!" [$size $stride $dtype $layout $device $pin_memory $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "empty_strided" $args "size stride dtype layout device pin_memory! requires_grad! no_grad! name" [$size $stride $dtype $layout $device $pin_memory $requires_grad $no_grad $name] }
 
 # Run CMD with gradients recorded again, inside a no_grad block (PyTorch's torch.enable_grad).
 #
@@ -2653,7 +2826,8 @@ export def eq [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other | a… b…; input: the tensor to compare; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # the tensor or value to compare (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "eq" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "eq" $args "other no_grad! name" [$other $no_grad $name] }
 
 # True if two tensors have the same size and elements, False otherwise.
 #
@@ -2669,7 +2843,8 @@ export def equal [
 export def erf [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "erf" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "erf" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.special.erfc.
 #
@@ -2677,7 +2852,8 @@ export def erf [
 export def erfc [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "erfc" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "erfc" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.special.erfinv.
 #
@@ -2685,7 +2861,8 @@ export def erfc [
 export def erfinv [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "erfinv" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "erfinv" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the exponential of the elements of the input tensor input.
 #
@@ -2693,7 +2870,8 @@ export def erfinv [
 export def exp [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "exp" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "exp" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.special.exp2.
 #
@@ -2701,7 +2879,8 @@ export def exp [
 export def exp2 [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "exp2" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "exp2" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new view of the self tensor with singleton dimensions expanded to a larger size.
 #
@@ -2729,7 +2908,8 @@ export def expand_copy [
     --size: any  # SymInt[]
     --implicit  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "expand_copy" $args "size implicit! no_grad!" [$size $implicit $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "expand_copy" $args "size implicit! no_grad! name" [$size $implicit $no_grad $name] }
 
 # Alias for torch.special.expm1.
 #
@@ -2737,7 +2917,8 @@ export def expand_copy [
 export def expm1 [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "expm1" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "expm1" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a 2-D tensor with ones on the diagonal and zeros elsewhere.
 #
@@ -2753,7 +2934,8 @@ export def eye [
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --m: int  # the number of columns with default being n (SymInt)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "eye" $args "n dtype layout device pin_memory! requires_grad! m no_grad!" [$n $dtype $layout $device $pin_memory $requires_grad $m $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "eye" $args "n dtype layout device pin_memory! requires_grad! m no_grad! name" [$n $dtype $layout $device $pin_memory $requires_grad $m $no_grad $name] }
 
 # feature_dropout
 #
@@ -2763,7 +2945,8 @@ export def feature_dropout [
     --p: number  # float
     --train  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "feature_dropout" $args "p train! no_grad!" [$p $train $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "feature_dropout" $args "p train! no_grad! name" [$p $train $no_grad $name] }
 
 # fill
 #
@@ -2773,7 +2956,8 @@ export def fill [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input value; piped handles fill the tensor slots still missing
     --value: any@"nu-complete torch"  # Scalar | Tensor
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "fill" $args "value no_grad!" [$value $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "fill" $args "value no_grad! name" [$value $no_grad $name] }
 
 # Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 #
@@ -2816,7 +3000,8 @@ export def fit [
 export def fix [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "fix" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "fix" $args "no_grad! name" [$no_grad $name] }
 
 # Flattens input by reshaping it into a one-dimensional tensor.
 #
@@ -2835,7 +3020,8 @@ export def flip [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input dims; input: the input tensor; piped handles fill the tensor slots still missing
     --dims: any  # axis to flip on (int[])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "flip" $args "dims no_grad!" [$dims $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "flip" $args "dims no_grad! name" [$dims $no_grad $name] }
 
 # Flip tensor in the left/right direction, returning a new tensor.
 #
@@ -2843,7 +3029,8 @@ export def flip [
 export def fliplr [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: Must be at least 2-dimensional; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "fliplr" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "fliplr" $args "no_grad! name" [$no_grad $name] }
 
 # Flip tensor in the up/down direction, returning a new tensor.
 #
@@ -2851,7 +3038,8 @@ export def fliplr [
 export def flipud [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: Must be at least 1-dimensional; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "flipud" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "flipud" $args "no_grad! name" [$no_grad $name] }
 
 # Raises input to the power of exponent, elementwise, in double precision.
 #
@@ -2863,7 +3051,8 @@ export def float_power [
     --input: any@"nu-complete torch"  # the base value(s) (Tensor | Scalar)
     --exponent: any@"nu-complete torch"  # the exponent value(s) (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "float_power" $args "input exponent no_grad!" [$input $exponent $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "float_power" $args "input exponent no_grad! name" [$input $exponent $no_grad $name] }
 
 # Returns a new tensor with the floor of the elements of input, the largest integer less than or equal to each element.
 #
@@ -2871,7 +3060,8 @@ export def float_power [
 export def floor [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "floor" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "floor" $args "no_grad! name" [$no_grad $name] }
 
 # .
 #
@@ -2881,7 +3071,8 @@ export def floor_divide [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the dividend; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # the divisor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "floor_divide" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "floor_divide" $args "other no_grad! name" [$other $no_grad $name] }
 
 # Computes the element-wise maximum of input and other.
 #
@@ -2889,7 +3080,8 @@ export def floor_divide [
 export def fmax [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "fmax" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "fmax" $args "no_grad! name" [$no_grad $name] }
 
 # Computes the element-wise minimum of input and other.
 #
@@ -2897,7 +3089,8 @@ export def fmax [
 export def fmin [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "fmin" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "fmin" $args "no_grad! name" [$no_grad $name] }
 
 # Applies C++'s std::fmod <https://en.cppreference.com/w/cpp/numeric/math/fmod>_ entrywise.
 #
@@ -2907,7 +3100,8 @@ export def fmod [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the dividend; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # the divisor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "fmod" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "fmod" $args "other no_grad! name" [$other $no_grad $name] }
 
 # Call the model on the inputs: model(*inputs). Several outputs print one per line (LSTM: output, h, c).
 #
@@ -2923,9 +3117,10 @@ export def forward [
 export def frac [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "frac" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "frac" $args "no_grad! name" [$no_grad $name] }
 
-# Free objects by handle (atomic: all or none), or every object with --all. Reads handles from stdin.
+# Free objects by handle or @name (atomic: all or none), or every object with --all. Reads handles from
 #
 # free(Handle[] handles) -> None
 # free(*, bool all) -> None
@@ -2951,7 +3146,8 @@ export def frobenius_norm [
     --dim: any  # int[]
     --keepdim  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "frobenius_norm" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "frobenius_norm" $args "dim keepdim! no_grad! name" [$dim $keepdim $no_grad $name] }
 
 # Creates a tensor of size size filled with fill_value.
 #
@@ -2966,7 +3162,8 @@ export def full [
     --pin_memory  # bool?
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "full" $args "size fill_value dtype layout device pin_memory! requires_grad! no_grad!" [$size $fill_value $dtype $layout $device $pin_memory $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "full" $args "size fill_value dtype layout device pin_memory! requires_grad! no_grad! name" [$size $fill_value $dtype $layout $device $pin_memory $requires_grad $no_grad $name] }
 
 # Returns a tensor with the same size as input filled with fill_value.
 #
@@ -2981,7 +3178,8 @@ export def full_like [
     --memory_format: string@"nu-complete torch"  # the desired memory format of returned Tensor (MemoryFormat?)
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "full_like" $args "fill_value dtype layout device pin_memory! memory_format requires_grad! no_grad!" [$fill_value $dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "full_like" $args "fill_value dtype layout device pin_memory! memory_format requires_grad! no_grad! name" [$fill_value $dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad $name] }
 
 # Gathers values along an axis specified by dim.
 #
@@ -2991,7 +3189,8 @@ export def gather [
     --dim: int  # the axis along which to index (int)
     --sparse_grad  # If True, gradient w.r.t. input will be a sparse tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "gather" $args "dim sparse_grad! no_grad!" [$dim $sparse_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "gather" $args "dim sparse_grad! no_grad! name" [$dim $sparse_grad $no_grad $name] }
 
 # Computes the element-wise greatest common divisor (GCD) of input and other.
 #
@@ -2999,7 +3198,8 @@ export def gather [
 export def gcd [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "gcd" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "gcd" $args "no_grad! name" [$no_grad $name] }
 
 # Computes \text{input} \geq \text{other} element-wise.
 #
@@ -3009,7 +3209,8 @@ export def ge [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the tensor to compare; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # the tensor or value to compare (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "ge" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "ge" $args "other no_grad! name" [$other $no_grad $name] }
 
 # This is a low-level function for calling LAPACK's geqrf directly.
 #
@@ -3025,7 +3226,8 @@ export def geqrf [
 export def grad [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "grad" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "grad" $args "no_grad! name" [$no_grad $name] }
 
 # The name of the graph node that made input (MulBackward0, SumBackward0...); nothing for a leaf.
 #
@@ -3060,7 +3262,8 @@ export def greater [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "greater" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "greater" $args "other no_grad! name" [$other $no_grad $name] }
 
 # Alias for torch.ge.
 #
@@ -3070,7 +3273,8 @@ export def greater_equal [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "greater_equal" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "greater_equal" $args "other no_grad! name" [$other $no_grad $name] }
 
 # grid_sampler
 #
@@ -3081,7 +3285,8 @@ export def grid_sampler [
     --padding_mode: int  # int
     --align_corners  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "grid_sampler" $args "interpolation_mode padding_mode align_corners! no_grad!" [$interpolation_mode $padding_mode $align_corners $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "grid_sampler" $args "interpolation_mode padding_mode align_corners! no_grad! name" [$interpolation_mode $padding_mode $align_corners $no_grad $name] }
 
 # grid_sampler_2d
 #
@@ -3092,7 +3297,8 @@ export def grid_sampler_2d [
     --padding_mode: int  # int
     --align_corners  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "grid_sampler_2d" $args "interpolation_mode padding_mode align_corners! no_grad!" [$interpolation_mode $padding_mode $align_corners $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "grid_sampler_2d" $args "interpolation_mode padding_mode align_corners! no_grad! name" [$interpolation_mode $padding_mode $align_corners $no_grad $name] }
 
 # grid_sampler_3d
 #
@@ -3103,7 +3309,8 @@ export def grid_sampler_3d [
     --padding_mode: int  # int
     --align_corners  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "grid_sampler_3d" $args "interpolation_mode padding_mode align_corners! no_grad!" [$interpolation_mode $padding_mode $align_corners $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "grid_sampler_3d" $args "interpolation_mode padding_mode align_corners! no_grad! name" [$interpolation_mode $padding_mode $align_corners $no_grad $name] }
 
 # gru
 #
@@ -3128,7 +3335,8 @@ export def gru_cell [
     --b_ih: any@"nu-complete torch"  # Tensor?
     --b_hh: any@"nu-complete torch"  # Tensor?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "gru_cell" $args "b_ih b_hh no_grad!" [$b_ih $b_hh $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "gru_cell" $args "b_ih b_hh no_grad! name" [$b_ih $b_hh $no_grad $name] }
 
 # Computes \text{input} > \text{other} element-wise.
 #
@@ -3138,7 +3346,8 @@ export def gt [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the tensor to compare; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # the tensor or value to compare (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "gt" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "gt" $args "other no_grad! name" [$other $no_grad $name] }
 
 # Hamming window function.
 #
@@ -3158,7 +3367,8 @@ export def hamming_window [
     --alpha: number  # The coefficient \alpha in the equation above (float)
     --beta: number  # The coefficient \beta in the equation above (float)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "hamming_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! alpha beta no_grad!" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $alpha $beta $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "hamming_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! alpha beta no_grad! name" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $alpha $beta $no_grad $name] }
 
 # Hann window function.
 #
@@ -3174,7 +3384,8 @@ export def hann_window [
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --periodic  # If True, returns a window to be used as periodic function (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "hann_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! no_grad!" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "hann_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! no_grad! name" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $no_grad $name] }
 
 # Applies the hard shrinkage function element-wise.
 #
@@ -3183,7 +3394,8 @@ export def hardshrink [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input lambd; piped handles fill the tensor slots still missing
     --lambd: number  # Scalar; default 0.5
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "hardshrink" $args "lambd no_grad!" [$lambd $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "hardshrink" $args "lambd no_grad! name" [$lambd $no_grad $name] }
 
 # Returns a hash of all elements in the input tensor.
 #
@@ -3194,7 +3406,8 @@ export def hash_tensor [
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --mode: int  # The hash to use (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "hash_tensor" $args "dim keepdim! mode no_grad!" [$dim $keepdim $mode $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "hash_tensor" $args "dim keepdim! mode no_grad! name" [$dim $keepdim $mode $no_grad $name] }
 
 # Computes the Heaviside step function for each element in input.
 #
@@ -3202,7 +3415,8 @@ export def hash_tensor [
 export def heaviside [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input values; input: the input tensor; values: The values to use where input is zero; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "heaviside" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "heaviside" $args "no_grad! name" [$no_grad $name] }
 
 # Computes the histogram of a tensor.
 #
@@ -3213,7 +3427,8 @@ export def histc [
     --min: number  # lower end of the range (inclusive) (Scalar; default 0)
     --max: number  # upper end of the range (inclusive) (Scalar; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "histc" $args "bins min max no_grad!" [$bins $min $max $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "histc" $args "bins min max no_grad! name" [$bins $min $max $no_grad $name] }
 
 # Computes a histogram of the values in a tensor.
 #
@@ -3259,7 +3474,8 @@ export def hsplit [
 export def hstack [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; tensors: sequence of tensors to concatenate; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "hstack" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "hstack" $args "no_grad! name" [$no_grad $name] }
 
 # Given the legs of a right triangle, return its hypotenuse.
 #
@@ -3267,7 +3483,8 @@ export def hstack [
 export def hypot [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the first input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "hypot" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "hypot" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.special.i0.
 #
@@ -3275,7 +3492,8 @@ export def hypot [
 export def i0 [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "i0" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "i0" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.special.gammainc.
 #
@@ -3283,7 +3501,8 @@ export def i0 [
 export def igamma [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "igamma" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "igamma" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.special.gammaincc.
 #
@@ -3291,7 +3510,8 @@ export def igamma [
 export def igammac [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "igammac" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "igammac" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor containing imaginary values of the self tensor.
 #
@@ -3308,7 +3528,8 @@ export def index [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input index; piped handles fill the tensor slots still missing
     --index: string  # str
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "index" $args "index no_grad!" [$index $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "index" $args "index no_grad! name" [$index $no_grad $name] }
 
 # See Tensor.index_add_ for function description.
 #
@@ -3318,7 +3539,8 @@ export def index_add [
     --dim: int  # int
     --alpha: number  # Scalar; default 1
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "index_add" $args "dim alpha no_grad!" [$dim $alpha $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "index_add" $args "dim alpha no_grad! name" [$dim $alpha $no_grad $name] }
 
 # See Tensor.index_copy_ for function description.
 #
@@ -3327,7 +3549,8 @@ export def index_copy [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim index source; piped handles fill the tensor slots still missing
     --dim: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "index_copy" $args "dim no_grad!" [$dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "index_copy" $args "dim no_grad! name" [$dim $no_grad $name] }
 
 # index_fill
 #
@@ -3338,7 +3561,8 @@ export def index_fill [
     --dim: int  # int
     --value: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "index_fill" $args "dim value no_grad!" [$dim $value $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "index_fill" $args "dim value no_grad! name" [$dim $value $no_grad $name] }
 
 # A copy of input with input[index] = values (or += with --accumulate). The input is not changed.
 #
@@ -3348,7 +3572,8 @@ export def index_put [
     --index: string  # str
     --accumulate  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "index_put" $args "index accumulate! no_grad!" [$index $accumulate $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "index_put" $args "index accumulate! no_grad! name" [$index $accumulate $no_grad $name] }
 
 # See Tensor.index_reduce_ for function description.
 #
@@ -3359,7 +3584,8 @@ export def index_reduce [
     --reduce: string  # str
     --include_self: any  # bool; default true
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "index_reduce" $args "dim reduce include_self no_grad!" [$dim $reduce $include_self $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "index_reduce" $args "dim reduce include_self no_grad! name" [$dim $reduce $include_self $no_grad $name] }
 
 # Returns a new tensor which indexes the input tensor along dimension dim using the entries in index.
 #
@@ -3368,7 +3594,8 @@ export def index_select [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim index; input: the input tensor; index: the 1-D tensor containing the indices to index; piped handles fill the tensor slots still missing
     --dim: int  # the dimension in which we index (int)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "index_select" $args "dim no_grad!" [$dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "index_select" $args "dim no_grad! name" [$dim $no_grad $name] }
 
 # Run CMD in inference mode: like no_grad, and its results can never join a graph later.
 #
@@ -3392,7 +3619,8 @@ export def init [
 export def inner [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: First input tensor; other: Second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "inner" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "inner" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.linalg.inv.
 #
@@ -3400,7 +3628,8 @@ export def inner [
 export def inverse [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "inverse" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "inverse" $args "no_grad! name" [$no_grad $name] }
 
 # Returns True if the data type of input is a complex data type i.e., one of torch.complex64, and torch.complex128.
 #
@@ -3483,7 +3712,8 @@ export def isclose [
     --atol: number  # absolute tolerance (float; default 1e-08)
     --equal_nan  # if True, then two NaN s will be considered equal (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "isclose" $args "rtol atol equal_nan! no_grad!" [$rtol $atol $equal_nan $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "isclose" $args "rtol atol equal_nan! no_grad! name" [$rtol $atol $equal_nan $no_grad $name] }
 
 # Returns a new tensor with boolean elements representing if each element is finite or not.
 #
@@ -3491,7 +3721,8 @@ export def isclose [
 export def isfinite [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "isfinite" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "isfinite" $args "no_grad! name" [$no_grad $name] }
 
 # Tests if each element of elements is in test_elements.
 #
@@ -3505,7 +3736,8 @@ export def isin [
     --test_element: number  # Scalar
     --element: number  # Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "isin" $args "assume_unique! invert! test_element element no_grad!" [$assume_unique $invert $test_element $element $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "isin" $args "assume_unique! invert! test_element element no_grad! name" [$assume_unique $invert $test_element $element $no_grad $name] }
 
 # Tests if each element of input is infinite (positive or negative infinity) or not.
 #
@@ -3513,7 +3745,8 @@ export def isin [
 export def isinf [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "isinf" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "isinf" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with boolean elements representing if each element of input is NaN or not.
 #
@@ -3521,7 +3754,8 @@ export def isinf [
 export def isnan [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "isnan" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "isnan" $args "no_grad! name" [$no_grad $name] }
 
 # Tests if each element of input is negative infinity or not.
 #
@@ -3529,7 +3763,8 @@ export def isnan [
 export def isneginf [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "isneginf" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "isneginf" $args "no_grad! name" [$no_grad $name] }
 
 # Tests if each element of input is positive infinity or not.
 #
@@ -3537,7 +3772,8 @@ export def isneginf [
 export def isposinf [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "isposinf" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "isposinf" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with boolean elements representing if each element of input is real-valued or not.
 #
@@ -3545,7 +3781,8 @@ export def isposinf [
 export def isreal [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "isreal" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "isreal" $args "no_grad! name" [$no_grad $name] }
 
 # Inverse short time Fourier Transform.
 #
@@ -3562,7 +3799,8 @@ export def istft [
     --length: int  # The amount to trim the signal by (i.e. the original signal length) (int?)
     --return_complex  # Whether the output should be complex, or if the input should be assumed to derive from a real signa… (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "istft" $args "n_fft hop_length win_length window center normalized! onesided! length return_complex! no_grad!" [$n_fft $hop_length $win_length $window $center $normalized $onesided $length $return_complex $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "istft" $args "n_fft hop_length win_length window center normalized! onesided! length return_complex! no_grad! name" [$n_fft $hop_length $win_length $window $center $normalized $onesided $length $return_complex $no_grad $name] }
 
 # The single value of a one-element tensor, as a JSON number (or true/false).
 #
@@ -3636,7 +3874,8 @@ export def kaiser_window [
     --periodic  # If True, returns a periodic window suitable for use in spectral analysis (bool)
     --beta: number  # shape parameter for the window (float)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "kaiser_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! beta no_grad!" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $beta $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "kaiser_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! beta no_grad! name" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $beta $no_grad $name] }
 
 # Let handles outlive the current scope: they move to the enclosing scope, or to the global registry.
 #
@@ -3652,7 +3891,8 @@ export def keep [
 export def kron [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "kron" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "kron" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a namedtuple (values, indices) where values is the k th smallest element of each row of the input tensor in the given dimension dim.
 #
@@ -3671,7 +3911,8 @@ export def kthvalue [
 export def lcm [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "lcm" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "lcm" $args "no_grad! name" [$no_grad $name] }
 
 # Multiplies input by 2 ** other.
 #
@@ -3679,7 +3920,8 @@ export def lcm [
 export def ldexp [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: a tensor of exponents, typically integers; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "ldexp" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "ldexp" $args "no_grad! name" [$no_grad $name] }
 
 # Computes \text{input} \leq \text{other} element-wise.
 #
@@ -3689,7 +3931,8 @@ export def le [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the tensor to compare; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # the tensor or value to compare (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "le" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "le" $args "other no_grad! name" [$other $no_grad $name] }
 
 # Does a linear interpolation of two tensors start (given by input) and end based on a scalar or tensor weight and returns the resulting out tensor.
 #
@@ -3699,7 +3942,8 @@ export def lerp [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input end weight; input: the tensor with the starting points; end: the tensor with the ending points; piped handles fill the tensor slots still missing
     --weight: any@"nu-complete torch"  # the weight for the interpolation formula (Scalar | Tensor)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "lerp" $args "weight no_grad!" [$weight $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "lerp" $args "weight no_grad! name" [$weight $no_grad $name] }
 
 # Alias for torch.lt.
 #
@@ -3709,7 +3953,8 @@ export def less [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "less" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "less" $args "other no_grad! name" [$other $no_grad $name] }
 
 # Alias for torch.le.
 #
@@ -3719,7 +3964,8 @@ export def less_equal [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "less_equal" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "less_equal" $args "other no_grad! name" [$other $no_grad $name] }
 
 # Computes the natural logarithm of the absolute value of the gamma function on input.
 #
@@ -3727,7 +3973,8 @@ export def less_equal [
 export def lgamma [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "lgamma" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "lgamma" $args "no_grad! name" [$no_grad $name] }
 
 # Creates a one-dimensional tensor of size steps whose values are evenly spaced from start to end, inclusive.
 #
@@ -3746,7 +3993,8 @@ export def linspace [
     --pin_memory  # bool?
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "linspace" $args "start end steps dtype layout device pin_memory! requires_grad! no_grad!" [$start $end $steps $dtype $layout $device $pin_memory $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "linspace" $args "start end steps dtype layout device pin_memory! requires_grad! no_grad! name" [$start $end $steps $dtype $layout $device $pin_memory $requires_grad $no_grad $name] }
 
 # Load tensors from a file; one handle per line (npz/safetensors/pt dicts: --json keeps the names).
 #
@@ -3789,7 +4037,8 @@ export def lobpcg [
 export def log [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "log" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "log" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the logarithm to the base 10 of the elements of input.
 #
@@ -3797,7 +4046,8 @@ export def log [
 export def log10 [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "log10" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "log10" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the natural logarithm of (1 + input).
 #
@@ -3805,7 +4055,8 @@ export def log10 [
 export def log1p [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "log1p" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "log1p" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the logarithm to the base 2 of the elements of input.
 #
@@ -3813,7 +4064,8 @@ export def log1p [
 export def log2 [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "log2" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "log2" $args "no_grad! name" [$no_grad $name] }
 
 # Logarithm of the sum of exponentiations of the inputs.
 #
@@ -3821,7 +4073,8 @@ export def log2 [
 export def logaddexp [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "logaddexp" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "logaddexp" $args "no_grad! name" [$no_grad $name] }
 
 # Logarithm of the sum of exponentiations of the inputs in base-2.
 #
@@ -3829,7 +4082,8 @@ export def logaddexp [
 export def logaddexp2 [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "logaddexp2" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "logaddexp2" $args "no_grad! name" [$no_grad $name] }
 
 # Returns the logarithm of the cumulative summation of the exponentiation of elements of input in the dimension dim.
 #
@@ -3838,7 +4092,8 @@ export def logcumsumexp [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim; input: the input tensor; piped handles fill the tensor slots still missing
     --dim: int  # the dimension to do the operation over (int)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "logcumsumexp" $args "dim no_grad!" [$dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "logcumsumexp" $args "dim no_grad! name" [$dim $no_grad $name] }
 
 # Calculates log determinant of a square matrix or batches of square matrices.
 #
@@ -3846,7 +4101,8 @@ export def logcumsumexp [
 export def logdet [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor of size (*, n, n) where * is zero or more batch dimensions; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "logdet" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "logdet" $args "no_grad! name" [$no_grad $name] }
 
 # Computes the element-wise logical AND of the given input tensors.
 #
@@ -3854,7 +4110,8 @@ export def logdet [
 export def logical_and [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the tensor to compute AND with; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "logical_and" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "logical_and" $args "no_grad! name" [$no_grad $name] }
 
 # Computes the element-wise logical NOT of the given input tensor.
 #
@@ -3862,7 +4119,8 @@ export def logical_and [
 export def logical_not [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "logical_not" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "logical_not" $args "no_grad! name" [$no_grad $name] }
 
 # Computes the element-wise logical OR of the given input tensors.
 #
@@ -3870,7 +4128,8 @@ export def logical_not [
 export def logical_or [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the tensor to compute OR with; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "logical_or" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "logical_or" $args "no_grad! name" [$no_grad $name] }
 
 # Computes the element-wise logical XOR of the given input tensors.
 #
@@ -3878,7 +4137,8 @@ export def logical_or [
 export def logical_xor [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the tensor to compute XOR with; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "logical_xor" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "logical_xor" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.special.logit.
 #
@@ -3887,7 +4147,8 @@ export def logit [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input eps; piped handles fill the tensor slots still missing
     --eps: number  # float?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "logit" $args "eps no_grad!" [$eps $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "logit" $args "eps no_grad! name" [$eps $no_grad $name] }
 
 # Creates a one-dimensional tensor of size steps whose values are evenly spaced from {{\text{{base}}}}^{{\text{{start}}}} to {{\text{{base}}}}^{{\text{{end}}}}, inclusive, on a logarithmic scale with base base.
 #
@@ -3907,7 +4168,8 @@ export def logspace [
     --pin_memory  # bool?
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "logspace" $args "start end steps base dtype layout device pin_memory! requires_grad! no_grad!" [$start $end $steps $base $dtype $layout $device $pin_memory $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "logspace" $args "start end steps base dtype layout device pin_memory! requires_grad! no_grad! name" [$start $end $steps $base $dtype $layout $device $pin_memory $requires_grad $no_grad $name] }
 
 # Returns the log of summed exponentials of each row of the input tensor in the given dimension dim.
 #
@@ -3917,7 +4179,8 @@ export def logsumexp [
     --dim: any  # the dimension or dimensions to reduce (int[])
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "logsumexp" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "logsumexp" $args "dim keepdim! no_grad! name" [$dim $keepdim $no_grad $name] }
 
 # lstm
 #
@@ -3952,7 +4215,8 @@ export def lt [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the tensor to compare; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # the tensor or value to compare (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "lt" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "lt" $args "other no_grad! name" [$other $no_grad $name] }
 
 # Unpacks the LU decomposition returned by linalg.lu_factor into the P, L, U matrices.
 #
@@ -3970,7 +4234,8 @@ export def lu_unpack [
 export def mH [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "mH" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "mH" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a view of this tensor with the last two dimensions transposed.
 #
@@ -3978,7 +4243,8 @@ export def mH [
 export def mT [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "mT" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "mT" $args "no_grad! name" [$no_grad $name] }
 
 # Seed PyTorch's global RNG: later draws equal Python's torch.manual_seed(N) then the same calls.
 #
@@ -3997,7 +4263,8 @@ export def masked_fill [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input mask value; piped handles fill the tensor slots still missing
     --value: any@"nu-complete torch"  # Scalar | Tensor
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "masked_fill" $args "value no_grad!" [$value $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "masked_fill" $args "value no_grad! name" [$value $no_grad $name] }
 
 # masked_scatter
 #
@@ -4005,7 +4272,8 @@ export def masked_fill [
 export def masked_scatter [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input mask source; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "masked_scatter" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "masked_scatter" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new 1-D tensor which indexes the input tensor according to the boolean mask mask which is a BoolTensor.
 #
@@ -4013,7 +4281,8 @@ export def masked_scatter [
 export def masked_select [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input mask; input: the input tensor; mask: the tensor containing the binary mask to index with; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "masked_select" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "masked_select" $args "no_grad! name" [$no_grad $name] }
 
 # Matrix product of two tensors.
 #
@@ -4021,7 +4290,8 @@ export def masked_select [
 export def matmul [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the first tensor to be multiplied; other: the second tensor to be multiplied; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "matmul" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "matmul" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.linalg.matrix_exp.
 #
@@ -4029,7 +4299,8 @@ export def matmul [
 export def matrix_exp [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "matrix_exp" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "matrix_exp" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.linalg.matrix_power.
 #
@@ -4038,7 +4309,8 @@ export def matrix_power [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input n; piped handles fill the tensor slots still missing
     --n: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "matrix_power" $args "n no_grad!" [$n $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "matrix_power" $args "n no_grad! name" [$n $no_grad $name] }
 
 # Returns the maximum value of all elements in the input tensor.
 #
@@ -4050,7 +4322,8 @@ export def max [
     --dim: int  # the dimension to reduce (int)
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "max" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "max" $args "dim keepdim! no_grad! name" [$dim $keepdim $no_grad $name] }
 
 # Computes the element-wise maximum of input and other.
 #
@@ -4058,7 +4331,8 @@ export def max [
 export def maximum [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "maximum" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "maximum" $args "no_grad! name" [$no_grad $name] }
 
 # .
 #
@@ -4070,7 +4344,8 @@ export def mean [
     --dim: any  # the dimension or dimensions to reduce (int[]?)
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "mean" $args "dtype dim keepdim! no_grad!" [$dtype $dim $keepdim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "mean" $args "dtype dim keepdim! no_grad! name" [$dtype $dim $keepdim $no_grad $name] }
 
 # Returns the median of the values in input.
 #
@@ -4081,7 +4356,8 @@ export def median [
     --dim: int  # the dimension to reduce (int)
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "median" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "median" $args "dim keepdim! no_grad! name" [$dim $keepdim $no_grad $name] }
 
 # Creates grids of coordinates specified by the 1D inputs in attr:tensors.
 #
@@ -4103,7 +4379,8 @@ export def min [
     --dim: int  # the dimension to reduce (int)
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "min" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "min" $args "dim keepdim! no_grad! name" [$dim $keepdim $no_grad $name] }
 
 # Computes the element-wise minimum of input and other.
 #
@@ -4111,7 +4388,8 @@ export def min [
 export def minimum [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "minimum" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "minimum" $args "no_grad! name" [$no_grad $name] }
 
 # Performs a matrix multiplication of the matrices input and mat2.
 #
@@ -4121,7 +4399,8 @@ export def mm [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input mat2 | input mat2 out_dtype; input: the first matrix to be matrix multiplied; mat2: the second matrix to be matrix multiplied; piped handles fill the tensor slots still missing
     --out_dtype: string@"nu-complete torch dtypes"  # the dtype of the output tensor (ScalarType)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "mm" $args "out_dtype no_grad!" [$out_dtype $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "mm" $args "out_dtype no_grad! name" [$out_dtype $no_grad $name] }
 
 # Returns a namedtuple (values, indices) where values is the mode value of each row of the input tensor in the given dimension dim, i.e.
 #
@@ -4165,7 +4444,8 @@ export def "model open" [
     --num_classes: int  # the classifier's outputs (torchvision and timm models take it) (int?)
     --weights: path  # a state dict loaded after, strictly, as torch nn load reads it (.safetensors, .pt, a folder) (Path?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "model.open" $positional "source args num_classes weights no_grad!" [$source $args $num_classes $weights $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "model.open" $positional "source args num_classes weights no_grad! name" [$source $args $num_classes $weights $no_grad $name] }
 
 # Alias for torch.movedim.
 #
@@ -4195,7 +4475,8 @@ export def movedim [
 export def msort [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "msort" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "msort" $args "no_grad! name" [$no_grad $name] }
 
 # Multiplies input by other.
 #
@@ -4205,7 +4486,8 @@ export def mul [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the input tensor; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # the tensor or number to multiply input by (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "mul" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "mul" $args "other no_grad! name" [$other $no_grad $name] }
 
 # Returns a tensor where each row contains num_samples indices sampled from the multinomial (a stricter definition would be multivariate, refer to torch.distributions.multinomial.Multinomial for more details) probability distribution located in the corresponding row of tensor input.
 #
@@ -4215,7 +4497,8 @@ export def multinomial [
     --num_samples: int  # number of samples to draw (SymInt)
     --replacement  # whether to draw with replacement or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "multinomial" $args "num_samples replacement! no_grad!" [$num_samples $replacement $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "multinomial" $args "num_samples replacement! no_grad! name" [$num_samples $replacement $no_grad $name] }
 
 # Alias for torch.mul.
 #
@@ -4225,7 +4508,8 @@ export def multiply [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "multiply" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "multiply" $args "other no_grad! name" [$other $no_grad $name] }
 
 # Performs a matrix-vector product of the matrix input and the vector vec.
 #
@@ -4233,7 +4517,8 @@ export def multiply [
 export def mv [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input vec; input: matrix to be multiplied; vec: vector to be multiplied; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "mv" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "mv" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.special.multigammaln.
 #
@@ -4242,7 +4527,29 @@ export def mvlgamma [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input p; piped handles fill the tensor slots still missing
     --p: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "mvlgamma" $args "p no_grad!" [$p $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "mvlgamma" $args "p no_grad! name" [$p $no_grad $name] }
+
+# Name an object: `@NAME` is then accepted wherever its handle is, and pins it (a scope's end keeps it).
+#
+# name(Handle handle, str name, *, bool force=False, str? ttl=None) -> None
+export def name [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: handle name; piped handles fill the tensor slots still missing
+    --name: string  # str
+    --force  # bool
+    --ttl: string  # str?
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "name" $args "name force! ttl no_grad!" [$name $force $ttl $no_grad] }
+
+# The names held, as a table: NAME HANDLE KIND SHAPE AGE TTL; a pattern (`@exp1/*`) keeps those it
+#
+# names(str? pattern=None, *, bool quiet=False) -> Json
+export def names [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: pattern; piped handles fill the tensor slots still missing
+    --pattern: string  # str?
+    --quiet  # bool
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "names" $args "pattern quiet! no_grad!" [$pattern $quiet $no_grad] }
 
 # Replaces :literal:NaN, positive infinity, and negative infinity values in input with the values specified by nan, posinf, and neginf, respectively.
 #
@@ -4253,7 +4560,8 @@ export def nan_to_num [
     --posinf: number  # if a Number, the value to replace positive infinity values with (float?)
     --neginf: number  # if a Number, the value to replace negative infinity values with (float?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "nan_to_num" $args "nan posinf neginf no_grad!" [$nan $posinf $neginf $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "nan_to_num" $args "nan posinf neginf no_grad! name" [$nan $posinf $neginf $no_grad $name] }
 
 # Computes the mean of all non-NaN elements along the specified dimensions.
 #
@@ -4264,7 +4572,8 @@ export def nanmean [
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "nanmean" $args "dim keepdim! dtype no_grad!" [$dim $keepdim $dtype $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "nanmean" $args "dim keepdim! dtype no_grad! name" [$dim $keepdim $dtype $no_grad $name] }
 
 # Returns the median of the values in input, ignoring NaN values.
 #
@@ -4275,7 +4584,8 @@ export def nanmedian [
     --dim: int  # the dimension to reduce (int)
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "nanmedian" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "nanmedian" $args "dim keepdim! no_grad! name" [$dim $keepdim $no_grad $name] }
 
 # This is a variant of torch.quantile that "ignores" NaN values, computing the quantiles q as if NaN values in input did not exist.
 #
@@ -4288,7 +4598,8 @@ export def nanquantile [
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --interpolation: string  # interpolation method to use when the desired quantile lies between two data points (str; default "linear")
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "nanquantile" $args "q dim keepdim! interpolation no_grad!" [$q $dim $keepdim $interpolation $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "nanquantile" $args "q dim keepdim! interpolation no_grad! name" [$q $dim $keepdim $interpolation $no_grad $name] }
 
 # Returns the sum of all elements, treating Not a Numbers (NaNs) as zero.
 #
@@ -4299,7 +4610,8 @@ export def nansum [
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "nansum" $args "dim keepdim! dtype no_grad!" [$dim $keepdim $dtype $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "nansum" $args "dim keepdim! dtype no_grad! name" [$dim $keepdim $dtype $no_grad $name] }
 
 # Returns a new tensor that is a narrowed version of input tensor.
 #
@@ -4322,7 +4634,8 @@ export def narrow_copy [
     --start: int  # index of the element to start the narrowed dimension from (SymInt)
     --length: int  # length of the narrowed dimension, must be weakly positive (SymInt)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "narrow_copy" $args "dim start length no_grad!" [$dim $start $length $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "narrow_copy" $args "dim start length no_grad! name" [$dim $start $length $no_grad $name] }
 
 # Computes \text{input} \neq \text{other} element-wise.
 #
@@ -4333,7 +4646,8 @@ export def ne [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other | a… b…; input: the tensor to compare; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # the tensor or value to compare (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "ne" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "ne" $args "other no_grad! name" [$other $no_grad $name] }
 
 # Returns a new tensor with the negative of the elements of input.
 #
@@ -4341,7 +4655,8 @@ export def ne [
 export def neg [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "neg" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "neg" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.neg.
 #
@@ -4349,7 +4664,8 @@ export def neg [
 export def negative [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "negative" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "negative" $args "no_grad! name" [$no_grad $name] }
 
 # Return the next floating-point value after input towards other, elementwise.
 #
@@ -4357,7 +4673,8 @@ export def negative [
 export def nextafter [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: the first input tensor; other: the second input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "nextafter" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "nextafter" $args "no_grad! name" [$no_grad $name] }
 
 # Put the model in evaluation mode (dropout off, batch-norm uses its running statistics).
 #
@@ -4473,7 +4790,8 @@ export def no_grad [
 export def nonzero [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "nonzero" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "nonzero" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a 2-D tensor where each row is the index for a non-zero value.
 #
@@ -4483,7 +4801,8 @@ export def nonzero_static [
     --size: int  # the size of non-zero elements expected to be included in the out tensor (SymInt)
     --fill_value: int  # the value to fill the output tensor with when size is larger than the total number of non-zero elem… (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "nonzero_static" $args "size fill_value no_grad!" [$size $fill_value $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "nonzero_static" $args "size fill_value no_grad! name" [$size $fill_value $no_grad $name] }
 
 # norm_except_dim
 #
@@ -4493,7 +4812,8 @@ export def norm_except_dim [
     --pow: int  # int; default 2
     --dim: int  # int; default 0
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "norm_except_dim" $args "pow dim no_grad!" [$pow $dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "norm_except_dim" $args "pow dim no_grad! name" [$pow $dim $no_grad $name] }
 
 # Returns a tensor of random numbers drawn from separate normal distributions whose mean and standard deviation are given.
 #
@@ -4512,7 +4832,8 @@ export def normal [
     --device: string@"nu-complete torch devices"  # Device?
     --pin_memory  # bool?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "normal" $args "mean std requires_grad! size dtype layout device pin_memory! no_grad!" [$mean $std $requires_grad $size $dtype $layout $device $pin_memory $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "normal" $args "mean std requires_grad! size dtype layout device pin_memory! no_grad! name" [$mean $std $requires_grad $size $dtype $layout $device $pin_memory $no_grad $name] }
 
 # Alias for torch.ne.
 #
@@ -4522,7 +4843,8 @@ export def not_equal [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "not_equal" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "not_equal" $args "other no_grad! name" [$other $no_grad $name] }
 
 # nuclear_norm
 #
@@ -4533,7 +4855,8 @@ export def nuclear_norm [
     --keepdim  # bool
     --dim: any  # int[]
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "nuclear_norm" $args "keepdim! dim no_grad!" [$keepdim $dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "nuclear_norm" $args "keepdim! dim no_grad! name" [$keepdim $dim $no_grad $name] }
 
 # Returns the total number of elements in the input tensor.
 #
@@ -4555,7 +4878,8 @@ export def ones [
     --pin_memory  # bool?
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "ones" $args "size dtype layout device pin_memory! requires_grad! no_grad!" [$size $dtype $layout $device $pin_memory $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "ones" $args "size dtype layout device pin_memory! requires_grad! no_grad! name" [$size $dtype $layout $device $pin_memory $requires_grad $no_grad $name] }
 
 # Returns a tensor filled with the scalar value 1, with the same size as input.
 #
@@ -4569,7 +4893,8 @@ export def ones_like [
     --memory_format: string@"nu-complete torch"  # the desired memory format of returned Tensor (MemoryFormat?)
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "ones_like" $args "dtype layout device pin_memory! memory_format requires_grad! no_grad!" [$dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "ones_like" $args "dtype layout device pin_memory! memory_format requires_grad! no_grad! name" [$dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad $name] }
 
 # List ops and verbs: name, category, summary (--json adds the typed signatures).
 #
@@ -4594,7 +4919,8 @@ export def "optim adadelta" [
     --weight_decay: number  # weight decay (L2 penalty) (float; default 0)
     --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "optim.adadelta" $args "lr rho eps weight_decay maximize! no_grad!" [$lr $rho $eps $weight_decay $maximize $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "optim.adadelta" $args "lr rho eps weight_decay maximize! no_grad! name" [$lr $rho $eps $weight_decay $maximize $no_grad $name] }
 
 # Implements Adafactor algorithm.
 #
@@ -4609,7 +4935,8 @@ export def "optim adafactor" [
     --weight_decay: number  # weight decay coefficient (float; default 0.0)
     --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "optim.adafactor" $args "lr beta2_decay eps d weight_decay maximize! no_grad!" [$lr $beta2_decay $eps $d $weight_decay $maximize $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "optim.adafactor" $args "lr beta2_decay eps d weight_decay maximize! no_grad! name" [$lr $beta2_decay $eps $d $weight_decay $maximize $no_grad $name] }
 
 # Implements Adagrad algorithm.
 #
@@ -4623,7 +4950,8 @@ export def "optim adagrad" [
     --initial_accumulator_value: number  # initial value of the sum of squares of gradients (float; default 0)
     --eps: number  # term added to the denominator to improve numerical stability (float; default 1e-10)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "optim.adagrad" $args "lr lr_decay weight_decay initial_accumulator_value eps no_grad!" [$lr $lr_decay $weight_decay $initial_accumulator_value $eps $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "optim.adagrad" $args "lr lr_decay weight_decay initial_accumulator_value eps no_grad! name" [$lr $lr_decay $weight_decay $initial_accumulator_value $eps $no_grad $name] }
 
 # Implements Adam algorithm.
 #
@@ -4637,7 +4965,8 @@ export def "optim adam" [
     --weight_decay: number  # weight decay (L2 penalty) (float; default 0)
     --amsgrad  # whether to use the AMSGrad variant of this algorithm from the paper On the Convergence of Adam and… (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "optim.adam" $args "lr betas eps weight_decay amsgrad! no_grad!" [$lr $betas $eps $weight_decay $amsgrad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "optim.adam" $args "lr betas eps weight_decay amsgrad! no_grad! name" [$lr $betas $eps $weight_decay $amsgrad $no_grad $name] }
 
 # Implements Adamax algorithm (a variant of Adam based on infinity norm).
 #
@@ -4651,7 +4980,8 @@ export def "optim adamax" [
     --weight_decay: number  # weight decay (L2 penalty) (float; default 0)
     --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "optim.adamax" $args "lr betas eps weight_decay maximize! no_grad!" [$lr $betas $eps $weight_decay $maximize $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "optim.adamax" $args "lr betas eps weight_decay maximize! no_grad! name" [$lr $betas $eps $weight_decay $maximize $no_grad $name] }
 
 # Implements AdamW algorithm, where weight decay does not accumulate in the momentum nor variance.
 #
@@ -4665,7 +4995,8 @@ export def "optim adamw" [
     --weight_decay: number  # weight decay coefficient (float; default 0.01)
     --amsgrad  # whether to use the AMSGrad variant of this algorithm from the paper On the Convergence of Adam and… (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "optim.adamw" $args "lr betas eps weight_decay amsgrad! no_grad!" [$lr $betas $eps $weight_decay $amsgrad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "optim.adamw" $args "lr betas eps weight_decay amsgrad! no_grad! name" [$lr $betas $eps $weight_decay $amsgrad $no_grad $name] }
 
 # Implements Averaged Stochastic Gradient Descent.
 #
@@ -4680,7 +5011,8 @@ export def "optim asgd" [
     --weight_decay: number  # weight decay (L2 penalty) (float; default 0)
     --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "optim.asgd" $args "lr lambd alpha t0 weight_decay maximize! no_grad!" [$lr $lambd $alpha $t0 $weight_decay $maximize $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "optim.asgd" $args "lr lambd alpha t0 weight_decay maximize! no_grad! name" [$lr $lambd $alpha $t0 $weight_decay $maximize $no_grad $name] }
 
 # Kind, parameter groups with their hyperparameters, and the size of the optimizer's state.
 #
@@ -4704,7 +5036,8 @@ export def "optim lbfgs" [
     --history_size: int  # update history size (int; default 100)
     --line_search_fn: any@"nu-complete torch"  # either 'strong_wolfe' or None (str | None)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "optim.lbfgs" $args "lr max_iter max_eval tolerance_grad tolerance_change history_size line_search_fn no_grad!" [$lr $max_iter $max_eval $tolerance_grad $tolerance_change $history_size $line_search_fn $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "optim.lbfgs" $args "lr max_iter max_eval tolerance_grad tolerance_change history_size line_search_fn no_grad! name" [$lr $max_iter $max_eval $tolerance_grad $tolerance_change $history_size $line_search_fn $no_grad $name] }
 
 # Every optimizer kind `torch optim KIND` builds, with its options.
 #
@@ -4738,7 +5071,8 @@ export def "optim muon" [
     --ns_steps: int  # number of Newton–Schulz iteration steps (int; default 5)
     --adjust_lr_fn: any@"nu-complete torch"  # function to adjust learning rate (str | None)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "optim.muon" $args "lr weight_decay momentum nesterov ns_coefficients eps ns_steps adjust_lr_fn no_grad!" [$lr $weight_decay $momentum $nesterov $ns_coefficients $eps $ns_steps $adjust_lr_fn $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "optim.muon" $args "lr weight_decay momentum nesterov ns_coefficients eps ns_steps adjust_lr_fn no_grad! name" [$lr $weight_decay $momentum $nesterov $ns_coefficients $eps $ns_steps $adjust_lr_fn $no_grad $name] }
 
 # Implements NAdam algorithm.
 #
@@ -4754,7 +5088,8 @@ export def "optim nadam" [
     --decoupled_weight_decay  # whether to decouple the weight decay as in AdamW to obtain NAdamW (bool)
     --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "optim.nadam" $args "lr betas eps weight_decay momentum_decay decoupled_weight_decay! maximize! no_grad!" [$lr $betas $eps $weight_decay $momentum_decay $decoupled_weight_decay $maximize $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "optim.nadam" $args "lr betas eps weight_decay momentum_decay decoupled_weight_decay! maximize! no_grad! name" [$lr $betas $eps $weight_decay $momentum_decay $decoupled_weight_decay $maximize $no_grad $name] }
 
 # Implements RAdam algorithm.
 #
@@ -4769,7 +5104,8 @@ export def "optim radam" [
     --decoupled_weight_decay  # whether to decouple the weight decay as in AdamW to obtain RAdamW (bool)
     --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "optim.radam" $args "lr betas eps weight_decay decoupled_weight_decay! maximize! no_grad!" [$lr $betas $eps $weight_decay $decoupled_weight_decay $maximize $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "optim.radam" $args "lr betas eps weight_decay decoupled_weight_decay! maximize! no_grad! name" [$lr $betas $eps $weight_decay $decoupled_weight_decay $maximize $no_grad $name] }
 
 # Implements RMSprop algorithm.
 #
@@ -4784,7 +5120,8 @@ export def "optim rmsprop" [
     --momentum: number  # momentum factor (float; default 0)
     --centered  # if True, compute the centered RMSProp, the gradient is normalized by an estimation of its variance (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "optim.rmsprop" $args "lr alpha eps weight_decay momentum centered! no_grad!" [$lr $alpha $eps $weight_decay $momentum $centered $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "optim.rmsprop" $args "lr alpha eps weight_decay momentum centered! no_grad! name" [$lr $alpha $eps $weight_decay $momentum $centered $no_grad $name] }
 
 # Implements the resilient backpropagation algorithm.
 #
@@ -4797,7 +5134,8 @@ export def "optim rprop" [
     --step_sizes: any  # a pair of minimal and maximal allowed step sizes (float[2]; default [1e-06, 50])
     --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "optim.rprop" $args "lr etas step_sizes maximize! no_grad!" [$lr $etas $step_sizes $maximize $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "optim.rprop" $args "lr etas step_sizes maximize! no_grad! name" [$lr $etas $step_sizes $maximize $no_grad $name] }
 
 # Implements stochastic gradient descent (optionally with momentum).
 #
@@ -4811,7 +5149,8 @@ export def "optim sgd" [
     --weight_decay: number  # weight decay (L2 penalty) (float; default 0)
     --nesterov  # enables Nesterov momentum (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "optim.sgd" $args "lr momentum dampening weight_decay nesterov! no_grad!" [$lr $momentum $dampening $weight_decay $nesterov $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "optim.sgd" $args "lr momentum dampening weight_decay nesterov! no_grad! name" [$lr $momentum $dampening $weight_decay $nesterov $no_grad $name] }
 
 # SparseAdam implements a masked version of the Adam algorithm suitable for sparse gradients.
 #
@@ -4824,7 +5163,8 @@ export def "optim sparseadam" [
     --eps: number  # term added to the denominator to improve numerical stability (float; default 1e-08)
     --maximize  # maximize the objective with respect to the params, instead of minimizing (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "optim.sparseadam" $args "lr betas eps maximize! no_grad!" [$lr $betas $eps $maximize $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "optim.sparseadam" $args "lr betas eps maximize! no_grad! name" [$lr $betas $eps $maximize $no_grad $name] }
 
 # Alias for torch.linalg.householder_product.
 #
@@ -4832,7 +5172,8 @@ export def "optim sparseadam" [
 export def orgqr [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input input2; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "orgqr" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "orgqr" $args "no_grad! name" [$no_grad $name] }
 
 # Computes the matrix-matrix multiplication of a product of Householder matrices with a general matrix.
 #
@@ -4842,7 +5183,8 @@ export def ormqr [
     --left: any  # controls the order of multiplication (bool; default true)
     --transpose  # controls whether the matrix Q is conjugate transposed or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "ormqr" $args "left transpose! no_grad!" [$left $transpose $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "ormqr" $args "left transpose! no_grad! name" [$left $transpose $no_grad $name] }
 
 # Outer product of input and vec2.
 #
@@ -4850,7 +5192,8 @@ export def ormqr [
 export def outer [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input vec2; input: 1-D input vector; vec2: 1-D input vector; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "outer" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "outer" $args "no_grad! name" [$no_grad $name] }
 
 # See torch.nn.PairwiseDistance for details.
 #
@@ -4861,7 +5204,8 @@ export def pairwise_distance [
     --eps: number  # float; default 1e-06
     --keepdim  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "pairwise_distance" $args "p eps keepdim! no_grad!" [$p $eps $keepdim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "pairwise_distance" $args "p eps keepdim! no_grad! name" [$p $eps $keepdim $no_grad $name] }
 
 # Performs linear Principal Component Analysis (PCA) on a low-rank matrix, batches of such matrices, or sparse matrix.
 #
@@ -4881,7 +5225,8 @@ export def pdist [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input p; input: input tensor of shape N \times M; piped handles fill the tensor slots still missing
     --p: number  # p value for the p-norm distance to calculate between each vector pair \in [0, \infty] (float; default "2.")
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "pdist" $args "p no_grad!" [$p $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "pdist" $args "p no_grad! name" [$p $no_grad $name] }
 
 # Returns a view of the original tensor input with its dimensions permuted.
 #
@@ -4899,7 +5244,8 @@ export def permute_copy [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input dims; piped handles fill the tensor slots still missing
     --dims: any  # int[]
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "permute_copy" $args "dims no_grad!" [$dims $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "permute_copy" $args "dims no_grad! name" [$dims $no_grad $name] }
 
 # Alias for torch.linalg.pinv.
 #
@@ -4908,7 +5254,8 @@ export def pinverse [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input rcond; piped handles fill the tensor slots still missing
     --rcond: number  # float; default 1e-15
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "pinverse" $args "rcond no_grad!" [$rcond $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "pinverse" $args "rcond no_grad! name" [$rcond $no_grad $name] }
 
 # Rearranges elements in a tensor of shape (*, C \times r^2, H, W) to a tensor of shape (*, C, H \times r, W \times r), where r is the upscale_factor.
 #
@@ -4917,7 +5264,8 @@ export def pixel_shuffle [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input upscale_factor; input: the input tensor; piped handles fill the tensor slots still missing
     --upscale_factor: int  # factor to increase spatial resolution by (int)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "pixel_shuffle" $args "upscale_factor no_grad!" [$upscale_factor $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "pixel_shuffle" $args "upscale_factor no_grad! name" [$upscale_factor $no_grad $name] }
 
 # Reverses the torch.nn.PixelShuffle operation by rearranging elements in a tensor of shape (*, C, H \times r, W \times r) to a tensor of shape (*, C \times r^2, H, W), where r is the downscale_factor.
 #
@@ -4926,7 +5274,8 @@ export def pixel_unshuffle [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input downscale_factor; input: the input tensor; piped handles fill the tensor slots still missing
     --downscale_factor: int  # factor to increase spatial resolution by (int)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "pixel_unshuffle" $args "downscale_factor no_grad!" [$downscale_factor $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "pixel_unshuffle" $args "downscale_factor no_grad! name" [$downscale_factor $no_grad $name] }
 
 # Chart training metrics from a `torch fit --log DIR` folder (DIR/metrics.jsonl) or a metrics.jsonl.
 #
@@ -4949,7 +5298,8 @@ export def plot [
 export def poisson [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor containing the rates of the Poisson distribution; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "poisson" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "poisson" $args "no_grad! name" [$no_grad $name] }
 
 # Constructs a complex tensor whose elements are Cartesian coordinates corresponding to the polar coordinates with absolute value abs and angle angle.
 #
@@ -4957,7 +5307,8 @@ export def poisson [
 export def polar [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: abs angle; abs: The absolute value the complex tensor; angle: The angle of the complex tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "polar" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "polar" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.special.polygamma.
 #
@@ -4966,7 +5317,8 @@ export def polygamma [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: n input; piped handles fill the tensor slots still missing
     --n: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "polygamma" $args "n no_grad!" [$n $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "polygamma" $args "n no_grad! name" [$n $no_grad $name] }
 
 # Returns input.
 #
@@ -4986,7 +5338,8 @@ export def pow [
     --input: any@"nu-complete torch"  # the input tensor (Tensor | Scalar)
     --exponent: any@"nu-complete torch"  # the exponent value (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "pow" $args "input exponent no_grad!" [$input $exponent $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "pow" $args "input exponent no_grad! name" [$input $exponent $no_grad $name] }
 
 # model(*inputs) under no-grad in eval mode (dropout off, batch-norm running stats); the mode is restored.
 #
@@ -5006,7 +5359,8 @@ export def predict [
 export def prelu [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input weight; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "prelu" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "prelu" $args "no_grad! name" [$no_grad $name] }
 
 # PyTorch's own display of any object: print(tensor), print(model), print(optimizer); a scheduler's state.
 #
@@ -5026,7 +5380,8 @@ export def prod [
     --dim: int  # the dimension to reduce (int)
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "prod" $args "dtype dim keepdim! no_grad!" [$dtype $dim $keepdim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "prod" $args "dtype dim keepdim! no_grad! name" [$dtype $dim $keepdim $no_grad $name] }
 
 # put
 #
@@ -5035,7 +5390,8 @@ export def put [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input index source accumulate; piped handles fill the tensor slots still missing
     --accumulate  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "put" $args "accumulate! no_grad!" [$accumulate $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "put" $args "accumulate! no_grad! name" [$accumulate $no_grad $name] }
 
 # Computes the q-th quantiles of each row of the input tensor along the dimension dim.
 #
@@ -5048,7 +5404,8 @@ export def quantile [
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --interpolation: string  # interpolation method to use when the desired quantile lies between two data points (str; default "linear")
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "quantile" $args "q dim keepdim! interpolation no_grad!" [$q $dim $keepdim $interpolation $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "quantile" $args "q dim keepdim! interpolation no_grad! name" [$q $dim $keepdim $interpolation $no_grad $name] }
 
 # Returns a new tensor with each of the elements of input converted from angles in radians to degrees.
 #
@@ -5056,7 +5413,8 @@ export def quantile [
 export def rad2deg [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "rad2deg" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "rad2deg" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a tensor filled with random numbers from a uniform distribution on the interval [0, 1).
 #
@@ -5070,7 +5428,8 @@ export def rand [
     --pin_memory  # If set, returned tensor would be allocated in the pinned memory (bool?)
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "rand" $args "size dtype layout device pin_memory! requires_grad! no_grad!" [$size $dtype $layout $device $pin_memory $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "rand" $args "size dtype layout device pin_memory! requires_grad! no_grad! name" [$size $dtype $layout $device $pin_memory $requires_grad $no_grad $name] }
 
 # Returns a tensor with the same size as input that is filled with random numbers from a uniform distribution on the interval [0, 1).
 #
@@ -5084,7 +5443,8 @@ export def rand_like [
     --memory_format: string@"nu-complete torch"  # the desired memory format of returned Tensor (MemoryFormat?)
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "rand_like" $args "dtype layout device pin_memory! memory_format requires_grad! no_grad!" [$dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "rand_like" $args "dtype layout device pin_memory! memory_format requires_grad! no_grad! name" [$dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad $name] }
 
 # Returns a tensor filled with random integers generated uniformly between low (inclusive) and high (exclusive).
 #
@@ -5101,7 +5461,8 @@ export def randint [
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --low: int  # Lowest integer to be drawn from the distribution (SymInt)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "randint" $args "high size dtype layout device pin_memory! requires_grad! low no_grad!" [$high $size $dtype $layout $device $pin_memory $requires_grad $low $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "randint" $args "high size dtype layout device pin_memory! requires_grad! low no_grad! name" [$high $size $dtype $layout $device $pin_memory $requires_grad $low $no_grad $name] }
 
 # Returns a tensor with the same shape as Tensor input filled with random integers generated uniformly between low (inclusive) and high (exclusive).
 #
@@ -5119,7 +5480,8 @@ export def randint_like [
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --low: int  # Lowest integer to be drawn from the distribution (SymInt)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "randint_like" $args "high dtype layout device pin_memory! memory_format requires_grad! low no_grad!" [$high $dtype $layout $device $pin_memory $memory_format $requires_grad $low $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "randint_like" $args "high dtype layout device pin_memory! memory_format requires_grad! low no_grad! name" [$high $dtype $layout $device $pin_memory $memory_format $requires_grad $low $no_grad $name] }
 
 # Returns a tensor filled with random numbers from a normal distribution with mean 0 and variance 1 (also called the standard normal distribution).
 #
@@ -5133,7 +5495,8 @@ export def randn [
     --pin_memory  # If set, returned tensor would be allocated in the pinned memory (bool?)
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "randn" $args "size dtype layout device pin_memory! requires_grad! no_grad!" [$size $dtype $layout $device $pin_memory $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "randn" $args "size dtype layout device pin_memory! requires_grad! no_grad! name" [$size $dtype $layout $device $pin_memory $requires_grad $no_grad $name] }
 
 # Returns a tensor with the same size as input that is filled with random numbers from a normal distribution with mean 0 and variance 1.
 #
@@ -5147,7 +5510,8 @@ export def randn_like [
     --memory_format: string@"nu-complete torch"  # the desired memory format of returned Tensor (MemoryFormat?)
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "randn_like" $args "dtype layout device pin_memory! memory_format requires_grad! no_grad!" [$dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "randn_like" $args "dtype layout device pin_memory! memory_format requires_grad! no_grad! name" [$dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad $name] }
 
 # Returns a random permutation of integers from 0 to n - 1.
 #
@@ -5161,7 +5525,8 @@ export def randperm [
     --pin_memory  # If set, returned tensor would be allocated in the pinned memory (bool?)
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "randperm" $args "n dtype layout device pin_memory! requires_grad! no_grad!" [$n $dtype $layout $device $pin_memory $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "randperm" $args "n dtype layout device pin_memory! requires_grad! no_grad! name" [$n $dtype $layout $device $pin_memory $requires_grad $no_grad $name] }
 
 # Return a contiguous flattened tensor.
 #
@@ -5185,7 +5550,8 @@ export def real [
 export def reciprocal [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "reciprocal" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "reciprocal" $args "no_grad! name" [$no_grad $name] }
 
 # Computes Python's modulus operation <https://docs.python.org/3/reference/expressions.html#binary-arithmetic-operations>_ entrywise.
 #
@@ -5197,7 +5563,8 @@ export def remainder [
     --input: any@"nu-complete torch"  # the dividend (Tensor | Scalar)
     --other: any@"nu-complete torch"  # the divisor (Tensor | Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "remainder" $args "input other no_grad!" [$input $other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "remainder" $args "input other no_grad! name" [$input $other $no_grad $name] }
 
 # Returns a tensor where each sub-tensor of input along dimension dim is normalized such that the p-norm of the sub-tensor is lower than the value maxnorm.
 #
@@ -5208,7 +5575,8 @@ export def renorm [
     --dim: int  # the dimension to slice over to get the sub-tensors (int)
     --maxnorm: number  # the maximum norm to keep each sub-tensor under (Scalar)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "renorm" $args "p dim maxnorm no_grad!" [$p $dim $maxnorm $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "renorm" $args "p dim maxnorm no_grad! name" [$p $dim $maxnorm $no_grad $name] }
 
 # Repeats this tensor along the specified dimensions.
 #
@@ -5217,7 +5585,8 @@ export def repeat [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input repeats; piped handles fill the tensor slots still missing
     --repeats: any  # SymInt[]
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "repeat" $args "repeats no_grad!" [$repeats $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "repeat" $args "repeats no_grad! name" [$repeats $no_grad $name] }
 
 # Repeat elements of a tensor.
 #
@@ -5230,7 +5599,8 @@ export def repeat_interleave [
     --output_size: int  # Total output size for the given axis ( e.g. sum of repeats) (SymInt?)
     --dim: int  # The dimension along which to repeat values (int?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "repeat_interleave" $args "repeats output_size dim no_grad!" [$repeats $output_size $dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "repeat_interleave" $args "repeats output_size dim no_grad! name" [$repeats $output_size $dim $no_grad $name] }
 
 # Print whether a tensor (or every parameter of a module) requires grad, or set it with true|false.
 #
@@ -5309,7 +5679,8 @@ export def rnn_relu_cell [
     --b_ih: any@"nu-complete torch"  # Tensor?
     --b_hh: any@"nu-complete torch"  # Tensor?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "rnn_relu_cell" $args "b_ih b_hh no_grad!" [$b_ih $b_hh $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "rnn_relu_cell" $args "b_ih b_hh no_grad! name" [$b_ih $b_hh $no_grad $name] }
 
 # rnn_tanh
 #
@@ -5334,7 +5705,8 @@ export def rnn_tanh_cell [
     --b_ih: any@"nu-complete torch"  # Tensor?
     --b_hh: any@"nu-complete torch"  # Tensor?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "rnn_tanh_cell" $args "b_ih b_hh no_grad!" [$b_ih $b_hh $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "rnn_tanh_cell" $args "b_ih b_hh no_grad! name" [$b_ih $b_hh $no_grad $name] }
 
 # Roll the tensor input along the given dimension(s).
 #
@@ -5344,7 +5716,8 @@ export def roll [
     --shifts: any  # The number of places by which the elements of the tensor are shifted (SymInt[])
     --dims: any  # Axis along which to roll (int[]; default [])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "roll" $args "shifts dims no_grad!" [$shifts $dims $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "roll" $args "shifts dims no_grad! name" [$shifts $dims $no_grad $name] }
 
 # Rotate an n-D tensor by 90 degrees in the plane specified by dims axis.
 #
@@ -5354,7 +5727,8 @@ export def rot90 [
     --k: int  # number of times to rotate (int; default 1)
     --dims: any  # axis to rotate (int[]; default [0, 1])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "rot90" $args "k dims no_grad!" [$k $dims $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "rot90" $args "k dims no_grad! name" [$k $dims $no_grad $name] }
 
 # Rounds elements of input to the nearest integer.
 #
@@ -5364,7 +5738,8 @@ export def round [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --decimals: int  # Number of decimal places to round to (int)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "round" $args "decimals no_grad!" [$decimals $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "round" $args "decimals no_grad! name" [$decimals $no_grad $name] }
 
 # Alias of torch.vstack.
 #
@@ -5372,7 +5747,8 @@ export def round [
 export def row_stack [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "row_stack" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "row_stack" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the reciprocal of the square-root of each of the elements of input.
 #
@@ -5380,7 +5756,8 @@ export def row_stack [
 export def rsqrt [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "rsqrt" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "rsqrt" $args "no_grad! name" [$no_grad $name] }
 
 # rsub
 #
@@ -5391,7 +5768,8 @@ export def rsub [
     --other: any@"nu-complete torch"  # Tensor | Scalar
     --alpha: number  # Scalar; default 1
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "rsub" $args "other alpha no_grad!" [$other $alpha $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "rsub" $args "other alpha no_grad! name" [$other $alpha $no_grad $name] }
 
 # Save tensors to a file chosen by extension; several tensors need npz, safetensors or pt.
 #
@@ -5415,7 +5793,8 @@ export def scalar_tensor [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "scalar_tensor" $args "s dtype layout device pin_memory! requires_grad! no_grad!" [$s $dtype $layout $device $pin_memory $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "scalar_tensor" $args "s dtype layout device pin_memory! requires_grad! no_grad! name" [$s $dtype $layout $device $pin_memory $requires_grad $no_grad $name] }
 
 # Out-of-place version of torch.Tensor.scatter_.
 #
@@ -5429,7 +5808,8 @@ export def scatter [
     --value: number  # Scalar
     --reduce: string  # str
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "scatter" $args "dim value reduce no_grad!" [$dim $value $reduce $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "scatter" $args "dim value reduce no_grad! name" [$dim $value $reduce $no_grad $name] }
 
 # Out-of-place version of torch.Tensor.scatter_add_.
 #
@@ -5438,7 +5818,8 @@ export def scatter_add [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim index src; piped handles fill the tensor slots still missing
     --dim: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "scatter_add" $args "dim no_grad!" [$dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "scatter_add" $args "dim no_grad! name" [$dim $no_grad $name] }
 
 # Out-of-place version of torch.Tensor.scatter_reduce_.
 #
@@ -5449,7 +5830,8 @@ export def scatter_reduce [
     --reduce: string  # str
     --include_self: any  # bool; default true
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "scatter_reduce" $args "dim reduce include_self no_grad!" [$dim $reduce $include_self $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "scatter_reduce" $args "dim reduce include_self no_grad! name" [$dim $reduce $include_self $no_grad $name] }
 
 # Chains a list of learning rate schedulers.
 #
@@ -5458,7 +5840,8 @@ export def "sched chained_scheduler" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: schedulers… optimizer; schedulers: sequence of chained schedulers; piped handles fill the tensor slots still missing
     --optimizer: string@"nu-complete torch"  # Wrapped optimizer (Optimizer)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sched.chained_scheduler" $args "optimizer no_grad!" [$optimizer $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sched.chained_scheduler" $args "optimizer no_grad! name" [$optimizer $no_grad $name] }
 
 # Multiply the learning rate of each parameter group by a small constant factor.
 #
@@ -5469,7 +5852,8 @@ export def "sched constant_lr" [
     --total_iters: int  # The number of steps that the scheduler multiplies the learning rate by the factor (int; default 5)
     --last_epoch: int  # The index of the last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sched.constant_lr" $args "factor total_iters last_epoch no_grad!" [$factor $total_iters $last_epoch $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sched.constant_lr" $args "factor total_iters last_epoch no_grad! name" [$factor $total_iters $last_epoch $no_grad $name] }
 
 # Set the learning rate of each parameter group using a cosine annealing schedule.
 #
@@ -5480,7 +5864,8 @@ export def "sched cosine_annealing_lr" [
     --eta_min: number  # Minimum learning rate (float; default 0.0)
     --last_epoch: int  # The index of the last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sched.cosine_annealing_lr" $args "T_max eta_min last_epoch no_grad!" [$T_max $eta_min $last_epoch $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sched.cosine_annealing_lr" $args "T_max eta_min last_epoch no_grad! name" [$T_max $eta_min $last_epoch $no_grad $name] }
 
 # Set the learning rate of each parameter group using a cosine annealing schedule.
 #
@@ -5492,7 +5877,8 @@ export def "sched cosine_annealing_warm_restarts" [
     --eta_min: number  # Minimum learning rate (float; default 0.0)
     --last_epoch: int  # The index of the last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sched.cosine_annealing_warm_restarts" $args "T_0 T_mult eta_min last_epoch no_grad!" [$T_0 $T_mult $eta_min $last_epoch $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sched.cosine_annealing_warm_restarts" $args "T_0 T_mult eta_min last_epoch no_grad! name" [$T_0 $T_mult $eta_min $last_epoch $no_grad $name] }
 
 # Sets the learning rate of each parameter group according to cyclical learning rate policy (CLR).
 #
@@ -5511,7 +5897,8 @@ export def "sched cyclic_lr" [
     --max_momentum: number  # Upper momentum boundaries in the cycle for each parameter group (float; default 0.9)
     --last_epoch: int  # The index of the last batch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sched.cyclic_lr" $args "base_lr max_lr step_size_up step_size_down mode gamma scale_mode cycle_momentum base_momentum max_momentum last_epoch no_grad!" [$base_lr $max_lr $step_size_up $step_size_down $mode $gamma $scale_mode $cycle_momentum $base_momentum $max_momentum $last_epoch $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sched.cyclic_lr" $args "base_lr max_lr step_size_up step_size_down mode gamma scale_mode cycle_momentum base_momentum max_momentum last_epoch no_grad! name" [$base_lr $max_lr $step_size_up $step_size_down $mode $gamma $scale_mode $cycle_momentum $base_momentum $max_momentum $last_epoch $no_grad $name] }
 
 # Decays the learning rate of each parameter group by gamma every epoch.
 #
@@ -5521,7 +5908,8 @@ export def "sched exponential_lr" [
     --gamma: number  # Multiplicative factor of learning rate decay (float)
     --last_epoch: int  # The index of last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sched.exponential_lr" $args "gamma last_epoch no_grad!" [$gamma $last_epoch $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sched.exponential_lr" $args "gamma last_epoch no_grad! name" [$gamma $last_epoch $no_grad $name] }
 
 # Decays the learning rate of each parameter group by linearly changing small multiplicative factor.
 #
@@ -5533,7 +5921,8 @@ export def "sched linear_lr" [
     --total_iters: int  # The number of iterations that multiplicative factor reaches to 1 (int; default 5)
     --last_epoch: int  # The index of the last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sched.linear_lr" $args "start_factor end_factor total_iters last_epoch no_grad!" [$start_factor $end_factor $total_iters $last_epoch $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sched.linear_lr" $args "start_factor end_factor total_iters last_epoch no_grad! name" [$start_factor $end_factor $total_iters $last_epoch $no_grad $name] }
 
 # Every scheduler kind `torch sched KIND` builds, with its short names and options.
 #
@@ -5560,7 +5949,8 @@ export def "sched multi_step_lr" [
     --gamma: number  # Multiplicative factor of learning rate decay (float; default 0.1)
     --last_epoch: int  # The index of last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sched.multi_step_lr" $args "milestones gamma last_epoch no_grad!" [$milestones $gamma $last_epoch $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sched.multi_step_lr" $args "milestones gamma last_epoch no_grad! name" [$milestones $gamma $last_epoch $no_grad $name] }
 
 # Sets the learning rate of each parameter group according to the 1cycle learning rate policy.
 #
@@ -5581,7 +5971,8 @@ export def "sched one_cycle_lr" [
     --three_phase  # If True, use a third phase of the schedule to annihilate the learning rate according to 'final_div_… (bool)
     --last_epoch: int  # The index of the last batch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sched.one_cycle_lr" $args "max_lr total_steps epochs steps_per_epoch pct_start anneal_strategy cycle_momentum base_momentum max_momentum div_factor final_div_factor three_phase! last_epoch no_grad!" [$max_lr $total_steps $epochs $steps_per_epoch $pct_start $anneal_strategy $cycle_momentum $base_momentum $max_momentum $div_factor $final_div_factor $three_phase $last_epoch $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sched.one_cycle_lr" $args "max_lr total_steps epochs steps_per_epoch pct_start anneal_strategy cycle_momentum base_momentum max_momentum div_factor final_div_factor three_phase! last_epoch no_grad! name" [$max_lr $total_steps $epochs $steps_per_epoch $pct_start $anneal_strategy $cycle_momentum $base_momentum $max_momentum $div_factor $final_div_factor $three_phase $last_epoch $no_grad $name] }
 
 # Decays the learning rate of each parameter group using a polynomial function in the given total_iters.
 #
@@ -5592,7 +5983,8 @@ export def "sched polynomial_lr" [
     --power: number  # The power of the polynomial (float; default 1.0)
     --last_epoch: int  # int; default -1
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sched.polynomial_lr" $args "total_iters power last_epoch no_grad!" [$total_iters $power $last_epoch $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sched.polynomial_lr" $args "total_iters power last_epoch no_grad! name" [$total_iters $power $last_epoch $no_grad $name] }
 
 # Reduce learning rate when a metric has stopped improving.
 #
@@ -5608,7 +6000,8 @@ export def "sched reduce_lr_on_plateau" [
     --min_lr: any@"nu-complete torch"  # A scalar or a list of scalars (list[float] | float; default 0)
     --eps: number  # Minimal decay applied to lr (float; default 1e-08)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sched.reduce_lr_on_plateau" $args "mode factor patience threshold threshold_mode cooldown min_lr eps no_grad!" [$mode $factor $patience $threshold $threshold_mode $cooldown $min_lr $eps $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sched.reduce_lr_on_plateau" $args "mode factor patience threshold threshold_mode cooldown min_lr eps no_grad! name" [$mode $factor $patience $threshold $threshold_mode $cooldown $min_lr $eps $no_grad $name] }
 
 # Contains a list of schedulers expected to be called sequentially during the optimization process.
 #
@@ -5618,7 +6011,8 @@ export def "sched sequential_lr" [
     --milestones: any  # List of integers that reflects milestone points (int[])
     --last_epoch: int  # The index of last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sched.sequential_lr" $args "milestones last_epoch no_grad!" [$milestones $last_epoch $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sched.sequential_lr" $args "milestones last_epoch no_grad! name" [$milestones $last_epoch $no_grad $name] }
 
 # scheduler.step(): advance one step (call it after `torch step OPT`). ReduceLROnPlateau needs --metric.
 #
@@ -5638,7 +6032,8 @@ export def "sched step_lr" [
     --gamma: number  # Multiplicative factor of learning rate decay (float; default 0.1)
     --last_epoch: int  # The index of last epoch (int; default -1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sched.step_lr" $args "step_size gamma last_epoch no_grad!" [$step_size $gamma $last_epoch $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sched.step_lr" $args "step_size gamma last_epoch no_grad! name" [$step_size $gamma $last_epoch $no_grad $name] }
 
 # Run CMD; every handle made inside is freed when it exits (success or failure), except those kept.
 #
@@ -5676,7 +6071,8 @@ export def searchsorted [
     --side: string  # the same as right but preferred. "left" corresponds to False for right and "right" corresponds to T… (str?)
     --sorter: any@"nu-complete torch"  # if provided, a tensor matching the shape of the unsorted sorted_sequence containing a sequence of i… (Tensor?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "searchsorted" $args "input out_int32! right! side sorter no_grad!" [$input $out_int32 $right $side $sorter $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "searchsorted" $args "input out_int32! right! side sorter no_grad! name" [$input $out_int32 $right $side $sorter $no_grad $name] }
 
 # Perform a segment reduction operation on the input tensor along the specified axis.
 #
@@ -5691,7 +6087,8 @@ export def segment_reduce [
     --unsafe  # Skip validation If True (bool)
     --initial: number  # The initial value for the reduction operation (Scalar?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "segment_reduce" $args "reduce lengths indices offsets axis unsafe! initial no_grad!" [$reduce $lengths $indices $offsets $axis $unsafe $initial $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "segment_reduce" $args "reduce lengths indices offsets axis unsafe! initial no_grad! name" [$reduce $lengths $indices $offsets $axis $unsafe $initial $no_grad $name] }
 
 # Slices the input tensor along the selected dimension at the given index.
 #
@@ -5711,7 +6108,8 @@ export def select_copy [
     --dim: int  # int
     --index: int  # SymInt
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "select_copy" $args "dim index no_grad!" [$dim $index $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "select_copy" $args "dim index no_grad! name" [$dim $index $no_grad $name] }
 
 # Embeds the values of the src tensor into input at the given index.
 #
@@ -5721,7 +6119,8 @@ export def select_scatter [
     --dim: int  # the dimension to insert the slice into (int)
     --index: int  # the index to select with (SymInt)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "select_scatter" $args "dim index no_grad!" [$dim $index $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "select_scatter" $args "dim index no_grad! name" [$dim $index $no_grad $name] }
 
 # Restore a saved session in this (fresh) daemon under the same handles; all or nothing.
 #
@@ -5756,7 +6155,8 @@ export def "session save" [
 export def sgn [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sgn" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sgn" $args "no_grad! name" [$no_grad $name] }
 
 # The tensor's shape as a JSON list.
 #
@@ -5772,7 +6172,8 @@ export def shape [
 export def sigmoid [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sigmoid" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sigmoid" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the signs of the elements of input.
 #
@@ -5780,7 +6181,8 @@ export def sigmoid [
 export def sign [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sign" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sign" $args "no_grad! name" [$no_grad $name] }
 
 # Tests if each element of input has its sign bit set or not.
 #
@@ -5788,7 +6190,8 @@ export def sign [
 export def signbit [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "signbit" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "signbit" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the sine of the elements in the input tensor, where each value in this input tensor is in radians.
 #
@@ -5796,7 +6199,8 @@ export def signbit [
 export def sin [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sin" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sin" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.special.sinc.
 #
@@ -5804,7 +6208,8 @@ export def sin [
 export def sinc [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sinc" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sinc" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the hyperbolic sine of the elements of input.
 #
@@ -5812,7 +6217,8 @@ export def sinc [
 export def sinh [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sinh" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sinh" $args "no_grad! name" [$no_grad $name] }
 
 # Returns the size of the self tensor.
 #
@@ -5834,7 +6240,8 @@ export def slice_copy [
     --end: int  # SymInt?
     --step: int  # SymInt; default 1
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "slice_copy" $args "dim start end step no_grad!" [$dim $start $end $step $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "slice_copy" $args "dim start end step no_grad! name" [$dim $start $end $step $no_grad $name] }
 
 # slice_inverse
 #
@@ -5858,7 +6265,8 @@ export def slice_scatter [
     --end: int  # the end index of where to insert the slice (SymInt?)
     --step: int  # the how many elements to skip in (SymInt; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "slice_scatter" $args "dim start end step no_grad!" [$dim $start $end $step $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "slice_scatter" $args "dim start end step no_grad! name" [$dim $start $end $step $no_grad $name] }
 
 # Alias for torch.linalg.slogdet.
 #
@@ -5876,7 +6284,8 @@ export def softmax [
     --dim: int  # int
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "softmax" $args "dim dtype no_grad!" [$dim $dtype $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "softmax" $args "dim dtype no_grad! name" [$dim $dtype $no_grad $name] }
 
 # Sorts the elements of the input tensor along a given dimension in ascending order by value.
 #
@@ -5936,7 +6345,8 @@ export def split_with_sizes_copy [
 export def sqrt [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sqrt" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sqrt" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the square of the elements of input.
 #
@@ -5944,7 +6354,8 @@ export def sqrt [
 export def square [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "square" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "square" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a tensor with all specified dimensions of input of size 1 removed.
 #
@@ -5966,7 +6377,8 @@ export def squeeze_copy [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input | input dim; piped handles fill the tensor slots still missing
     --dim: any  # int | int[]
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "squeeze_copy" $args "dim no_grad!" [$dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "squeeze_copy" $args "dim no_grad! name" [$dim $no_grad $name] }
 
 # Concatenates a sequence of tensors along a new dimension.
 #
@@ -5975,7 +6387,8 @@ export def stack [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors… dim; tensors: sequence of tensors to concatenate; piped handles fill the tensor slots still missing
     --dim: int  # dimension to insert (int; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "stack" $args "dim no_grad!" [$dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "stack" $args "dim no_grad! name" [$dim $no_grad $name] }
 
 # Calculates the standard deviation over the dimensions specified by dim.
 #
@@ -5989,7 +6402,8 @@ export def std [
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --correction: number  # difference between the sample size and sample degrees of freedom (Scalar?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "std" $args "unbiased dim keepdim! correction no_grad!" [$unbiased $dim $keepdim $correction $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "std" $args "unbiased dim keepdim! correction no_grad! name" [$unbiased $dim $keepdim $correction $no_grad $name] }
 
 # Calculates the standard deviation and mean over the dimensions specified by dim.
 #
@@ -6029,7 +6443,8 @@ export def stft [
     --return_complex  # whether to return a complex tensor, or a real tensor with an extra last dimension for the real and… (bool | None)
     --align_to_window  # bool | None
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "stft" $args "n_fft hop_length win_length window center pad_mode normalized! onesided! return_complex! align_to_window! no_grad!" [$n_fft $hop_length $win_length $window $center $pad_mode $normalized $onesided $return_complex $align_to_window $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "stft" $args "n_fft hop_length win_length window center pad_mode normalized! onesided! return_complex! align_to_window! no_grad! name" [$n_fft $hop_length $win_length $window $center $pad_mode $normalized $onesided $return_complex $align_to_window $no_grad $name] }
 
 # Subtracts other, scaled by alpha, from input.
 #
@@ -6040,7 +6455,8 @@ export def sub [
     --other: any@"nu-complete torch"  # the tensor or number to subtract from input (Tensor | Scalar)
     --alpha: number  # the multiplier for other (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sub" $args "other alpha no_grad!" [$other $alpha $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sub" $args "other alpha no_grad! name" [$other $alpha $no_grad $name] }
 
 # Alias for torch.sub.
 #
@@ -6051,7 +6467,8 @@ export def subtract [
     --other: any@"nu-complete torch"  # Tensor | Scalar
     --alpha: number  # Scalar; default 1
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "subtract" $args "other alpha no_grad!" [$other $alpha $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "subtract" $args "other alpha no_grad! name" [$other $alpha $no_grad $name] }
 
 # Returns the sum of all elements in the input tensor.
 #
@@ -6063,7 +6480,8 @@ export def sum [
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --dtype: string@"nu-complete torch dtypes"  # the desired data type of returned tensor (ScalarType?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "sum" $args "dim keepdim! dtype no_grad!" [$dim $keepdim $dtype $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "sum" $args "dim keepdim! dtype no_grad! name" [$dim $keepdim $dtype $no_grad $name] }
 
 # Return the singular value decomposition (U, S, V) of a matrix, batches of matrices, or a sparse matrix A such that A \approx U \operatorname{diag}(S) V^{\text{H}}.
 #
@@ -6110,7 +6528,8 @@ export def t [
 export def t_copy [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "t_copy" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "t_copy" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the elements of input at the given indices.
 #
@@ -6118,7 +6537,8 @@ export def t_copy [
 export def take [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input index; input: the input tensor; index: the indices into tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "take" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "take" $args "no_grad! name" [$no_grad $name] }
 
 # Selects values from input at the 1-dimensional indices from indices along the given dim.
 #
@@ -6127,7 +6547,8 @@ export def take_along_dim [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input indices dim; input: the input tensor; indices: the indices into input; piped handles fill the tensor slots still missing
     --dim: int  # dimension to select along (int?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "take_along_dim" $args "dim no_grad!" [$dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "take_along_dim" $args "dim no_grad! name" [$dim $no_grad $name] }
 
 # Returns a new tensor with the tangent of the elements in the input tensor, where each value in this input tensor is in radians.
 #
@@ -6135,7 +6556,8 @@ export def take_along_dim [
 export def tan [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "tan" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "tan" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the hyperbolic tangent of the elements of input.
 #
@@ -6143,7 +6565,8 @@ export def tan [
 export def tanh [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "tanh" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "tanh" $args "no_grad! name" [$no_grad $name] }
 
 # Make a tensor from JSON (argument or stdin): nested lists, or {dtype, shape, data} from `value --meta`.
 #
@@ -6155,7 +6578,8 @@ export def tensor [
     --device: string@"nu-complete torch devices"  # Device?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "tensor" $args "data dtype device requires_grad! no_grad!" [$data $dtype $device $requires_grad $no_grad] --whole }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "tensor" $args "data dtype device requires_grad! no_grad! name" [$data $dtype $device $requires_grad $no_grad $name] --whole }
 
 # Splits a tensor into multiple sub-tensors, all of which are views of input, along dimension dim according to the indices or number of sections specified by indices_or_sections.
 #
@@ -6196,7 +6620,8 @@ export def tile [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input dims; input: the tensor whose elements to repeat; piped handles fill the tensor slots still missing
     --dims: any  # the number of repetitions per dimension (SymInt[])
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "tile" $args "dims no_grad!" [$dims $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "tile" $args "dims no_grad! name" [$dims $no_grad $name] }
 
 # Convert to another dtype and/or device.
 #
@@ -6207,7 +6632,8 @@ export def to [
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "to" $args "dtype device copy! no_grad!" [$dtype $device $copy $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "to" $args "dtype device copy! no_grad! name" [$dtype $device $copy $no_grad $name] }
 
 # Returns the k largest elements of the given input tensor along a given dimension.
 #
@@ -6228,7 +6654,8 @@ export def topk [
 export def trace [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "trace" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "trace" $args "no_grad! name" [$no_grad $name] }
 
 # zero_grad, forward, loss, backward, [clip], step, [scheduler step] in one request; prints the loss.
 #
@@ -6261,7 +6688,8 @@ export def transpose_copy [
     --dim0: int  # int
     --dim1: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "transpose_copy" $args "dim0 dim1 no_grad!" [$dim0 $dim1 $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "transpose_copy" $args "dim0 dim1 no_grad! name" [$dim0 $dim1 $no_grad $name] }
 
 # Computes the trapezoidal rule <https://en.wikipedia.org/wiki/Trapezoidal_rule>_ along dim.
 #
@@ -6272,7 +6700,8 @@ export def trapezoid [
     --dim: int  # The dimension along which to compute the trapezoidal rule (int; default -1)
     --dx: number  # constant spacing between values (Scalar; default 1)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "trapezoid" $args "dim dx no_grad!" [$dim $dx $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "trapezoid" $args "dim dx no_grad! name" [$dim $dx $no_grad $name] }
 
 # Alias for torch.trapezoid.
 #
@@ -6283,7 +6712,8 @@ export def trapz [
     --dim: int  # int; default -1
     --dx: number  # float; default "1."
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "trapz" $args "dim dx no_grad!" [$dim $dx $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "trapz" $args "dim dx no_grad! name" [$dim $dx $no_grad $name] }
 
 # Returns the lower triangular part of the matrix (2-D tensor) or batch of matrices input, the other elements of the result tensor out are set to 0.
 #
@@ -6292,7 +6722,8 @@ export def tril [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input diagonal; input: the input tensor; piped handles fill the tensor slots still missing
     --diagonal: int  # the diagonal to consider (SymInt; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "tril" $args "diagonal no_grad!" [$diagonal $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "tril" $args "diagonal no_grad! name" [$diagonal $no_grad $name] }
 
 # Returns the indices of the lower triangular part of a row-by- col matrix in a 2-by-N Tensor, where the first row contains row coordinates of all indices and the second row contains column coordinates.
 #
@@ -6308,7 +6739,8 @@ export def tril_indices [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "tril_indices" $args "row col offset dtype layout device pin_memory! requires_grad! no_grad!" [$row $col $offset $dtype $layout $device $pin_memory $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "tril_indices" $args "row col offset dtype layout device pin_memory! requires_grad! no_grad! name" [$row $col $offset $dtype $layout $device $pin_memory $requires_grad $no_grad $name] }
 
 # Returns the upper triangular part of a matrix (2-D tensor) or batch of matrices input, the other elements of the result tensor out are set to 0.
 #
@@ -6317,7 +6749,8 @@ export def triu [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input diagonal; input: the input tensor; piped handles fill the tensor slots still missing
     --diagonal: int  # the diagonal to consider (SymInt; default 0)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "triu" $args "diagonal no_grad!" [$diagonal $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "triu" $args "diagonal no_grad! name" [$diagonal $no_grad $name] }
 
 # Returns the indices of the upper triangular part of a row by col matrix in a 2-by-N Tensor, where the first row contains row coordinates of all indices and the second row contains column coordinates.
 #
@@ -6333,7 +6766,8 @@ export def triu_indices [
     --pin_memory  # bool?
     --requires_grad  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "triu_indices" $args "row col offset dtype layout device pin_memory! requires_grad! no_grad!" [$row $col $offset $dtype $layout $device $pin_memory $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "triu_indices" $args "row col offset dtype layout device pin_memory! requires_grad! no_grad! name" [$row $col $offset $dtype $layout $device $pin_memory $requires_grad $no_grad $name] }
 
 # Alias for torch.div with rounding_mode=None.
 #
@@ -6343,7 +6777,8 @@ export def true_divide [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "true_divide" $args "other no_grad!" [$other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "true_divide" $args "other no_grad! name" [$other $no_grad $name] }
 
 # Returns a new tensor with the truncated integer values of the elements of input.
 #
@@ -6351,7 +6786,8 @@ export def true_divide [
 export def trunc [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; input: the input tensor; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "trunc" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "trunc" $args "no_grad! name" [$no_grad $name] }
 
 # Returns this tensor cast to the type of the given tensor.
 #
@@ -6359,7 +6795,8 @@ export def trunc [
 export def type_as [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "type_as" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "type_as" $args "no_grad! name" [$no_grad $name] }
 
 # Removes a tensor dimension.
 #
@@ -6398,7 +6835,8 @@ export def unfold_copy [
     --size: int  # int
     --step: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "unfold_copy" $args "dimension size step no_grad!" [$dimension $size $step $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "unfold_copy" $args "dimension size step no_grad! name" [$dimension $size $step $no_grad $name] }
 
 # Returns the unique elements of the input tensor.
 #
@@ -6478,7 +6916,8 @@ export def unsqueeze_copy [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input dim; piped handles fill the tensor slots still missing
     --dim: int  # int
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "unsqueeze_copy" $args "dim no_grad!" [$dim $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "unsqueeze_copy" $args "dim no_grad! name" [$dim $no_grad $name] }
 
 # A snapshot of a tensor's data: compact JSON (default), csv or npy. JSON is valid JSON (RFC 8259):
 #
@@ -6501,7 +6940,8 @@ export def vander [
     --N: int  # Number of columns in the output (int?)
     --increasing  # Order of the powers of the columns (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "vander" $args "N increasing! no_grad!" [$N $increasing $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "vander" $args "N increasing! no_grad! name" [$N $increasing $no_grad $name] }
 
 # Calculates the variance over the dimensions specified by dim.
 #
@@ -6515,7 +6955,8 @@ export def var [
     --keepdim  # whether the output tensor has dim retained or not (bool)
     --correction: number  # difference between the sample size and sample degrees of freedom (Scalar?)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "var" $args "unbiased dim keepdim! correction no_grad!" [$unbiased $dim $keepdim $correction $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "var" $args "unbiased dim keepdim! correction no_grad! name" [$unbiased $dim $keepdim $correction $no_grad $name] }
 
 # Calculates the variance and mean over the dimensions specified by dim.
 #
@@ -6537,7 +6978,8 @@ export def var_mean [
 export def vdot [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input other; input: first tensor in the dot product, must be 1D; other: second tensor in the dot product, must be 1D; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "vdot" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "vdot" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a new tensor with the same data as the self tensor but of a different shape.
 #
@@ -6564,7 +7006,8 @@ export def view_as_complex [
 export def view_as_complex_copy [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "view_as_complex_copy" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "view_as_complex_copy" $args "no_grad! name" [$no_grad $name] }
 
 # Returns a view of input as a real tensor.
 #
@@ -6580,7 +7023,8 @@ export def view_as_real [
 export def view_as_real_copy [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "view_as_real_copy" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "view_as_real_copy" $args "no_grad! name" [$no_grad $name] }
 
 # Performs the same operation as torch.view, but all output tensors are freshly created instead of aliasing the input.
 #
@@ -6591,7 +7035,8 @@ export def view_copy [
     --size: any  # SymInt[]
     --dtype: string@"nu-complete torch dtypes"  # ScalarType
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "view_copy" $args "size dtype no_grad!" [$size $dtype $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "view_copy" $args "size dtype no_grad! name" [$size $dtype $no_grad $name] }
 
 # Splits input, a tensor with two or more dimensions, into multiple tensors vertically according to indices_or_sections.
 #
@@ -6610,7 +7055,8 @@ export def vsplit [
 export def vstack [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: tensors…; tensors: sequence of tensors to concatenate; piped handles fill the tensor slots still missing
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "vstack" $args "no_grad!" [$no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "vstack" $args "no_grad! name" [$no_grad $name] }
 
 # Alias for torch.special.xlogy.
 #
@@ -6622,7 +7068,8 @@ export def xlogy [
     --input: any@"nu-complete torch"  # Tensor | Scalar
     --other: any@"nu-complete torch"  # Tensor | Scalar
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "xlogy" $args "input other no_grad!" [$input $other $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "xlogy" $args "input other no_grad! name" [$input $other $no_grad $name] }
 
 # Reset gradients of tensors, modules and optimizers (reads handles from stdin too).
 #
@@ -6645,7 +7092,8 @@ export def zeros [
     --pin_memory  # bool?
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "zeros" $args "size dtype layout device pin_memory! requires_grad! no_grad!" [$size $dtype $layout $device $pin_memory $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "zeros" $args "size dtype layout device pin_memory! requires_grad! no_grad! name" [$size $dtype $layout $device $pin_memory $requires_grad $no_grad $name] }
 
 # Returns a tensor filled with the scalar value 0, with the same size as input.
 #
@@ -6659,7 +7107,8 @@ export def zeros_like [
     --memory_format: string@"nu-complete torch"  # the desired memory format of returned Tensor (MemoryFormat?)
     --requires_grad  # If autograd should record operations on the returned tensor (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "zeros_like" $args "dtype layout device pin_memory! memory_format requires_grad! no_grad!" [$dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "zeros_like" $args "dtype layout device pin_memory! memory_format requires_grad! no_grad! name" [$dtype $layout $device $pin_memory $memory_format $requires_grad $no_grad $name] }
 
 # Convert to another dtype and/or device.
 #
@@ -6669,7 +7118,8 @@ export def bfloat16 [
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "bfloat16" $args "device copy! no_grad!" [$device $copy $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "bfloat16" $args "device copy! no_grad! name" [$device $copy $no_grad $name] }
 
 # Convert to another dtype and/or device.
 #
@@ -6679,7 +7129,8 @@ export def bool [
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "bool" $args "device copy! no_grad!" [$device $copy $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "bool" $args "device copy! no_grad! name" [$device $copy $no_grad $name] }
 
 # Convert to another dtype and/or device.
 #
@@ -6689,7 +7140,8 @@ export def byte [
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "byte" $args "device copy! no_grad!" [$device $copy $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "byte" $args "device copy! no_grad! name" [$device $copy $no_grad $name] }
 
 # Convert to another dtype and/or device.
 #
@@ -6699,7 +7151,8 @@ export def cdouble [
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "cdouble" $args "device copy! no_grad!" [$device $copy $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "cdouble" $args "device copy! no_grad! name" [$device $copy $no_grad $name] }
 
 # Convert to another dtype and/or device.
 #
@@ -6709,7 +7162,8 @@ export def cfloat [
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "cfloat" $args "device copy! no_grad!" [$device $copy $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "cfloat" $args "device copy! no_grad! name" [$device $copy $no_grad $name] }
 
 # Convert to another dtype and/or device.
 #
@@ -6719,7 +7173,8 @@ export def double [
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "double" $args "device copy! no_grad!" [$device $copy $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "double" $args "device copy! no_grad! name" [$device $copy $no_grad $name] }
 
 # Convert to another dtype and/or device.
 #
@@ -6729,7 +7184,8 @@ export def float [
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "float" $args "device copy! no_grad!" [$device $copy $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "float" $args "device copy! no_grad! name" [$device $copy $no_grad $name] }
 
 # Convert to another dtype and/or device.
 #
@@ -6739,7 +7195,8 @@ export def half [
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "half" $args "device copy! no_grad!" [$device $copy $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "half" $args "device copy! no_grad! name" [$device $copy $no_grad $name] }
 
 # Convert to another dtype and/or device.
 #
@@ -6749,7 +7206,8 @@ export def int [
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "int" $args "device copy! no_grad!" [$device $copy $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "int" $args "device copy! no_grad! name" [$device $copy $no_grad $name] }
 
 # Convert to another dtype and/or device.
 #
@@ -6759,7 +7217,8 @@ export def long [
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "long" $args "device copy! no_grad!" [$device $copy $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "long" $args "device copy! no_grad! name" [$device $copy $no_grad $name] }
 
 # Convert to another dtype and/or device.
 #
@@ -6769,7 +7228,8 @@ export def short [
     --device: string@"nu-complete torch devices"  # Device?
     --copy  # bool
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "short" $args "device copy! no_grad!" [$device $copy $no_grad] }
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "short" $args "device copy! no_grad! name" [$device $copy $no_grad $name] }
 
 # A snapshot of a tensor's data: compact JSON (default), csv or npy. JSON is valid JSON (RFC 8259):
 #

@@ -9,11 +9,12 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from torchsh.registry.names import is_pattern
 from torchsh.table.values import as_float, as_list, check_int, tensor_from_json
 from torchsh.vocab import DTYPES, LAYOUTS, MEMORY_FORMATS, device_from_text
 
 _DEVICE_RE = re.compile(r"^(cpu|cuda|mps|meta|xpu)(:\d+)?$")
-_HANDLE_WORDS = ("handle", "stdin")  # token classes that name a held object
+_HANDLE_WORDS = ("handle", "stdin", "name")  # token classes that name a held object (`@enc`: registry/names.py)
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,10 @@ def _tensor(tok, ctx):
 
 
 def _any_handle(tok, ctx):
-    ctx.registry.entry(tok.value)  # validates: unknown, stale and malformed handles fail here
-    return tok.value.strip()
+    if tok.cls == "name" and is_pattern(tok.value):
+        return tok.value.strip()  # `torch free '@exp1/*'`: the verb matches it; elsewhere the registry refuses it
+    ctx.registry.entry(tok.value)  # validates: unknown, stale and malformed handles and names fail here
+    return ctx.registry.resolve(tok.value)
 
 
 def _number(tok, ctx):
@@ -103,7 +106,7 @@ _TENSOR = {"type": ["string", "number", "boolean", "array"], "description": "a t
 _STRS = {"type": "array", "items": _STR}
 
 # token class -> score, built once (a dict literal in the lambda would be rebuilt on every call)
-_TENSOR_FIT = {"handle": 3, "int": 1, "float": 1, "bool": 1, "list": 1, "stdin": 3}
+_TENSOR_FIT = {"handle": 3, "int": 1, "float": 1, "bool": 1, "list": 1, "stdin": 3, "name": 3}
 _SCALAR_FIT = {"int": 3, "float": 3, "bool": 2}
 
 KINDS = {k.name: k for k in (
@@ -189,6 +192,15 @@ VARIADIC_KINDS = tuple(k.name for k in KINDS.values() if k.variadic)      # tens
 LIST_FLAG_KINDS = tuple(k.name for k in KINDS.values() if k.item)         # `--inputs A B`: several words
 STDIN_KINDS = tuple(k.name for k in KINDS.values() if k.stdin == "line")  # handle slots: stdin fills them
 STDIN_TEXT_KINDS = tuple(k.name for k in KINDS.values() if k.stdin == "text")  # `echo '[1,2]' | torch tensor`
+# the return types of one object a command makes (`Tensor`, `Module`, …): `--name` names it (Context.naming)
+OBJECT_RETURNS = frozenset(a for k in KINDS.values() if k.handle and not k.variadic for a in k.aten)
+
+
+def creates(op):
+    """Does the op make an object (one of its forms returns one)? Those take `--name` (torch.nu, completions)."""
+    return any(ov.returns in OBJECT_RETURNS for ov in op.overloads)
+
+
 TENSOR_KINDS = tuple(k.name for k in KINDS.values() if k.handle == "tensor")   # tensor, tensors
 
 
