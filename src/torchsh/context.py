@@ -28,10 +28,11 @@ class Context:
     hold: object = None         # hold(end): end() runs when the caller's connection drops (daemon/conn.Conn.hold)
     downloads: list = None      # (stage id, the caller's path) of files the op wrote for a remote caller
     uploads: list = None        # staged copies of the caller's files the op read (removed after it, mostly)
+    made: list = None           # the handles this request put, in order (the history log's outputs)
 
     def __post_init__(self):
         self.env = self.env or {}
-        self.downloads, self.uploads = [], []
+        self.downloads, self.uploads, self.made = [], [], []
 
     @property
     def registry(self):
@@ -115,4 +116,6 @@ class Context:
         return staged
 
     def put(self, obj, kind="tensor"):
-        return self.app.registry.put(obj, kind, self.scope)
+        handle = self.app.registry.put(obj, kind, self.scope)
+        self.made.append(handle)
+        return handle

@@ -47,6 +47,7 @@ class Registry:
         self._lock = threading.Lock()
         self._reaper = None
         self._ended = {}  # ended scope id -> why, the newest ENDED_KEPT
+        self._handles = {}  # id(object) -> the handle last put for it, while held (handle_of)
 
     # -- objects ---------------------------------------------------------------------------
     def put(self, obj, kind="tensor", scope=None):
@@ -58,7 +59,21 @@ class Registry:
             self._entries[handle] = Entry(kind, obj, time.time(), scope)
             if scope is not None:
                 self._scopes[scope].handles.add(handle)
+            self._remember(obj, handle)
             return handle
+
+    def _remember(self, obj, handle):
+        self._handles[id(obj)] = handle
+
+    def _forget(self, handle, entry):
+        if self._handles.get(id(entry.obj)) == handle:
+            del self._handles[id(entry.obj)]
+
+    def handle_of(self, obj):
+        """The handle that holds this very object now, else None (the history log names arguments by it)."""
+        handle = self._handles.get(id(obj))
+        entry = self._entries.get(handle) if handle is not None else None
+        return handle if entry is not None and entry.obj is obj else None
 
     def restore(self, objects, scopes=()):
         """Hold objects {handle: (obj, kind, scope)} under the handles they had in an earlier daemon (a session
@@ -78,6 +93,7 @@ class Registry:
                 self._entries[handle] = Entry(kind, obj, time.time(), scope)
                 if scope is not None:
                     self._scopes[scope].handles.add(handle)
+                self._remember(obj, handle)
                 last = max(last, int(parse_handle(handle)[2], 36))
             for sid, _, _ in scopes:
                 last = max(last, int(sid[len("scope-") + len(self.epoch):] or "0", 36))
@@ -137,12 +153,15 @@ class Registry:
         with self._lock:
             count = len(self._entries)
             self._entries.clear()
+            self._handles.clear()
             for scope in self._scopes.values():
                 scope.handles.clear()
             return count
 
     def _drop(self, handle):
         entry = self._entries.pop(handle, None)
+        if entry is not None:
+            self._forget(handle, entry)
         if entry is not None and entry.scope in self._scopes:
             self._scopes[entry.scope].handles.discard(handle)
 
@@ -223,6 +242,7 @@ class Registry:
                             self._scopes[parent].handles.add(h)
                         continue
                     del self._entries[h]
+                    self._forget(h, entry)
                     freed += 1
             return freed
 
