@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import apicall
+import pytest
 
 
 def _script(sh, target, extra=""):
@@ -51,6 +52,7 @@ def test_a_seeded_session_replays_from_its_seed(sh):
     _check(path)
 
 
+@pytest.mark.slow  # 300 steps
 def test_identical_repeated_requests_become_one_loop(sh):
     m = sh('eval "$(torch init bash)"\n'
            "m=$(torch nn linear 4 2); o=$(torch optim adam $m); x=$(torch randn 8 4); t=$(torch randn 8 2)\n"
@@ -61,6 +63,7 @@ def test_identical_repeated_requests_become_one_loop(sh):
     _check(path)
 
 
+@pytest.mark.slow  # 5,000 requests, ~40 s on 2 cores
 def test_a_5000_request_exploratory_session_sliced_for_its_final_model_is_under_100_lines_and_checks(sh):
     session = r'''eval "$(torch init bash)"
 x=$(torch randn 32 4); t=$(torch randn 32 1)

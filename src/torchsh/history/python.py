@@ -194,7 +194,8 @@ def script(entries, registry, target=None, sidecar_name=None):
     if w.sidecar:
         head.append("SIDECAR = %r" % (sidecar_name or "history.safetensors"))
     head += [_HELPERS[n] for n in sorted(w.helpers)]
-    head.append("def _state(text):\n    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)\n")
+    if any(line.startswith("torch.set_rng_state(") for line in lines):
+        head.append("def _state(text):\n    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)\n")
     tail = ["", inspect.getsource(digest.digest), _CHECK % _dict_text(checks)]
     return "\n".join(head + lines + tail), w.sidecar
 
