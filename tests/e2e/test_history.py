@@ -119,3 +119,15 @@ def test_python_refuses_a_history_with_fit_naming_it(sh):
            "torch fit $m $o $L --epochs 1 >/dev/null 2>&1; echo $m")
     r = sh.run("torch history --python --for %s" % m)
     assert r.code == 2 and "fit" in r.err and "[not_portable]" in r.err
+
+
+def test_the_history_is_saved_with_the_session_and_replays_after_a_load(fresh_sh):
+    sh = fresh_sh()
+    handles = sh("m=$(torch nn linear 3 1); o=$(torch optim sgd $m --lr 0.1); x=$(torch randn 8 3); y=$(torch randn 8 1)\n"
+                 "torch train_step $m $o $x $y >/dev/null; torch session save saved >/dev/null; echo $m $o $x $y")
+    sh("torch daemon stop >/dev/null; torch session load saved >/dev/null; torch train_step %s >/dev/null" % handles)
+    ops = [r["op"] for r in json.loads(sh("torch history --json"))]
+    assert ops == ["nn.linear", "optim.sgd", "randn", "randn", "train_step", "train_step"]
+    path, text = _script(sh, handles.split()[0])
+    assert "for _ in range(2):" in text
+    _check(path)
