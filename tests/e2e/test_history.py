@@ -131,3 +131,18 @@ def test_the_history_is_saved_with_the_session_and_replays_after_a_load(fresh_sh
     path, text = _script(sh, handles.split()[0])
     assert "for _ in range(2):" in text
     _check(path)
+
+
+@pytest.mark.slow  # 250 requests through bash
+def test_the_five_command_step_repeated_becomes_one_loop(sh):
+    m = sh('eval "$(torch init bash)"\n'
+           "m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.05 --momentum 0.9); x=$(torch randn 4 2); y=$(torch randn 4 1)\n"
+           "for i in $(seq 50); do\n"
+           "  torch zero_grad $o; p=$(torch forward $m $x); l=$(torch mse_loss $p $y); torch backward $l; torch step $o\n"
+           "done; echo $m")
+    path, text = _script(sh, m)
+    assert text.count("for _ in range(50):") == 1
+    body = text[text.index("for _ in range(50):"):].splitlines()[1:6]
+    assert all(line.startswith("    ") for line in body)
+    assert [w in line for w, line in zip(("zero_grad", "(", "mse_loss", ".backward(", ".step()"), body)] == [True] * 5
+    _check(path)

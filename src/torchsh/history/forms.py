@@ -4,9 +4,12 @@ literal tensor's values, an optimizer's options), and the lines of a plain PyTor
 An op from PyTorch's registry is its own call, `torch.NAME(*args, **kwargs)` as invoke made it; a verb has
 a form here (FORMS), or is refused by name (not_portable) rather than written wrong.
 """
+import inspect
+
 import torch
 
 from torchsh.errors import TorchshError
+from torchsh.history.log import encode
 from torchsh.recipes.base import _MADE
 
 
@@ -19,9 +22,15 @@ def note(entry, values, result, registry):
     elif op.startswith("nn.") and isinstance(result, torch.nn.Module):
         entry.made["ctor"] = constructor(result, registry, top=True)
     elif op.startswith("optim.") and isinstance(result, torch.optim.Optimizer):
-        entry.made["options"] = {k: _options_value(v) for k, v in result.defaults.items()}
+        accepted = inspect.signature(type(result).__init__).parameters  # defaults may hold more (AdamW's)
+        entry.made["options"] = {k: _options_value(v) for k, v in result.defaults.items() if k in accepted}
         entry.made["class"] = type(result).__name__
-    elif op in ("forward", "train_step") and _updates_stats(values.get("model")):
+    elif op.startswith("sched.") and _MADE.get(result) is not None:
+        name, made = _MADE[result]
+        entry.made["sched"] = (name, {k: encode(v, registry) for k, v in made.items()})
+    if op == "train_step":
+        entry.made["plateau"] = isinstance(values.get("sched"), torch.optim.lr_scheduler.ReduceLROnPlateau)
+    if op in ("forward", "train_step") and _updates_stats(values.get("model")):
         entry.writes = (("h", registry.handle_of(values["model"])),)  # BatchNorm's running statistics
     if _gets_grads(result):
         entry.made["grads"] = True  # a backward through it fills its .grad (slice.py)
@@ -86,6 +95,10 @@ def lines(e, r):
         return ["%s = %s" % (r.outs(e), r.lit(e.made["ctor"]))]
     if e.op.startswith("optim.") and "options" in e.made:
         return _optimizer(e, r)
+    if e.op.startswith("sched.") and "sched" in e.made:
+        name, values = e.made["sched"]
+        return ["%s = torch.optim.lr_scheduler.%s(%s)" % (r.outs(e), name,
+                                                          ", ".join("%s=%s" % (k, r.lit(v)) for k, v in values.items()))]
     if "call" in e.made:
         args, kwargs = e.made["call"]
         text = ", ".join([r.lit(a) for a in args] + ["%s=%s" % (k, r.lit(v)) for k, v in kwargs.items()])
@@ -136,8 +149,8 @@ def _zero_grad(e, r):
 
 def _train_step(e, r):
     a = e.args
-    if a.get("autocast") is not None or a.get("sched") is not None:
-        raise refuse("train_step", "--autocast and --sched are not written yet")
+    if a.get("autocast") is not None:
+        raise refuse("train_step", "--autocast is not written yet")
     m, o = r.lit(a["model"]), r.lit(a["optimizer"])
     options = "".join(", %s=%s" % (k, r.lit(v)) for k, v in (a.get("loss_args") or {}).items()) \
         if isinstance(a.get("loss_args"), dict) else ""
@@ -150,7 +163,10 @@ def _train_step(e, r):
     if a.get("clip") is not None:
         body.append("torch.nn.utils.clip_grad_norm_([p for g in %s.param_groups for p in g['params']], %r)"
                     % (o, a["clip"]))
-    return body + ["%s.step()" % o]
+    body.append("%s.step()" % o)
+    if a.get("sched") is not None:
+        body.append("%s.step(%s)" % (r.lit(a["sched"]), "_loss.item()" if e.made.get("plateau") else ""))
+    return body
 
 
 def _forward(e, r):
@@ -200,6 +216,10 @@ FORMS = {
     "predict": _predict,
     "detach": _method("detach", "input"),
     "contiguous": _method("contiguous", "input"),
+    "to": lambda e, r: ["%s = %s.to(%s)" % (r.outs(e), r.lit(e.args["input"]), ", ".join(
+        "%s=%s" % (k, r.lit(e.args[k])) for k in ("dtype", "device", "copy") if e.args.get(k) not in (None, False)))],
+    "sched.step": lambda e, r: ["%s.step(%s)" % (r.lit(e.args["scheduler"]),
+                                                 r.lit(e.args["metric"]) if e.args.get("metric") is not None else "")],
     "retain_grad": _method("retain_grad", "input"),
     "grad": lambda e, r: ["%s = %s.grad.clone()" % (r.outs(e), r.lit(e.args["input"]))],
     "requires_grad": _requires_grad,

@@ -15,7 +15,7 @@ import math
 import torch
 
 from torchsh import __version__
-from torchsh.history import digest, forms, slice as slicing
+from torchsh.history import digest, forms, loops, slice as slicing
 from torchsh.history.log import handles_in
 from torchsh.registry.handles import parse_handle
 
@@ -68,7 +68,7 @@ class Writer:
         self.helpers = set()
 
     def v(self, handle):
-        return variable(handle, self.epochs)
+        return loops.placeholder(handle)  # named at the end, once loops have renamed their last pass's
 
     def outs(self, e):
         if len(e.outputs) > 1 and e.op in ("forward", "predict"):
@@ -154,30 +154,6 @@ def units(entries, kept):
     return out
 
 
-def _same(a, b):
-    """Identical requests: the same op and arguments, making nothing (so a loop can repeat them; a draw from the
-    generator repeats too, as the daemon's did, since nothing ran between them)."""
-    return not a.outputs and not b.outputs and a.op == b.op and a.grad == b.grad and repr(a.args) == repr(b.args)
-
-
-def body(rows, w):
-    """Script lines for [(prefix, entry)], repeated identical entries as one loop."""
-    out, i = [], 0
-    while i < len(rows):
-        prefix, e = rows[i]
-        j = i + 1
-        while j < len(rows) and not rows[j][0] and _same(e, rows[j][1]):
-            j += 1
-        lines = forms.lines(e, w)
-        if e.grad:
-            lines = ["with torch.%s():" % e.grad] + ["    " + line for line in lines]
-        if j - i > 1:
-            lines = ["for _ in range(%d):" % (j - i)] + ["    " + line for line in lines]
-        out += prefix + lines
-        i = j
-    return out
-
-
 def script(entries, registry, target=None, sidecar_name=None):
     """(the script's text, {key: tensor} for the sidecar) for the log's entries (only what made `target`)."""
     entries = [e for e in entries if e.exit == 0]
@@ -188,8 +164,9 @@ def script(entries, registry, target=None, sidecar_name=None):
     if fit is not None:  # its loop (batches, shuffling, metrics, checkpoints) is not written as PyTorch yet
         raise forms.refuse("fit", "its training loop is not written yet; `torch train_step` in a loop is")
     w = Writer(entries)
-    lines = _inputs(kept, w, registry) + body(units(entries, kept), w)
-    checks = _checks(entries, kept, registry, target, w)
+    lines, rename, hidden = loops.body(units(entries, kept), w, [target] if target else ())
+    lines = _inputs(kept, w, registry) + lines
+    checks = _checks(entries, kept, registry, target, hidden)
     head = ["# %s" % line for line in _header(target, len(kept))] + ["import base64", "import sys", "", "import torch", ""]
     if w.sidecar:
         head.append("SIDECAR = %r" % (sidecar_name or "history.safetensors"))
@@ -197,7 +174,8 @@ def script(entries, registry, target=None, sidecar_name=None):
     if any(line.startswith("torch.set_rng_state(") for line in lines):
         head.append("def _state(text):\n    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)\n")
     tail = ["", inspect.getsource(digest.digest), _CHECK % _dict_text(checks)]
-    return "\n".join(head + lines + tail), w.sidecar
+    text = "\n".join(head + lines + tail)
+    return loops.HANDLE.sub(lambda m: variable(rename.get(m.group(1), m.group(1)), w.epochs), text), w.sidecar
 
 
 def _header(target, count):
@@ -223,14 +201,14 @@ def _inputs(kept, w, registry):
     return out
 
 
-def _checks(entries, kept, registry, target, w):
-    handles = slicing.fully_kept(entries, kept)
+def _checks(entries, kept, registry, target, hidden):
+    handles = [h for h in slicing.fully_kept(entries, kept) if h not in hidden]
     handles = ([target] if target in handles else []) + [h for h in handles[::-1] if h != target]
     out = {}
     for h in handles:
         entry = _held(registry, h)
         if entry is not None and entry.kind in ("tensor", "nn", "optim"):
-            out[w.v(h)] = digest.digest(entry.obj)
+            out[loops.placeholder(h)] = digest.digest(entry.obj)
         if len(out) >= CHECKS_MAX:
             break
     return out
@@ -241,7 +219,7 @@ def _held(registry, handle):
 
 
 def _dict_text(d):
-    return "{\n%s}" % "".join("    %r: %r,\n" % kv for kv in d.items())
+    return "{\n%s}" % "".join("        \"%s\": %r,\n" % kv for kv in d.items())
 
 
 _CHECK = '''

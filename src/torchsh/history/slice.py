@@ -36,7 +36,7 @@ def reads(e):
 
 def _links(e):
     """The handles entry e makes one object of."""
-    if e.made.get("linked") or e.op.startswith("optim."):
+    if e.made.get("linked") or e.op.startswith(("optim.", "sched.")):
         return reads(e) + list(e.outputs)
     return []
 
