@@ -9,7 +9,7 @@ import inspect
 import torch
 
 from torchsh.errors import TorchshError
-from torchsh.history.log import encode
+from torchsh.history.values import encode
 from torchsh.recipes.base import _MADE
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import torch
 
 from torchsh import protocol
+from torchsh.history import forms
+from torchsh.history.values import literal_bytes, encode, plain
 
 MAX_ENTRIES = 20000
 MAX_BYTES = 64 * 1024 * 1024
@@ -48,17 +50,6 @@ class Entry:
         return {"seq": self.seq, "op": self.op, "args": {k: plain(v) for k, v in self.args.items()},
                 "outputs": list(self.outputs), "exit": self.exit, "random": self.rng is not None,
                 "grad_mode": self.grad or None, "at": round(self.at, 3)}
-
-
-def plain(value):
-    """An encoded value as JSON: a handle as its text, a tensor literal as its shape, a dtype as its name."""
-    if isinstance(value, tuple) and value and value[0] in ("h", "dtype", "device", "opaque"):
-        return value[1]
-    if isinstance(value, tuple) and value and value[0] == "t":
-        return "tensor%s" % list(value[1].shape)
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
 
 
 class HistoryLog:
@@ -130,55 +121,10 @@ class Watch:
         args = {k: encode(v, registry) for k, v in values.items()}
         entry = Entry(0, self.op.name, args, ctx.made, exit=protocol.exit_status(error.code) if error else 0,
                       rng=self.before if drew else None, grad=grad, at=self.started)
-        entry.size = _ENTRY_BYTES + 32 * len(args) + (self.before.numel() if drew else 0) + _literal_bytes(args)
+        entry.size = _ENTRY_BYTES + 32 * len(args) + (self.before.numel() if drew else 0) + literal_bytes(args)
         if self.call is not None:
             entry.made["call"] = (encode(list(self.call[0]), registry), encode(self.call[1], registry))
-            entry.size += _literal_bytes(dict(enumerate(entry.made["call"][0]))) + _literal_bytes(entry.made["call"][1])
+            entry.size += literal_bytes(dict(enumerate(entry.made["call"][0]))) + literal_bytes(entry.made["call"][1])
         if error is None:
-            from torchsh.history import forms  # forms imports torch.nn pieces: only once something ran
             forms.note(entry, values, result, registry)
         self.log.add(entry)
-
-
-def encode(value, registry):
-    """A bound value as the log keeps it: held objects as ("h", handle), tensors no handle names as
-    ("t", a copy), dtypes and devices by name, lists item by item, literals as they are."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        if isinstance(value, str) and "://" in value and registry.holds(value):
-            return ("h", value.strip())
-        return value
-    handle = registry.handle_of(value)
-    if handle is not None:
-        return ("h", handle)
-    if isinstance(value, torch.Tensor):
-        return ("t", value.detach().clone())
-    if isinstance(value, (list, tuple)):
-        return [encode(v, registry) for v in value]
-    if isinstance(value, torch.dtype):
-        return ("dtype", str(value).replace("torch.", ""))
-    if isinstance(value, torch.device):
-        return ("device", str(value))
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {k: encode(v, registry) for k, v in value.items()}
-    return ("opaque", repr(value)[:200])
-
-
-def _literal_bytes(args):
-    total = 0
-    for v in args.values():
-        if isinstance(v, tuple) and v and v[0] == "t":
-            total += v[1].numel() * v[1].element_size()
-        elif isinstance(v, list):
-            total += _literal_bytes(dict(enumerate(v)))
-    return total
-
-
-def handles_in(value):
-    """Every handle an encoded value names."""
-    if isinstance(value, tuple) and value and value[0] == "h":
-        return [value[1]]
-    if isinstance(value, list):
-        return [h for v in value for h in handles_in(v)]
-    if isinstance(value, dict):
-        return [h for v in value.values() for h in handles_in(v)]
-    return []

@@ -16,7 +16,7 @@ import torch
 
 from torchsh import __version__
 from torchsh.history import digest, forms, loops, slice as slicing
-from torchsh.history.log import handles_in
+from torchsh.history.values import handles_in
 from torchsh.registry.handles import parse_handle
 
 LITERAL_MAX = 64  # elements of a tensor written as a literal; a larger one goes to the sidecar

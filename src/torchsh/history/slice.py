@@ -7,7 +7,8 @@ through a module with buffers in training mode writes the module. Objects that s
 here (an optimizer and the modules it was built from, a sequential and its children, a parameter handle and
 its module): a write to one is a write to all.
 """
-from torchsh.history.log import IN_PLACE, handles_in
+from torchsh.history.log import IN_PLACE
+from torchsh.history.values import handles_in
 
 
 class _Groups:
