@@ -146,3 +146,17 @@ def test_the_five_command_step_repeated_becomes_one_loop(sh):
     assert all(line.startswith("    ") for line in body)
     assert [w in line for w, line in zip(("zero_grad", "(", "mse_loss", ".backward(", ".step()"), body)] == [True] * 5
     _check(path)
+
+
+_EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples")
+
+
+@pytest.mark.slow  # each runs an example
+@pytest.mark.parametrize("name,steps", [("regression.sh", 100), ("classifier.sh", 40)])
+def test_an_example_sliced_for_its_model_replays_bit_for_bit(fresh_sh, name, steps):
+    sh = fresh_sh()
+    sh("STEPS=%d bash %s >/dev/null" % (steps, os.path.join(_EXAMPLES, name)), timeout=600)
+    model = sh("torch tensors --kind nn -q").split()[0]
+    path, text = _script(sh, model)
+    assert "for _ in range(" in text
+    _check(path)

@@ -122,9 +122,12 @@ class Watch:
         entry = Entry(0, self.op.name, args, ctx.made, exit=protocol.exit_status(error.code) if error else 0,
                       rng=self.before if drew else None, grad=grad, at=self.started)
         entry.size = _ENTRY_BYTES + 32 * len(args) + (self.before.numel() if drew else 0) + literal_bytes(args)
-        if self.call is not None:
-            entry.made["call"] = (encode(list(self.call[0]), registry), encode(self.call[1], registry))
-            entry.size += literal_bytes(dict(enumerate(entry.made["call"][0]))) + literal_bytes(entry.made["call"][1])
+        if self.call is not None:  # the same objects as the arguments, mostly: encoded once
+            known = {id(v): args[k] for k, v in values.items()}
+            positional, keywords = self.call
+            entry.made["call"] = ([known[id(v)] if id(v) in known else encode(v, registry) for v in positional],
+                                  {k: known[id(v)] if id(v) in known else encode(v, registry)
+                                   for k, v in keywords.items()})
         if error is None:
             forms.note(entry, values, result, registry)
         self.log.add(entry)
