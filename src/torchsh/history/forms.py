@@ -25,7 +25,7 @@ def note(entry, values, result, registry):
         accepted = inspect.signature(type(result).__init__).parameters  # defaults may hold more (AdamW's)
         entry.made["options"] = {k: _options_value(v) for k, v in result.defaults.items() if k in accepted}
         entry.made["class"] = type(result).__name__
-    elif op.startswith("sched.") and _MADE.get(result) is not None:
+    elif op.startswith("sched.") and isinstance(result, _SCHEDULERS) and _MADE.get(result) is not None:
         name, made = _MADE[result]
         entry.made["sched"] = (name, {k: encode(v, registry) for k, v in made.items()})
     if op == "train_step":
@@ -38,6 +38,7 @@ def note(entry, values, result, registry):
         entry.made["linked"] = True  # the output is (a view into) an input: a write to one writes the other
 
 
+_SCHEDULERS = (torch.optim.lr_scheduler.LRScheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
 _LINKS = frozenset({"nn.sequential", "nn.parameters", "detach"})
 
 
@@ -88,6 +89,8 @@ def refuse(op, why="it has no PyTorch form in `torch history --python` yet"):
 # -- the script's lines ---------------------------------------------------------------------------
 def lines(e, r):
     """The script lines of entry e; r is the writer (python.Writer): r.v(handle), r.lit(value), r.outs(e)."""
+    if e.made.get("unnoted"):
+        raise refuse(e.op, "the history could not note how it ran (the daemon log has why)")
     form = FORMS.get(e.op)
     if form is not None:
         return form(e, r)

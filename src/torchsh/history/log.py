@@ -9,6 +9,7 @@ outputs are the handles the request's Context put (its `made`, filled as the rep
 """
 import collections
 import itertools
+import logging
 import re
 import threading
 import time
@@ -19,6 +20,8 @@ import torch
 from torchsh import protocol
 from torchsh.history import forms
 from torchsh.history.values import literal_bytes, encode, plain
+
+_logger = logging.getLogger("torchd")
 
 MAX_ENTRIES = 20000
 MAX_BYTES = 64 * 1024 * 1024
@@ -115,7 +118,16 @@ class Watch:
         self.started = time.time()
 
     def done(self, ctx, values, result, grad="", error=None):
-        """Log the op: it returned (error None) or failed with a TorchshError (its exit status is kept)."""
+        """Log the op: it returned (error None) or failed with a TorchshError (its exit status is kept).
+        The op has run: a failure to log it must not turn its success into an error, so it is logged as
+        unnoted (a script refuses it by name) and the traceback goes to the daemon log."""
+        try:
+            self._log(ctx, values, result, grad, error)
+        except Exception:
+            _logger.exception("history: could not log %s", self.op.name)
+            self.log.add(Entry(0, self.op.name, {}, ctx.made, made={"unnoted": True}, at=self.started))
+
+    def _log(self, ctx, values, result, grad, error):
         drew = not torch.equal(self.before, torch.get_rng_state())
         registry = ctx.registry
         args = {k: encode(v, registry) for k, v in values.items()}

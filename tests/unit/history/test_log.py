@@ -46,3 +46,15 @@ def test_a_watch_notes_whether_the_op_drew_from_the_generator():
     before = torch.get_rng_state()
     torch.randn(3)
     assert not torch.equal(before, torch.get_rng_state()) and torch.equal(watch.before, before)
+
+
+def test_an_op_the_log_cannot_note_is_logged_as_unnoted_and_does_not_fail():
+    class Broken:
+        made = []
+
+        @property
+        def registry(self):
+            raise RuntimeError("a bug while noting")
+    log = HistoryLog()
+    log.watch(_op("h_add", "Tensor", verb=False)).done(Broken(), {}, None)
+    assert log.entries()[0].made == {"unnoted": True}
