@@ -160,3 +160,15 @@ def test_an_example_sliced_for_its_model_replays_bit_for_bit(fresh_sh, name, ste
     path, text = _script(sh, model)
     assert "for _ in range(" in text
     _check(path)
+
+
+def test_a_persisted_daemon_keeps_its_history_across_a_restart(fresh_sh):
+    sh = fresh_sh(start=False)
+    os.makedirs(os.path.join(sh.folder, "p"), mode=0o700)
+    sh.env["TORCHSH_PERSIST"] = os.path.join(sh.folder, "p")
+    x = sh("torch randn 3")
+    sh("torch daemon stop >/dev/null")
+    y = sh("torch mul %s 2" % x)
+    assert [r["op"] for r in json.loads(sh("torch history --json"))] == ["randn", "mul"]
+    path, _ = _script(sh, y)
+    _check(path)
