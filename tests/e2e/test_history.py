@@ -172,3 +172,17 @@ def test_a_persisted_daemon_keeps_its_history_across_a_restart(fresh_sh):
     assert [r["op"] for r in json.loads(sh("torch history --json"))] == ["randn", "mul"]
     path, _ = _script(sh, y)
     _check(path)
+
+
+def test_tensors_read_from_files_come_back_as_literals_or_from_the_sidecar(sh):
+    import torch
+    small, large = sh.put(torch.arange(6.0).reshape(2, 3)), sh.put(torch.rand(100, 10, dtype=torch.float64))
+    y = sh("torch add $(torch sum %s) $(torch sum %s)" % (small, large))
+    assert sh.run("torch history --python --for %s" % y).code == 2  # a large one needs --sidecar
+    folder = sh.tmp("replay")
+    os.makedirs(folder)
+    sh("torch history --python --for %s --sidecar %s/data.safetensors > %s/s.py" % (y, folder, folder))
+    with open(os.path.join(folder, "s.py")) as f:
+        text = f.read()
+    assert "torch.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], dtype=torch.float32)" in text and "_sidecar('s0')" in text
+    _check(os.path.join(folder, "s.py"))

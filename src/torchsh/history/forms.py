@@ -106,6 +106,10 @@ def lines(e, r):
         args, kwargs = e.made["call"]
         text = ", ".join([r.lit(a) for a in args] + ["%s=%s" % (k, r.lit(v)) for k, v in kwargs.items()])
         return ["%s = torch.%s(%s)" % (r.outs(e), e.op, text)]
+    held = r.held_values(e)
+    if held is not None:  # a tensor read from a file or stdin, unchanged since: its value, not its source
+        return ["%s = %s  # %s's, as the daemon holds it" % (r.v(h), r.tensor_literal(t, t.requires_grad), e.op)
+                for h, t in held]
     raise refuse(e.op)
 
 

@@ -16,6 +16,7 @@ import torch
 
 from torchsh import __version__
 from torchsh.history import digest, forms, loops, slice as slicing
+from torchsh.history.log import IN_PLACE
 from torchsh.history.values import handles_in
 from torchsh.registry.handles import parse_handle
 
@@ -40,8 +41,8 @@ _HELPERS = {
         for key, info in json.loads(data[8:8 + n]).items():
             if key != "__metadata__":
                 a, b = info["data_offsets"]
-                raw = bytearray(data[8 + n + a:8 + n + b])
-                t = torch.frombuffer(raw, dtype=getattr(torch, info["dtype"])) if raw else torch.empty(0, dtype=getattr(torch, info["dtype"]))
+                raw, dtype = bytearray(data[8 + n + a:8 + n + b]), getattr(torch, _DTYPES[info["dtype"]])
+                t = torch.frombuffer(raw, dtype=dtype) if raw else torch.empty(0, dtype=dtype)
                 _cache[key] = t.reshape(info["shape"])
     return _cache[name].clone()
 ''',
@@ -62,10 +63,25 @@ def variable(handle, epochs):
 class Writer:
     """Renders entries as script lines: forms.py calls back for names, literals and parameter lists."""
 
-    def __init__(self, entries):
+    def __init__(self, entries, registry=None):
         self.epochs = {parse_handle(h)[1] for e in entries for h in e.outputs}
         self.sidecar = {}  # key -> tensor, for the sidecar file
         self.helpers = set()
+        self.registry = registry
+        # what an in-place verb was given: such a tensor's value now may not be the one it was made with
+        self.changed = {h for e in entries if e.op in IN_PLACE for h in handles_in(e.args)}
+
+    def held_values(self, e):
+        """[(handle, tensor)] of an entry's outputs when each is a tensor still held and never changed in
+        place since (no gradient either), else None."""
+        out = []
+        for h in e.outputs:
+            entry = _held(self.registry, h) if self.registry is not None else None
+            t = entry.obj if entry is not None and entry.kind == "tensor" else None
+            if t is None or h in self.changed or t.grad is not None or (t.requires_grad and not t.is_leaf):
+                return None
+            out.append((h, t.detach()))
+        return out or None
 
     def v(self, handle):
         return loops.placeholder(handle)  # named at the end, once loops have renamed their last pass's
@@ -163,13 +179,14 @@ def script(entries, registry, target=None, sidecar_name=None):
     fit = next((e for e in kept if e.op == "fit"), None)
     if fit is not None:  # its loop (batches, shuffling, metrics, checkpoints) is not written as PyTorch yet
         raise forms.refuse("fit", "its training loop is not written yet; `torch train_step` in a loop is")
-    w = Writer(entries)
+    w = Writer(entries, registry)
     lines, rename, hidden = loops.body(units(entries, kept), w, [target] if target else ())
     lines = _inputs(kept, w, registry) + lines
     checks = _checks(entries, kept, registry, target, hidden)
     head = ["# %s" % line for line in _header(target, len(kept))] + ["import base64", "import sys", "", "import torch", ""]
     if w.sidecar:
         head.append("SIDECAR = %r" % (sidecar_name or "history.safetensors"))
+        head.append("_DTYPES = %r" % {v: str(k).replace("torch.", "") for k, v in _ST_DTYPES.items()})
     head += [_HELPERS[n] for n in sorted(w.helpers)]
     if any(line.startswith("torch.set_rng_state(") for line in lines):
         head.append("def _state(text):\n    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)\n")
