@@ -10,7 +10,7 @@ import torch
 
 from torchsh.errors import TorchshError
 from torchsh.history.values import encode
-from torchsh.recipes.base import _MADE
+from torchsh.recipes.base import made as recipe_of
 
 
 def note(entry, values, result, registry):
@@ -25,13 +25,13 @@ def note(entry, values, result, registry):
         accepted = inspect.signature(type(result).__init__).parameters  # defaults may hold more (AdamW's)
         entry.made["options"] = {k: _options_value(v) for k, v in result.defaults.items() if k in accepted}
         entry.made["class"] = type(result).__name__
-    elif op.startswith("sched.") and isinstance(result, _SCHEDULERS) and _MADE.get(result) is not None:
-        name, made = _MADE[result]
+    elif op.startswith("sched.") and isinstance(result, _SCHEDULERS):
+        name, made = recipe_of(result, "scheduler")
         entry.made["sched"] = (name, {k: encode(v, registry) for k, v in made.items()})
     if op == "train_step":
         entry.made["plateau"] = isinstance(values.get("sched"), torch.optim.lr_scheduler.ReduceLROnPlateau)
     if op in ("forward", "train_step") and _updates_stats(values.get("model")):
-        entry.writes = (("h", registry.handle_of(values["model"])),)  # BatchNorm's running statistics
+        entry.writes = (encode(values["model"], registry),)  # BatchNorm's running statistics
     if _gets_grads(result):
         entry.made["grads"] = True  # a backward through it fills its .grad (slice.py)
     if any(result is v for v in values.values()) or op in _LINKS:
@@ -50,7 +50,7 @@ def _gets_grads(result):
 
 
 def _options_value(v):
-    return v if isinstance(v, (bool, int, float, str, tuple, type(None))) else repr(v)
+    return v if isinstance(v, (bool, int, float, str, tuple, type(None))) else ("opaque", repr(v)[:200])
 
 
 def _updates_stats(model):
@@ -62,10 +62,10 @@ def constructor(module, registry, top=False):
     held = None if top else registry.handle_of(module)
     if held is not None:
         return ("h", held)
-    found = _MADE.get(module)
-    if found is None:
+    try:
+        name, values = recipe_of(module, "module")
+    except TorchshError:
         return ("opaque", "a %s torchsh did not build" % type(module).__name__)
-    name, values = found
     return ("ctor", name, {k: _ctor_value(v, registry) for k, v in values.items()})
 
 
@@ -117,15 +117,21 @@ def _optimizer(e, r):
     if "params" not in e.args:
         raise refuse(e.op, "parameter groups are not written yet; give the optimizer handles")
     cls = e.made["class"]
-    options = ", ".join("%s=%r" % kv for kv in e.made["options"].items())
+    options = ", ".join("%s=%s" % (k, _option_text(v)) for k, v in e.made["options"].items())
     return ["%s = torch.optim.%s(%s, %s)" % (r.outs(e), cls, r.params(e.args["params"]), options)]
+
+
+def _option_text(v):
+    if isinstance(v, tuple) and v and v[0] == "opaque":
+        raise refuse("an optimizer", "its option %s has no literal form" % v[1])
+    return repr(v)
 
 
 def _tensor(e, r):
     t = e.made.get("data")
     if t is None:
         raise refuse("tensor", "its values were not kept")
-    return ["%s = %s" % (r.outs(e), r.tensor_literal(t))]
+    return ["%s = %s" % (r.outs(e), r.tensor_literal(t, bool(e.args.get("requires_grad"))))]
 
 
 def _kwargs_text(e, r, names, defaults):
