@@ -121,6 +121,7 @@ def test_python_refuses_a_history_with_fit_naming_it(sh):
     assert r.code == 2 and "fit" in r.err and "[not_portable]" in r.err
 
 
+@pytest.mark.slow  # two daemons
 def test_the_history_is_saved_with_the_session_and_replays_after_a_load(fresh_sh):
     sh = fresh_sh()
     handles = sh("m=$(torch nn linear 3 1); o=$(torch optim sgd $m --lr 0.1); x=$(torch randn 8 3); y=$(torch randn 8 1)\n"
