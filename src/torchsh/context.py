@@ -31,10 +31,11 @@ class Context:
     downloads: list = None      # (stage id, the caller's path) of files the op wrote for a remote caller
     uploads: list = None        # staged copies of the caller's files the op read (removed after it, mostly)
     name: str = None            # --name: the first object this request makes gets it (Context.naming)
+    made: list = None           # the handles this request put, in order (the history log's outputs)
 
     def __post_init__(self):
         self.env = self.env or {}
-        self.downloads, self.uploads = [], []
+        self.downloads, self.uploads, self.made = [], [], []
 
     @property
     def registry(self):
@@ -119,6 +120,7 @@ class Context:
 
     def put(self, obj, kind="tensor"):
         handle = self.app.registry.put(obj, kind, self.scope)
+        self.made.append(handle)
         if self.name is not None:  # the one place a result becomes a handle: where --name takes effect
             name, self.name = self.name, None
             self.app.registry.name(handle, name)

@@ -45,43 +45,67 @@ def invoke(ctx, op, binding, globals_=None, warned=None, convert=convert_all):
         ctx.registry.check_scope(ctx.scope)
     lockfree = op.lockfree
     lock = _NO_CONTEXT if lockfree else ctx.app.tensor_lock(op.name)
+    history = None if lockfree else getattr(ctx.app, "history", None)
     with lock, _warnings_to(None if lockfree else warned):
         values = convert(ctx, binding)
-        with _grad_mode(ctx, globals_):
+        watch = history.watch(op) if history is not None else None  # None: an op that only reads
+        mode = _grad_mode(ctx, globals_)
+        with mode:
             try:
-                guards.check(op.name, values)  # inputs on which PyTorch never returns (its checks may raise)
-                budget = getattr(ctx.app, "memory", None)  # out_of_memory before allocating (torchsh.memory)
-                if op.verb:
-                    if budget is not None:
-                        budget.admit_verb(op, ctx, values)
-                    return op.call(ctx, **values)
-                args, kwargs = _call_args(op, binding.overload, values, ctx)
-                if budget is not None:
-                    budget.admit(op, binding.overload, args, kwargs)
-                return op.call(*args, **kwargs)
-            except TorchshError:
+                result = _run(ctx, op, binding, values, watch)
+            except TorchshError as e:
+                if watch is not None:
+                    watch.done(ctx, values, None, _mode_name(mode), e)
                 raise
-            except MemoryError as e:
-                raise memory.allocation_failure(e) from None
-            except (SystemExit, KeyboardInterrupt) as e:
-                # a user's module (model open FILE.py:CLASS) calling sys.exit in forward: left alone it would
-                # end the tensor thread, and every later request would wait for it forever
-                raise TorchshError("torch_error", "%s's code raised %s%s" % (
-                    op.name, type(e).__name__, "(%s)" % e if str(e) else ""),
-                    "the model's own code stopped it; nothing else changed") from None
-            except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError, AssertionError,
-                    ArithmeticError, AttributeError) as e:
-                # PyTorch's Python code asserts, divides and calls tensor methods on what it was given
-                # (Categorical(logits=5): 'int' object has no attribute 'dim'): the caller's mistake there
-                if isinstance(e, (AssertionError, ArithmeticError, AttributeError)) and not raised_by_torch(e):
-                    raise  # our own assert, arithmetic or attribute failed: a bug, for run_cli's catch-all
-                oom = memory.allocation_failure(e)  # PyTorch's allocator error, a CUDA OOM
-                if oom is not None:
-                    raise oom from None
-                err = _explain(from_torch_exception(e), values)
-                usage = "usage: torch " + op.usage_line(binding.overload)  # the form that ran
-                err.hint = "%s; %s" % (err.hint, usage) if err.hint else usage
-                raise err from None
+        if watch is not None:  # the one place every face's state-changing request is logged (torchsh.history)
+            watch.done(ctx, values, result, _mode_name(mode))
+        return result
+
+
+def _run(ctx, op, binding, values, watch):
+    try:
+        guards.check(op.name, values)  # inputs on which PyTorch never returns (its checks may raise)
+        budget = getattr(ctx.app, "memory", None)  # out_of_memory before allocating (torchsh.memory)
+        if op.verb:
+            if budget is not None:
+                budget.admit_verb(op, ctx, values)
+            return op.call(ctx, **values)
+        args, kwargs = _call_args(op, binding.overload, values, ctx)
+        if watch is not None:
+            watch.call = (args, kwargs)  # the PyTorch call itself, as a script writes it (torchsh.history)
+        if budget is not None:
+            budget.admit(op, binding.overload, args, kwargs)
+        return op.call(*args, **kwargs)
+    except TorchshError:
+        raise
+    except MemoryError as e:
+        raise memory.allocation_failure(e) from None
+    except (SystemExit, KeyboardInterrupt) as e:
+        # a user's module (model open FILE.py:CLASS) calling sys.exit in forward: left alone it would
+        # end the tensor thread, and every later request would wait for it forever
+        raise TorchshError("torch_error", "%s's code raised %s%s" % (
+            op.name, type(e).__name__, "(%s)" % e if str(e) else ""),
+            "the model's own code stopped it; nothing else changed") from None
+    except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError, AssertionError,
+            ArithmeticError, AttributeError) as e:
+        # PyTorch's Python code asserts, divides and calls tensor methods on what it was given
+        # (Categorical(logits=5): 'int' object has no attribute 'dim'): the caller's mistake there
+        if isinstance(e, (AssertionError, ArithmeticError, AttributeError)) and not raised_by_torch(e):
+            raise  # our own assert, arithmetic or attribute failed: a bug, for run_cli's catch-all
+        oom = memory.allocation_failure(e)  # PyTorch's allocator error, a CUDA OOM
+        if oom is not None:
+            raise oom from None
+        err = _explain(from_torch_exception(e), values)
+        usage = "usage: torch " + op.usage_line(binding.overload)  # the form that ran
+        err.hint = "%s; %s" % (err.hint, usage) if err.hint else usage
+        raise err from None
+
+
+def _mode_name(mode):
+    """The grad mode an op ran in, as the history log keeps it ("" for the default)."""
+    if isinstance(mode, torch.inference_mode):
+        return "inference_mode"
+    return "no_grad" if isinstance(mode, torch.no_grad) else ""
 
 
 _TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)?\s*$")  # where in ATen's C++: noise to a user

@@ -14,6 +14,7 @@ import torch
 
 from torchsh import __version__, memory, paths
 from torchsh.daemon import fastpath
+from torchsh.history.log import HistoryLog
 from torchsh.jobs import job as jobs_job
 from torchsh.remote.staging import Staging
 from torchsh.registry.made import RecordingRegistry
@@ -27,6 +28,7 @@ class App:
         self.log_path = paths.sibling(socket_path, ".log")
         self.registry = RecordingRegistry()  # lists what each request makes: freed if its client never hears
         self.registry.in_use = jobs_job.in_use  # a scope that ends keeps what a running job trains
+        self.history = HistoryLog()  # the requests that changed state: `torch history` (torchsh.history)
         self.staging = Staging()  # the callers' files, when this daemon is a remote context's (remote/staging.py)
         self.table, self.table_seconds = build_table()
         self.ttl = ttl_seconds

@@ -71,6 +71,7 @@ def status_dict(app):
         "fast_connections": io.get("fast_connections") if app.fastpath else None,  # None: fast path off
         "queued": io.get("queued"),
         "scopes": len(app.registry.open_scopes()),
+        "history": app.history.stats() if getattr(app, "history", None) else None,
         "ops": len(app.table),
         "table_build_ms": round(app.table_seconds * 1000, 1),
         "busy": busy,
@@ -94,7 +95,7 @@ def status_text(s):
         ("devices", " ".join(s["devices"])), ("uptime", format_duration(s["uptime_s"])),
         ("idle", format_duration(s["idle_s"])),
         ("remaining", format_duration(s["remaining_s"]) + ("" if s["ttl_s"] is None else " (ttl %s)" % format_duration(s["ttl_s"]))),
-        ("objects", objects), ("bytes held", "?" if s["bytes_held"] is None else _human(s["bytes_held"])),
+        ("objects", objects), ("history", _history_text(s.get("history"))), ("bytes held", "?" if s["bytes_held"] is None else _human(s["bytes_held"])),
         ("memory (rss)", _memory_text(s)), ("budget", s.get("memory_budget_rule") or "none"),
         ("connections", _connections_text(s)),
         ("busy", "%s for %.1fs" % (s["busy"]["op"], s["busy"]["for_s"]) if s["busy"] else "no"),
@@ -102,6 +103,14 @@ def status_text(s):
         ("socket", s["socket"]), ("log", s["log"]),
     ] + ([("listen", s["listen"])] if s.get("listen") else [])
     return "".join("%-13s %s\n" % (k + ":", v) for k, v in lines)
+
+
+def _history_text(h):
+    if not h:
+        return "?"
+    return "%d request(s), %s (bounds %d, %s)%s" % (h["entries"], _human(h["bytes"]), h["max_entries"],
+                                                   _human(h["max_bytes"]),
+                                                   "; %d oldest let go" % h["dropped"] if h["dropped"] else "")
 
 
 def _connections_text(s):

@@ -19,6 +19,7 @@ from torchsh.registry import owners
 from torchsh.registry.handles import base36, format_handle, new_epoch, parse_handle
 from torchsh.registry.kinds import HANDLE_KINDS, KINDS
 from torchsh.registry.names import Names
+from torchsh.registry.naming import Naming
 
 ENDED_KEPT = 4096  # ended scopes remembered, so a command still running in one is told why (scope_ended)
 
@@ -39,7 +40,7 @@ class Scope:
     owner: tuple = None   # (pid, start time) of the client process that will end it, if any
 
 
-class Registry:
+class Registry(Naming):
     def __init__(self, epoch=None):
         self.epoch = epoch or new_epoch()
         self._entries = {}
@@ -49,6 +50,7 @@ class Registry:
         self._reaper = None
         self._ended = {}  # ended scope id -> why, the newest ENDED_KEPT
         self.names = Names()  # `@enc` -> handle (registry/names.py)
+        self._handles = {}  # id(object) -> the handle last put for it, while held (handle_of)
 
     # -- objects ---------------------------------------------------------------------------
     def put(self, obj, kind="tensor", scope=None):
@@ -60,7 +62,21 @@ class Registry:
             self._entries[handle] = Entry(kind, obj, time.time(), scope)
             if scope is not None:
                 self._scopes[scope].handles.add(handle)
+            self._remember(obj, handle)
             return handle
+
+    def _remember(self, obj, handle):
+        self._handles[id(obj)] = handle
+
+    def _forget(self, handle, entry):
+        if self._handles.get(id(entry.obj)) == handle:
+            del self._handles[id(entry.obj)]
+
+    def handle_of(self, obj):
+        """The handle that holds this very object now, else None (the history log names arguments by it)."""
+        handle = self._handles.get(id(obj))
+        entry = self._entries.get(handle) if handle is not None else None
+        return handle if entry is not None and entry.obj is obj else None
 
     def restore(self, objects, scopes=()):
         """Hold objects {handle: (obj, kind, scope)} under the handles they had in an earlier daemon (a session
@@ -80,6 +96,7 @@ class Registry:
                 self._entries[handle] = Entry(kind, obj, time.time(), scope)
                 if scope is not None:
                     self._scopes[scope].handles.add(handle)
+                self._remember(obj, handle)
                 last = max(last, int(parse_handle(handle)[2], 36))
             for sid, _, _ in scopes:
                 last = max(last, int(sid[len("scope-") + len(self.epoch):] or "0", 36))
@@ -105,32 +122,6 @@ class Registry:
     def holds(self, handle):
         """True when the handle names an object held here (of this daemon's epoch, or restored)."""
         return handle.strip() in self._entries
-
-    def resolve(self, text):
-        """The handle as given, or the one a `@name` names now (unknown_name when none: expired, freed, never)."""
-        text = text.strip()
-        if text[:1] != "@":
-            return text
-        self.expire_names()
-        return self.names.resolve(text)
-
-    def name(self, handle, name, force=False, ttl=None):
-        """Name a held object (registry/names.py: name_in_use, force, the reflog, a TTL)."""
-        handle = self.resolve(handle)
-        self.entry(handle)
-        self.expire_names()
-        self.names.set(name, handle, force, ttl)
-        if ttl and self._reaper is None:
-            self._start_reaper()  # it expires the names once a second (registry/owners.py)
-
-    def expire_names(self):
-        """Drop the names whose TTL ran out, and free their objects (unless pinned otherwise, or a job's)."""
-        gone = self.names.expired()
-        pinned = self.names.pinned() if gone else ()
-        with self._lock:
-            for h in [h for h in gone if h in self._entries and h not in pinned]:
-                if not self.in_use(self._entries[h].obj):
-                    self._drop(h)
 
     def entry(self, handle, kind=None):
         handle = self.resolve(handle)
@@ -169,12 +160,15 @@ class Registry:
             count = len(self._entries)
             self._entries.clear()
             self.names.clear()
+            self._handles.clear()
             for scope in self._scopes.values():
                 scope.handles.clear()
             return count
 
     def _drop(self, handle):
         entry = self._entries.pop(handle, None)
+        if entry is not None:
+            self._forget(handle, entry)
         if entry is not None and entry.scope in self._scopes:
             self._scopes[entry.scope].handles.discard(handle)
 
@@ -255,6 +249,7 @@ class Registry:
                             self._scopes[parent].handles.add(h)
                         continue
                     del self._entries[h]
+                    self._forget(h, entry)
                     freed += 1
             return freed
 

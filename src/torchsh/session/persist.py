@@ -11,6 +11,7 @@ import os
 import time
 
 from torchsh.errors import TorchshError
+from torchsh.history import persist as history
 from torchsh.session import snapshot, transfer
 
 log = logging.getLogger("torchd")
@@ -32,7 +33,18 @@ def load_at_start(app, where):
         return 0
     log.info("persist: restored %d objects from %s in %.2fs (%d came back detached from their graph)",
              len(handles), path, time.perf_counter() - t0, snapshot.detached_count(manifest))
+    _history(history.load, app, where)
     return len(handles)
+
+
+def _history(step, app, where):
+    """Load or save the history log (`torch history`) beside the session; the objects never wait on it."""
+    if getattr(app, "history", None) is None:
+        return
+    try:
+        step(app.history, where)
+    except TorchshError as e:
+        log.error("persist: the history in %s: %s", where, e.message)
 
 
 def save_at_stop(app, where):
@@ -44,4 +56,5 @@ def save_at_stop(app, where):
         return
     for s in manifest["skipped"]:
         log.warning("persist: %s not saved: %s", s["handle"], s["reason"])
+    _history(history.save, app, where)
     log.info("persist: saved %d objects to %s in %.2fs", len(manifest["objects"]), where, time.perf_counter() - t0)

@@ -3457,6 +3457,18 @@ export def histogramdd [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "histogramdd" $args "bins range weight density! no_grad!" [$bins $range $weight $density $no_grad] }
 
+# The requests that changed the daemon's state, oldest first: SEQ OP ARGS OUTPUTS EXIT RANDOM (--json: rows
+#
+# history(*, int? last=None, bool python=False, Handle? for=None, OutPath? sidecar=None) -> Json
+export def history [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
+    --last: int  # only the newest N (int?)
+    --python  # write the session as a plain PyTorch script (import torch; python s.py --check compares each object… (bool)
+    --for: string@"nu-complete torch"  # with --python: only the requests that made this object (a backward slice; in-place verbs such as st… (Handle?)
+    --sidecar: path  # with --python: the .safetensors file for tensors too large to write as literals (the script reads i… (OutPath?)
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "history" $args "last python! for sidecar no_grad!" [$last $python $for $sidecar $no_grad] }
+
 # Splits input, a tensor with one or more dimensions, into multiple tensors horizontally according to indices_or_sections.
 #
 # torch.hsplit(Tensor input, int sections) -> Tensor(a)[]

@@ -12,6 +12,7 @@ import warnings
 
 from torchsh.call.results import Copy, Text
 from torchsh.errors import TorchshError
+from torchsh.history import persist as history
 from torchsh.session import snapshot, transfer
 from torchsh.verbs import verb
 
@@ -31,6 +32,8 @@ def save(ctx, dir):
         dir: the session folder
     """
     manifest = transfer.save_folder(ctx.registry, dir)
+    if getattr(ctx.app, "history", None) is not None:  # the requests that made them (`torch history`)
+        history.save(ctx.app.history, dir)
     for s in manifest["skipped"]:
         warnings.warn("%s not saved: %s" % (s["handle"], s["reason"]))
     return Text("saved %d objects to %s\n" % (len(manifest["objects"]), dir))
@@ -48,6 +51,8 @@ def load(ctx, dir):
         dir: a folder `torch session save` wrote
     """
     handles, manifest = transfer.hold(ctx.registry, transfer.read_folder(dir), True)
+    if getattr(ctx.app, "history", None) is not None:
+        history.load(ctx.app.history, dir)
     detached = snapshot.detached_count(manifest)
     tail = "; %d tensor%s came back detached from %s graph" % (detached, "" if detached == 1 else "s",
                                                                "its" if detached == 1 else "their") if detached else ""

@@ -1,0 +1,145 @@
+"""The history log: one Entry per request that changed the daemon's state, the newest MAX_ENTRIES and
+MAX_BYTES of them (the oldest go first), its size counted in `torch daemon status`.
+
+call/invoke.py, the one place every face's requests pass after binding (the client, the fast paths, the
+JSON API), asks `watch(op)` before an op runs: None for an op that only reads (value, shape, census, help:
+it returns no object and changes none), else a Watch that notes the generator state, then the entry once the
+op returned. Arguments are kept as handles (the registry knows each held object's) and literals; the
+outputs are the handles the request's Context put (its `made`, filled as the reply is written).
+"""
+import collections
+import itertools
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from torchsh import protocol
+from torchsh.history import forms
+from torchsh.history.values import literal_bytes, encode, plain
+
+_logger = logging.getLogger("torchd")
+
+MAX_ENTRIES = 20000
+MAX_BYTES = 64 * 1024 * 1024
+_ENTRY_BYTES = 256  # an entry's own fields, roughly: what the bound counts besides its tensors and RNG states
+
+# Verbs that change an object they are given (their target) instead of, or besides, returning a new one
+IN_PLACE = frozenset({"backward", "step", "zero_grad", "train_step", "nn.load", "nn.train", "nn.eval", "nn.init",
+                      "nn.to", "manual_seed", "retain_grad", "requires_grad", "clip_grad_norm", "clip_grad_value",
+                      "optim.lr", "sched.step", "fit", "data.next", "index_put"})
+# An op's return that is (or holds) an object the daemon keeps under a handle
+_MAKES = re.compile(r"\b(Tensor|Module|Optimizer|Scheduler|Dataset|Loader|Distribution|Handle)\b")
+
+
+@dataclass(slots=True)
+class Entry:
+    seq: int
+    op: str                   # the op table's name (add, nn.linear, train_step)
+    args: dict                # argument name -> encoded value (encode()): handles as ("h", HANDLE), literals as is
+    outputs: list             # the handles it made, in order
+    exit: int = 0
+    rng: object = None        # the CPU generator's state before it ran (a uint8 tensor), when it drew randomness
+    grad: str = ""            # "no_grad" or "inference_mode" when it ran in one
+    at: float = 0.0
+    size: int = _ENTRY_BYTES
+    writes: tuple = ()        # handles of objects it changed in place (a forward that updates BatchNorm's stats)
+    made: dict = field(default_factory=dict)  # extra facts a python form needs (a module's constructor recipe)
+
+    def row(self):
+        return {"seq": self.seq, "op": self.op, "args": {k: plain(v) for k, v in self.args.items()},
+                "outputs": list(self.outputs), "exit": self.exit, "random": self.rng is not None,
+                "grad_mode": self.grad or None, "at": round(self.at, 3)}
+
+
+class HistoryLog:
+    def __init__(self, max_entries=MAX_ENTRIES, max_bytes=MAX_BYTES):
+        self.max_entries, self.max_bytes = max_entries, max_bytes
+        self._entries = collections.deque()
+        self._bytes = 0
+        self._seq = itertools.count(1)
+        self._lock = threading.Lock()  # status reads the counts while the tensor thread appends
+        self.dropped = 0               # entries let go to stay within the bounds
+
+    def watch(self, op):
+        """A Watch for an op that may change state, else None (an op that only reads is not logged)."""
+        if op.lockfree or op.block or not changes_state(op):
+            return None
+        return Watch(self, op)
+
+    def add(self, entry):
+        with self._lock:
+            entry.seq = next(self._seq)
+            self._entries.append(entry)
+            self._bytes += entry.size
+            while self._entries and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):
+                self._bytes -= self._entries.popleft().size
+                self.dropped += 1
+
+    def entries(self):
+        with self._lock:
+            return list(self._entries)
+
+    def restore(self, entries):
+        """A saved session's entries, before what this daemon logged itself."""
+        with self._lock:
+            mine = list(self._entries)
+            self._entries = collections.deque()
+            self._bytes = 0
+        for e in list(entries) + mine:
+            self.add(e)
+
+    def stats(self):
+        with self._lock:
+            return {"entries": len(self._entries), "bytes": self._bytes, "max_entries": self.max_entries,
+                    "max_bytes": self.max_bytes, "dropped": self.dropped}
+
+
+_STATEFUL = {}  # op name -> changes_state(op), computed once per op
+
+
+def changes_state(op):
+    found = _STATEFUL.get(op.name)
+    if found is None:
+        found = _STATEFUL[op.name] = op.name in IN_PLACE or any(_MAKES.search(ov.returns or "") for ov in op.overloads)
+    return found
+
+
+class Watch:
+    """One op's run, seen from the log: the generator state before, the entry after."""
+    __slots__ = ("log", "op", "before", "started", "call")
+
+    def __init__(self, log, op):
+        self.log, self.op, self.call = log, op, None
+        self.before = torch.get_rng_state()
+        self.started = time.time()
+
+    def done(self, ctx, values, result, grad="", error=None):
+        """Log the op: it returned (error None) or failed with a TorchshError (its exit status is kept).
+        The op has run: a failure to log it must not turn its success into an error, so it is logged as
+        unnoted (a script refuses it by name) and the traceback goes to the daemon log."""
+        try:
+            self._log(ctx, values, result, grad, error)
+        except Exception:
+            _logger.exception("history: could not log %s", self.op.name)
+            self.log.add(Entry(0, self.op.name, {}, ctx.made, made={"unnoted": True}, at=self.started))
+
+    def _log(self, ctx, values, result, grad, error):
+        drew = not torch.equal(self.before, torch.get_rng_state())
+        registry = ctx.registry
+        args = {k: encode(v, registry) for k, v in values.items()}
+        entry = Entry(0, self.op.name, args, ctx.made, exit=protocol.exit_status(error.code) if error else 0,
+                      rng=self.before if drew else None, grad=grad, at=self.started)
+        entry.size = _ENTRY_BYTES + 32 * len(args) + (self.before.numel() if drew else 0) + literal_bytes(args)
+        if self.call is not None:  # the same objects as the arguments, mostly: encoded once
+            known = {id(v): args[k] for k, v in values.items()}
+            positional, keywords = self.call
+            entry.made["call"] = ([known[id(v)] if id(v) in known else encode(v, registry) for v in positional],
+                                  {k: known[id(v)] if id(v) in known else encode(v, registry)
+                                   for k, v in keywords.items()})
+        if error is None:
+            forms.note(entry, values, result, registry)
+        self.log.add(entry)

@@ -1,0 +1,71 @@
+"""The history log in a session folder: DIR/history.safetensors beside session.safetensors, its entries as
+JSON metadata and their tensors (generator states, literal values) as the file's tensors; never pickled.
+
+`session save` writes it (atomic, through stfile.write); `session load` puts its entries before the ones the
+loading daemon logged itself, so `torch history --python` spans both daemons.
+"""
+import os
+
+import torch
+
+from torchsh.formats import stfile
+from torchsh.history.log import Entry
+
+HISTORY_FILE = "history.safetensors"
+
+
+def save(log, folder):
+    tensors = {}
+    rows = [_entry_json(e, tensors) for e in log.entries()]
+    stfile.write(os.path.join(folder, HISTORY_FILE), tensors, meta={"format": 1, "entries": rows})
+
+
+def load(log, folder):
+    """Restore the saved entries into log; nothing when the folder has none (a session saved before)."""
+    path = os.path.join(folder, HISTORY_FILE)
+    if not os.path.exists(path):
+        return 0
+    tensors, meta = stfile.read(path)
+    rows = (meta or {}).get("entries", [])
+    log.restore([_entry_of(r, tensors) for r in rows])
+    return len(rows)
+
+
+def _entry_json(e, tensors):
+    return {"op": e.op, "args": _out(e.args, tensors), "outputs": list(e.outputs), "exit": e.exit,
+            "rng": _out(e.rng, tensors) if e.rng is not None else None, "grad": e.grad, "at": e.at,
+            "size": e.size, "writes": _out(list(e.writes), tensors), "made": _out(e.made, tensors)}
+
+
+def _entry_of(r, tensors):
+    return Entry(0, r["op"], _in(r["args"], tensors), list(r["outputs"]), exit=r["exit"],
+                 rng=_in(r["rng"], tensors) if r.get("rng") is not None else None, grad=r.get("grad", ""),
+                 at=r.get("at", 0.0), size=r.get("size", 256), writes=tuple(_in(r.get("writes", []), tensors)),
+                 made=_in(r.get("made", {"dict": {}}), tensors))
+
+
+def _out(v, tensors):
+    """A logged value as JSON: tensors stored under a key, tuples and dicts tagged so they read back as such."""
+    if isinstance(v, torch.Tensor):
+        key = "t%d" % len(tensors)
+        tensors[key] = v.detach().cpu().contiguous()
+        return {"tensor": key}
+    if isinstance(v, tuple):
+        return {"tuple": [_out(x, tensors) for x in v]}
+    if isinstance(v, list):
+        return [_out(x, tensors) for x in v]
+    if isinstance(v, dict):
+        return {"dict": {str(k): _out(x, tensors) for k, x in v.items()}}
+    return v
+
+
+def _in(v, tensors):
+    if isinstance(v, list):
+        return [_in(x, tensors) for x in v]
+    if isinstance(v, dict):
+        if "tensor" in v:
+            return tensors[v["tensor"]]
+        if "tuple" in v:
+            return tuple(_in(x, tensors) for x in v["tuple"])
+        return {k: _in(x, tensors) for k, x in v.get("dict", {}).items()}
+    return v

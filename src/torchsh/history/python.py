@@ -1,0 +1,250 @@
+"""`torch history --python`: the log as a plain PyTorch script (`import torch`, no torchsh).
+
+Each kept entry is written as the PyTorch it ran (forms.py), its outputs named after their handles
+(`t17 = torch.matmul(t3, t9)`); identical requests in a row that make nothing become one `for _ in range(N):`.
+Randomness: before the first kept entry that drew from the generator since the script last matched the
+daemon's, `torch.manual_seed(S)` when the session's seed leads there exactly, else the generator state the
+daemon had, embedded. Tensors the history cannot rebuild (literals, what came from stdin) are literals when
+small and go to a sidecar .safetensors file when large. The script ends with the sha256 of each kept object
+whose every change it replays (digest.py): `python s.py --check` recomputes them and exits 1 on a difference.
+"""
+import base64
+import inspect
+import math
+
+import torch
+
+from torchsh import __version__
+from torchsh.history import digest, forms, loops, slice as slicing
+from torchsh.history.log import IN_PLACE
+from torchsh.history.values import handles_in
+from torchsh.registry.handles import parse_handle
+
+LITERAL_MAX = 64  # elements of a tensor written as a literal; a larger one goes to the sidecar
+CHECKS_MAX = 50   # objects checked at the end (the target and the newest others)
+_PREFIX = {"tensor": "t", "nn": "m", "optim": "o", "sched": "s"}
+
+_HELPERS = {
+    "_flat": '''def _flat(out):
+    """A tensor, or the tensors of nested tuples in order (what `torch forward` prints)."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    return [t for x in out for t in _flat(x)] if isinstance(out, (tuple, list)) else []
+''',
+    "_sidecar": '''def _sidecar(name, _cache={}):
+    """A tensor from the .safetensors file beside this script (read with torch alone)."""
+    if not _cache:
+        import json, os, struct
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), SIDECAR), "rb") as f:
+            data = f.read()
+        n = struct.unpack("<Q", data[:8])[0]
+        for key, info in json.loads(data[8:8 + n]).items():
+            if key != "__metadata__":
+                a, b = info["data_offsets"]
+                raw, dtype = bytearray(data[8 + n + a:8 + n + b]), getattr(torch, _DTYPES[info["dtype"]])
+                t = torch.frombuffer(raw, dtype=dtype) if raw else torch.empty(0, dtype=dtype)
+                _cache[key] = t.reshape(info["shape"])
+    return _cache[name].clone()
+''',
+}
+_ST_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
+              torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
+              torch.bool: "BOOL"}
+
+
+def variable(handle, epochs):
+    """t17 for tensor://k3f0000h (its serial, in decimal), with the epoch when the log spans daemons.
+    A name (`@enc`, issue 25 §1) would be the variable's name here when the object has one."""
+    kind, epoch, serial = parse_handle(handle)
+    base = "%s%d" % (_PREFIX.get(kind, "x"), int(serial, 36))
+    return base if len(epochs) <= 1 else "%s_%s" % (base, epoch)
+
+
+class Writer:
+    """Renders entries as script lines: forms.py calls back for names, literals and parameter lists."""
+
+    def __init__(self, entries, registry=None):
+        self.epochs = {parse_handle(h)[1] for e in entries for h in e.outputs}
+        self.sidecar = {}  # key -> tensor, for the sidecar file
+        self.helpers = set()
+        self.registry = registry
+        # what an in-place verb was given: such a tensor's value now may not be the one it was made with
+        self.changed = {h for e in entries if e.op in IN_PLACE for h in handles_in(e.args)}
+
+    def held_values(self, e):
+        """[(handle, tensor)] of an entry's outputs when each is a tensor still held and never changed in
+        place since (no gradient either), else None."""
+        out = []
+        for h in e.outputs:
+            entry = _held(self.registry, h) if self.registry is not None else None
+            t = entry.obj if entry is not None and entry.kind == "tensor" else None
+            if t is None or h in self.changed or t.grad is not None or (t.requires_grad and not t.is_leaf):
+                return None
+            out.append((h, t.detach()))
+        return out or None
+
+    def v(self, handle):
+        return loops.placeholder(handle)  # named at the end, once loops have renamed their last pass's
+
+    def outs(self, e):
+        if len(e.outputs) > 1 and e.op in ("forward", "predict"):
+            self.helpers.add("_flat")
+        return ", ".join(self.v(h) for h in e.outputs) or "_"
+
+    def lit(self, x):
+        if isinstance(x, tuple) and x:
+            tag = x[0]
+            if tag == "h":
+                return self.v(x[1])
+            if tag == "t":
+                return self.tensor_literal(x[1])
+            if tag == "dtype":
+                return "torch." + x[1]
+            if tag == "device":
+                return "torch.device(%r)" % x[1]
+            if tag == "ctor":
+                return self._constructor(x[1], x[2])
+            raise forms.refuse("an argument", "%s has no literal form" % x[1])
+        if isinstance(x, list):
+            return "[%s]" % ", ".join(self.lit(i) for i in x)
+        if isinstance(x, dict):
+            return "{%s}" % ", ".join("%r: %s" % (k, self.lit(v)) for k, v in x.items())
+        return _number(x) if isinstance(x, float) else repr(x)
+
+    def tensor_literal(self, t, requires_grad=False):
+        grad = ", requires_grad=True" if requires_grad else ""
+        if t.numel() <= LITERAL_MAX and not t.is_complex() and t.layout == torch.strided:
+            return "torch.tensor(%s, dtype=%s%s)" % (_nested(t.cpu().tolist()), t.dtype, grad)
+        if t.dtype not in _ST_DTYPES:
+            raise forms.refuse("a %s tensor" % t.dtype, "it has no sidecar form")
+        key = "s%d" % len(self.sidecar)
+        self.sidecar[key] = t.detach().cpu().contiguous()
+        self.helpers.add("_sidecar")
+        return "_sidecar(%r)%s" % (key, ".requires_grad_()" if requires_grad else "")
+
+    def params(self, handles):
+        """The parameters of modules, optimizers and tensors, as the verbs gather them (optim.params_of)."""
+        parts = []
+        for h in handles:
+            name = self.lit(h)
+            kind = parse_handle(h[1])[0] if isinstance(h, tuple) and h[0] == "h" else "tensor"
+            parts.append({"nn": "*%s.parameters()" % name,
+                          "optim": "*[p for g in %s.param_groups for p in g['params']]" % name}.get(kind, name))
+        return "[%s]" % ", ".join(parts)
+
+    def _constructor(self, name, values):
+        if name == "Sequential":
+            return "torch.nn.Sequential(%s)" % ", ".join(self.lit(m) for m in values.get("modules", []))
+        return "torch.nn.%s(%s)" % (name, ", ".join("%s=%s" % (k, self.lit(v)) for k, v in values.items()))
+
+
+def _number(x):
+    return repr(x) if math.isfinite(x) else "float(%r)" % repr(x)
+
+
+def _nested(x):
+    if isinstance(x, list):
+        return "[%s]" % ", ".join(_nested(i) for i in x)
+    return _number(x) if isinstance(x, float) else repr(x)
+
+
+def units(entries, kept):
+    """[(lines before it, entry)] for each kept entry: the generator set where the script's would differ."""
+    kept_ids, out = {id(e) for e in kept}, []
+    synced, seed = False, None
+    for e in entries:
+        if e.op == "manual_seed":
+            seed, synced = e.args.get("seed"), False
+            continue
+        if id(e) not in kept_ids:
+            if e.rng is not None:
+                synced, seed = False, None
+            continue
+        prefix = []
+        if e.rng is not None and not synced:
+            seeded = seed is not None and torch.equal(torch.Generator().manual_seed(seed).get_state(), e.rng)
+            prefix = ["torch.manual_seed(%r)" % seed] if seeded else \
+                ["torch.set_rng_state(_state(%r))" % base64.b64encode(bytes(e.rng.tolist())).decode()]
+            synced, seed = True, None
+        out.append((prefix, e))
+    return out
+
+
+def script(entries, registry, target=None, sidecar_name=None):
+    """(the script's text, {key: tensor} for the sidecar) for the log's entries (only what made `target`)."""
+    entries = [e for e in entries if e.exit == 0]
+    kept = slicing.backward_slice(entries, target) if target else entries
+    if target and not any(target in e.outputs for e in kept):
+        raise forms.refuse(target, "no logged request made it (made before the history begins, or not by an op)")
+    fit = next((e for e in kept if e.op == "fit"), None)
+    if fit is not None:  # its loop (batches, shuffling, metrics, checkpoints) is not written as PyTorch yet
+        raise forms.refuse("fit", "its training loop is not written yet; `torch train_step` in a loop is")
+    w = Writer(entries, registry)
+    lines, rename, hidden = loops.body(units(entries, kept), w, [target] if target else ())
+    lines = _inputs(kept, w, registry) + lines
+    checks = _checks(entries, kept, registry, target, hidden)
+    head = ["# %s" % line for line in _header(target, len(kept))] + ["import base64", "import sys", "", "import torch", ""]
+    if w.sidecar:
+        head.append("SIDECAR = %r" % (sidecar_name or "history.safetensors"))
+        head.append("_DTYPES = %r" % {v: str(k).replace("torch.", "") for k, v in _ST_DTYPES.items()})
+    head += [_HELPERS[n] for n in sorted(w.helpers)]
+    if any(line.startswith("torch.set_rng_state(") for line in lines):
+        head.append("def _state(text):\n    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)\n")
+    tail = ["", inspect.getsource(digest.digest), _CHECK % _dict_text(checks)]
+    text = "\n".join(head + lines + tail)
+    return loops.HANDLE.sub(lambda m: variable(rename.get(m.group(1), m.group(1)), w.epochs), text), w.sidecar
+
+
+def _header(target, count):
+    return ["Written by `torch history --python%s` (torchsh %s, torch %s): %d request(s) as PyTorch."
+            % (" --for %s" % target if target else "", __version__, torch.__version__, count),
+            "Run it with python; `python THIS.py --check` also compares each object's sha256 with the daemon's."]
+
+
+def _inputs(kept, w, registry):
+    """Lines making the tensors kept entries read that no kept entry made: their values now (a tensor sent
+    in through the API, or one made before the history's oldest entry)."""
+    made = {h for e in kept for h in e.outputs}
+    out = []
+    for h in dict.fromkeys(h for e in kept for h in handles_in(e.args) + handles_in(e.made.get("call", ()))):
+        if h in made:
+            continue
+        entry = _held(registry, h)
+        if entry is None or entry.kind != "tensor":
+            raise forms.refuse(h, "no logged request made it, and it is no longer held as a tensor")
+        t = entry.obj
+        out.append("%s = %s  # its value when this was written" % (w.v(h), w.tensor_literal(t.detach(), t.requires_grad)))
+        made.add(h)
+    return out
+
+
+def _checks(entries, kept, registry, target, hidden):
+    handles = [h for h in slicing.fully_kept(entries, kept) if h not in hidden]
+    handles = ([target] if target in handles else []) + [h for h in handles[::-1] if h != target]
+    out = {}
+    for h in handles:
+        entry = _held(registry, h)
+        if entry is not None and entry.kind in ("tensor", "nn", "optim"):
+            out[loops.placeholder(h)] = digest.digest(entry.obj)
+        if len(out) >= CHECKS_MAX:
+            break
+    return out
+
+
+def _held(registry, handle):
+    return registry.entry(handle) if registry.holds(handle) else None
+
+
+def _dict_text(d):
+    return "{\n%s}" % "".join("        \"%s\": %r,\n" % kv for kv in d.items())
+
+
+_CHECK = '''
+if "--check" in sys.argv[1:]:
+    _expected = %s
+    _bad = [n for n, d in _expected.items() if digest(globals()[n]) != d]
+    for n in _bad:
+        print("check: %%s differs from the daemon's" %% n, file=sys.stderr)
+    print("check: %%d of %%d object(s) match the daemon's" %% (len(_expected) - len(_bad), len(_expected)))
+    sys.exit(1 if _bad else 0)
+'''

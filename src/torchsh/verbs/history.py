@@ -1,0 +1,64 @@
+"""`torch history`: the requests that changed the daemon's state (torchsh.history), as a table, as JSON, or as
+a plain PyTorch script (`--python`, only what made one object with `--for HANDLE`). docs/history.md."""
+import json
+import os
+
+from torchsh.call.results import Table, Text
+from torchsh.errors import TorchshError
+from torchsh.formats import stfile
+from torchsh.history import python
+from torchsh.verbs import verb
+
+COLUMNS = ("seq", "op", "args", "outputs", "exit", "random")
+
+
+@verb("history(*, int? last=None, bool python=False, Handle? for=None, OutPath? sidecar=None) -> Json",
+      category="objects",
+      examples=("torch randn 2 3 >/dev/null; torch history --last 3",
+                "x=$(torch randn 2 3); torch history --python --for $x > s.py && python s.py --check"))
+def history(ctx, last=None, sidecar=None, **flags):
+    """The requests that changed the daemon's state, oldest first: SEQ OP ARGS OUTPUTS EXIT RANDOM (--json: rows
+    with the bound arguments, handles as ids). Reading ops (value, shape, tensors, help) are not logged.
+
+    Args:
+        last: only the newest N
+        python: write the session as a plain PyTorch script (`import torch`; `python s.py --check` compares
+            each object's sha256 with the daemon's)
+        for: with --python: only the requests that made this object (a backward slice; in-place verbs such as
+            step, zero_grad, backward and train_step count as writes to their targets)
+        sidecar: with --python: the .safetensors file for tensors too large to write as literals (the script
+            reads it from its own folder)
+    """
+    log = getattr(ctx.app, "history", None)
+    entries = log.entries() if log is not None else []
+    target = flags.get("for")
+    if flags.get("python"):
+        return _script(ctx, entries, target, sidecar)
+    if target is not None:
+        raise TorchshError("usage", "--for needs --python", "torch history --python --for %s > s.py" % target)
+    if last is not None:
+        entries = entries[-last:] if last > 0 else []
+    return HistoryRows([e.row() for e in entries], COLUMNS)
+
+
+class HistoryRows(Table):
+    """Rows (JSON under --json, a table in nu) that print as aligned columns, arguments as name=value."""
+
+    def text(self):
+        return Table([dict(r, args=_args_text(r["args"]), outputs=" ".join(r["outputs"]) or "-",
+                           random="yes" if r["random"] else "") for r in self], self.columns).text()
+
+
+def _args_text(args):
+    return " ".join("%s=%s" % (k, json.dumps(v, separators=(",", ":")) if not isinstance(v, str) else v)
+                    for k, v in args.items())
+
+
+def _script(ctx, entries, target, sidecar):
+    text, tensors = python.script(entries, ctx.registry, target, os.path.basename(sidecar) if sidecar else None)
+    if tensors:
+        if sidecar is None:
+            raise TorchshError("usage", "%d tensor(s) are too large to write as literals" % len(tensors),
+                               "give --sidecar FILE.safetensors (put the script beside it)")
+        stfile.write(sidecar, tensors)
+    return Text(text)

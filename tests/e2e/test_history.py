@@ -1,0 +1,189 @@
+"""`torch history`: the requests that changed the daemon's state, listed, and written as a plain PyTorch script
+(`--python`, `--for HANDLE`) that reproduces the daemon's objects bit for bit (`python s.py --check`)."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import apicall
+import pytest
+
+
+def _script(sh, target, extra=""):
+    path = sh.tmp("s.py")
+    sh("torch history --python --for %s %s > %s" % (target, extra, path))
+    with open(path) as f:
+        return path, f.read()
+
+
+def _check(path):
+    p = subprocess.run([sys.executable, "-I", path, "--check"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+_AUTOGRAD_AND_OPTIMIZER = """
+x=$(torch randn 16 3); w=$(torch randn 3 1 --requires_grad); y=$(torch matmul $x $w)
+torch backward $(torch sum $(torch mul $y $y))
+m=$(torch nn sequential 'linear 3 8' relu 'linear 8 1'); o=$(torch optim sgd $m --lr 0.1 --momentum 0.9)
+for i in 1 2 3; do
+  torch zero_grad $o; p=$(torch forward $m $x); torch backward $(torch mse_loss $p $(torch detach $y) --reduction sum); torch step $o
+done
+echo $m $w
+"""
+
+
+def test_an_unseeded_autograd_and_optimizer_session_replays_bit_for_bit_from_the_embedded_generator_state(sh):
+    m, w = sh(_AUTOGRAD_AND_OPTIMIZER).split()
+    path, text = _script(sh, m)
+    assert "import torchsh" not in text and "import torch\n" in text
+    assert "torch.set_rng_state(" in text and "torch.nn.Sequential(torch.nn.Linear(" in text
+    assert "torch.optim.SGD(" in text and ".step()" in text and ".backward(" in text
+    assert "check: " in _check(path)
+    path, _ = _script(sh, w)
+    _check(path)
+
+
+def test_a_seeded_session_replays_from_its_seed(sh):
+    m, _ = sh("torch manual_seed 1234\n" + _AUTOGRAD_AND_OPTIMIZER).split()
+    path, text = _script(sh, m)
+    assert "torch.manual_seed(1234)" in text and "set_rng_state" not in text
+    _check(path)
+
+
+@pytest.mark.slow  # 300 steps
+def test_identical_repeated_requests_become_one_loop(sh):
+    m = sh('eval "$(torch init bash)"\n'
+           "m=$(torch nn linear 4 2); o=$(torch optim adam $m); x=$(torch randn 8 4); t=$(torch randn 8 2)\n"
+           "for i in $(seq 300); do torch train_step $m $o $x $t >/dev/null; done; echo $m", timeout=600)
+    path, text = _script(sh, m)
+    assert "for _ in range(300):" in text
+    assert len(text.splitlines()) < 80
+    _check(path)
+
+
+@pytest.mark.slow  # 5,000 requests, ~40 s on 2 cores
+def test_a_5000_request_exploratory_session_sliced_for_its_final_model_is_under_100_lines_and_checks(sh):
+    session = r'''eval "$(torch init bash)"
+x=$(torch randn 32 4); t=$(torch randn 32 1)
+m=$(torch nn sequential 'linear 4 16' tanh 'linear 16 1'); o=$(torch optim sgd $m --lr 0.05)
+for i in $(seq 1250); do
+  a=$(torch randn 3 3); b=$(torch matmul $a $a)   # looking around: nothing the model depends on
+  torch value $(torch forward $m $x) >/dev/null
+  torch train_step $m $o $x $t >/dev/null
+done
+echo $m'''
+    m = sh(session, timeout=1200)
+    entries = json.loads(sh("torch history --json"))
+    assert len(entries) >= 5000
+    path, text = _script(sh, m)
+    assert len(text.splitlines()) < 100, text
+    _check(path)
+
+
+def test_the_log_is_bounded_and_counted_in_daemon_status(sh):
+    sh("torch randn 2 >/dev/null")
+    status = json.loads(sh("torch daemon status --json"))["history"]
+    assert 0 < status["entries"] <= status["max_entries"] and 0 < status["bytes"] <= status["max_bytes"]
+    assert re.search(r"^history: +\d+ request\(s\), ", sh("torch daemon status"), re.M)
+
+
+def test_reading_ops_are_not_logged(sh):
+    x = sh("torch ones 2 2")
+    before = json.loads(sh("torch history --json"))[-1]["seq"]
+    sh("torch value %s; torch shape %s; torch tensors >/dev/null; torch add --help >/dev/null; torch history >/dev/null"
+       % (x, x))
+    assert json.loads(sh("torch history --json"))[-1]["seq"] == before
+
+
+def test_a_json_api_request_is_logged_like_a_command_line_one(sh):
+    x = sh("torch ones 3")
+    status, reply = apicall.post(sh, "mul", {"args": [x, 2.5]})
+    assert status == 200
+    last = json.loads(sh("torch history --last 1 --json"))
+    assert last[0]["op"] == "mul" and last[0]["args"] == {"input": x, "other": 2.5}
+    assert last[0]["outputs"] == [reply["result"]]
+
+
+def test_a_history_row_holds_the_bound_arguments_outputs_exit_and_randomness(sh):
+    rows = json.loads(sh("x=$(torch randn 2 3); torch add $x 1 >/dev/null; torch history --last 2 --json"))
+    assert [r["op"] for r in rows] == ["randn", "add"]
+    assert rows[0]["random"] and not rows[1]["random"] and rows[1]["exit"] == 0
+    assert rows[1]["args"]["input"] == rows[0]["outputs"][0] and rows[1]["args"]["other"] == 1
+
+
+def test_python_refuses_a_history_with_fit_naming_it(sh):
+    m = sh("m=$(torch nn linear 2 1); o=$(torch optim sgd $m); "
+           "L=$(torch data loader $(torch data tensors $(torch randn 16 2) $(torch randn 16 1)) --batch_size 8); "
+           "torch fit $m $o $L --epochs 1 >/dev/null 2>&1; echo $m")
+    r = sh.run("torch history --python --for %s" % m)
+    assert r.code == 2 and "fit" in r.err and "[not_portable]" in r.err
+
+
+@pytest.mark.slow  # two daemons
+def test_the_history_is_saved_with_the_session_and_replays_after_a_load(fresh_sh):
+    sh = fresh_sh()
+    handles = sh("m=$(torch nn linear 3 1); o=$(torch optim sgd $m --lr 0.1); x=$(torch randn 8 3); y=$(torch randn 8 1)\n"
+                 "torch train_step $m $o $x $y >/dev/null; torch session save saved >/dev/null; echo $m $o $x $y")
+    sh("torch daemon stop >/dev/null; torch session load saved >/dev/null; torch train_step %s >/dev/null" % handles)
+    ops = [r["op"] for r in json.loads(sh("torch history --json"))]
+    assert ops == ["nn.linear", "optim.sgd", "randn", "randn", "train_step", "train_step"]
+    path, text = _script(sh, handles.split()[0])
+    assert "for _ in range(2):" in text
+    _check(path)
+
+
+@pytest.mark.slow  # 250 requests through bash
+def test_the_five_command_step_repeated_becomes_one_loop(sh):
+    m = sh('eval "$(torch init bash)"\n'
+           "m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.05 --momentum 0.9); x=$(torch randn 4 2); y=$(torch randn 4 1)\n"
+           "for i in $(seq 50); do\n"
+           "  torch zero_grad $o; p=$(torch forward $m $x); l=$(torch mse_loss $p $y); torch backward $l; torch step $o\n"
+           "done; echo $m")
+    path, text = _script(sh, m)
+    assert text.count("for _ in range(50):") == 1
+    body = text[text.index("for _ in range(50):"):].splitlines()[1:6]
+    assert all(line.startswith("    ") for line in body)
+    assert [w in line for w, line in zip(("zero_grad", "(", "mse_loss", ".backward(", ".step()"), body)] == [True] * 5
+    _check(path)
+
+
+_EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples")
+
+
+@pytest.mark.slow  # each runs an example
+@pytest.mark.parametrize("name,steps", [("regression.sh", 100), ("classifier.sh", 40)])
+def test_an_example_sliced_for_its_model_replays_bit_for_bit(fresh_sh, name, steps):
+    sh = fresh_sh()
+    sh("STEPS=%d bash %s >/dev/null" % (steps, os.path.join(_EXAMPLES, name)), timeout=600)
+    model = sh("torch tensors --kind nn -q").split()[0]
+    path, text = _script(sh, model)
+    assert "for _ in range(" in text
+    _check(path)
+
+
+def test_a_persisted_daemon_keeps_its_history_across_a_restart(fresh_sh):
+    sh = fresh_sh(start=False)
+    os.makedirs(os.path.join(sh.folder, "p"), mode=0o700)
+    sh.env["TORCHSH_PERSIST"] = os.path.join(sh.folder, "p")
+    x = sh("torch randn 3")
+    sh("torch daemon stop >/dev/null")
+    y = sh("torch mul %s 2" % x)
+    assert [r["op"] for r in json.loads(sh("torch history --json"))] == ["randn", "mul"]
+    path, _ = _script(sh, y)
+    _check(path)
+
+
+def test_tensors_read_from_files_come_back_as_literals_or_from_the_sidecar(sh):
+    import torch
+    small, large = sh.put(torch.arange(6.0).reshape(2, 3)), sh.put(torch.rand(100, 10, dtype=torch.float64))
+    y = sh("torch add $(torch sum %s) $(torch sum %s)" % (small, large))
+    assert sh.run("torch history --python --for %s" % y).code == 2  # a large one needs --sidecar
+    folder = sh.tmp("replay")
+    os.makedirs(folder)
+    sh("torch history --python --for %s --sidecar %s/data.safetensors > %s/s.py" % (y, folder, folder))
+    with open(os.path.join(folder, "s.py")) as f:
+        text = f.read()
+    assert "torch.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], dtype=torch.float32)" in text and "_sidecar('s0')" in text
+    _check(os.path.join(folder, "s.py"))
