@@ -52,6 +52,17 @@ def test_a_seeded_session_replays_from_its_seed(sh):
     _check(path)
 
 
+def test_names_are_the_scripts_variable_names_and_for_takes_a_name(sh):
+    sh("torch manual_seed 7; torch randn 4 3 --name exp1/x; torch nn sequential 'linear 3 2' --name enc; "
+       "torch randn 3 --name range; torch optim sgd @enc --lr 0.1 --name 0pt")
+    sh("torch backward $(torch sum $(torch forward @enc @exp1/x)); torch step @0pt")
+    path, text = _script(sh, "@enc")
+    assert re.search(r"^enc = torch\.nn\.Sequential\(", text, re.M), text
+    assert re.search(r"^exp1_x = torch\.randn\(", text, re.M) and "enc(exp1_x)" in text.replace(" ", ""), text
+    assert not re.search(r"^range = ", text, re.M) and not re.search(r"^_?0pt = ", text, re.M)  # shadowing, not an identifier
+    assert '"enc":' in text and re.search(r"check: (\d+) of \1 object", _check(path))
+
+
 @pytest.mark.slow  # 300 steps
 def test_identical_repeated_requests_become_one_loop(sh):
     m = sh('eval "$(torch init bash)"\n'

@@ -9,8 +9,11 @@ small and go to a sidecar .safetensors file when large. The script ends with the
 whose every change it replays (digest.py): `python s.py --check` recomputes them and exits 1 on a difference.
 """
 import base64
+import builtins
 import inspect
+import keyword
 import math
+import re
 
 import torch
 
@@ -52,12 +55,31 @@ _ST_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", 
               torch.bool: "BOOL"}
 
 
-def variable(handle, epochs):
-    """t17 for tensor://k3f0000h (its serial, in decimal), with the epoch when the log spans daemons.
-    A name (`@enc`, issue 25 §1) would be the variable's name here when the object has one."""
+def variable(handle, epochs, named=None):
+    """The object's name as an identifier when it has one (`@exp1/enc` -> exp1_enc, named_variables), else t17
+    for tensor://k3f0000h (its serial, in decimal), with the epoch when the log spans daemons."""
+    if named and handle in named:
+        return named[handle]
     kind, epoch, serial = parse_handle(handle)
     base = "%s%d" % (_PREFIX.get(kind, "x"), int(serial, 36))
     return base if len(epochs) <= 1 else "%s_%s" % (base, epoch)
+
+
+# What a name's identifier must not shadow: Python's keywords and builtins (`range` drives the loops) and
+# the script's own top-level names (its helpers all start with "_", which a name's identifier never does)
+_TAKEN = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"torch", "sys", "base64", "SIDECAR", "digest"}
+_DERIVED = re.compile(r"^[tmosx]\d+(_[0-9a-z]+)?$")  # what variable() derives (t17, m3_k3f): never a name's
+
+
+def named_variables(registry):
+    """{handle: identifier} for the objects named now (`@exp1/enc` -> exp1_enc); a name whose identifier is
+    taken (_TAKEN), has a derived variable's form, starts with "_" or a digit, or is another name's is left out."""
+    wanted = {}
+    for name, entry in (registry.names.matching() if registry is not None else ()):
+        wanted.setdefault(re.sub(r"\W", "_", name), set()).add(entry.handle)
+    return {handles.pop(): ident for ident, handles in wanted.items()
+            if len(handles) == 1 and ident.isidentifier() and ident[0] != "_" and ident not in _TAKEN
+            and not _DERIVED.match(ident)}
 
 
 class Writer:
@@ -192,7 +214,8 @@ def script(entries, registry, target=None, sidecar_name=None):
         head.append("def _state(text):\n    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)\n")
     tail = ["", inspect.getsource(digest.digest), _CHECK % _dict_text(checks)]
     text = "\n".join(head + lines + tail)
-    return loops.HANDLE.sub(lambda m: variable(rename.get(m.group(1), m.group(1)), w.epochs), text), w.sidecar
+    named = named_variables(registry)
+    return loops.HANDLE.sub(lambda m: variable(rename.get(m.group(1), m.group(1)), w.epochs, named), text), w.sidecar
 
 
 def _header(target, count):
