@@ -72,7 +72,7 @@ def post_op(app, request, params):
         result = invoke(ctx, op, binding, globals_, warned, convert)
     except TorchshError as e:
         e.op = e.op or op.name
-        names.say_given(e, [args, kwargs], app.registry.names.lookup)
+        names.say_given(e, [args, kwargs], app)
         raise
     except results.Handover as h:  # the caller runs the command with the `torch` client
         h.op = h.op or op.name

@@ -72,7 +72,7 @@ def run_cli(app, request):
         return CliReply(reply=ask)
     except TorchshError as e:
         e.op = e.op or op_name
-        names.say_given(e, argv + (ctx.stdin or []), app.registry.names.lookup)
+        names.say_given(e, argv + (ctx.stdin or []), app)
         return CliReply(stderr="" if e.code in protocol.SILENT else e.line() + "\n", exit=protocol.exit_status(e.code))
     except Exception:  # a bug in torchsh: keep the daemon alive, log the traceback
         log.error("internal error on %r\n%s", argv, traceback.format_exc())

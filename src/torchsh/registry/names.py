@@ -182,11 +182,13 @@ def in_use(name, holder):
                         "or `torch free @%s` first" % (name, name))
 
 
-def say_given(err, words, lookup):
+def say_given(err, words, app):
     """A wrong_kind error about an object the caller gave as a `@name` (one of `words`: argv and stdin words,
-    or a JSON body's args, nested) names the name too: `@w (tensor://…) is a tensor, but a module is …`."""
+    or a JSON body's args, nested) names the name too: `@w (tensor://…) is a tensor, but a module is …`.
+    (app: the daemon's, whose registry holds the names; the help-only app has none, nor wrong_kind errors.)"""
     if err.code != "wrong_kind":
         return
+    lookup = app.registry.names.lookup
     stack = list(words)
     while stack:
         w = stack.pop(0)
