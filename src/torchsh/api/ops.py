@@ -7,7 +7,8 @@ warnings come back as "warnings": [first line of each], beside "result".
 Optional body fields: "cwd" (for relative paths), "env" (TORCHSH_* settings), "no_grad", "exec" (true: the
 caller runs a block form's command itself; the same as listing exec in the Torchsh-Replies header),
 "stderr_tty" (true: the caller's stderr is a terminal, so a followed job's progress is a live line), "name" (the
-object the op makes gets this @name, as --name does; "ttl": "30m" with it, as --ttl). A "@name" word anywhere a handle goes names its object.
+object the op makes gets this @name, as --name does; "ttl": "30m" with it, as --ttl). A "@name" word anywhere
+a handle goes names its object.
 Replies besides output (protocol.REPLIES) the caller lists in the Torchsh-Replies header come back as a
 field of their name: {"exec": …}, {"follow": …, "stdout", "stderr"}, {"copy": …}, {"handover": …}; for one it
 does not list, the daemon follows a job to its end itself (a foreground fit answers its rows once it ends),

@@ -137,6 +137,7 @@ def _list_flag(op, name, words, i, inline):
 
 def _valid_flags(op, flag_specs, name=None):
     """The hint of an unknown flag: the close one first (`--keepdims`: did you mean --keepdim?), then them all."""
-    names = sorted("--" + n for n in flag_specs) + ["--no_grad", "--inference_mode", "--json", "--help", "--name", "--ttl", "-h"]
+    names = sorted("--" + n for n in flag_specs) + ["--no_grad", "--inference_mode", "--json", "--help", "--name",
+                                                    "--ttl", "-h"]
     close = suggest.flag(name, list(flag_specs) + list(GLOBAL_FLAGS)) if name else None
     return "%svalid flags for %s: %s" % (close + " " if close else "", op.name, " ".join(names))

@@ -91,8 +91,9 @@ def dispatch(app, request, inner):
     path = request.path
     cli = path == protocol.CLI_PATH
     textual = cli or path.startswith("/v1/ops/")
+    body = request.body
     if here == DEFAULT and "://" not in request.target and (not textual or not (
-            _MAYBE_QUALIFIED.search(request.body) or b"@" in request.body and _MAYBE_CONTEXT_NAME.search(request.body))):
+            _MAYBE_QUALIFIED.search(body) or b"@" in body and _MAYBE_CONTEXT_NAME.search(body))):
         return inner(app, request)  # the common local command: no handle of a named context to check
     try:
         epoch, holds = app.registry.epoch.encode(), app.registry.holds
