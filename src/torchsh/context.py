@@ -32,6 +32,7 @@ class Context:
     uploads: list = None        # staged copies of the caller's files the op read (removed after it, mostly)
     name: str = None            # --name: the first object this request makes gets it (Context.naming)
     made: list = None           # the handles this request put, in order (the history log's outputs)
+    name_ttl: float = None      # --ttl with --name: that name's TTL in seconds
 
     def __post_init__(self):
         self.env = self.env or {}
@@ -123,15 +124,19 @@ class Context:
         self.made.append(handle)
         if self.name is not None:  # the one place a result becomes a handle: where --name takes effect
             name, self.name = self.name, None
-            self.app.registry.name(handle, name)
+            self.app.registry.name(handle, name, ttl=self.name_ttl)
         return handle
 
-    def naming(self, op, text):
-        """Take `--name TEXT` for this request, checked before anything runs: a valid name, free, and an op
-        that makes an object (else bad_argument, name_in_use)."""
+    def naming(self, op, text, ttl=None):
+        """Take `--name TEXT` (and `--ttl TTL`) for this request, checked before anything runs: a valid name,
+        free, and an op that makes an object (else bad_argument, name_in_use)."""
         if text is None:
+            if ttl is not None:
+                raise TorchshError("bad_argument", "--ttl goes with --name (the name expires, then its object)",
+                                   "add --name NAME, or `torch name HANDLE @NAME --ttl %s`" % str(ttl)[:30])
             return
         name = names.check_name(text)
+        self.name_ttl = names.parse_ttl(ttl) if ttl is not None else None
         if not creates(op):
             raise TorchshError("bad_argument", "--name names the object a command makes; %s makes none" %
                                op.display_name, "`torch name HANDLE @%s` names one already held" % name)

@@ -60,7 +60,7 @@ REPLIES = (
           "write this reply (stderr first), send the poll WORD…, repeat until a reply has none: its exit status "
           "is the command's. STOPS 1: the job is leased to its follower: Ctrl-C adds --interrupt to the next "
           "poll, and a follower gone for a few seconds stops it at its next step boundary"),
-    Reply("copy", H_COPY, "", "CTX [keep]; stdout: the source handles", REFUSE,
+    Reply("copy", H_COPY, "", "CTX [keep] [force]; stdout: the source handles", REFUSE,
           "relay these objects from this daemon to context CTX's (the client alone reaches both)"),
     Reply("upload", H_UPLOAD, "", "[?]ID:hex(path),…", REFUSE,
           "send the caller's files a remote context's daemon needs, then resend the command; nothing ran yet"),

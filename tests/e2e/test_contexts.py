@@ -413,3 +413,21 @@ def test_several_files_in_one_command_and_staged_copies_go_when_it_ends(user, tm
     failed = bash("cd %s && torch --context r1 save $(torch --context r1 ones 2) out.xyz" % tmp_path, user)
     assert failed.code == 2 and "unknown file type" in failed.err and not (tmp_path / "out.xyz").exists()
     assert stage_dirs() == held  # the failed save's staged output went with it
+
+
+def test_a_name_qualified_with_its_context_runs_there_and_fails_elsewhere_naming_both(user):
+    """`@r1:w` is the name @w on context r1, as tensor://r1/ID is a handle of r1: given to r1 it is @w; given
+    to another context it is wrong_context, pointing to `torch cp`, which takes it (and brings the name along)."""
+    ok("torch --context r1 tensor '[1.0,2.0]' --name ctxname/w", user)
+    assert ok("torch --context r1 value @r1:ctxname/w", user) == "[1.0,2.0]"
+    assert ok("echo @r1:ctxname/w | torch --context r1 mul 2 | torch --context r1 value", user) == "[2.0,4.0]"
+    assert ok("torch value @default:ctxname/w 2>&1 || echo $?", user).endswith("[unknown_name]\n3")
+    r = bash("torch add @r1:ctxname/w 1", user)
+    assert r.code == 3 and r.out == ""
+    assert r.err == ("torch: add: @r1:ctxname/w belongs to context r1, but this command runs on context default; "
+                     "copy it there: torch --context r1 cp @r1:ctxname/w --to default [wrong_context]\n"), r.err
+    back = ok("torch --context r1 cp @r1:ctxname/w --to default", user)
+    assert ok("torch value @ctxname/w", user) == "[1.0,2.0]"
+    assert ok("torch names @ctxname/w -q", user) == "@ctxname/w" and back.startswith("tensor://")
+    assert ok("torch --context r1 names @ctxname/w --json", user).count("tensor://r1/") == 1
+    ok("torch --context r1 free @r1:ctxname/w; torch free @default:ctxname/w", user)

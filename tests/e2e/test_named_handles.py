@@ -119,3 +119,27 @@ def test_a_name_passes_unquoted_through_bash_and_zsh_with_extendedglob(sh):
         p = subprocess.run([zsh, "-f", "-c", prelude + "\ntorch value @names/sh"], env=sh.env, cwd=sh.folder,
                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         assert (p.returncode, p.stdout) == (0, "[1.0,1.0]\n"), p.stderr
+
+
+def test_ttl_goes_with_name_on_a_creating_command_and_alone_is_refused(sh):
+    sh("torch zeros 2 --name names/short --ttl 1h")
+    assert 3500 < json.loads(sh("torch names @names/short --json"))[0]["ttl_s"] <= 3600
+    r = sh.run("torch zeros 2 --ttl 1h")
+    assert r.code == 2 and "[bad_argument]" in r.err and "--name" in r.err
+    r = sh.run("torch zeros 2 --name names/bad --ttl soon")
+    assert r.code == 2 and "[bad_argument]" in r.err and sh("torch names @names/bad -q") == ""
+    code, body = post(sh, "zeros", {"args": [2], "kwargs": {"name": "names/apittl", "ttl": "2h"}})
+    assert code == 200, body
+    assert 7100 < json.loads(sh("torch names @names/apittl --json"))[0]["ttl_s"] <= 7200
+
+
+def test_a_wrong_kind_error_for_a_name_names_it_with_its_handle(sh):
+    t = sh("torch zeros 2 3 --name names/wt")
+    for script in ("torch nn parameters @names/wt", "echo @names/wt | torch nn parameters"):
+        r = sh.run(script)
+        assert r.code == 3 and r.err == ("torch: nn parameters: @names/wt (%s) is a tensor, but a module is needed "
+                                         "here [wrong_kind]\n" % t), r.err
+    m = sh("torch nn linear 3 2 --name names/wm")
+    code, body = post(sh, "add", {"args": ["@names/wm", 1]})
+    assert code >= 400 and body["error"]["code"] == "wrong_kind", body
+    assert body["error"]["message"] == "@names/wm (%s) is a module, but a tensor is needed here" % m

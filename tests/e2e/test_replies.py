@@ -226,7 +226,7 @@ def test_copy(sh, callers):
         "op": "cp", "needs": "copy", "message": "torch: cp: needs the `torch` client (it carries out the copy reply); "
                                                 "nothing ran [needs_client]"}
     assert post(sh.socket, "cp", {"args": [a], "kwargs": {"to": "default"}}, ("copy",))[1]["copy"] == {
-        "handles": [a], "to": "default", "keep": False}
+        "handles": [a], "to": "default", "keep": False, "force": False}
 
 
 # -- upload and download: the caller's files on a remote context ------------------------------------------------

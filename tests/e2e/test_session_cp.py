@@ -23,10 +23,10 @@ def t2(sh):
         d.stop()
 
 
-def relay(sh, dst, handles, keep=False, context="t2"):
+def relay(sh, dst, handles, keep=False, context="t2", force=False):
     """copyrelay.run in a process of its own, as the client runs it: (stdout, stderr, exit status)."""
     code = ("import sys; from torchsh.client import copyrelay; sys.exit(copyrelay.run(sys.argv[1], sys.argv[2], "
-            "sys.argv[4:], keep=sys.argv[3] == '1', context=%r))" % context)
+            "sys.argv[4:], keep=sys.argv[3] == '1', context=%r, force=%r))" % (context, force))
     p = subprocess.run([sys.executable, "-c", code, sh.socket, dst.socket, "1" if keep else "0"] + handles,
                        capture_output=True, text=True)
     return p.stdout, p.stderr, p.returncode
@@ -110,14 +110,44 @@ def test_session_push_keeps_every_handle_and_scope(sh, t2):
         m = fresh("torch nn linear 3 2")
         scope = fresh("torch scope begin")
         x = fresh("torch randn 2 3", env={"TORCHSH_SCOPE": scope})
+        fresh("torch name %s @push/m" % m)
+        t2("torch zeros 1 --name push/m")
+        out, err, code = relay(fresh, t2, fresh("torch tensors -q").split(), keep=True, context=None)
+        assert code == 3 and "[name_in_use]" in err and out == ""   # @push/m names another object there
+        t2("torch free @push/m")
         out, err, code = relay(fresh, t2, fresh("torch tensors -q").split(), keep=True, context=None)
         assert code == 0, err
         assert out.split() == [m, x]
+        assert t2("torch names @push/m --json").count(m) == 1     # the name came along
         assert torch.equal(t2.fetch(x), fresh.fetch(x))
         t2("torch scope end %s" % scope)        # the scope came along: ending it there frees x
         assert t2("torch tensors -q") == m
     finally:
         fresh.stop()
+
+
+def test_cp_brings_names_and_a_name_taken_there_is_name_in_use_until_force(sh, t2):
+    x = sh("torch tensor '[1.0,2.0]' --name cp/x")
+    sh("torch name %s @cp/ttl --ttl 1h" % x)
+    out, err, code = relay(sh, t2, [x])
+    assert code == 0, err
+    nx = unnamed(out.strip())
+    assert t2("torch names '@cp/*' -q").split() == ["@cp/ttl", "@cp/x"]
+    assert t2("torch value @cp/x") == "[1.0,2.0]" and json.loads(t2("torch names @cp/x --json"))[0]["handle"] == nx
+    assert 3500 < json.loads(t2("torch names @cp/ttl --json"))[0]["ttl_s"] <= 3600   # the TTL came along
+    y = sh("torch tensor '[5.0]'")
+    sh("torch name %s @cp/x --force" % y)
+    out, err, code = relay(sh, t2, [y])          # @cp/x names nx there: refused, nothing copied
+    assert code == 3 and "[name_in_use]" in err and nx in err and out == ""
+    assert len(t2("torch tensors -q").split()) == 1
+    out, err, code = relay(sh, t2, [y], force=True)
+    assert code == 0, err
+    assert t2("torch value @cp/x") == "[5.0]" and t2("torch value @cp/x~1") == "[1.0,2.0]"
+
+
+def test_cp_force_is_a_flag_of_cp_and_session_push(sh):
+    for op in ("cp", "session push"):
+        assert "--force" in sh("torch %s --help" % op)
 
 
 def test_relay_to_a_daemon_that_is_not_there_fails_with_one_line(sh, tmp_path):

@@ -21,6 +21,17 @@ def test_a_request_loses_its_own_prefix_and_keeps_this_daemons_bare_handles():
     assert naming.strip(b"neg tensor://default/k3f00012", "default", b"k3f") == b"neg tensor://k3f00012"
 
 
+def test_a_name_qualified_with_this_context_loses_its_prefix_where_a_word_starts_only():
+    assert naming.strip(b'add\0@gpu1:enc\0@gpu1:exp/w~1', "gpu1", b"k3f") == b"add\0@enc\0@exp/w~1"
+    assert naming.strip(b'{"args": ["@default:enc", ["@default:a", "@b"]]}', "default", b"k3f") == \
+        b'{"args": ["@enc", ["@a", "@b"]]}'
+    kept = b"context\0create\0x\0--host\0ssh://me@gpu2:22\0a@gpu2:b"   # not a word that starts with @
+    assert naming.strip(kept, "gpu1", b"k3f") == kept
+    with pytest.raises(TorchshError) as e:
+        naming.strip(b"neg\0@gpu2:enc\0", "gpu1", b"k3f")
+    assert e.value.code == "wrong_context" and e.value.message.startswith("@gpu2:enc belongs to context gpu2")
+
+
 def test_a_restored_sessions_handles_of_an_older_epoch_are_this_daemons_on_a_named_context():
     restored = {"tensor://a0c00012"}  # `session load` keeps the saved handles, epoch a0c, in a k3f daemon
     holds = restored.__contains__

@@ -3,7 +3,9 @@
 export: body = handles, separated by whitespace (one per line, say); reply = the bundle (session/snapshot.py:
 a safetensors stream, the manifest JSON in its header, raw tensor bytes after it). import: body = a bundle;
 reply = the new handles, one per line, in the order export was given them. ?keep=1 keeps the bundle's own
-handles (and scopes), as `session load` does; ?scope=ID puts new handles in a scope. Bulk data is raw bytes,
+handles (and scopes), as `session load` does; ?scope=ID puts new handles in a scope. The bundle's names
+(`@enc`) name the copies: one held here by another object is name_in_use (nothing is held), unless
+?force=1, which moves it (the other object stays reachable as @enc~1). Bulk data is raw bytes,
 never JSON.
 """
 from torchsh.daemon.http import Response
@@ -22,7 +24,8 @@ def post_export(app, request, params):
 
 def post_import(app, request, params):
     keep = request.query.get("keep") in ("1", "true")
+    force = request.query.get("force") in ("1", "true")
     with app.tensor_lock("bundle import"):
         handles, _ = transfer.restore(app.registry, request.body, keep, "the request body",
-                                      scope=request.query.get("scope"), owners=False)
+                                      scope=request.query.get("scope"), owners=False, force=force)
     return Response(200, "".join(h + "\n" for h in handles).encode(), "text/plain")

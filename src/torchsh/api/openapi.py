@@ -32,7 +32,9 @@ _OP_REQUEST = {"type": "object", "properties": {
              "(the same as listing exec in the Torchsh-Replies header)"},
     "stderr_tty": {"type": ["boolean", "null"], "description": "the caller's stderr is a terminal: a followed "
                    "job's progress comes as a live line (\r), not plain lines"},
-    "name": {"type": ["string", "null"], "description": "the object the op makes gets this @name (as --name)"}}}
+    "name": {"type": ["string", "null"], "description": "the object the op makes gets this @name (as --name)"},
+    "ttl": {"type": ["string", "null"], "description": "with name: the name expires then, and frees its object "
+            "(30m, 2h, 1d; as --ttl)"}}}
 
 
 # Replies are valid JSON (RFC 8259) by default; ?nan=bare is for readers of Python's tokens (Nushell's NUON).

@@ -7,7 +7,8 @@ warnings come back as "warnings": [first line of each], beside "result".
 Optional body fields: "cwd" (for relative paths), "env" (TORCHSH_* settings), "no_grad", "exec" (true: the
 caller runs a block form's command itself; the same as listing exec in the Torchsh-Replies header),
 "stderr_tty" (true: the caller's stderr is a terminal, so a followed job's progress is a live line), "name" (the
-object the op makes gets this @name, as --name does). A "@name" word anywhere a handle goes names its object.
+object the op makes gets this @name, as --name does; "ttl": "30m" with it, as --ttl). A "@name" word anywhere
+a handle goes names its object.
 Replies besides output (protocol.REPLIES) the caller lists in the Torchsh-Replies header come back as a
 field of their name: {"exec": …}, {"follow": …, "stdout", "stderr"}, {"copy": …}, {"handover": …}; for one it
 does not list, the daemon follows a job to its end itself (a foreground fit answers its rows once it ends),
@@ -25,6 +26,7 @@ from torchsh.call.misfit import no_binding
 from torchsh.context import Context
 from torchsh.daemon.http import Later, Response
 from torchsh.errors import TorchshError
+from torchsh.registry import names
 from torchsh.jobs import follow
 from torchsh.table import aliases
 from torchsh.table.kinds import LIST_FLAG_KINDS
@@ -50,9 +52,10 @@ def post_op(app, request, params):
     ctx, globals_ = _context(app, request, body, env, cwd, plain)
     if kwargs and "name" in kwargs and "name" not in op.flags():  # the global --name, as the CLI parses it
         kwargs = dict(kwargs)
-        ctx.naming(op, str(kwargs.pop("name")))
-    elif not plain:
-        ctx.naming(op, _field(body, "name", str, None))  # "name": "enc", as --name on the command line
+        ttl = kwargs.pop("ttl") if "ttl" in kwargs and "ttl" not in op.flags() else None
+        ctx.naming(op, str(kwargs.pop("name")), ttl)
+    elif not plain:  # "name": "enc", "ttl": "30m", as --name and --ttl on the command line
+        ctx.naming(op, _field(body, "name", str, None), _field(body, "ttl", str, None))
     if kwargs:
         kwargs = aliases.own_names(op.name, op.flags(), {k.replace("-", "_"): v for k, v in kwargs.items()})
     if op.replies and "follow" in op.replies and "json" in op.flags() and "json" not in kwargs:
@@ -70,6 +73,7 @@ def post_op(app, request, params):
         result = invoke(ctx, op, binding, globals_, warned, convert)
     except TorchshError as e:
         e.op = e.op or op.name
+        names.say_given(e, [args, kwargs], app)
         raise
     except results.Handover as h:  # the caller runs the command with the `torch` client
         h.op = h.op or op.name

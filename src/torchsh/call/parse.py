@@ -12,8 +12,10 @@ from torchsh.errors import TorchshError
 from torchsh.table.aliases import flag_alias
 from torchsh.table.kinds import LIST_FLAG_KINDS, STDIN_KINDS
 
-# `--name NAME`: the object the command makes gets the name (Context.naming; only ops that make one)
-GLOBAL_FLAGS = {"no_grad": "bool", "inference_mode": "bool", "json": "bool", "help": "bool", "name": "str"}
+# `--name NAME`: the object the command makes gets the name (Context.naming; only ops that make one), and
+# `--ttl 30m` with it, the name's TTL. An op's own flag of the same name wins (`torch name H @n --ttl 30m`)
+GLOBAL_FLAGS = {"no_grad": "bool", "inference_mode": "bool", "json": "bool", "help": "bool", "name": "str",
+                "ttl": "str"}
 STDIN_WORD = "-"
 
 
@@ -135,6 +137,7 @@ def _list_flag(op, name, words, i, inline):
 
 def _valid_flags(op, flag_specs, name=None):
     """The hint of an unknown flag: the close one first (`--keepdims`: did you mean --keepdim?), then them all."""
-    names = sorted("--" + n for n in flag_specs) + ["--no_grad", "--inference_mode", "--json", "--help", "--name", "-h"]
+    names = sorted("--" + n for n in flag_specs) + ["--no_grad", "--inference_mode", "--json", "--help", "--name",
+                                                    "--ttl", "-h"]
     close = suggest.flag(name, list(flag_specs) + list(GLOBAL_FLAGS)) if name else None
     return "%svalid flags for %s: %s" % (close + " " if close else "", op.name, " ".join(names))

@@ -182,13 +182,14 @@ class Copy:
     handles: tuple
     context: str
     keep: bool = False
+    force: bool = False   # names held there by other objects move (else name_in_use)
     reply = "copy"
 
     def field(self):
-        return self.context + (" keep" if self.keep else "")
+        return self.context + (" keep" if self.keep else "") + (" force" if self.force else "")
 
     def json(self):
-        return {"handles": list(self.handles), "to": self.context, "keep": self.keep}
+        return {"handles": list(self.handles), "to": self.context, "keep": self.keep, "force": self.force}
 
 
 @dataclass(frozen=True)

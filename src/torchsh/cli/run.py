@@ -21,6 +21,7 @@ from torchsh.call.tokens import Token
 from torchsh.cli import help as cli_help, render
 from torchsh.context import Context
 from torchsh.errors import TorchshError
+from torchsh.registry import names
 from torchsh.remote import staging
 from torchsh.table.kinds import STDIN_TEXT_KINDS
 
@@ -71,6 +72,7 @@ def run_cli(app, request):
         return CliReply(reply=ask)
     except TorchshError as e:
         e.op = e.op or op_name
+        names.say_given(e, argv + (ctx.stdin or []), app)
         return CliReply(stderr="" if e.code in protocol.SILENT else e.line() + "\n", exit=protocol.exit_status(e.code))
     except Exception:  # a bug in torchsh: keep the daemon alive, log the traceback
         log.error("internal error on %r\n%s", argv, traceback.format_exc())
@@ -115,7 +117,7 @@ def _run_op(ctx, op, fixed, words):
         with lock:
             return CliReply(stdout=cli_help.op_help(op, _columns(ctx)))
     replies.check(ctx, op)  # after --help (which needs no reply), before anything runs
-    ctx.naming(op, parsed.globals.get("name"))
+    ctx.naming(op, parsed.globals.get("name"), parsed.globals.get("ttl"))
     parsed.positionals, flags = parse.named(parsed.positionals, parsed.flags, ctx.registry.names.lookup)
     if parsed.argv_rest is not None:
         argv_arg = next((a for a in op.flags().values() if a.kind == "argv"), None)

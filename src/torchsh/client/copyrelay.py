@@ -2,7 +2,8 @@
 
 Only the client reaches both daemons (the source's socket, and the destination's: a local daemon or a
 context's forwarder), so it relays: POST /v1/bundle/export to the source, and the reply's body, as it
-arrives, becomes the body of POST /v1/bundle/import at the destination (?keep=1 for a push). Bytes are
+arrives, becomes the body of POST /v1/bundle/import at the destination (?keep=1 for a push, &force=1 to move
+names held there by other objects). Bytes are
 never parsed here, only counted: the bundle streams through in 1 MiB pieces, never whole in memory.
 The destination answers the new handles, one a line, which are printed (with the context's name in
 them, `tensor://gpu1/k3f00012`, when one is given).
@@ -15,7 +16,7 @@ from torchsh.client import http
 from torchsh.client.wire import connect, write
 
 
-def run(src_sock, dst_sock, handles, keep=False, context=None, op="cp"):
+def run(src_sock, dst_sock, handles, keep=False, context=None, op="cp", force=False):
     """Relay handles from the daemon on src_sock to the one on dst_sock; print the new handles; return
     the exit status (0, or an error's class after one line on stderr)."""
     try:
@@ -33,7 +34,8 @@ def run(src_sock, dst_sock, handles, keep=False, context=None, op="cp"):
             return http.error_line(op, "daemon_unavailable", "cannot reach the destination daemon: %s" % e,
                                    "`torch --context %s daemon status`" % context if context else None)
         try:
-            http.send(dst, b"POST", b"/v1/bundle/import" + (b"?keep=1" if keep else b""), length=bundle.length,
+            query = b"?keep=%d&force=%d" % (keep, force)
+            http.send(dst, b"POST", b"/v1/bundle/import" + query, length=bundle.length,
                       headers=b"Content-Type: application/octet-stream\r\n", close=True)
             for piece in bundle.pieces():
                 dst.sendall(piece)

@@ -129,7 +129,7 @@ def _copy(path, request, headers, body, name):
     """A copy directive (`cp H… --to CTX`, `session push --to CTX`): the source daemon named the handles
     (stdout); copyrelay streams them from it to CTX's daemon and prints the new ones (docs/sessions.md)."""
     from torchsh.client import copyrelay  # the rare path: its code is paid for only here
-    target, _, keep = headers[protocol.H_COPY].partition(" ")
+    target, *how = headers[protocol.H_COPY].split(" ")
     out_len = int(headers.get(protocol.H_STDOUT, len(body)))
     mine = b"://%s/" % (name or b"default")  # the daemon wrote our context's handles kind://NAME/ID
     handles = [h.strip().replace(mine, b"://", 1).decode() for h in body[:out_len].split(b"\n") if h.strip()]
@@ -139,7 +139,7 @@ def _copy(path, request, headers, body, name):
     if target != "default" and connect_or_none(dst) is None:
         from torchsh.client.contexts import store
         store.connect_starting_forwarder(target, dst).close()
-    return copyrelay.run(path, dst, handles, keep=keep == "keep", context=target, op=_op(request))
+    return copyrelay.run(path, dst, handles, keep="keep" in how, context=target, op=_op(request), force="force" in how)
 
 
 def _isatty(fd):

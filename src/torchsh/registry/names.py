@@ -182,6 +182,25 @@ def in_use(name, holder):
                         "or `torch free @%s` first" % (name, name))
 
 
+def say_given(err, words, app):
+    """A wrong_kind error about an object the caller gave as a `@name` (one of `words`: argv and stdin words,
+    or a JSON body's args, nested) names the name too: `@w (tensor://…) is a tensor, but a module is …`.
+    (app: the daemon's, whose registry holds the names; the help-only app has none, nor wrong_kind errors.)"""
+    if err.code != "wrong_kind":
+        return
+    lookup = app.registry.names.lookup
+    stack = list(words)
+    while stack:
+        w = stack.pop(0)
+        if isinstance(w, (list, tuple, dict)):
+            stack.extend(w.values() if isinstance(w, dict) else w)
+        elif isinstance(w, str) and w.strip()[:1] == "@":
+            handle = lookup(w.strip())
+            if handle and err.message.startswith(handle + " is "):
+                err.message = "%s (%s)%s" % (w.strip(), handle, err.message[len(handle):])
+                return
+
+
 def _split(text):
     """`@enc~2` -> ("enc", 2)."""
     name = text.strip()

@@ -5,7 +5,9 @@ torch.nu send) sees `kind://NAME/EEEnnnnn` in everything it gets back, and may g
 Given to a daemon, a handle of ANOTHER context fails with one line naming both and pointing to `torch cp`
 (wrong_context): `kind://OTHER/…`, or, on a named context, an unprefixed handle of another daemon (its
 epoch is not this daemon's: it came from the default one). `kind://default/…` names the local daemon
-explicitly (what a command on one context prints for a handle it made on the default one).
+explicitly (what a command on one context prints for a handle it made on the default one). A name is
+qualified alike: `@gpu1:enc` is the name `@enc` on context gpu1 (a name has no `:`), `@default:enc` the local
+daemon's; only a word that starts with `@` counts (never `ssh://me@box:22`).
 
 Text, not structure: the request's body (argv and stdin of /v1/cli, the JSON of /v1/ops) and target are
 rewritten before routing, the reply's text after it. Binary bodies (.npy) are left alone.
@@ -26,6 +28,9 @@ _QUALIFIED = re.compile(rb"\b(%s)://([A-Za-z0-9][A-Za-z0-9_.-]{0,62})/([0-9a-z]{
 # what every _QUALIFIED match contains, found without trying each kind at each word boundary (~1 us less)
 _MAYBE_QUALIFIED = re.compile(rb"://[A-Za-z0-9][A-Za-z0-9_.-]{0,62}/")
 _BARE = re.compile(rb"\b(%s)://([0-9a-z]{8,})\b(?![/.-])" % _KINDS.encode())
+# @CTX:NAME at the start of a word (argv and stdin words, a JSON string, a list item, a --flag=value)
+_CONTEXT_NAME = re.compile(rb"(?<![^\0\s\"'\[,=])@([A-Za-z0-9][A-Za-z0-9_.-]{0,62}):(?=[A-Za-z0-9_.\-])")
+_MAYBE_CONTEXT_NAME = re.compile(rb"@[A-Za-z0-9][A-Za-z0-9_.-]{0,62}:")
 
 
 def qualify(handle, name):
@@ -45,6 +50,8 @@ def strip(data, here, epoch, holds=lambda handle: False):
     """The request bytes with this context's prefixes removed; wrong_context for another context's handle.
     On a named context a bare handle of another epoch came from the default daemon, unless this one holds
     it (`session load` restores handles under their saved epoch): holds(handle text) says."""
+    if b"@" in data:
+        data = _strip_names(data, here)
     if b"://" not in data:
         return data
     if here != DEFAULT:  # before unqualifying: kind://HERE/ID of a restored session is this daemon's too
@@ -60,6 +67,17 @@ def strip(data, here, epoch, holds=lambda handle: False):
     return _QUALIFIED.sub(unqualify, data)
 
 
+def _strip_names(data, here):
+    """`@HERE:enc` -> `@enc`; wrong_context for `@OTHER:enc`."""
+    def unqualify(m):
+        its = m.group(1).decode()
+        if its != here:
+            word = re.match(rb"@[^\0\s\"',\]]*", data[m.start():]).group(0).decode(errors="replace")
+            raise wrong_context(word, its, here)
+        return b"@"
+    return _CONTEXT_NAME.sub(unqualify, data)
+
+
 def prefix(data, here):
     """Reply bytes with every bare handle written kind://HERE/ID."""
     if b"://" not in data:
@@ -73,8 +91,9 @@ def dispatch(app, request, inner):
     path = request.path
     cli = path == protocol.CLI_PATH
     textual = cli or path.startswith("/v1/ops/")
-    if here == DEFAULT and "://" not in request.target and (
-            not textual or not _MAYBE_QUALIFIED.search(request.body)):
+    body = request.body
+    if here == DEFAULT and "://" not in request.target and (not textual or not (
+            _MAYBE_QUALIFIED.search(body) or b"@" in body and _MAYBE_CONTEXT_NAME.search(body))):
         return inner(app, request)  # the common local command: no handle of a named context to check
     try:
         epoch, holds = app.registry.epoch.encode(), app.registry.holds

@@ -16,7 +16,7 @@ from torchsh.vocab import DTYPES, LAYOUTS, MEMORY_FORMATS, dtype_name
 FILES = ":files"
 GLOBAL_FLAGS = {"--no_grad": "run without recording gradients", "--inference_mode": "run in inference mode",
                 "--json": "print results as JSON", "--help": "usage, arguments and PyTorch's docs",
-                "--name": "name the object it makes (@NAME)"}
+                "--name": "name the object it makes (@NAME)", "--ttl": "with --name: the name expires then (30m)"}
 DEVICES = ("cpu", "cuda", "cuda:0", "cuda:1", "mps", "meta")
 # A kind row's completion source (table/kinds.py: ArgKind.complete) -> its candidates
 _SOURCES = {"dtypes": [(d, "dtype") for d in DTYPES], "devices": [(d, "device") for d in DEVICES],

@@ -285,7 +285,7 @@ def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record, --s
 # line), or the handles of a piped list; anything else is none.
 def "torchsh handles-in" [piped: any]: nothing -> list {
     let kind = ($piped | describe)
-    let held = '^([a-z]+://\S+|@[A-Za-z0-9_.~/-]+)$'  # a handle, or a `@name` (registry/names.py)
+    let held = '^([a-z]+://\S+|@[A-Za-z0-9_.~/:-]+)$'  # a handle, or a `@name` (registry/names.py)
     if $kind == "string" {
         if ($piped =~ $held) { return [$piped] }
         return ($piped | lines | str trim | where {|l| $l =~ $held })

@@ -393,7 +393,7 @@ def "torchsh by-client" [op: string, lead: list, args: list, kwargs: record, --s
 # line), or the handles of a piped list; anything else is none.
 def "torchsh handles-in" [piped: any]: nothing -> list {
     let kind = ($piped | describe)
-    let held = '^([a-z]+://\S+|@[A-Za-z0-9_.~/-]+)$'  # a handle, or a `@name` (registry/names.py)
+    let held = '^([a-z]+://\S+|@[A-Za-z0-9_.~/:-]+)$'  # a handle, or a `@name` (registry/names.py)
     if $kind == "string" {
         if ($piped =~ $held) { return [$piped] }
         return ($piped | lines | str trim | where {|l| $l =~ $held })
@@ -1672,12 +1672,13 @@ export def cov [
 
 # Copy tensors, models (with their state), optimizers (with their model) and schedulers to the daemon
 #
-# cp(Handle[] handles, *, str to) -> Json
+# cp(Handle[] handles, *, str to, bool force=False) -> Json
 export def cp [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: handles…; handles: the objects to copy (an optimizer needs its model among them, a scheduler its optimizer); piped handles fill the tensor slots still missing
     --to: string  # the destination context (torch context ls) (str)
+    --force  # a name that names another object there moves to the copy (that object stays reachable as @NAME~1);… (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "cp" $args "to no_grad!" [$to $no_grad] }
+]: any -> any { torchsh typed "cp" $args "to force! no_grad!" [$to $force $no_grad] }
 
 # Returns a copy of this object in CPU memory.
 #
@@ -6143,14 +6144,15 @@ export def "session load" [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "session.load" $args "dir no_grad!" [$dir $no_grad] }
 
-# Move this daemon's whole session to the daemon of context TO, under the same handles (as
+# Move this daemon's whole session to the daemon of context TO, under the same handles and names (as
 #
-# session.push(*, str to) -> Json
+# session.push(*, str to, bool force=False) -> Json
 export def "session push" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --to: string  # the destination context (torch context ls); its daemon must not hold these handles (str)
+    --force  # a name that names another object there moves to the pushed one (as torch cp --force); without it su… (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "session.push" $args "to no_grad!" [$to $no_grad] }
+]: any -> any { torchsh typed "session.push" $args "to force! no_grad!" [$to $force $no_grad] }
 
 # Write every object held to DIR (created 0700 if missing) as DIR/session.safetensors: values,
 #

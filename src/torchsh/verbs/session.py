@@ -65,15 +65,18 @@ def _context(to):
     return to
 
 
-@verb("cp(Handle[] handles, *, str to) -> Json", category="objects", replies=("copy",),
+@verb("cp(Handle[] handles, *, str to, bool force=False) -> Json", category="objects", replies=("copy",),
       examples=("torch cp $(torch ones 2) $(torch nn linear 2 1) --to default",))
-def cp(ctx, handles, to):
+def cp(ctx, handles, to, force=False):
     """Copy tensors, models (with their state), optimizers (with their model) and schedulers to the daemon
     of context TO; prints the new handles there, one a line, in the order given. Bulk data streams as raw bytes.
+    Their names (`@enc`) name the copies there (with their TTL; not the reflog).
 
     Args:
         handles: the objects to copy (an optimizer needs its model among them, a scheduler its optimizer)
         to: the destination context (`torch context ls`)
+        force: a name that names another object there moves to the copy (that object stays reachable as
+            @NAME~1); without it such a name is name_in_use and nothing is copied
     """
     _context(to)
     handles = [h.strip() for h in handles]
@@ -83,20 +86,22 @@ def cp(ctx, handles, to):
     if skipped:
         first = skipped[0]
         raise TorchshError("not_portable", "%s cannot be copied: %s" % (first["handle"], first["reason"]), first["hint"])
-    return Copy(tuple(handles), to, keep=False)
+    return Copy(tuple(handles), to, keep=False, force=force)
 
 
-@verb("session.push(*, str to) -> Json", category="objects", replies=("copy",),
+@verb("session.push(*, str to, bool force=False) -> Json", category="objects", replies=("copy",),
       examples=("torch session push --to gpu1",))
-def push(ctx, to):
-    """Move this daemon's whole session to the daemon of context TO, under the same handles (as
+def push(ctx, to, force=False):
+    """Move this daemon's whole session to the daemon of context TO, under the same handles and names (as
     `session save` + `session load` there). Objects that cannot go are named; nothing here is freed.
 
     Args:
         to: the destination context (`torch context ls`); its daemon must not hold these handles
+        force: a name that names another object there moves to the pushed one (as `torch cp --force`);
+            without it such a name is name_in_use and nothing is pushed
     """
     _context(to)
     _, _, _, order, skipped = snapshot.plan(ctx.registry)
     for s in skipped:
         warnings.warn("%s not pushed: %s" % (s["handle"], s["reason"]))
-    return Copy(tuple(order), to, keep=True)
+    return Copy(tuple(order), to, keep=True, force=force)
