@@ -12,16 +12,19 @@ import sys
 
 from torchsh import __version__
 from torchsh.cli.run import run_cli
+from torchsh.registry import Registry
 
 
 class HelpOnlyApp:
-    """What run_cli reads of daemon.app.App on a help request: the table; no objects, no socket, no log."""
+    """What run_cli reads of daemon.app.App on a help request: the table and an empty registry; no objects, no
+    socket, no log."""
 
     def __init__(self, table):
         self.table = table
         self.version = __version__
         self.log_path = "(no daemon: help ran in the `torch` process)"
         self.memory = None
+        self.registry = Registry()  # empty: `@name` words resolve against it as against a daemon holding nothing
 
     def tensor_lock(self, op=None):
         return contextlib.nullcontext()  # one process, one request: nothing to wait for
