@@ -9,6 +9,7 @@ import inspect
 import torch
 
 from torchsh.errors import TorchshError
+from torchsh.history import files
 from torchsh.history.values import encode
 from torchsh.recipes.base import made as recipe_of
 
@@ -16,6 +17,7 @@ from torchsh.recipes.base import made as recipe_of
 def note(entry, values, result, registry):
     """What the script will need that the arguments alone do not say, noted while the objects are at hand."""
     op = entry.op
+    files.note(entry, values, result)
     if op == "tensor" and isinstance(result, torch.Tensor):
         entry.made["data"] = result.detach().clone()
         entry.size += result.numel() * result.element_size()
@@ -94,6 +96,9 @@ def lines(e, r):
     form = FORMS.get(e.op)
     if form is not None:
         return form(e, r)
+    read = files.lines(e, r) if "file" in e.made else None
+    if read is not None:  # a file read, from its path
+        return read
     if e.op.startswith("nn.") and "ctor" in e.made:
         return ["%s = %s" % (r.outs(e), r.lit(e.made["ctor"]))]
     if e.op.startswith("optim.") and "options" in e.made:
