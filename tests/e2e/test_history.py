@@ -278,3 +278,30 @@ def test_a_file_changed_or_gone_before_the_script_is_written_comes_back_as_its_v
     assert "_sidecar('s0')" in text and "'%s'" % os.path.join(folder, "a.pt") not in text
     assert "z.npz" not in text and "numpy.load(_checked(%r, " % os.path.join(folder, "b.npy") in text
     _check(os.path.join(replay, "s.py"))
+
+
+def test_the_readme_tour_sliced_for_its_model_and_its_gradient_replays_bit_for_bit(sh, tmp_path):
+    from test_readme import tour
+    model, w = sh("set -e\ncd %s\n%s\necho $model $w" % (tmp_path, tour())).split("\n")[-1].split()
+    path, text = _script(sh, model)
+    assert "torch.optim.lr_scheduler.CosineAnnealingLR(" in text and "torch.optim.AdamW(" in text
+    _check(path)
+    path, _ = _script(sh, w)
+    _check(path)
+
+
+@pytest.mark.slow  # two daemons
+def test_the_readme_sessions_tour_sliced_for_its_model_replays_across_the_load(sh, tmp_path):
+    """The tour draws in both daemons: the loading daemon's generator is its own, set again in the script."""
+    from second_daemon import SecondDaemon
+    from test_readme import section
+    own = SecondDaemon(sh, "hist")
+    try:
+        m = own("set -e\ncd %s\n%s\necho $m" % (tmp_path, section("Sessions that outlive a daemon"))).split("\n")[-1]
+        path = sh.tmp("s.py")
+        own("torch history --python --for %s > %s" % (m, path))
+        with open(path) as f:
+            assert f.read().count("torch.set_rng_state(") == 2
+        assert re.match(r"check: (\d+) of \1 ", _check(path))
+    finally:
+        own.stop()

@@ -166,8 +166,11 @@ def _nested(x):
 def units(entries, kept):
     """[(lines before it, entry)] for each kept entry: the generator set where the script's would differ."""
     kept_ids, out = {id(e) for e in kept}, []
-    synced, seed = False, None
+    synced, seed, ended = False, None, False
     for e in entries:
+        if ended:  # the entries before came from a saved session: the daemon that loaded it has its own generator
+            synced, seed = False, None
+        ended = bool(e.made.get("generator_ends"))
         if e.op == "manual_seed":
             seed, synced = e.args.get("seed"), False
             continue
