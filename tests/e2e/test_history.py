@@ -229,11 +229,17 @@ echo $s $m2
 """
 
 
-def test_files_it_loaded_are_read_from_their_paths_with_their_sha256_and_replay_bit_for_bit(sh):
+def _read_files(sh):
+    """(the folder, the sum of tensors read from each format, a model `nn load`ed) after _READS."""
     folder = sh.tmp("files")
     os.makedirs(folder)
     _files(folder)
     s, m2 = sh("cd %s\n%s" % (folder, _READS)).split()
+    return folder, s, m2
+
+
+def test_files_it_loaded_are_read_from_their_paths_with_their_sha256_and_replay_bit_for_bit(sh):
+    folder, s, m2 = _read_files(sh)
     path, text = _script(sh, s)
     assert "SIDECAR" not in text and "torch.tensor(" not in text  # nothing written as a value
     assert "torch.load(_checked(%r, " % os.path.join(folder, "a.pt") in text
@@ -247,10 +253,7 @@ def test_files_it_loaded_are_read_from_their_paths_with_their_sha256_and_replay_
 
 
 def test_a_script_stops_naming_the_file_when_a_file_it_reads_changed_or_is_gone(sh):
-    folder = sh.tmp("files")
-    os.makedirs(folder)
-    _files(folder)
-    s, _ = sh("cd %s\n%s" % (folder, _READS)).split()
+    folder, s, _ = _read_files(sh)
     path, _ = _script(sh, s)
     with open(os.path.join(folder, "b.npy"), "r+b") as f:
         f.seek(-1, 2)
@@ -263,10 +266,7 @@ def test_a_script_stops_naming_the_file_when_a_file_it_reads_changed_or_is_gone(
 
 
 def test_a_file_changed_or_gone_before_the_script_is_written_comes_back_as_its_values(sh):
-    folder = sh.tmp("files")
-    os.makedirs(folder)
-    _files(folder)
-    s, _ = sh("cd %s\n%s" % (folder, _READS)).split()
+    folder, s, _ = _read_files(sh)
     os.unlink(os.path.join(folder, "a.pt"))
     with open(os.path.join(folder, "z.npz"), "ab") as f:
         f.write(b"\0")
