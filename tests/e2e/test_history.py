@@ -305,3 +305,18 @@ def test_the_readme_sessions_tour_sliced_for_its_model_replays_across_the_load(s
         assert re.match(r"check: (\d+) of \1 ", _check(path))
     finally:
         own.stop()
+
+
+def test_the_readme_train_on_data_tour_up_to_fit_replays_bit_for_bit_across_an_epochs_end(sh, tmp_path):
+    """Its .npy files, split, shuffling loader and `data next` loop, one more step in the next epoch (`fit`
+    itself is refused by name: its loop is not written yet)."""
+    from test_readme import section
+    tour = "\n".join(line for line in section("Train on data").split("\n") if not line.startswith(("torch fit", "torch plot")))
+    m = sh("set -e\ncd %s\n%s\nb=$(torch data next $L); torch train_step $m $o $b --loss cross_entropy >/dev/null\n"
+           "echo $m $o $L" % (tmp_path, tour), timeout=300).split("\n")[-1]
+    path, text = _script(sh, m.split()[0])
+    assert "torch.utils.data.random_split(" in text and "_Loader(" in text and "# the end of the epoch" in text
+    assert "for _ in range(25):" in text
+    _check(path)
+    sh("cd %s; torch fit %s --loss cross_entropy --epochs 1 >/dev/null" % (tmp_path, m))
+    assert "cannot write fit as PyTorch" in sh.run("torch history --python --for %s" % m.split()[0]).err

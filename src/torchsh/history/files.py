@@ -35,6 +35,11 @@ def sha256(path):
 
 def note(entry, values, result):
     """The file an op read: its path and sha256, and the names of the tensors `load` made of it."""
+    if entry.op == "data.open":
+        read = [{"path": os.path.abspath(p), "sha256": sha256(p)} for p in values.get("files") or ()]
+        if read and all(f["sha256"] for f in read):
+            entry.made["files"] = read
+        return
     arg = _PATHS.get(entry.op)
     path = values.get(arg) if arg else None
     if not isinstance(path, str):
@@ -66,15 +71,15 @@ def lines(e, r):
     to = ".to(%s)" % r.lit(a["dtype"]) if a.get("dtype") is not None else ""
     keys = info.get("keys")
     if keys is None:  # one tensor
-        return [_comment(info), "%s = %s%s%s" % (r.outs(e), source, "" if reader != "safetensors" else "['']", to)]
+        return [comment(info), "%s = %s%s%s" % (r.outs(e), source, "" if reader != "safetensors" else "['']", to)]
     if reader == "pt":
         r.helpers.add("_named")
         source = "_named(%s)" % source
-    return [_comment(info), "_file = %s" % source] + \
+    return [comment(info), "_file = %s" % source] + \
         ["%s = _file[%r]%s" % (r.v(h), k, to) for h, k in zip(e.outputs, keys)]
 
 
-def _comment(info):
+def comment(info):
     return "# sha256 %s of %s when the daemon read it" % (info["sha256"], info["path"])
 
 
@@ -103,7 +108,7 @@ def _state(e, r, info):
         state += "[%r]" % a["key"]
     if info.get("checkpoint"):  # a torchsh checkpoint: the model's part, its `model.` keys
         state = "{k[6:]: v for k, v in %s.items() if k.startswith('model.')}" % state
-    return [_comment(info), "with torch.no_grad():", "    %s.load_state_dict(%s, strict=True)" % (r.lit(a["model"]), state)]
+    return [comment(info), "with torch.no_grad():", "    %s.load_state_dict(%s, strict=True)" % (r.lit(a["model"]), state)]
 
 
 HELPERS = {

@@ -9,7 +9,7 @@ import inspect
 import torch
 
 from torchsh.errors import TorchshError
-from torchsh.history import files
+from torchsh.history import datasets, files
 from torchsh.history.values import encode
 from torchsh.recipes.base import made as recipe_of
 
@@ -93,9 +93,12 @@ def lines(e, r):
     """The script lines of entry e; r is the writer (python.Writer): r.v(handle), r.lit(value), r.outs(e)."""
     if e.made.get("unnoted"):
         raise refuse(e.op, "the history could not note how it ran (the daemon log has why)")
-    form = FORMS.get(e.op)
-    if form is not None:
-        return form(e, r)
+    form = FORMS.get(e.op) or datasets.FORMS.get(e.op)
+    written = form(e, r) if form is not None else None
+    if written is not None:
+        return written
+    if e.op in datasets.FORMS:  # other formats, options or worker processes
+        raise refuse(e.op)
     read = files.lines(e, r) if "file" in e.made else None
     if read is not None:  # a file read, from its path
         return read

@@ -146,4 +146,6 @@ class Watch:
                                    for k, v in keywords.items()})
         if error is None:
             forms.note(entry, values, result, registry)
+        elif error.code == "end_of_epoch":  # a failure that changed state: the loader starts its next epoch
+            entry.made["epoch_end"] = True
         self.log.add(entry)

@@ -18,7 +18,7 @@ import re
 import torch
 
 from torchsh import __version__
-from torchsh.history import digest, files, forms, loops, slice as slicing
+from torchsh.history import datasets, digest, files, forms, loops, slice as slicing
 from torchsh.history.log import IN_PLACE
 from torchsh.history.values import handles_in
 from torchsh.registry.handles import parse_handle
@@ -42,6 +42,7 @@ _HELPERS = {
     return _cache[name].clone()
 ''',
     **files.HELPERS,
+    "_Loader": datasets.LOADER,
 }
 _ST_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
               torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
@@ -190,7 +191,7 @@ def units(entries, kept):
 
 def script(entries, registry, target=None, sidecar_name=None):
     """(the script's text, {key: tensor} for the sidecar) for the log's entries (only what made `target`)."""
-    entries = [e for e in entries if e.exit == 0]
+    entries = [e for e in entries if e.exit == 0 or (e.op == "data.next" and e.made.get("epoch_end"))]
     kept = slicing.backward_slice(entries, target) if target else entries
     if target and not any(target in e.outputs for e in kept):
         raise forms.refuse(target, "no logged request made it (made before the history begins, or not by an op)")
