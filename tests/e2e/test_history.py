@@ -124,7 +124,18 @@ def test_a_history_row_holds_the_bound_arguments_outputs_exit_and_randomness(sh)
     assert rows[1]["args"]["input"] == rows[0]["outputs"][0] and rows[1]["args"]["other"] == 1
 
 
-def test_python_refuses_a_history_with_fit_naming_it(sh):
+def test_a_fit_over_held_tensors_with_clip_and_a_scheduler_replays_as_its_loop_bit_for_bit(sh):
+    m = sh("torch manual_seed 5; m=$(torch nn sequential 'linear 2 4' relu 'linear 4 1'); o=$(torch optim sgd $m --lr 0.1)\n"
+           "s=$(torch sched step_lr $o --step_size 1 --gamma 0.5)\n"
+           "L=$(torch data loader $(torch data tensors $(torch randn 20 2) $(torch randn 20 1)) --batch_size 8 --shuffle)\n"
+           "torch fit $m $o $L --loss mse_loss --epochs 3 --clip 0.5 --sched $s >/dev/null; echo $m")
+    path, text = _script(sh, m)
+    assert "for _epoch in range(3):  # torch fit --epochs 3" in text and "torch.utils.data.TensorDataset(" in text
+    assert "clip_grad_norm_(" in text and "torch.manual_seed(5)" in text
+    _check(path)
+
+
+def test_python_refuses_a_fit_without_loss_naming_it(sh):
     m = sh("m=$(torch nn linear 2 1); o=$(torch optim sgd $m); "
            "L=$(torch data loader $(torch data tensors $(torch randn 16 2) $(torch randn 16 1)) --batch_size 8); "
            "torch fit $m $o $L --epochs 1 >/dev/null 2>&1; echo $m")
@@ -307,16 +318,19 @@ def test_the_readme_sessions_tour_sliced_for_its_model_replays_across_the_load(s
         own.stop()
 
 
-def test_the_readme_train_on_data_tour_up_to_fit_replays_bit_for_bit_across_an_epochs_end(sh, tmp_path):
-    """Its .npy files, split, shuffling loader and `data next` loop, one more step in the next epoch (`fit`
-    itself is refused by name: its loop is not written yet)."""
+def test_the_readme_train_on_data_tour_replays_bit_for_bit_through_its_fit_and_refuses_its_resume(sh, tmp_path):
+    """Its .npy files, split, shuffling loaders, `data next` loop and `fit --val` (written as its loop); a
+    resumed fit is refused by name."""
     from test_readme import section
-    tour = "\n".join(line for line in section("Train on data").split("\n") if not line.startswith(("torch fit", "torch plot")))
-    m = sh("set -e\ncd %s\n%s\nb=$(torch data next $L); torch train_step $m $o $b --loss cross_entropy >/dev/null\n"
-           "echo $m $o $L" % (tmp_path, tour), timeout=300).split("\n")[-1]
-    path, text = _script(sh, m.split()[0])
+    tour = section("Train on data").split("\n")
+    first = "\n".join(line for line in tour if "--resume" not in line and not line.startswith("torch plot"))
+    handles = sh("set -e\ncd %s\n%s\necho $m $o $L $V" % (tmp_path, first), timeout=300).split("\n")[-1]
+    m = handles.split()[0]
+    path, text = _script(sh, m)
     assert "torch.utils.data.random_split(" in text and "_Loader(" in text and "# the end of the epoch" in text
-    assert "for _ in range(25):" in text
+    assert "for _ in range(25):" in text and "for _epoch in range(5):  # torch fit --epochs 5" in text
     _check(path)
-    sh("cd %s; torch fit %s --loss cross_entropy --epochs 1 >/dev/null" % (tmp_path, m))
-    assert "cannot write fit as PyTorch" in sh.run("torch history --python --for %s" % m.split()[0]).err
+    resumed = next(line for line in tour if "--resume" in line)
+    sh("set -e\ncd %s\nread -r m o L V <<< '%s'\n%s >/dev/null" % (tmp_path, handles, resumed), timeout=300)
+    err = sh.run("torch history --python --for %s" % m).err
+    assert "cannot write fit as PyTorch" in err and "--resume" in err, err

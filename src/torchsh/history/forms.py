@@ -30,7 +30,7 @@ def note(entry, values, result, registry):
     elif op.startswith("sched.") and isinstance(result, _SCHEDULERS):
         name, made = recipe_of(result, "scheduler")
         entry.made["sched"] = (name, {k: encode(v, registry) for k, v in made.items()})
-    if op == "train_step":
+    if op in ("train_step", "fit"):
         entry.made["plateau"] = isinstance(values.get("sched"), torch.optim.lr_scheduler.ReduceLROnPlateau)
     if op in ("forward", "train_step") and _updates_stats(values.get("model")):
         entry.writes = (encode(values["model"], registry),)  # BatchNorm's running statistics
@@ -98,7 +98,7 @@ def lines(e, r):
     if written is not None:
         return written
     if e.op in datasets.FORMS:  # other formats, options or worker processes
-        raise refuse(e.op)
+        raise refuse(e.op, datasets.UNWRITTEN[e.op])
     read = files.lines(e, r) if "file" in e.made else None
     if read is not None:  # a file read, from its path
         return read

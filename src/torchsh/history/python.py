@@ -195,9 +195,6 @@ def script(entries, registry, target=None, sidecar_name=None):
     kept = slicing.backward_slice(entries, target) if target else entries
     if target and not any(target in e.outputs for e in kept):
         raise forms.refuse(target, "no logged request made it (made before the history begins, or not by an op)")
-    fit = next((e for e in kept if e.op == "fit"), None)
-    if fit is not None:  # its loop (batches, shuffling, metrics, checkpoints) is not written as PyTorch yet
-        raise forms.refuse("fit", "its training loop is not written yet; `torch train_step` in a loop is")
     w = Writer(entries, registry)
     lines, rename, hidden = loops.body(units(entries, kept), w, [target] if target else ())
     lines = _inputs(kept, w, registry) + lines
