@@ -334,3 +334,14 @@ def test_the_readme_train_on_data_tour_replays_bit_for_bit_through_its_fit_and_r
     sh("set -e\ncd %s\nread -r m o L V <<< '%s'\n%s >/dev/null" % (tmp_path, handles, resumed), timeout=300)
     err = sh.run("torch history --python --for %s" % m).err
     assert "cannot write fit as PyTorch" in err and "--resume" in err, err
+
+
+def test_a_fifo_put_where_a_loaded_file_was_does_not_hang_the_script_writer(sh):
+    import torch
+    path = sh.tmp("small.pt")
+    torch.save(torch.arange(4.0), path)
+    t = sh("torch load %s" % path)
+    os.unlink(path)
+    os.mkfifo(path)
+    text = sh("torch history --python --for %s" % t, timeout=60)
+    assert "torch.tensor([0.0, 1.0, 2.0, 3.0], dtype=torch.float32)" in text

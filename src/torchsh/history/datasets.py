@@ -60,7 +60,7 @@ def _fit(e, r):
     """`torch fit` as its loop (train/fit.py's docstring): each epoch's batches through zero_grad, the loss,
     backward, (clip,) step, then the --val batches in eval mode without grad, then the scheduler's step."""
     a = e.args
-    if a.get("loss") is None or e.made.get("plateau") or any(a.get(k, v) != v for k, v in _FIT_UNWRITTEN.items()):
+    if a.get("loss") is None or isinstance(a.get("loss_args"), str) or e.made.get("plateau") or any(a.get(k, v) != v for k, v in _FIT_UNWRITTEN.items()):
         return None
     m, o, loader = r.lit(a["model"]), r.lit(a["optimizer"]), r.lit(a["loader"])
     options = "".join(", %s=%s" % (k, r.lit(v)) for k, v in (a.get("loss_args") or {}).items())

@@ -11,6 +11,7 @@ the tensor is written with its value instead (a literal, or the sidecar).
 """
 import hashlib
 import os
+import stat
 
 from torchsh.formats import headers
 
@@ -22,14 +23,19 @@ _STATE_READS = {".pt": "pt", ".pth": "pt", ".ckpt": "pt", ".bin": "pt", ".safete
 def sha256(path):
     """The file's sha256 (hex), or None where it is no regular file or cannot be read."""
     h = hashlib.sha256()
+    try:  # opened without blocking and checked by its descriptor: a FIFO put in its place must not hang the daemon
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
     try:
-        with open(path, "rb") as f:
-            if not os.path.isfile(path):
-                return None
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        for block in iter(lambda: os.read(fd, 1 << 20), b""):
+            h.update(block)
     except OSError:
         return None
+    finally:
+        os.close(fd)
     return h.hexdigest()
 
 
