@@ -124,7 +124,18 @@ def test_a_history_row_holds_the_bound_arguments_outputs_exit_and_randomness(sh)
     assert rows[1]["args"]["input"] == rows[0]["outputs"][0] and rows[1]["args"]["other"] == 1
 
 
-def test_python_refuses_a_history_with_fit_naming_it(sh):
+def test_a_fit_over_held_tensors_with_clip_and_a_scheduler_replays_as_its_loop_bit_for_bit(sh):
+    m = sh("torch manual_seed 5; m=$(torch nn sequential 'linear 2 4' relu 'linear 4 1'); o=$(torch optim sgd $m --lr 0.1)\n"
+           "s=$(torch sched step_lr $o --step_size 1 --gamma 0.5)\n"
+           "L=$(torch data loader $(torch data tensors $(torch randn 20 2) $(torch randn 20 1)) --batch_size 8 --shuffle)\n"
+           "torch fit $m $o $L --loss mse_loss --epochs 3 --clip 0.5 --sched $s >/dev/null; echo $m")
+    path, text = _script(sh, m)
+    assert "for _epoch in range(3):  # torch fit --epochs 3" in text and "torch.utils.data.TensorDataset(" in text
+    assert "clip_grad_norm_(" in text and "torch.manual_seed(5)" in text
+    _check(path)
+
+
+def test_python_refuses_a_fit_without_loss_naming_it(sh):
     m = sh("m=$(torch nn linear 2 1); o=$(torch optim sgd $m); "
            "L=$(torch data loader $(torch data tensors $(torch randn 16 2) $(torch randn 16 1)) --batch_size 8); "
            "torch fit $m $o $L --epochs 1 >/dev/null 2>&1; echo $m")
@@ -186,10 +197,13 @@ def test_a_persisted_daemon_keeps_its_history_across_a_restart(fresh_sh):
     _check(path)
 
 
-def test_tensors_read_from_files_come_back_as_literals_or_from_the_sidecar(sh):
+def test_tensors_read_from_files_now_gone_come_back_as_literals_or_from_the_sidecar(sh):
+    import glob
     import torch
     small, large = sh.put(torch.arange(6.0).reshape(2, 3)), sh.put(torch.rand(100, 10, dtype=torch.float64))
     y = sh("torch add $(torch sum %s) $(torch sum %s)" % (small, large))
+    for path in glob.glob(os.path.join(sh.folder, "*-put.pt")):  # what sh.put loaded them from
+        os.unlink(path)
     assert sh.run("torch history --python --for %s" % y).code == 2  # a large one needs --sidecar
     folder = sh.tmp("replay")
     os.makedirs(folder)
@@ -198,3 +212,136 @@ def test_tensors_read_from_files_come_back_as_literals_or_from_the_sidecar(sh):
         text = f.read()
     assert "torch.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], dtype=torch.float32)" in text and "_sidecar('s0')" in text
     _check(os.path.join(folder, "s.py"))
+
+
+def _files(folder):
+    """Files of each format `torch load` reads from its path in the script, and a model saved by `nn save`."""
+    import numpy as np
+    import torch
+    from safetensors.torch import save_file
+    g = torch.Generator().manual_seed(3)
+    torch.save(torch.randn(30, 4, generator=g), os.path.join(folder, "a.pt"))
+    torch.save([torch.ones(2), torch.randn(80, generator=g)], os.path.join(folder, "l.pt"))
+    np.save(os.path.join(folder, "b.npy"), np.arange(90.0).reshape(9, 10))
+    np.savez(os.path.join(folder, "z.npz"), p=np.ones(3, dtype=np.float32), q=np.arange(70))
+    save_file({"w": torch.randn(100, generator=g).to(torch.bfloat16), "b": torch.ones(2)},
+              os.path.join(folder, "c.safetensors"))
+
+
+_READS = """
+a=$(torch load a.pt); b=$(torch load b.npy --dtype float32)
+read -r cb cw < <(torch load c.safetensors | xargs); read -r l0 l1 < <(torch load l.pt | xargs)
+read -r zp zq < <(torch load z.npz | xargs)
+s=$(torch add $(torch sum $a) $(torch sum $b)); s=$(torch add $s $(torch sum $cw --dtype float32))
+s=$(torch add $s $(torch sum $l1)); s=$(torch add $s $(torch sum $zq --dtype float32))
+m=$(torch nn sequential 'linear 3 2' relu 'linear 2 1'); torch nn save $m m.safetensors
+m2=$(torch nn sequential 'linear 3 2' relu 'linear 2 1'); torch nn load $m2 m.safetensors >/dev/null
+echo $s $m2
+"""
+
+
+def _read_files(sh):
+    """(the folder, the sum of tensors read from each format, a model `nn load`ed) after _READS."""
+    folder = sh.tmp("files")
+    os.makedirs(folder)
+    _files(folder)
+    s, m2 = sh("cd %s\n%s" % (folder, _READS)).split()
+    return folder, s, m2
+
+
+def test_files_it_loaded_are_read_from_their_paths_with_their_sha256_and_replay_bit_for_bit(sh):
+    folder, s, m2 = _read_files(sh)
+    path, text = _script(sh, s)
+    assert "SIDECAR" not in text and "torch.tensor(" not in text  # nothing written as a value
+    assert "torch.load(_checked(%r, " % os.path.join(folder, "a.pt") in text
+    assert "numpy.load(_checked(%r, " % os.path.join(folder, "b.npy") in text
+    assert re.search(r"^# sha256 [0-9a-f]{64} of %s when the daemon read it$" % re.escape(os.path.join(folder, "c.safetensors")),
+                     text, re.M), text
+    assert "check: 17 of 17 " in _check(path)  # the nine tensors read, the eight sums
+    path, text = _script(sh, m2)
+    assert ".load_state_dict(_safetensors(_checked(%r, " % os.path.join(folder, "m.safetensors") in text
+    _check(path)
+
+
+def test_a_script_stops_naming_the_file_when_a_file_it_reads_changed_or_is_gone(sh):
+    folder, s, _ = _read_files(sh)
+    path, _ = _script(sh, s)
+    with open(os.path.join(folder, "b.npy"), "r+b") as f:
+        f.seek(-1, 2)
+        f.write(b"\x01")
+    p = subprocess.run([sys.executable, "-I", path, "--check"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "b.npy changed since the daemon read it: sha256 " in p.stderr, p.stderr
+    os.unlink(os.path.join(folder, "a.pt"))
+    p = subprocess.run([sys.executable, "-I", path], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "a.pt is gone or unreadable" in p.stderr, p.stderr
+
+
+def test_a_file_changed_or_gone_before_the_script_is_written_comes_back_as_its_values(sh):
+    folder, s, _ = _read_files(sh)
+    os.unlink(os.path.join(folder, "a.pt"))
+    with open(os.path.join(folder, "z.npz"), "ab") as f:
+        f.write(b"\0")
+    replay = sh.tmp("replay")
+    os.makedirs(replay)
+    sh("torch history --python --for %s --sidecar %s/data.safetensors > %s/s.py" % (s, replay, replay))
+    with open(os.path.join(replay, "s.py")) as f:
+        text = f.read()
+    assert "_sidecar('s0')" in text and "'%s'" % os.path.join(folder, "a.pt") not in text
+    assert "z.npz" not in text and "numpy.load(_checked(%r, " % os.path.join(folder, "b.npy") in text
+    _check(os.path.join(replay, "s.py"))
+
+
+def test_the_readme_tour_sliced_for_its_model_and_its_gradient_replays_bit_for_bit(sh, tmp_path):
+    from test_readme import tour
+    model, w = sh("set -e\ncd %s\n%s\necho $model $w" % (tmp_path, tour())).split("\n")[-1].split()
+    path, text = _script(sh, model)
+    assert "torch.optim.lr_scheduler.CosineAnnealingLR(" in text and "torch.optim.AdamW(" in text
+    _check(path)
+    path, _ = _script(sh, w)
+    _check(path)
+
+
+@pytest.mark.slow  # two daemons
+def test_the_readme_sessions_tour_sliced_for_its_model_replays_across_the_load(sh, tmp_path):
+    """The tour draws in both daemons: the loading daemon's generator is its own, set again in the script."""
+    from second_daemon import SecondDaemon
+    from test_readme import section
+    own = SecondDaemon(sh, "hist")
+    try:
+        m = own("set -e\ncd %s\n%s\necho $m" % (tmp_path, section("Sessions that outlive a daemon"))).split("\n")[-1]
+        path = sh.tmp("s.py")
+        own("torch history --python --for %s > %s" % (m, path))
+        with open(path) as f:
+            assert f.read().count("torch.set_rng_state(") == 2
+        assert re.match(r"check: (\d+) of \1 ", _check(path))
+    finally:
+        own.stop()
+
+
+def test_the_readme_train_on_data_tour_replays_bit_for_bit_through_its_fit_and_refuses_its_resume(sh, tmp_path):
+    """Its .npy files, split, shuffling loaders, `data next` loop and `fit --val` (written as its loop); a
+    resumed fit is refused by name."""
+    from test_readme import section
+    tour = section("Train on data").split("\n")
+    first = "\n".join(line for line in tour if "--resume" not in line and not line.startswith("torch plot"))
+    handles = sh("set -e\ncd %s\n%s\necho $m $o $L $V" % (tmp_path, first), timeout=300).split("\n")[-1]
+    m = handles.split()[0]
+    path, text = _script(sh, m)
+    assert "torch.utils.data.random_split(" in text and "_Loader(" in text and "# the end of the epoch" in text
+    assert "for _ in range(25):" in text and "for _epoch in range(5):  # torch fit --epochs 5" in text
+    _check(path)
+    resumed = next(line for line in tour if "--resume" in line)
+    sh("set -e\ncd %s\nread -r m o L V <<< '%s'\n%s >/dev/null" % (tmp_path, handles, resumed), timeout=300)
+    err = sh.run("torch history --python --for %s" % m).err
+    assert "cannot write fit as PyTorch" in err and "--resume" in err, err
+
+
+def test_a_fifo_put_where_a_loaded_file_was_does_not_hang_the_script_writer(sh):
+    import torch
+    path = sh.tmp("small.pt")
+    torch.save(torch.arange(4.0), path)
+    t = sh("torch load %s" % path)
+    os.unlink(path)
+    os.mkfifo(path)
+    text = sh("torch history --python --for %s" % t, timeout=60)
+    assert "torch.tensor([0.0, 1.0, 2.0, 3.0], dtype=torch.float32)" in text

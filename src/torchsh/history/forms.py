@@ -9,6 +9,7 @@ import inspect
 import torch
 
 from torchsh.errors import TorchshError
+from torchsh.history import datasets, files
 from torchsh.history.values import encode
 from torchsh.recipes.base import made as recipe_of
 
@@ -16,6 +17,7 @@ from torchsh.recipes.base import made as recipe_of
 def note(entry, values, result, registry):
     """What the script will need that the arguments alone do not say, noted while the objects are at hand."""
     op = entry.op
+    files.note(entry, values, result)
     if op == "tensor" and isinstance(result, torch.Tensor):
         entry.made["data"] = result.detach().clone()
         entry.size += result.numel() * result.element_size()
@@ -28,7 +30,7 @@ def note(entry, values, result, registry):
     elif op.startswith("sched.") and isinstance(result, _SCHEDULERS):
         name, made = recipe_of(result, "scheduler")
         entry.made["sched"] = (name, {k: encode(v, registry) for k, v in made.items()})
-    if op == "train_step":
+    if op in ("train_step", "fit"):
         entry.made["plateau"] = isinstance(values.get("sched"), torch.optim.lr_scheduler.ReduceLROnPlateau)
     if op in ("forward", "train_step") and _updates_stats(values.get("model")):
         entry.writes = (encode(values["model"], registry),)  # BatchNorm's running statistics
@@ -91,9 +93,15 @@ def lines(e, r):
     """The script lines of entry e; r is the writer (python.Writer): r.v(handle), r.lit(value), r.outs(e)."""
     if e.made.get("unnoted"):
         raise refuse(e.op, "the history could not note how it ran (the daemon log has why)")
-    form = FORMS.get(e.op)
-    if form is not None:
-        return form(e, r)
+    form = FORMS.get(e.op) or datasets.FORMS.get(e.op)
+    written = form(e, r) if form is not None else None
+    if written is not None:
+        return written
+    if e.op in datasets.FORMS:  # other formats, options or worker processes
+        raise refuse(e.op, datasets.UNWRITTEN[e.op])
+    read = files.lines(e, r) if "file" in e.made else None
+    if read is not None:  # a file read, from its path
+        return read
     if e.op.startswith("nn.") and "ctor" in e.made:
         return ["%s = %s" % (r.outs(e), r.lit(e.made["ctor"]))]
     if e.op.startswith("optim.") and "options" in e.made:

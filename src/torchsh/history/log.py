@@ -84,12 +84,16 @@ class HistoryLog:
             return list(self._entries)
 
     def restore(self, entries):
-        """A saved session's entries, before what this daemon logged itself."""
+        """A saved session's entries, before what this daemon logged itself; the last is marked as where the
+        saving daemon's generator ends (this daemon's draws do not follow from its)."""
+        entries = list(entries)
+        if entries:
+            entries[-1].made["generator_ends"] = True
         with self._lock:
             mine = list(self._entries)
             self._entries = collections.deque()
             self._bytes = 0
-        for e in list(entries) + mine:
+        for e in entries + mine:
             self.add(e)
 
     def stats(self):
@@ -142,4 +146,6 @@ class Watch:
                                    for k, v in keywords.items()})
         if error is None:
             forms.note(entry, values, result, registry)
+        elif error.code == "end_of_epoch":  # a failure that changed state: the loader starts its next epoch
+            entry.made["epoch_end"] = True
         self.log.add(entry)

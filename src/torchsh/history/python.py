@@ -18,7 +18,7 @@ import re
 import torch
 
 from torchsh import __version__
-from torchsh.history import digest, forms, loops, slice as slicing
+from torchsh.history import datasets, digest, files, forms, loops, slice as slicing
 from torchsh.history.log import IN_PLACE
 from torchsh.history.values import handles_in
 from torchsh.registry.handles import parse_handle
@@ -35,20 +35,14 @@ _HELPERS = {
     return [t for x in out for t in _flat(x)] if isinstance(out, (tuple, list)) else []
 ''',
     "_sidecar": '''def _sidecar(name, _cache={}):
-    """A tensor from the .safetensors file beside this script (read with torch alone)."""
+    """A tensor from the .safetensors file beside this script."""
     if not _cache:
-        import json, os, struct
-        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), SIDECAR), "rb") as f:
-            data = f.read()
-        n = struct.unpack("<Q", data[:8])[0]
-        for key, info in json.loads(data[8:8 + n]).items():
-            if key != "__metadata__":
-                a, b = info["data_offsets"]
-                raw, dtype = bytearray(data[8 + n + a:8 + n + b]), getattr(torch, _DTYPES[info["dtype"]])
-                t = torch.frombuffer(raw, dtype=dtype) if raw else torch.empty(0, dtype=dtype)
-                _cache[key] = t.reshape(info["shape"])
+        import os
+        _cache.update(_safetensors(os.path.join(os.path.dirname(os.path.abspath(__file__)), SIDECAR)))
     return _cache[name].clone()
 ''',
+    **files.HELPERS,
+    "_Loader": datasets.LOADER,
 }
 _ST_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
               torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
@@ -67,7 +61,7 @@ def variable(handle, epochs, named=None):
 
 # What a name's identifier must not shadow: Python's keywords and builtins (`range` drives the loops) and
 # the script's own top-level names (its helpers all start with "_", which a name's identifier never does)
-_TAKEN = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"torch", "sys", "base64", "SIDECAR", "digest"}
+_TAKEN = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"torch", "sys", "base64", "numpy", "SIDECAR", "digest"}
 _DERIVED = re.compile(r"^[tmosx]\d+(_[0-9a-z]+)?$")  # what variable() derives (t17, m3_k3f): never a name's
 
 
@@ -141,7 +135,7 @@ class Writer:
             raise forms.refuse("a %s tensor" % t.dtype, "it has no sidecar form")
         key = "s%d" % len(self.sidecar)
         self.sidecar[key] = t.detach().cpu().contiguous()
-        self.helpers.add("_sidecar")
+        self.helpers.update(("_sidecar", "_safetensors"))
         return "_sidecar(%r)%s" % (key, ".requires_grad_()" if requires_grad else "")
 
     def params(self, handles):
@@ -173,8 +167,11 @@ def _nested(x):
 def units(entries, kept):
     """[(lines before it, entry)] for each kept entry: the generator set where the script's would differ."""
     kept_ids, out = {id(e) for e in kept}, []
-    synced, seed = False, None
+    synced, seed, ended = False, None, False
     for e in entries:
+        if ended:  # the entries before came from a saved session: the daemon that loaded it has its own generator
+            synced, seed = False, None
+        ended = bool(e.made.get("generator_ends"))
         if e.op == "manual_seed":
             seed, synced = e.args.get("seed"), False
             continue
@@ -194,13 +191,10 @@ def units(entries, kept):
 
 def script(entries, registry, target=None, sidecar_name=None):
     """(the script's text, {key: tensor} for the sidecar) for the log's entries (only what made `target`)."""
-    entries = [e for e in entries if e.exit == 0]
+    entries = [e for e in entries if e.exit == 0 or (e.op == "data.next" and e.made.get("epoch_end"))]
     kept = slicing.backward_slice(entries, target) if target else entries
     if target and not any(target in e.outputs for e in kept):
         raise forms.refuse(target, "no logged request made it (made before the history begins, or not by an op)")
-    fit = next((e for e in kept if e.op == "fit"), None)
-    if fit is not None:  # its loop (batches, shuffling, metrics, checkpoints) is not written as PyTorch yet
-        raise forms.refuse("fit", "its training loop is not written yet; `torch train_step` in a loop is")
     w = Writer(entries, registry)
     lines, rename, hidden = loops.body(units(entries, kept), w, [target] if target else ())
     lines = _inputs(kept, w, registry) + lines
@@ -208,7 +202,6 @@ def script(entries, registry, target=None, sidecar_name=None):
     head = ["# %s" % line for line in _header(target, len(kept))] + ["import base64", "import sys", "", "import torch", ""]
     if w.sidecar:
         head.append("SIDECAR = %r" % (sidecar_name or "history.safetensors"))
-        head.append("_DTYPES = %r" % {v: str(k).replace("torch.", "") for k, v in _ST_DTYPES.items()})
     head += [_HELPERS[n] for n in sorted(w.helpers)]
     if any(line.startswith("torch.set_rng_state(") for line in lines):
         head.append("def _state(text):\n    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)\n")
