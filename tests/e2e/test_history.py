@@ -135,6 +135,34 @@ def test_a_fit_over_held_tensors_with_clip_and_a_scheduler_replays_as_its_loop_b
     _check(path)
 
 
+def test_a_fit_cut_off_by_max_steps_mid_epoch_and_at_an_epochs_end_replays_bit_for_bit(sh):
+    """--max_steps stops right after that optimizer step, before the epoch's validation and scheduler step;
+    the next fit goes on from the loader's position (mid-epoch), and one ending on an epoch's last batch
+    leaves the epoch's end to the next call."""
+    m = sh("torch manual_seed 5; m=$(torch nn sequential 'linear 2 4' relu 'linear 4 1'); o=$(torch optim sgd $m --lr 0.1)\n"
+           "s=$(torch sched step_lr $o --step_size 1 --gamma 0.5)\n"
+           "V=$(torch data loader $(torch data tensors $(torch randn 10 2) $(torch randn 10 1)) --batch_size 4)\n"
+           "L=$(torch data loader $(torch data tensors $(torch randn 20 2) $(torch randn 20 1)) --batch_size 8 --shuffle)\n"
+           "torch fit $m $o $L --loss mse_loss --epochs 4 --val $V --sched $s --max_steps 7 >/dev/null\n"
+           "torch fit $m $o $L --loss mse_loss --epochs 3 --max_steps 2 --val $V --sched $s >/dev/null\n"
+           "torch fit $m $o $L --loss mse_loss --epochs 2 --val $V --sched $s >/dev/null; echo $m")
+    path, text = _script(sh, m)
+    assert "while _step < 7:" in text and "if _step >= 2:  # --max_steps 2" in text
+    _check(path)
+
+
+def test_a_fit_stopped_early_by_patience_on_loss_or_val_loss_replays_bit_for_bit(sh):
+    rows = sh("torch manual_seed 3; m=$(torch nn sequential 'linear 2 8' relu 'linear 8 1'); o=$(torch optim sgd $m --lr 0.4)\n"
+              "V=$(torch data loader $(torch data tensors $(torch randn 12 2) $(torch randn 12 1)) --batch_size 5)\n"
+              "L=$(torch data loader $(torch data tensors $(torch randn 40 2) $(torch randn 40 1)) --batch_size 8 --shuffle)\n"
+              "torch fit $m $o $L --loss mse_loss --epochs 30 --val $V --patience 2 --json | grep -c '\"epoch\"'\n"
+              "torch fit $m $o $L --loss mse_loss --epochs 30 --patience 1 --json | grep -c '\"epoch\"'; echo $m").split()
+    assert int(rows[0]) < 30 and int(rows[1]) < 30, rows  # both runs stopped early
+    path, text = _script(sh, rows[-1])
+    assert text.count("_bad >= ") == 2
+    _check(path)
+
+
 def test_python_refuses_a_fit_without_loss_naming_it(sh):
     m = sh("m=$(torch nn linear 2 1); o=$(torch optim sgd $m); "
            "L=$(torch data loader $(torch data tensors $(torch randn 16 2) $(torch randn 16 1)) --batch_size 8); "

@@ -7,7 +7,7 @@
 its epochs one after another, next() None at an epoch's end, as `torch data next` exits 1 there. A form gives
 None for what it cannot write yet (other formats or options, worker processes): forms.py refuses it by name.
 """
-from torchsh.history import files
+from torchsh.history import files, fitloop
 
 
 def _open(e, r):
@@ -51,43 +51,12 @@ def _tensors(e, r):
     return ["%s = torch.utils.data.TensorDataset(%s)" % (r.outs(e), ", ".join(r.lit(t) for t in e.args["tensors"]))]
 
 
-# fit's options that its loop below does not write: they change what a run does beyond its epochs of steps
-_FIT_UNWRITTEN = {"accum": 1, "autocast": None, "patience": None, "max_steps": None, "resume": None,
-                  "nproc_per_node": None, "detach": False}
-
-
-def _fit(e, r):
-    """`torch fit` as its loop (train/fit.py's docstring): each epoch's batches through zero_grad, the loss,
-    backward, (clip,) step, then the --val batches in eval mode without grad, then the scheduler's step."""
-    a = e.args
-    if a.get("loss") is None or isinstance(a.get("loss_args"), str) or e.made.get("plateau") or any(a.get(k, v) != v for k, v in _FIT_UNWRITTEN.items()):
-        return None
-    m, o, loader = r.lit(a["model"]), r.lit(a["optimizer"]), r.lit(a["loader"])
-    options = "".join(", %s=%s" % (k, r.lit(v)) for k, v in (a.get("loss_args") or {}).items())
-    to = ".to(%s)" % r.lit(a["target_dtype"]) if a.get("target_dtype") is not None else ""
-    step = ["torch.nn.utils.clip_grad_norm_([p for g in %s.param_groups for p in g['params']], %r)" % (o, a["clip"])] \
-        if a.get("clip") is not None else []
-    body = ["%s.train()" % m, "while True:", "    %s.zero_grad()" % o, "    _batch = %s.next()" % loader,
-            "    if _batch is None:", "        break", "    *_x, _y = _batch",
-            "    _loss = torch.nn.functional.%s(%s(*_x), _y%s%s)" % (a["loss"], m, to, options),
-            "    _loss.backward()"] + ["    " + line for line in step] + ["    %s.step()" % o]
-    if a.get("val") is not None:
-        body += ["%s.eval()" % m, "with torch.no_grad():",
-                 "    while (_batch := %s.next()) is not None:" % r.lit(a["val"]), "        %s(*_batch[:-1])" % m,
-                 "%s.train()" % m]
-    if a.get("sched") is not None:
-        body.append("%s.step()" % r.lit(a["sched"]))
-    return ["for _epoch in range(%d):  # torch fit --epochs %d" % (a.get("epochs", 1), a.get("epochs", 1))] + \
-        ["    " + line for line in body]
-
-
 # why a form gave None: what forms.py's refusal says
 UNWRITTEN = {"data.open": "only .npy files, with no options, unchanged since they were read, are written yet",
              "data.loader": "a loader with --num_workers is not written yet",
-             "fit": "its loop is written with --loss given and without --%s or a ReduceLROnPlateau --sched"
-                    % ", --".join(_FIT_UNWRITTEN)}
+             "fit": fitloop.UNWRITTEN}
 FORMS = {"data.open": _open, "data.tensors": _tensors, "data.split": _split, "data.loader": _loader,
-         "data.next": _next, "fit": _fit}
+         "data.next": _next, "fit": fitloop.form}
 
 LOADER = '''class _Loader:
     """torchsh's data loader: DataLoader's batches, epoch after epoch; next() is None at an epoch's end."""

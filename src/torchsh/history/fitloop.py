@@ -1,0 +1,80 @@
+"""`torch fit` in the script: its loop (train/fit.py's docstring), written so the weights come out bit for bit.
+
+Each epoch's batches go through zero_grad, the loss, backward, (clip,) step; then the --val batches in eval
+mode without grad; then the scheduler's step. `--max_steps N` ends the run right after its Nth optimizer
+step, mid-epoch included, before that epoch's validation and scheduler step, as train/fit.py's _step does.
+`--patience P` watches the epoch's mean loss (or the --val loss), each batch's loss.item() weighted by its
+target's rows and summed in Python floats as train/metrics.py's EpochSums does, and stops after P epochs
+without improvement. What it cannot write yet gives None: datasets.py's refusal names it.
+"""
+
+# fit's options that this loop does not write: they change what a run does beyond its epochs of steps
+_UNWRITTEN = {"accum": 1, "autocast": None, "resume": None, "nproc_per_node": None, "detach": False}
+UNWRITTEN = ("its loop is written with --loss given, without --%s or a ReduceLROnPlateau --sched, and "
+             "--patience only watching loss or val_loss" % ", --".join(_UNWRITTEN))
+_ROWS = "_rows = _y.shape[0] if _y.dim() else 1  # EpochSums weighs a batch's loss by its rows"
+
+
+def _writable(e):
+    a = e.args
+    if a.get("loss") is None or isinstance(a.get("loss_args"), str) or e.made.get("plateau"):
+        return False
+    if a.get("patience") is not None and a.get("monitor") not in (None, "loss", "val_loss"):
+        return False
+    return all(a.get(k, v) == v for k, v in _UNWRITTEN.items())
+
+
+def _train_lines(e, r, counted):
+    """One epoch's optimizer steps (inside the epoch loop), up to --max_steps when given."""
+    a = e.args
+    m, o = r.lit(a["model"]), r.lit(a["optimizer"])
+    options = "".join(", %s=%s" % (k, r.lit(v)) for k, v in (a.get("loss_args") or {}).items())
+    to = ".to(%s)" % r.lit(a["target_dtype"]) if a.get("target_dtype") is not None else ""
+    clip = ["torch.nn.utils.clip_grad_norm_([p for g in %s.param_groups for p in g['params']], %r)" % (o, a["clip"])] \
+        if a.get("clip") is not None else []
+    limit = a.get("max_steps")
+    body = ["%s.zero_grad()" % o, "_batch = %s.next()" % r.lit(a["loader"]), "if _batch is None:", "    break",
+            "*_x, _y = _batch", "_loss = torch.nn.functional.%s(%s(*_x), _y%s%s)" % (a["loss"], m, to, options)]
+    if counted:
+        body += [_ROWS, "_sum, _n = _sum + _loss.item() * _rows, _n + _rows"]
+    body += ["_loss.backward()"] + clip + ["%s.step()" % o] + (["_step += 1"] if limit is not None else [])
+    lines = ["%s.train()" % m] + (["_sum, _n = 0.0, 0"] if counted else [])
+    lines += ["while True:" if limit is None else "while _step < %d:" % limit] + ["    " + line for line in body]
+    if limit is not None:  # the run ends after that step, before the epoch's validation and scheduler step
+        lines += ["if _step >= %d:  # --max_steps %d" % (limit, limit), "    break"]
+    return lines
+
+
+def _val_lines(e, r, counted):
+    a = e.args
+    m = r.lit(a["model"])
+    lines = ["%s.eval()" % m, "with torch.no_grad():"]
+    if not counted:
+        return lines + ["    while (_batch := %s.next()) is not None:" % r.lit(a["val"]), "        %s(*_batch[:-1])" % m,
+                        "%s.train()" % m]
+    options = "".join(", %s=%s" % (k, r.lit(v)) for k, v in (a.get("loss_args") or {}).items())
+    to = ".to(%s)" % r.lit(a["target_dtype"]) if a.get("target_dtype") is not None else ""
+    return lines + ["    _sum, _n = 0.0, 0", "    while (_batch := %s.next()) is not None:" % r.lit(a["val"]),
+                    "        *_x, _y = _batch", "        " + _ROWS,
+                    "        _sum += torch.nn.functional.%s(%s(*_x), _y%s%s).item() * _rows" % (a["loss"], m, to, options),
+                    "        _n += _rows", "%s.train()" % m]
+
+
+def form(e, r):
+    """The fit's lines, or None when it has options this loop does not write."""
+    if not _writable(e):
+        return None
+    a = e.args
+    epochs, patience, val = a.get("epochs", 1), a.get("patience"), a.get("val")
+    watch = None if patience is None else (a.get("monitor") or ("val_loss" if val is not None else "loss"))
+    body = _train_lines(e, r, watch == "loss")
+    if val is not None:
+        body += _val_lines(e, r, watch == "val_loss")
+    if a.get("sched") is not None:
+        body.append("%s.step()" % r.lit(a["sched"]))
+    if patience is not None:  # train/fit.py's _improved: a lower mean loss, else one more bad epoch
+        body += ["_value = _sum / _n if _n else float('nan')",
+                 "if _best is None or _value < _best:", "    _best, _bad = _value, 0", "else:", "    _bad += 1",
+                 "if _bad >= %d:  # --patience %d" % (patience, patience), "    break"]
+    head = (["_step = 0"] if a.get("max_steps") is not None else []) + (["_best, _bad = None, 0"] if patience else [])
+    return head + ["for _epoch in range(%d):  # torch fit --epochs %d" % (epochs, epochs)] + ["    " + line for line in body]
