@@ -346,20 +346,41 @@ def test_the_readme_sessions_tour_sliced_for_its_model_replays_across_the_load(s
         own.stop()
 
 
-def test_the_readme_train_on_data_tour_replays_bit_for_bit_through_its_fit_and_refuses_its_resume(sh, tmp_path):
-    """Its .npy files, split, shuffling loaders, `data next` loop and `fit --val` (written as its loop); a
-    resumed fit is refused by name."""
+def test_the_readme_train_on_data_tour_replays_bit_for_bit_through_its_fit_and_its_resume(sh, tmp_path):
+    """Its .npy files, split, shuffling loaders, `data next` loop and `fit --val` (written as its loop); the
+    resumed fit's checkpoint holds what the daemon holds, so it is the loop over the epochs left."""
     from test_readme import section
-    tour = section("Train on data").split("\n")
-    first = "\n".join(line for line in tour if "--resume" not in line and not line.startswith("torch plot"))
-    handles = sh("set -e\ncd %s\n%s\necho $m $o $L $V" % (tmp_path, first), timeout=300).split("\n")[-1]
-    m = handles.split()[0]
+    tour = "\n".join(line for line in section("Train on data").split("\n") if not line.startswith("torch plot"))
+    m = sh("set -e\ncd %s\n%s\necho $m" % (tmp_path, tour), timeout=300).split("\n")[-1]
     path, text = _script(sh, m)
     assert "torch.utils.data.random_split(" in text and "_Loader(" in text and "# the end of the epoch" in text
-    assert "for _ in range(25):" in text and "for _epoch in range(5):  # torch fit --epochs 5" in text
+    assert "for _ in range(25):" in text and "for _epoch in range(5):  # torch fit --epochs 5\n" in text
+    assert "for _epoch in range(5):  # torch fit --epochs 10, resumed at epoch 6 step " in text
     _check(path)
-    resumed = next(line for line in tour if "--resume" in line)
-    sh("set -e\ncd %s\nread -r m o L V <<< '%s'\n%s >/dev/null" % (tmp_path, handles, resumed), timeout=300)
+
+
+def test_a_fit_cut_off_mid_epoch_and_resumed_twice_in_its_daemon_replays_bit_for_bit(sh, tmp_path):
+    """--resume auto from the `last` the fit before it left: the loop goes on from the checkpoint's epoch and
+    step (mid-epoch here); one with nothing left to do is a comment."""
+    m = sh("cd %s; torch manual_seed 1; m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1)\n"
+           "L=$(torch data loader $(torch data tensors $(torch randn 16 2) $(torch randn 16 1)) --batch_size 4 --shuffle)\n"
+           "fit() { torch fit $m $o $L --loss mse_loss --epochs 4 --log run \"$@\" >/dev/null 2>&1; }\n"
+           "fit --max_steps 6; fit --resume auto --max_steps 10; fit --resume auto; fit --resume auto; echo $m" % tmp_path)
+    path, text = _script(sh, m)
+    assert "resumed at epoch 2 step 6" in text and "resumed at epoch 3 step 10" in text
+    assert "# torch fit --resume: nothing to do" in text
+    _check(path)
+
+
+def test_a_fit_resumed_from_a_checkpoint_the_daemon_does_not_hold_is_refused(sh, tmp_path):
+    """A checkpoint older than the daemon's objects (here a fit without --log ran since) holds state the
+    script cannot make."""
+    m = sh("cd %s; torch manual_seed 1; m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1)\n"
+           "L=$(torch data loader $(torch data tensors $(torch randn 16 2) $(torch randn 16 1)) --batch_size 4)\n"
+           "torch fit $m $o $L --loss mse_loss --epochs 2 --log run >/dev/null\n"
+           "torch fit $m $o $L --loss mse_loss --epochs 1 >/dev/null\n"
+           "torch fit $m $o $L --loss mse_loss --epochs 4 --log run --resume auto >/dev/null\n"
+           "echo $m" % tmp_path)
     err = sh.run("torch history --python --for %s" % m).err
     assert "cannot write fit as PyTorch" in err and "--resume" in err, err
 

@@ -48,7 +48,7 @@ def invoke(ctx, op, binding, globals_=None, warned=None, convert=convert_all):
     history = None if lockfree else getattr(ctx.app, "history", None)
     with lock, _warnings_to(None if lockfree else warned):
         values = convert(ctx, binding)
-        watch = history.watch(op) if history is not None else None  # None: an op that only reads
+        watch = history.watch(op, values) if history is not None else None  # None: an op that only reads
         mode = _grad_mode(ctx, globals_)
         with mode:
             try:

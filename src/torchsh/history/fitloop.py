@@ -9,9 +9,10 @@ without improvement. What it cannot write yet gives None: datasets.py's refusal 
 """
 
 # fit's options that this loop does not write: they change what a run does beyond its epochs of steps
-_UNWRITTEN = {"accum": 1, "autocast": None, "resume": None, "nproc_per_node": None, "detach": False}
-UNWRITTEN = ("its loop is written with --loss given, without --%s or a ReduceLROnPlateau --sched, and "
-             "--patience only watching loss or val_loss" % ", --".join(_UNWRITTEN))
+_UNWRITTEN = {"accum": 1, "autocast": None, "nproc_per_node": None, "detach": False}
+UNWRITTEN = ("its loop is written with --loss given, without --%s or a ReduceLROnPlateau --sched, "
+             "--patience only watching loss or val_loss, and --resume only from a checkpoint holding what "
+             "the daemon held already, without --patience" % ", --".join(_UNWRITTEN))
 _ROWS = "_rows = _y.shape[0] if _y.dim() else 1  # EpochSums weighs a batch's loss by its rows"
 
 
@@ -21,7 +22,22 @@ def _writable(e):
         return False
     if a.get("patience") is not None and a.get("monitor") not in (None, "loss", "val_loss"):
         return False
+    if a.get("resume") is not None and not _resumes_in_place(e):
+        return False
     return all(a.get(k, v) == v for k, v in _UNWRITTEN.items())
+
+
+def _resumes_in_place(e):
+    """A fresh run (no checkpoint yet), or one whose checkpoint changes nothing (resumed.py); not with --patience,
+    whose best value and epoch sums the checkpoint carries."""
+    noted = e.made.get("resume") or {}
+    return noted.get("fresh") or (noted.get("in_place") and e.args.get("patience") is None)
+
+
+def _start(e):
+    """(the first epoch, the optimizer steps taken) where the run begins: a resumed one where its checkpoint is."""
+    progress = (e.made.get("resume") or {}).get("progress")
+    return (progress["epoch"], progress["step"]) if progress else (1, 0)
 
 
 def _train_lines(e, r, counted):
@@ -65,7 +81,10 @@ def form(e, r):
     if not _writable(e):
         return None
     a = e.args
-    epochs, patience, val = a.get("epochs", 1), a.get("patience"), a.get("val")
+    (first, taken), limit = _start(e), a.get("max_steps")
+    epochs, patience, val = a.get("epochs", 1) - first + 1, a.get("patience"), a.get("val")
+    if epochs < 1 or (limit is not None and taken >= limit):
+        return ["# torch fit --resume: nothing to do, the run is over (epoch %d, step %d)" % (first, taken)]
     watch = None if patience is None else (a.get("monitor") or ("val_loss" if val is not None else "loss"))
     body = _train_lines(e, r, watch == "loss")
     if val is not None:
@@ -76,5 +95,8 @@ def form(e, r):
         body += ["_value = _sum / _n if _n else float('nan')",
                  "if _best is None or _value < _best:", "    _best, _bad = _value, 0", "else:", "    _bad += 1",
                  "if _bad >= %d:  # --patience %d" % (patience, patience), "    break"]
-    head = (["_step = 0"] if a.get("max_steps") is not None else []) + (["_best, _bad = None, 0"] if patience else [])
-    return head + ["for _epoch in range(%d):  # torch fit --epochs %d" % (epochs, epochs)] + ["    " + line for line in body]
+    head = (["_step = %d" % taken] if limit is not None else []) + (["_best, _bad = None, 0"] if patience else [])
+    loop = "for _epoch in range(%d):  # torch fit --epochs %d" % (epochs, a.get("epochs", 1))
+    if first > 1 or taken:
+        loop += ", resumed at epoch %d step %d" % (first, taken)
+    return head + [loop] + ["    " + line for line in body]

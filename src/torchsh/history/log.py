@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import torch
 
 from torchsh import protocol
-from torchsh.history import forms
+from torchsh.history import forms, resumed
 from torchsh.history.values import literal_bytes, encode, plain
 
 _logger = logging.getLogger("torchd")
@@ -64,11 +64,11 @@ class HistoryLog:
         self._lock = threading.Lock()  # status reads the counts while the tensor thread appends
         self.dropped = 0               # entries let go to stay within the bounds
 
-    def watch(self, op):
+    def watch(self, op, values=None):
         """A Watch for an op that may change state, else None (an op that only reads is not logged)."""
         if op.lockfree or op.block or not changes_state(op):
             return None
-        return Watch(self, op)
+        return Watch(self, op, values)
 
     def add(self, entry):
         with self._lock:
@@ -114,12 +114,18 @@ def changes_state(op):
 
 class Watch:
     """One op's run, seen from the log: the generator state before, the entry after."""
-    __slots__ = ("log", "op", "before", "started", "call")
+    __slots__ = ("log", "op", "before", "started", "call", "resume")
 
-    def __init__(self, log, op):
+    def __init__(self, log, op, values=None):
         self.log, self.op, self.call = log, op, None
         self.before = torch.get_rng_state()
         self.started = time.time()
+        self.resume = None  # fit --resume: its checkpoint, seen before the run overwrites it (resumed.py)
+        if op.name == "fit" and values and values.get("resume") is not None:
+            try:
+                self.resume = resumed.note(values)
+            except Exception:  # never in the way of the run: the script refuses a resume it knows nothing of
+                _logger.exception("history: could not read the checkpoint fit resumes from")
 
     def done(self, ctx, values, result, grad="", error=None):
         """Log the op: it returned (error None) or failed with a TorchshError (its exit status is kept).
@@ -144,6 +150,8 @@ class Watch:
             entry.made["call"] = ([known[id(v)] if id(v) in known else encode(v, registry) for v in positional],
                                   {k: known[id(v)] if id(v) in known else encode(v, registry)
                                    for k, v in keywords.items()})
+        if self.resume is not None:
+            entry.made["resume"] = self.resume
         if error is None:
             forms.note(entry, values, result, registry)
         elif error.code == "end_of_epoch":  # a failure that changed state: the loader starts its next epoch
