@@ -5,7 +5,9 @@ mode without grad; then the scheduler's step. `--max_steps N` ends the run right
 step, mid-epoch included, before that epoch's validation and scheduler step, as train/fit.py's _step does.
 `--patience P` watches the epoch's mean loss (or the --val loss), each batch's loss.item() weighted by its
 target's rows and summed in Python floats as train/metrics.py's EpochSums does, and stops after P epochs
-without improvement. What it cannot write yet gives None: datasets.py's refusal names it.
+without improvement. `--resume` is written when its checkpoint held what the daemon held (resumed.py): the
+loop goes on from the checkpoint's epoch and step. What it cannot write yet gives None: datasets.py's
+refusal names it.
 """
 
 # fit's options that this loop does not write: they change what a run does beyond its epochs of steps
@@ -40,17 +42,22 @@ def _start(e):
     return (progress["epoch"], progress["step"]) if progress else (1, 0)
 
 
+def _loss(a, r):
+    """The loss of a batch (_x, _y): the model's output, the target as --target_dtype, --loss_args."""
+    options = "".join(", %s=%s" % (k, r.lit(v)) for k, v in (a.get("loss_args") or {}).items())
+    to = ".to(%s)" % r.lit(a["target_dtype"]) if a.get("target_dtype") is not None else ""
+    return "torch.nn.functional.%s(%s(*_x), _y%s%s)" % (a["loss"], r.lit(a["model"]), to, options)
+
+
 def _train_lines(e, r, counted):
     """One epoch's optimizer steps (inside the epoch loop), up to --max_steps when given."""
     a = e.args
     m, o = r.lit(a["model"]), r.lit(a["optimizer"])
-    options = "".join(", %s=%s" % (k, r.lit(v)) for k, v in (a.get("loss_args") or {}).items())
-    to = ".to(%s)" % r.lit(a["target_dtype"]) if a.get("target_dtype") is not None else ""
     clip = ["torch.nn.utils.clip_grad_norm_([p for g in %s.param_groups for p in g['params']], %r)" % (o, a["clip"])] \
         if a.get("clip") is not None else []
     limit = a.get("max_steps")
     body = ["%s.zero_grad()" % o, "_batch = %s.next()" % r.lit(a["loader"]), "if _batch is None:", "    break",
-            "*_x, _y = _batch", "_loss = torch.nn.functional.%s(%s(*_x), _y%s%s)" % (a["loss"], m, to, options)]
+            "*_x, _y = _batch", "_loss = " + _loss(a, r)]
     if counted:
         body += [_ROWS, "_sum, _n = _sum + _loss.item() * _rows, _n + _rows"]
     body += ["_loss.backward()"] + clip + ["%s.step()" % o] + (["_step += 1"] if limit is not None else [])
@@ -68,11 +75,9 @@ def _val_lines(e, r, counted):
     if not counted:
         return lines + ["    while (_batch := %s.next()) is not None:" % r.lit(a["val"]), "        %s(*_batch[:-1])" % m,
                         "%s.train()" % m]
-    options = "".join(", %s=%s" % (k, r.lit(v)) for k, v in (a.get("loss_args") or {}).items())
-    to = ".to(%s)" % r.lit(a["target_dtype"]) if a.get("target_dtype") is not None else ""
     return lines + ["    _sum, _n = 0.0, 0", "    while (_batch := %s.next()) is not None:" % r.lit(a["val"]),
                     "        *_x, _y = _batch", "        " + _ROWS,
-                    "        _sum += torch.nn.functional.%s(%s(*_x), _y%s%s).item() * _rows" % (a["loss"], m, to, options),
+                    "        _sum += %s.item() * _rows" % _loss(a, r),
                     "        _n += _rows", "%s.train()" % m]
 
 
