@@ -5,6 +5,7 @@ import json
 import os
 
 import pytest
+from cleanup import FREE_NEW_NAMES, NAMES_BEFORE
 
 GROUPS = ("nn", "nn functional", "optim", "sched", "daemon", "scope", "checkpoint", "linalg", "fft", "special")
 
@@ -189,7 +190,8 @@ def test_every_example_shown_by_help_runs(sh, rows):
         chunk = items[i:i + 100]
         script = "\n".join("( %s ) >/dev/null 2>$TMPDIR_ERR || echo \"FAIL %s: $(head -c 300 $TMPDIR_ERR)\""
                            % (example, name) for name, example in chunk)
-        r = sh.run("TMPDIR_ERR=$(mktemp)\n" + script + "\nrm -f $TMPDIR_ERR", timeout=600)
+        r = sh.run(NAMES_BEFORE + "\nTMPDIR_ERR=$(mktemp)\n" + script + "\nrm -f $TMPDIR_ERR\n"
+                   + FREE_NEW_NAMES, timeout=600)
         failures += [ln for ln in r.out.split("\n") if ln.startswith("FAIL")]
     assert not failures, "\n".join(failures[:30])
 

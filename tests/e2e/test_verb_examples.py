@@ -1,6 +1,9 @@
 """Every verb's examples (`@verb(..., examples=...)`) are printed by `torch VERB --help` and run as they
-stand in bash: each one exits 0 here, inside a scope of its own so the handles it makes are freed."""
+stand in bash: each one exits 0 here, inside a scope of its own so the handles it makes are freed, and the
+names it makes are freed after it (a name pins its object past the scope, and `@exp1/w` left held would be
+name_in_use for the docs' examples that make it)."""
 import pytest
+from cleanup import FREE_NEW_NAMES, NAMES_BEFORE
 
 from torchsh import verbs
 
@@ -22,8 +25,8 @@ def test_every_verb_has_an_example_but_those_that_end_the_daemon():
 
 @pytest.mark.parametrize("name,example", CASES)
 def test_verb_example_runs(sh, tmp_path, name, example):
-    script = "export TORCHSH_SCOPE=$(torch scope begin) || exit 99\n( %s ) >/dev/null\nrc=$?\n" \
-             "torch scope end\nexit $rc" % example
+    script = NAMES_BEFORE + "\nexport TORCHSH_SCOPE=$(torch scope begin) || exit 99\n( %s ) >/dev/null\n" \
+             "rc=$?\ntorch scope end\n%s\nexit $rc" % (example, FREE_NEW_NAMES)
     r = sh.run(script, cwd=str(tmp_path))
     assert r.code == 0, "torch %s example failed (exit %d): %s\n%s" % (name, r.code, example, r.err)
 

@@ -3,7 +3,12 @@ JSON metadata and their tensors (generator states, literal values) as the file's
 
 `session save` writes it (atomic, through stfile.write); `session load` puts its entries before the ones the
 loading daemon logged itself, so `torch history --python` spans both daemons.
+
+An entry the file cannot hold (a sparse, meta or quantized tensor literal, a value JSON cannot write) is
+saved as unnoted, its op and outputs kept: a script refuses it by name, and the rest of the log is saved.
 """
+import json
+import logging
 import os
 
 import torch
@@ -12,12 +17,48 @@ from torchsh.formats import stfile
 from torchsh.history.log import Entry
 
 HISTORY_FILE = "history.safetensors"
+_logger = logging.getLogger("torchd")
 
 
 def save(log, folder):
     tensors = {}
-    rows = [_entry_json(e, tensors) for e in log.entries()]
+    rows = [_storable_entry(e, tensors) for e in log.entries()]
     stfile.write(os.path.join(folder, HISTORY_FILE), tensors, meta={"format": 1, "entries": rows})
+
+
+def _storable_entry(e, tensors):
+    """e as a JSON row, its tensors added to tensors; unnoted (op and outputs only) when it cannot be stored."""
+    mine = _Keyed(len(tensors))
+    try:
+        row = _entry_json(e, mine)
+        json.dumps(row, allow_nan=True)
+    except Exception:
+        _logger.exception("history: entry %d (%s) cannot be saved; it is saved as unnoted", e.seq, e.op)
+        return {"op": e.op, "args": {"dict": {}}, "outputs": list(e.outputs), "exit": e.exit, "rng": None,
+                "grad": e.grad, "at": e.at, "size": e.size, "writes": [], "made": {"dict": {"unnoted": True}}}
+    tensors.update(mine)
+    return row
+
+
+class _Keyed(dict):
+    """One entry's tensors, keyed after the start tensors already taken, each checked to be one the file holds."""
+
+    def __init__(self, start):
+        super().__init__()
+        self.start = start
+
+    def key(self):
+        return "t%d" % (self.start + len(self))
+
+
+def _file_form(t):
+    """t as safetensors stores it: complex as view_as_real (it has no complex128); sparse, meta and quantized
+    tensors have no such form."""
+    t = t.detach()
+    if t.layout != torch.strided or t.is_meta or t.is_quantized:
+        raise ValueError("a %s %s tensor has no safetensors form" % (t.layout, t.dtype))
+    t = t.cpu().resolve_conj().resolve_neg()
+    return (torch.view_as_real(t) if t.is_complex() else t).contiguous()
 
 
 def load(log, folder):
@@ -47,9 +88,9 @@ def _entry_of(r, tensors):
 def _out(v, tensors):
     """A logged value as JSON: tensors stored under a key, tuples and dicts tagged so they read back as such."""
     if isinstance(v, torch.Tensor):
-        key = "t%d" % len(tensors)
-        tensors[key] = v.detach().cpu().contiguous()
-        return {"tensor": key}
+        key = tensors.key()
+        tensors[key] = _file_form(v)
+        return {"tensor": key, "complex": True} if v.is_complex() else {"tensor": key}
     if isinstance(v, tuple):
         return {"tuple": [_out(x, tensors) for x in v]}
     if isinstance(v, list):
@@ -64,7 +105,8 @@ def _in(v, tensors):
         return [_in(x, tensors) for x in v]
     if isinstance(v, dict):
         if "tensor" in v:
-            return tensors[v["tensor"]]
+            t = tensors[v["tensor"]]
+            return torch.view_as_complex(t) if v.get("complex") else t
         if "tuple" in v:
             return tuple(_in(x, tensors) for x in v["tuple"])
         return {k: _in(x, tensors) for k, x in v.get("dict", {}).items()}

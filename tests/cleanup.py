@@ -1,0 +1,8 @@
+"""Bash that leaves the shared test daemon as it found it. A name pins its object past a scope's end, so a
+test that runs examples making names (`torch name … @exp1/w`) frees them after, or a later test making the
+same name meets name_in_use."""
+
+# Set $before to the names held before the examples run
+NAMES_BEFORE = "before=$(torch names -q)"
+# Frees each name `torch names -q` lists now that was not in $before
+FREE_NEW_NAMES = "for n in $(torch names -q); do case \" $(echo $before) \" in *\" $n \"*) ;; *) torch free $n;; esac; done"
