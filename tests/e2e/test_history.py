@@ -213,6 +213,29 @@ def test_an_example_sliced_for_its_model_replays_bit_for_bit(fresh_sh, name, ste
     _check(path)
 
 
+# Run in place of the example's own EXIT trap, before it stops its daemon and removes its files: the script
+# reads the files the example made from their paths, so it must run while they are there
+_REPLAY_TRAP = ("trap 'torch history --python --for $model --sidecar \"$REPLAY/s.safetensors\" > \"$REPLAY/s.py\" && "
+                "(cd \"$REPLAY\" && \"$PYTHON\" -I s.py --check) > \"$REPLAY/check.txt\" 2>&1; echo $? > \"$REPLAY/rc\"; "
+                "torch daemon stop >/dev/null 2>&1 || true; rm -rf \"$work\"' EXIT")
+
+
+@pytest.mark.slow  # each runs an example, with a daemon of its own
+@pytest.mark.parametrize("name,env", [("fit.sh", "EPOCHS=3"), ("predict.sh", ""), ("images.sh", "")])
+def test_an_example_with_its_own_daemon_replays_for_its_model_bit_for_bit(sh, tmp_path, name, env):
+    """fit.sh resumes in a fresh daemon from a checkpoint the run then overwrites; predict.sh opens a CSV
+    and standardizes it; images.sh opens an image folder: each is sliced for its model at its end."""
+    with open(os.path.join(_EXAMPLES, name)) as f:
+        text = f.read()
+    assert text.count("\ntrap '") == 1
+    copy = tmp_path / name
+    copy.write_text(re.sub(r"(?m)^trap '.*' EXIT$", lambda m: _REPLAY_TRAP, text))
+    sh("REPLAY=%s PYTHON=%s %s bash %s >/dev/null" % (tmp_path, sys.executable, env, copy), timeout=600)
+    check = (tmp_path / "check.txt").read_text()
+    assert (tmp_path / "rc").read_text().strip() == "0", check
+    assert re.search(r"check: (\d+) of \1 object", check), check
+
+
 def test_a_persisted_daemon_keeps_its_history_across_a_restart(fresh_sh):
     sh = fresh_sh(start=False)
     os.makedirs(os.path.join(sh.folder, "p"), mode=0o700)

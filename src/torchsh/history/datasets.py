@@ -4,10 +4,19 @@
 `data open x.npy y.npy` is a TensorDataset over the arrays, each read from its path after its sha256 check
 (files.py): torchsh maps the files and copies rows out of the map, the same values. A loader is torchsh's
 (data/loader.py) in a dozen lines, `_Loader`: PyTorch's DataLoader over one generator shared by its sampler,
-its epochs one after another, next() None at an epoch's end, as `torch data next` exits 1 there. A form gives
-None for what it cannot write yet (other formats or options, worker processes): forms.py refuses it by name.
+its epochs one after another, next() None at an epoch's end, as `torch data next` exits 1 there.
+
+A dataset PyTorch alone does not read as torchsh did (a CSV table with its label names, an image folder, a
+dataset `data transform` standardized) is written as its values: its items as the daemon holds them now,
+stacked field by field into a TensorDataset read from the sidecar (or literals when small), with the files'
+sha256 as a comment. Items are what a loader's batches are made of, so the batches are the same bit for bit.
+A form gives None for what it cannot write (a dataset freed since, worker processes): forms.py refuses it.
 """
+import torch
+
 from torchsh.history import files, fitloop
+
+VALUES_MAX = 256 << 20  # bytes of a dataset written as its values, at most
 
 
 def _open(e, r):
@@ -15,7 +24,7 @@ def _open(e, r):
     options = {k: v for k, v in e.args.items() if k != "files" and v not in (None, False)}
     if not read or options or any(not f["path"].endswith(".npy") or files.sha256(f["path"]) != f["sha256"]
                                   for f in read):
-        return None
+        return _as_values(e, r)
     r.helpers.update(("_checked", "_numpy"))
     arrays = ", ".join("torch.from_numpy(numpy.load(_checked(%r, %r), allow_pickle=False))"
                        % (f["path"], f["sha256"]) for f in read)
@@ -47,15 +56,49 @@ def _next(e, r):
     return ["%s = %s.next()" % (r.outs(e) + ("," if len(e.outputs) == 1 else ""), r.lit(e.args["loader"]))]
 
 
+def _as_values(e, r):
+    """e's dataset written as its items, as the daemon holds it now; None when it is no longer held, its items
+    are not tuples of tensors of one shape per field, or it is over VALUES_MAX."""
+    entry = r.registry.entry(e.outputs[0]) if r.registry is not None and len(e.outputs) == 1 and \
+        r.registry.holds(e.outputs[0]) else None
+    if entry is None:
+        return None
+    try:
+        fields = _stacked(entry.obj)
+    except (TypeError, ValueError, RuntimeError, IndexError):
+        return None
+    if fields is None:
+        return None
+    source = "the daemon's `torch %s`" % e.op.replace(".", " ")
+    return [files.comment(f) for f in e.made.get("files") or ()] + [
+        "%s = torch.utils.data.TensorDataset(%s)  # its items as %s gave them"
+        % (r.outs(e), ", ".join(r.tensor_literal(t) for t in fields), source)]
+
+
+def _stacked(dataset):
+    """[each field of dataset's items, stacked item first], or None when too large to write as values."""
+    n = len(dataset)
+    first = dataset[0] if n else None
+    if not isinstance(first, tuple) or not all(isinstance(t, torch.Tensor) for t in first):
+        return None
+    if n * sum(t.numel() * t.element_size() for t in first) > VALUES_MAX:
+        return None
+    items = [dataset[i] for i in range(n)]
+    return [torch.stack([item[k] for item in items]) for k in range(len(first))]
+
+
 def _tensors(e, r):
     return ["%s = torch.utils.data.TensorDataset(%s)" % (r.outs(e), ", ".join(r.lit(t) for t in e.args["tensors"]))]
 
 
 # why a form gave None: what forms.py's refusal says
-UNWRITTEN = {"data.open": "only .npy files, with no options, unchanged since they were read, are written yet",
+_NOT_HELD = ("it is not read from .npy files, and its values are written only while the daemon holds it (items "
+             "of tensors, %d MB at most)" % (VALUES_MAX >> 20))
+UNWRITTEN = {"data.open": _NOT_HELD, "data.transform": _NOT_HELD,
              "data.loader": "a loader with --num_workers is not written yet",
              "fit": fitloop.UNWRITTEN}
-FORMS = {"data.open": _open, "data.tensors": _tensors, "data.split": _split, "data.loader": _loader,
+FORMS = {"data.open": _open, "data.transform": _as_values, "data.tensors": _tensors, "data.split": _split,
+         "data.loader": _loader,
          "data.next": _next, "fit": fitloop.form}
 
 LOADER = '''class _Loader:
@@ -65,11 +108,19 @@ LOADER = '''class _Loader:
         from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
         if seed is None:  # drawn from the global generator, as torchsh draws it
             seed = int(torch.empty((), dtype=torch.int64).random_().item())
-        generator = torch.Generator().manual_seed(seed)
-        sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+        self.generator = torch.Generator().manual_seed(seed)
+        sampler = RandomSampler(dataset, generator=self.generator) if shuffle else SequentialSampler(dataset)
         self.loader = DataLoader(dataset, batch_sampler=BatchSampler(sampler, batch_size, drop_last),
-                                 generator=generator)
+                                 generator=self.generator)
         self.batches = None
+
+    def restore(self, generator, position):
+        """Where a checkpoint left it: the generator (as at its epoch's start, when mid-epoch), then that
+        epoch's first `position` batches passed over, as torchsh's loader skips them."""
+        self.generator.set_state(generator)
+        self.batches = None
+        for _ in range(position):
+            self.next()
 
     def next(self):
         if self.batches is None:

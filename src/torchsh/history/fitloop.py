@@ -5,16 +5,18 @@ mode without grad; then the scheduler's step. `--max_steps N` ends the run right
 step, mid-epoch included, before that epoch's validation and scheduler step, as train/fit.py's _step does.
 `--patience P` watches the epoch's mean loss (or the --val loss), each batch's loss.item() weighted by its
 target's rows and summed in Python floats as train/metrics.py's EpochSums does, and stops after P epochs
-without improvement. `--resume` is written when its checkpoint held what the daemon held (resumed.py): the
-loop goes on from the checkpoint's epoch and step. What it cannot write yet gives None: datasets.py's
+without improvement. `--resume` is written when its checkpoint held what the daemon held, or the note kept
+the checkpoint (resumed.py: its restore lines come first): the loop goes on from the checkpoint's epoch and step. What it cannot write yet gives None: datasets.py's
 refusal names it.
 """
 
 # fit's options that this loop does not write: they change what a run does beyond its epochs of steps
 _UNWRITTEN = {"accum": 1, "autocast": None, "nproc_per_node": None, "detach": False}
 UNWRITTEN = ("its loop is written with --loss given, without --%s or a ReduceLROnPlateau --sched, "
-             "--patience only watching loss or val_loss, and --resume only from a checkpoint holding what "
-             "the daemon held already, without --patience" % ", --".join(_UNWRITTEN))
+             "--patience only watching loss or val_loss, and --resume only without --patience, from a "
+             "checkpoint without CUDA generator or GradScaler states" % ", --".join(_UNWRITTEN))
+from torchsh.history import resumed
+
 _ROWS = "_rows = _y.shape[0] if _y.dim() else 1  # EpochSums weighs a batch's loss by its rows"
 
 
@@ -30,10 +32,10 @@ def _writable(e):
 
 
 def _resumes_in_place(e):
-    """A fresh run (no checkpoint yet), or one whose checkpoint changes nothing (resumed.py); not with --patience,
-    whose best value and epoch sums the checkpoint carries."""
+    """A fresh run (no checkpoint yet), one whose checkpoint changes nothing, or one whose checkpoint the note
+    kept (resumed.py); not with --patience, whose best value and epoch sums the checkpoint carries."""
     noted = e.made.get("resume") or {}
-    return noted.get("fresh") or (noted.get("in_place") and e.args.get("patience") is None)
+    return noted.get("fresh") or ((noted.get("in_place") or "checkpoint" in noted) and e.args.get("patience") is None)
 
 
 def _start(e):
@@ -100,7 +102,8 @@ def form(e, r):
         body += ["_value = _sum / _n if _n else float('nan')",
                  "if _best is None or _value < _best:", "    _best, _bad = _value, 0", "else:", "    _bad += 1",
                  "if _bad >= %d:  # --patience %d" % (patience, patience), "    break"]
-    head = (["_step = %d" % taken] if limit is not None else []) + (["_best, _bad = None, 0"] if patience else [])
+    head = resumed.restore_lines(e.made["resume"], a, r) if "checkpoint" in (e.made.get("resume") or {}) else []
+    head += (["_step = %d" % taken] if limit is not None else []) + (["_best, _bad = None, 0"] if patience else [])
     loop = "for _epoch in range(%d):  # torch fit --epochs %d" % (epochs, a.get("epochs", 1))
     if first > 1 or taken:
         loop += ", resumed at epoch %d step %d" % (first, taken)

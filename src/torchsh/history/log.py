@@ -152,6 +152,8 @@ class Watch:
                                    for k, v in keywords.items()})
         if self.resume is not None:
             entry.made["resume"] = self.resume
+            kept = (self.resume.get("checkpoint") or {}).get("tensors", {}).values()
+            entry.size += sum(t.numel() * t.element_size() for t in kept)  # a checkpoint the note kept
         if error is None:
             forms.note(entry, values, result, registry)
         elif error.code == "end_of_epoch":  # a failure that changed state: the loader starts its next epoch

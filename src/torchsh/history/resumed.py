@@ -4,7 +4,10 @@ already, noted before the run reads it (the run overwrites `last` as it goes).
 When it does (a fit resumed in the daemon that ran the fit before it, nothing changed since), restoring it
 changes nothing: the model, optimizer, scheduler, CPU generator and both loaders are as the checkpoint has
 them, so the script writes the resumed run as its loop over the epochs left, from the step the checkpoint
-records. A checkpoint from another daemon or an earlier point holds state the script cannot make: refused.
+records. When it does not (a fit resumed in a fresh daemon, examples/fit.sh), the note keeps the checkpoint's
+tensors and metadata as the run read them (the run overwrites the file): the script restores the model,
+optimizer, scheduler, CPU generator and loaders from them (restore_lines), then runs the same loop. A
+checkpoint with CUDA generator states or a GradScaler is not kept: the script refuses that resume.
 """
 import json
 import os
@@ -37,7 +40,43 @@ def note(values):
                 and _equal(fit["loader"], values["loader"].state_dict())
                 and _equal(fit["val_loader"], val.state_dict() if val is not None and fit["val_loader"] else None)
                 and not fit["cuda_rng"] and not fit["scaler"])
-    return {"in_place": in_place, "progress": fit["progress"]}
+    noted = {"in_place": in_place, "progress": fit["progress"]}
+    if not in_place and not fit["cuda_rng"] and not fit["scaler"]:
+        noted["checkpoint"] = {"tensors": tensors, "meta": meta}
+    return noted
+
+
+def restore_lines(noted, a, r):
+    """The script lines putting the objects where the noted checkpoint has them, as checkpoint.restore and
+    train/resume.py do; a is the fit's arguments, r the writer."""
+    tensors, meta = noted["checkpoint"]["tensors"], noted["checkpoint"]["meta"]
+    fit = state_file.decode(meta["fit"], tensors)
+    lines = ["# torch fit --resume: the checkpoint as the run read it (it has been overwritten since)",
+             "%s.load_state_dict(%s)" % (r.lit(a["model"]), _literal(checkpoint.model_part(tensors), r))]
+    for arg, part in (("optimizer", "optimizer"), ("sched", "scheduler")):
+        if a.get(arg) is not None and meta.get(part):
+            lines.append("%s.load_state_dict(%s)" % (r.lit(a[arg]), _literal(state_file.decode(meta[part]["state"], tensors), r)))
+    lines.append("torch.set_rng_state(%s)" % r.tensor_literal(tensors["rng.cpu"]))
+    for arg, key in (("loader", "loader"), ("val", "val_loader")):
+        state = fit.get(key)
+        if a.get(arg) is not None and state:
+            r.helpers.add("_Loader")
+            lines.append("%s.restore(%s, %d)" % (r.lit(a[arg]), r.tensor_literal(state["generator"]),
+                                                 state["position"] if state["in_epoch"] else 0))
+    return lines
+
+
+def _literal(value, r):
+    """A decoded state (dicts with any keys, lists, tuples, tensors, numbers) as Python source."""
+    if isinstance(value, torch.Tensor):
+        return r.tensor_literal(value)
+    if isinstance(value, dict):
+        return "{%s}" % ", ".join("%r: %s" % (k, _literal(v, r)) for k, v in value.items())
+    if isinstance(value, list):
+        return "[%s]" % ", ".join(_literal(v, r) for v in value)
+    if isinstance(value, tuple):
+        return "(%s)" % "".join(_literal(v, r) + ", " for v in value)
+    return r.lit(value)
 
 
 def _same(saved, own, prefixes):
