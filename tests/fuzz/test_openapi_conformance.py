@@ -69,7 +69,7 @@ def test_the_daemon_accepts_what_its_openapi_document_allows_and_refuses_what_it
     sh("TORCHSH_MAX_MEMORY=1G torch daemon start")  # an op asked for a huge result is refused, not run
     session = openapi_media.session(sh.socket)
     pid = session.get(openapi_media.BASE + "/v1/status").json()["pid"]
-    openapi_media.register(session)
+    openapi_media.register(openapi_media.export_bundle(session))
     ops = session.get(openapi_media.BASE + "/v1/ops").json()["ops"]
     op_names = sorted(o["name"] for o in ops if not o["verb"] and o["category"] in OP_CATEGORIES)[::8]
     schema = schemathesis.openapi.from_path(DOC, config=SchemathesisConfig.from_str(CONFIG))
