@@ -395,14 +395,28 @@ def test_a_fit_cut_off_mid_epoch_and_resumed_twice_in_its_daemon_replays_bit_for
     _check(path)
 
 
-def test_a_fit_resumed_from_a_checkpoint_the_daemon_does_not_hold_is_refused(sh, tmp_path):
-    """A checkpoint older than the daemon's objects (here a fit without --log ran since) holds state the
-    script cannot make."""
-    m = sh("cd %s; torch manual_seed 1; m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1)\n"
-           "L=$(torch data loader $(torch data tensors $(torch randn 16 2) $(torch randn 16 1)) --batch_size 4)\n"
+def test_a_fit_resumed_from_a_checkpoint_the_daemon_does_not_hold_restores_it_and_replays(sh, tmp_path):
+    """A checkpoint older than the daemon's objects (here a fit without --log ran since): the log kept it as
+    the run read it, and the script restores the model, optimizer, generator and loader from it."""
+    m = sh("cd %s; torch manual_seed 1; m=$(torch nn linear 2 1); o=$(torch optim adam $m --lr 0.1)\n"
+           "L=$(torch data loader $(torch data tensors $(torch randn 16 2) $(torch randn 16 1)) --batch_size 4 "
+           "--shuffle)\n"
            "torch fit $m $o $L --loss mse_loss --epochs 2 --log run >/dev/null\n"
            "torch fit $m $o $L --loss mse_loss --epochs 1 >/dev/null\n"
            "torch fit $m $o $L --loss mse_loss --epochs 4 --log run --resume auto >/dev/null\n"
+           "echo $m" % tmp_path)
+    path, text = _script(sh, m, "--sidecar %s" % sh.tmp("s.safetensors"))
+    assert "the checkpoint as the run read it" in text and ".restore(" in text and "torch.set_rng_state(" in text
+    _check(path)
+
+
+def test_a_fit_resumed_with_patience_from_another_checkpoint_is_refused(sh, tmp_path):
+    """--patience's best value and bad epochs live in the checkpoint, which the loop does not write."""
+    m = sh("cd %s; torch manual_seed 1; m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1)\n"
+           "L=$(torch data loader $(torch data tensors $(torch randn 16 2) $(torch randn 16 1)) --batch_size 4)\n"
+           "torch fit $m $o $L --loss mse_loss --epochs 2 --log run --patience 3 >/dev/null\n"
+           "torch fit $m $o $L --loss mse_loss --epochs 1 >/dev/null\n"
+           "torch fit $m $o $L --loss mse_loss --epochs 4 --log run --resume auto --patience 3 >/dev/null\n"
            "echo $m" % tmp_path)
     err = sh.run("torch history --python --for %s" % m).err
     assert "cannot write fit as PyTorch" in err and "--resume" in err, err
