@@ -1,8 +1,9 @@
 """Who may write a `torch fit --log DIR` folder, so that no run is ever lost or silently replaced:
 
-- a DIR that holds a run (any of RUN_FILES, or a TensorBoard events file) is refused (run_exists) before anything trains, unless the fit
-  continues it (--resume auto, --resume PATH) or replaces it (--overwrite); --resume auto starts afresh
-  only in a DIR without a run (one without a checkpoint to resume is refused: its logs would go);
+- a DIR that holds a run (any of RUN_FILES, or a TensorBoard events file) is refused (run_exists) before
+  anything trains, unless the fit continues it (--resume auto, --resume PATH) or replaces it (--overwrite);
+  --resume auto starts afresh only in a DIR without a run (one without a checkpoint to resume is refused:
+  its logs would go);
 - `--log runs --version` makes runs/version_N, N = 1 + the highest N of a runs/version_N folder (or
   version_N_…), version_0 first (PyTorch Lightning's _get_next_version, its loggers' rule);
 - --overwrite moves the old run's files aside (DIR/.replaced-…/, one rename each) while the new run starts:

@@ -69,7 +69,10 @@ def double_field(number, x):
 
 
 def float_field(number, x):
-    return _varint(number << 3 | 5) + struct.pack("<f", x)
+    try:
+        return _varint(number << 3 | 5) + struct.pack("<f", x)
+    except OverflowError:  # beyond float32's range: TensorBoard shows it as infinite, as a float32 cast would
+        return _varint(number << 3 | 5) + struct.pack("<f", float("inf") if x > 0 else float("-inf"))
 
 
 def bytes_field(number, data):

@@ -44,8 +44,9 @@ _LAUNCH_OPTIONS = ("nnodes", "node_rank", "rdzv", "strategy", "timeout", "truste
                 "--batch_size 8 --shuffle --seed 0); torch fit $m $o $L --loss mse_loss --epochs 2 --nproc_per_node 2"))
 def fit(ctx, model, optimizer, loader, loss=None, loss_args=None, epochs=1, val=None, metrics=None, sched=None,
         clip=None, accum=1, autocast=None, patience=None, monitor=None, log=None, log_format=None, resume=None,
-        overwrite=False, version=False, target_dtype=None, save_every=SAVE_EVERY, max_steps=None, nproc_per_node=None, nnodes=1, node_rank=0, rdzv=None,
-        strategy="ddp", timeout=distributed.TIMEOUT_S, trusted_network=False, detach=False, json=False):
+        overwrite=False, version=False, target_dtype=None, save_every=SAVE_EVERY, max_steps=None,
+        nproc_per_node=None, nnodes=1, node_rank=0, rdzv=None, strategy="ddp", timeout=distributed.TIMEOUT_S,
+        trusted_network=False, detach=False, json=False):
     """Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 
     Args:
@@ -94,8 +95,9 @@ def _start(ctx, o):
     _choose_loss(o, notes)
     plan = FitPlan(model=o["model"], optimizer=o["optimizer"], loader=o["loader"], loss=loss_function(o["loss"]),
                    loss_args=_loss_options(o["loss_args"]), metrics=tuple(o["metrics"] or ()), log=o["log"],
-                   log_format=tuple(o["log_format"] or LOG_FORMATS), resume=_resume_path(ctx, o["resume"]), loss_name=o["loss"], command=_command(o),
-                   target_dtype=o["target_dtype"], **{key: o[key] for key in _PLAN_OPTIONS})
+                   log_format=tuple(o["log_format"] or LOG_FORMATS), resume=_resume_path(ctx, o["resume"]),
+                   loss_name=o["loss"], command=_command(o), target_dtype=o["target_dtype"],
+                   **{key: o[key] for key in _PLAN_OPTIONS})
     work = _work(ctx, plan, o["nproc_per_node"], tuple(o[key] for key in _LAUNCH_OPTIONS))
     if o["version"]:  # the last check passed: a refused fit leaves no empty version folder behind
         plan.log = rundir.new_version(plan.log)

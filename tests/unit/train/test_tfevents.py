@@ -51,6 +51,13 @@ def test_scalars_read_back_as_float32_at_their_step(tmp_path):
         ("step/loss", pytest.approx(0.1, rel=1e-7)), ("step/lr", 3.0)]
 
 
+def test_a_value_beyond_float32_is_infinite_and_nan_stays_nan(tmp_path):
+    path = written(str(tmp_path), tfevents.event(1, summary=tfevents.scalars([("a", 1e300), ("b", -1e300),
+                                                                              ("c", float("nan"))])))
+    a, b, c = (v.simple_value for v in events(path)[1].summary.value)
+    assert a == float("inf") and b == float("-inf") and c != c
+
+
 def test_text_is_a_string_tensor_of_the_text_plugin(tmp_path):
     path = written(str(tmp_path), tfevents.event(0, summary=tfevents.text("run.json", "    {\"é\": 1}\n")))
     value = events(path)[1].summary.value[0]

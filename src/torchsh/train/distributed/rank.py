@@ -53,7 +53,8 @@ def _run(folder, spec, tensors):
                    val=objects.get("val"), metrics=tuple(fit["metrics"]), sched=objects.get("sched"),
                    clip=fit["clip"], accum=fit["accum"], autocast=fit["autocast"], patience=fit["patience"],
                    monitor=fit["monitor"], log=fit["log"], log_format=tuple(fit["log_format"]), resume=None,
-                   save_every=fit["save_every"], max_steps=fit["max_steps"], command=tuple(fit["command"]), loss_name=fit["loss"],
+                   save_every=fit["save_every"], max_steps=fit["max_steps"], command=tuple(fit["command"]),
+                   loss_name=fit["loss"],
                    target_dtype=DTYPES[fit["target_dtype"]] if fit["target_dtype"] else None)
     events = open(handoff.path(folder, "events.jsonl"), "a") if world.speaks else None
     stop_file = handoff.path(folder, "stop")
