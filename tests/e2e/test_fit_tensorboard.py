@@ -6,8 +6,10 @@ import os
 import struct
 
 import torch
-from tensorboard.backend.event_processing import event_accumulator
-from tensorboard.plugins.hparams import metadata as hparams_metadata
+from tensorboard import context
+from tensorboard.backend.event_processing import data_provider, event_accumulator, plugin_event_multiplexer
+from tensorboard.plugins import base_plugin
+from tensorboard.plugins.hparams import backend_context, metadata as hparams_metadata
 from tensorboard.util import tensor_util
 
 X = torch.randn(40, 4, generator=torch.Generator().manual_seed(1))
@@ -77,6 +79,23 @@ def test_run_json_is_text_and_the_hyperparameters_fill_the_hparams_tab(sh):
     assert {"optimizer": "SGD", "lr": 0.05, "momentum": 0.9, "batch_size": 8, "epochs": 3,
             "loss": "cross_entropy", "seed": 11, "monitor": "val_loss"}.items() <= hparams.items()
     assert hparams["model"].startswith("Sequential(")
+
+
+def test_the_hparams_plugin_compares_runs_by_their_hyperparameters_and_scalars(sh):
+    runs = sh.tmp("runs")
+    fit(sh, runs + "/a", "")
+    sh("cp -r %s/a %s/b" % (runs, runs))
+    mux = plugin_event_multiplexer.EventMultiplexer()
+    mux.AddRunsFromDirectory(runs)
+    mux.Reload()
+    provider = data_provider.MultiplexerDataProvider(mux, runs)
+    plugin = backend_context.Context(base_plugin.TBContext(data_provider=provider, logdir=runs, multiplexer=mux))
+    ctx = context.RequestContext()
+    experiment = plugin.experiment_from_metadata(ctx, "", True, plugin.hparams_metadata(ctx, ""),
+                                                 plugin.hparams_from_data_provider(ctx, "", 100))
+    assert {"optimizer", "lr", "momentum", "batch_size", "epochs", "loss", "seed", "model"} <= {
+        h.name for h in experiment.hparam_infos}
+    assert {"epoch/val_loss", "epoch/val_accuracy", "step/loss"} <= {m.name.tag for m in experiment.metric_infos}
 
 
 def test_a_resumed_run_reads_as_one_curve_without_the_steps_it_replays(sh):
