@@ -119,3 +119,5 @@ def test_log_format_jsonl_writes_no_events_and_a_bad_one_is_a_usage_error(sh):
     assert r.code == 2 and r.err.strip().splitlines()[-1] == (
         "torch: fit: --log_format xml: not a log format; valid: jsonl,csv,tb (any of them, comma-separated) "
         "[bad_argument]")
+    r = sh.run(BUILD.format(x=sh.put(X), y=sh.put(Y)) + "torch fit $m $o $L --loss cross_entropy --log_format tb")
+    assert r.code != 0 and "--log_format needs --log DIR" in r.err and "[missing_argument]" in r.err

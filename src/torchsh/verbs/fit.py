@@ -118,8 +118,9 @@ def _start(ctx, o):
 def _check_log_flags(ctx, o):
     """--log's companions fit together, and a --log DIR holding a run is continued or replaced, never lost."""
     log, resume, overwrite, version = o["log"], o["resume"], o["overwrite"], o["version"]
-    if (overwrite or version) and log is None:
-        raise TorchshError("missing_argument", "--%s needs --log DIR" % ("overwrite" if overwrite else "version"),
+    if (overwrite or version or o["log_format"]) and log is None:
+        flag = "overwrite" if overwrite else "version" if version else "log_format"
+        raise TorchshError("missing_argument", "--%s needs --log DIR" % flag,
                            "torch fit … --log runs/1 --overwrite, or --log runs --version")
     if overwrite and (resume is not None or version):
         raise bad_argument("--overwrite replaces the run in --log DIR; it goes with neither --resume nor --version",
