@@ -65,11 +65,15 @@ def test_run_exists_exits_3_and_resume_auto_continues_the_run(sh):
 def test_overwrite_replaces_the_run_and_leaves_nothing_of_the_old_one(sh):
     log = sh.tmp("run")
     assert fit(sh, "--epochs 3 --log %s" % log).code == 0
+    old_events = [n for n in os.listdir(log) if n.startswith("events.out.tfevents.")]
     r = fit(sh, "--epochs 1 --log %s --overwrite; exit $?" % log)
     assert r.code == 0, r.err
     assert epochs_logged(log) == [1]
-    assert sorted(os.listdir(log)) == ["best.safetensors", "last.safetensors", "metrics.csv", "metrics.jsonl",
-                                       "run.json"]
+    names = sorted(os.listdir(log))
+    assert [n for n in names if not n.startswith("events.out.tfevents.")] == [
+        "best.safetensors", "last.safetensors", "metrics.csv", "metrics.jsonl", "run.json"]
+    new_events = [n for n in names if n.startswith("events.out.tfevents.")]  # TensorBoard's: the new run's only
+    assert len(old_events) == len(new_events) == 1
 
 
 def test_overwrite_that_fails_before_its_first_checkpoint_gives_the_old_run_back(sh):

@@ -2962,7 +2962,7 @@ export def fill [
 
 # Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 #
-# fit(Module model, Optimizer optimizer, Loader loader, *, str? loss=None, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, InOutDirPath? log=None, str? resume=None, bool overwrite=False, bool version=False, ScalarType? target_dtype=None, int save_every=200, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, str? rdzv=None, str strategy=ddp, float timeout=60, bool trusted_network=False, bool detach=False, bool json=False) -> Json
+# fit(Module model, Optimizer optimizer, Loader loader, *, str? loss=None, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, InOutDirPath? log=None, str[]? log_format=None, str? resume=None, bool overwrite=False, bool version=False, ScalarType? target_dtype=None, int save_every=200, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, str? rdzv=None, str strategy=ddp, float timeout=60, bool trusted_network=False, bool detach=False, bool json=False) -> Json
 export def fit [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: model optimizer loader; piped handles fill the tensor slots still missing
     --loss: string@"nu-complete torch"  # a torch.nn.functional loss (mse_loss, cross_entropy, …); each batch is (inputs…, target) (str?)
@@ -2977,6 +2977,7 @@ export def fit [
     --patience: int  # stop after this many epochs without improvement of --monitor (int?)
     --monitor: string  # the value early stopping and the best checkpoint watch (default val_loss, or loss without --val) (str?)
     --log: path  # a folder for metrics.jsonl, metrics.csv, run.json, last.safetensors, best.safetensors; one that hol… (InOutDirPath?)
+    --log_format: any  # which logs --log writes: jsonl, csv, tb (TensorBoard's events), comma-separated; all by default (str[]?)
     --resume: string  # auto (the --log folder's last checkpoint, when there is one) or a checkpoint file (str?)
     --overwrite  # replace the run in --log DIR (its files stay until the new run has a checkpoint) (bool)
     --version  # log to a new DIR/version_N (N = 1 + the highest there, version_0 first), named on stderr (bool)
@@ -2993,7 +2994,7 @@ export def fit [
     --detach  # run as a job and print its job:// at once (torch job logs|wait|stop, docs/jobs.md) (bool)
     --json  # rows as JSON lines (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "fit" $args "loss loss_args epochs val metrics sched clip accum autocast patience monitor log resume overwrite! version! target_dtype save_every max_steps nproc_per_node nnodes node_rank rdzv strategy timeout trusted_network! detach! json! no_grad!" [$loss $loss_args $epochs $val $metrics $sched $clip $accum $autocast $patience $monitor $log $resume $overwrite $version $target_dtype $save_every $max_steps $nproc_per_node $nnodes $node_rank $rdzv $strategy $timeout $trusted_network $detach $json $no_grad] --follows }
+]: any -> any { torchsh typed "fit" $args "loss loss_args epochs val metrics sched clip accum autocast patience monitor log log_format resume overwrite! version! target_dtype save_every max_steps nproc_per_node nnodes node_rank rdzv strategy timeout trusted_network! detach! json! no_grad!" [$loss $loss_args $epochs $val $metrics $sched $clip $accum $autocast $patience $monitor $log $log_format $resume $overwrite $version $target_dtype $save_every $max_steps $nproc_per_node $nnodes $node_rank $rdzv $strategy $timeout $trusted_network $detach $json $no_grad] --follows }
 
 # Alias for torch.trunc.
 #

@@ -124,7 +124,7 @@ class _Run:
         self.device = p.device if p is not None else torch.device("cpu")
         self.progress = Progress()
         self.result = FitResult()
-        self.log = LogDir(plan.log) if plan.log and world.writes else None
+        self.log = LogDir(plan.log, plan.log_format) if plan.log and world.writes else None
 
     def go(self):
         plan = self.plan

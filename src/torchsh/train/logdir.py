@@ -8,6 +8,13 @@ metrics.jsonl has one JSON object a line: {"kind": "step"|"epoch", "epoch", "ste
 that is the union of their keys in first-seen order (rewritten whole from metrics.jsonl when a new key
 appears: rows are not kept in memory, so a run of a million steps costs no more than one of ten). A
 resumed run first drops the rows logged after its checkpoint, so the files read as one run.
+
+The same rows go to TensorBoard's event files (train/tfevents.py): each number of a row is a scalar tagged
+step/NAME or epoch/NAME (loss, lr, val_loss, every metric) at the row's optimizer step; run.json is the text
+`run.json`; the hyperparameters (the optimizer and its options, batch size, epochs, loss, model…) fill the
+HParams tab. A resumed run writes a new file that opens with a SessionLog START at the step after its
+checkpoint: TensorBoard then drops what the old file logged from there on, as metrics.jsonl drops its rows.
+--log_format chooses among jsonl, csv and tb.
 """
 import csv
 import io
@@ -21,10 +28,14 @@ import torch
 from torchsh import __version__, fileio
 from torchsh.data import meaning
 from torchsh.errors import TorchshError
+from torchsh.train import tfevents
+from torchsh.train.plan import LOG_FORMATS
+
+_NOT_SCALARS = ("kind", "epoch", "step", "seconds")  # the x axis, and the time a step took
 
 
 class LogDir:
-    def __init__(self, folder):
+    def __init__(self, folder, formats=LOG_FORMATS):
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as e:
@@ -34,37 +45,80 @@ class LogDir:
         self.best = os.path.join(folder, "best.safetensors")
         self.jsonl = os.path.join(folder, "metrics.jsonl")
         self.csv = os.path.join(folder, "metrics.csv")
-        self.columns, self._jsonl = [], None
+        self.formats, self.columns, self._jsonl, self._events = formats, [], None, None
 
     def start(self, plan, progress, resumed_from):
         """Write run.json; keep the rows up to the checkpoint resumed from (none for a new run)."""
         rows = []
         if resumed_from:
-            rows = [r for r in _read_rows(self.jsonl)
-                    if (r.get("kind") == "step" and r.get("step", 0) <= progress.step)
-                    or (r.get("kind") == "epoch" and r.get("epoch", 0) < progress.epoch)]
+            rows = [r for r in self._rows() if (r.get("kind") == "step" and _number(r.get("step")) <= progress.step)
+                    or (r.get("kind") == "epoch" and _number(r.get("epoch")) < progress.epoch)]
         for r in rows:
             self._add_columns(r)
-        fileio.atomic_write(self.jsonl, lambda tmp: _write_text(tmp, "".join(_line(r) for r in rows)))
-        self._write_csv(rows)
-        self._jsonl = open(self.jsonl, "a")
+        if "jsonl" in self.formats:
+            fileio.atomic_write(self.jsonl, lambda tmp: _write_text(tmp, "".join(_line(r) for r in rows)))
+            self._jsonl = open(self.jsonl, "a")
+        if "csv" in self.formats:
+            self._write_csv(rows)
         run = _run_record(plan)
+        if "tb" in self.formats:
+            self._start_events(plan, run, progress.step if resumed_from else None)
         path = os.path.join(self.folder, "run.json")
         if resumed_from and os.path.exists(path):
             with open(path) as f:
                 first = json.load(f)
             first.setdefault("resumed", []).append(dict(run, resumed_from=resumed_from, step=progress.step))
             run = first
-        fileio.atomic_write(path, lambda tmp: _write_text(tmp, json.dumps(run, indent=1, default=str) + "\n"))
+        text = json.dumps(run, indent=1, default=str) + "\n"
+        fileio.atomic_write(path, lambda tmp: _write_text(tmp, text))
+        if self._events is not None:  # Markdown: indented, it shows as it is
+            step = progress.step + 1 if resumed_from else 0
+            self._events.write(tfevents.event(step, summary=tfevents.text("run.json", _indented(text))))
+
+    def _start_events(self, plan, run, resumed_at):
+        """A new events file; a new run's hyperparameters, or a resumed run's restart after its checkpoint."""
+        first = not any(name.startswith(tfevents.FILE_PREFIX) for name in os.listdir(self.folder))
+        try:
+            self._events = tfevents.EventFile(self.folder)
+        except OSError as e:
+            raise fileio.file_error(self.folder, "write an events file in", e) from None
+        if resumed_at is not None:  # TensorBoard drops the old files' steps from here: the run reads as one
+            self._events.write(tfevents.event(resumed_at + 1, session_log=tfevents.session_start()))
+        if first:
+            self._events.write(tfevents.event(0, summary=tfevents.hparams(_hparams(plan, run), time.time())))
 
     def row(self, row):
-        self._jsonl.write(_line(row))
-        self._jsonl.flush()  # `torch plot` reads the file while the run goes on
+        if self._jsonl is not None:
+            self._jsonl.write(_line(row))
+            self._jsonl.flush()  # `torch plot` reads the file while the run goes on
+        if "csv" in self.formats:
+            self._csv_row(row)
+        if self._events is not None:
+            prefix = row["kind"] + "/"
+            values = [(prefix + k, v) for k, v in row.items() if k not in _NOT_SCALARS
+                      and isinstance(v, (int, float)) and not isinstance(v, bool)]  # not confusion's matrix
+            self._events.write(tfevents.event(row["step"], summary=tfevents.scalars(values)))
+            self._events.flush()  # TensorBoard shows the run while it goes on
+
+    def _csv_row(self, row):
         if self._add_columns(row):  # rare: the first epoch row's val_loss and metrics
-            self._write_csv(_read_rows(self.jsonl))
+            rows = self._rows()
+            self._write_csv(rows if self._jsonl is not None else rows + [row])
         else:
             with open(self.csv, "a", newline="") as f:
                 csv.DictWriter(f, self.columns, lineterminator="\n").writerow(row)  # LF: a file for awk and cut
+
+    def _rows(self):
+        """The rows logged so far: metrics.jsonl's, or without it metrics.csv's (as text: written back as read)."""
+        if "jsonl" in self.formats:
+            return _read_rows(self.jsonl)
+        try:
+            with open(self.csv, newline="") as f:
+                return list(csv.DictReader(f))
+        except FileNotFoundError:
+            return []
+        except OSError as e:
+            raise fileio.file_error(self.csv, "read", e) from None
 
     def close(self):
         if self._jsonl is not None:
@@ -72,6 +126,9 @@ class LogDir:
             os.fsync(self._jsonl.fileno())
             self._jsonl.close()
             self._jsonl = None
+        if self._events is not None:
+            self._events.close()  # fsync'd too
+            self._events = None
 
     def _add_columns(self, row):
         new = [k for k in row if k not in self.columns]
@@ -84,6 +141,28 @@ class LogDir:
         writer.writeheader()
         writer.writerows(rows)
         fileio.atomic_write(self.csv, lambda tmp: _write_text(tmp, out.getvalue() if self.columns else ""))
+
+
+def _number(x):
+    """A row's step or epoch: a number in metrics.jsonl, text in metrics.csv."""
+    return float(x) if x not in (None, "") else 0
+
+
+def _indented(text):
+    return "".join("    " + line for line in text.splitlines(keepends=True))
+
+
+def _hparams(plan, run):
+    """The HParams tab's columns: what run.json says of the optimizer, data, loss and schedule (numbers,
+    booleans and strings; a list as its JSON)."""
+    values = {"optimizer": run["optimizer"]["type"]}
+    values.update(run["optimizer"]["param_groups"][0] if run["optimizer"]["param_groups"] else {})
+    values.update(batch_size=plan.loader.batch_size, epochs=plan.epochs, loss=plan.loss_name,
+                  loss_args=json.dumps(plan.loss_args) if plan.loss_args else None, seed=plan.loader.seed,
+                  scheduler=run["scheduler"], accum=plan.accum, clip=plan.clip, autocast=plan.autocast,
+                  patience=plan.patience, max_steps=plan.max_steps, monitor=plan.monitor, model=run["model"])
+    return {k: v if isinstance(v, (bool, int, float, str)) else json.dumps(v, default=str)
+            for k, v in values.items() if v is not None}
 
 
 def _line(row):

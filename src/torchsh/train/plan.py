@@ -8,6 +8,7 @@ from torchsh.errors import TorchshError, bad_argument
 from torchsh.train import metrics as fit_metrics
 
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+LOG_FORMATS = ("jsonl", "csv", "tb")  # metrics.jsonl, metrics.csv, TensorBoard's event files (train/tfevents.py)
 SAVE_EVERY = 200  # optimizer steps between `last` checkpoints (besides every epoch's end and a stop)
 
 
@@ -28,6 +29,7 @@ class FitPlan:
     patience: Optional[int] = None      # stop after this many epochs without improvement of `monitor`
     monitor: Optional[str] = None       # the epoch row key early stopping and `best` watch
     log: Optional[str] = None           # the log folder
+    log_format: tuple = LOG_FORMATS     # which of LOG_FORMATS the folder gets (run.json and checkpoints always)
     resume: Optional[str] = None        # "auto" (DIR/last.safetensors when there is one) or a checkpoint path
     save_every: int = SAVE_EVERY
     max_steps: Optional[int] = None     # stop (resumably) once the run's global step reaches this
@@ -51,6 +53,10 @@ class FitPlan:
                                "torch fit … --log runs/1 --resume auto")
         for name in self.metrics:
             fit_metrics.check(name)
+        unknown = [f for f in self.log_format if f not in LOG_FORMATS]
+        if unknown or not self.log_format:
+            raise bad_argument("--log_format %s: not a log format" % ",".join(unknown or ["''"]),
+                               "valid: %s (any of them, comma-separated)" % ",".join(LOG_FORMATS))
         self.monitor = self.monitor or ("val_loss" if self.val is not None else "loss")
         numbers = {"loss"} | {m for m in self.metrics if m not in fit_metrics.NOT_A_NUMBER}
         known = numbers | ({"val_" + m for m in numbers} if self.val else set())

@@ -1,8 +1,9 @@
 """Who may write a `torch fit --log DIR` folder, so that no run is ever lost or silently replaced:
 
-- a DIR that holds a run (any of RUN_FILES) is refused (run_exists) before anything trains, unless the fit
-  continues it (--resume auto, --resume PATH) or replaces it (--overwrite); --resume auto starts afresh
-  only in a DIR without a run (one without a checkpoint to resume is refused: its logs would go);
+- a DIR that holds a run (any of RUN_FILES, or a TensorBoard events file) is refused (run_exists) before
+  anything trains, unless the fit continues it (--resume auto, --resume PATH) or replaces it (--overwrite);
+  --resume auto starts afresh only in a DIR without a run (one without a checkpoint to resume is refused:
+  its logs would go);
 - `--log runs --version` makes runs/version_N, N = 1 + the highest N of a runs/version_N folder (or
   version_N_…), version_0 first (PyTorch Lightning's _get_next_version, its loggers' rule);
 - --overwrite moves the old run's files aside (DIR/.replaced-…/, one rename each) while the new run starts:
@@ -16,13 +17,18 @@ import tempfile
 
 from torchsh import fileio
 from torchsh.errors import TorchshError
+from torchsh.train import tfevents
 
 RUN_FILES = ("run.json", "metrics.jsonl", "metrics.csv", "last.safetensors", "best.safetensors")
 
 
 def run_files(folder):
     """The files of a run that `folder` holds (none for a missing or empty folder)."""
-    return [name for name in RUN_FILES if os.path.lexists(os.path.join(folder, name))]
+    try:
+        events = sorted(name for name in os.listdir(folder) if name.startswith(tfevents.FILE_PREFIX))
+    except OSError:  # missing, or not a folder: no run there
+        events = []
+    return [name for name in RUN_FILES if os.path.lexists(os.path.join(folder, name))] + events
 
 
 def refuse_a_run_there(folder, shown):
@@ -80,10 +86,8 @@ class Replacing:
         """The new run has ended: one without a checkpoint (it failed, or was stopped before its first step)
         gives the folder back to the old run; one with a checkpoint keeps it, and the old run goes."""
         if not os.path.exists(os.path.join(self.folder, "last.safetensors")):
-            for name in RUN_FILES:
-                path = os.path.join(self.folder, name)
-                if os.path.lexists(path):
-                    os.remove(path)
+            for name in run_files(self.folder):
+                os.remove(os.path.join(self.folder, name))
             self._put_back()
         shutil.rmtree(self.aside, ignore_errors=True)
 

@@ -18,7 +18,7 @@ from torchsh.train.distributed import supervisor as distributed
 from torchsh.train.fit import run_fit
 from torchsh.train.losses import loss_function, loss_options as _loss_options
 from torchsh.train import losschoice, rundir
-from torchsh.train.plan import SAVE_EVERY, FitPlan
+from torchsh.train.plan import LOG_FORMATS, SAVE_EVERY, FitPlan
 from torchsh.verbs import verb
 from torchsh.vocab import dtype_name
 
@@ -29,8 +29,8 @@ _LAUNCH_OPTIONS = ("nnodes", "node_rank", "rdzv", "strategy", "timeout", "truste
 
 @verb("fit(Module model, Optimizer optimizer, Loader loader, *, str? loss=None, Json? loss_args=None, "
       "int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, "
-      "str? autocast=None, int? patience=None, str? monitor=None, InOutDirPath? log=None, str? resume=None, "
-      "bool overwrite=False, bool version=False, ScalarType? target_dtype=None, "
+      "str? autocast=None, int? patience=None, str? monitor=None, InOutDirPath? log=None, str[]? log_format=None, "
+      "str? resume=None, bool overwrite=False, bool version=False, ScalarType? target_dtype=None, "
       "int save_every=%d, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, "
       "str? rdzv=None, str strategy=\"ddp\", float timeout=%g, bool trusted_network=False, bool detach=False, "
       "bool json=False) -> Json"
@@ -43,9 +43,10 @@ _LAUNCH_OPTIONS = ("nnodes", "node_rank", "rdzv", "strategy", "timeout", "truste
                 "L=$(torch data loader $(torch data tensors $(torch randn 64 2) $(torch randn 64 1)) "
                 "--batch_size 8 --shuffle --seed 0); torch fit $m $o $L --loss mse_loss --epochs 2 --nproc_per_node 2"))
 def fit(ctx, model, optimizer, loader, loss=None, loss_args=None, epochs=1, val=None, metrics=None, sched=None,
-        clip=None, accum=1, autocast=None, patience=None, monitor=None, log=None, resume=None, overwrite=False,
-        version=False, target_dtype=None, save_every=SAVE_EVERY, max_steps=None, nproc_per_node=None, nnodes=1, node_rank=0, rdzv=None,
-        strategy="ddp", timeout=distributed.TIMEOUT_S, trusted_network=False, detach=False, json=False):
+        clip=None, accum=1, autocast=None, patience=None, monitor=None, log=None, log_format=None, resume=None,
+        overwrite=False, version=False, target_dtype=None, save_every=SAVE_EVERY, max_steps=None,
+        nproc_per_node=None, nnodes=1, node_rank=0, rdzv=None, strategy="ddp", timeout=distributed.TIMEOUT_S,
+        trusted_network=False, detach=False, json=False):
     """Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 
     Args:
@@ -65,7 +66,9 @@ def fit(ctx, model, optimizer, loader, loss=None, loss_args=None, epochs=1, val=
         monitor: the value early stopping and the `best` checkpoint watch (default val_loss, or loss without --val)
         log: a folder for metrics.jsonl, metrics.csv, run.json, last.safetensors, best.safetensors; one that
             holds a run already is refused (run_exists) unless --resume or --overwrite. run.json and the
-            checkpoints keep the data's classes and statistics (`torch predict` uses them)
+            checkpoints keep the data's classes and statistics (`torch predict` uses them); and TensorBoard's
+            event files (scalars step/NAME and epoch/NAME, run.json as text, the HParams tab's hyperparameters)
+        log_format: which logs --log writes: jsonl, csv, tb (TensorBoard's events), comma-separated; all by default
         resume: auto (the --log folder's last checkpoint, when there is one) or a checkpoint file
         overwrite: replace the run in --log DIR (its files stay until the new run has a checkpoint)
         version: log to a new DIR/version_N (N = 1 + the highest there, version_0 first), named on stderr
@@ -92,8 +95,9 @@ def _start(ctx, o):
     _choose_loss(o, notes)
     plan = FitPlan(model=o["model"], optimizer=o["optimizer"], loader=o["loader"], loss=loss_function(o["loss"]),
                    loss_args=_loss_options(o["loss_args"]), metrics=tuple(o["metrics"] or ()), log=o["log"],
-                   resume=_resume_path(ctx, o["resume"]), loss_name=o["loss"], command=_command(o),
-                   target_dtype=o["target_dtype"], **{key: o[key] for key in _PLAN_OPTIONS})
+                   log_format=tuple(o["log_format"] or LOG_FORMATS), resume=_resume_path(ctx, o["resume"]),
+                   loss_name=o["loss"], command=_command(o), target_dtype=o["target_dtype"],
+                   **{key: o[key] for key in _PLAN_OPTIONS})
     work = _work(ctx, plan, o["nproc_per_node"], tuple(o[key] for key in _LAUNCH_OPTIONS))
     if o["version"]:  # the last check passed: a refused fit leaves no empty version folder behind
         plan.log = rundir.new_version(plan.log)
@@ -114,8 +118,9 @@ def _start(ctx, o):
 def _check_log_flags(ctx, o):
     """--log's companions fit together, and a --log DIR holding a run is continued or replaced, never lost."""
     log, resume, overwrite, version = o["log"], o["resume"], o["overwrite"], o["version"]
-    if (overwrite or version) and log is None:
-        raise TorchshError("missing_argument", "--%s needs --log DIR" % ("overwrite" if overwrite else "version"),
+    if (overwrite or version or o["log_format"]) and log is None:
+        flag = "overwrite" if overwrite else "version" if version else "log_format"
+        raise TorchshError("missing_argument", "--%s needs --log DIR" % flag,
                            "torch fit … --log runs/1 --overwrite, or --log runs --version")
     if overwrite and (resume is not None or version):
         raise bad_argument("--overwrite replaces the run in --log DIR; it goes with neither --resume nor --version",
@@ -185,7 +190,7 @@ def _command(args):
     """The command line as run.json records it: handles stand for the objects run.json describes."""
     words = ["torch", "fit", "MODEL", "OPT", "LOADER"]
     for key in ("loss", "loss_args", "epochs", "metrics", "clip", "accum", "autocast", "patience", "monitor",
-                "log", "resume", "save_every", "max_steps", "nproc_per_node"):
+                "log", "log_format", "resume", "save_every", "max_steps", "nproc_per_node"):
         value = args[key]
         if value is not None:
             words += ["--" + key, ",".join(value) if isinstance(value, list) else str(value)]

@@ -57,3 +57,17 @@ def test_version_folders_count_as_lightnings_get_next_version(tmp_path):
     assert rundir.new_version(parent) == os.path.join(parent, "version_13")
     os.mkdir(os.path.join(parent, "version_20_old"))  # Lightning reads the part after the first "_": 20
     assert rundir.new_version(parent) == os.path.join(parent, "version_21")
+
+
+def test_tensorboard_event_files_are_a_run_that_overwrite_moves_aside_and_gives_back(tmp_path):
+    events = "events.out.tfevents.1796170392.host.42.0"
+    (tmp_path / events).write_bytes(b"records")
+    folder = str(tmp_path)
+    with pytest.raises(TorchshError) as e:
+        rundir.refuse_a_run_there(folder, "runs/1")
+    assert "runs/1 holds a run (%s)" % events in e.value.message
+    replacing = rundir.Replacing(folder)
+    assert not os.path.exists(os.path.join(folder, events))
+    (tmp_path / "events.out.tfevents.1796170399.host.42.1").write_bytes(b"the new run's")  # then it failed
+    replacing.settle()
+    assert contents(folder) == {events: b"records"}

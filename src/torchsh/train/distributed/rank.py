@@ -52,8 +52,9 @@ def _run(folder, spec, tensors):
                    loss=loss_function(fit["loss"]), loss_args=fit["loss_args"], epochs=fit["epochs"],
                    val=objects.get("val"), metrics=tuple(fit["metrics"]), sched=objects.get("sched"),
                    clip=fit["clip"], accum=fit["accum"], autocast=fit["autocast"], patience=fit["patience"],
-                   monitor=fit["monitor"], log=fit["log"], resume=None, save_every=fit["save_every"],
-                   max_steps=fit["max_steps"], command=tuple(fit["command"]), loss_name=fit["loss"],
+                   monitor=fit["monitor"], log=fit["log"], log_format=tuple(fit["log_format"]), resume=None,
+                   save_every=fit["save_every"], max_steps=fit["max_steps"], command=tuple(fit["command"]),
+                   loss_name=fit["loss"],
                    target_dtype=DTYPES[fit["target_dtype"]] if fit["target_dtype"] else None)
     events = open(handoff.path(folder, "events.jsonl"), "a") if world.speaks else None
     stop_file = handoff.path(folder, "stop")

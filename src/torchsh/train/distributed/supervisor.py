@@ -98,8 +98,8 @@ def run(ctx, plan, launch, report, should_stop):
 def _fit_options(plan):
     return {"loss": plan.loss_name, "loss_args": plan.loss_args, "epochs": plan.epochs, "metrics": list(plan.metrics),
             "clip": plan.clip, "accum": plan.accum, "autocast": plan.autocast, "patience": plan.patience,
-            "monitor": plan.monitor, "log": plan.log, "save_every": plan.save_every, "max_steps": plan.max_steps,
-            "command": list(plan.command),
+            "monitor": plan.monitor, "log": plan.log, "log_format": list(plan.log_format),
+            "save_every": plan.save_every, "max_steps": plan.max_steps, "command": list(plan.command),
             "target_dtype": dtype_name(plan.target_dtype) if plan.target_dtype is not None else None}
 
 
