@@ -5290,12 +5290,12 @@ export def pixel_unshuffle [
     --name: string  # name the object it makes: @NAME then names it
 ]: any -> any { torchsh typed "pixel_unshuffle" $args "downscale_factor no_grad! name" [$downscale_factor $no_grad $name] }
 
-# Chart training metrics from a `torch fit --log DIR` folder (DIR/metrics.jsonl) or a metrics.jsonl.
+# Chart training metrics from `torch fit --log DIR` folders (DIR/metrics.jsonl) or metrics.jsonl files.
 #
-# plot(DirPath source, *, str[]? y=None, str? x=None, OutPath? png=None, int? width=None, int? height=None, bool confusion=False) -> str
+# plot(Path[] source, *, str[]? y=None, str? x=None, OutPath? png=None, int? width=None, int? height=None, bool confusion=False) -> str
 export def plot [
-    ...args: oneof<number, any>@"nu-complete torch"  # positional: source; piped handles fill the tensor slots still missing
-    --source: path  # the run folder, or a metrics.jsonl (DirPath)
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: source…; piped handles fill the tensor slots still missing
+    --source: any  # a run folder, or a metrics.jsonl; several overlay their runs: one series per run and --y key, named… (Path[])
     --y: any  # the keys to draw (default loss, and val_loss when the file has it) (str[]?)
     --x: string  # step draws the step rows, epoch the epoch rows (default step when the file has step rows); a key on… (str?)
     --png: path  # write an 800x500 PNG there (matplotlib) and print its path, instead of drawing in the terminal (OutPath?)
