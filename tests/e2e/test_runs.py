@@ -83,7 +83,7 @@ def test_diff_prints_each_difference_and_exits_1_as_diff_does(sh, runs):
     assert "lr: 0.1 -> 0.01" in lines and "command: " not in r.out  # the commands differ in --log only
     final = [e["val_loss"] for e in (epoch_rows(a)[-1], epoch_rows(b)[-1])]
     assert "final.val_loss: %r -> %r" % tuple(final) in lines
-    rows = [json.loads(line) for line in sh.run("torch runs diff %s %s --json" % (a, b)).out.splitlines()]
+    rows = json.loads(sh.run("torch runs diff %s %s --json" % (a, b)).out)
     assert {"key": "lr", "a": 0.1, "b": 0.01} in rows
     same = sh.run("torch runs diff %s %s" % (a, a))
     assert (same.code, same.out) == (0, "")

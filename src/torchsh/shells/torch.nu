@@ -5797,14 +5797,13 @@ export def "runs best" [
 
 # What differs between runs A and B, one line each: `KEY: A's -> B's`, KEY a hyperparameter, the
 #
-# runs.diff(DirPath a, DirPath b, *, bool json=False) -> None
+# runs.diff(DirPath a, DirPath b) -> Json
 export def "runs diff" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: a b; piped handles fill the tensor slots still missing
     --a: path  # DirPath
     --b: path  # DirPath
-    --json  # one JSON object a line instead: {"key", "a", "b"} (null where a run lacks the key) (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "runs.diff" $args "a b json! no_grad!" [$a $b $json $no_grad] }
+]: any -> any { torchsh typed "runs.diff" $args "a b no_grad!" [$a $b $no_grad] }
 
 # The runs of `torch fit --log` at or under DIR, as a table: NAME STATUS EPOCHS BEST, the hyperparameters
 #

@@ -8,7 +8,7 @@ import builtins
 import json as json_module
 import os
 
-from torchsh.call.results import Streams, Text
+from torchsh.call.results import Text
 from torchsh.call import suggest
 from torchsh.errors import TorchshError
 from torchsh.train import runs as run_folders
@@ -95,25 +95,28 @@ def _cell(key, value):
     return text[:_MODEL_WIDTH - 1] + "…" if key == "model" and len(text) > _MODEL_WIDTH else text
 
 
-@verb("runs.diff(DirPath a, DirPath b, *, bool json=False) -> None", category="optim", lockfree=True,
+@verb("runs.diff(DirPath a, DirPath b) -> Json", category="optim", lockfree=True,
       examples=(_TWO_RUNS + "torch runs diff runs/lr0.1 runs/lr0.01 || echo differ",))
-def runs_diff(ctx, a, b, json=False):
+def runs_diff(ctx, a, b):
     """What differs between runs A and B, one line each: `KEY: A's -> B's`, KEY a hyperparameter, the
-    command, a version or seed of run.json, the status, or a metric's final (final.KEY) or best (best.KEY)
-    value. Exit status 1 when they differ, 0 when not, as diff(1).
-
-    Args:
-        json: one JSON object a line instead: {"key", "a", "b"} (null where a run lacks the key)
+    command (but its --log), a version or seed of run.json, the status, or a metric's final (final.KEY) or
+    best (best.KEY) value. Exit status 1 when they differ, 0 when not, as diff(1); --json: rows {key, a, b}
+    (null where a run lacks the key), a table in nu (empty when the runs agree).
     """
-    first, second = (_one_run(ctx, folder) for folder in (a, b))
-    one, two = _facts(first), _facts(second)
-    keys = _keys([one, two])
-    lines = [(k, one.get(k), two.get(k)) for k in keys if _text(one.get(k)) != _text(two.get(k))]
-    if json:
-        out = "".join(json_module.dumps({"key": k, "a": x, "b": y}, default=str) + "\n" for k, x, y in lines)
-    else:
-        out = "".join("%s: %s -> %s\n" % (k, _cell(k, x), _cell(k, y)) for k, x, y in lines)
-    return Streams(out, "", 1 if lines else 0)
+    one, two = (_facts(_one_run(ctx, folder)) for folder in (a, b))
+    return DiffRows({"key": k, "a": one.get(k), "b": two.get(k)} for k in _keys([one, two])
+                    if _text(one.get(k)) != _text(two.get(k)))
+
+
+class DiffRows(list):
+    """`runs diff`'s rows: `KEY: A -> B` lines here, exit status 1 when there is one (cli/run.py)."""
+
+    @property
+    def exit_status(self):
+        return 1 if self else 0
+
+    def text(self):
+        return "".join("%s: %s -> %s\n" % (r["key"], _cell(r["key"], r["a"]), _cell(r["key"], r["b"])) for r in self)
 
 
 def _one_run(ctx, folder):
