@@ -7,8 +7,8 @@ file, are recognised by their first bytes and never parsed, except the last one 
 mid-epoch got). Nothing here imports torch: a listing of a thousand runs costs milliseconds a run.
 
 A run's status, from what its folder and the machine hold (`fit` writes no end marker):
-- running: a process holds its metrics.jsonl open for writing (a fit writes it for the whole run; seen in
-  /proc, so on Linux, for the processes this user may look into);
+- running: a process holds its metrics.jsonl open for writing (train/writers.py: a fit writes it for the
+  whole run; seen in /proc, so on Linux, for the processes this user may look into);
 - finished: its last epoch row is the run's last epoch (--epochs, 1 by default), or --max_steps was reached,
   or --patience epochs went by without the monitored value improving (an early stop);
 - stopped: it ended before that with a checkpoint at its last step (`torch job stop`, Ctrl-C, `daemon
@@ -20,6 +20,7 @@ import json
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 
 from torchsh import fileio
@@ -28,6 +29,7 @@ from torchsh.errors import TorchshError
 MARKERS = ("run.json", "metrics.jsonl")
 MAX_DEPTH = 8                      # folders below DIR searched for runs (runs/sweep/s1/version_3 is 3)
 MAX_RUN_JSON = 1 << 20             # run.json is a few KB; a bigger one is not read
+CHUNK = 1 << 22                    # metrics.jsonl is read this many bytes at a time
 LOWER_IS_BETTER = ("loss", "mae", "rmse")  # train/metrics.py's (a monitored value's mode; no torch import here)
 _STEP_ROW = (b'{"kind": "step"', b'{"kind":"step"')
 
@@ -119,38 +121,67 @@ def read(name, folder, writing=frozenset()):
     return run
 
 
-def _record(path):
+def _open_regular(path):
+    """A binary file object for a regular file, else None: a FIFO or device planted as run.json or
+    metrics.jsonl would block or never end (opened non-blocking, checked before reading)."""
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
+
+
+def _record(path):
+    f = _open_regular(path)
+    if f is None:
+        return {}  # a run that has not written it: listed without its hyperparameters
+    try:
+        with f:
             data = f.read(MAX_RUN_JSON + 1)
         record = json.loads(data) if len(data) <= MAX_RUN_JSON else {}
     except (OSError, ValueError):
-        return {}  # a run that has not written it (or a damaged one): listed without its hyperparameters
+        return {}  # a damaged one, likewise
     return record if isinstance(record, dict) else {}
 
 
 def _rows(path):
-    """(epoch rows, last step row) of a metrics.jsonl; a line cut short (a run writing it) is skipped."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
+    """(epoch rows, last step row) of a metrics.jsonl, read in chunks (memory stays bounded however long
+    the run); a line cut short (a run writing it) is skipped."""
+    f = _open_regular(path)
+    if f is None:
         return [], None
-    epochs, last_step = [], None
-    lines = data.split(b"\n")
-    for i, line in enumerate(lines):
-        if not line or (line.startswith(_STEP_ROW) and i < len(lines) - 3):
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict):
-            if row.get("kind") == "step":
-                last_step = row
-            elif row.get("kind", "epoch") == "epoch":
-                epochs.append(row)
-    return epochs, last_step
+    epochs, last_step, rest = [], None, b""
+    with f:
+        while chunk := f.read(CHUNK):
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                if line.startswith(_STEP_ROW):
+                    last_step = line  # parsed once, at the end: the last one
+                elif line:
+                    _add_row(line, epochs)
+    if rest:
+        last_step = rest if rest.startswith(_STEP_ROW) and _row(rest) else last_step
+        if not rest.startswith(_STEP_ROW):
+            _add_row(rest, epochs)
+    return epochs, _row(last_step) if last_step else None
+
+
+def _row(line):
+    try:
+        row = json.loads(line)
+    except ValueError:
+        return None
+    return row if isinstance(row, dict) else None
+
+
+def _add_row(line, epochs):
+    row = _row(line)
+    if row is not None and row.get("kind", "epoch") == "epoch":
+        epochs.append(row)
 
 
 def _status(run, jsonl, writing):
@@ -243,34 +274,3 @@ def hyperparameters(record):
     hp["seed"] = (record.get("seeds") or {}).get("loader")
     hp["model"] = " ".join(str(record.get("model", "")).split()) or None
     return {k: v for k, v in hp.items() if v is not None}
-
-
-def writing_logs():
-    """The metrics.jsonl files processes hold open for writing (/proc; empty where there is none)."""
-    found = set()
-    try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return found
-    for pid in pids:
-        fds = "/proc/%s/fd" % pid
-        try:
-            names = os.listdir(fds)
-        except OSError:
-            continue  # another user's process, or gone
-        for fd in names:
-            try:
-                target = os.readlink("%s/%s" % (fds, fd))
-                if target.endswith("/metrics.jsonl") and _for_writing(pid, fd):
-                    found.add(target)
-            except OSError:
-                continue
-    return found
-
-
-def _for_writing(pid, fd):
-    with open("/proc/%s/fdinfo/%s" % (pid, fd)) as f:
-        for line in f:
-            if line.startswith("flags:"):
-                return int(line.split()[1], 8) & os.O_ACCMODE != os.O_RDONLY
-    return False

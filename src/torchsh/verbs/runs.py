@@ -11,7 +11,7 @@ import os
 from torchsh.call.results import Text
 from torchsh.call import suggest
 from torchsh.errors import TorchshError
-from torchsh.train import runs as run_folders
+from torchsh.train import runs as run_folders, writers
 from torchsh.verbs import verb
 
 _MODEL_WIDTH = 40  # a model's repr in the text table (JSON has it whole)
@@ -22,7 +22,7 @@ _TWO_RUNS = ("X=$(torch randn 64 2); Y=$(torch randn 64 1); "
 
 
 def _read_all(ctx, folder):
-    writing = run_folders.writing_logs()
+    writing = writers.writing_logs()
     return [run_folders.read(name, path, writing) for name, path in run_folders.find(folder, _shown(ctx, folder))]
 
 
@@ -124,7 +124,7 @@ def _one_run(ctx, folder):
     if not any(os.path.exists(os.path.join(folder, m)) for m in run_folders.MARKERS):
         raise TorchshError("no_runs", "%s is not a run (no run.json or metrics.jsonl)" % shown,
                            "`torch runs ls %s` lists the runs under it" % shown)
-    return run_folders.read(os.path.basename(folder), folder, run_folders.writing_logs())
+    return run_folders.read(os.path.basename(folder), folder, writers.writing_logs())
 
 
 def _facts(run):
