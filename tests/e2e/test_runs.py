@@ -121,3 +121,15 @@ def test_plot_overlays_runs_one_series_per_run_and_key(sh, runs):
     out = sh("cd %s && torch plot lr0.1 sweep/lr0.01 --y val_loss,loss --x epoch --width 70" % runs)
     legend = [line.split(":")[0].split(None, 1)[1] for line in out.splitlines()[-4:]]
     assert legend == ["lr0.1 val_loss", "lr0.1 loss", "sweep/lr0.01 val_loss", "sweep/lr0.01 loss"]
+
+
+def test_a_fit_training_now_lists_as_running_and_once_stopped_as_stopped(sh):
+    folder = sh.tmp("live")
+    job = sh(FIT.format(lr="0.01", x=sh.put(X), y=sh.put(Y), log=folder)
+             .replace("--epochs 2", "--epochs 100000 --detach").replace(" >/dev/null", ""))
+    try:
+        sh("until grep -q epoch %s/metrics.jsonl 2>/dev/null; do sleep 0.1; done" % folder, timeout=120)
+        assert [r["status"] for r in ls(sh, folder)] == ["running"]  # answered between the run's steps
+    finally:
+        sh("torch job stop %s >/dev/null" % job)
+    assert [r["status"] for r in ls(sh, folder)] == ["stopped"]
