@@ -26,7 +26,7 @@ def _read_all(ctx, folder):
     return [run_folders.read(name, path, writing) for name, path in run_folders.find(folder, _shown(ctx, folder))]
 
 
-@verb("runs.ls(DirPath dir) -> Json", category="optim", lockfree=True,
+@verb("runs.ls(DirPath dir) -> Json", category="files", lockfree=True,
       examples=(_TWO_RUNS + "torch runs ls runs",))
 def runs_ls(ctx, dir):
     """The runs of `torch fit --log` at or under DIR, as a table: NAME STATUS EPOCHS BEST, the hyperparameters
@@ -95,7 +95,7 @@ def _cell(key, value):
     return text[:_MODEL_WIDTH - 1] + "…" if key == "model" and len(text) > _MODEL_WIDTH else text
 
 
-@verb("runs.diff(DirPath a, DirPath b) -> Json", category="optim", lockfree=True,
+@verb("runs.diff(DirPath a, DirPath b) -> Json", category="files", lockfree=True,
       examples=(_TWO_RUNS + "torch runs diff runs/lr0.1 runs/lr0.01 || echo differ",))
 def runs_diff(ctx, a, b):
     """What differs between runs A and B, one line each: `KEY: A's -> B's`, KEY a hyperparameter, the
@@ -143,7 +143,7 @@ def _facts(run):
     return {k: v for k, v in facts.items() if v is not None}
 
 
-@verb("runs.best(DirPath dir, *, str? by=None, bool max=False) -> str", category="optim", lockfree=True,
+@verb("runs.best(DirPath dir, *, str? by=None, bool max=False) -> str", category="files", lockfree=True,
       examples=(_TWO_RUNS + "torch runs best runs --by loss",))
 def runs_best(ctx, dir, by=None, max=False):
     """The folder of the best run at or under DIR: the lowest --by over each run's epochs (--max: the highest).
@@ -152,8 +152,8 @@ def runs_best(ctx, dir, by=None, max=False):
         by: the metric of the epoch rows compared (default val_loss when a run has it, else loss)
         max: the highest value is best (accuracy, f1, r2); lowest is the default, as Lightning's mode="min"
 
-    The folder prints as DIR/NAME, so `torch predict $(torch runs best runs --by val_loss)/best.safetensors …`
-    composes. Runs without the metric are left out; ties go to the first in `runs ls` order.
+    The folder prints as a path from the caller's folder (DIR/NAME), so `torch checkpoint load
+    $(torch runs best runs --by val_loss)/best.safetensors MODEL` composes. Runs without the metric are left out; ties go to the first in `runs ls` order.
     """
     found = _read_all(ctx, dir)
     seen = sorted({k for r in found for row in r.epochs for k, v in row.items()
@@ -173,4 +173,4 @@ def _shown(ctx, path):
     """A path as short as the caller can use it: relative to their cwd when it is under it."""
     cwd = getattr(ctx, "cwd", None) or "/"
     inside = os.path.commonpath([cwd, path]) == cwd
-    return os.path.relpath(path, cwd) if inside and path != cwd else path
+    return os.path.relpath(path, cwd) if inside else path  # "." for the cwd itself
