@@ -58,9 +58,12 @@ class Run:
             return None
         return max(values) if (maximize if maximize is not None else not lower_is_better(key)) else min(values)
 
+    def epochs_done(self):
+        return (number(self.epochs[-1].get("epoch")) or 0) if self.epochs else 0
+
     def seconds(self):
         done = sum(number(r.get("seconds")) or 0.0 for r in self.epochs)
-        last_epoch = self.epochs[-1].get("epoch", 0) if self.epochs else 0
+        last_epoch = self.epochs_done()
         if self.last_step and (number(self.last_step.get("epoch")) or 0) > last_epoch:
             done += number(self.last_step.get("seconds")) or 0.0  # the epoch it stopped in, so far
         return done
@@ -188,9 +191,9 @@ def _status(run, jsonl, writing):
     if os.path.realpath(jsonl) in writing:
         return "running"
     options, last = run.options, run.epochs[-1] if run.epochs else {}
-    if (last.get("epoch") or 0) >= _int(options.get("epochs", 1), 1):
+    if (number(last.get("epoch")) or 0) >= _int(options.get("epochs", 1), 1):
         return "finished"
-    max_steps, step = _int(options.get("max_steps"), None), (run.last_step or last).get("step") or 0
+    max_steps, step = _int(options.get("max_steps"), None), number((run.last_step or last).get("step")) or 0
     if max_steps is not None and step >= max_steps:
         return "finished"
     patience = _int(options.get("patience"), None)
@@ -225,6 +228,17 @@ def _int(text, default):
         return default
 
 
+def part(record, key):
+    """run.json's object under key ({} when it is missing or no object: a damaged file is listed, not fatal)."""
+    value = record.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def param_groups(record):
+    groups = part(record, "optimizer").get("param_groups")
+    return groups if isinstance(groups, list) else []
+
+
 def command_options(command):
     """`torch fit MODEL OPT LOADER --epochs 3 --val VAL_LOADER --overwrite` -> {"epochs": 3, "val":
     "VAL_LOADER", "overwrite": True} (a value's words joined back: --loss_args '{"a": 1}')."""
@@ -250,7 +264,7 @@ def _number_word(value):
 
 def optimizer_keys(record):
     """The param-group keys of run.json's optimizer: an SGD run has no betas, which is no difference."""
-    groups = (record.get("optimizer") or {}).get("param_groups") or []
+    groups = param_groups(record)
     return {k for g in groups if isinstance(g, dict) for k in g} | {"group%d.%s" % (i, k) for i, g in
                                                                      enumerate(groups) if isinstance(g, dict) for k in g}
 
@@ -261,16 +275,16 @@ def hyperparameters(record):
     hp = {k: v for k, v in command_options(record.get("command", "")).items() if k not in ("log", "resume")}
     if "epochs" in hp or record:
         hp["max_epochs"] = hp.pop("epochs", 1)  # EPOCHS is the epochs done; this, the epochs asked for
-    optimizer = record.get("optimizer") or {}
+    optimizer = part(record, "optimizer")
     hp["optimizer"] = optimizer.get("type")
-    for i, group in enumerate(optimizer.get("param_groups") or []):
+    for i, group in enumerate(param_groups(record)):
         for key, value in (group.items() if isinstance(group, dict) else ()):
             hp[key if i == 0 else "group%d.%s" % (i, key)] = value
     hp["scheduler"] = record.get("scheduler")
-    loader = record.get("loader") or {}
+    loader = part(record, "loader")
     for key in ("batch_size", "shuffle", "drop_last"):
         hp[key] = loader.get(key)
     hp["train_size"] = loader.get("length")
-    hp["seed"] = (record.get("seeds") or {}).get("loader")
+    hp["seed"] = part(record, "seeds").get("loader")
     hp["model"] = " ".join(str(record.get("model", "")).split()) or None
     return {k: v for k, v in hp.items() if v is not None}

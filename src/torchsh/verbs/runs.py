@@ -45,7 +45,7 @@ def runs_ls(ctx, dir):
     rows = []
     for run, hp in zip(found, params):
         best = run.best(run.monitor)
-        rows.append({"name": run.name, "status": run.status, "epochs": run.epochs[-1].get("epoch", 0) if run.epochs else 0,
+        rows.append({"name": run.name, "status": run.status, "epochs": run.epochs_done(),
                      "best": best, "monitor": run.monitor, **{k: hp.get(k) for k in differing},
                      "seconds": round(run.seconds(), 3), "command": run.record.get("command", "")})
     return RunRows(rows, differing)
@@ -133,8 +133,8 @@ def _facts(run):
     options = run_folders.command_options(record.get("command", ""))
     command = str(record.get("command", "")).replace(" --log %s" % options.get("log"), "")  # the run's own name
     facts = dict(run_folders.hyperparameters(record), command=command or None, status=run.status)
-    facts.update({"versions." + k: v for k, v in (record.get("versions") or {}).items()})
-    facts.update({"seeds." + k: v for k, v in (record.get("seeds") or {}).items() if k != "loader"})  # = seed
+    facts.update({"versions." + k: v for k, v in run_folders.part(record, "versions").items()})
+    facts.update({"seeds." + k: v for k, v in run_folders.part(record, "seeds").items() if k != "loader"})  # = seed
     last = run.epochs[-1] if run.epochs else {}
     facts.update({"final." + k: v for k, v in last.items() if k not in ("kind", "seconds")
                   and run_folders.number(v) is not None})

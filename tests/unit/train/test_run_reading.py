@@ -37,3 +37,13 @@ def test_the_command_options_read_back_as_fit_was_given_them():
     options = runs.command_options("torch fit MODEL OPT LOADER --loss_args {'a': 1} --epochs 3 --clip 0.5 "
                                    "--val VAL_LOADER --overwrite")
     assert options == {"loss_args": "{'a': 1}", "epochs": 3, "clip": 0.5, "val": "VAL_LOADER", "overwrite": True}
+
+
+def test_a_damaged_run_json_and_rows_of_the_wrong_types_are_listed_not_fatal(tmp_path):
+    with open(os.path.join(tmp_path, "run.json"), "w") as f:
+        json.dump({"command": "torch fit --epochs x --max_steps 3", "optimizer": ["SGD"], "seeds": 7,
+                   "loader": {"batch_size": 8}}, f)
+    write_log(tmp_path, [{"kind": "epoch", "epoch": "one", "step": "two", "loss": "NaN", "seconds": None}])
+    run = runs.read(".", str(tmp_path))
+    assert (run.epochs_done(), run.best("loss"), run.seconds(), run.status) == (0, None, 0.0, "failed")
+    assert runs.hyperparameters(run.record) == {"max_epochs": "x", "max_steps": 3, "batch_size": 8}
