@@ -159,6 +159,8 @@ ERRORS = {
     "untrusted_network": (400, EXIT_USAGE, "a listener beyond loopback without TLS and a token; torch.distributed's needs --trusted_network"),
     "needs_client": (409, EXIT_USAGE, "the command needs a reply this caller does not carry out (the `torch` client does); nothing ran"),
     "run_exists": (409, EXIT_HANDLE, "`fit --log DIR`: DIR holds a run; --resume auto continues it, --overwrite replaces it"),
+    "no_runs": (404, EXIT_IO, "`torch runs`: the folder holds no `fit --log` run (no run.json or metrics.jsonl at or under it)"),
+    "unknown_metric": (400, EXIT_USAGE, "`torch runs best --by KEY`: no run's epoch rows have that key; the hint names those they have"),
 }
 
 # exit status -> (its name in `torch --help`, its class in the README's table). Generated into both,

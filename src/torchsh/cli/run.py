@@ -133,7 +133,9 @@ def _run_op(ctx, op, fixed, words):
     if isinstance(result, (results.Exec, results.Follow, results.Copy, results.Await)):
         return _replied(ctx, op, result, warnings)
     wire = results.to_wire(result, ctx)
-    return CliReply(stdout=render.cli_text(result, wire, parsed.globals.get("json", False)), stderr=warnings)
+    # rows that say how they compare (`runs diff`: 1 when the runs differ, as diff(1)) exit with that status
+    return CliReply(stdout=render.cli_text(result, wire, parsed.globals.get("json", False)), stderr=warnings,
+                    exit=getattr(result, "exit_status", 0))
 
 
 def _columns(ctx):

@@ -68,6 +68,20 @@ def choose(rows, ys=None, x=None):
     return x, [s for s in series if s.points]
 
 
+def overlay(sources, ys=None, x=None):
+    """(x key, [Series]) of several runs on one chart: each --y key of each run, named "RUN KEY" (RUN: the
+    run's folder relative to the folder all of them are in); the first run chooses the defaults."""
+    folders = [os.path.dirname(os.path.abspath(s)) if not os.path.isdir(s) else os.path.abspath(s) for s in sources]
+    common = os.path.commonpath(folders)
+    chosen = []
+    for source, folder in zip(sources, folders):
+        x, ys_of_run = choose(read_rows(metrics_path(source)), ys, x)
+        ys = ys or [s.name for s in ys_of_run]
+        label = os.path.relpath(folder, common) if folder != common else os.path.basename(folder)
+        chosen += [Series("%s %s" % (label, s.name), s.points) for s in ys_of_run]
+    return x, chosen
+
+
 def _points(rows, x, y):
     kind = "step" if x == "step" else "epoch"
     own = [r for r in rows if r.get("kind", kind) == kind and y in r]

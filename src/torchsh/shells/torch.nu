@@ -5291,12 +5291,12 @@ export def pixel_unshuffle [
     --name: string  # name the object it makes: @NAME then names it
 ]: any -> any { torchsh typed "pixel_unshuffle" $args "downscale_factor no_grad! name" [$downscale_factor $no_grad $name] }
 
-# Chart training metrics from a `torch fit --log DIR` folder (DIR/metrics.jsonl) or a metrics.jsonl.
+# Chart training metrics from `torch fit --log DIR` folders (DIR/metrics.jsonl) or metrics.jsonl files.
 #
-# plot(DirPath source, *, str[]? y=None, str? x=None, OutPath? png=None, int? width=None, int? height=None, bool confusion=False) -> str
+# plot(Path[] source, *, str[]? y=None, str? x=None, OutPath? png=None, int? width=None, int? height=None, bool confusion=False) -> str
 export def plot [
-    ...args: oneof<number, any>@"nu-complete torch"  # positional: source; piped handles fill the tensor slots still missing
-    --source: path  # the run folder, or a metrics.jsonl (DirPath)
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: source…; piped handles fill the tensor slots still missing
+    --source: any  # a run folder, or a metrics.jsonl; several overlay their runs: one series per run and --y key, named… (Path[])
     --y: any  # the keys to draw (default loss, and val_loss when the file has it) (str[]?)
     --x: string  # step draws the step rows, epoch the epoch rows (default step when the file has step rows); a key on… (str?)
     --png: path  # write an 800x500 PNG there (matplotlib) and print its path, instead of drawing in the terminal (OutPath?)
@@ -5784,6 +5784,36 @@ export def rsub [
     --no_grad  # run without recording gradients
     --name: string  # name the object it makes: @NAME then names it
 ]: any -> any { torchsh typed "rsub" $args "other alpha no_grad! name" [$other $alpha $no_grad $name] }
+
+# The folder of the best run at or under DIR: the lowest --by over each run's epochs (--max: the highest).
+#
+# runs.best(DirPath dir, *, str? by=None, bool max=False) -> str
+export def "runs best" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: dir; piped handles fill the tensor slots still missing
+    --dir: path  # DirPath
+    --by: string  # the metric of the epoch rows compared (default val_loss when a run has it, else loss) (str?)
+    --max  # the highest value is best (accuracy, f1, r2); lowest is the default, as Lightning's mode="min" (bool)
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "runs.best" $args "dir by max! no_grad!" [$dir $by $max $no_grad] }
+
+# What differs between runs A and B, one line each: `KEY: A's -> B's`, KEY a hyperparameter, the
+#
+# runs.diff(DirPath a, DirPath b) -> Json
+export def "runs diff" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: a b; piped handles fill the tensor slots still missing
+    --a: path  # DirPath
+    --b: path  # DirPath
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "runs.diff" $args "a b no_grad!" [$a $b $no_grad] }
+
+# The runs of `torch fit --log` at or under DIR, as a table: NAME STATUS EPOCHS BEST, the hyperparameters
+#
+# runs.ls(DirPath dir) -> Json
+export def "runs ls" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: dir; piped handles fill the tensor slots still missing
+    --dir: path  # a run folder, or a folder of runs (searched below: runs/sweep/version_3) (DirPath)
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "runs.ls" $args "dir no_grad!" [$dir $no_grad] }
 
 # Save tensors to a file chosen by extension; several tensors need npz, safetensors or pt.
 #
@@ -7261,6 +7291,7 @@ export def tolist [
 
 export alias available = cuda available
 export alias begin = scope begin
+export alias best = runs best
 export alias cdf = dist cdf
 export alias device_count = cuda device_count
 export alias end = scope end

@@ -19,6 +19,7 @@ GROUP_WORDS = {
     "cuda": "torch.cuda: available, device_count, synchronize, manual_seed, memory",
     "data": "datasets and loaders: `torch data open FILE`, split, transform, loader, next",
     "job": "background work (`torch fit --detach`): list, logs, wait, stop",
+    "runs": "`torch fit --log` runs compared: ls, diff, best",
     "model": "model files before anything is loaded: inspect (headers only, nothing unpickled)",
     "session": "every object held, saved to a folder and loaded again: save, load, push",
 }

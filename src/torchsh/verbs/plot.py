@@ -14,16 +14,19 @@ from torchsh.verbs import verb
 DEFAULT_WIDTH, DEFAULT_HEIGHT = 80, 15
 
 
-@verb("plot(DirPath source, *, str[]? y=None, str? x=None, OutPath? png=None, int? width=None, int? height=None, "
+@verb("plot(Path[] source, *, str[]? y=None, str? x=None, OutPath? png=None, int? width=None, int? height=None, "
       "bool confusion=False) -> str",
       category="files",
       examples=("printf '%s\\n' '{\"kind\":\"step\",\"step\":1,\"loss\":2.0}' '{\"kind\":\"step\",\"step\":2,\"loss\":1.5}' "
-                "'{\"kind\":\"step\",\"step\":3,\"loss\":0.75}' > metrics.jsonl && torch plot metrics.jsonl --width 60",))
+                "'{\"kind\":\"step\",\"step\":3,\"loss\":0.75}' > metrics.jsonl && torch plot metrics.jsonl --width 60",
+                "mkdir -p a b && printf '%s\\n' '{\"kind\":\"step\",\"step\":1,\"loss\":2.0}' '{\"kind\":\"step\",\"step\":2,\"loss\":1.0}' "
+                "> a/metrics.jsonl && printf '%s\\n' '{\"kind\":\"step\",\"step\":1,\"loss\":1.5}' '{\"kind\":\"step\",\"step\":2,\"loss\":1.2}' "
+                "> b/metrics.jsonl && torch plot a b --y loss --width 60"))
 def plot(ctx, source, y=None, x=None, png=None, width=None, height=None, confusion=False):
-    """Chart training metrics from a `torch fit --log DIR` folder (DIR/metrics.jsonl) or a metrics.jsonl.
+    """Chart training metrics from `torch fit --log DIR` folders (DIR/metrics.jsonl) or metrics.jsonl files.
 
     Args:
-        source: the run folder, or a metrics.jsonl
+        source: a run folder, or a metrics.jsonl; several overlay their runs: one series per run and --y key, named "RUN KEY"
         y: the keys to draw (default loss, and val_loss when the file has it)
         x: step draws the step rows, epoch the epoch rows (default step when the file has step rows); a key only the other kind of row has is drawn from those rows at their step or epoch
         png: write an 800x500 PNG there (matplotlib) and print its path, instead of drawing in the terminal
@@ -31,10 +34,14 @@ def plot(ctx, source, y=None, x=None, png=None, width=None, height=None, confusi
         height: plot rows (default 15)
         confusion: draw the confusion matrix of the last epoch (val_confusion, else confusion) as a table, or a heatmap with --png
     """
-    path = series.metrics_path(source)
     if confusion:
-        return _confusion(series.read_rows(path), png)
-    x_name, chosen = series.choose(series.read_rows(path), y, x)
+        if len(source) > 1:
+            raise bad_argument("--confusion draws one run's matrix; %d were given" % len(source))
+        return _confusion(series.read_rows(series.metrics_path(source[0])), png)
+    if len(source) > 1:
+        x_name, chosen = series.overlay(source, y, x)
+    else:
+        x_name, chosen = series.choose(series.read_rows(series.metrics_path(source[0])), y, x)
     if png is not None:
         write_chart(png, chosen, x_name)
         return Text(png + "\n")
