@@ -52,7 +52,8 @@ def test_a_seeded_session_replays_from_its_seed(sh):
     _check(path)
 
 
-def test_names_are_the_scripts_variable_names_and_for_takes_a_name(sh):
+def test_names_are_the_scripts_variable_names_and_for_takes_a_name(fresh_sh):
+    sh = fresh_sh()  # a daemon of its own: names pin their objects, and docs/names.md's examples make @exp1/*
     sh("torch manual_seed 7; torch randn 4 3 --name exp1/x; torch nn sequential 'linear 3 2' --name enc; "
        "torch randn 3 --name range; torch optim sgd @enc --lr 0.1 --name 0pt")
     sh("torch backward $(torch sum $(torch forward @enc @exp1/x)); torch step @0pt")
