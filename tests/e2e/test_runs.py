@@ -65,6 +65,11 @@ def test_ls_tells_stopped_failed_and_running_runs_from_finished_ones(sh, runs):
         first_epoch = next(i for i, line in enumerate(lines) if '"kind": "epoch"' in line)
         with open(jsonl, "w") as f:  # the run got through epoch 1 only
             f.writelines(lines[:first_epoch + 1] + (lines[first_epoch + 1:first_epoch + 2] if name == "failed" else []))
+        record = os.path.join(folder, name, "run.json")
+        with open(record) as f:  # as a killed daemon, or a torchsh before run.json's "ended", leaves it
+            kept = {k: v for k, v in json.load(f).items() if k != "ended"}
+        with open(record, "w") as f:
+            json.dump(kept, f)
         last = os.path.join(folder, name, "last.safetensors")
         stamp = os.stat(jsonl).st_mtime_ns
         # stopped: its checkpoint was saved at its last row; failed: rows came after its last checkpoint

@@ -46,6 +46,7 @@ class Job:
         self.first_row = None       # the first epoch row: text output prints the header above it
         self.columns = columns      # the row keys shown, in order (None: the first row's keys)
         self.position = None        # (epoch, step) of the last completed step the work reported
+        self.trial = None           # a sweep's trial in progress
         self.downloads = []         # (stage id, path): what a remote caller fetches once it ends (fit --log)
         self.started, self.ended = time.time(), None
         self.changed = threading.Condition()
@@ -66,10 +67,11 @@ class Job:
                 self.progress = dict(event)
                 self._note_position(event)
                 now = time.monotonic()
-                if now - self._last_plain >= PLAIN_EVERY_S or event.get("batch") == event.get("batches"):
+                if now - self._last_plain >= PLAIN_EVERY_S or (event.get("batch") == event.get("batches")
+                                                               and "trial" not in event):  # a sweep: by the clock
                     self._last_plain = now
                     self.events.append(("plain", progress_text(event) + "\n"))
-            elif kind == "epoch":
+            elif kind in ("epoch", "row"):  # an epoch row of fit, a trial row of sweep
                 self._note_position(event)
                 self.columns = self.columns or [k for k in event if k not in ("event", "kind")]
                 row = {k: event[k] for k in self.columns if k in event}
@@ -86,6 +88,8 @@ class Job:
     def _note_position(self, event):
         if "epoch" in event and "step" in event:
             self.position = (event["epoch"], event["step"])
+        if isinstance(event.get("trial"), int):  # a sweep's: which trial the work is in
+            self.trial = event["trial"]
 
     def should_stop(self):
         if self.lease_until is not None and not self._stop.is_set() and time.monotonic() > self.lease_until:
@@ -141,7 +145,8 @@ class Job:
 
     def stopped_line(self):
         epoch, step = self.position or (0, 0)
-        return "stopped at epoch %s step %s" % (epoch, step) + (": %s" % self.stop_reason if self.stop_reason else "")
+        trial = "trial %s " % self.trial if self.trial is not None else ""
+        return "stopped at %sepoch %s step %s" % (trial, epoch, step) + (": %s" % self.stop_reason if self.stop_reason else "")
 
     def progress_text(self):
         """The census's and `job list`'s progress: where the work is now."""
@@ -154,6 +159,9 @@ class Job:
 def progress_text(event):
     """One progress line (no newline): batch/total, rate, ETA, running loss."""
     parts = ["epoch %s" % event.get("epoch"), "batch %s/%s" % (event.get("batch"), event.get("batches"))]
+    trial = event.get("trial")
+    if trial is not None:  # a sweep's: one trial, or the trials training together
+        parts.insert(0, "trial %s" % (trial if isinstance(trial, int) else ",".join(map(str, trial))))
     if event.get("rate") is not None:
         parts.append("%.1f batch/s" % event["rate"])
     if event.get("eta_s") is not None:

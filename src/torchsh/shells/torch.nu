@@ -6559,6 +6559,38 @@ export def swapdims [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "swapdims" $args "dim0 dim1 no_grad!" [$dim0 $dim1 $no_grad] }
 
+# Search hyperparameters: each trial fills --model and --opt's {names} with values Optuna draws from
+#
+# sweep(*, Loader data, str? model=None, str? opt=None, str? space=None, Loader? val=None, int? trials=None, str? loss=None, Json? loss_args=None, int? epochs=None, str[]? metrics=None, str? monitor=None, int? patience=None, str? sampler=None, str? pruner=None, int? seed=None, ScalarType? target_dtype=None, InOutDirPath? log=None, str? storage=None, str? study=None, str? join=None, bool resume=False, int vectorize=8, bool detach=False, bool json=False) -> Json
+export def sweep [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
+    --data: string@"nu-complete torch"  # the training loader every trial uses (each trial starts from its state at the sweep's start) (Loader)
+    --model: string  # torch nn words with {name} placeholders: "sequential 'linear 784 {width}' relu 'linear {width} 10'" (str?)
+    --opt: string  # torch optim words without the model: 'adamw --lr {lr} --weight_decay {wd}' (str?)
+    --space: string  # NAME: SPEC; …: [a,b,c], uniform(lo,hi), loguniform(lo,hi), quniform(lo,hi,q), int(lo,hi[,step]), lo… (str?)
+    --val: string@"nu-complete torch"  # a validation loader (the default --monitor is then val_loss) (Loader?)
+    --trials: int  # how many trials the study runs in all (workers of a --join count together); default 10 (int?)
+    --loss: string@"nu-complete torch"  # as fit's --loss (str?)
+    --loss_args: any@"nu-complete torch"  # as fit's (Json?)
+    --epochs: int  # each trial's epochs (default 1) (int?)
+    --metrics: any@"nu-complete torch"  # as fit's --metrics (str[]?)
+    --monitor: string  # the value a trial is judged by (its best over the epochs); default val_loss, else loss (str?)
+    --patience: int  # as fit's: a trial stops after this many epochs without improving (int?)
+    --sampler: string  # tpe (default), random, or grid (every entry a list) (str?)
+    --pruner: string  # median (default, as optuna.create_study), asha (successive halving), hyperband, or none (str?)
+    --seed: int  # the sampler's seed; trial N's model is built after torch.manual_seed(SEED + N) (int?)
+    --target_dtype: string@"nu-complete torch dtypes"  # as fit's (ScalarType?)
+    --log: path  # a folder: sweep.json, the study (study.journal) and a run folder per trial (trial_NNNN), which torc… (InOutDirPath?)
+    --storage: string  # where the study lives: sqlite:///FILE.db, postgresql://…, mysql://… or a journal FILE (str?)
+    --study: string  # the study's name (str?)
+    --join: string  # the name of a study in --storage to work on as one more worker (its definition is the study's) (str?)
+    --resume  # continue the sweep in --log DIR: finished trials are kept, an interrupted one runs again (bool)
+    --vectorize: int  # trials asked for and trained together; those of one architecture as one vectorised model (torch.fun… (int; default 8)
+    --detach  # run as a job and print its job:// at once (bool)
+    --json  # trial rows as JSON lines (bool)
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "sweep" $args "data model opt space val trials loss loss_args epochs metrics monitor patience sampler pruner seed target_dtype log storage study join resume! vectorize detach! json! no_grad!" [$data $model $opt $space $val $trials $loss $loss_args $epochs $metrics $monitor $patience $sampler $pruner $seed $target_dtype $log $storage $study $join $resume $vectorize $detach $json $no_grad] --follows }
+
 # Expects input to be <= 2-D tensor and transposes dimensions 0 and 1.
 #
 # torch.t(Tensor input) -> Tensor(a)

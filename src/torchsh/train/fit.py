@@ -58,7 +58,7 @@ class FitResult:
     rows: list = field(default_factory=list)  # the epoch rows of this run
     epoch: int = 0
     step: int = 0
-    reason: str = "done"                      # done | stopped | max_steps | early_stop
+    reason: str = "done"                      # done | stopped | max_steps | early_stop | pruned
 
 
 class OneProcess:
@@ -98,8 +98,9 @@ class OneProcess:
         pass
 
 
-def run_fit(ctx, plan, report, should_stop, world=None):
-    return _Run(plan, report, should_stop, world or OneProcess()).go()
+def run_fit(ctx, plan, report, should_stop, world=None, keep=None):
+    """keep(row) -> bool, after each epoch row (a sweep's pruner): False ends the run there ("pruned")."""
+    return _Run(plan, report, should_stop, world or OneProcess(), keep).go()
 
 
 def _on_device(batch, device, target_dtype=None):
@@ -115,8 +116,8 @@ def _on_device(batch, device, target_dtype=None):
 
 
 class _Run:
-    def __init__(self, plan, report, should_stop, world):
-        self.plan, self.report, self.should_stop, self.world = plan, report, should_stop, world
+    def __init__(self, plan, report, should_stop, world, keep=None):
+        self.plan, self.report, self.should_stop, self.world, self.keep = plan, report, should_stop, world, keep
         self.net = world.wrap(plan.model)  # what the training forward and backward go through
         self.scaler = torch.amp.GradScaler(plan.device_type, enabled=plan.autocast == "fp16")
         self.params = [p for g in plan.optimizer.param_groups for p in g["params"]]
@@ -136,7 +137,7 @@ class _Run:
             if reason is not None:  # a resumed run that is over already
                 self.report({"event": "note", "text": self._nothing_to_do(reason)})
             while reason is None:
-                reason = self._epoch() or self._ended()
+                reason = self._epoch() or self._after_epoch()
                 if reason == "early_stop":
                     self.report({"event": "note", "text": self._early_stop()})
         return self._finish(reason)
@@ -152,6 +153,12 @@ class _Run:
         plan, p = self.plan, self.progress
         return "early stop after epoch %d: %s did not improve for %d epoch%s (best %.6g at epoch %s)" % (
             p.epoch - 1, plan.monitor, p.bad_epochs, "" if p.bad_epochs == 1 else "s", p.best, p.best_epoch)
+
+    def _after_epoch(self):
+        """Why the run ends after this epoch, or None. keep (a sweep's pruner) sees every epoch row, the
+        last one too (its value is reported), but a run at its end is done, not pruned."""
+        pruned = self.keep is not None and not self.keep(self.result.rows[-1])
+        return self._ended() or ("pruned" if pruned else None)
 
     def _ended(self):
         """Why the run is over before another epoch (a resumed run may be over already), or None."""
@@ -281,9 +288,10 @@ class _Run:
 
     def _finish(self, reason):
         p = self.progress
+        epoch = p.epoch - (0 if p.in_epoch else 1)
         if self.log:
-            self.log.close()
-        self.result.epoch, self.result.step, self.result.reason = p.epoch - (0 if p.in_epoch else 1), p.step, reason
+            self.log.close({"reason": reason, "epoch": epoch, "step": p.step})
+        self.result.epoch, self.result.step, self.result.reason = epoch, p.step, reason
         self.world.finish(self.plan, self.scaler, p, self.result)
         self.report({"event": "done" if reason in ("done", "early_stop") else "stopped",
                      "epoch": self.result.epoch, "step": p.step, "reason": reason})

@@ -67,6 +67,7 @@ class LogDir:
         if resumed_from and os.path.exists(path):
             with open(path) as f:
                 first = json.load(f)
+            first.pop("ended", None)  # going on again
             first.setdefault("resumed", []).append(dict(run, resumed_from=resumed_from, step=progress.step))
             run = first
         text = json.dumps(run, indent=1, default=str) + "\n"
@@ -120,7 +121,10 @@ class LogDir:
         except OSError as e:
             raise fileio.file_error(self.csv, "read", e) from None
 
-    def close(self):
+    def close(self, ended=None):
+        """ended: {"reason", "epoch", "step"}, kept in run.json as "ended" (`torch runs ls` reads the status)."""
+        if ended is not None:
+            self._note_end(ended)
         if self._jsonl is not None:
             self._jsonl.flush()
             os.fsync(self._jsonl.fileno())
@@ -129,6 +133,17 @@ class LogDir:
         if self._events is not None:
             self._events.close()  # fsync'd too
             self._events = None
+
+    def _note_end(self, ended):
+        path = os.path.join(self.folder, "run.json")
+        try:
+            with open(path) as f:
+                run = json.load(f)
+        except (OSError, ValueError):
+            return  # no run.json to add to (removed meanwhile): the status is read from the files then
+        run["ended"] = dict(ended, time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        text = json.dumps(run, indent=1, default=str) + "\n"
+        fileio.atomic_write(path, lambda tmp: _write_text(tmp, text))
 
     def _add_columns(self, row):
         new = [k for k in row if k not in self.columns]
@@ -161,6 +176,7 @@ def _hparams(plan, run):
                   loss_args=json.dumps(plan.loss_args) if plan.loss_args else None, seed=plan.loader.seed,
                   scheduler=run["scheduler"], accum=plan.accum, clip=plan.clip, autocast=plan.autocast,
                   patience=plan.patience, max_steps=plan.max_steps, monitor=plan.monitor, model=run["model"])
+    values.update((plan.trial or {}).get("params", {}))  # a sweep's own names for what it varies
     return {k: v if isinstance(v, (bool, int, float, str)) else json.dumps(v, default=str)
             for k, v in values.items() if v is not None}
 
@@ -209,6 +225,7 @@ def _run_record(plan):
         "loader": _loader_record(loader),
         "val": _loader_record(plan.val) if plan.val else None,
         "data": meaning.of_model(plan.model) or None,  # classes, categories, standardization (data/meaning.py)
+        **({"trial": plan.trial} if plan.trial else {}),  # a sweep's trial: study, number, params, seed
     }
 
 

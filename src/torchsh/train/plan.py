@@ -36,6 +36,7 @@ class FitPlan:
     command: tuple = ()                 # the command line, for run.json
     loss_name: str = ""
     target_dtype: Optional[torch.dtype] = None  # each batch's target .to(this) before the loss
+    trial: Optional[dict] = None        # a `torch sweep` trial: study, number, params, seed (run.json keeps it)
 
     def __post_init__(self):
         if self.epochs < 1 or self.accum < 1 or self.save_every < 1:

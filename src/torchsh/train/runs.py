@@ -6,9 +6,12 @@ Only what a listing needs is read: run.json, and metrics.jsonl's epoch rows: ste
 file, are recognised by their first bytes and never parsed, except the last one (how far a run that stopped
 mid-epoch got). Nothing here imports torch: a listing of a thousand runs costs milliseconds a run.
 
-A run's status, from what its folder and the machine hold (`fit` writes no end marker):
+A run's status, from what its folder and the machine hold:
 - running: a process holds its metrics.jsonl open for writing (train/writers.py: a fit writes it for the
   whole run; seen in /proc, so on Linux, for the processes this user may look into);
+- what run.json's "ended" says, where the run ended in its own time (fit writes it as it ends: done,
+  early_stop and max_steps are finished, stopped is stopped, a sweep's pruned trial is pruned); else, for a
+  run of an older torchsh or one whose daemon was killed:
 - finished: its last epoch row is the run's last epoch (--epochs, 1 by default), or --max_steps was reached,
   or --patience epochs went by without the monitored value improving (an early stop);
 - stopped: it ended before that with a checkpoint at its last step (`torch job stop`, Ctrl-C, `daemon
@@ -32,6 +35,7 @@ MAX_RUN_JSON = 1 << 20             # run.json is a few KB; a bigger one is not r
 CHUNK = 1 << 22                    # metrics.jsonl is read this many bytes at a time
 LOWER_IS_BETTER = ("loss", "mae", "rmse")  # train/metrics.py's (a monitored value's mode; no torch import here)
 _STEP_ROW = (b'{"kind": "step"', b'{"kind":"step"')
+_ENDED = {"done": "finished", "early_stop": "finished", "max_steps": "finished", "stopped": "stopped", "pruned": "pruned"}
 
 
 @dataclass
@@ -190,6 +194,9 @@ def _add_row(line, epochs):
 def _status(run, jsonl, writing):
     if os.path.realpath(jsonl) in writing:
         return "running"
+    ended = run.record.get("ended")
+    if isinstance(ended, dict) and ended.get("reason") in _ENDED:
+        return _ENDED[ended["reason"]]
     options, last = run.options, run.epochs[-1] if run.epochs else {}
     if (number(last.get("epoch")) or 0) >= _int(options.get("epochs", 1), 1):
         return "finished"
@@ -287,4 +294,7 @@ def hyperparameters(record):
     hp["train_size"] = loader.get("length")
     hp["seed"] = part(record, "seeds").get("loader")
     hp["model"] = " ".join(str(record.get("model", "")).split()) or None
+    trial = record.get("trial")
+    if isinstance(trial, dict) and isinstance(trial.get("params"), dict):  # a sweep's values, by its names
+        hp.update(trial["params"])
     return {k: v for k, v in hp.items() if v is not None}

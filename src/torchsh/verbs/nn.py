@@ -13,7 +13,7 @@ import shlex
 import torch
 
 from torchsh.classes import tables
-from torchsh.call import bind, parse
+from torchsh.call import nested
 from torchsh.call.results import Table, Text
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.classes.signature import WordsOpSpec, class_args, fit_values
@@ -148,15 +148,10 @@ def _is_layer_kind(ctx, word):
 
 def build_from_words(ctx, words):
     """One inline layer spec, e.g. ['linear', '2', '8', '--bias', 'false'], built as `torch nn …` would."""
-    from torchsh.call.invoke import convert_all
-    op, _, rest = ctx.table.resolve(["nn"] + words)
+    op, rest = nested.resolve(ctx, ["nn"] + words)
     if op.class_kind != "nn":
         raise bad_argument("%r is not a layer kind" % " ".join(words), "`torch nn list` shows the kinds")
-    parsed = parse.split_argv(op, rest)
-    binding, partials = bind.choose(op, parsed.positionals, parsed.flags)
-    if binding is None:
-        raise TorchshError("usage", "cannot build %r" % " ".join(words), op.usage())
-    return op.call(ctx, **convert_all(ctx, binding))
+    return nested.call_words(ctx, op, rest, "a layer")
 
 
 # -- running ----------------------------------------------------------------------------------------

@@ -36,7 +36,8 @@ def runs_ls(ctx, dir):
         dir: a run folder, or a folder of runs (searched below: runs/sweep/version_3)
 
     STATUS is running (a process writes its metrics.jsonl), finished (its last epoch, --max_steps or an
-    early stop), stopped (ended at a checkpoint: --resume auto continues it) or failed. BEST is the best
+    early stop), stopped (ended at a checkpoint: --resume auto continues it), pruned (a `torch sweep` trial its
+    pruner stopped) or failed. BEST is the best
     value of the run's --monitor (val_loss, else loss) over its epochs; max_epochs is fit's --epochs.
     """
     found = _read_all(ctx, dir)

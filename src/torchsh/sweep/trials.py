@@ -1,0 +1,111 @@
+"""One `torch sweep` trial as a `torch fit` run: its model and optimizer built from the --model and --opt
+templates with the trial's values, its FitPlan (the sweep's data, loss and schedule), its run folder.
+
+A trial is repeatable alone: its model is built right after `torch.manual_seed(SEED + number)`, and every
+trial starts from the loaders' state when the sweep started (the sweep puts them back before each trial
+or batch of trials). So its run.json's trial section reads as the commands that repeat it:
+
+    torch manual_seed SEED+N; m=$(torch nn MODEL…); o=$(torch optim OPT… $m …); torch fit $m $o $DATA …
+"""
+import os
+import shlex
+
+import torch
+
+from torchsh.call import nested
+from torchsh.data import meaning
+from torchsh.errors import TorchshError, bad_argument
+from torchsh.sweep import space as spaces
+from torchsh.train import losschoice
+from torchsh.train.losses import loss_function, loss_options
+from torchsh.train.plan import FitPlan
+
+
+def folder(log, number):
+    return os.path.join(log, "trial_%04d" % number) if log else None
+
+
+def seed_of(definition, number):
+    return definition["seed"] + number
+
+
+def build(ctx, sweep, trial):
+    """(FitPlan, notes) of one trial: refusals of its words (a layer that cannot take a value) are the
+    trial's failure, said as the trial's, not the sweep's."""
+    d, params = sweep.definition, trial.params
+    model_words = spaces.fill(d["model"], params)
+    opt_words = spaces.fill(d["opt"], params)
+    torch.manual_seed(seed_of(d, trial.number))
+    model = _model(ctx, model_words)
+    meaning.attach(model, meaning.of_dataset(sweep.data.dataset))  # run.json and `torch predict` know the data
+    optimizer = _optimizer(ctx, model, opt_words)
+    loss, notes = d["loss"], []
+    item = losschoice.sample(sweep.data.dataset)
+    target_dtype = sweep.target_dtype
+    if loss is None:
+        loss, why = losschoice.choose(model, item, target_dtype)
+        notes.append("--loss %s (%s)" % (loss, why))
+    losschoice.check_target_dtype(loss, item, target_dtype)
+    trial_record = {"study": sweep.study_name, "number": trial.number, "params": dict(params),
+                    "seed": seed_of(d, trial.number), "model": model_words, "opt": opt_words}
+    plan = FitPlan(model=model, optimizer=optimizer, loader=sweep.data, val=sweep.val, loss=loss_function(loss),
+                   loss_args=loss_options(d["loss_args"]), loss_name=loss, epochs=d["epochs"],
+                   metrics=tuple(d["metrics"] or ()), monitor=d["monitor"], patience=d["patience"],
+                   target_dtype=target_dtype, log=folder(sweep.log, trial.number),
+                   command=_command(d, sweep.val is not None), trial=trial_record)
+    return plan, notes
+
+
+def _model(ctx, words):
+    op, rest = nested.resolve(ctx, ["nn"] + shlex.split(words))
+    if op.class_kind != "nn" and op.name != "nn.sequential":
+        raise bad_argument("--model %r is not a layer or nn sequential" % words,
+                           "e.g. --model \"sequential 'linear 784 {width}' relu 'linear {width} 10'\"")
+    model = nested.call_words(ctx, op, rest, "--model")
+    if not isinstance(model, torch.nn.Module):
+        raise bad_argument("--model %r does not make a module" % words)
+    return model
+
+
+def _optimizer(ctx, model, words):
+    """`adamw --lr 1e-3` built over the model's parameters: the model is held for the build, by a handle
+    nobody sees, and let go at once."""
+    parts = shlex.split(words)
+    if not parts:
+        raise TorchshError("missing_argument", "--opt is empty", "e.g. --opt 'adamw --lr {lr}'")
+    op, rest = nested.resolve(ctx, ["optim", parts[0]])
+    if op.class_kind != "optim" or rest:
+        raise bad_argument("--opt %r does not start with an optimizer" % words, "`torch optim list` shows them")
+    registry = ctx.app.registry
+    handle = registry.put(model, "nn", None)
+    try:
+        return nested.call_words(ctx, op, [handle] + parts[1:], "--opt")
+    finally:
+        registry.free([handle])
+
+
+def _command(d, has_val):
+    """fit's words for run.json (what `torch runs ls` reads its options from); MODEL and OPT are the trial's."""
+    words = ["torch", "fit", "MODEL", "OPT", "LOADER", "--epochs", str(d["epochs"])]
+    for key in ("loss", "loss_args", "monitor", "patience"):
+        if d[key] is not None:
+            words += ["--" + key, str(d[key])]
+    if d["metrics"]:
+        words += ["--metrics", ",".join(d["metrics"])]
+    return tuple(words + (["--val", "VAL_LOADER"] if has_val else []))
+
+
+def architecture(model):
+    """What trials must share to train as one vectorised model: the module tree and every tensor's shape."""
+    return (str(type(model)),
+            tuple((name, type(m).__name__) for name, m in model.named_modules()),
+            tuple((name, tuple(t.shape), t.dtype) for name, t in list(model.named_parameters())
+                  + list(model.named_buffers())))
+
+
+def value(plan, result):
+    """The trial's value for the study: the best monitored value over its epochs (what best.safetensors holds)."""
+    values = [row[plan.monitor] for row in result.rows if isinstance(row.get(plan.monitor), (int, float))]
+    if not values:
+        return None
+    return min(values) if plan.lower_is_better() else max(values)
