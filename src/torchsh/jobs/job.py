@@ -145,8 +145,7 @@ class Job:
 
     def stopped_line(self):
         epoch, step = self.position or (0, 0)
-        trial = "trial %s " % self.trial if self.trial is not None else ""
-        return "stopped at %sepoch %s step %s" % (trial, epoch, step) + (": %s" % self.stop_reason if self.stop_reason else "")
+        return "stopped at %sepoch %s step %s" % ("" if self.trial is None else "trial %s " % self.trial, epoch, step) + (": %s" % self.stop_reason if self.stop_reason else "")
 
     def progress_text(self):
         """The census's and `job list`'s progress: where the work is now."""
