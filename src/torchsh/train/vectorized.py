@@ -8,19 +8,23 @@ gradient; the optimizer step is PyTorch's over the stack (train/vectorized_optim
 run_fit's loop (train/fit.py) per trial: its rows, report events, log folder and checkpoints, written through
 the trial's own model and optimizer (the stack row copied back into them, in PyTorch's own state format).
 
-Each trial's result equals run_fit of that trial alone within 1e-6 on CPU; the optimizer step rounds as the
-single run's, the batched matrix products of the forward and backward may sum in another order (see
-tests/unit/train/test_vectorized.py for what is bit for bit). A trial that keep() refuses, or that stops
-early (--patience), leaves the stack: the others go on without it.
+Each trial's result equals run_fit of that trial alone within 1e-6 on CPU (tests/unit/train/test_vectorized.py;
+the largest difference seen there is 2.4e-7). What is bit for bit: the optimizer step, always (it rounds as
+PyTorch's, pinned by a test); the weights and optimizer state, when the batched matrix products of the forward
+and backward sum in the order of the single run's, which depends on the BLAS kernel chosen for the shapes (seen
+on x86 with PyTorch 2.13 for batches of 16, not for a last batch of 8, so not promised); the loss figures are not
+(the vmapped loss reduces in another order: 1 ulp), the metric counts are whenever the outputs are. A trial
+that keep() refuses, or that stops early (--patience), leaves the stack: the others go on without it.
 """
 import copy
 import time
 
 import torch
 from torch.func import functional_call, stack_module_state
+from torch.utils.data import default_collate
 
 from torchsh.train import resume, vectorized_optim
-from torchsh.train.fit import FitResult, Progress, _on_device
+from torchsh.train.fit import FitResult, Progress, early_stop_note, ended, improved_by, on_device
 from torchsh.train.logdir import LogDir
 from torchsh.train.metrics import EpochSums
 
@@ -47,7 +51,7 @@ def unsupported(plans):
               for p in plans]
     if any(s != shapes[0] for s in shapes):
         return "the trials' models differ in shape"
-    return vectorized_optim.reason([p.optimizer for p in plans])
+    return vectorized_optim.reason([p.optimizer for p in plans]) or _forward_reason(plans)
 
 
 def _plan_reason(plan):
@@ -59,8 +63,9 @@ def _plan_reason(plan):
     if plan.accum != 1:
         return "--accum has no vectorised step"
     model = plan.model
-    if any(isinstance(m, _RANDOM) for m in model.modules()):
-        return "dropout draws random numbers"
+    random = [type(m).__name__ for m in model.modules() if isinstance(m, _RANDOM)]
+    if random:
+        return "%s draws random numbers" % random[0]
     if next(model.buffers(), None) is not None:
         return "the model has buffers (BatchNorm's running statistics), which the vectorised step does not update"
     params = [p for g in plan.optimizer.param_groups for p in g["params"]]
@@ -71,10 +76,37 @@ def _plan_reason(plan):
     return None
 
 
+def _vmapped(base, params, inputs):
+    """Every trial's output: BASE's forward with each stack row of PARAMS, over the same inputs (a random op
+    raises: torch.vmap's randomness="error")."""
+    def one(row, *xs):
+        return functional_call(base, row, xs)
+    return torch.vmap(one, in_dims=(0,) + (None,) * len(inputs))(params, *inputs)
+
+
+def _forward_reason(plans):
+    """Why the vectorised forward of the data's first sample fails (a random op, an op vmap cannot batch), or None."""
+    plan = plans[0]
+    try:
+        *inputs, _ = on_device(default_collate([plan.loader.dataset[0]]), plan.device_type, plan.target_dtype)
+    except Exception:  # noqa: BLE001 (the data's own trouble shows in the run, as in a run alone)
+        return None
+    params, _ = stack_module_state([p.model for p in plans])
+    try:
+        with torch.no_grad():
+            _vmapped(copy.deepcopy(plan.model).to("meta"), params, inputs)
+    except RuntimeError as e:
+        text = str(e).strip().split("\n")[0]
+        return "the model's forward draws random numbers" if "random" in text else \
+            "the model's forward does not vectorise (%s)" % text[:120]
+    return None
+
+
 def run_together(plans, report, should_stop, keep):
     """Train every plan's model as run_fit would; one FitResult a trial, each model and optimizer left in its
     final state. report(i, event) gets run_fit's events per trial (batch events with i=None); keep(i, row) after
-    each epoch row says whether trial i goes on; should_stop() after every optimizer step stops them all."""
+    each epoch row says whether trial i goes on (asked after its last row too, when its answer changes nothing);
+    should_stop() after every optimizer step stops them all."""
     return _Together(plans, report, should_stop, keep).go()
 
 
@@ -92,25 +124,6 @@ class _Trial:
     def lr(self):
         return self.plan.optimizer.param_groups[0]["lr"]
 
-    def ended(self):
-        plan, p = self.plan, self.progress
-        if p.epoch > plan.epochs:
-            return "done"
-        if plan.patience is not None and p.bad_epochs >= plan.patience:
-            return "early_stop"
-        if plan.max_steps is not None and p.step >= plan.max_steps:
-            return "max_steps"
-        return None
-
-    def improved(self, value):
-        p = self.progress
-        better = p.best is None or (value < p.best if self.plan.lower_is_better() else value > p.best)
-        if better:
-            p.best, p.best_epoch, p.bad_epochs = value, p.epoch, 0
-        else:
-            p.bad_epochs += 1
-        return better
-
 
 class _Together:
     def __init__(self, plans, report, should_stop, keep):
@@ -127,19 +140,16 @@ class _Together:
 
     def go(self):
         with torch.enable_grad():
-            self._leave([(t, t.ended()) for t in self.stack if t.ended()])
             while self.stack:
                 self._epoch()
         return [t.result for t in self.trials]
 
     def _outputs(self, inputs):
-        def one(params, *xs):
-            return functional_call(self.base, params, xs)
-        return torch.vmap(one, in_dims=(0,) + (None,) * len(inputs))(self.params, *inputs)
+        return _vmapped(self.base, self.params, inputs)
 
     def _losses(self, outputs, target):
         plan = self.plan
-        return torch.stack([plan.loss(out, target, **plan.loss_args) for out in outputs])
+        return torch.vmap(lambda out: plan.loss(out, target, **plan.loss_args))(outputs)
 
     def _epoch(self):
         plan = self.plan
@@ -154,14 +164,14 @@ class _Together:
             if self._step(time.monotonic() - start):
                 return
             rate = taken / max(time.monotonic() - start, 1e-9)
-            losses = [t.sums.row()["loss"] for t in self.stack]
+            losses = [t.sums.loss / t.sums.samples for t in self.stack]
             self.report(None, {"event": "batch", "epoch": self.stack[0].progress.epoch, "batch": plan.loader.position,
                                "batches": batches, "loss": min(losses), "trials": len(losses), "rate": rate,
                                "eta_s": (batches - plan.loader.position) / rate})
         self._end_epoch(time.monotonic() - start)
 
     def _train_batch(self, batch):
-        *inputs, target = _on_device(batch, self.device, self.plan.target_dtype)
+        *inputs, target = on_device(batch, self.device, self.plan.target_dtype)
         outputs = self._outputs(inputs)
         losses = self._losses(outputs, target)
         for t, value, out in zip(self.stack, losses.detach().tolist(), outputs.detach()):
@@ -222,7 +232,7 @@ class _Together:
         if val_sums is not None:
             values.update(val_sums.row("val_"))
         values.update(lr=t.lr(), seconds=seconds)
-        improved = t.improved(values[plan.monitor])
+        improved = improved_by(plan, p, values[plan.monitor])
         p.epoch, p.in_epoch, p.sums, p.epoch_seconds = p.epoch + 1, False, None, 0.0
         if t.log:
             t.log.row(values)
@@ -232,11 +242,9 @@ class _Together:
                 self._save(row, t, "best")
         t.result.rows.append(values)
         self.report(t.index, dict(values, event="epoch"))
-        reason = t.ended()
+        reason = ended(plan, p)
         if reason == "early_stop":
-            self.report(t.index, {"event": "note", "text": "early stop after epoch %d: %s did not improve for %d "
-                                  "epoch(s) (best %.6g at epoch %s)" % (p.epoch - 1, plan.monitor, p.bad_epochs,
-                                                                        p.best, p.best_epoch)})
+            self.report(t.index, {"event": "note", "text": early_stop_note(plan, p)})
         wanted = self.keep(t.index, values)
         return reason or (None if wanted else "pruned")
 
@@ -247,7 +255,7 @@ class _Together:
         self.base.eval()
         with torch.no_grad():
             while (batch := plan.val.next_batch()) is not None:
-                *inputs, target = _on_device(batch, self.device, plan.target_dtype)
+                *inputs, target = on_device(batch, self.device, plan.target_dtype)
                 outputs = self._outputs(inputs)
                 for s, value, out in zip(sums, self._losses(outputs, target).tolist(), outputs):
                     s.add(value, out, target)

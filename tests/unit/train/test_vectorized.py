@@ -139,13 +139,25 @@ def test_a_trials_log_folder_holds_its_rows_and_checkpoints_that_restore(tmp_pat
         assert os.path.exists(os.path.join(logs[k], "best.safetensors"))
 
 
+class Noisy(torch.nn.Module):
+    """A model that draws random numbers no module type gives away."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x + torch.randn_like(x))
+
+
 def wider(p, hidden):
     p.model = mlp(0, hidden=hidden)
     p.optimizer = torch.optim.Adam(p.model.parameters())
 
 
 @pytest.mark.parametrize("change, reason", [
-    (lambda p, k: p.model.append(torch.nn.Dropout(0.1)), "dropout draws random numbers"),
+    (lambda p, k: p.model.append(torch.nn.Dropout(0.1)), "Dropout draws random numbers"),
+    (lambda p, k: setattr(p, "model", Noisy(p.model)), "the model's forward draws random numbers"),
     (lambda p, k: wider(p, 16 + k), "the trials' models differ in shape"),
     (lambda p, k: setattr(p, "optimizer", torch.optim.Adagrad(p.model.parameters())),
      "Adagrad has no vectorised step"),
