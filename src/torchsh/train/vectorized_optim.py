@@ -50,18 +50,17 @@ class _Stacked:
         self.state = {}    # parameter name -> {state key: stacked tensor}
         self._factors = {}
 
-    def factor(self, key, values, like):
-        """The trials' values of one hyperparameter as a [T, 1, …] tensor that broadcasts against LIKE."""
+    def factor(self, key, of_group, like):
+        """A hyperparameter, of_group(param_group) for every trial, as a [T, 1, …] tensor that broadcasts against
+        LIKE; kept under KEY (None: computed anew, for one that changes every step)."""
         cache_key = (key, like.dim())
         if key is None or cache_key not in self._factors:
+            values = [of_group(g) for g in self.groups]
             f = torch.tensor(values, dtype=like.dtype, device=like.device).view(-1, *[1] * (like.dim() - 1))
             if key is None:
                 return f
             self._factors[cache_key] = f
         return self._factors[cache_key]
-
-    def values(self, fn):
-        return [fn(g) for g in self.groups]
 
     def keep_rows(self, rows):
         """Only these stack rows go on (the others' trials ended)."""
@@ -91,10 +90,10 @@ class StackedSGD(_Stacked):
             if grad is None:
                 continue
             if any(g["weight_decay"] != 0 for g in self.groups):
-                grad = torch.addcmul(grad, param, self.factor("wd", self.values(lambda g: g["weight_decay"]), param))
+                grad = torch.addcmul(grad, param, self.factor("wd", lambda g: g["weight_decay"], param))
             if momentum:
                 grad = self._momentum(name, param, grad)
-            param.addcmul_(grad, self.factor("-lr", self.values(lambda g: -g["lr"]), param))
+            param.addcmul_(grad, self.factor("-lr", lambda g: -g["lr"], param))
 
     def _momentum(self, name, param, grad):
         if name not in self.state:
@@ -102,10 +101,10 @@ class StackedSGD(_Stacked):
             self.state[name] = {"momentum_buffer": buf}
         else:
             buf = self.state[name]["momentum_buffer"]
-            buf.mul_(self.factor("m", self.values(lambda g: g["momentum"]), param)).addcmul_(
-                grad, self.factor("1-d", self.values(lambda g: 1 - g["dampening"]), param))
+            buf.mul_(self.factor("m", lambda g: g["momentum"], param)).addcmul_(
+                grad, self.factor("1-d", lambda g: 1 - g["dampening"], param))
         if self.groups[0]["nesterov"]:
-            return torch.addcmul(grad, buf, self.factor("m", self.values(lambda g: g["momentum"]), param))
+            return torch.addcmul(grad, buf, self.factor("m", lambda g: g["momentum"], param))
         return buf
 
 
@@ -125,18 +124,19 @@ class StackedAdam(_Stacked):
             grad = grads.get(name)
             if grad is None:
                 continue
-            s = self.state.setdefault(name, {"exp_avg": torch.zeros_like(param),
-                                             "exp_avg_sq": torch.zeros_like(param)})
+            if name not in self.state:
+                self.state[name] = {"exp_avg": torch.zeros_like(param), "exp_avg_sq": torch.zeros_like(param)}
+            s = self.state[name]
             if decay and self.groups[0]["decoupled_weight_decay"]:
-                param.mul_(self.factor("1-lr*wd", self.values(lambda g: 1 - g["lr"] * g["weight_decay"]), param))
+                param.mul_(self.factor("1-lr*wd", lambda g: 1 - g["lr"] * g["weight_decay"], param))
             elif decay:
-                grad = torch.addcmul(grad, param, self.factor("wd", self.values(lambda g: g["weight_decay"]), param))
-            s["exp_avg"].lerp_(grad, self.factor("1-b1", self.values(lambda g: 1 - g["betas"][0]), param))
-            s["exp_avg_sq"].mul_(self.factor("b2", self.values(lambda g: g["betas"][1]), param)).addcmul_(
-                grad * self.factor("1-b2", self.values(lambda g: 1 - g["betas"][1]), param), grad)
-            bias_sqrt = self.factor(None, self.values(lambda g: (1 - g["betas"][1] ** step) ** 0.5), param)
-            denom = (s["exp_avg_sq"].sqrt() / bias_sqrt).add_(self.factor("eps", self.values(lambda g: g["eps"]), param))
-            step_size = self.factor(None, self.values(lambda g: -(g["lr"] / (1 - g["betas"][0] ** step))), param)
+                grad = torch.addcmul(grad, param, self.factor("wd", lambda g: g["weight_decay"], param))
+            s["exp_avg"].lerp_(grad, self.factor("1-b1", lambda g: 1 - g["betas"][0], param))
+            s["exp_avg_sq"].mul_(self.factor("b2", lambda g: g["betas"][1], param)).addcmul_(
+                grad * self.factor("1-b2", lambda g: 1 - g["betas"][1], param), grad)
+            bias_sqrt = self.factor(None, lambda g: (1 - g["betas"][1] ** step) ** 0.5, param)
+            denom = (s["exp_avg_sq"].sqrt() / bias_sqrt).add_(self.factor("eps", lambda g: g["eps"], param))
+            step_size = self.factor(None, lambda g: -(g["lr"] / (1 - g["betas"][0] ** step)), param)
             param.addcdiv_(s["exp_avg"] * step_size, denom)
 
     def trial_state(self, row, state):

@@ -155,6 +155,18 @@ def wider(p, hidden):
     p.optimizer = torch.optim.Adam(p.model.parameters())
 
 
+@pytest.mark.parametrize("optimizer", ["sgd_nesterov", "adam"])
+def test_fit_resumes_a_trials_last_checkpoint_as_its_run_alone_would_go_on(tmp_path, optimizer):
+    logs = [str(tmp_path / str(k)) for k in range(TRIALS)]
+    together(optimizer, logs=logs)
+    resumed = plan(2, optimizer, loaders(), epochs=4, log=logs[2], model=mlp(99))
+    resumed.resume = "auto"
+    result = run_fit(None, resumed, lambda event: None, lambda: False)
+    single, result_alone = alone(2, optimizer, epochs=4)
+    assert [r["epoch"] for r in result.rows] == [4]
+    assert differences(resumed, result, single, type(result_alone)(rows=result_alone.rows[3:])) <= 1e-6
+
+
 @pytest.mark.parametrize("change, reason", [
     (lambda p, k: p.model.append(torch.nn.Dropout(0.1)), "Dropout draws random numbers"),
     (lambda p, k: setattr(p, "model", Noisy(p.model)), "the model's forward draws random numbers"),
