@@ -9,12 +9,12 @@ run_fit's loop (train/fit.py) per trial: its rows, report events, log folder and
 the trial's own model and optimizer (the stack row copied back into them, in PyTorch's own state format).
 
 Each trial's result equals run_fit of that trial alone within 1e-6 on CPU (tests/unit/train/test_vectorized.py;
-the largest difference seen there is 2.4e-7). What is bit for bit: the optimizer step, always (it rounds as
-PyTorch's, pinned by a test); the weights and optimizer state, when the batched matrix products of the forward
-and backward sum in the order of the single run's, which depends on the BLAS kernel chosen for the shapes (seen
-on x86 with PyTorch 2.13 for batches of 16, not for a last batch of 8, so not promised); the loss figures are not
-(the vmapped loss reduces in another order: 1 ulp), the metric counts are whenever the outputs are. A trial
-that keep() refuses, or that stops early (--patience), leaves the stack: the others go on without it.
+the largest difference seen there is 2.4e-7). The optimizer step is bit for bit PyTorch's single-tensor step on CPU
+(a test pins it), and each loss is computed from the trial's own output as in a run alone; so a whole run (rows, weights,
+optimizer state) is bit for bit the run alone's whenever the batched matrix products of the forward and backward
+sum in the single run's order. That depends on the BLAS kernel chosen for the shapes: seen on x86 with PyTorch
+2.13 for batches of 16 (every figure equal), not for a last batch of 8 (6e-8 off), so it is not promised.
+A trial that keep() refuses, or that stops early (--patience), leaves the stack: the others go on without it.
 """
 import copy
 import time
@@ -148,8 +148,10 @@ class _Together:
         return _vmapped(self.base, self.params, inputs)
 
     def _losses(self, outputs, target):
+        """Each trial's loss, from its own output: a loss of the whole stack under vmap costs as much here, and
+        reduces in another order (1 ulp off the run alone's)."""
         plan = self.plan
-        return torch.vmap(lambda out: plan.loss(out, target, **plan.loss_args))(outputs)
+        return torch.stack([plan.loss(out, target, **plan.loss_args) for out in outputs])
 
     def _epoch(self):
         plan = self.plan

@@ -31,6 +31,7 @@ OPTIMIZERS = {  # trial k's optimizer: every option that may differ differs
     "adamw": lambda ps, k: torch.optim.AdamW(ps, lr=1e-3 * (k + 1), betas=(0.9 - 0.05 * k, 0.99),
                                              weight_decay=1e-2 * (k + 1)),
 }
+UNEVEN = {"sgd_uneven": lambda ps, k: torch.optim.SGD(ps, lr=[0.01, 0.3, 0.2, 0.5][k], momentum=0.9)}
 
 
 def mlp(k, dropout=False, hidden=16):
@@ -43,20 +44,21 @@ def loaders():
     return Loader(TensorDataset(X, Y), 16, shuffle=True, seed=5), Loader(TensorDataset(VX, VY), 32)
 
 
-def plan(k, optimizer, data, epochs=3, log=None, model=None):
+def plan(k, optimizer, data, epochs=3, log=None, model=None, **options):
     model = model or mlp(k)
-    return FitPlan(model, OPTIMIZERS[optimizer](model.parameters(), k), data[0], F.cross_entropy, epochs=epochs,
-                   val=data[1], metrics=("accuracy",), log=log)
+    make = {**OPTIMIZERS, **UNEVEN}[optimizer]
+    return FitPlan(model, make(model.parameters(), k), data[0], F.cross_entropy, epochs=epochs,
+                   val=data[1], metrics=("accuracy",), log=log, **options)
 
 
-def alone(k, optimizer, epochs=3, should_stop=lambda: False):
-    single = plan(k, optimizer, loaders(), epochs)
+def alone(k, optimizer, epochs=3, should_stop=lambda: False, **options):
+    single = plan(k, optimizer, loaders(), epochs, **options)
     return single, run_fit(None, single, lambda event: None, should_stop)
 
 
-def together(optimizer, keep=lambda i, row: True, should_stop=lambda: False, logs=None, events=None):
+def together(optimizer, keep=lambda i, row: True, should_stop=lambda: False, logs=None, events=None, **options):
     data = loaders()
-    plans = [plan(k, optimizer, data, log=logs and logs[k]) for k in range(TRIALS)]
+    plans = [plan(k, optimizer, data, log=logs and logs[k], **options) for k in range(TRIALS)]
     assert vectorized.unsupported(plans) is None
     report = (lambda i, event: events.append((i, event))) if events is not None else (lambda i, event: None)
     return plans, vectorized.run_together(plans, report, should_stop, keep)
@@ -113,15 +115,33 @@ def test_a_pruned_trial_leaves_the_stack_and_the_others_still_equal_their_runs_a
         assert results[k].reason == "done" and differences(plans[k], results[k], single, result) <= 1e-6
 
 
-def test_a_stop_ends_every_trial_at_that_step_as_a_run_alone():
-    def stop_after(steps):
-        polls = iter(range(1, 10 ** 6))
-        return lambda: next(polls) >= steps
-    plans, results = together("sgd_momentum", should_stop=stop_after(20))
+def stop_after(steps):
+    polls = iter(range(1, 10 ** 6))
+    return lambda: next(polls) >= steps
+
+
+@pytest.mark.parametrize("stop, reason", [(dict(should_stop=stop_after(20)), "stopped"),
+                                          (dict(max_steps=20), "max_steps")])
+def test_a_stop_ends_every_trial_at_that_step_as_a_run_alone(stop, reason):
+    plans, results = together("sgd_momentum", **stop)
     for k in range(TRIALS):
-        assert (results[k].reason, results[k].epoch, results[k].step) == ("stopped", 2, 20)
-        single, result = alone(k, "sgd_momentum", should_stop=stop_after(20))
+        assert (results[k].reason, results[k].epoch, results[k].step) == (reason, 2, 20)
+        if "should_stop" in stop:
+            stop = dict(should_stop=stop_after(20))
+        single, result = alone(k, "sgd_momentum", **stop)
         assert differences(plans[k], results[k], single, result) <= 1e-6
+
+
+def test_trials_that_stop_early_leave_the_stack_and_each_equals_its_run_alone():
+    events = []
+    plans, results = together("sgd_uneven", events=events, epochs=6, patience=1)
+    assert [(r.reason, r.epoch) for r in results] == [("early_stop", 5), ("early_stop", 4), ("early_stop", 4),
+                                                      ("early_stop", 2)]
+    trials = {e["epoch"]: e["trials"] for i, e in events if e["event"] == "batch"}
+    assert trials == {1: 4, 2: 4, 3: 3, 4: 3, 5: 1}
+    for k in range(TRIALS):
+        single, result = alone(k, "sgd_uneven", epochs=6, patience=1)
+        assert result.reason == "early_stop" and differences(plans[k], results[k], single, result) <= 1e-6
 
 
 def test_a_trials_log_folder_holds_its_rows_and_checkpoints_that_restore(tmp_path):
