@@ -94,7 +94,7 @@ def _forward_reason(plans):
     params, _ = stack_module_state([p.model for p in plans])
     try:
         with torch.no_grad():
-            _vmapped(copy.deepcopy(plan.model).to("meta"), params, inputs)
+            _vmapped(copy.deepcopy(plan.model).to("meta").train(), params, inputs)
     except RuntimeError as e:
         text = str(e).strip().split("\n")[0]
         return "the model's forward draws random numbers" if "random" in text else \
