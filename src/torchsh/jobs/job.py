@@ -158,9 +158,8 @@ class Job:
 def progress_text(event):
     """One progress line (no newline): batch/total, rate, ETA, running loss."""
     parts = ["epoch %s" % event.get("epoch"), "batch %s/%s" % (event.get("batch"), event.get("batches"))]
-    trial = event.get("trial")
-    if trial is not None:  # a sweep's: one trial, or the trials training together
-        parts.insert(0, "trial %s" % (trial if isinstance(trial, int) else ",".join(map(str, trial))))
+    if event.get("trial") is not None:  # a sweep's: one trial (7), or those training together (0..7)
+        parts.insert(0, "trial %s" % event["trial"])
     if event.get("rate") is not None:
         parts.append("%.1f batch/s" % event["rate"])
     if event.get("eta_s") is not None:

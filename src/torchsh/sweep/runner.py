@@ -180,7 +180,8 @@ def _inner_report(report, group, i, event):
     """A trial's fit events into the sweep's job: batches as its live progress, named by trial."""
     if event.get("event") in ("batch", "stopped"):  # progress; where a stop left it (the job's last line)
         numbers = [t.number for t, _ in group]
-        report(dict(event, trial=numbers[i] if i is not None else numbers))
+        label = numbers[i] if i is not None else "%d..%d" % (numbers[0], numbers[-1])
+        report(dict(event, trial=label))
 
 
 def _tell(sweep, trial, plan, result, seconds, report):

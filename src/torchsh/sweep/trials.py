@@ -47,7 +47,8 @@ def build(ctx, sweep, trial):
         notes.append("--loss %s (%s)" % (loss, why))
     losschoice.check_target_dtype(loss, item, target_dtype)
     trial_record = {"study": sweep.study_name, "number": trial.number, "params": dict(params),
-                    "seed": seed_of(d, trial.number), "model": model_words, "opt": opt_words}
+                    "seed": seed_of(d, trial.number), "model": model_words, "opt": opt_words,
+                    "model_argv": shlex.split(model_words)}  # `torch nn ...$argv` in nu rebuilds it
     plan = FitPlan(model=model, optimizer=optimizer, loader=sweep.data, val=sweep.val, loss=loss_function(loss),
                    loss_args=loss_options(d["loss_args"]), loss_name=loss, epochs=d["epochs"],
                    metrics=tuple(d["metrics"] or ()), monitor=d["monitor"], patience=d["patience"],

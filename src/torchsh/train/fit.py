@@ -103,7 +103,7 @@ def run_fit(ctx, plan, report, should_stop, world=None, keep=None):
     return _Run(plan, report, should_stop, world or OneProcess(), keep).go()
 
 
-def _on_device(batch, device, target_dtype=None):
+def on_device(batch, device, target_dtype=None):
     """A batch's fields on the model's device: (inputs…, target), the target as --target_dtype (y.to(dtype))."""
     if not isinstance(batch, (list, tuple)) or len(batch) < 2:
         raise bad_argument("fit needs batches of (inputs…, target); this loader's items have %d field(s)"
@@ -113,6 +113,32 @@ def _on_device(batch, device, target_dtype=None):
     if target_dtype is not None:
         fields[-1] = fields[-1].to(target_dtype)
     return fields
+
+
+def ended(plan, p):
+    """Why the run of PLAN at progress P is over before another epoch (a resumed run may be over already), or None."""
+    if p.epoch > plan.epochs:
+        return "done"
+    if plan.patience is not None and p.bad_epochs >= plan.patience:
+        return "early_stop"
+    if plan.max_steps is not None and p.step >= plan.max_steps:
+        return "max_steps"
+    return None
+
+
+def improved_by(plan, p, value):
+    """Whether VALUE of plan.monitor is the best so far; P counts the epochs since the best."""
+    better = p.best is None or (value < p.best if plan.lower_is_better() else value > p.best)
+    if better:
+        p.best, p.best_epoch, p.bad_epochs = value, p.epoch, 0
+    else:
+        p.bad_epochs += 1
+    return better
+
+
+def early_stop_note(plan, p):
+    return "early stop after epoch %d: %s did not improve for %d epoch%s (best %.6g at epoch %s)" % (
+        p.epoch - 1, plan.monitor, p.bad_epochs, "" if p.bad_epochs == 1 else "s", p.best, p.best_epoch)
 
 
 class _Run:
@@ -139,7 +165,7 @@ class _Run:
             while reason is None:
                 reason = self._epoch() or self._after_epoch()
                 if reason == "early_stop":
-                    self.report({"event": "note", "text": self._early_stop()})
+                    self.report({"event": "note", "text": early_stop_note(plan, self.progress)})
         return self._finish(reason)
 
     def _nothing_to_do(self, reason):
@@ -149,11 +175,6 @@ class _Run:
         return "nothing to do: the run is already at epoch %d step %d (%s)" % (
             p.epoch - (0 if p.in_epoch else 1), p.step, why)
 
-    def _early_stop(self):
-        plan, p = self.plan, self.progress
-        return "early stop after epoch %d: %s did not improve for %d epoch%s (best %.6g at epoch %s)" % (
-            p.epoch - 1, plan.monitor, p.bad_epochs, "" if p.bad_epochs == 1 else "s", p.best, p.best_epoch)
-
     def _after_epoch(self):
         """Why the run ends after this epoch, or None. keep (a sweep's pruner) sees every epoch row, the
         last one too (its value is reported), but a run at its end is done, not pruned."""
@@ -161,15 +182,7 @@ class _Run:
         return self._ended() or ("pruned" if pruned else None)
 
     def _ended(self):
-        """Why the run is over before another epoch (a resumed run may be over already), or None."""
-        plan, p = self.plan, self.progress
-        if p.epoch > plan.epochs:
-            return "done"
-        if plan.patience is not None and p.bad_epochs >= plan.patience:
-            return "early_stop"
-        if plan.max_steps is not None and p.step >= plan.max_steps:
-            return "max_steps"
-        return None
+        return ended(self.plan, self.progress)
 
     def _autocast(self):
         dtype = AUTOCAST.get(self.plan.autocast)
@@ -210,7 +223,7 @@ class _Run:
 
     def _forward_backward(self, batch, sums):
         plan = self.plan
-        *inputs, target = _on_device(batch, self.device, plan.target_dtype)
+        *inputs, target = on_device(batch, self.device, plan.target_dtype)
         with self._autocast():
             output = self.net(*inputs)
             loss = plan.loss(output, target, **plan.loss_args)
@@ -253,7 +266,7 @@ class _Run:
                 plan.sched.step(row["val_loss" if plan.val is not None else "loss"])
             else:
                 plan.sched.step()
-        improved = self._improved(row[plan.monitor])
+        improved = improved_by(plan, p, row[plan.monitor])
         p.epoch, p.in_epoch, p.sums, p.epoch_seconds = p.epoch + 1, False, None, 0.0
         if self.log:
             self.log.row(row)
@@ -264,21 +277,12 @@ class _Run:
         self.result.rows.append(row)
         self.report(dict(row, event="epoch"))
 
-    def _improved(self, value):
-        p = self.progress
-        better = p.best is None or (value < p.best if self.plan.lower_is_better() else value > p.best)
-        if better:
-            p.best, p.best_epoch, p.bad_epochs = value, p.epoch, 0
-        else:
-            p.bad_epochs += 1
-        return better
-
     def _validate(self):
         plan, sums = self.plan, EpochSums(self.plan.metrics)
         plan.model.eval()  # not through a DDP wrapper: ranks evaluate unequal shares, with no collective
         with torch.no_grad(), self._autocast():
             for batch, counted in self.world.val_batches(plan.val):
-                *inputs, target = _on_device(batch, self.device, plan.target_dtype)
+                *inputs, target = on_device(batch, self.device, plan.target_dtype)
                 output = plan.model(*inputs)
                 loss = plan.loss(output, target, **plan.loss_args)
                 if counted:
