@@ -22,9 +22,9 @@ resumed run with nothing to do (its follower's stderr gets it), {"event": "stopp
 "reason"} at the end — and polls should_stop() after every optimizer step: a stop there (or
 --max_steps) ends the run resumably, the model keeping that step.
 
-The same loop runs in every rank of `fit --nproc_per_node N` (train/distributed/rank.py): `world` is what differs
-between one process and a rank (who writes logs and checkpoints, the model the forward goes through, the
-sums and the stop decision all ranks must share). OneProcess is the world of a plain `fit`.
+The same loop runs in every rank of `fit --nproc_per_node N` (train/distributed/rank.py): `world` is what
+differs between one process and a rank (who writes logs and checkpoints, the model the forward goes through,
+the sums and the stop decision all ranks must share); OneProcess is a plain `fit`'s. keep: a sweep's pruner.
 """
 import contextlib
 import os
@@ -98,8 +98,7 @@ class OneProcess:
         pass
 
 
-def run_fit(ctx, plan, report, should_stop, world=None, keep=None):
-    """keep(row) -> bool, after each epoch row (a sweep's pruner): False ends the run there ("pruned")."""
+def run_fit(ctx, plan, report, should_stop, world=None, keep=None):  # keep(row): a sweep's pruner (False: "pruned")
     return _Run(plan, report, should_stop, world or OneProcess(), keep).go()
 
 
@@ -176,8 +175,8 @@ class _Run:
             p.epoch - (0 if p.in_epoch else 1), p.step, why)
 
     def _after_epoch(self):
-        """Why the run ends after this epoch, or None. keep (a sweep's pruner) sees every epoch row, the
-        last one too (its value is reported), but a run at its end is done, not pruned."""
+        """Why the run ends after this epoch, or None. keep sees every row, the last one too (its value is
+        reported), but a run at its end is done, not pruned."""
         pruned = self.keep is not None and not self.keep(self.result.rows[-1])
         return self._ended() or ("pruned" if pruned else None)
 
