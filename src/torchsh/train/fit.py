@@ -174,9 +174,7 @@ class _Run:
         return "nothing to do: the run is already at epoch %d step %d (%s)" % (
             p.epoch - (0 if p.in_epoch else 1), p.step, why)
 
-    def _after_epoch(self):
-        """Why the run ends after this epoch, or None. keep sees every row, the last one too (its value is
-        reported), but a run at its end is done, not pruned."""
+    def _after_epoch(self):  # keep sees every row, the last one too, but a run at its end is done, not pruned
         pruned = self.keep is not None and not self.keep(self.result.rows[-1])
         return self._ended() or ("pruned" if pruned else None)
 
