@@ -72,7 +72,9 @@ def test_run_json_is_text_and_the_hyperparameters_fill_the_hparams_tab(sh):
     acc = accumulated(log)
     text = tensor_util.make_ndarray(acc.Tensors("run.json")[0].tensor_proto).item().decode()
     with open(os.path.join(log, "run.json")) as f:
-        assert json.loads(text) == json.load(f)  # indented four spaces: Markdown shows it as it is
+        held = json.load(f)
+    assert held.pop("ended")["reason"] == "done"  # written as the run ended, after the text went to the events
+    assert json.loads(text) == held  # indented four spaces: Markdown shows it as it is
     content = acc.SummaryMetadata(hparams_metadata.SESSION_START_INFO_TAG).plugin_data.content
     info = hparams_metadata.parse_session_start_info_plugin_data(content)
     hparams = {k: getattr(v, v.WhichOneof("kind")) for k, v in info.hparams.items()}

@@ -227,3 +227,28 @@ def test_a_sweep_leaves_the_rng_and_the_loaders_as_they_were(sh):
     fresh = sh.tmp("fresh.pt")
     sh(loaders(sh) + "torch save $(torch data next $L | head -1) %s" % fresh)
     assert torch.equal(torch.load(first), torch.load(fresh))
+
+
+def test_trials_trained_together_equal_the_same_trials_trained_one_at_a_time(sh):
+    runs = {}
+    for vectorize in (1, 4):
+        log = sh.tmp("v%d" % vectorize)
+        r = sh.run(loaders(sh) + SWEEP + "--space 'width: [8]; lr: loguniform(1e-3,1e-1)' --sampler random --seed 7 "
+                   "--trials 4 --epochs 3 --pruner none --vectorize %d --log %s --json" % (vectorize, log))
+        assert r.code == 0, r.err
+        runs[vectorize] = log, [json.loads(line) for line in r.out.splitlines()]
+    (alone_log, alone), (together_log, together) = runs[1], runs[4]
+    assert [(r["trial"], r["lr"], r["state"]) for r in together] == [(r["trial"], r["lr"], r["state"]) for r in alone]
+    for a, t in zip(alone, together):
+        assert abs(a["val_loss"] - t["val_loss"]) <= 1e-6
+        folder = "trial_%04d" % a["trial"]
+        for ra, rt in zip(epoch_rows(os.path.join(alone_log, folder)), epoch_rows(os.path.join(together_log, folder))):
+            assert abs(ra["loss"] - rt["loss"]) <= 1e-6 and abs(ra["val_loss"] - rt["val_loss"]) <= 1e-6
+
+
+def test_the_caller_is_told_how_trials_train_and_why_not_together(sh):
+    r = sh.run(loaders(sh) + SWEEP.replace("'linear 4 {width}' relu", "'linear 4 {width}' relu 'dropout --p 0.1'")
+               + "--space 'width: [8]; lr: [0.01, 0.02]' --sampler grid --trials 2 --pruner none --vectorize 2")
+    assert r.code == 0 and "trials 0..1 train one at a time: Dropout draws random numbers" in r.err, r.err
+    r = sh.run(loaders(sh) + SWEEP + "--space 'width: [8]; lr: [0.01, 0.02]' --sampler grid --trials 2 --vectorize 2")
+    assert r.code == 0 and "trials 0..1 train together as one vectorised model" in r.err, r.err

@@ -6561,7 +6561,7 @@ export def swapdims [
 
 # Search hyperparameters: each trial fills --model and --opt's {names} with values Optuna draws from
 #
-# sweep(*, Loader data, str? model=None, str? opt=None, str? space=None, Loader? val=None, int? trials=None, str? loss=None, Json? loss_args=None, int? epochs=None, str[]? metrics=None, str? monitor=None, int? patience=None, str? sampler=None, str? pruner=None, int? seed=None, ScalarType? target_dtype=None, InOutDirPath? log=None, str? storage=None, str? study=None, str? join=None, bool resume=False, int vectorize=8, bool detach=False, bool json=False) -> Json
+# sweep(*, Loader data, str? model=None, str? opt=None, str? space=None, Loader? val=None, int? trials=None, str? loss=None, Json? loss_args=None, int? epochs=None, str[]? metrics=None, str? monitor=None, int? patience=None, str? sampler=None, str? pruner=None, int? seed=None, ScalarType? target_dtype=None, InOutDirPath? log=None, str? storage=None, str? study=None, str? join=None, bool resume=False, int vectorize=16, bool detach=False, bool json=False) -> Json
 export def sweep [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --data: string@"nu-complete torch"  # the training loader every trial uses (each trial starts from its state at the sweep's start) (Loader)
@@ -6585,7 +6585,7 @@ export def sweep [
     --study: string  # the study's name (str?)
     --join: string  # the name of a study in --storage to work on as one more worker (its definition is the study's) (str?)
     --resume  # continue the sweep in --log DIR: finished trials are kept, an interrupted one runs again (bool)
-    --vectorize: int  # trials asked for and trained together; those of one architecture as one vectorised model (torch.fun… (int; default 8)
+    --vectorize: int  # trials asked for at once and trained together: those of one architecture as one vectorised model (t… (int; default 16)
     --detach  # run as a job and print its job:// at once (bool)
     --json  # trial rows as JSON lines (bool)
     --no_grad  # run without recording gradients

@@ -22,6 +22,7 @@ from torchsh.train.fit import FitResult, run_fit
 FINISHED = ("COMPLETE", "PRUNED", "FAIL")
 REPEATS = "repeats"            # a trial's user attribute: the number of the interrupted trial it runs again
 WORKER = "worker"              # a trial's user attribute: the worker that ran it
+STACK_BYTES = 1 << 30          # a vectorised stack's weights, gradients and optimizer state, at most
 
 
 @dataclass
@@ -37,6 +38,7 @@ class Sweep:
     worker: str = ""
     starts: dict = field(default_factory=dict)  # the loaders' states when the sweep started
     notes: list = field(default_factory=list)   # lines for the caller's stderr before the first trial
+    grid_done: bool = False                     # --sampler grid: every point tried
 
     @property
     def study_name(self):
@@ -77,7 +79,7 @@ def _to_ask(sweep):
             counted += 1
         elif t.state.name == "RUNNING" and t.user_attrs.get(WORKER) != sweep.worker:
             counted += 1  # another worker's (--join): it will tell
-    return min(sweep.definition["trials"] - counted, sweep.vectorize)
+    return 0 if sweep.grid_done else min(sweep.definition["trials"] - counted, sweep.vectorize)
 
 
 def _ask(sweep):
@@ -110,20 +112,30 @@ def _run_batch(ctx, sweep, asked, report, should_stop):
 
 
 def _groups(built, vectorize):
-    """Trials of one architecture together (when vectorising), in the order asked."""
+    """Trials of one architecture together (when vectorising), in the order asked; a stack holds at most
+    STACK_BYTES of weights, gradients and optimizer state (4 copies of the weights, as Adam's)."""
     if vectorize <= 1:
         return [[b] for b in built]
     groups = {}
     for trial, plan in built:
         groups.setdefault(trial_runs.architecture(plan.model), []).append((trial, plan))
-    return list(groups.values())
+    out = []
+    for group in groups.values():
+        weights = sum(p.numel() * p.element_size() for p in group[0][1].model.parameters())
+        size = max(1, STACK_BYTES // max(1, 4 * weights))
+        out += [group[i:i + size] for i in range(0, len(group), size)]
+    return out
 
 
 def _train(ctx, sweep, group, report, should_stop):
     plans = [plan for _, plan in group]
-    together = len(group) > 1 and _together_refused(plans) is None
+    refused = _together_refused(plans) if len(group) > 1 else "one trial"
+    label = "trials %d..%d" % (group[0][0].number, group[-1][0].number)
+    if len(group) > 1:  # the caller sees how its trials train, and why not together
+        report({"event": "note", "text": "%s train %s" % (label, "one at a time: %s" % refused if refused else
+                                                           "together as one vectorised model")})
     started = time.monotonic()
-    if together:
+    if not refused:
         from torchsh.train import vectorized
         sweep.reset_loaders()
         keep = [_keeper(trial, plan) for trial, plan in group]
@@ -193,14 +205,25 @@ def _tell(sweep, trial, plan, result, seconds, report):
         return _interrupted(sweep, trial, report, plan, result)
     value = trial_runs.value(plan, result)
     if result.reason == "pruned":
-        sweep.study.tell(trial, state=state.PRUNED)
+        _tell_study(sweep, trial, state=state.PRUNED)
         return _row(report, sweep, trial, "pruned", value, result, seconds)
     if value is None or value != value:
-        sweep.study.tell(trial, state=state.FAIL)
+        _tell_study(sweep, trial, state=state.FAIL)
         report({"event": "note", "text": "trial %d: no %s to tell the study (NaN)" % (trial.number, plan.monitor)})
         return _row(report, sweep, trial, "failed", value, result, seconds)
-    sweep.study.tell(trial, value)
+    _tell_study(sweep, trial, value)
     return _row(report, sweep, trial, "complete", value, result, seconds)
+
+
+def _tell_study(sweep, trial, value=None, state=None):
+    """study.tell; GridSampler asks the study to stop once its grid is done (Study.stop, which Optuna refuses
+    outside optimize() after the trial is stored): the sweep then asks for no more."""
+    try:
+        sweep.study.tell(trial, value, state=state)
+    except RuntimeError as e:
+        if "Study.stop" not in str(e):
+            raise
+        sweep.grid_done = True
 
 
 def _failed(sweep, trial, error, report, plan=None, result=None):
@@ -208,14 +231,14 @@ def _failed(sweep, trial, error, report, plan=None, result=None):
     if error is not None:
         hint = "; %s" % error.hint if error.hint else ""
         report({"event": "note", "text": "trial %d failed: %s%s [%s]" % (trial.number, error.message, hint, error.code)})
-    sweep.study.tell(trial, state=o.trial.TrialState.FAIL)
+    _tell_study(sweep, trial, state=o.trial.TrialState.FAIL)
     _row(report, sweep, trial, "failed", None, result, 0.0)
 
 
 def _interrupted(sweep, trial, report, plan, result):
     """Stopped before its end: FAIL, and its values queued again, so the next worker or --resume runs it."""
     o = studies.optuna()
-    sweep.study.tell(trial, state=o.trial.TrialState.FAIL)
+    _tell_study(sweep, trial, state=o.trial.TrialState.FAIL)
     sweep.study.enqueue_trial(dict(trial.params), user_attrs={REPEATS: trial.number})
     _row(report, sweep, trial, "stopped", None, result, 0.0)
 

@@ -23,14 +23,14 @@ _EXAMPLE = ("L=$(torch data loader $(torch data tensors $(torch randn 64 4) $(to
       "str? loss=None, Json? loss_args=None, int? epochs=None, str[]? metrics=None, str? monitor=None, "
       "int? patience=None, str? sampler=None, str? pruner=None, int? seed=None, ScalarType? target_dtype=None, "
       "InOutDirPath? log=None, str? storage=None, str? study=None, str? join=None, bool resume=False, "
-      "int vectorize=8, bool detach=False, bool json=False) -> Json",
+      "int vectorize=16, bool detach=False, bool json=False) -> Json",
       category="optim", replies=("follow",),
       examples=(_EXAMPLE + "torch sweep --model \"sequential 'linear 4 {width}' relu 'linear {width} 3'\" "
                 "--opt 'adam --lr {lr}' --space 'width: [8,16]; lr: loguniform(1e-3,1e-1)' --trials 4 "
                 "--data $L --loss cross_entropy --epochs 2 --seed 0",))
 def sweep(ctx, data, model=None, opt=None, space=None, val=None, trials=None, loss=None, loss_args=None,
           epochs=None, metrics=None, monitor=None, patience=None, sampler=None, pruner=None, seed=None,
-          target_dtype=None, log=None, storage=None, study=None, join=None, resume=False, vectorize=8,
+          target_dtype=None, log=None, storage=None, study=None, join=None, resume=False, vectorize=16,
           detach=False, json=False):
     """Search hyperparameters: each trial fills --model and --opt's {names} with values Optuna draws from
     --space, trains them with fit's loop on --data for --epochs, and tells the study the best --monitor.
@@ -60,8 +60,9 @@ def sweep(ctx, data, model=None, opt=None, space=None, val=None, trials=None, lo
         study: the study's name (default: the --log folder's name, else "sweep")
         join: the name of a study in --storage to work on as one more worker (its definition is the study's)
         resume: continue the sweep in --log DIR: finished trials are kept, an interrupted one runs again
-        vectorize: trials asked for and trained together; those of one architecture as one vectorised model
-            (torch.func) where the optimizer and model allow; 1 trains one at a time
+        vectorize: trials asked for at once and trained together: those of one architecture as one vectorised
+            model (torch.func; SGD, Adam, AdamW; no dropout, BatchNorm or scheduler), up to 1 GiB of stacked
+            weights and optimizer state; 1 trains one at a time. Default 16: TPE's first 10 trials are random anyway
         detach: run as a job and print its job:// at once
         json: trial rows as JSON lines
     """
