@@ -33,7 +33,19 @@ def optuna():
 
 
 def storage(ctx, url, log_folder):
-    """--storage as Optuna storage (None: in memory)."""
+    """--storage as Optuna storage (None: in memory); one that cannot be opened is the caller's bad_argument."""
+    try:
+        return _storage(ctx, url, log_folder)
+    except TorchshError:
+        raise
+    except Exception as e:  # noqa: BLE001 (SQLAlchemy and the DB drivers raise their own kinds: a missing
+        # driver is ImportError, a refused connection OperationalError; each is the URL's trouble, said so)
+        raise bad_argument("--storage %s: cannot open it: %s" % (shown(url), str(e).split("\n")[0][:200]),
+                           "sqlite:///FILE.db, postgresql://USER@HOST/DB (pip install psycopg2), or a journal "
+                           "file path") from None
+
+
+def _storage(ctx, url, log_folder):
     o = optuna()
     if url is None:
         if log_folder is None:

@@ -51,3 +51,4 @@ def test_grid_takes_lists_only():
     assert space.grid(space.parse("a: [1, 2]; b: [x]")) == {"a": [1, 2], "b": ["x"]}
     with pytest.raises(TorchshError, match="b is a range"):
         space.grid(space.parse("a: [1]; b: uniform(0, 1)"))
+
