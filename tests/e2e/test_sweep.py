@@ -249,6 +249,6 @@ def test_trials_trained_together_equal_the_same_trials_trained_one_at_a_time(sh)
 def test_the_caller_is_told_how_trials_train_and_why_not_together(sh):
     r = sh.run(loaders(sh) + SWEEP.replace("'linear 4 {width}' relu", "'linear 4 {width}' relu 'dropout --p 0.1'")
                + "--space 'width: [8]; lr: [0.01, 0.02]' --sampler grid --trials 2 --pruner none --vectorize 2")
-    assert r.code == 0 and "trials 0..1 train one at a time: Dropout draws random numbers" in r.err, r.err
+    assert r.code == 0 and "trials 0,1 train one at a time: Dropout draws random numbers" in r.err, r.err
     r = sh.run(loaders(sh) + SWEEP + "--space 'width: [8]; lr: [0.01, 0.02]' --sampler grid --trials 2 --vectorize 2")
-    assert r.code == 0 and "trials 0..1 train together as one vectorised model" in r.err, r.err
+    assert r.code == 0 and "trials 0,1 train together as one vectorised model" in r.err, r.err

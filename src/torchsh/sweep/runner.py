@@ -130,7 +130,7 @@ def _groups(built, vectorize):
 def _train(ctx, sweep, group, report, should_stop):
     plans = [plan for _, plan in group]
     refused = _together_refused(plans) if len(group) > 1 else "one trial"
-    label = "trials %d..%d" % (group[0][0].number, group[-1][0].number)
+    label = "trials " + _numbers([t.number for t, _ in group])
     if len(group) > 1:  # the caller sees how its trials train, and why not together
         report({"event": "note", "text": "%s train %s" % (label, "one at a time: %s" % refused if refused else
                                                            "together as one vectorised model")})
@@ -192,8 +192,14 @@ def _inner_report(report, group, i, event):
     """A trial's fit events into the sweep's job: batches as its live progress, named by trial."""
     if event.get("event") in ("batch", "stopped"):  # progress; where a stop left it (the job's last line)
         numbers = [t.number for t, _ in group]
-        label = numbers[i] if i is not None else "%d..%d" % (numbers[0], numbers[-1])
-        report(dict(event, trial=label))
+        report(dict(event, trial=numbers[i] if i is not None else _numbers(numbers)))
+
+
+def _numbers(numbers):
+    """Trial numbers as a caller reads them: 0..15 when they run on, else 0,3,5."""
+    if len(numbers) > 2 and numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return "%d..%d" % (numbers[0], numbers[-1])
+    return ",".join(map(str, numbers))
 
 
 def _tell(sweep, trial, plan, result, seconds, report):
