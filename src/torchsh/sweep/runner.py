@@ -10,6 +10,7 @@ finished before are kept. A worker killed outright leaves its trial RUNNING in t
 same --log folder finds it by the worker's id (sweep.json) and does the same.
 """
 import functools
+import os
 import time
 
 import torch
@@ -104,7 +105,7 @@ def _run_batch(ctx, sweep, asked, report, should_stop):
     for group in _groups(built, sweep.vectorize):
         if stopped or should_stop():
             for trial, plan in group:
-                _interrupted(sweep, trial, report, plan, None)
+                _interrupted(sweep, trial, report, None)
             stopped = True
             continue
         stopped = _train(ctx, sweep, group, report, should_stop)
@@ -206,9 +207,9 @@ def _tell(sweep, trial, plan, result, seconds, report):
     o = studies.optuna()
     state = o.trial.TrialState
     if result.reason == "failed":
-        return _failed(sweep, trial, getattr(result, "error", None), report, plan, result)
+        return _failed(sweep, trial, getattr(result, "error", None), report, result)
     if result.reason == "stopped":
-        return _interrupted(sweep, trial, report, plan, result)
+        return _interrupted(sweep, trial, report, result)
     value = trial_runs.value(plan, result)
     if result.reason == "pruned":
         _tell_study(sweep, trial, state=state.PRUNED)
@@ -232,7 +233,7 @@ def _tell_study(sweep, trial, value=None, state=None):
         sweep.grid_done = True
 
 
-def _failed(sweep, trial, error, report, plan=None, result=None):
+def _failed(sweep, trial, error, report, result=None):
     o = studies.optuna()
     if error is not None:
         hint = "; %s" % error.hint if error.hint else ""
@@ -241,7 +242,7 @@ def _failed(sweep, trial, error, report, plan=None, result=None):
     _row(report, sweep, trial, "failed", None, result, 0.0)
 
 
-def _interrupted(sweep, trial, report, plan, result):
+def _interrupted(sweep, trial, report, result):
     """Stopped before its end: FAIL, and its values queued again, so the next worker or --resume runs it."""
     o = studies.optuna()
     _tell_study(sweep, trial, state=o.trial.TrialState.FAIL)
@@ -262,5 +263,6 @@ def _say_best(sweep, report):
         return
     shown = " ".join("%s=%s" % (k, v) for k, v in best.params.items())
     where = trial_runs.folder(sweep.log, best.number)
+    where = where if where and os.path.isdir(where) else None  # a joined study's best may be another worker's
     report({"event": "note", "text": "best: trial %d %s %.6g (%s)%s" % (
         best.number, sweep.definition["monitor"], best.value, shown, (" " + where) if where else "")})
