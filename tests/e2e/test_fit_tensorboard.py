@@ -9,7 +9,7 @@ import torch
 from tensorboard import context
 from tensorboard.backend.event_processing import data_provider, event_accumulator, plugin_event_multiplexer
 from tensorboard.plugins import base_plugin
-from tensorboard.plugins.hparams import backend_context, metadata as hparams_metadata
+from tensorboard.plugins.hparams import api_pb2, backend_context, metadata as hparams_metadata
 from tensorboard.util import tensor_util
 
 X = torch.randn(40, 4, generator=torch.Generator().manual_seed(1))
@@ -81,6 +81,8 @@ def test_run_json_is_text_and_the_hyperparameters_fill_the_hparams_tab(sh):
     assert {"optimizer": "SGD", "lr": 0.05, "momentum": 0.9, "batch_size": 8, "epochs": 3,
             "loss": "cross_entropy", "seed": 11, "monitor": "val_loss"}.items() <= hparams.items()
     assert hparams["model"].startswith("Sequential(")
+    end = acc.SummaryMetadata(hparams_metadata.SESSION_END_INFO_TAG).plugin_data.content
+    assert hparams_metadata.parse_session_end_info_plugin_data(end).status == api_pb2.STATUS_SUCCESS  # the Status column
 
 
 def test_the_hparams_plugin_compares_runs_by_their_hyperparameters_and_scalars(sh):

@@ -10,6 +10,8 @@ import pytest
 import torch
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
+from tensorboard.backend.event_processing import event_accumulator
+from tensorboard.plugins.hparams import api_pb2, metadata as hparams_metadata
 
 from second_daemon import SecondDaemon
 from waiting import wait_until
@@ -114,6 +116,16 @@ def test_median_pruning_stops_a_trial_early_fed_by_its_epoch_rows_and_says_so(sh
         if r["state"] == "pruned":
             assert listed[folder] == "pruned"
             assert run_json(os.path.join(log, folder))["ended"]["reason"] == "pruned"
+        assert tensorboard_status(os.path.join(log, folder)) == (
+            api_pb2.STATUS_FAILURE if r["state"] == "pruned" else api_pb2.STATUS_SUCCESS)
+
+
+def tensorboard_status(folder):
+    """The Status column TensorBoard's HParams tab shows for a run folder."""
+    acc = event_accumulator.EventAccumulator(folder, size_guidance={event_accumulator.TENSORS: 0})
+    acc.Reload()
+    content = acc.SummaryMetadata(hparams_metadata.SESSION_END_INFO_TAG).plugin_data.content
+    return hparams_metadata.parse_session_end_info_plugin_data(content).status
 
 
 def slow_sweep(shell, log, flags=""):

@@ -32,6 +32,8 @@ from torchsh.train import tfevents
 from torchsh.train.plan import LOG_FORMATS
 
 _NOT_SCALARS = ("kind", "epoch", "step", "seconds")  # the x axis, and the time a step took
+# how a run ended -> the HParams tab's Status: finished runs succeed; a sweep's pruned trial failed its trial
+_SESSION_STATUS = {"done": "success", "early_stop": "success", "max_steps": "success", "pruned": "failure"}
 
 
 class LogDir:
@@ -131,6 +133,10 @@ class LogDir:
             self._jsonl.close()
             self._jsonl = None
         if self._events is not None:
+            status = _SESSION_STATUS.get((ended or {}).get("reason"))
+            if status:  # a stopped run has no end yet: `--resume auto` goes on with it
+                self._events.write(tfevents.event((ended or {}).get("step", 0), summary=tfevents.session_end(
+                    status, time.time())))
             self._events.close()  # fsync'd too
             self._events = None
 

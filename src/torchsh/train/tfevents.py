@@ -15,6 +15,8 @@ FILE_PREFIX = "events.out.tfevents."  # rundir.run_files counts these as a run's
 _DT_FLOAT, _DT_STRING = 1, 7
 _SESSION_START = 1  # SessionLog.SessionStatus.START: TensorBoard drops the steps it has seen from here on
 _HPARAMS_TAG = "_hparams_/session_start_info"  # tensorboard.plugins.hparams.metadata.SESSION_START_INFO_TAG
+_HPARAMS_END_TAG = "_hparams_/session_end_info"  # …metadata.SESSION_END_INFO_TAG
+SESSION_STATUS = {"success": 1, "failure": 2}    # tensorboard.plugins.hparams.api_pb2.Status
 
 
 def _crc32c_table():
@@ -123,6 +125,9 @@ def _value(x):
     return bytes_field(3, str(x))
 
 
+_NULL_TENSOR = varint_field(1, _DT_FLOAT) + bytes_field(2, bytes_field(2, varint_field(1, 0)))  # float, shape [0]
+
+
 def hparams(values, start_time):
     """The HParams plugin's session_start_info: HParamsPluginData{version=1 (0), session_start_info=3
     {hparams=1 (a map: entries {key=1, value=2}), start_time_secs=5}}; TensorBoard infers the experiment
@@ -130,8 +135,14 @@ def hparams(values, start_time):
     entries = b"".join(bytes_field(1, bytes_field(1, name) + bytes_field(2, _value(x)))
                        for name, x in values.items())
     content = bytes_field(3, entries + double_field(5, start_time))
-    null_tensor = varint_field(1, _DT_FLOAT) + bytes_field(2, bytes_field(2, varint_field(1, 0)))  # shape [0]
-    return _plugin_value(_HPARAMS_TAG, "hparams", content, null_tensor)
+    return _plugin_value(_HPARAMS_TAG, "hparams", content, _NULL_TENSOR)
+
+
+def session_end(status, end_time):
+    """The HParams plugin's session_end_info: HParamsPluginData{session_end_info=4{status=1, end_time_secs=2}},
+    the Status column of TensorBoard's HParams tab."""
+    content = bytes_field(4, varint_field(1, SESSION_STATUS[status]) + double_field(2, end_time))
+    return _plugin_value(_HPARAMS_END_TAG, "hparams", content, _NULL_TENSOR)
 
 
 def session_start():
