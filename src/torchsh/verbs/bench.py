@@ -73,12 +73,12 @@ def _duration(seconds):
     return "%.3g ns" % (seconds / 1e-9)
 
 
-@verb("bench(Argv command, *, float min_run_time=0.01, float max_run_time=%s, int? num_threads=None) -> Json"
+@verb("bench(Argv words, *, float min_run_time=0.01, float max_run_time=%s, int? num_threads=None) -> Json"
       % MAX_RUN_TIME_DEFAULT, category="tensors", words="OP ARGS",
       examples=("torch bench matmul $(torch randn 64 64) $(torch randn 64 64)",
                 "torch bench add $(torch randn 1000) 1 --json",
                 "torch bench --min_run_time 0.1 -- sum $(torch randn 8 8) --dim 1"))
-def bench(ctx, command, min_run_time=0.01, max_run_time=MAX_RUN_TIME_DEFAULT, num_threads=None):
+def bench(ctx, words, min_run_time=0.01, max_run_time=MAX_RUN_TIME_DEFAULT, num_threads=None):
     """Time one op with torch.utils.benchmark.Timer, alone and through the daemon: median, IQR, runs, overhead.
 
     The op's own flags go after `--` (`torch bench -- sum $t --dim 1`). The daemon's figure is the request's
@@ -87,7 +87,7 @@ def bench(ctx, command, min_run_time=0.01, max_run_time=MAX_RUN_TIME_DEFAULT, nu
     back, no history entry is written. Ops that change their inputs, verbs and jobs are refused.
 
     Args:
-        command: the op and its words, as `torch OP ARGS…` takes them
+        words: the op and its words, as `torch OP ARGS…` takes them
         min_run_time: Timer.adaptive_autorange's min_run_time: seconds of runs before it may stop
         max_run_time: Timer.adaptive_autorange's max_run_time, for each of the two figures (at most 30): the
             tensor lock is held for about twice this, so other commands wait meanwhile
@@ -95,7 +95,7 @@ def bench(ctx, command, min_run_time=0.01, max_run_time=MAX_RUN_TIME_DEFAULT, nu
             number, as a request runs the op (Timer's own default is 1)
     """
     _check_budget(min_run_time, max_run_time, num_threads)
-    op, parsed, binding = _bound(ctx, command)
+    op, parsed, binding = _bound(ctx, words)
     threads = num_threads or torch.get_num_threads()
     inner = ctx.__class__(_HeldLockApp(ctx.app), ctx.cwd, ctx.env, True, None)
     with _forked_rng():
@@ -105,7 +105,7 @@ def bench(ctx, command, min_run_time=0.01, max_run_time=MAX_RUN_TIME_DEFAULT, nu
         with grad_mode(ctx, parsed.globals):
             alone = _timed("fn(*args, **kwargs)", dict(fn=op.call, args=args, kwargs=kwargs), threads,
                            min_run_time, max_run_time)
-        request = _request(ctx, inner.app, command)
+        request = _request(ctx, inner.app, words)
         request()  # once outside the Timer: a failure here is the command's own, said as `torch OP` says it
         daemon = _timed("request()", dict(request=request), threads, min_run_time, max_run_time)
     return BenchRecord(op=op.name, pytorch=alone, daemon=daemon, overhead_s=daemon["median_s"] - alone["median_s"],
@@ -145,8 +145,10 @@ def _refuse(op):
     name = op.display_name
     if op.name in IN_PLACE:
         why = "%s changes the objects it is given: timing it would run it hundreds of times" % name
-    elif op.verb and (op.block or op.replies):
-        why = "%s %s" % (name, "is a block form" if op.block else "runs a job or answers with a reply")
+    elif op.block or op.group:
+        why = "%s is %s" % (name, "a block form" if op.block else "a group of commands")
+    elif op.replies:
+        why = "%s runs a job or answers with a reply besides its output" % name
     elif op.verb:
         why = "%s is a torchsh verb, not a PyTorch op" % name
     else:
