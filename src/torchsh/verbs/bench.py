@@ -32,6 +32,7 @@ from torchsh.call import bind, parse
 from torchsh.call.invoke import call_args, convert_all, grad_mode, invoke
 from torchsh.call.misfit import no_binding
 from torchsh.cli.run import run_cli
+from torchsh.context import Context
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.history.log import IN_PLACE
 from torchsh.verbs import verb
@@ -97,7 +98,7 @@ def bench(ctx, words, min_run_time=0.01, max_run_time=MAX_RUN_TIME_DEFAULT, num_
     _check_budget(min_run_time, max_run_time, num_threads)
     op, parsed, binding = _bound(ctx, words)
     threads = num_threads or torch.get_num_threads()
-    inner = ctx.__class__(_HeldLockApp(ctx.app), ctx.cwd, ctx.env, True, None)
+    inner = Context(_HeldLockApp(ctx.app), ctx.cwd, ctx.env, stdin_is_tty=True)
     with _forked_rng():
         values = {}
         invoke(inner, op, binding, parsed.globals, convert=_keeping(values))  # the CLI's checks and errors, once
@@ -106,7 +107,7 @@ def bench(ctx, words, min_run_time=0.01, max_run_time=MAX_RUN_TIME_DEFAULT, num_
             alone = _timed("fn(*args, **kwargs)", dict(fn=op.call, args=args, kwargs=kwargs), threads,
                            min_run_time, max_run_time)
         request = _request(ctx, inner.app, words)
-        request()  # once outside the Timer: a failure here is the command's own, said as `torch OP` says it
+        request()  # once outside the Timer: a request that fails where the call did not stops bench here
         daemon = _timed("request()", dict(request=request), threads, min_run_time, max_run_time)
     return BenchRecord(op=op.name, pytorch=alone, daemon=daemon, overhead_s=daemon["median_s"] - alone["median_s"],
                        num_threads=threads)
