@@ -49,7 +49,7 @@ def invoke(ctx, op, binding, globals_=None, warned=None, convert=convert_all):
     with lock, _warnings_to(None if lockfree else warned):
         values = convert(ctx, binding)
         watch = history.watch(op, values) if history is not None else None  # None: an op that only reads
-        mode = _grad_mode(ctx, globals_)
+        mode = grad_mode(ctx, globals_)
         with mode:
             try:
                 result = _run(ctx, op, binding, values, watch)
@@ -70,7 +70,7 @@ def _run(ctx, op, binding, values, watch):
             if budget is not None:
                 budget.admit_verb(op, ctx, values)
             return op.call(ctx, **values)
-        args, kwargs = _call_args(op, binding.overload, values, ctx)
+        args, kwargs = call_args(op, binding.overload, values, ctx)
         if watch is not None:
             watch.call = (args, kwargs)  # the PyTorch call itself, as a script writes it (torchsh.history)
         if budget is not None:
@@ -170,7 +170,7 @@ def _shape_text(shape):
 _NO_CONTEXT = contextlib.nullcontext()  # reusable: no state
 
 
-def _grad_mode(ctx, globals_):
+def grad_mode(ctx, globals_):
     if globals_.get("inference_mode") or ctx.inference_mode:
         return torch.inference_mode()
     if globals_.get("no_grad") or ctx.no_grad:
@@ -189,7 +189,7 @@ def _python_params(fn):
     return [p.name for p in params]
 
 
-def _call_args(op, overload, values, ctx):
+def call_args(op, overload, values, ctx):
     """Positional while the schema order is unbroken, keywords after; *tensors splatted."""
     args, kwargs, positional = [], {}, True
     names = _python_params(op.call)

@@ -1028,6 +1028,17 @@ export def bartlett_window [
     --name: string  # name the object it makes: @NAME then names it
 ]: any -> any { torchsh typed "bartlett_window" $args "window_length dtype layout device pin_memory! requires_grad! periodic! no_grad! name" [$window_length $dtype $layout $device $pin_memory $requires_grad $periodic $no_grad $name] }
 
+# Time one op with torch.utils.benchmark.Timer, alone and through the daemon: median, IQR, runs, overhead.
+#
+# bench(Argv words, *, float min_run_time=0.01, float max_run_time=1.0, int? num_threads=None) -> Json
+export def bench [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
+    --min_run_time: number  # Timer.adaptive_autorange's min_run_time: seconds of runs before it may stop (float; default 0.01)
+    --max_run_time: number  # Timer.adaptive_autorange's max_run_time, for each of the two figures (at most 30): the tensor lock… (float; default 1.0)
+    --num_threads: int  # Timer's num_threads: PyTorch's intra-op threads while timing; by default the daemon's own number, a… (int?)
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "bench" $args "min_run_time max_run_time num_threads no_grad!" [$min_run_time $max_run_time $num_threads $no_grad] }
+
 # Draws binary random numbers (0 or 1) from a Bernoulli distribution.
 #
 # torch.bernoulli(Tensor input) -> Tensor

@@ -7,6 +7,7 @@ import importlib
 import inspect
 import pkgutil
 
+from torchsh.classes.signature import WordsOpSpec
 from torchsh.table import docargs
 from torchsh.table.spec import OpSpec, Overload, parse_schema
 
@@ -14,7 +15,7 @@ _VERB_ATTR = "__torchsh_verbs__"
 
 
 def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(), block=False, repeatable=(),
-         examples=(), replies=()):
+         examples=(), replies=(), words=""):
     """Declare a verb: one or more schemas (overloads), e.g. verb('value(Tensor input, *, bool meta=False)').
 
     block=True marks a block form (`scope -- CMD`): it answers with an exec directive, which only a
@@ -25,6 +26,8 @@ def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(),
     handles with $(torch …)); tests/e2e/test_verb_examples.py runs every one.
     replies names the replies besides output it may answer with (protocol.REPLIES: follow, copy, await…; a
     block form execs): a caller that lacks one is handed the command over before it runs (call/replies.py).
+    words names what a positional Argv takes in usage (`bench OP ARGS…`: words="OP ARGS"), instead of a
+    command after `--`.
     """
     def deco(fn):
         overloads, name = [], None
@@ -33,12 +36,13 @@ def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(),
             overloads.append(Overload(args=tuple(args), returns=returns))
         doc = (fn.__doc__ or "").strip()
         first = summary or doc.split("\n")[0]
-        spec = OpSpec(name=name, category=category, summary=first, overloads=overloads, call=fn, verb=True,
-                      doc=" ".join(doc.split("\n\n")[0].split()), aliases=tuple(aliases),
-                      lockfree=lockfree, block=block, repeatable=tuple(repeatable),
-                      replies=tuple(replies) + (("exec",) if block and "exec" not in replies else ()),
-                      examples=tuple(examples),
-                      arg_docs=docargs.parse(inspect.cleandoc(doc)))
+        row = WordsOpSpec if words else OpSpec
+        spec = row(name=name, category=category, summary=first, overloads=overloads, call=fn, verb=True,
+                   doc=" ".join(doc.split("\n\n")[0].split()), aliases=tuple(aliases),
+                   lockfree=lockfree, block=block, repeatable=tuple(repeatable),
+                   replies=tuple(replies) + (("exec",) if block and "exec" not in replies else ()),
+                   examples=tuple(examples), words_metavar=words,
+                   arg_docs=docargs.parse(inspect.cleandoc(doc)))
         setattr(fn, _VERB_ATTR, getattr(fn, _VERB_ATTR, []) + [spec])
         return fn
     return deco
