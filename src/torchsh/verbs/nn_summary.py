@@ -180,16 +180,15 @@ def _product(sizes):
 
 
 @verb("nn.summary(Module model, *, int[] input_shape, ScalarType? dtype=None, int depth=3) -> Json", category="nn",
+      summary="Every module call of a forward pass, and the parameter totals, as torchinfo's summary lists them.",
       examples=("torch nn summary $(torch nn sequential 'linear 4 8' relu 'linear 8 1') --input_shape 2,4",))
 def summary(ctx, model, input_shape, dtype=None, depth=3):
-    """Run zeros of --input_shape through the model (eval mode, no grad; mode restored) and list every
-    module call as torchinfo's summary does: depth, kind, output shape, parameters, then the totals.
-
-    Rows go --depth levels deep (torchinfo's default 3); a container shows the parameters its children
-    rows leave over ("--" for none), a row at the last shown depth all of its own, "(N)" frozen ones,
-    "(recursive)" a module called again. Total params, Trainable params, Non-trainable params and Total
-    mult-adds count as torchinfo does, hidden rows included. --json: layers [{name, kind, depth, index,
-    output_shape, parameters, trainable, recursive}] and the totals.
+    """Run zeros of --input_shape (--dtype, else the model's) through the model in eval mode without grad
+    (its mode restored) and list every module call as torchinfo's summary does, --depth levels deep (3):
+    kind and depth-idx, output shape, Param # ("--" none; a container's own, its children's shown below;
+    a leaf's or last shown level's all; "(N)" all frozen; "(recursive)" a module called again), then Total,
+    Trainable and Non-trainable params and Total mult-adds, counted as torchinfo does. --json: layers
+    [{name, kind, depth, index, output_shape, parameters, trainable, recursive}] and the totals.
     """
     shape = [input_shape] if isinstance(input_shape, int) else list(input_shape)
     first = next(model.parameters(), None)
