@@ -8,7 +8,7 @@ import textwrap
 import pytest
 import torchinfo
 
-from conftest import start_daemon, stop_daemon
+from conftest import own_daemon
 from usernets import python_net, write_net
 
 # torchvision's classifiers through `model open FILE.py:CLASS`, importable even where torchvision's C
@@ -66,14 +66,11 @@ ODD = textwrap.dedent('''
 
 
 @pytest.fixture(scope="module")
-def vision_sh(tmp_path_factory):
+def vision_sh():
     """A daemon of this file's own: Vision imports torchvision into it, which the session's daemon must not
     have (test_model_open pins how `model open torchvision:NAME` refuses where torchvision does not load)."""
-    shell = start_daemon(str(tmp_path_factory.mktemp("vision")))
-    try:
+    with own_daemon() as shell:
         yield shell
-    finally:
-        stop_daemon(shell)
 
 
 def torchinfo_view(model, shape, depth=3):

@@ -11,8 +11,11 @@ torchvision models), so its rules are kept, odd ones included:
 - the totals add leaves and leftovers over ALL rows (hidden deeper ones too), and mult-adds are
   torchinfo's: a weight/bias count times the output's batch (and spatial size for Conv*) for each leaf.
 """
+import math
+
 import torch
 
+from torchsh.errors import bad_argument
 from torchsh.verbs import verb
 from torchsh.verbs.nn import print_table
 
@@ -166,17 +169,10 @@ def mult_adds(row):
     for name, count, _ in named_counts(row.node.module):
         if name in ("weight", "bias"):
             conv = "Conv" in type(row.node.module).__name__
-            total += count * (_product(out[:1] + out[2:]) if conv else out[0])
+            total += count * (math.prod(out[:1] + out[2:]) if conv else out[0])
         elif "weight" in name or "bias" in name:  # RNN weights: weight_ih_l0…
-            total += count * _product(out[:2])
+            total += count * math.prod(out[:2])
     return total
-
-
-def _product(sizes):
-    result = 1
-    for s in sizes:
-        result *= s
-    return result
 
 
 @verb("nn.summary(Module model, *, int[] input_shape, ScalarType? dtype=None, int depth=3) -> Json", category="nn",
@@ -190,6 +186,8 @@ def summary(ctx, model, input_shape, dtype=None, depth=3):
     Trainable and Non-trainable params and Total mult-adds, counted as torchinfo does. --json: layers
     [{name, kind, depth, index, output_shape, parameters, trainable, recursive}] and the totals.
     """
+    if depth < 0:
+        raise bad_argument("--depth is how many levels below the model to show: 0 or more, not %d" % depth)
     shape = [input_shape] if isinstance(input_shape, int) else list(input_shape)
     first = next(model.parameters(), None)
     dtype = dtype or (first.dtype if first is not None else torch.float32)
@@ -200,10 +198,8 @@ def summary(ctx, model, input_shape, dtype=None, depth=3):
     total = sum(r.own if r.leaf else max(r.own, 0) for r in counted)
     trainable = sum(r.own_trainable if r.leaf else max(r.own_trainable, 0) for r in counted)
     layers, cells = shown_rows(rows, depth)
-    result = Summary(layers=layers, input_shape=shape, depth=depth, parameters=total, trainable=trainable,
-                     non_trainable=total - trainable, mult_adds=sum(r.mult_adds for r in rows if r.leaf))
-    result.cells = cells
-    return result
+    return Summary(cells, layers=layers, input_shape=shape, depth=depth, parameters=total, trainable=trainable,
+                   non_trainable=total - trainable, mult_adds=sum(r.mult_adds for r in rows if r.leaf))
 
 
 def shown_rows(rows, max_depth):
@@ -227,6 +223,12 @@ def shown_rows(rows, max_depth):
 
 
 class Summary(dict):
+    """The --json data; the text table also shows each row's Param # cell as torchinfo prints it."""
+
+    def __init__(self, cells, **data):
+        super().__init__(**data)
+        self.cells = cells
+
     def text(self):
         rows = [("  " * r["depth"] + r["kind"] + (": %d-%d" % (r["depth"], r["index"]) if r["depth"] else ""),
                  r["name"], r["output_shape"] or "--", cell) for r, cell in zip(self["layers"], self.cells)]
