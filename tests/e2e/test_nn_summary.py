@@ -89,15 +89,18 @@ def torchinfo_view(model, shape, depth=3):
 
 
 def torchsh_view(sh, model, shape, depth=3):
+    """The same from `torch nn summary`: rows from --json, Param # cells and totals lines from the text
+    (whose cells must show the --json counts)."""
     flags = "--input_shape %s --depth %d" % (",".join(map(str, shape)), depth)
     data = json.loads(sh("torch nn summary %s %s --json" % (model, flags)))
     text = sh("torch nn summary %s %s" % (model, flags)).splitlines()
     rows = [(r["kind"], r["depth"], r["index"], r["output_shape"] or []) for r in data["layers"]]
     table, totals = text[1:len(rows) + 1], text[len(rows) + 1:]
     cells = [line.rsplit("  ", 1)[-1].strip() for line in table]
-    numbers = [r["parameters"] for r in data["layers"]]
-    assert numbers == [0 if c == "--" else int(c.strip("()").replace(",", "")) if c != "(recursive)"
-                       else r["parameters"] for c, r in zip(cells, data["layers"])]
+    for cell, r in zip(cells, data["layers"]):
+        assert (cell == "--") == (r["parameters"] == 0)
+        if cell not in ("--", "(recursive)"):
+            assert int(cell.strip("()").replace(",", "")) == r["parameters"]
     return rows, cells, totals, (data["parameters"], data["trainable"], data["non_trainable"], data["mult_adds"])
 
 
