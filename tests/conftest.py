@@ -14,6 +14,7 @@ fuzzing, lifecycle races, distributed fits). So a new unit test stays fast or is
 a few seconds, and a new e2e file needs a mark only where that rule says. A test that needs a tool
 (zsh, fish, sshd, a second uid) asks tests/required.py: a skip here, a failure in CI.
 """
+import contextlib
 import os
 import shutil
 import subprocess
@@ -102,8 +103,9 @@ def stop_daemon(shell):
         time.sleep(0.05)
 
 
-@pytest.fixture(scope="session")
-def sh():
+@contextlib.contextmanager
+def own_daemon():
+    """A daemon in a folder of its own, stopped and the folder removed after."""
     folder = tempfile.mkdtemp(prefix="tsh-")  # short: AF_UNIX paths are limited to ~107 bytes
     shell = start_daemon(folder)
     try:
@@ -111,6 +113,12 @@ def sh():
     finally:
         stop_daemon(shell)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def sh():
+    with own_daemon() as shell:
+        yield shell
 
 
 @pytest.fixture

@@ -39,9 +39,9 @@ def write_net(folder, text=NET, name="mynet.py"):
     return path
 
 
-def python_net(path, **args):
+def python_net(path, cls="Net", **args):
     """The same class built in this process, from the same file."""
     spec = importlib.util.spec_from_file_location("oracle_net_%d" % id(args), path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.Net(**args)
+    return getattr(module, cls)(**args)

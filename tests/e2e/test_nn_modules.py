@@ -191,10 +191,11 @@ def test_info_reports_kinds_counts_shapes_and_mode(sh):
 def test_summary_lists_output_shapes_and_restores_the_mode(sh):
     m = sh("torch nn sequential 'linear 10 4' relu 'linear 4 2'")
     out = json.loads(sh("torch nn summary %s --input_shape '[1,10]' --json" % m))
-    assert [(r["kind"], r["output_shape"], r["parameters"]) for r in out["layers"]] == [
-        ("Linear", [1, 4], 44), ("ReLU", [1, 4], 0), ("Linear", [1, 2], 10)]
-    assert out["parameters"] == 54
-    assert "output shape" in sh("torch nn summary %s --input_shape '[1,10]'" % m)
+    assert [(r["name"], r["kind"], r["depth"], r["output_shape"], r["parameters"]) for r in out["layers"]] == [
+        ("", "Sequential", 0, [1, 2], 0), ("0", "Linear", 1, [1, 4], 44), ("1", "ReLU", 1, [1, 4], 0),
+        ("2", "Linear", 1, [1, 2], 10)]
+    assert (out["parameters"], out["trainable"], out["non_trainable"]) == (54, 54, 0)
+    assert "Total params: 54\n" in sh("torch nn summary %s --input_shape '[1,10]'" % m)
     assert json.loads(sh("torch nn info %s --json" % m))["mode"] == "train"
 
 

@@ -4774,15 +4774,16 @@ export def "nn save" [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "nn.save" $args "file no_grad!" [$file $no_grad] }
 
-# Run zeros of --input_shape through the model (eval mode, no grad; mode restored) and list each
+# Every module call of a forward pass, and the parameter totals, as torchinfo's summary lists them.
 #
-# nn.summary(Module model, *, int[] input_shape, ScalarType? dtype=None) -> Json
+# nn.summary(Module model, *, int[] input_shape, ScalarType? dtype=None, int depth=3) -> Json
 export def "nn summary" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: model; piped handles fill the tensor slots still missing
     --input_shape: any  # int[]
     --dtype: string@"nu-complete torch dtypes"  # ScalarType?
+    --depth: int  # int; default 3
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "nn.summary" $args "input_shape dtype no_grad!" [$input_shape $dtype $no_grad] }
+]: any -> any { torchsh typed "nn.summary" $args "input_shape dtype depth no_grad!" [$input_shape $dtype $depth $no_grad] }
 
 # Move/convert parameters and buffers in place (Module.to): handles and optimizers stay valid.
 #

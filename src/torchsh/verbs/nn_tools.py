@@ -1,5 +1,5 @@
-"""Looking at and changing a built module: `nn parameters`, `nn info`, `nn summary`, `nn train`, `nn eval`,
-`nn to`, `nn init`.
+"""Looking at and changing a built module: `nn parameters`, `nn info`, `nn train`, `nn eval`, `nn to`,
+`nn init` (`nn summary` lives in nn_summary.py).
 
 Parameter handles are the module's own Parameter objects (live views): gradients after backward and
 updates after an optimizer step show through them. `nn to` converts in place the way Module.to does
@@ -55,49 +55,6 @@ def info(ctx, model):
                 device=str(first.device) if first is not None else "cpu",
                 children=[{"name": n, "kind": type(c).__name__} for n, c in model.named_children()],
                 tensors=tensors)
-
-
-@verb("nn.summary(Module model, *, int[] input_shape, ScalarType? dtype=None) -> Json", category="nn",
-      examples=("torch nn summary $(torch nn sequential 'linear 4 8' relu 'linear 8 1') --input_shape 2,4",))
-def summary(ctx, model, input_shape, dtype=None):
-    """Run zeros of --input_shape through the model (eval mode, no grad; mode restored) and list each
-    layer's output shape and parameter count."""
-    shape = [input_shape] if isinstance(input_shape, int) else list(input_shape)
-    first = next(model.parameters(), None)
-    dtype = dtype or (first.dtype if first is not None else torch.float32)
-    x = torch.zeros(shape, dtype=dtype, device=first.device if first is not None else "cpu")
-    rows, hooks = [], []
-    for name, layer in model.named_modules():
-        if next(layer.children(), None) is None:
-            hooks.append(layer.register_forward_hook(_recorder(rows, name or type(layer).__name__, layer)))
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            model(x)
-    finally:
-        model.train(was_training)
-        for h in hooks:
-            h.remove()
-    total = sum(p.numel() for p in model.parameters())
-    return Summary(layers=rows, input_shape=shape, parameters=total)
-
-
-def _recorder(rows, name, layer):
-    def hook(module, inputs, output):
-        out = output if isinstance(output, torch.Tensor) else next(
-            (o for o in output if isinstance(o, torch.Tensor)), None) if isinstance(output, tuple) else None
-        rows.append({"name": name, "kind": type(layer).__name__,
-                     "output_shape": list(out.shape) if out is not None else None,
-                     "parameters": sum(p.numel() for p in layer.parameters(recurse=False))})
-    return hook
-
-
-class Summary(dict):
-    def text(self):
-        rows = [(r["name"], r["kind"], r["output_shape"], r["parameters"]) for r in self["layers"]]
-        table = print_table(rows, ("layer", "kind", "output shape", "parameters"))
-        return table + "input %s, %d parameters in total\n" % (self["input_shape"], self["parameters"])
 
 
 @verb("nn.train(Module model) -> None", category="nn",
