@@ -93,11 +93,16 @@ def _fmt_time(ms):
     return "%.2f ms" % ms if ms < 100 else "%.0f ms" % ms
 
 
+def _fmt_value(value, unit):
+    """12345 MB/s, 0.704 s: whole numbers from 100 up, three significant digits below (a sweep's seconds)."""
+    return ("%.0f %s" if abs(value) >= 100 else "%.3g %s") % (value, unit)
+
+
 def _cells(r):
     if "value" in r:
         unit = r["unit"]
-        return ("%.0f %s" % (r["value"], unit), "", r.get("reference", ""),
-                "-" if r.get("ref_value") is None else "%.0f %s" % (r["ref_value"], unit))
+        return (_fmt_value(r["value"], unit), "", r.get("reference", ""),
+                "-" if r.get("ref_value") is None else _fmt_value(r["ref_value"], unit))
     return (_fmt_time(r.get("median_ms")), _fmt_time(r.get("p90_ms")), str(r.get("reference", "")),
             _fmt_time(r.get("ref_median_ms")))
 
