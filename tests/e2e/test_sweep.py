@@ -13,6 +13,7 @@ from optuna.storages.journal import JournalFileBackend
 from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.plugins.hparams import api_pb2, metadata as hparams_metadata
 
+from apicall import post
 from second_daemon import SecondDaemon
 from waiting import wait_until
 
@@ -264,3 +265,17 @@ def test_the_caller_is_told_how_trials_train_and_why_not_together(sh):
     assert r.code == 0 and "trials 0,1 train one at a time: Dropout draws random numbers" in r.err, r.err
     r = sh.run(loaders(sh) + SWEEP + "--space 'width: [8]; lr: [0.01, 0.02]' --sampler grid --trials 2 --vectorize 2")
     assert r.code == 0 and "trials 0,1 train together as one vectorised model" in r.err, r.err
+
+
+def test_the_json_api_gives_the_trials_as_bash_json_rows_and_refusals_as_codes(sh):
+    make = loaders(sh)
+    bash = [json.loads(line) for line in sh(make + SWEEP + "--space 'width: [8]; lr: [0.01, 0.1]' --sampler grid "
+                                            "--seed 2 --pruner none --json").splitlines()]
+    data = sh(make + "echo $L")
+    kwargs = {"data": data, "model": MODEL, "opt": "adam --lr {lr}", "space": "width: [8]; lr: [0.01, 0.1]",
+              "sampler": "grid", "seed": 2, "pruner": "none", "loss": "cross_entropy"}
+    status, reply = post(sh, "sweep", {"kwargs": kwargs})
+    assert status == 200 and [(r["trial"], r["lr"], r["state"]) for r in reply["result"]] == [
+        (r["trial"], r["lr"], r["state"]) for r in bash]
+    status, reply = post(sh, "sweep", {"kwargs": dict(kwargs, space="width: [8]; lr: [0.1]; wd: [1]")})
+    assert reply["error"]["code"] == "bad_argument" and "wd" in reply["error"]["message"]
