@@ -279,3 +279,16 @@ def test_the_json_api_gives_the_trials_as_bash_json_rows_and_refusals_as_codes(s
         (r["trial"], r["lr"], r["state"]) for r in bash]
     status, reply = post(sh, "sweep", {"kwargs": dict(kwargs, space="width: [8]; lr: [0.1]; wd: [1]")})
     assert reply["error"]["code"] == "bad_argument" and "wd" in reply["error"]["message"]
+
+
+def test_a_trial_whose_folder_holds_a_run_fails_and_leaves_that_run_alone(sh, swept):
+    log, _ = swept
+    joined = sh.tmp("joined")
+    os.makedirs(joined)
+    os.rename(os.path.join(log, "trial_0000"), os.path.join(joined, "trial_0000"))  # someone's run, no sweep.json
+    before = open(os.path.join(joined, "trial_0000", "metrics.jsonl")).read()
+    r = sh.run(loaders(sh) + SWEEP + "--space 'width: [8]; lr: [0.1]' --trials 1 --vectorize 1 --log %s --json"
+               % joined)
+    os.rename(os.path.join(joined, "trial_0000"), os.path.join(log, "trial_0000"))
+    assert r.code == 0 and json.loads(r.out)["state"] == "failed" and "[run_exists]" in r.err, r.err
+    assert open(os.path.join(log, "trial_0000", "metrics.jsonl")).read() == before

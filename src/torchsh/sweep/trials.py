@@ -16,7 +16,7 @@ from torchsh.call import nested
 from torchsh.data import meaning
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.sweep import space as spaces
-from torchsh.train import losschoice
+from torchsh.train import losschoice, rundir
 from torchsh.train.losses import loss_function, loss_options
 from torchsh.train.plan import FitPlan
 
@@ -33,6 +33,9 @@ def build(ctx, sweep, trial):
     """(FitPlan, notes) of one trial: refusals of its words (a layer that cannot take a value) are the
     trial's failure, said as the trial's, not the sweep's."""
     d, params = sweep.definition, trial.params
+    where = folder(sweep.log, trial.number)
+    if where is not None:  # a run already there (another study's trial, a fit) is never written over
+        rundir.refuse_a_run_there(where, where)
     model_words = spaces.fill(d["model"], params)
     opt_words = spaces.fill(d["opt"], params)
     torch.manual_seed(seed_of(d, trial.number))
@@ -52,7 +55,7 @@ def build(ctx, sweep, trial):
     plan = FitPlan(model=model, optimizer=optimizer, loader=sweep.data, val=sweep.val, loss=loss_function(loss),
                    loss_args=loss_options(d["loss_args"]), loss_name=loss, epochs=d["epochs"],
                    metrics=tuple(d["metrics"] or ()), monitor=d["monitor"], patience=d["patience"],
-                   target_dtype=target_dtype, log=folder(sweep.log, trial.number),
+                   target_dtype=target_dtype, log=where,
                    command=_command(d, sweep.val is not None), trial=trial_record)
     return plan, notes
 
