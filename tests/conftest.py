@@ -7,7 +7,8 @@ a .pt file read with weights_only=True), `sh.put(tensor)` sends one in.
 
 Tiers (scripts/test.sh). `--fast`, the edit loop (under 3 minutes on 2 cores), runs tests/unit and
 tests/smoke (a user's first hour through bash, zsh and nu) less what is marked `slow`; no arguments runs
-everything, then tests/e2e again through the fast bash function. `slow` goes on a test that takes 5 s or
+everything, then tests/e2e again through the fast bash function, less `slow` but for what is marked
+`fastpath` (the docs' examples, the lifecycle races: what that transport changes). `slow` goes on a test that takes 5 s or
 more in a full run on 2 cores (read the run's --durations), and on a whole module (`pytestmark =
 pytest.mark.slow`) when three or more such tests hold most of its time (doc examples, parity sweeps,
 fuzzing, lifecycle races, distributed fits). So a new unit test stays fast or is marked, tests/smoke stays

@@ -1,8 +1,9 @@
 """Every ```bash example in docs/ runs, exits 0, and prints what its `# => TEXT` comments say, in order.
 
-Here in tests/e2e they also run through the fast bash path (scripts/test.sh's second pass). Their
-```nu twins run in tests/shells/test_docs_nu_twins.py. The block marked <!-- canonical-loop -->
-(1,000 iterations) is run by tests/e2e/test_scopes.py, which also checks the object count stays flat.
+Here in tests/e2e they also run through the fast bash path (scripts/test.sh's second pass runs the
+families marked `fastpath`). Their ```nu twins run in tests/shells/test_docs_nu_twins.py. The block marked
+<!-- canonical-loop --> (1,000 iterations) is run by tests/e2e/test_scopes.py, which also checks the object
+count stays flat.
 """
 import glob
 import os
@@ -10,7 +11,9 @@ import re
 
 import pytest
 
-pytestmark = pytest.mark.slow  # a slow family (the tier rule: tests/conftest.py)
+# A slow family (the tier rule: tests/conftest.py) that the fast-path pass runs anyway: what users copy
+# from the docs runs through the function they use
+pytestmark = [pytest.mark.slow, pytest.mark.fastpath]
 
 DOCS = os.path.join(os.path.dirname(__file__), "..", "..", "docs")
 _BLOCK = re.compile(r"(<!-- canonical-loop -->\n)?```(bash|nu|zsh)\n(.*?)```", re.S)
