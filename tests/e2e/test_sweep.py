@@ -292,3 +292,18 @@ def test_a_trial_whose_folder_holds_a_run_fails_and_leaves_that_run_alone(sh, sw
     os.rename(os.path.join(joined, "trial_0000"), os.path.join(log, "trial_0000"))
     assert r.code == 0 and json.loads(r.out)["state"] == "failed" and "[run_exists]" in r.err, r.err
     assert open(os.path.join(log, "trial_0000", "metrics.jsonl")).read() == before
+
+
+def test_a_joining_worker_keeps_the_folders_workers_and_refuses_another_studys_folder(sh, swept):
+    log, _ = swept
+    storage, here = "sqlite:///%s" % sh.tmp("joined.db"), sh.tmp("j1")
+    sh(loaders(sh) + SWEEP + "--space 'width: [8]; lr: [0.1]' --trials 1 --epochs 1 --pruner none --vectorize 1 "
+       "--storage %s --study joined --log %s --json >/dev/null" % (storage, here))
+    join = loaders(sh) + "torch sweep --join joined --storage %s --data $L --val $V --vectorize 1 --log %%s" % storage
+    r = sh.run(join % log)
+    assert r.code == 3 and "holds the sweep of study %s;" % os.path.basename(log) in r.err, r.err
+    assert r.err.endswith("[run_exists]\n")
+    before = json.load(open(os.path.join(here, "sweep.json")))["workers"]
+    sh(join % here + " >/dev/null")
+    after = json.load(open(os.path.join(here, "sweep.json")))["workers"]
+    assert len(before) == 1 and after[:1] == before and len(after) == 2

@@ -85,6 +85,18 @@ def refuse_a_sweep_there(log):
                            "continue it with --resume, or give another --log")
 
 
+def joined_sweep_file(log, study):
+    """What --log DIR's sweep.json holds when a --join worker writes there: None when DIR has none; refused
+    when it is another study's (its workers and definition are not this one's)."""
+    if not os.path.exists(os.path.join(log, SWEEP_FILE)):
+        return None
+    held = read_sweep_file(log)
+    if held.get("study") != study:
+        raise TorchshError("run_exists", "%s holds the sweep of study %s" % (log, held.get("study")),
+                           "give another --log, or --join %s" % held.get("study"))
+    return held
+
+
 def write_sweep_file(log, record):
     os.makedirs(log, exist_ok=True)
     text = json.dumps(record, indent=1, default=str) + "\n"

@@ -92,6 +92,8 @@ def _prepare(ctx, o):
         held_file = setup.read_sweep_file(log)
     elif mode == "new" and log is not None:
         setup.refuse_a_sweep_there(log)
+    elif mode == "join" and log is not None:  # its workers kept: a later --resume there gives theirs back
+        held_file = setup.joined_sweep_file(log, o["join"])
     studies.optuna()  # missing_extra now, not in the job
     definition = setup.definition(o) if mode == "new" else None
     url = o["storage"] or (held_file or {}).get("storage")
