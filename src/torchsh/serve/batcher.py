@@ -93,6 +93,8 @@ class Served:
                 self.cond.wait(IDLE_WAKE_S)
             deadline = self.queue[0].arrived + self.max_wait_s
             while len(self.queue) < self.max_batch and (left := deadline - time.monotonic()) > 0:
+                if should_stop():  # what waits is refused (503) by close()
+                    return None
                 self.cond.wait(left)
             return [self.queue.popleft() for _ in range(min(self.max_batch, len(self.queue)))]
 

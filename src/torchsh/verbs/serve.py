@@ -56,7 +56,7 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
     job = jobs.start(ctx, "serve", lambda report, should_stop: _serve(served, listener, report, should_stop),
                      list(metrics.COLUMNS), uses=(model,), notes=notes, beside=True)
     job.on_stop.append(served.wake)
-    job.progress_text = served.metrics.text
+    job.progress_text = lambda: "%s  %d queued" % (served.metrics.text(), len(served.queue))
     job.stopped_line = lambda: "stopped serving %s after %d requests" % (name, served.metrics.requests)
     return job.handle if detach else follow.reply(ctx, job, "run", as_json=json)
 
