@@ -1,0 +1,133 @@
+"""`torch serve` (issue 27 §2): requests per second of a small CNN served with dynamic batching against the same
+server unbatched, and a `fit` beside a loaded server, in the same run.
+
+Model: Conv2d(1, 8, 3) -> ReLU -> MaxPool2d(2) -> Flatten -> Linear(1352, 10) on 1x28x28 FP32 inputs, on CPU.
+Load: CLIENTS threads of this process, each with its own kept-alive connection to the daemon's Unix socket,
+sending one-sample V2 infer requests back to back (a fixed number of concurrent clients, no fixed rate) for
+SECONDS; requests per second = answered / SECONDS; p50 and p99 are the clients' round trips.
+
+  (a) --max_batch 32 --max_wait_ms 5 against (b) --max_batch 1 (unbatched); target (a) >= 3x (b)'s rps;
+  (c) `torch fit` of the same CNN (2,048 samples, batch 64, SGD) alone against (d) the same fit while (a)'s load
+      runs at a fixed RATE (200 requests/s from the CLIENTS threads; unpaced clients on two cores would measure
+      the clients' own CPU as much as the server): target (d) keeps >= 70% of (c)'s samples per second.
+"""
+import http.client
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.common import Daemon, percentile, value_row  # noqa: E402
+
+CNN = "sequential 'conv2d 1 8 3' relu 'max_pool2d 2' flatten 'linear 1352 10'"
+CLIENTS, SAMPLES, BATCH = 16, 2048, 64
+TARGET_RPS, TARGET_FIT = 3.0, 0.7
+RATE = 200  # requests per second in all while the fit runs beside the server (d)
+BODY = json.dumps({"inputs": [{"name": "input__0", "shape": [1, 1, 28, 28], "datatype": "FP32",
+                               "data": [0.5] * 784}]})
+
+
+class _Unix(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=120)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.unix_path)
+
+
+def load(daemon, name, stop, latencies, every=0.0):
+    """One client: requests back to back (or one each `every` seconds) until stop is set; its round trips
+    appended to latencies."""
+    conn = _Unix(daemon.socket)
+    next_at = time.perf_counter()
+    while not stop.is_set():
+        if every:
+            next_at += every
+            time.sleep(max(0.0, next_at - time.perf_counter()))
+        t0 = time.perf_counter()
+        conn.request("POST", "/v2/models/%s/infer" % name, body=BODY)
+        reply = conn.getresponse()
+        reply.read()
+        if reply.status != 200:
+            raise RuntimeError("infer answered %d" % reply.status)
+        latencies.append(time.perf_counter() - t0)
+
+
+def loaded(daemon, name, seconds, during=None, rate=None):
+    """(requests per second, round trips) of CLIENTS clients for `seconds` (or while during() runs), back to
+    back or, with a rate, RATE requests per second in all."""
+    stop, latencies = threading.Event(), []
+    every = CLIENTS / rate if rate else 0.0
+    threads = [threading.Thread(target=load, args=(daemon, name, stop, latencies, every)) for _ in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    t0 = time.perf_counter()
+    result = during() if during else time.sleep(seconds)
+    elapsed = time.perf_counter() - t0
+    stop.set()
+    for t in threads:
+        t.join()
+    return len(latencies) / elapsed, sorted(latencies), result
+
+
+def fit_samples_per_s(daemon, loader):
+    m = daemon.cli("nn", *_words(CNN))
+    o = daemon.cli("optim", "sgd", m, "--lr", "0.01")
+    t0 = time.perf_counter()
+    daemon.cli("fit", m, o, loader, "--loss", "cross_entropy", "--epochs", "2")
+    return 2 * SAMPLES / (time.perf_counter() - t0)
+
+
+def _words(text):
+    import shlex
+    return shlex.split(text)
+
+
+def run(quick=False):
+    seconds = 3.0 if quick else 8.0
+    with Daemon() as daemon:
+        m = daemon.cli("nn", *_words(CNN))
+        batched = daemon.cli("serve", m, "--name", "cnn", "--max_batch", "32", "--max_wait_ms", "5", "--detach")
+        m1 = daemon.cli("nn", *_words(CNN))
+        single = daemon.cli("serve", m1, "--name", "cnn1", "--max_batch", "1", "--max_wait_ms", "0", "--detach")
+        x = daemon.cli("randn", str(SAMPLES), "1", "28", "28")
+        y = daemon.cli("randint", "10", "[%d]" % SAMPLES)
+        loader = daemon.cli("data", "loader", daemon.cli("data", "tensors", x, y), "--batch_size", str(BATCH),
+                            "--shuffle", "--seed", "0")
+        loaded(daemon, "cnn", 1.0)  # warm both
+        loaded(daemon, "cnn1", 1.0)
+        rps, lat, _ = loaded(daemon, "cnn", seconds)
+        rps1, lat1, _ = loaded(daemon, "cnn1", seconds)
+        fit_samples_per_s(daemon, loader)  # warm
+        alone = fit_samples_per_s(daemon, loader)
+        beside_rps, beside_lat, beside = loaded(daemon, "cnn", None, lambda: fit_samples_per_s(daemon, loader),
+                                                RATE)
+        for job in (batched, single):
+            daemon.cli("job", "stop", job)
+    return _rows(rps, lat, rps1, lat1, alone, beside, beside_rps, beside_lat)
+
+
+def _rows(rps, lat, rps1, lat1, alone, beside, beside_rps, beside_lat):
+    ms = lambda xs, q: percentile(xs, q / 100) * 1000  # noqa: E731
+    what = "CNN 1x28x28 (conv 8 3x3, pool, linear 10), %d clients on the Unix socket" % CLIENTS
+    note = "p50/p99 %.1f/%.1f ms batched, %.1f/%.1f ms unbatched" % (ms(lat, 50), ms(lat, 99), ms(lat1, 50), ms(lat1, 99))
+    return [value_row("torch serve --max_batch 32 --max_wait_ms 5, %s: requests/s" % what, rps, "rps",
+                      "(b) the same server --max_batch 1", rps1, target=">= %gx" % TARGET_RPS,
+                      met=rps / rps1 >= TARGET_RPS, note=note),
+            value_row("torch fit of the CNN beside a served CNN at %d requests/s: samples/s" % RATE, beside,
+                      "samples/s", "(c) the same fit alone", alone, target=">= %g of alone" % TARGET_FIT,
+                      met=beside / alone >= TARGET_FIT,
+                      note="the server meanwhile: %.0f rps, p50/p99 %.1f/%.1f ms" % (
+                          beside_rps, ms(beside_lat, 50), ms(beside_lat, 99)))]
+
+
+if __name__ == "__main__":
+    for r in run(quick="--quick" in sys.argv):
+        print("%-100s %8.1f %-9s ref %8.1f  ratio %.2fx  %s  %s" % (
+            r["name"], r["value"], r["unit"], r["ref_value"], r["ratio"], r.get("target") or "", r["note"]))
