@@ -86,23 +86,29 @@ def _input(item, index, budget):
     if budget[0] < 0:
         raise TorchshError("too_large", "input %s: the request holds more than the served model's limit of "
                            "elements" % name, "send fewer rows a request")
-    flat = flatten(data)
-    if flat is None or len(flat) != count:
-        raise bad("input %s: shape %s needs %d values in \"data\", not %s" % (name, shape, count,
-                                                                          "a list" if flat is None else len(flat)))
+    if not isinstance(data, list):
+        raise bad("input %s: \"data\" is a list of values, flat or nested" % name)
     try:
-        values = array(TYPECODES[datatype], flat)
+        values = _typed(TYPECODES[datatype], data)
     except (TypeError, OverflowError):
         raise bad("input %s: \"data\" holds a value that is not %s" % (name, datatype))
+    if len(values) != count:
+        raise bad("input %s: shape %s needs %d values in \"data\", not %d" % (name, shape, count, len(values)))
     return Input(name, datatype, tuple(shape), values)
 
 
+def _typed(typecode, data):
+    """data's values in an array: flat data as it is (the common case, read without a scan), nested flattened."""
+    try:
+        return array(typecode, data)
+    except TypeError:
+        if not any(isinstance(v, list) for v in data):
+            raise
+        return array(typecode, flatten(data))
+
+
 def flatten(data):
-    """The spec's data, flat ([1, 2, 3, 4]) or nested row-major ([[1, 2], [3, 4]]), as one flat list; None if not a list."""
-    if not isinstance(data, list):
-        return None
-    if not any(isinstance(v, list) for v in data):
-        return data
+    """The spec's nested row-major data ([[1, 2], [3, 4]]) as one flat list."""
     out, stack = [], [iter(data)]
     while stack:
         for v in stack[-1]:
