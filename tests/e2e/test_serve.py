@@ -177,3 +177,13 @@ def test_a_fit_runs_beside_a_server_not_queued_behind_it(sh):
     status, _, _ = request(UnixConnection(sh.socket), "POST", "/v2/models/beside/infer", infer_doc(X))
     assert status == 200
     sh("torch job stop %s" % job)
+
+
+def test_an_idle_server_keeps_its_daemon_past_the_ttl_and_daemon_stop_ends_it(fresh_sh):
+    s = fresh_sh(start=False)
+    job = s("m=$(torch nn linear 4 3); torch serve $m --name idle --detach", env={"TORCHSH_TTL": "1s"})
+    s("sleep 3")  # three idle timeouts: the serve job keeps the daemon
+    assert "running" in s("torch job list")
+    assert request(UnixConnection(s.socket), "GET", "/v2/models/idle/ready")[0] == 200
+    s("torch daemon stop")
+    assert s.run("torch daemon status").code == 5, job

@@ -212,7 +212,7 @@ def refuse_freeing_in_use(registry, handles):
 
 def _run(ctx, job, work, tensor_thread=None, beside=False):
     app = ctx.app
-    lock = _StepLock(None if beside else app, "%s (%s)" % (job.verb, job.handle), tensor_thread)
+    lock = (_Beside if beside else _StepLock)(app, "%s (%s)" % (job.verb, job.handle), tensor_thread)
     lock.take()
     job.state = "running"
     try:
@@ -266,8 +266,6 @@ class _StepLock:
         self.app, self.op, self.held, self.tensor_thread = app, op, None, tensor_thread
 
     def take(self):
-        if self.app is None:  # a job beside the others takes the lock itself
-            return
         self.held = self.app.tensor_lock(self.op)
         self.held.__enter__()
 
@@ -279,8 +277,6 @@ class _StepLock:
     def between_steps(self):
         """A step boundary: requests that queued for the lock meanwhile run now, then the work goes on.
         Returns False (for should_stop's `or`)."""
-        if self.app is None:
-            return False
         if self.tensor_thread is not None:
             if self.tensor_thread.waiting():
                 self.give()
@@ -289,4 +285,14 @@ class _StepLock:
         elif self.app.lock_waiters():
             self.give()
             self.take()
+        return False
+
+
+class _Beside(_StepLock):
+    """A job beside the others (start's beside) holds no lock between its pieces of tensor work: it takes it for each."""
+
+    def take(self):
+        pass
+
+    def between_steps(self):
         return False
