@@ -68,19 +68,18 @@ class Served:
     # -- the job's work -------------------------------------------------------------------------
     def work(self, report, should_stop):
         """The serve job: batches until stopped; then the queued requests are refused (503) and a last row says it all."""
-        last_row, reported = time.monotonic(), 0
+        last_row = time.monotonic()
         try:
             while (batch := self._next_batch(should_stop)) is not None:
                 self.metrics.batch(len(batch))
                 for pending, answer in zip(batch, self._on_tensor_thread(batch)):
                     self._answer(pending, *answer)
-                if time.monotonic() - last_row >= ROW_EVERY_S:
-                    last_row, reported = time.monotonic(), self.metrics.requests
+                if time.monotonic() - last_row >= ROW_EVERY_S:  # only after a batch: an idle server says nothing
+                    last_row = time.monotonic()
                     report(dict(self.metrics.row(), event="row"))
         finally:
             self.close()
-            if self.metrics.requests != reported or not reported:
-                report(dict(self.metrics.row(), event="row"))
+            report(dict(self.metrics.row(), event="row"))
 
     def _next_batch(self, should_stop):
         """Up to max_batch requests, within max_wait_s of the first one's arrival; None when stopping."""
