@@ -20,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.common import Daemon, percentile, value_row  # noqa: E402
+from bench.common import Daemon, percentile, spread, value_row  # noqa: E402
 
 CNN = "sequential 'conv2d 1 8 3' relu 'max_pool2d 2' flatten 'linear 1352 10'"
 CLIENTS, SAMPLES, BATCH = 16, 2048, 64
@@ -100,27 +100,52 @@ def _words(text):
 
 
 def run(quick=False):
-    seconds = 3.0 if quick else 8.0
+    """Rounds of (a) (b) (c) (d) back to back, each figure the median of its rounds (the machine's other load
+    changes from minute to minute: interleaving meets it evenly)."""
+    seconds, rounds = (2.0, 1) if quick else (4.0, 3)
     with Daemon() as daemon:
-        m = daemon.cli("nn", *_words(CNN))
-        batched = daemon.cli("serve", m, "--name", "cnn", "--max_batch", "32", "--max_wait_ms", "5", "--detach")
-        m1 = daemon.cli("nn", *_words(CNN))
-        single = daemon.cli("serve", m1, "--name", "cnn1", "--max_batch", "1", "--max_wait_ms", "0", "--detach")
-        x = daemon.cli("randn", str(SAMPLES), "1", "28", "28")
-        y = daemon.cli("randint", "10", "[%d]" % SAMPLES)
-        loader = daemon.cli("data", "loader", daemon.cli("data", "tensors", x, y), "--batch_size", str(BATCH),
-                            "--shuffle", "--seed", "0")
-        loaded(daemon, "cnn", 1.0)  # warm both
+        jobs, loader = _setup(daemon)
+        loaded(daemon, "cnn", 1.0)  # warm both servers and the fit
         loaded(daemon, "cnn1", 1.0)
-        rps, lat, _ = loaded(daemon, "cnn", seconds)
-        rps1, lat1, _ = loaded(daemon, "cnn1", seconds)
-        fit_samples_per_s(daemon, loader)  # warm
-        alone = fit_samples_per_s(daemon, loader)
-        beside_rps, beside_lat, beside = loaded(daemon, "cnn", None, lambda: fit_samples_per_s(daemon, loader),
-                                                RATE)
-        for job in (batched, single):
+        fit_samples_per_s(daemon, loader)
+        figures = [_round(daemon, loader, seconds) for _ in range(rounds)]
+        for job in jobs:
             daemon.cli("job", "stop", job)
-    return _rows(rps, lat, rps1, lat1, alone, beside, beside_rps, beside_lat)
+    med = {key: median([f[key] for f in figures]) for key in figures[0] if "lat" not in key}
+    lat = {key: sorted(x for f in figures for x in f[key]) for key in figures[0] if "lat" in key}
+    rows = _rows(med["rps"], lat["lat"], med["rps1"], lat["lat1"], med["alone"], med["beside"],
+                 med["beside_rps"], lat["beside_lat"])
+    rows[0]["noise"] = spread([f["rps1"] for f in figures])  # the references' spread over the rounds
+    rows[1]["noise"] = spread([f["alone"] for f in figures])
+    return rows
+
+
+def _setup(daemon):
+    """The two servers (batched, unbatched) and the fit's loader."""
+    jobs = []
+    for name, max_batch, max_wait in (("cnn", "32", "5"), ("cnn1", "1", "0")):
+        m = daemon.cli("nn", *_words(CNN))
+        jobs.append(daemon.cli("serve", m, "--name", name, "--max_batch", max_batch, "--max_wait_ms", max_wait,
+                               "--detach"))
+    x = daemon.cli("randn", str(SAMPLES), "1", "28", "28")
+    y = daemon.cli("randint", "10", "[%d]" % SAMPLES)
+    loader = daemon.cli("data", "loader", daemon.cli("data", "tensors", x, y), "--batch_size", str(BATCH),
+                        "--shuffle", "--seed", "0")
+    return jobs, loader
+
+
+def _round(daemon, loader, seconds):
+    rps, lat, _ = loaded(daemon, "cnn", seconds)
+    rps1, lat1, _ = loaded(daemon, "cnn1", seconds)
+    alone = fit_samples_per_s(daemon, loader)
+    beside_rps, beside_lat, beside = loaded(daemon, "cnn", None, lambda: fit_samples_per_s(daemon, loader), RATE)
+    return dict(rps=rps, lat=lat, rps1=rps1, lat1=lat1, alone=alone, beside=beside, beside_rps=beside_rps,
+                beside_lat=beside_lat)
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
 
 
 def _rows(rps, lat, rps1, lat1, alone, beside, beside_rps, beside_lat):
