@@ -149,6 +149,10 @@ def test_port_serves_v2_with_the_daemons_token_only(sh):
     status, out, _ = request(conn, "POST", "/v2/models/onport/infer", infer_doc(X), headers=auth)
     assert status == 200
     torch.testing.assert_close(torch.tensor(out["outputs"][0]["data"]).reshape(5, 3), torch.nn.functional.linear(X, W, B))
+    raw = socket.create_connection(("127.0.0.1", port), timeout=60)  # a body over the cap: refused from its head
+    raw.sendall(b"POST /v2/models/onport/infer HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % (1 << 30))
+    assert raw.makefile("rb").readline().startswith(b"HTTP/1.1 413 ")
+    raw.close()
     sh("torch job stop %s" % job)
     refused = socket.socket()
     assert refused.connect_ex(("127.0.0.1", port)) != 0  # the port closes with its job
