@@ -191,3 +191,16 @@ def test_an_idle_server_keeps_its_daemon_past_the_ttl_and_daemon_stop_ends_it(fr
     assert request(UnixConnection(s.socket), "GET", "/v2/models/idle/ready")[0] == 200
     s("torch daemon stop")
     assert s.run("torch daemon status").code == 5, job
+
+
+def test_a_failing_batch_answers_its_requests_and_the_server_goes_on(sh):
+    job, _ = served(sh, "strict")
+    conn = UnixConnection(sh.socket)
+    status, out, _ = request(conn, "POST", "/v2/models/strict/infer", infer_doc(torch.ones(2, 5)))  # 5 features, not 4
+    assert status == 422 and out["code"] == "shape_mismatch"
+    assert request(conn, "POST", "/v2/models/strict/infer", infer_doc(X))[0] == 200
+    flat = sh("torch nn flatten --start_dim 0")  # its output loses the batch dimension
+    flat_job = sh("torch serve %s --name flat --detach" % flat)
+    status, out, _ = request(conn, "POST", "/v2/models/flat/infer", infer_doc(X))
+    assert status == 422 and "batch dimension" in out["error"]
+    assert final_row(sh, job)["errors"] == 1 and final_row(sh, flat_job)["errors"] == 1

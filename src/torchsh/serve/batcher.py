@@ -9,6 +9,7 @@ outputs. The replies are answered back on the loop's thread, so the tensor threa
 An idle server sleeps on a condition (woken by a request, a stop, or once a second for the follower's lease).
 """
 import collections
+import logging
 import threading
 import time
 
@@ -19,6 +20,7 @@ from torchsh.errors import TorchshError, from_torch_exception
 from torchsh.serve import v2
 from torchsh.serve.metrics import Metrics
 
+log = logging.getLogger("torchd")
 IDLE_WAKE_S = 1.0     # an idle loop looks at its job's lease this often (a foreground serve's follower)
 ROW_EVERY_S = 10.0    # a metrics row in the job's output at most this often, while requests come
 DTYPES = {"BOOL": torch.bool, "UINT8": torch.uint8, "INT8": torch.int8, "INT16": torch.int16,
@@ -101,11 +103,20 @@ class Served:
         """[(status, body, headers)] a request, the batch run on the tensor thread (in-process: here)."""
         tensor_thread = getattr(self.app, "tensor_thread", None)
         if tensor_thread is None:
-            return self._infer(batch)
+            return self._infer_guarded(batch)
         done, out = threading.Event(), []
-        tensor_thread.run_soon(lambda: (out.append(self._infer(batch)), done.set()))
+        tensor_thread.run_soon(lambda: (out.append(self._infer_guarded(batch)), done.set()))
         done.wait()
         return out[0]
+
+    def _infer_guarded(self, batch):
+        """_infer, whose every failure is an answer: the loop waiting for it must never be left waiting."""
+        try:
+            return self._infer(batch)
+        except Exception as e:  # what a custom model raises (or a bug): its requests say so, the server lives on
+            log.exception("serve %s: a batch of %d", self.name, len(batch))
+            err = TorchshError("torch_error", "model %s raised %s: %s" % (self.name, type(e).__name__, e))
+            return [failure(err)] * len(batch)
 
     def _infer(self, batch):
         """Under the tensor lock: each group of requests whose inputs fit together runs as one batch."""
@@ -150,9 +161,10 @@ class Served:
         finally:
             self.model.train(was_training)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        if not outs or not all(isinstance(o, torch.Tensor) and o.dim() > 0 for o in outs):
-            raise TorchshError("torch_error", "model %s returned %s, not tensors with a batch dimension"
-                               % (self.name, type(out).__name__))
+        rows = inputs[0].shape[0]
+        if not outs or not all(isinstance(o, torch.Tensor) and o.dim() > 0 and o.shape[0] == rows for o in outs):
+            raise TorchshError("torch_error", "model %s returned %s, not tensors of one row an input row"
+                               % (self.name, type(out).__name__), "serve a model whose outputs keep the batch dimension")
         return [o.detach().cpu().float() if o.dtype not in DATATYPES else o.detach().cpu() for o in outs]
 
     def _answer(self, pending, status, body, headers):
