@@ -58,7 +58,6 @@ class Job:
         self.lease_until = None     # a foreground job: its follower's lease runs out then (time.monotonic)
         self.orphaned = False       # a foreground job whose follower left: nobody will read its end
         self.beside = False         # it runs beside the other jobs, not on the tensor thread (start's beside)
-        self.on_stop = []           # called at a stop request: wakes work that waits for something else (serve)
         self._last_plain = time.monotonic()
 
     # -- the work's side ----------------------------------------------------------------------
@@ -110,8 +109,6 @@ class Job:
             self.stop_reason = reason
             log.info("stopping %s at its next step boundary: %s", self.handle, reason)
         self._stop.set()
-        for wake in self.on_stop:
-            wake()
 
     def lease(self):
         """A follower polled: the job is its for LEASE_S more."""
@@ -160,7 +157,7 @@ class Job:
         return "epoch %s batch %s/%s" % (p.get("epoch"), p.get("batch"), p.get("batches"))
 
 
-def start(ctx, verb, work, columns=None, uses=(), notes=(), beside=False):
+def start(ctx, verb, work, columns=None, uses=(), notes=(), beside=False, job=None):
     """Register a job:// for work(report, should_stop) and start it. In the daemon it runs on the tensor
     thread, after the requests queued before it, one job at a time (state "queued" until its turn): PyTorch's
     OpenMP keeps a thread pool per calling thread, and a second pool made every parallel op ~20% slower on
@@ -168,8 +165,9 @@ def start(ctx, verb, work, columns=None, uses=(), notes=(), beside=False):
     in order (default: the first row's); uses: the objects the work trains, which `torch free` refuses while
     it runs; notes: lines its followers' stderr gets first, then `queued behind job://…` when a job is ahead.
     beside: work that mostly waits (serve) runs on a thread of its own, beside the jobs, and takes the tensor
-    lock itself for each piece of tensor work (on the tensor thread: App.tensor_thread.run_soon)."""
-    job = Job(verb, columns, uses)
+    lock itself for each piece of tensor work (on the tensor thread: App.tensor_thread.run_soon). job: a Job of
+    a subclass of the verb's own (serve/servejob.py), made with these verb, columns and uses."""
+    job = job or Job(verb, columns, uses)
     job.beside = beside
     job.handle = ctx.put(job, "job")
     tensor_thread = getattr(ctx.app, "tensor_thread", None)

@@ -10,7 +10,8 @@ import re
 from torchsh import jobs
 from torchsh.errors import bad_argument
 from torchsh.jobs import follow
-from torchsh.serve import batcher, metrics
+from torchsh.serve import batcher
+from torchsh.serve.servejob import ServeJob
 from torchsh.serve.tcp import PortListener, token_path
 from torchsh.verbs import verb
 
@@ -54,10 +55,7 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
         notes.append("and on %s (header Authorization: Bearer $(cat %s))" % (listener.url(), token_path(
             ctx.app.socket_path)))
     job = jobs.start(ctx, "serve", lambda report, should_stop: _serve(served, listener, report, should_stop),
-                     list(metrics.COLUMNS), uses=(model,), notes=notes, beside=True)
-    job.on_stop.append(served.wake)
-    job.progress_text = lambda: "%s  %d queued" % (served.metrics.text(), len(served.queue))
-    job.stopped_line = lambda: "stopped serving %s after %d requests" % (name, served.metrics.requests)
+                     notes=notes, beside=True, job=ServeJob(served))
     return job.handle if detach else follow.reply(ctx, job, "run", as_json=json)
 
 
