@@ -160,6 +160,9 @@ ERRORS = {
     "needs_client": (409, EXIT_USAGE, "the command needs a reply this caller does not carry out (the `torch` client does); nothing ran"),
     "run_exists": (409, EXIT_HANDLE, "`fit --log DIR`: DIR holds a run; --resume auto continues it, --overwrite replaces it"),
     "no_runs": (404, EXIT_IO, "`torch runs`: the folder holds no `fit --log` run (no run.json or metrics.jsonl at or under it)"),
+    "unknown_model": (404, EXIT_USAGE, "`torch serve`: no model is served under that name (`torch job list` shows the serve jobs)"),
+    "queue_full": (429, EXIT_DAEMON, "`torch serve`: the model's request queue is full (--max_queue); retry after Retry-After seconds"),
+    "not_serving": (503, EXIT_DAEMON, "`torch serve`: the served model is stopping; its queued requests are refused"),
     "unknown_metric": (400, EXIT_USAGE, "`torch runs best --by KEY`: no run's epoch rows have that key; the hint names those they have"),
 }
 

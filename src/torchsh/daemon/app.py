@@ -70,7 +70,9 @@ class App:
         return None if self.ttl is None else max(0.0, self.ttl - self.idle_seconds())
 
     def expired(self):
-        return self.ttl is not None and self.busy_since is None and self.idle_seconds() >= self.ttl
+        """Idle for its TTL, and no job running: an idle `torch serve` holds no lock, yet keeps its daemon."""
+        return (self.ttl is not None and self.busy_since is None and self.idle_seconds() >= self.ttl
+                and not jobs_job.any_running())
 
     def request_stop(self, restart=False):
         self.restart_requested = restart

@@ -13,7 +13,7 @@ MAX_HEAD = 64 * 1024
 BIG_BODY = 1 << 20
 REASONS = {200: "OK", 204: "No Content", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
            405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 410: "Gone",
-           413: "Content Too Large", 422: "Unprocessable Content", 500: "Internal Server Error",
+           413: "Content Too Large", 422: "Unprocessable Content", 429: "Too Many Requests", 500: "Internal Server Error",
            503: "Service Unavailable", 507: "Insufficient Storage"}
 
 
@@ -86,6 +86,14 @@ class Later:
     that ran the handler: a job the daemon follows to its end for a caller that cannot (protocol.DAEMON).
     make(client_gone) -> the Response, or None when the client left first (nothing to send)."""
     make: object
+
+
+@dataclass
+class Deferred:
+    """A reply made later by whoever holds `deliver`, with no thread waiting for it (a served model's batch
+    answers each of its requests: serve/edge.py). attach(deliver) is called once by the worker; deliver(Response)
+    may be called from any thread, once; it sends the reply and hands the connection back."""
+    attach: object
 
 
 def parse_request(buf, max_body):

@@ -20,6 +20,7 @@ from torchsh.daemon.http import Later, Response
 from torchsh.jobs import follow
 from torchsh.errors import TorchshError
 from torchsh.remote import naming
+from torchsh.serve import edge as serving
 
 log = logging.getLogger("torchd")
 
@@ -88,7 +89,7 @@ ROUTES = (
      "Objects as one bundle (handles in, one a line; a safetensors stream out: JSON header, raw bytes)"),
     ("POST", r"/v1/bundle/import", bundle.post_import,
      "Hold a bundle's objects (?keep=1: under their own handles); the handles out, one a line"),
-)
+) + serving.ROUTES
 _COMPILED = [(m, re.compile("^%s$" % p), h) for m, p, h, _ in ROUTES]
 
 
@@ -154,6 +155,8 @@ def lockfree(app, request):
     """True when the request never takes the tensor lock: the op's own `lockfree` flag, which is what
     cli/run.invoke goes by, or an endpoint that only reads metadata. In doubt, False (a tensor worker)."""
     method, path = request.method, request.path
+    if path.startswith("/v2"):  # torch serve's: an inference request is queued, never run, by its handler
+        return True
     try:
         if method == "GET":
             return path in _LOCKFREE_GETS or path.startswith(("/v1/ops/", "/v1/files/"))

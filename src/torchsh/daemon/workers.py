@@ -57,6 +57,11 @@ class Workers:
         self.tasks.append(fn)
         self.tensor.queue.put((None, None))
 
+    def run_soon(self, fn):
+        """Run fn() on the tensor thread in turn with the requests (a served model's batch): unlike a task's,
+        its turn is also taken between a job's steps (serve_waiting), so it never waits a whole job out."""
+        self.tensor.queue.put((None, fn))
+
     def waiting(self):
         """Requests queued for the tensor thread (queued tasks aside): what serve_waiting would answer."""
         return self.tensor.queue.qsize() > len(self.tasks)
@@ -70,8 +75,10 @@ class Workers:
                 conn, request = self.tensor.queue.get_nowait()
             except queue.Empty:
                 break
-            if conn is None:
+            if conn is None and request is None:
                 tasks.append((conn, request))
+            elif conn is None:
+                self._run_task(request)  # run_soon's
             else:
                 self._work(conn, request, self.tensor, linger=False)
         for item in tasks:
@@ -98,8 +105,8 @@ class Workers:
     def _work(self, conn, request, pool, linger=True):
         """Worker thread: answer, then linger for the connection's next request and answer it here
         too; hand the connection back to the loop when it goes quiet."""
-        if conn is None:  # run_task's turn
-            return self._run_task(self.tasks.popleft())
+        if conn is None:  # run_task's turn, or run_soon's function
+            return self._run_task(self.tasks.popleft() if request is None else request)
         keep = False
         state = self.app.request_state
         state.client_gone = conn.client_gone  # asked by App.tensor_lock after a wait
@@ -151,6 +158,9 @@ class Workers:
                 if isinstance(response, http.Later):  # made on a follower thread, which sends it and hands back
                     self.followers.queue.put((conn, request, response))
                     return None
+                if isinstance(response, http.Deferred):  # whoever answers it sends it (_deliver)
+                    response.attach(lambda made_later: self._deliver(conn, request, made_later))
+                    return None
                 if conn.fast:  # one request a connection, but one held (a block's scope) stays open
                     if conn.client_gone():  # TCP takes a first send after the peer closed: ask first
                         raise BrokenPipeError
@@ -199,6 +209,16 @@ class Workers:
         except Exception:
             log.exception("follower: %s %s", request.method, request.path)
         self._hand_back(conn, keep)
+
+    def _deliver(self, conn, request, response):
+        """A Deferred reply, made: sent from the thread that made it (never blocking: the rest goes to a sender)."""
+        keep = request.keep_alive and not self.stopping and not conn.fast
+        try:
+            keep = self._send(conn, response.pieces(keep), keep, (request, []))
+        except OSError:
+            keep = False
+        if keep is not None:
+            self._hand_back(conn, keep)
 
     def _send_rest(self, conn, pieces, keep, made_by, pool):
         """Sender thread: the rest of a reply, blocking (SO_SNDTIMEO = SEND_S at most), then back to the loop."""

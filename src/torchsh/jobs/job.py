@@ -23,6 +23,7 @@ import time
 
 from torchsh import protocol
 from torchsh.errors import TorchshError, from_torch_exception
+from torchsh.jobs.text import clock, progress_text  # noqa: F401 (clock: verbs/jobs.py)
 
 log = logging.getLogger("torchd")
 PLAIN_EVERY_S = 30.0
@@ -56,6 +57,7 @@ class Job:
         self.error = None           # the TorchshError it failed with
         self.lease_until = None     # a foreground job: its follower's lease runs out then (time.monotonic)
         self.orphaned = False       # a foreground job whose follower left: nobody will read its end
+        self.beside = False         # it runs beside the other jobs, not on the tensor thread (start's beside)
         self._last_plain = time.monotonic()
 
     # -- the work's side ----------------------------------------------------------------------
@@ -155,47 +157,32 @@ class Job:
         return "epoch %s batch %s/%s" % (p.get("epoch"), p.get("batch"), p.get("batches"))
 
 
-def progress_text(event):
-    """One progress line (no newline): batch/total, rate, ETA, running loss."""
-    parts = ["epoch %s" % event.get("epoch"), "batch %s/%s" % (event.get("batch"), event.get("batches"))]
-    if event.get("trial") is not None:  # a sweep's: one trial (7), or those training together (0..7)
-        parts.insert(0, "trial %s" % event["trial"])
-    if event.get("rate") is not None:
-        parts.append("%.1f batch/s" % event["rate"])
-    if event.get("eta_s") is not None:
-        parts.append("ETA %s" % clock(event["eta_s"]))
-    if event.get("loss") is not None:
-        parts.append("loss %.4g" % event["loss"])
-    return "  ".join(parts)
-
-
-def clock(seconds):
-    seconds = int(max(0, seconds))
-    h, m, s = seconds // 3600, seconds // 60 % 60, seconds % 60
-    return "%d:%02d:%02d" % (h, m, s) if h else "%d:%02d" % (m, s)
-
-
-def start(ctx, verb, work, columns=None, uses=(), notes=()):
+def start(ctx, verb, work, columns=None, uses=(), notes=(), beside=False, job=None):
     """Register a job:// for work(report, should_stop) and start it. In the daemon it runs on the tensor
     thread, after the requests queued before it, one job at a time (state "queued" until its turn): PyTorch's
     OpenMP keeps a thread pool per calling thread, and a second pool made every parallel op ~20% slower on
-    two cores (bench/fit.py: 0.81x -> see the closing note). In-process (no server) on a thread of its own.
-    columns: the epoch rows' keys to show, in order (default: the first row's); uses: the objects the
-    work trains (model, optimizer, loaders, scheduler), which `torch free` refuses while it runs; notes:
-    lines its followers' stderr gets first, then `queued behind job://…` when another job is ahead of it."""
-    job = Job(verb, columns, uses)
+    two cores (bench/fit.py). In-process (no server) on a thread of its own. columns: the rows' keys to show,
+    in order (default: the first row's); uses: the objects the work trains, which `torch free` refuses while
+    it runs; notes: lines its followers' stderr gets first, then `queued behind job://…` when a job is ahead.
+    beside: work that mostly waits (serve) runs on a thread of its own, beside the jobs, and takes the tensor
+    lock itself for each piece of tensor work (on the tensor thread: App.tensor_thread.run_soon). job: a Job of
+    a subclass of the verb's own (serve/servejob.py), made with these verb, columns and uses."""
+    job = job or Job(verb, columns, uses)
+    job.beside = beside
     job.handle = ctx.put(job, "job")
     tensor_thread = getattr(ctx.app, "tensor_thread", None)
-    ahead = max(_RUNNING, key=lambda j: j.started, default=None) if tensor_thread is not None else None
+    serial = [j for j in _RUNNING if not j.beside] if tensor_thread is not None and not beside else []
+    ahead = max(serial, key=lambda j: j.started, default=None)
     _RUNNING.add(job)
     queued = ["queued behind %s (one job runs at a time; `torch job list` shows them)" % ahead.handle] if ahead else []
     for line in list(notes) + queued:
         job.report({"event": "note", "text": line})
-    if tensor_thread is not None:
+    if tensor_thread is not None and not beside:
         job.state = "queued"
         tensor_thread.run_task(lambda: _run(ctx, job, work, tensor_thread))
     else:
-        threading.Thread(target=_run, args=(ctx, job, work), name="torchd-job-%s" % verb, daemon=True).start()
+        threading.Thread(target=_run, args=(ctx, job, work, None, beside), name="torchd-job-%s" % verb,
+                         daemon=True).start()
     return job
 
 
@@ -221,9 +208,9 @@ def refuse_freeing_in_use(registry, handles):
                                    "stop it first: torch job stop %s" % job.handle)
 
 
-def _run(ctx, job, work, tensor_thread=None):
+def _run(ctx, job, work, tensor_thread=None, beside=False):
     app = ctx.app
-    lock = _StepLock(app, "%s (%s)" % (job.verb, job.handle), tensor_thread)
+    lock = (_Beside if beside else _StepLock)(app, "%s (%s)" % (job.verb, job.handle), tensor_thread)
     lock.take()
     job.state = "running"
     try:
@@ -296,4 +283,14 @@ class _StepLock:
         elif self.app.lock_waiters():
             self.give()
             self.take()
+        return False
+
+
+class _Beside(_StepLock):
+    """A job beside the others (start's beside) holds no lock between its pieces of tensor work: it takes it for each."""
+
+    def take(self):
+        pass
+
+    def between_steps(self):
         return False

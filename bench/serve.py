@@ -1,0 +1,168 @@
+"""`torch serve` (issue 27 §2): requests per second of a small CNN served with dynamic batching against the same
+server unbatched, and a `fit` beside a loaded server, in the same run.
+
+Model: Conv2d(1, 8, 3) -> ReLU -> MaxPool2d(2) -> Flatten -> Linear(1352, 10) on 1x28x28 FP32 inputs, on CPU.
+Load: CLIENTS threads of this process, each with its own kept-alive connection to the daemon's Unix socket,
+sending one-sample V2 infer requests back to back (a fixed number of concurrent clients, no fixed rate) for
+SECONDS; requests per second = answered / SECONDS; p50 and p99 are the clients' round trips.
+
+  (a) --max_batch 32 --max_wait_ms 5 against (b) --max_batch 1 (unbatched); target (a) >= 3x (b)'s rps;
+  (c) `torch fit` of the same CNN (2,048 samples, batch 64, SGD) alone against (d) the same fit while (a)'s load
+      runs at a fixed RATE (200 requests/s from the CLIENTS threads; unpaced clients on two cores would measure
+      the clients' own CPU as much as the server): target (d) keeps >= 70% of (c)'s samples per second.
+"""
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.common import Daemon, percentile, spread, value_row  # noqa: E402
+
+CNN = "sequential 'conv2d 1 8 3' relu 'max_pool2d 2' flatten 'linear 1352 10'"
+CLIENTS, SAMPLES, BATCH = 16, 2048, 64
+TARGET_RPS, TARGET_FIT = 3.0, 0.7
+RATE = 200  # requests per second in all while the fit runs beside the server (d)
+BODY = json.dumps({"inputs": [{"name": "input__0", "shape": [1, 1, 28, 28], "datatype": "FP32",
+                               "data": [0.5] * 784}]}).encode()
+
+
+def request_bytes(name):
+    """One infer request, made once: the clients send these bytes as they are (their own CPU stays small:
+    the clients share the machine with the server)."""
+    return (b"POST /v2/models/%s/infer HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % (name.encode(), len(BODY))) + BODY
+
+
+def read_reply(sock, buf):
+    """Read one reply off a kept-alive connection: its status; what follows it stays in buf."""
+    while (end := buf.find(b"\r\n\r\n")) < 0:
+        buf += sock.recv(65536)
+    head = bytes(buf[:end]).decode("latin-1")
+    length = int(head.lower().split("content-length:", 1)[1].split("\r\n", 1)[0])
+    while len(buf) < end + 4 + length:
+        buf += sock.recv(65536)
+    del buf[:end + 4 + length]
+    return int(head.split(" ", 2)[1])
+
+
+def load(daemon, name, stop, latencies, every=0.0):
+    """One client: requests back to back (or one each `every` seconds) until stop is set; its round trips
+    appended to latencies."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(daemon.socket)
+    message, buf = request_bytes(name), bytearray()
+    next_at = time.perf_counter()
+    while not stop.is_set():
+        if every:
+            next_at += every
+            time.sleep(max(0.0, next_at - time.perf_counter()))
+        t0 = time.perf_counter()
+        sock.sendall(message)
+        status = read_reply(sock, buf)
+        if status != 200:
+            raise RuntimeError("infer answered %d" % status)
+        latencies.append(time.perf_counter() - t0)
+    sock.close()
+
+
+def loaded(daemon, name, seconds, during=None, rate=None):
+    """(requests per second, round trips) of CLIENTS clients for `seconds` (or while during() runs), back to
+    back or, with a rate, RATE requests per second in all."""
+    stop, latencies = threading.Event(), []
+    every = CLIENTS / rate if rate else 0.0
+    threads = [threading.Thread(target=load, args=(daemon, name, stop, latencies, every)) for _ in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    t0 = time.perf_counter()
+    result = during() if during else time.sleep(seconds)
+    elapsed = time.perf_counter() - t0
+    stop.set()
+    for t in threads:
+        t.join()
+    return len(latencies) / elapsed, sorted(latencies), result
+
+
+def fit_samples_per_s(daemon, loader):
+    m = daemon.cli("nn", *_words(CNN))
+    o = daemon.cli("optim", "sgd", m, "--lr", "0.01")
+    t0 = time.perf_counter()
+    daemon.cli("fit", m, o, loader, "--loss", "cross_entropy", "--epochs", "2")
+    return 2 * SAMPLES / (time.perf_counter() - t0)
+
+
+def _words(text):
+    import shlex
+    return shlex.split(text)
+
+
+def run(quick=False):
+    """Rounds of (a) (b) (c) (d) back to back, each figure the median of its rounds (the machine's other load
+    changes from minute to minute: interleaving meets it evenly)."""
+    seconds, rounds = (2.0, 1) if quick else (4.0, 3)
+    with Daemon() as daemon:
+        jobs, loader = _setup(daemon)
+        loaded(daemon, "cnn", 1.0)  # warm both servers and the fit
+        loaded(daemon, "cnn1", 1.0)
+        fit_samples_per_s(daemon, loader)
+        figures = [_round(daemon, loader, seconds) for _ in range(rounds)]
+        for job in jobs:
+            daemon.cli("job", "stop", job)
+    med = {key: median([f[key] for f in figures]) for key in figures[0] if "lat" not in key}
+    lat = {key: sorted(x for f in figures for x in f[key]) for key in figures[0] if "lat" in key}
+    rows = _rows(med["rps"], lat["lat"], med["rps1"], lat["lat1"], med["alone"], med["beside"],
+                 med["beside_rps"], lat["beside_lat"])
+    rows[0]["noise"] = spread([f["rps1"] for f in figures])  # the references' spread over the rounds
+    rows[1]["noise"] = spread([f["alone"] for f in figures])
+    return rows
+
+
+def _setup(daemon):
+    """The two servers (batched, unbatched) and the fit's loader."""
+    jobs = []
+    for name, max_batch, max_wait in (("cnn", "32", "5"), ("cnn1", "1", "0")):
+        m = daemon.cli("nn", *_words(CNN))
+        jobs.append(daemon.cli("serve", m, "--name", name, "--max_batch", max_batch, "--max_wait_ms", max_wait,
+                               "--detach"))
+    x = daemon.cli("randn", str(SAMPLES), "1", "28", "28")
+    y = daemon.cli("randint", "10", "[%d]" % SAMPLES)
+    loader = daemon.cli("data", "loader", daemon.cli("data", "tensors", x, y), "--batch_size", str(BATCH),
+                        "--shuffle", "--seed", "0")
+    return jobs, loader
+
+
+def _round(daemon, loader, seconds):
+    rps, lat, _ = loaded(daemon, "cnn", seconds)
+    rps1, lat1, _ = loaded(daemon, "cnn1", seconds)
+    alone = fit_samples_per_s(daemon, loader)
+    beside_rps, beside_lat, beside = loaded(daemon, "cnn", None, lambda: fit_samples_per_s(daemon, loader), RATE)
+    return dict(rps=rps, lat=lat, rps1=rps1, lat1=lat1, alone=alone, beside=beside, beside_rps=beside_rps,
+                beside_lat=beside_lat)
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+def _rows(rps, lat, rps1, lat1, alone, beside, beside_rps, beside_lat):
+    ms = lambda xs, q: percentile(xs, q / 100) * 1000  # noqa: E731
+    what = "CNN 1x28x28 (conv 8 3x3, pool, linear 10), %d clients on the Unix socket" % CLIENTS
+    note = "p50/p99 %.1f/%.1f ms batched, %.1f/%.1f ms unbatched" % (ms(lat, 50), ms(lat, 99), ms(lat1, 50), ms(lat1, 99))
+    return [value_row("torch serve --max_batch 32 --max_wait_ms 5, %s: requests/s" % what, rps, "rps",
+                      "(b) the same server --max_batch 1", rps1, target=">= %gx" % TARGET_RPS,
+                      met=rps / rps1 >= TARGET_RPS, note=note),
+            value_row("torch fit of the CNN beside a served CNN at %d requests/s: samples/s" % RATE, beside,
+                      "samples/s", "(c) the same fit alone", alone, target=">= %g of alone" % TARGET_FIT,
+                      met=beside / alone >= TARGET_FIT,
+                      note="the server meanwhile: %.0f rps, p50/p99 %.1f/%.1f ms" % (
+                          beside_rps, ms(beside_lat, 50), ms(beside_lat, 99)))]
+
+
+if __name__ == "__main__":
+    for r in run(quick="--quick" in sys.argv):
+        print("%-100s %8.1f %-9s ref %8.1f  ratio %.2fx  %s  %s" % (
+            r["name"], r["value"], r["unit"], r["ref_value"], r["ratio"], r.get("target") or "", r["note"]))

@@ -1,0 +1,67 @@
+"""`torch serve MODEL --name NAME [--port P] [--max_batch 32 --max_wait_ms 5 --max_queue 256] [--detach]`:
+MODEL served over HTTP with the KServe V2 inference protocol, dynamically batched, as a job (docs/serve.md).
+
+The routes answer on the daemon's own Unix socket, and with --port on a loopback TCP port that wants the
+daemon's token (serve/tcp.py). The job (jobs/job.py, beside the others) is the batch loop (serve/batcher.py);
+`torch job list|logs|stop` manage it; its rows are the metrics (requests, batches, p50/p99 latency).
+"""
+import re
+
+from torchsh import jobs
+from torchsh.errors import bad_argument
+from torchsh.jobs import follow
+from torchsh.serve import batcher
+from torchsh.serve.servejob import ServeJob
+from torchsh.serve.tcp import PortListener, token_path
+from torchsh.verbs import verb
+
+_NAME = re.compile(r"[\w.-]{1,64}")
+MAX_ELEMENTS = 1 << 24  # numbers in one request's inputs (64 MiB of FP32)
+
+
+@verb("serve(Module model, *, str name, int? port=None, str host=\"127.0.0.1\", int max_batch=32, "
+      "float max_wait_ms=5, int max_queue=256, bool detach=False, bool json=False) -> Json",
+      category="nn", replies=("follow",),
+      examples=("m=$(torch nn linear 4 2); j=$(torch serve $m --name lin --detach); torch job stop $j",))
+def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_ms=5.0, max_queue=256,
+          detach=False, json=False):
+    """Serve MODEL as NAME over HTTP (KServe V2: POST /v2/models/NAME/infer with JSON tensors), batching
+    the requests that arrive together; runs as a job until `torch job stop` (or Ctrl-C without --detach).
+
+    Args:
+        name: the model's name in the V2 routes (letters, digits, _ . -); one model a name
+        port: also serve on this TCP port of --host (0: any free one); requests there need the header
+            Authorization: Bearer $(cat TOKEN_FILE), the file named on stderr (the daemon's, 0600)
+        host: --port's address: a loopback one (127.0.0.1, ::1); beyond loopback is refused (no TLS)
+        max_batch: requests run together as one batch at most
+        max_wait_ms: how long the first request of a batch waits for others to join it
+        max_queue: requests waiting at most; one more is answered 429 with Retry-After
+        detach: run as a job and print its job:// at once (`torch job logs|stop`, docs/jobs.md)
+        json: the metrics rows as JSON lines
+    """
+    if not _NAME.fullmatch(name):
+        raise bad_argument("--name %r: letters, digits, _ . - (at most 64)" % name, "e.g. --name mnist")
+    if max_batch < 1 or max_queue < 1 or max_wait_ms < 0:
+        raise bad_argument("--max_batch and --max_queue must be at least 1, --max_wait_ms at least 0")
+    served = batcher.Served(ctx.app, name, model, max_batch, max_wait_ms, max_queue, MAX_ELEMENTS)
+    batcher.register(served)
+    try:
+        listener = PortListener(ctx.app, host, port) if port is not None else None
+    except BaseException:
+        served.close()
+        raise
+    notes = ["serving %s: POST /v2/models/%s/infer on the daemon's socket %s" % (name, name, ctx.app.socket_path)]
+    if listener is not None:
+        notes.append("and on %s (header Authorization: Bearer $(cat %s))" % (listener.url(), token_path(
+            ctx.app.socket_path)))
+    job = jobs.start(ctx, "serve", lambda report, should_stop: _serve(served, listener, report, should_stop),
+                     notes=notes, beside=True, job=ServeJob(served))
+    return job.handle if detach else follow.reply(ctx, job, "run", as_json=json)
+
+
+def _serve(served, listener, report, should_stop):
+    try:
+        served.work(report, should_stop)
+    finally:
+        if listener is not None:
+            listener.close()
