@@ -200,8 +200,10 @@ def "torchsh send" [method: string, sock: string, url: string, body: string, --f
 # passes through after that, so a failing block still frees its scope. A closing op that answers a value
 # (profile finish: the ops table, as a nu table) is the block form's value, the block's own printed before it.
 def "torchsh block" [op: string, block: closure, kw: record]: nothing -> any {
+    # flags not given are left out (the op's defaults apply; null is no value of an int flag)
+    let given = ($kw | items {|k, v| if $v == null { {} } else { {$k: $v} } } | reduce --fold {} {|it, acc| $acc | merge $it })
     let body = (torchsh json {
-        args: [], kwargs: ($kw | insert command ["nu-closure"]), env: (torchsh env), cwd: $env.PWD, exec: true
+        args: [], kwargs: ($given | insert command ["nu-closure"]), env: (torchsh env), cwd: $env.PWD, exec: true
     })
     let exec = (torchsh result $op (torchsh http POST $"/v1/ops/($op)" $body) | get exec)
     # Only TORCHSH_* settings reach the block: a reply never sets PATH or anything else of the caller's.

@@ -108,6 +108,10 @@ def _folder(ctx, out):
     """--out as a folder made now, before CMD runs (a file in its way is refused at once)."""
     if out is None:
         return None
+    name = ctx.context_name
+    if name != "default" and not str(out).startswith(name + ":"):  # the files are written after CMD, by finish
+        raise TorchshError("remote_path", "--out %s: on context %s the profile is written on the daemon's host"
+                           % (out, name), "write --out %s:/absolute/path" % name)
     folder = ctx.path(out, "dir_out")
     try:
         os.makedirs(folder, exist_ok=True)
