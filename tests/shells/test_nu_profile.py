@@ -23,3 +23,10 @@ def test_a_failing_block_still_ends_the_profile(nu):
     r = nu.run("torch profile { error make {msg: 'boom'} }")
     assert r.code != 0 and "boom" in r.err
     assert json.loads(nu("torch profile --format json { } | to json --raw")) == []
+
+
+def test_the_external_transport_refuses_the_block_by_name(nu, sh, tmp_path):
+    path = tmp_path / "torch.nu"
+    path.write_text(sh("torch nu-module --transport external") + "\n")
+    r = nu.run("torch profile { 'ran' | print }", module=str(path))
+    assert r.code != 0 and "needs the socket transport" in r.err and "ran" not in r.out

@@ -26,8 +26,7 @@ from torch.profiler import ProfilerActivity, profile
 from torchsh.errors import TorchshError
 
 log = logging.getLogger("torchd")
-_LOCK = threading.Lock()  # begin's check-and-set (the drop and the timer call in from other threads)
-_CURRENT = None
+_CURRENT = None  # set and cleared on the tensor thread only: begin, finish and the queued ends run there
 
 
 @dataclass(frozen=True)
@@ -75,11 +74,10 @@ class Recording:
 def begin(settings, run_on_tensor_thread):
     """Start the recording (with --steps: arm it for the first step boundary); busy while another records."""
     global _CURRENT
-    with _LOCK:
-        if _CURRENT is not None and _CURRENT.state != "stopped":
-            raise TorchshError("busy", "another `torch profile` is recording (torch.profiler is one per process)",
-                               "wait for its command to end; a profile ends with its command")
-        _CURRENT = rec = Recording(settings)
+    if _CURRENT is not None and _CURRENT.state != "stopped":
+        raise TorchshError("busy", "another `torch profile` is recording (torch.profiler is one per process)",
+                           "wait for its command to end; a profile ends with its command")
+    _CURRENT = rec = Recording(settings)
     if settings.steps is None:
         rec.start()
     rec.timer = threading.Timer(settings.max_s, run_on_tensor_thread, (lambda: expire(rec.id),))

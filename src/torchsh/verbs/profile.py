@@ -66,9 +66,9 @@ def profile_finish(ctx, id):
         return table.rendered([], _columns(rec), s.format)
     if rec.note:
         warnings.warn(rec.note)
-    events = _events(rec, s.out)
-    names = {e.get("name") for e in events if e.get("cat") in ("cpu_op", "user_annotation")}
-    rows = table.rows(rec.profiler.key_averages(), names, rec.cuda)
+    rows = table.rows(_events(rec, s.out))
+    if rec.cuda:
+        table.add_cuda(rows, rec.profiler.key_averages())
     return table.rendered(table.top(rows, s.sort, s.top), _columns(rec), s.format)
 
 
