@@ -95,6 +95,11 @@ def test_steps_records_that_many_steps_of_a_fit(sh):
     assert sum(e.get("name") == "aten::mse_loss" for e in events) == 3  # 16 steps ran; 3 were recorded
 
 
+def test_steps_without_a_job_records_nothing_and_says_so(sh):
+    r = sh.run("torch profile --steps 2 --format json -- bash -c 'torch randn 3 >/dev/null'")
+    assert (r.code, r.out) == (0, "[]\n") and "nothing was recorded: CMD ran no job step" in r.err
+
+
 def test_max_s_stops_recording_with_a_note(sh):
     r = sh.run("torch profile --max_s 0.5 --format tsv -- bash -c 'sleep 2; torch randn 3 >/dev/null'")
     assert r.code == 0 and "recording stopped after --max_s 0.5 s" in r.err

@@ -45,8 +45,8 @@ def profile(ctx, command, out=None, top=20, sort="self_cpu", format="text", step
     if not command:
         raise TorchshError("usage", "profile needs a command after --",
                            "e.g. torch profile -- bash -c 'torch matmul $(torch randn 64 64) $(torch randn 64 64)'")
-    settings = recording.Settings(_folder(ctx, out), top, sort, format, steps, max_s)
-    _check(settings)
+    _check(recording.Settings(out, top, sort, format, steps, max_s))
+    settings = recording.Settings(_folder(ctx, out), top, sort, format, steps, max_s)  # made once all else is right
     run_on_tensor_thread = _tensor_thread(ctx)
     rec = recording.begin(settings, run_on_tensor_thread)
     if ctx.hold is not None:  # a killed client's connection drops: stop and drop, never leave it recording
