@@ -52,10 +52,17 @@ class Recording:
         return torch.cuda.is_available()
 
     def start(self):
+        """Start recording; None, or why it could not (then it is stopped: nothing holds the profiler)."""
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
-        self.profiler = profile(activities=activities, record_shapes=True, profile_memory=True, with_stack=True)
-        self.profiler.start()
+        try:
+            self.profiler = profile(activities=activities, record_shapes=True, profile_memory=True, with_stack=True)
+            self.profiler.start()
+        except (RuntimeError, ValueError, AssertionError) as e:  # kineto missing, a profiler already on…
+            self.profiler = None
+            self.stop("torch.profiler could not start: %s" % (str(e).strip().split("\n")[0] or type(e).__name__))
+            return self.note
         self.state = "recording"
+        return None
 
     def stop(self, note=None):
         """Stop recording (on the tensor thread); what it recorded stays for the finish."""
@@ -64,7 +71,7 @@ class Recording:
                 self.profiler.stop()
             except Exception:  # a profiler that cannot stop must not take the daemon's thread with it
                 log.exception("stopping %s", self.id)
-                self.profiler = None
+                self.profiler, note = None, "torch.profiler could not stop; the daemon log has why"
         self.state = "stopped"
         self.note = self.note or note
         if self.timer is not None:
@@ -78,8 +85,10 @@ def begin(settings, run_on_tensor_thread):
         raise TorchshError("busy", "another `torch profile` is recording (torch.profiler is one per process)",
                            "wait for its command to end; a profile ends with its command")
     _CURRENT = rec = Recording(settings)
-    if settings.steps is None:
-        rec.start()
+    failed = rec.start() if settings.steps is None else None
+    if failed:
+        _CURRENT = None
+        raise TorchshError("torch_error", failed, "nothing ran; the daemon log may say more")
     rec.timer = threading.Timer(settings.max_s, run_on_tensor_thread, (lambda: expire(rec.id),))
     rec.timer.daemon = True
     rec.timer.start()

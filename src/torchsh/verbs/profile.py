@@ -60,9 +60,8 @@ def profile_finish(ctx, id):
     """End profile ID (the closing command `torch profile -- CMD` sends after CMD): write its files, print its table."""
     rec = recording.finish(id)
     s = rec.settings
-    if rec.profiler is None:
-        warnings.warn("nothing was recorded: CMD ran no job step (--steps counts a `torch fit`'s steps)"
-                      if s.steps is not None else "nothing was recorded")
+    if rec.profiler is None:  # --steps and no job step ran, or the profiler could not start or stop
+        warnings.warn(rec.note or "nothing was recorded: CMD ran no job step (--steps counts a `torch fit`'s steps)")
         return table.rendered([], _columns(rec), s.format)
     if rec.note:
         warnings.warn(rec.note)
