@@ -9,8 +9,7 @@ from torchsh.profile import recording
 from torchsh.profile.recording import Settings
 
 
-
-def NEVER(fn):
+def _never(fn):
     """Where the time cap's timer posts its end: nowhere, these tests drive the ends themselves."""
 
 
@@ -27,7 +26,7 @@ def _nothing_left():
 
 def test_steps_start_at_the_first_boundary_and_stop_n_steps_later():
     a = torch.ones(4, 4)
-    rec = recording.begin(Settings(steps=2), NEVER)
+    rec = recording.begin(Settings(steps=2), _never)
     assert rec.state == "armed"
     for _ in range(5):
         torch.mm(a, a)  # a step's work
@@ -37,16 +36,16 @@ def test_steps_start_at_the_first_boundary_and_stop_n_steps_later():
 
 
 def test_a_second_profile_is_busy_until_the_first_is_finished():
-    rec = recording.begin(Settings(), NEVER)
+    rec = recording.begin(Settings(), _never)
     with pytest.raises(TorchshError) as e:
-        recording.begin(Settings(), NEVER)
+        recording.begin(Settings(), _never)
     assert e.value.code == "busy"
     recording.finish(rec.id)
-    recording.finish(recording.begin(Settings(), NEVER).id)
+    recording.finish(recording.begin(Settings(), _never).id)
 
 
 def test_a_dropped_caller_discards_the_recording_and_its_finish_is_refused():
-    rec = recording.begin(Settings(), NEVER)
+    rec = recording.begin(Settings(), _never)
     recording.abandon(rec.id)
     assert rec.state == "stopped" and recording._CURRENT is None
     with pytest.raises(TorchshError) as e:
@@ -56,7 +55,7 @@ def test_a_dropped_caller_discards_the_recording_and_its_finish_is_refused():
 
 def test_the_time_cap_stops_recording_with_a_note_and_keeps_what_it_recorded():
     a = torch.ones(4, 4)
-    rec = recording.begin(Settings(max_s=30), NEVER)
+    rec = recording.begin(Settings(max_s=30), _never)
     torch.mm(a, a)
     recording.expire(rec.id)
     torch.mm(a, a)
