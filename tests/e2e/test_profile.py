@@ -120,3 +120,14 @@ def test_the_zsh_function_prints_the_table_after_cmds_output(sh):
     out, err, code = _zsh(sh, "torch profile --format tsv -- sh -c 'echo cmd-done; exit 4'")
     assert code == 4, err
     assert out.decode().splitlines()[:2] == ["cmd-done", "\t".join(COLUMNS)]
+
+
+def test_bad_flags_are_refused_before_cmd_runs_or_a_folder_is_made(sh):
+    folder = sh.tmp("never")
+    for flags, code in (("--sort nope", "bad_argument"), ("--format xml", "bad_argument"), ("--top 0", "bad_argument"),
+                        ("--max_s 0", "bad_argument"), ("--steps 0", "bad_argument")):
+        r = sh.run("torch profile --out %s %s -- echo ran" % (folder, flags))
+        assert (r.code, r.out) == (2, "") and "[%s]" % code in r.err, (flags, r)
+    assert not os.path.exists(folder)
+    r = sh.run("torch profile --top 3 --")
+    assert r.code == 2 and "needs a command after --" in r.err
