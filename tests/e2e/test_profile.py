@@ -80,8 +80,12 @@ def test_a_second_profile_while_one_records_is_refused_busy(sh):
 
 
 def test_a_killed_profile_client_drops_its_recording(sh):
-    r = sh.run("torch profile -- sleep 60 & p=$!; sleep 2; kill -9 $p; wait $p; "
-               "for i in 1 2 3 4 5 6 7 8 9 10; do torch profile -- true 2>/dev/null && exit 0; sleep 0.5; done; exit 1")
+    folder = sh.tmp("killed")
+    os.makedirs(folder)
+    r = sh.run("torch profile -- sh -c 'echo $$ > cmd.pid; exec sleep 60' >/dev/null 2>&1 & p=$!; "
+               "while [ ! -s cmd.pid ]; do sleep 0.1; done; kill -9 $p; wait $p; kill $(cat cmd.pid); "
+               "for i in 1 2 3 4 5 6 7 8 9 10; do torch profile -- true 2>/dev/null && exit 0; sleep 0.5; done; exit 1",
+               cwd=folder)
     assert r.code == 0, r.err
 
 

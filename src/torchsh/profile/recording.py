@@ -8,7 +8,8 @@ cap's timer) are queued as tensor work (Workers.run_task).
 
 A recording ends, whichever comes first:
 - `profile finish ID` (the caller's CMD ended): stopped, then written and dropped by the verb;
-- its caller's exec connection drops (a killed client): stopped and dropped (daemon/conn.Conn.hold);
+- its caller's exec connection drops (a killed client): stopped and dropped (daemon/conn.Conn.hold), at the
+  next job step boundary or queued turn of the tensor thread;
 - --max_s passes: stopped with a note; what it recorded waits for the finish. Checked by a timer and at every
   job step boundary (a fit holds the tensor thread for its whole run, so the timer's task would wait behind it);
 - --steps N: it starts at a job's first step boundary (that step warms up) and stops after N more steps.
@@ -44,6 +45,7 @@ class Recording:
         self.id, self.settings = "profile-" + secrets.token_hex(6), settings
         self.thread = threading.get_ident()  # the tensor thread: the only one that may start and stop it
         self.state, self.profiler, self.note, self.timer = "armed", None, None, None
+        self.dropped = False  # its caller went away: set from the connection's thread, acted on on the tensor thread
         self.deadline = time.monotonic() + settings.max_s
         self.steps_left = settings.steps
 
@@ -101,7 +103,9 @@ def at_step():
     rec = _CURRENT
     if rec is None or rec.state == "stopped" or rec.thread != threading.get_ident():
         return
-    if time.monotonic() >= rec.deadline:
+    if rec.dropped:  # a fit holds the tensor thread: the queued abandon would wait for its end
+        abandon(rec.id)
+    elif time.monotonic() >= rec.deadline:
         rec.stop(_cap_note(rec))
     elif rec.state == "armed":
         rec.start()
@@ -116,6 +120,12 @@ def expire(rec_id):
     rec = _CURRENT
     if rec is not None and rec.id == rec_id and rec.state != "stopped":
         rec.stop(_cap_note(rec))
+
+
+def caller_gone(rec, run_on_tensor_thread):
+    """Its caller's connection dropped (the connection's thread): drop it at the next step boundary or queued turn."""
+    rec.dropped = True
+    run_on_tensor_thread(lambda: abandon(rec.id))
 
 
 def abandon(rec_id):

@@ -50,7 +50,7 @@ def profile(ctx, command, out=None, top=20, sort="self_cpu", format="text", step
     run_on_tensor_thread = _tensor_thread(ctx)
     rec = recording.begin(settings, run_on_tensor_thread)
     if ctx.hold is not None:  # a killed client's connection drops: stop and drop, never leave it recording
-        ctx.hold(lambda: run_on_tensor_thread(lambda: recording.abandon(rec.id)))
+        ctx.hold(lambda: recording.caller_gone(rec, run_on_tensor_thread))
     return Exec(command, {}, ["profile", "finish", rec.id])
 
 

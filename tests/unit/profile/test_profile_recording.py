@@ -61,3 +61,11 @@ def test_the_time_cap_stops_recording_with_a_note_and_keeps_what_it_recorded():
     torch.mm(a, a)
     assert rec.state == "stopped" and "--max_s 30 s" in rec.note
     assert _mm_calls(recording.finish(rec.id)) == 1
+
+
+def test_a_caller_gone_during_a_job_is_dropped_at_its_next_step_boundary():
+    rec = recording.begin(Settings(), _never)  # the queued abandon never runs: a fit holds the tensor thread
+    recording.caller_gone(rec, _never)
+    assert recording._CURRENT is rec
+    recording.at_step()
+    assert rec.state == "stopped" and recording._CURRENT is None
