@@ -18,7 +18,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.common import NOISY, ROOT, Daemon  # noqa: E402
 
-OURS = ("latency", "idiom", "api", "startup", "bulk", "value", "contention", "models", "predict", "runs")  # run(daemon, quick, [device])
+OURS = ("latency", "idiom", "api", "startup", "bulk", "value", "contention", "models", "predict", "runs",
+        "profiler")  # run(daemon, quick, [device])
 OTHERS = ("training", "nushell", "fit", "fit_distributed", "remote", "remote_ssh", "sweep", "serve")  # run(quick=False) -> rows
 DEVICE_AWARE = ("api", "startup")
 

@@ -144,6 +144,7 @@ ERRORS = {
     "untrusted": (403, EXIT_DAEMON, "the socket, its folder or a file beside it is not yours and private; nothing was sent"),
     "forbidden": (403, EXIT_DAEMON, "the daemon serves only its own user"),
     "in_use": (409, EXIT_HANDLE, "a running job uses the object; stop the job first"),
+    "busy": (409, EXIT_DAEMON, "a one-per-daemon facility is taken (torch.profiler: another `torch profile` is recording); retry when it ends"),
     "scope_ended": (410, EXIT_HANDLE, "TORCHSH_SCOPE names a scope of this daemon's that has ended; nothing ran"),
     "end_of_epoch": (416, EXIT_END, "`data next`: the loader's epoch is over (silent); the next call starts the next"),
     "missing_extra": (501, EXIT_USAGE, "the command needs an optional dependency that is not installed; the hint names the extra"),

@@ -1,7 +1,7 @@
 """The exec reply, carried out by the client (protocol.REPLIES): a block form's command (`torch scope -- CMD`,
-`no_grad -- CMD`, `daemon log -f`) run in the caller's world with the reply's TORCHSH_* settings, signals
-passed on to it, then the closing command sent (`scope end ID`). Builtins only, like the client; imported only
-when a command answers with it."""
+`no_grad -- CMD`, `profile -- CMD`, `daemon log -f`) run in the caller's world with the reply's TORCHSH_*
+settings, signals passed on to it, then the closing command sent (`scope end ID`, `profile finish ID`), its
+output printed after CMD's. Builtins only, like the client; imported only when a command answers with it."""
 import posix
 import sys
 
@@ -30,7 +30,9 @@ def run(path, request, headers, body, name=None):
         except OSError:
             fail("daemon_unavailable", "the daemon went away while the command ran", "its objects are gone")
         _, headers, reply = call(conn, request)
-        write(2, reply[int(headers.get(protocol.H_STDOUT, 0)):])
+        n = int(headers.get(protocol.H_STDOUT, 0))
+        write(1, reply[:n])  # what the closing command prints (`profile finish`: its table) comes after CMD's
+        write(2, reply[n:])
     return 128 - status if status < 0 else status
 
 

@@ -24,6 +24,7 @@ import time
 from torchsh import protocol
 from torchsh.errors import TorchshError, from_torch_exception
 from torchsh.jobs.text import clock, progress_text  # noqa: F401 (clock: verbs/jobs.py)
+from torchsh.profile import recording
 
 log = logging.getLogger("torchd")
 PLAIN_EVERY_S = 30.0
@@ -50,8 +51,7 @@ class Job:
         self.trial = None           # a sweep's trial in progress
         self.downloads = []         # (stage id, path): what a remote caller fetches once it ends (fit --log)
         self.started, self.ended = time.time(), None
-        self.changed = threading.Condition()
-        self._stop = threading.Event()
+        self.changed, self._stop = threading.Condition(), threading.Event()
         self.stop_reason = None     # why it was asked to stop, when not by `job stop` or Ctrl-C
         self.stopped_early = False  # the work ended at a stop request, not at its end
         self.error = None           # the TorchshError it failed with
@@ -275,6 +275,7 @@ class _StepLock:
     def between_steps(self):
         """A step boundary: requests that queued for the lock meanwhile run now, then the work goes on.
         Returns False (for should_stop's `or`)."""
+        recording.at_step()  # `torch profile --steps N` counts steps here (and its --max_s is checked)
         if self.tensor_thread is not None:
             if self.tensor_thread.waiting():
                 self.give()

@@ -136,6 +136,7 @@ __torchsh_exec() {  # an exec directive (block forms): run argv with env added, 
             printf 'torch: the daemon went away while the command ran; its objects are gone [daemon_unavailable]\n' >&2
             exec {__held}>&-; return 5
         fi
+        printf '%s' "$__torchsh_out" 2>/dev/null || true  # the closing command's output (`profile finish`: a table)
         printf '%s' "$__torchsh_err" >&2
     fi
     exec {__held}>&-

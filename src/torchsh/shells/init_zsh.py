@@ -121,6 +121,7 @@ __torchsh_exec() {  # an exec directive (block forms): run argv with env added, 
             print -ru2 -- "torch: the daemon went away while the command ran; its objects are gone [daemon_unavailable]"
             ztcp -c $held; return 5
         fi
+        print -rn -- "$__torchsh_out" 2>/dev/null  # the closing command's output (`profile finish`: a table)
         print -rn -u2 -- $__torchsh_err
     fi
     ztcp -c $held

@@ -195,19 +195,25 @@ def "torchsh send" [method: string, sock: string, url: string, body: string, --f
     }
 }
 
-# Block forms (`torch scope { … }`, `torch no_grad { … }`): the daemon answers with the TORCHSH_*
-# settings for the block and the op that closes it (scope end); the block's own error passes through
-# after that, so a failing block still frees its scope.
+# Block forms (`torch scope { … }`, `torch no_grad { … }`, `torch profile { … }`): the daemon answers with the
+# TORCHSH_* settings for the block and the op that closes it (scope end, profile finish); the block's own error
+# passes through after that, so a failing block still frees its scope. A closing op that answers a value
+# (profile finish: the ops table, as a nu table) is the block form's value, the block's own printed before it.
 def "torchsh block" [op: string, block: closure, kw: record]: nothing -> any {
+    # flags not given are left out (the op's defaults apply; null is no value of an int flag)
+    let given = ($kw | items {|k, v| if $v == null { {} } else { {$k: $v} } } | reduce --fold {} {|it, acc| $acc | merge $it })
     let body = (torchsh json {
-        args: [], kwargs: ($kw | insert command ["nu-closure"]), env: (torchsh env), cwd: $env.PWD, exec: true
+        args: [], kwargs: ($given | insert command ["nu-closure"]), env: (torchsh env), cwd: $env.PWD, exec: true
     })
     let exec = (torchsh result $op (torchsh http POST $"/v1/ops/($op)" $body) | get exec)
     # Only TORCHSH_* settings reach the block: a reply never sets PATH or anything else of the caller's.
     let settings = ($exec.env | items {|k, v| if ($k starts-with "TORCHSH_") { {$k: $v} } else { {} } } | reduce --fold {} {|it, acc| $acc | merge $it })
     let out = try { {ok: (with-env $settings $block)} } catch {|err| {err: $err} }
-    if $exec.then != null { torchsh request $exec.then.op {args: $exec.then.args, kwargs: {}} | ignore }
-    if "err" in $out { $out.err.raw } else { $out.ok }
+    let closing = if $exec.then != null { torchsh request $exec.then.op {args: $exec.then.args, kwargs: {}} | get result? }
+    if "err" in $out { $out.err.raw }
+    if $closing == null { return $out.ok }
+    if $out.ok != null { print $out.ok }
+    $closing
 }
 
 # A command line by name (ops without a typed command): POST /v1/cli, the bash client's own request
@@ -5409,6 +5415,28 @@ export def prod [
     --name: string  # name the object it makes: @NAME then names it
 ]: any -> any { torchsh typed "prod" $args "dtype dim keepdim! no_grad! name" [$dtype $dim $keepdim $no_grad $name] }
 
+# Run CMD under torch.profiler: its `torch` commands' ops are recorded, then the top-N ops table is printed.
+#
+# profile(*, Argv command, str? out=None, int top=20, str sort=self_cpu, str format=text, int? steps=None, float max_s=600) -> None
+export def profile [
+    block: closure  # the commands to run inside
+    --out: string  # the folder for trace.json and stacks.folded (made if missing); without it, the table alone (str?)
+    --top: int  # how many ops the table lists (int; default 20)
+    --sort: string  # the table's order: self_cpu, total_cpu, calls or memory (self CPU memory), most first (str; default "self_cpu")
+    --format: string  # the table as text (aligned columns), tsv (with a header) or json (a list of records) (str; default "text")
+    --steps: int  # record N steps of a job CMD runs (torch fit): from the end of its first step, N steps (int?)
+    --max_s: number  # stop recording after this many seconds (the trace grows with the work): the files and table cover t… (float; default 600)
+]: any -> any { torchsh block "profile" $block {out: $out, top: $top, sort: $sort, format: $format, steps: $steps, max_s: $max_s} }
+
+# End profile ID (the closing command `torch profile -- CMD` sends after CMD): write its files, print its table.
+#
+# profile.finish(str id) -> Json
+export def "profile finish" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: id; piped handles fill the tensor slots still missing
+    --id: string  # str
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "profile.finish" $args "id no_grad!" [$id $no_grad] }
+
 # put
 #
 # torch.put(Tensor input, Tensor index, Tensor source, bool accumulate=False) -> Tensor
@@ -7357,6 +7385,7 @@ export alias device_count = cuda device_count
 export alias end = scope end
 export alias entropy = dist entropy
 export alias eval = nn eval
+export alias finish = profile finish
 export alias head = data head
 export alias icdf = dist icdf
 export alias inspect = model inspect

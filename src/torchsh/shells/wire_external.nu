@@ -49,6 +49,13 @@ def "torchsh block" [op: string, block: closure, kw: record]: nothing -> any {
         ^torch scope end $id
         return (if "err" in $out { $out.err.raw } else { $out.ok })
     }
+    if $op == "profile" {  # its start answers an exec reply, which the `^torch` client runs only for a command
+        error make --unspanned {
+            msg: "torch profile: a block needs the socket transport (`torch nu-module`); nothing ran"
+            help: "or run it from bash: torch profile -- CMD"
+            code: "torchsh::needs_client"
+        }
+    }
     let settings = {
         no_grad: {TORCHSH_NO_GRAD: "1"}, enable_grad: {TORCHSH_NO_GRAD: "0"}, inference_mode: {TORCHSH_INFERENCE_MODE: "1"}
     }

@@ -67,19 +67,25 @@ def "torchsh send" [method: string, sock: string, url: string, body: string, --f
     }
 }
 
-# Block forms (`torch scope { … }`, `torch no_grad { … }`): the daemon answers with the TORCHSH_*
-# settings for the block and the op that closes it (scope end); the block's own error passes through
-# after that, so a failing block still frees its scope.
+# Block forms (`torch scope { … }`, `torch no_grad { … }`, `torch profile { … }`): the daemon answers with the
+# TORCHSH_* settings for the block and the op that closes it (scope end, profile finish); the block's own error
+# passes through after that, so a failing block still frees its scope. A closing op that answers a value
+# (profile finish: the ops table, as a nu table) is the block form's value, the block's own printed before it.
 def "torchsh block" [op: string, block: closure, kw: record]: nothing -> any {
+    # flags not given are left out (the op's defaults apply; null is no value of an int flag)
+    let given = ($kw | items {|k, v| if $v == null { {} } else { {$k: $v} } } | reduce --fold {} {|it, acc| $acc | merge $it })
     let body = (torchsh json {
-        args: [], kwargs: ($kw | insert command ["nu-closure"]), env: (torchsh env), cwd: $env.PWD, exec: true
+        args: [], kwargs: ($given | insert command ["nu-closure"]), env: (torchsh env), cwd: $env.PWD, exec: true
     })
     let exec = (torchsh result $op (torchsh http POST $"/v1/ops/($op)" $body) | get exec)
     # Only TORCHSH_* settings reach the block: a reply never sets PATH or anything else of the caller's.
     let settings = ($exec.env | items {|k, v| if ($k starts-with "TORCHSH_") { {$k: $v} } else { {} } } | reduce --fold {} {|it, acc| $acc | merge $it })
     let out = try { {ok: (with-env $settings $block)} } catch {|err| {err: $err} }
-    if $exec.then != null { torchsh request $exec.then.op {args: $exec.then.args, kwargs: {}} | ignore }
-    if "err" in $out { $out.err.raw } else { $out.ok }
+    let closing = if $exec.then != null { torchsh request $exec.then.op {args: $exec.then.args, kwargs: {}} | get result? }
+    if "err" in $out { $out.err.raw }
+    if $closing == null { return $out.ok }
+    if $out.ok != null { print $out.ok }
+    $closing
 }
 
 # A command line by name (ops without a typed command): POST /v1/cli, the bash client's own request

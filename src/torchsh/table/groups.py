@@ -10,6 +10,7 @@ GROUP_WORDS = {
     "sched": "learning-rate schedulers: `torch sched KIND OPT`; step, lr",
     "daemon": "the torchd daemon: status, start, stop, restart, ttl, log",
     "scope": "memory scopes: `torch scope -- CMD` frees what CMD made; begin, end",
+    "profile": "torch.profiler: `torch profile --out DIR -- CMD` writes a trace and folded stacks; finish",
     "checkpoint": "model + optimizer + scheduler state in one file: save, load",
     "linalg": "torch.linalg: solve, inv, qr, svd, eigh, norms…",
     "fft": "torch.fft: discrete Fourier transforms",
