@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.common import NOISY, ROOT, Daemon  # noqa: E402
 
 OURS = ("latency", "idiom", "api", "startup", "bulk", "value", "contention", "models", "predict", "runs")  # run(daemon, quick, [device])
-OTHERS = ("training", "nushell", "fit", "fit_distributed", "remote", "remote_ssh", "sweep")  # run(quick=False) -> rows
+OTHERS = ("training", "nushell", "fit", "fit_distributed", "remote", "remote_ssh", "sweep", "compile")  # run(quick=False) -> rows
 DEVICE_AWARE = ("api", "startup")
 
 

@@ -103,6 +103,9 @@ def _step(optimizer):
 
 def _with_tensor_lr(compiled, optimizer):
     groups = optimizer.param_groups
+    if any(p.grad is not None and p not in optimizer.state for g in groups for p in g["params"]):
+        optimizer.step()  # the step that makes the state (momentum, Adam's moments) runs eagerly: compiled
+        return            # before it, the next step would find the state's guards changed and recompile
     if len(compiled.lrs) != len(groups):  # the same tensors every call: a new one would be a new guard
         compiled.lrs = [torch.tensor(0.0, dtype=torch.float32) for _ in groups]
     floats = [g["lr"] for g in groups]
