@@ -14,9 +14,10 @@ of its own, compiled once, not a recompile). Target 0.
 Drift: both models of the warm-up and rounds start from the same weights and see the same batches: the
 largest |weight difference| after the compiled and the eager epochs, and the loss rows' relative difference.
 
-Warm restart: `torch daemon stop`, `start`, then a model, optimizer and batch made and the first
-`train_step --compile` timed alone (the compiled code and PyTorch's portable artifacts are in the daemon's
-folder from before). Target < 3 s.
+Warm restart: `torch daemon stop`, then timed from `torch daemon start` through making a model, an Adam and
+a batch to the end of the second `train_step --compile` (the first compiles the forward+loss, its optimizer
+step making Adam's state eagerly; the second compiles that step), the compiled code and PyTorch's portable
+artifacts in the daemon's folder from before. Target < 3 s.
 """
 import json
 import os
@@ -33,11 +34,13 @@ TARGET_SPEEDUP, TARGET_RESTART_S = 1.3, 3.0
 
 
 def make_loader(daemon):
+    """A loader over the data; two made here give the same batches, epoch for epoch (seed 0)."""
     import numpy as np
     rng = np.random.default_rng(0)
     x, y = os.path.join(daemon.folder, "x.npy"), os.path.join(daemon.folder, "y.npy")
-    np.save(x, rng.standard_normal((N, 784), dtype=np.float32))
-    np.save(y, rng.integers(0, CLASSES, N, dtype=np.int64))
+    if not os.path.exists(y):
+        np.save(x, rng.standard_normal((N, 784), dtype=np.float32))
+        np.save(y, rng.integers(0, CLASSES, N, dtype=np.int64))
     return daemon.cli("data", "loader", daemon.cli("data", "open", x, y), "--batch_size", str(BATCH),
                       "--shuffle", "--seed", "0")
 
@@ -73,12 +76,12 @@ def drift(daemon, compiled_model, eager_model):
 
 
 def speed_rows(daemon, rounds):
-    loader = make_loader(daemon)
+    cl, el = make_loader(daemon), make_loader(daemon)
     (cm, co), (em, eo) = twin_models(daemon)
-    warm = [epoch_row(daemon, cm, co, loader, "--compile"), epoch_row(daemon, em, eo, loader)]
+    warm = [epoch_row(daemon, cm, co, cl, "--compile"), epoch_row(daemon, em, eo, el)]
     compiled, eager, losses = [], [], [warm]
     for _ in range(rounds):
-        c, e = epoch_row(daemon, cm, co, loader, "--compile"), epoch_row(daemon, em, eo, loader)
+        c, e = epoch_row(daemon, cm, co, cl, "--compile"), epoch_row(daemon, em, eo, el)
         compiled.append(N / c["seconds"])
         eager.append(N / e["seconds"])
         losses.append((c, e))
@@ -108,15 +111,16 @@ def restart_row(daemon, rounds):
     for _ in range(rounds):
         daemon.cli("daemon", "stop")
         _wait_gone(daemon.socket)
+        t0 = time.perf_counter()
         daemon.cli("daemon", "start")
         m = daemon.cli("nn", *_words(MODEL))
         o = daemon.cli("optim", "adam", m, "--lr", "0.001")
         x, y = daemon.cli("randn", str(BATCH), "784"), daemon.cli("randint", "10", "[%d]" % BATCH)
-        t0 = time.perf_counter()
-        daemon.cli("train_step", m, o, x, y, "--loss", "cross_entropy", "--compile")
+        for _ in range(2):  # the first makes Adam's state, its step eagerly; the second compiles that step
+            daemon.cli("train_step", m, o, x, y, "--loss", "cross_entropy", "--compile")
         seconds.append(time.perf_counter() - t0)
     s = sorted(seconds)[len(seconds) // 2]
-    return value_row("daemon restart -> first train_step --compile (compiled code cached): seconds", s, "s",
+    return value_row("daemon start -> model, Adam, batch -> 2 train_step --compile done (code cached): s", s, "s",
                      "target", TARGET_RESTART_S, ratio=TARGET_RESTART_S / s, target="< %gs" % TARGET_RESTART_S,
                      met=s < TARGET_RESTART_S, noise=spread(seconds))
 

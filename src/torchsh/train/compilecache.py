@@ -44,15 +44,36 @@ def require_compiler():
                            "path, then `torch daemon restart`; or run without --compile") from None
 
 
+def warm_in_background(folder):
+    """At a daemon's start, when an earlier daemon compiled (its folder is there): do on a thread of its
+    own what every daemon's first compile pays once even with all code cached (~5 s on 2 cores): import
+    dynamo and inductor, find the compiler, probe the CPU's vector instruction sets (inductor builds and
+    runs a test program per ISA) and hash PyTorch's sources (its cache keys). So a restarted daemon's
+    first compiled step pays only for its trace and loading its cached code (issue 27: < 3 s)."""
+    if os.path.isdir(folder):
+        threading.Thread(target=_warm, args=(folder,), name="compile-warm", daemon=True).start()
+
+
+def _warm(folder):
+    try:
+        _use_folder(folder)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from torch._inductor import codecache, compile_fx, cpu_vec_isa  # noqa: F401
+            require_compiler()
+            cpu_vec_isa.pick_vec_isa()  # cached for the process
+            codecache.torch_key()       # cached for the process
+    except Exception:  # the first --compile finds out again, and says why
+        pass
+
+
 def prepare(folder):
     """Once per daemon: the private cache folder made and checked, inductor pointed at it, the portable
     artifacts of earlier daemons loaded."""
     if folder in _prepared:
         return
     require_compiler()
-    _private_folder(folder)
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "inductor")
-    os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "triton")
+    _use_folder(folder)
     _load_artifacts(os.path.join(folder, ARTIFACTS))
     _prepared.add(folder)
 
@@ -69,6 +90,13 @@ def save_artifacts(folder):
 def _write_bytes(path, data):
     with open(path, "wb") as f:
         f.write(data)
+
+
+def _use_folder(folder):
+    """Inductor's and Triton's caches in FOLDER, once it is proven ours and private."""
+    _private_folder(folder)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "inductor")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "triton")
 
 
 def _private_folder(folder):

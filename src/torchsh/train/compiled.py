@@ -53,6 +53,7 @@ class Compiled:
         self.what, self.signature, self.folder = what, signature, folder
         self.calls, self.compile_s, self.recompiles = 0, 0.0, 0
         self.lrs = []  # an optimizer step's lr tensors, one per param group
+        self.eager_first = False  # an optimizer step's first, with no state yet, ran eagerly
 
     def __call__(self, *args):
         with COMPILE_LOCK, warnings.catch_warnings():
@@ -103,9 +104,10 @@ def _step(optimizer):
 
 def _with_tensor_lr(compiled, optimizer):
     groups = optimizer.param_groups
-    if any(p.grad is not None and p not in optimizer.state for g in groups for p in g["params"]):
-        optimizer.step()  # the step that makes the state (momentum, Adam's moments) runs eagerly: compiled
-        return            # before it, the next step would find the state's guards changed and recompile
+    if not optimizer.state and not compiled.eager_first:
+        compiled.eager_first = True  # the step that makes the state (momentum, Adam's moments) runs eagerly:
+        optimizer.step()             # compiled before it, the next would find the state changed and recompile
+        return
     if len(compiled.lrs) != len(groups):  # the same tensors every call: a new one would be a new guard
         compiled.lrs = [torch.tensor(0.0, dtype=torch.float32) for _ in groups]
     floats = [g["lr"] for g in groups]
