@@ -83,7 +83,6 @@ def _serve(sock, args, lock_fd, log):
     from torchsh.daemon import fastpath
     from torchsh.daemon.app import App
     from torchsh.daemon.server import Server
-    from torchsh.train import compilecache
     t0 = time.perf_counter()
     fileio.umask()  # read once now: binding and the TLS token set another umask for a moment
     app = App(sock, args.ttl_seconds)
@@ -97,7 +96,6 @@ def _serve(sock, args, lock_fd, log):
     log.info("serving %s (epoch %s, %d ops, table %.0f ms, ready in %.2fs)", sock, app.registry.epoch,
              len(app.table), app.table_seconds * 1000, time.perf_counter() - t0)
     server = Server(app, listener)
-    compilecache.warm_in_background(compilecache.folder_for(sock))  # only where `--compile` ran before
     try:
         remote = app.tls_listener = _listen_tls(args.listen, sock, log)  # status shows its address and fingerprint
     except (ValueError, OSError) as e:
