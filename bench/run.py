@@ -20,7 +20,8 @@ from bench.common import NOISY, ROOT, Daemon  # noqa: E402
 
 OURS = ("latency", "idiom", "api", "startup", "bulk", "value", "contention", "models", "predict", "runs",
         "profiler")  # run(daemon, quick, [device])
-OTHERS = ("training", "nushell", "fit", "fit_distributed", "remote", "remote_ssh", "sweep", "serve")  # run(quick=False) -> rows
+OTHERS = ("training", "nushell", "fit", "fit_distributed", "remote", "remote_ssh", "sweep", "serve",
+          "compile")  # run(quick=False) -> rows
 DEVICE_AWARE = ("api", "startup")
 
 

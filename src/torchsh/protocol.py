@@ -147,6 +147,7 @@ ERRORS = {
     "busy": (409, EXIT_DAEMON, "a one-per-daemon facility is taken (torch.profiler: another `torch profile` is recording); retry when it ends"),
     "scope_ended": (410, EXIT_HANDLE, "TORCHSH_SCOPE names a scope of this daemon's that has ended; nothing ran"),
     "end_of_epoch": (416, EXIT_END, "`data next`: the loader's epoch is over (silent); the next call starts the next"),
+    "not_supported": (501, EXIT_USAGE, "this daemon cannot run the command as asked (a tool it needs is missing, or an option does not go with another); the hint says what to install or change"),
     "missing_extra": (501, EXIT_USAGE, "the command needs an optional dependency that is not installed; the hint names the extra"),
     "internal_error": (500, EXIT_INTERNAL, "a bug in torchsh; the daemon log has the traceback"),
     "remote_unavailable": (503, EXIT_DAEMON, "a context's remote host cannot be reached over ssh, or has no torchsh"),

@@ -19,6 +19,7 @@ from torchsh.jobs import job as jobs_job
 from torchsh.remote.staging import Staging
 from torchsh.registry.made import RecordingRegistry
 from torchsh.table import build_table
+from torchsh.train import compilecache
 
 
 class App:
@@ -30,6 +31,7 @@ class App:
         self.registry.in_use = jobs_job.in_use  # a scope that ends keeps what a running job trains
         self.history = HistoryLog()  # the requests that changed state: `torch history` (torchsh.history)
         self.staging = Staging()  # the callers' files, when this daemon is a remote context's (remote/staging.py)
+        compilecache.warm_in_background(compilecache.folder_for(socket_path))  # where `--compile` ran before
         self.table, self.table_seconds = build_table()
         self.ttl = ttl_seconds
         self.started = time.time()

@@ -13,6 +13,7 @@ import torch
 from torchsh import memory
 from torchsh.daemon.lifecycle import format_duration
 from torchsh.registry.census import bytes_held
+from torchsh.train import compiled
 
 log = logging.getLogger("torchd")
 
@@ -78,7 +79,14 @@ def status_dict(app):
         "socket": app.socket_path,
         "log": app.log_path,
         "listen": _listen(app),
+        "compiled": _compiled(app),
     }
+
+
+def _compiled(app):
+    """`--compile`'s functions: whose (a model's or optimizer's handle), for which shapes, compile seconds
+    and recompiles (train/compiled.py)."""
+    return [dict(row, handle=app.registry.handle_of(owner)) for owner, row in compiled.entries()]
 
 
 def _listen(app):
@@ -102,7 +110,15 @@ def status_text(s):
         ("queue", "?" if s.get("queued") is None else "%d waiting for the tensor lock" % s["queued"]),
         ("socket", s["socket"]), ("log", s["log"]),
     ] + ([("listen", s["listen"])] if s.get("listen") else [])
+    lines += [("compiled", _compiled_text(row)) for row in s.get("compiled") or ()]
     return "".join("%-13s %s\n" % (k + ":", v) for k, v in lines)
+
+
+def _compiled_text(row):
+    recompiles = row["recompiles"]
+    return "%s %s%s: compiled in %.1fs, %d recompile%s, %d call%s" % (
+        row["handle"] or "(no handle)", row["what"], " " + row["signature"] if row["signature"] else "",
+        row["compile_s"], recompiles, "" if recompiles == 1 else "s", row["calls"], "" if row["calls"] == 1 else "s")
 
 
 def _history_text(h):

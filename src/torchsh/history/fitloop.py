@@ -11,7 +11,7 @@ refusal names it.
 """
 
 # fit's options that this loop does not write: they change what a run does beyond its epochs of steps
-_UNWRITTEN = {"accum": 1, "autocast": None, "nproc_per_node": None, "detach": False}
+_UNWRITTEN = {"accum": 1, "autocast": None, "nproc_per_node": None, "detach": False, "compile": False}
 UNWRITTEN = ("its loop is written with --loss given, without --%s or a ReduceLROnPlateau --sched, "
              "--patience only watching loss or val_loss, and --resume only without --patience, from a "
              "checkpoint without CUDA generator or GradScaler states" % ", --".join(_UNWRITTEN))

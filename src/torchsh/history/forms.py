@@ -170,8 +170,8 @@ def _zero_grad(e, r):
 
 def _train_step(e, r):
     a = e.args
-    if a.get("autocast") is not None:
-        raise refuse("train_step", "--autocast is not written yet")
+    if a.get("autocast") is not None or a.get("compile"):
+        raise refuse("train_step", "--%s is not written yet" % ("compile" if a.get("compile") else "autocast"))
     m, o = r.lit(a["model"]), r.lit(a["optimizer"])
     options = "".join(", %s=%s" % (k, r.lit(v)) for k, v in (a.get("loss_args") or {}).items()) \
         if isinstance(a.get("loss_args"), dict) else ""

@@ -2979,7 +2979,7 @@ export def fill [
 
 # Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 #
-# fit(Module model, Optimizer optimizer, Loader loader, *, str? loss=None, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, InOutDirPath? log=None, str[]? log_format=None, str? resume=None, bool overwrite=False, bool version=False, ScalarType? target_dtype=None, int save_every=200, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, str? rdzv=None, str strategy=ddp, float timeout=60, bool trusted_network=False, bool detach=False, bool json=False) -> Json
+# fit(Module model, Optimizer optimizer, Loader loader, *, str? loss=None, Json? loss_args=None, int epochs=1, Loader? val=None, str[]? metrics=None, Scheduler? sched=None, float? clip=None, int accum=1, str? autocast=None, int? patience=None, str? monitor=None, InOutDirPath? log=None, str[]? log_format=None, str? resume=None, bool overwrite=False, bool version=False, ScalarType? target_dtype=None, int save_every=200, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, str? rdzv=None, str strategy=ddp, float timeout=60, bool trusted_network=False, bool detach=False, bool json=False, bool compile=False) -> Json
 export def fit [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: model optimizer loader; piped handles fill the tensor slots still missing
     --loss: string@"nu-complete torch"  # a torch.nn.functional loss (mse_loss, cross_entropy, …); each batch is (inputs…, target) (str?)
@@ -3010,8 +3010,9 @@ export def fit [
     --trusted_network  # allow --rdzv beyond loopback: torch.distributed's traffic there has no TLS and no token (bool)
     --detach  # run as a job and print its job:// at once (torch job logs|wait|stop, docs/jobs.md) (bool)
     --json  # rows as JSON lines (bool)
+    --compile  # run each step's forward+loss and optimizer step through torch.compile (needs a C++ compiler; not bi… (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "fit" $args "loss loss_args epochs val metrics sched clip accum autocast patience monitor log log_format resume overwrite! version! target_dtype save_every max_steps nproc_per_node nnodes node_rank rdzv strategy timeout trusted_network! detach! json! no_grad!" [$loss $loss_args $epochs $val $metrics $sched $clip $accum $autocast $patience $monitor $log $log_format $resume $overwrite $version $target_dtype $save_every $max_steps $nproc_per_node $nnodes $node_rank $rdzv $strategy $timeout $trusted_network $detach $json $no_grad] --follows }
+]: any -> any { torchsh typed "fit" $args "loss loss_args epochs val metrics sched clip accum autocast patience monitor log log_format resume overwrite! version! target_dtype save_every max_steps nproc_per_node nnodes node_rank rdzv strategy timeout trusted_network! detach! json! compile! no_grad!" [$loss $loss_args $epochs $val $metrics $sched $clip $accum $autocast $patience $monitor $log $log_format $resume $overwrite $version $target_dtype $save_every $max_steps $nproc_per_node $nnodes $node_rank $rdzv $strategy $timeout $trusted_network $detach $json $compile $no_grad] --follows }
 
 # Alias for torch.trunc.
 #
@@ -6792,7 +6793,7 @@ export def trace [
 
 # zero_grad, forward, loss, backward, [clip], step, [scheduler step] in one request; prints the loss.
 #
-# train_step(Module model, Optimizer optimizer, Tensor input, Tensor target, *, str loss=mse_loss, Json? loss_args=None, float? clip=None, Scheduler? sched=None, str? autocast=None) -> Scalar
+# train_step(Module model, Optimizer optimizer, Tensor input, Tensor target, *, str loss=mse_loss, Json? loss_args=None, float? clip=None, Scheduler? sched=None, str? autocast=None, bool compile=False) -> Scalar
 export def train_step [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: model optimizer input target; piped handles fill the tensor slots still missing
     --loss: string@"nu-complete torch"  # str; default "mse_loss"
@@ -6800,8 +6801,9 @@ export def train_step [
     --clip: number  # float?
     --sched: string@"nu-complete torch"  # Scheduler?
     --autocast: string@"nu-complete torch"  # bf16 or fp16: forward and loss under torch.autocast on the model's device (str?)
+    --compile  # run the forward+loss and the optimizer step compiled (torch.compile; needs a C++ compiler) (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "train_step" $args "loss loss_args clip sched autocast no_grad!" [$loss $loss_args $clip $sched $autocast $no_grad] --values }
+]: any -> any { torchsh typed "train_step" $args "loss loss_args clip sched autocast compile! no_grad!" [$loss $loss_args $clip $sched $autocast $compile $no_grad] --values }
 
 # Returns a tensor that is a transposed version of input.
 #

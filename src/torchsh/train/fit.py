@@ -38,6 +38,7 @@ from torchsh.train import resume
 from torchsh.train.logdir import LogDir
 from torchsh.train.metrics import EpochSums
 from torchsh.train.plan import AUTOCAST
+from torchsh.train.steps import steps_for
 
 
 @dataclass
@@ -145,6 +146,7 @@ class _Run:
         self.plan, self.report, self.should_stop, self.world, self.keep = plan, report, should_stop, world, keep
         self.net = world.wrap(plan.model)  # what the training forward and backward go through
         self.scaler = torch.amp.GradScaler(plan.device_type, enabled=plan.autocast == "fp16")
+        self.steps = steps_for(plan, self.net, self.scaler)  # eager, or --compile's
         self.params = [p for g in plan.optimizer.param_groups for p in g["params"]]
         p = next(plan.model.parameters(), None)
         self.device = p.device if p is not None else torch.device("cpu")
@@ -222,8 +224,7 @@ class _Run:
         plan = self.plan
         *inputs, target = on_device(batch, self.device, plan.target_dtype)
         with self._autocast():
-            output = self.net(*inputs)
-            loss = plan.loss(output, target, **plan.loss_args)
+            output, loss = self.steps.forward_loss(inputs, target)
         sums.add(loss.item(), output, target)
         self.scaler.scale(loss / plan.accum if plan.accum > 1 else loss).backward()
 
@@ -233,8 +234,7 @@ class _Run:
         if plan.clip is not None:
             self.scaler.unscale_(plan.optimizer)  # a no-op without fp16
             torch.nn.utils.clip_grad_norm_(self.params, plan.clip)
-        self.scaler.step(plan.optimizer)          # optimizer.step() without fp16
-        self.scaler.update()
+        self.steps.optimizer_step()
         p.step += 1
         stop, window_loss = self.world.agree(self.should_stop(), sums.window_loss())
         if self.log:

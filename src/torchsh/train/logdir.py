@@ -28,7 +28,7 @@ import torch
 from torchsh import __version__, fileio
 from torchsh.data import meaning
 from torchsh.errors import TorchshError
-from torchsh.train import tfevents
+from torchsh.train import compiled, tfevents
 from torchsh.train.plan import LOG_FORMATS
 
 _NOT_SCALARS = ("kind", "epoch", "step", "seconds")  # the x axis, and the time a step took
@@ -232,6 +232,7 @@ def _run_record(plan):
         "val": _loader_record(plan.val) if plan.val else None,
         "data": meaning.of_model(plan.model) or None,  # classes, categories, standardization (data/meaning.py)
         **({"trial": plan.trial} if plan.trial else {}),  # a sweep's trial: study, number, params, seed
+        **({"compile": compiled.RUN_RECORD} if plan.compile_cache else {}),  # --compile: not bit-exact, by how much
     }
 
 

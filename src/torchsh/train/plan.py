@@ -37,6 +37,7 @@ class FitPlan:
     loss_name: str = ""
     target_dtype: Optional[torch.dtype] = None  # each batch's target .to(this) before the loss
     trial: Optional[dict] = None        # a `torch sweep` trial: study, number, params, seed (run.json keeps it)
+    compile_cache: Optional[str] = None  # --compile: the daemon's folder of compiled code; None: eager steps
 
     def __post_init__(self):
         if self.epochs < 1 or self.accum < 1 or self.save_every < 1:
@@ -47,6 +48,8 @@ class FitPlan:
             raise bad_argument("--autocast takes bf16 or fp16, not %r" % self.autocast)
         if self.patience is not None and self.patience < 1:
             raise bad_argument("--patience must be at least 1")
+        if self.compile_cache is not None and self.autocast is not None:
+            raise TorchshError("not_supported", "--compile does not go with --autocast", "drop one of them")
         if isinstance(self.optimizer, torch.optim.LBFGS):
             raise bad_argument("fit steps without a closure; LBFGS needs one", "use `torch train_step` for LBFGS")
         if self.resume is not None and self.resume == "auto" and self.log is None:

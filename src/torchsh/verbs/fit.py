@@ -17,7 +17,7 @@ from torchsh.jobs import follow
 from torchsh.train.distributed import supervisor as distributed
 from torchsh.train.fit import run_fit
 from torchsh.train.losses import loss_function, loss_options as _loss_options
-from torchsh.train import losschoice, rundir
+from torchsh.train import compilecache, losschoice, rundir
 from torchsh.train.plan import LOG_FORMATS, SAVE_EVERY, FitPlan
 from torchsh.verbs import verb
 from torchsh.vocab import dtype_name
@@ -33,7 +33,7 @@ _LAUNCH_OPTIONS = ("nnodes", "node_rank", "rdzv", "strategy", "timeout", "truste
       "str? resume=None, bool overwrite=False, bool version=False, ScalarType? target_dtype=None, "
       "int save_every=%d, int? max_steps=None, int? nproc_per_node=None, int nnodes=1, int node_rank=0, "
       "str? rdzv=None, str strategy=\"ddp\", float timeout=%g, bool trusted_network=False, bool detach=False, "
-      "bool json=False) -> Json"
+      "bool json=False, bool compile=False) -> Json"
       % (SAVE_EVERY, distributed.TIMEOUT_S),
       category="optim", replies=("follow",),
       examples=("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
@@ -46,7 +46,7 @@ def fit(ctx, model, optimizer, loader, loss=None, loss_args=None, epochs=1, val=
         clip=None, accum=1, autocast=None, patience=None, monitor=None, log=None, log_format=None, resume=None,
         overwrite=False, version=False, target_dtype=None, save_every=SAVE_EVERY, max_steps=None,
         nproc_per_node=None, nnodes=1, node_rank=0, rdzv=None, strategy="ddp", timeout=distributed.TIMEOUT_S,
-        trusted_network=False, detach=False, json=False):
+        trusted_network=False, detach=False, json=False, compile=False):
     """Train MODEL with OPT over LOADER's batches for --epochs; prints one row per epoch.
 
     Args:
@@ -84,6 +84,8 @@ def fit(ctx, model, optimizer, loader, loss=None, loss_args=None, epochs=1, val=
         trusted_network: allow --rdzv beyond loopback: torch.distributed's traffic there has no TLS and no token
         detach: run as a job and print its job:// at once (`torch job logs|wait|stop`, docs/jobs.md)
         json: rows as JSON lines
+        compile: run each step's forward+loss and optimizer step through torch.compile (needs a C++ compiler;
+            not bit-exact: run.json says so, docs/training.md#compile has the drift measured)
     """
     return _start(ctx, locals())
 
@@ -97,6 +99,7 @@ def _start(ctx, o):
                    loss_args=_loss_options(o["loss_args"]), metrics=tuple(o["metrics"] or ()), log=o["log"],
                    log_format=tuple(o["log_format"] or LOG_FORMATS), resume=_resume_path(ctx, o["resume"]),
                    loss_name=o["loss"], command=_command(o), target_dtype=o["target_dtype"],
+                   compile_cache=_compile_cache(ctx, o),
                    **{key: o[key] for key in _PLAN_OPTIONS})
     work = _work(ctx, plan, o["nproc_per_node"], tuple(o[key] for key in _LAUNCH_OPTIONS))
     if o["version"]:  # the last check passed: a refused fit leaves no empty version folder behind
@@ -142,6 +145,18 @@ def _choose_loss(o, notes):
         o["loss"], why = losschoice.choose(o["model"], item, o["target_dtype"])
         notes.append("--loss %s (%s)" % (o["loss"], why))
     losschoice.check_target_dtype(o["loss"], item, o["target_dtype"])
+
+
+def _compile_cache(ctx, o):
+    """--compile: the daemon's compile folder, set up, and the compiler found; refused where it cannot run."""
+    if not o["compile"]:
+        return None
+    if o["nproc_per_node"] is not None:
+        raise TorchshError("not_supported", "--compile does not go with --nproc_per_node (its ranks run eagerly)",
+                           "drop one of them")
+    folder = compilecache.folder_for(ctx.app.socket_path)
+    compilecache.prepare(folder)
+    return folder
 
 
 def _replacing(folder, work, report, should_stop):
@@ -198,4 +213,4 @@ def _command(args):
         words += ["--target_dtype", dtype_name(args["target_dtype"])]
     words += [w for key, word in (("val", "VAL_LOADER"), ("sched", "SCHED")) if args[key] is not None
               for w in ("--" + key, word)]
-    return tuple(words + ["--" + key for key in ("overwrite", "version") if args[key]])
+    return tuple(words + ["--" + key for key in ("overwrite", "version", "compile") if args[key]])

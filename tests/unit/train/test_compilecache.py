@@ -1,0 +1,42 @@
+"""--compile's cache folder and compiler check (train/compilecache.py), without compiling anything: no C++
+compiler is not_supported with the fix, a cache folder another user could write is refused, and inductor's
+cache is pointed into the daemon's private folder, never its shared /tmp default."""
+import os
+
+import pytest
+from torch._inductor import config, cpp_builder
+
+from torchsh.errors import TorchshError
+from torchsh.train import compilecache
+
+
+@pytest.fixture
+def no_compiler(monkeypatch):
+    monkeypatch.setattr(config.cpp, "cxx", (None, "/nonexistent/g++"))
+    cpp_builder.cpp_compiler_search.cache_clear()  # a compiler found before is remembered
+    yield
+    cpp_builder.cpp_compiler_search.cache_clear()
+
+
+def test_no_cxx_compiler_is_not_supported_with_what_to_install(no_compiler):
+    with pytest.raises(TorchshError) as e:
+        compilecache.require_compiler()
+    assert e.value.code == "not_supported" and "apt install g++" in e.value.hint and "CXX" in e.value.hint
+
+
+def test_a_cache_folder_others_can_write_is_refused(tmp_path):
+    folder = tmp_path / "torchd.compile"
+    folder.mkdir()
+    os.chmod(folder, 0o777)
+    with pytest.raises(TorchshError) as e:
+        compilecache._use_folder(str(folder))
+    assert e.value.code == "untrusted"
+
+
+def test_inductors_cache_goes_to_the_daemons_private_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/tmp/elsewhere")
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/tmp/elsewhere")
+    folder = compilecache.folder_for(str(tmp_path / "torchd.sock"))
+    compilecache._use_folder(folder)
+    assert folder == str(tmp_path / "torchd.compile") and os.stat(folder).st_mode & 0o777 == 0o700
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == os.path.join(folder, "inductor")
