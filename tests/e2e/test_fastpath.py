@@ -220,15 +220,33 @@ def test_init_with_no_daemon_prints_the_function_and_starts_nothing(fresh_sh):
     assert not os.path.exists(s.socket)  # a .bashrc's eval must not cost a daemon start
 
 
+def _sleeping(group):
+    """True once a `sleep` of process group `group` runs."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv0 = f.read().split(b"\0")[0]
+        except OSError:
+            continue
+        if int(fields[2]) == group and os.path.basename(argv0) == b"sleep":
+            return True
+    return False
+
+
 def _interrupted_block(sh, script, marker):
-    """Run script in its own process group, Ctrl-C it (SIGINT to the group) once marker exists."""
+    """Run script in its own process group, Ctrl-C it (SIGINT to the group) once marker exists and the
+    block's `sleep` runs. (Sooner, it may land as bash forks the sleep: bash then waits the sleep out, as
+    `bash -c '/bin/echo x > m; sleep 60'` does when Ctrl-C'd just after m is written.)"""
     import signal
     import time
     p = subprocess.Popen(["bash", "-c", script], env=sh.env, cwd=sh.folder, start_new_session=True, text=True,
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
-    while not (os.path.exists(marker) and os.path.getsize(marker)) and time.monotonic() < deadline and p.poll() is None:
+    while not (os.path.exists(marker) and os.path.getsize(marker) and _sleeping(p.pid)) \
+            and time.monotonic() < deadline and p.poll() is None:
         time.sleep(0.05)
     os.killpg(p.pid, signal.SIGINT)
     out, err = p.communicate(timeout=60)
