@@ -102,6 +102,17 @@ def test_train_step_compile_reuses_its_compiled_step_across_commands(sh):
     assert sorted((r["calls"], r["recompiles"]) for r in rows) == [(1, 0), (2, 0)]
 
 
+def test_distributions_still_check_their_arguments_after_a_compile(sh):
+    """torch._dynamo turns PyTorch's process-wide validate_args default off at its first compile."""
+    x, y = sh.put(X[:8]), sh.put(Y[:8])
+    sh("m=$(%s); o=$(torch optim sgd $m --lr 0.1); torch train_step $m $o %s %s --loss cross_entropy --compile "
+       ">/dev/null" % (MODEL, x, y))
+    r = sh.run("torch dist normal 0 -1")
+    assert r.code == 2 and "constraint GreaterThan" in r.err and "[bad_argument]" in r.err, r.err
+    r = sh.run("torch dist log_prob $(torch dist uniform 0 1) 2")
+    assert r.code == 4 and "support" in r.err, r.err
+
+
 def test_compile_is_refused_with_the_fix_when_the_daemon_finds_no_cxx_compiler(fresh_sh):
     sh = fresh_sh(start=False)
     r = sh.run("CXX=/nonexistent/g++ torch daemon start >/dev/null; m=$(torch nn linear 4 3); "

@@ -63,7 +63,7 @@ def test_a_run_stopped_at_max_steps_resumed_with_the_same_limit_says_so(sh):
 def test_a_fit_queued_behind_another_job_names_it(sh):
     # the long job is stopped only once the second fit is in `job list`: it was queued behind it by then
     r = sh.run(make(sh) + "a=$(torch fit $m $o $L --loss cross_entropy --epochs 100000 --detach); echo $a; "
-               "(until torch job list | grep -q queued; do sleep 0.1; done; torch job stop $a >/dev/null) & "
+               "(until torch job list | awk -v s=queued '$3 == s {f = 1} END {exit !f}'; do sleep 0.1; done; torch job stop $a >/dev/null) & "
                "m2=$(torch nn linear 3 2); torch fit $m2 $(torch optim sgd $m2) $L --loss cross_entropy --epochs 1 "
                ">/dev/null; echo rc=$?; wait", timeout=180)
     first = r.out.splitlines()[0]

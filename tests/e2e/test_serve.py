@@ -103,7 +103,7 @@ def test_concurrent_requests_are_batched(sh):
 def _until_queued(sh, job, n):
     """Wait until `torch job list` says N requests wait in the model's queue."""
     for _ in range(600):
-        if "%d queued" % n in sh("torch job list"):
+        if "%d waiting" % n in sh("torch job list"):
             return
         sh("sleep 0.05")
     raise AssertionError(sh("torch job list"))

@@ -104,7 +104,7 @@ def test_a_fit_queued_behind_another_job_says_so_in_nushell(nu, sh):
     first = sh(make + "torch fit $m $(torch optim sgd $m) $L --loss mse_loss --epochs 1000000 --detach; echo $L")
     job, loader = first.splitlines()
     # stop the long job once the nu fit is queued behind it (a shell of its own, meanwhile)
-    stopper = subprocess.Popen(["bash", "-c", "until torch job list | grep -q queued; do sleep 0.1; done; "
+    stopper = subprocess.Popen(["bash", "-c", "until torch job list | awk -v s=queued '$3 == s {f = 1} END {exit !f}'; do sleep 0.1; done; "
                                 "torch job stop %s" % job], env=sh.env, stdout=subprocess.DEVNULL)
     r = nu.run("let m = (torch nn linear 2 1)\ntorch fit $m (torch optim sgd $m) %s --loss mse_loss | ignore" % loader)
     stopper.wait(timeout=60)

@@ -14,7 +14,7 @@ class ServeJob(Job):
 
     def progress_text(self):
         """`torch job list`'s progress: the counts, and how many requests wait."""
-        return "%s  %d queued" % (self.served.metrics.text(), len(self.served.queue))
+        return "%s  %d waiting" % (self.served.metrics.text(), len(self.served.queue))  # not "queued": a job STATE
 
     def stopped_line(self):
         return "stopped serving %s after %d requests" % (self.served.name, self.served.metrics.requests) + (

@@ -95,6 +95,11 @@ def _builder(cls, args):
 
     def build(ctx, **values):
         given = {k: (_param(cls, k, v) if kinds[k] == "json" else v) for k, v in values.items()}
+        if given.get("validate_args", None) is None and "validate_args" in kinds:
+            # PyTorch's default (Distribution's class value, __debug__), not the process-wide switch: the
+            # first torch.compile or torch.export in the daemon turns that off for good (torch._dynamo's
+            # TorchPatcher.patch), and `torch dist normal 0 -1` must stay refused after a `fit --compile`
+            given["validate_args"] = __debug__
         try:
             return cls(**given)
         except (ValueError, TypeError) as e:
