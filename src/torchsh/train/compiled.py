@@ -28,7 +28,6 @@ import warnings
 import weakref
 
 import torch
-from torch._dynamo.utils import counters
 
 from torchsh.train import compilecache
 
@@ -59,6 +58,7 @@ class Compiled:
         self.eager_first = False  # an optimizer step's first, with no state yet, ran eagerly
 
     def __call__(self, *args):
+        from torch._dynamo.utils import counters  # here: importing dynamo costs ~0.9 s, every daemon's start
         with COMPILE_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # PyTorch's own deprecations inside dynamo are not the caller's
             frames, start = counters["frames"]["total"], time.monotonic()
