@@ -12,19 +12,11 @@ import threading
 
 import torch
 
+from apicall import UnixHTTPConnection
+
 W = torch.randn(3, 4, generator=torch.Generator().manual_seed(1))
 B = torch.randn(3, generator=torch.Generator().manual_seed(2))
 X = torch.randn(5, 4, generator=torch.Generator().manual_seed(3))
-
-
-class UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("localhost", timeout=60)
-        self.unix_path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.unix_path)
 
 
 def request(conn, method, path, doc=None, headers=None):
@@ -60,7 +52,7 @@ def final_row(sh, job):
 
 def test_v2_routes_over_the_unix_socket_answer_as_pytorch(sh):
     job, _ = served(sh, "lin")
-    conn = UnixConnection(sh.socket)
+    conn = UnixHTTPConnection(sh.socket)
     assert request(conn, "GET", "/v2/health/ready")[:2] == (200, {"ready": True})
     assert request(conn, "GET", "/v2")[1]["name"] == "torchsh"
     assert request(conn, "GET", "/v2/models/lin/ready")[:2] == (200, {"name": "lin", "ready": True})
@@ -87,7 +79,7 @@ def test_concurrent_requests_are_batched(sh):
     answers = []
 
     def client():
-        conn = UnixConnection(sh.socket)
+        conn = UnixHTTPConnection(sh.socket)
         answers.append(request(conn, "POST", "/v2/models/batched/infer", infer_doc(X[:2]))[0])
     threads = [threading.Thread(target=client) for _ in range(32)]
     for t in threads:
@@ -111,7 +103,7 @@ def _until_queued(sh, job, n):
 
 def _send_later(sh, name, out):
     def client():
-        out.append(request(UnixConnection(sh.socket), "POST", "/v2/models/%s/infer" % name, infer_doc(X[:1])))
+        out.append(request(UnixHTTPConnection(sh.socket), "POST", "/v2/models/%s/infer" % name, infer_doc(X[:1])))
     t = threading.Thread(target=client)
     t.start()
     return t
@@ -123,7 +115,7 @@ def test_past_max_queue_a_request_gets_429_with_retry_after(sh):
     waiting = []
     threads = [_send_later(sh, "small", waiting) for _ in range(2)]
     _until_queued(sh, job, 2)
-    status, out, headers = request(UnixConnection(sh.socket), "POST", "/v2/models/small/infer", infer_doc(X[:1]))
+    status, out, headers = request(UnixHTTPConnection(sh.socket), "POST", "/v2/models/small/infer", infer_doc(X[:1]))
     assert status == 429 and out["code"] == "queue_full" and headers["Retry-After"] == "1"
     sh("torch job stop %s" % job)  # what waits is refused at the stop
     for t in threads:
@@ -178,7 +170,7 @@ def test_a_fit_runs_beside_a_server_not_queued_behind_it(sh):
                "L=$(torch data loader $(torch data tensors $(torch randn 64 4) $(torch randn 64 3)) --batch_size 16); "
                "torch fit $m2 $o $L --loss mse_loss --epochs 2")
     assert r.code == 0 and "queued" not in r.err and len(r.out.splitlines()) == 3
-    status, _, _ = request(UnixConnection(sh.socket), "POST", "/v2/models/beside/infer", infer_doc(X))
+    status, _, _ = request(UnixHTTPConnection(sh.socket), "POST", "/v2/models/beside/infer", infer_doc(X))
     assert status == 200
     sh("torch job stop %s" % job)
 
@@ -188,14 +180,14 @@ def test_an_idle_server_keeps_its_daemon_past_the_ttl_and_daemon_stop_ends_it(fr
     job = s("m=$(torch nn linear 4 3); torch serve $m --name idle --detach", env={"TORCHSH_TTL": "1s"})
     s("sleep 3")  # three idle timeouts: the serve job keeps the daemon
     assert "running" in s("torch job list")
-    assert request(UnixConnection(s.socket), "GET", "/v2/models/idle/ready")[0] == 200
+    assert request(UnixHTTPConnection(s.socket), "GET", "/v2/models/idle/ready")[0] == 200
     s("torch daemon stop")
     assert s.run("torch daemon status").code == 5, job
 
 
 def test_a_failing_batch_answers_its_requests_and_the_server_goes_on(sh):
     job, _ = served(sh, "strict")
-    conn = UnixConnection(sh.socket)
+    conn = UnixHTTPConnection(sh.socket)
     status, out, _ = request(conn, "POST", "/v2/models/strict/infer", infer_doc(torch.ones(2, 5)))  # 5 features, not 4
     assert status == 422 and out["code"] == "shape_mismatch"
     assert request(conn, "POST", "/v2/models/strict/infer", infer_doc(X))[0] == 200
