@@ -108,7 +108,7 @@ EXIT_OK = 0
 EXIT_INTERNAL = 1     # a bug in torchsh: please report
 EXIT_END = 1          # nothing left: `data next` at the end of an epoch (silent, so `while b=$(…)` ends)
 EXIT_USAGE = 2        # bad command line: unknown op or flag, wrong arity, unparsable value
-EXIT_HANDLE = 3       # unknown, stale or wrong-kind handle; a run already in fit's --log DIR
+EXIT_HANDLE = 3       # unknown, stale or wrong-kind handle; a run already in fit's --log DIR (a profile in --out DIR)
 EXIT_TORCH = 4        # PyTorch refused the computation (shapes, dtypes, values)
 EXIT_DAEMON = 5       # the daemon could not be reached or started
 EXIT_IO = 6           # a file could not be read or written
@@ -160,7 +160,7 @@ ERRORS = {
     "rank_failed": (422, EXIT_TORCH, "a rank of a distributed fit failed, timed out or could not start; the message names it"),
     "untrusted_network": (400, EXIT_USAGE, "a listener beyond loopback without TLS and a token; torch.distributed's needs --trusted_network"),
     "needs_client": (409, EXIT_USAGE, "the command needs a reply this caller does not carry out (the `torch` client does); nothing ran"),
-    "run_exists": (409, EXIT_HANDLE, "`fit --log DIR`: DIR holds a run; --resume auto continues it, --overwrite replaces it"),
+    "run_exists": (409, EXIT_HANDLE, "DIR holds a run (`fit --log DIR`: --resume auto continues it) or a profile (`profile --out DIR`); --overwrite replaces it"),
     "no_runs": (404, EXIT_IO, "`torch runs`: the folder holds no `fit --log` run (no run.json or metrics.jsonl at or under it)"),
     "unknown_model": (404, EXIT_USAGE, "`torch serve`: no model is served under that name (`torch job list` shows the serve jobs)"),
     "queue_full": (429, EXIT_DAEMON, "`torch serve`: the model's request queue is full (--max_queue); retry after Retry-After seconds"),

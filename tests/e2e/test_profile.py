@@ -135,3 +135,32 @@ def test_bad_flags_are_refused_before_cmd_runs_or_a_folder_is_made(sh):
     assert not os.path.exists(folder)
     r = sh.run("torch profile --top 3 --")
     assert r.code == 2 and "needs a command after --" in r.err
+
+
+def test_a_folder_that_holds_a_profile_is_refused_before_cmd_runs_and_overwrite_replaces_it(sh):
+    folder, _ = _profiled(sh)
+    with open(os.path.join(folder, "trace.json")) as f:
+        first = f.read()
+    marker = sh.tmp("cmd-ran")
+    r = sh.run("torch profile --out %s -- touch %s" % (folder, marker))
+    assert r.code == 3 and "[run_exists]" in r.err and "--overwrite" in r.err, r
+    assert not os.path.exists(marker)
+    with open(os.path.join(folder, "trace.json")) as f:
+        assert f.read() == first  # the earlier profile is untouched
+    sh("torch profile --out %s --overwrite -- bash -c 'torch sum $(torch ones 3) >/dev/null; touch %s'"
+       % (folder, marker))
+    assert os.path.exists(marker)
+    with open(os.path.join(folder, "trace.json")) as f:
+        names = {e.get("name") for e in json.load(f)["traceEvents"] if e.get("cat") == "cpu_op"}
+    assert "aten::sum" in names and "aten::mm" not in names
+
+
+def test_overwrite_without_out_is_refused(sh):
+    r = sh.run("torch profile --overwrite -- echo ran")
+    assert (r.code, r.out) == (2, "") and "[bad_argument]" in r.err
+
+
+def test_the_json_api_refuses_a_folder_that_holds_a_profile(sh):
+    folder, _ = _profiled(sh)
+    status, body = post(sh, "profile", {"kwargs": {"command": ["x"], "out": folder}, "exec": True})
+    assert status == 409 and body["error"]["code"] == "run_exists", body

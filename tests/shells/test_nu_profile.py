@@ -30,3 +30,13 @@ def test_the_external_transport_refuses_the_block_by_name(nu, sh, tmp_path):
     path.write_text(sh("torch nu-module --transport external") + "\n")
     r = nu.run("torch profile { 'ran' | print }", module=str(path))
     assert r.code != 0 and "needs the socket transport" in r.err and "ran" not in r.out
+
+
+def test_a_folder_that_holds_a_profile_is_refused_and_overwrite_replaces_it(nu, sh):
+    folder = sh.tmp("nuprof-twice")
+    nu("torch profile --out %s { torch sum (torch ones [3]) | ignore } | ignore" % folder)
+    r = nu.run("torch profile --out %s { 'ran' | print }" % folder)
+    assert r.code != 0 and "run_exists" in r.err and "ran" not in r.out, r
+    rows = nu.json("torch profile --out %s --overwrite --top 50 { torch matmul (torch randn [2 2]) (torch randn [2 2])"
+                   " | ignore }" % folder)
+    assert "aten::mm" in [row["name"] for row in rows]

@@ -5418,7 +5418,7 @@ export def prod [
 
 # Run CMD under torch.profiler: its `torch` commands' ops are recorded, then the top-N ops table is printed.
 #
-# profile(*, Argv command, str? out=None, int top=20, str sort=self_cpu, str format=text, int? steps=None, float max_s=600) -> None
+# profile(*, Argv command, str? out=None, int top=20, str sort=self_cpu, str format=text, int? steps=None, float max_s=600, bool overwrite=False) -> None
 export def profile [
     block: closure  # the commands to run inside
     --out: string  # the folder for trace.json and stacks.folded (made if missing); without it, the table alone (str?)
@@ -5427,7 +5427,8 @@ export def profile [
     --format: string  # the table as text (aligned columns), tsv (with a header) or json (a list of records) (str; default "text")
     --steps: int  # record N steps of a job CMD runs (torch fit): from the end of its first step, N steps (int?)
     --max_s: number  # stop recording after this many seconds (the trace grows with the work): the files and table cover t… (float; default 600)
-]: any -> any { torchsh block "profile" $block {out: $out, top: $top, sort: $sort, format: $format, steps: $steps, max_s: $max_s} }
+    --overwrite  # replace the trace.json and stacks.folded that --out DIR holds already (bool)
+]: any -> any { torchsh block "profile" $block {out: $out, top: $top, sort: $sort, format: $format, steps: $steps, max_s: $max_s, overwrite: $overwrite} }
 
 # End profile ID (the closing command `torch profile -- CMD` sends after CMD): write its files, print its table.
 #

@@ -23,14 +23,16 @@ MAX_S_LIMIT = 24 * 3600.0
 
 
 @verb("profile(*, Argv command, str? out=None, int top=20, str sort=\"self_cpu\", str format=\"text\", "
-      "int? steps=None, float max_s=600) -> None", category="tensors", block=True,
+      "int? steps=None, float max_s=600, bool overwrite=False) -> None", category="tensors", block=True,
       examples=("torch profile -- bash -c 'torch matmul $(torch randn 64 64) $(torch randn 64 64) >/dev/null'",
                 "torch profile --out prof --top 5 --format tsv -- bash -c 'torch sum $(torch randn 1000)'"))
-def profile(ctx, command, out=None, top=20, sort="self_cpu", format="text", steps=None, max_s=600.0):
+def profile(ctx, command, out=None, top=20, sort="self_cpu", format="text", steps=None, max_s=600.0,
+            overwrite=False):
     """Run CMD under torch.profiler: its `torch` commands' ops are recorded, then the top-N ops table is printed.
 
     With --out DIR it also writes DIR/trace.json (Perfetto, chrome://tracing) and DIR/stacks.folded
-    (flamegraph.pl, speedscope). One profile at a time per daemon (busy). Exits with CMD's status.
+    (flamegraph.pl, speedscope); a DIR that holds a profile already is refused (run_exists) before CMD runs,
+    unless --overwrite. One profile at a time per daemon (busy). Exits with CMD's status.
 
     Args:
         command: the command to run; its `torch` commands go to this daemon
@@ -41,12 +43,17 @@ def profile(ctx, command, out=None, top=20, sort="self_cpu", format="text", step
         steps: record N steps of a job CMD runs (`torch fit`): from the end of its first step, N steps
         max_s: stop recording after this many seconds (the trace grows with the work): the files and table
             cover that much, with a note
+        overwrite: replace the trace.json and stacks.folded that --out DIR holds already
     """
     if not command:
         raise TorchshError("usage", "profile needs a command after --",
                            "e.g. torch profile -- bash -c 'torch matmul $(torch randn 64 64) $(torch randn 64 64)'")
     _check(recording.Settings(out, top, sort, format, steps, max_s))
-    settings = recording.Settings(_folder(ctx, out), top, sort, format, steps, max_s)  # made once all else is right
+    if overwrite and out is None:
+        raise bad_argument("--overwrite replaces the files in --out DIR; give --out",
+                           "torch profile --out prof --overwrite -- CMD")
+    folder = _folder(ctx, out, overwrite)  # made once all else is right
+    settings = recording.Settings(folder, top, sort, format, steps, max_s)
     run_on_tensor_thread = _tensor_thread(ctx)
     rec = recording.begin(settings, run_on_tensor_thread)
     if ctx.hold is not None:  # a killed client's connection drops: stop and drop, never leave it recording
@@ -103,8 +110,12 @@ def _columns(rec):
     return table.CPU_COLUMNS + (table.CUDA_COLUMNS if rec.cuda else ())
 
 
-def _folder(ctx, out):
-    """--out as a folder made now, before CMD runs (a file in its way is refused at once)."""
+FILES = ("trace.json", "stacks.folded")
+
+
+def _folder(ctx, out, overwrite):
+    """--out as a folder made now, before CMD runs (a file in its way is refused at once, and so is a folder that
+    holds a profile already, unless --overwrite: a user's earlier profile is never replaced silently)."""
     if out is None:
         return None
     name = ctx.context_name
@@ -112,6 +123,10 @@ def _folder(ctx, out):
         raise TorchshError("remote_path", "--out %s: on context %s the profile is written on the daemon's host"
                            % (out, name), "write --out %s:/absolute/path" % name)
     folder = ctx.path(out, "dir_out")
+    held = [name for name in FILES if os.path.lexists(os.path.join(folder, name))]
+    if held and not overwrite:
+        raise TorchshError("run_exists", "--out %s holds a profile already (%s)" % (out, ", ".join(held)),
+                           "profile into a new folder, or replace it: torch profile --out %s --overwrite -- CMD" % out)
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as e:
