@@ -204,3 +204,8 @@ def test_help_leaves_the_random_stream_alone(sh):
     got = sh.fetch(sh("torch manual_seed 7; torch randn --help >/dev/null; torch dropout --help >/dev/null;"
                       " torch manual_seed --help >/dev/null; torch randn 4"))
     assert torch.equal(got, want)
+
+
+def test_the_usage_line_brackets_optional_flags_only(sh):
+    usage = " ".join(sh("torch serve --help").split("\n\n")[0].split())
+    assert usage.startswith("usage: torch serve MODEL --name NAME [--port PORT]"), usage

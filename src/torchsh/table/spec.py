@@ -122,7 +122,7 @@ class OpSpec:
                 parts.append("-- CMD ARGS…")
             elif a.keyword_only or not a.required:
                 flag = "--%s" % a.name if a.kind == "bool" else "--%s %s" % (a.name, _metavar(a))
-                parts.append("[%s]" % flag)
+                parts.append(flag if a.required else "[%s]" % flag)  # a required flag is not optional
             else:
                 parts.append(_metavar(a) + ("…" if a.kind in VARIADIC_KINDS else ""))
         return " ".join(parts)
