@@ -164,3 +164,13 @@ def test_the_json_api_refuses_a_folder_that_holds_a_profile(sh):
     folder, _ = _profiled(sh)
     status, body = post(sh, "profile", {"kwargs": {"command": ["x"], "out": folder}, "exec": True})
     assert status == 409 and body["error"]["code"] == "run_exists", body
+
+
+def test_a_recording_stops_once_the_daemon_grew_by_a_quarter_of_its_budgets_room(fresh_sh):
+    s = fresh_sh(start=False)
+    s.env.update(TORCHSH_MAX_MEMORY="1G")  # a quarter of what is left of 1 GB: under the 200 MB tensor below
+    s("torch daemon start")
+    log = os.path.join(s.folder, "torchd.log")
+    r = s.run("torch profile --format tsv -- bash -c 'x=$(torch ones 50000000); for i in $(seq 600); do "
+              "torch sum $x >/dev/null; grep -q \"recording stopped\" %s && exit 0; sleep 0.1; done; exit 9'" % log)
+    assert r.code == 0 and "memory grew" in r.err, r  # CMD went on after the recording stopped (the log said so)

@@ -4,14 +4,18 @@ one records is refused (busy).
 Threads. The profiler records the CPU events of the thread that started it, and every op runs on the one
 tensor thread, so it starts and stops there: `torch profile` and `profile finish` are tensor work, a job's
 step boundaries run there, and the ends that come from elsewhere (the caller's connection dropped, the time
-cap's timer) are queued as tensor work (Workers.run_task).
+cap's watcher) are queued as tensor work (Workers.run_task).
 
 A recording ends, whichever comes first:
 - `profile finish ID` (the caller's CMD ended): stopped, then written and dropped by the verb;
 - its caller's exec connection drops (a killed client): stopped and dropped (daemon/conn.Conn.hold), at the
   next job step boundary or queued turn of the tensor thread;
-- --max_s passes: stopped with a note; what it recorded waits for the finish. Checked by a timer and at every
-  job step boundary (a fit holds the tensor thread for its whole run, so the timer's task would wait behind it);
+- --max_s passes, or the daemon's memory grows by a quarter of the room its budget (TORCHSH_MAX_MEMORY) had
+  when the recording began (the events pile up in memory, and reading the trace back for the table costs
+  several times its size; an out-of-memory daemon would lose every object it holds): stopped with a note;
+  what it recorded waits for the finish. A watcher thread looks twice a second and queues the stop as tensor
+  work; every job step boundary reads its verdict too (a fit holds the tensor thread for its whole run, so the
+  queued stop would wait behind it);
 - --steps N: it starts at a job's first step boundary (that step warms up) and stops after N more steps.
 A stopped recording nobody finished (an API caller that went away) is dropped when the next one begins.
 """
@@ -24,9 +28,11 @@ from dataclasses import dataclass
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from torchsh import memory
 from torchsh.errors import TorchshError
 
 log = logging.getLogger("torchd")
+WATCH_S = 0.5    # how often the watcher looks at the clock and the daemon's memory
 _CURRENT = None  # set and cleared on the tensor thread only: begin, finish and the queued ends run there
 
 
@@ -38,16 +44,30 @@ class Settings:
     format: str = "text"
     steps: int = None     # record this many job steps, after the first
     max_s: float = 600.0  # stop recording after this long
+    max_growth: int = None  # stop recording once the daemon's RSS grew this many bytes (None: no cap)
 
 
 class Recording:
     def __init__(self, settings):
         self.id, self.settings = "profile-" + secrets.token_hex(6), settings
         self.thread = threading.get_ident()  # the tensor thread: the only one that may start and stop it
-        self.state, self.profiler, self.note, self.timer = "armed", None, None, None
+        self.state, self.profiler, self.note = "armed", None, None
         self.dropped = False  # its caller went away: set from the connection's thread, acted on on the tensor thread
+        self.capped = None    # why it must stop (time or memory): set by the watcher, acted on on the tensor thread
         self.deadline = time.monotonic() + settings.max_s
+        self.start_rss = memory.rss_bytes()
         self.steps_left = settings.steps
+        self.unwatched = threading.Event()  # set when it stops: the watcher ends
+
+    def cap(self):
+        """Why it must stop now (--max_s passed, or the memory cap), or None."""
+        if time.monotonic() >= self.deadline:
+            return "recording stopped after --max_s %g s; the files and table cover that much" % self.settings.max_s
+        grown = memory.rss_bytes() - self.start_rss
+        if self.settings.max_growth is not None and grown >= self.settings.max_growth:
+            return ("recording stopped once the daemon's memory grew %s (a quarter of what its budget had left); the "
+                    "files and table cover that much" % memory.human(grown))
+        return None
 
     @property
     def cuda(self):
@@ -76,8 +96,7 @@ class Recording:
                 self.profiler, note = None, "torch.profiler could not stop; the daemon log has why"
         self.state = "stopped"
         self.note = self.note or note
-        if self.timer is not None:
-            self.timer.cancel()
+        self.unwatched.set()
 
 
 def begin(settings, run_on_tensor_thread):
@@ -91,10 +110,18 @@ def begin(settings, run_on_tensor_thread):
     if failed:
         _CURRENT = None
         raise TorchshError("torch_error", failed, "nothing ran; the daemon log may say more")
-    rec.timer = threading.Timer(settings.max_s, run_on_tensor_thread, (lambda: expire(rec.id),))
-    rec.timer.daemon = True
-    rec.timer.start()
+    threading.Thread(target=_watch, args=(rec, run_on_tensor_thread), name="profile-watch", daemon=True).start()
     return rec
+
+
+def _watch(rec, run_on_tensor_thread):
+    """The watcher's thread: once the recording must stop (rec.cap), say why and queue the stop."""
+    while not rec.unwatched.wait(WATCH_S):
+        why = rec.cap()
+        if why:
+            rec.capped = why
+            run_on_tensor_thread(lambda: expire(rec.id))
+            return
 
 
 def at_step():
@@ -105,8 +132,8 @@ def at_step():
         return
     if rec.dropped:  # a fit holds the tensor thread: the queued abandon would wait for its end
         abandon(rec.id)
-    elif time.monotonic() >= rec.deadline:
-        rec.stop(_cap_note(rec))
+    elif rec.capped or time.monotonic() >= rec.deadline:
+        rec.stop(rec.capped or rec.cap())
     elif rec.state == "armed":
         rec.start()
     elif rec.steps_left is not None:
@@ -116,10 +143,11 @@ def at_step():
 
 
 def expire(rec_id):
-    """The time cap's timer, on the tensor thread: stop recording if this one still does."""
+    """The watcher's stop, on the tensor thread: stop recording if this one still does."""
     rec = _CURRENT
     if rec is not None and rec.id == rec_id and rec.state != "stopped":
-        rec.stop(_cap_note(rec))
+        rec.stop(rec.capped)
+        log.info("%s: %s", rec_id, rec.capped)
 
 
 def caller_gone(rec, run_on_tensor_thread):
@@ -151,6 +179,3 @@ def finish(rec_id):
     _CURRENT = None
     return rec
 
-
-def _cap_note(rec):
-    return "recording stopped after --max_s %g s; the files and table cover that much" % rec.settings.max_s

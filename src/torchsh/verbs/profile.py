@@ -13,7 +13,7 @@ import os
 import tempfile
 import warnings
 
-from torchsh import fileio
+from torchsh import fileio, memory
 from torchsh.call.results import Exec
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.profile import folded, recording, table
@@ -53,7 +53,7 @@ def profile(ctx, command, out=None, top=20, sort="self_cpu", format="text", step
         raise bad_argument("--overwrite replaces the files in --out DIR; give --out",
                            "torch profile --out prof --overwrite -- CMD")
     folder = _folder(ctx, out, overwrite)  # made once all else is right
-    settings = recording.Settings(folder, top, sort, format, steps, max_s)
+    settings = recording.Settings(folder, top, sort, format, steps, max_s, _max_growth(ctx))
     run_on_tensor_thread = _tensor_thread(ctx)
     rec = recording.begin(settings, run_on_tensor_thread)
     if ctx.hold is not None:  # a killed client's connection drops: stop and drop, never leave it recording
@@ -146,6 +146,15 @@ def _check(s):
     if not 0 < s.max_s <= MAX_S_LIMIT:
         raise bad_argument("--max_s must be over 0 and at most %g seconds (a day)" % MAX_S_LIMIT,
                            "the trace grows with the work recorded")
+
+
+def _max_growth(ctx):
+    """The memory a recording may grow the daemon by: a quarter of the room its budget has left (the trace is read
+    back for the table, at several times its size); None without a budget."""
+    budget = getattr(ctx.app, "memory", None)
+    if budget is None or budget.limit is None:
+        return None
+    return max(0, budget.limit - memory.rss_bytes()) // 4
 
 
 def _tensor_thread(ctx):

@@ -1,6 +1,9 @@
 """The one recording, driven in-process on this thread as the tensor thread drives it in the daemon: --steps starts
 at the first step boundary and stops N steps later, a second begin is busy, the caller's drop discards it, the time
-cap stops it with a note, and a finish of an unknown id is refused."""
+and memory caps stop it with a note (the watcher's queued stop), and a finish of an unknown id is refused."""
+import queue
+import time
+
 import pytest
 import torch
 
@@ -10,7 +13,7 @@ from torchsh.profile.recording import Settings
 
 
 def _never(fn):
-    """Where the time cap's timer posts its end: nowhere, these tests drive the ends themselves."""
+    """Where the watcher posts its stop: nowhere, these tests drive the ends themselves."""
 
 
 def _mm_calls(rec):
@@ -53,13 +56,30 @@ def test_a_dropped_caller_discards_the_recording_and_its_finish_is_refused():
     assert e.value.code == "bad_argument"
 
 
+def _stopped_by_the_watcher(settings, meanwhile):
+    """Record, do `meanwhile`, run the stop the watcher queues (as the tensor thread would), then one more mm."""
+    a, queued = torch.ones(4, 4), queue.Queue()
+    rec = recording.begin(settings, queued.put)
+    torch.mm(a, a)
+    meanwhile(rec)
+    queued.get(timeout=60)()  # the watcher looks every WATCH_S
+    torch.mm(a, a)
+    assert rec.state == "stopped"
+    return rec
+
+
 def test_the_time_cap_stops_recording_with_a_note_and_keeps_what_it_recorded():
-    a = torch.ones(4, 4)
-    rec = recording.begin(Settings(max_s=30), _never)
-    torch.mm(a, a)
-    recording.expire(rec.id)
-    torch.mm(a, a)
-    assert rec.state == "stopped" and "--max_s 30 s" in rec.note
+    def thirty_seconds_pass(rec):
+        rec.deadline = time.monotonic()
+    rec = _stopped_by_the_watcher(Settings(max_s=30), thirty_seconds_pass)
+    assert "--max_s 30 s" in rec.note
+    assert _mm_calls(recording.finish(rec.id)) == 1
+
+
+def test_the_memory_cap_stops_recording_once_the_daemon_grew_that_much():
+    grown = []
+    rec = _stopped_by_the_watcher(Settings(max_growth=8 << 20), lambda rec: grown.append(torch.ones(8 << 20)))
+    assert "memory grew" in rec.note and "a quarter of what its budget had left" in rec.note, rec.note
     assert _mm_calls(recording.finish(rec.id)) == 1
 
 
