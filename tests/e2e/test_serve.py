@@ -127,7 +127,8 @@ def test_binary_tensors_in_and_out_answer_as_pytorch_on_the_socket_and_the_port(
     port, token_file = re.search(r":(\d+) \(header Authorization: Bearer \$\(cat ([^)\s]+)\)", said).groups()
     with open(token_file) as f:
         auth = {"Authorization": "Bearer " + f.read().strip()}
-    status, _, raw = binary_request(http.client.HTTPConnection("127.0.0.1", int(port), timeout=60), path, X, headers=auth)
+    on_port = http.client.HTTPConnection("127.0.0.1", int(port), timeout=60)
+    status, _, raw = binary_request(on_port, path, X, headers=auth)
     assert status == 200
     torch.testing.assert_close(torch.frombuffer(bytearray(raw), dtype=torch.float32).reshape(5, 3), expected)
     row = final_row(sh, job)
@@ -144,7 +145,8 @@ def test_a_binary_body_whose_lengths_do_not_add_up_gets_400_with_a_v2_error(sh):
                                 (len(header), b"\0" * 12, "runs past"),
                                 (len(header), b"\0" * 20, "add up to 16 bytes, but 20")):
         conn = UnixHTTPConnection(sh.socket)
-        conn.request("POST", path, body=header.encode() + tail, headers={"Inference-Header-Content-Length": str(length)})
+        conn.request("POST", path, body=header.encode() + tail,
+                     headers={"Inference-Header-Content-Length": str(length)})
         reply = conn.getresponse()
         out = json.loads(reply.read())
         assert (reply.status, out["code"]) == (400, "bad_argument") and words in out["error"], out
@@ -222,6 +224,8 @@ def test_refusals_name_and_port_host_and_freeing_the_model(sh):
     assert "once" in sh("torch job stop %s" % job)
     r = sh.run("torch serve %s --name other --max_batch 0 --detach" % m)
     assert r.code == 2 and "[bad_argument]" in r.err
+    r = sh.run("torch serve %s --name other --threads 0 --detach" % m)
+    assert r.code == 2 and "--threads" in r.err
 
 
 def test_a_fit_runs_beside_a_server_not_queued_behind_it(sh):

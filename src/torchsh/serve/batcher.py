@@ -5,7 +5,8 @@ The loop's step is one batch: it waits, without the tensor lock, for a request; 
 within max_wait_ms of the first one's arrival; then, on the tensor thread (App.tensor_thread.run_soon: in turn
 with the requests, and between a running fit's steps), under the tensor lock, concatenates the inputs along
 dim 0, runs the model in eval mode under torch.inference_mode (its mode put back after; with --threads, on
-that many intra-op threads), and splits the outputs. The replies are answered back on the loop's thread, so the tensor thread never writes to a client.
+that many intra-op threads), and splits the outputs. The replies are answered back on the loop's thread, so
+the tensor thread never writes to a client.
 An idle server sleeps on a condition (woken by a request, a stop, or once a second for the follower's lease).
 """
 import collections
@@ -162,7 +163,8 @@ class Served:
             with torch.inference_mode():
                 out = self.model(*inputs)
         finally:
-            torch.set_num_threads(threads)
+            if self.threads:
+                torch.set_num_threads(threads)
             put_back()
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         rows = inputs[0].shape[0]

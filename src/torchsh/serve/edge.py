@@ -102,5 +102,6 @@ ROUTES = (
     ("GET", r"/v2/health/ready", get_ready, "KServe V2: the server is ready"),
     ("GET", _MODEL, get_model, "KServe V2: a served model's metadata"),
     ("GET", _MODEL + r"/ready", get_model_ready, "KServe V2: whether a served model takes requests"),
-    ("POST", _MODEL + r"/infer", post_infer, "KServe V2: run a served model on JSON or binary tensors (dynamically batched)"),
+    ("POST", _MODEL + r"/infer", post_infer,
+     "KServe V2: run a served model on JSON or binary tensors (dynamically batched)"),
 )

@@ -6207,7 +6207,7 @@ export def select_scatter [
     --name: string  # name the object it makes: @NAME then names it
 ]: any -> any { torchsh typed "select_scatter" $args "dim index no_grad! name" [$dim $index $no_grad $name] }
 
-# Serve MODEL as NAME over HTTP (KServe V2: POST /v2/models/NAME/infer with JSON tensors), batching
+# Serve MODEL as NAME over HTTP (KServe V2: POST /v2/models/NAME/infer, JSON or binary tensors), batching
 #
 # serve(Module model, *, str name, int? port=None, str host=127.0.0.1, int max_batch=32, float max_wait_ms=5, int max_queue=256, int? threads=None, bool detach=False, bool json=False) -> Json
 export def serve [

@@ -25,7 +25,7 @@ MAX_ELEMENTS = 1 << 24  # numbers in one request's inputs (64 MiB of FP32)
       examples=("m=$(torch nn linear 4 2); j=$(torch serve $m --name lin --detach); torch job stop $j",))
 def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_ms=5.0, max_queue=256,
           threads=None, detach=False, json=False):
-    """Serve MODEL as NAME over HTTP (KServe V2: POST /v2/models/NAME/infer with JSON tensors), batching
+    """Serve MODEL as NAME over HTTP (KServe V2: POST /v2/models/NAME/infer, JSON or binary tensors), batching
     the requests that arrive together; runs as a job until `torch job stop` (or Ctrl-C without --detach).
 
     Args:
