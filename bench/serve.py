@@ -20,8 +20,8 @@ as fast at 16 clients as at 64 (~1,900 rps: it runs one request at a time either
 is not slowed by the load. Both servers run the model on one intra-op thread (--threads 1): with the
 default (one thread a core) on a two-core machine that also runs the clients, PyTorch's OpenMP threads
 spin for the next parallel region on the core the daemon and clients need: unbatched requests then cost
-1-8 ms of CPU each, not ~0.5, and its rps swung 125-1,900 from run to run (a ratio of 9x was one such
-accident); a one-sample forward of this CNN is 33 µs on one thread and ~330 µs on two.
+1-8 ms of CPU each, not ~0.5, and its rps swung 125-2,100 from run to run (a ratio of 9x was one such
+accident); a one-sample forward of this CNN took 33 µs on one thread and ~330 µs on two, on this busy machine.
 """
 import json
 import os

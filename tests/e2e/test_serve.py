@@ -123,6 +123,10 @@ def test_binary_tensors_in_and_out_answer_as_pytorch_on_the_socket_and_the_port(
     reply = conn.getresponse()
     body, cut = reply.read(), int(reply.getheader("Inference-Header-Content-Length"))
     torch.testing.assert_close(torch.frombuffer(bytearray(body[cut:]), dtype=torch.float32).reshape(5, 3), expected)
+    big = torch.randn(100_000, 4, generator=torch.Generator().manual_seed(4))  # 1.6 MB: the loop's own body buffer
+    status, header, raw = binary_request(conn, path, big)
+    torch.testing.assert_close(torch.frombuffer(bytearray(raw), dtype=torch.float32).reshape(-1, 3),
+                               torch.nn.functional.linear(big, W, B))
     said = sh.run("torch job logs %s" % job).err
     port, token_file = re.search(r":(\d+) \(header Authorization: Bearer \$\(cat ([^)\s]+)\)", said).groups()
     with open(token_file) as f:
@@ -132,7 +136,7 @@ def test_binary_tensors_in_and_out_answer_as_pytorch_on_the_socket_and_the_port(
     assert status == 200
     torch.testing.assert_close(torch.frombuffer(bytearray(raw), dtype=torch.float32).reshape(5, 3), expected)
     row = final_row(sh, job)
-    assert (row["requests"], row["errors"]) == (4, 0)
+    assert (row["requests"], row["errors"]) == (5, 0)
 
 
 def test_a_binary_body_whose_lengths_do_not_add_up_gets_400_with_a_v2_error(sh):
