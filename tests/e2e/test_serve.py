@@ -26,6 +26,20 @@ def request(conn, method, path, doc=None, headers=None):
     return reply.status, json.loads(reply.read()), dict(reply.getheaders())
 
 
+def binary_request(conn, path, x, outputs_raw=True, headers=None):
+    """(status, JSON header, raw tail) of one request with the binary tensor data extension: x's raw floats after
+    the JSON header; the outputs asked for raw (outputs_raw) or as JSON."""
+    header = json.dumps({"inputs": [{"name": "input__0", "shape": list(x.shape), "datatype": "FP32",
+                                     "parameters": {"binary_data_size": x.numel() * 4}}],
+                         "parameters": {"binary_data_output": outputs_raw}}).encode()
+    conn.request("POST", path, body=header + x.numpy().tobytes(),
+                 headers=dict(headers or {}, **{"Inference-Header-Content-Length": str(len(header))}))
+    reply = conn.getresponse()
+    body, length = reply.read(), reply.getheader("Inference-Header-Content-Length")
+    cut = int(length) if length is not None else len(body)
+    return reply.status, json.loads(body[:cut]), body[cut:]
+
+
 def infer_doc(x, **extra):
     return dict({"inputs": [{"name": "input__0", "shape": list(x.shape), "datatype": "FP32",
                              "data": x.reshape(-1).tolist()}]}, **extra)
@@ -78,10 +92,11 @@ def test_concurrent_requests_are_batched(sh):
     job, _ = served(sh, "batched", "--max_batch 16 --max_wait_ms 200")
     answers = []
 
-    def client():
+    def client(binary):  # JSON and binary requests of the same shape batch together
         conn = UnixHTTPConnection(sh.socket)
-        answers.append(request(conn, "POST", "/v2/models/batched/infer", infer_doc(X[:2]))[0])
-    threads = [threading.Thread(target=client) for _ in range(32)]
+        send = binary_request if binary else lambda c, path, x: request(c, "POST", path, infer_doc(x))
+        answers.append(send(conn, "/v2/models/batched/infer", X[:2])[0])
+    threads = [threading.Thread(target=client, args=(i % 2 == 0,)) for i in range(32)]
     for t in threads:
         t.start()
     for t in threads:
@@ -90,6 +105,57 @@ def test_concurrent_requests_are_batched(sh):
     row = final_row(sh, job)
     assert row["requests"] == 32 and row["max_batch"] > 1 and row["batches"] < 32
     assert row["p50_ms"] is not None and row["p99_ms"] >= row["p50_ms"]
+
+
+def test_binary_tensors_in_and_out_answer_as_pytorch_on_the_socket_and_the_port(sh):
+    job, _ = served(sh, "bin", "--port 0 --threads 1")
+    conn, path, expected = UnixHTTPConnection(sh.socket), "/v2/models/bin/infer", torch.nn.functional.linear(X, W, B)
+    assert request(conn, "GET", "/v2")[1]["extensions"] == ["binary_tensor_data"]
+    status, header, raw = binary_request(conn, path, X)  # raw in, raw out
+    (output,) = header["outputs"]
+    assert status == 200 and output["shape"] == [5, 3] and output["parameters"] == {"binary_data_size": 60}
+    torch.testing.assert_close(torch.frombuffer(bytearray(raw), dtype=torch.float32).reshape(5, 3), expected)
+    status, header, raw = binary_request(conn, path, X, outputs_raw=False)  # raw in, JSON out
+    assert status == 200 and raw == b"" and "parameters" not in header["outputs"][0]
+    torch.testing.assert_close(torch.tensor(header["outputs"][0]["data"]).reshape(5, 3), expected)
+    asked = infer_doc(X, outputs=[{"name": "output__0", "parameters": {"binary_data": True}}])  # JSON in, raw out
+    conn.request("POST", path, body=json.dumps(asked))
+    reply = conn.getresponse()
+    body, cut = reply.read(), int(reply.getheader("Inference-Header-Content-Length"))
+    torch.testing.assert_close(torch.frombuffer(bytearray(body[cut:]), dtype=torch.float32).reshape(5, 3), expected)
+    big = torch.randn(100_000, 4, generator=torch.Generator().manual_seed(4))  # 1.6 MB: the loop's own body buffer
+    status, header, raw = binary_request(conn, path, big)
+    torch.testing.assert_close(torch.frombuffer(bytearray(raw), dtype=torch.float32).reshape(-1, 3),
+                               torch.nn.functional.linear(big, W, B))
+    said = sh.run("torch job logs %s" % job).err
+    port, token_file = re.search(r":(\d+) \(header Authorization: Bearer \$\(cat ([^)\s]+)\)", said).groups()
+    with open(token_file) as f:
+        auth = {"Authorization": "Bearer " + f.read().strip()}
+    on_port = http.client.HTTPConnection("127.0.0.1", int(port), timeout=60)
+    status, _, raw = binary_request(on_port, path, X, headers=auth)
+    assert status == 200
+    torch.testing.assert_close(torch.frombuffer(bytearray(raw), dtype=torch.float32).reshape(5, 3), expected)
+    row = final_row(sh, job)
+    assert (row["requests"], row["errors"]) == (5, 0)
+
+
+def test_a_binary_body_whose_lengths_do_not_add_up_gets_400_with_a_v2_error(sh):
+    job, _ = served(sh, "binbad")
+    path, header = "/v2/models/binbad/infer", json.dumps({"inputs": [{"name": "input__0", "shape": [1, 4],
+                                                                     "datatype": "FP32",
+                                                                     "parameters": {"binary_data_size": 16}}]})
+    for length, tail, words in ((len(header) + 17, b"\0" * 16, "not a length within"),
+                                ("x%d" % len(header), b"\0" * 16, "not a length within"),
+                                (len(header), b"\0" * 12, "runs past"),
+                                (len(header), b"\0" * 20, "add up to 16 bytes, but 20")):
+        conn = UnixHTTPConnection(sh.socket)
+        conn.request("POST", path, body=header.encode() + tail,
+                     headers={"Inference-Header-Content-Length": str(length)})
+        reply = conn.getresponse()
+        out = json.loads(reply.read())
+        assert (reply.status, out["code"]) == (400, "bad_argument") and words in out["error"], out
+    row = final_row(sh, job)
+    assert (row["requests"], row["errors"]) == (4, 4)
 
 
 def _until_queued(sh, job, n):
@@ -162,6 +228,8 @@ def test_refusals_name_and_port_host_and_freeing_the_model(sh):
     assert "once" in sh("torch job stop %s" % job)
     r = sh.run("torch serve %s --name other --max_batch 0 --detach" % m)
     assert r.code == 2 and "[bad_argument]" in r.err
+    r = sh.run("torch serve %s --name other --threads 0 --detach" % m)
+    assert r.code == 2 and "--threads" in r.err
 
 
 def test_a_fit_runs_beside_a_server_not_queued_behind_it(sh):

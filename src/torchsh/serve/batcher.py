@@ -4,8 +4,9 @@ the serve job's work (jobs/job.py, started beside the other jobs).
 The loop's step is one batch: it waits, without the tensor lock, for a request; collects up to max_batch
 within max_wait_ms of the first one's arrival; then, on the tensor thread (App.tensor_thread.run_soon: in turn
 with the requests, and between a running fit's steps), under the tensor lock, concatenates the inputs along
-dim 0, runs the model in eval mode under torch.inference_mode (its mode put back after), and splits the
-outputs. The replies are answered back on the loop's thread, so the tensor thread never writes to a client.
+dim 0, runs the model in eval mode under torch.inference_mode (its mode put back after; with --threads, on
+that many intra-op threads), and splits the outputs. The replies are answered back on the loop's thread, so
+the tensor thread never writes to a client.
 An idle server sleeps on a condition (woken by a request, a stop, or once a second for the follower's lease).
 """
 import collections
@@ -41,8 +42,8 @@ class Pending:
 
 
 class Served:
-    def __init__(self, app, name, model, max_batch, max_wait_ms, max_queue, max_elements):
-        self.app, self.name, self.model = app, name, model
+    def __init__(self, app, name, model, max_batch, max_wait_ms, max_queue, max_elements, threads=None):
+        self.app, self.name, self.model, self.threads = app, name, model, threads
         self.max_batch, self.max_wait_s, self.max_queue = max_batch, max_wait_ms / 1000.0, max_queue
         self.max_elements = max_elements
         self.metrics = Metrics()
@@ -140,11 +141,12 @@ class Served:
         answers, start = [], 0
         for request in requests:
             rows = request.inputs[0].rows()
-            tensors = [(tuple(o.shape[1:]), o[start:start + rows]) for o in outputs]
+            tensors = [o[start:start + rows] for o in outputs]
             start += rows
             try:
                 answers.append((200, v2.infer_response(self.name, request, [
-                    ((rows,) + shape, DATATYPES[t.dtype], t.reshape(-1).tolist()) for shape, t in tensors]), None))
+                    (tuple(t.shape), DATATYPES[t.dtype], raw_bytes(t) if request.binary_output(v2.output_name(i))
+                     else t.reshape(-1).tolist()) for i, t in enumerate(tensors)]), None))
             except TorchshError as e:
                 answers.append(failure(e))
         return answers
@@ -153,13 +155,17 @@ class Served:
         """The model on the group's inputs, concatenated along dim 0: its output tensors, on the CPU."""
         device = next((p.device for p in self.model.parameters()), torch.device("cpu"))
         inputs = [stacked([r.inputs[k] for r in requests]).to(device) for k in range(len(requests[0].inputs))]
-        was_training = self.model.training
-        self.model.eval()
+        put_back = evaluating(self.model)
+        threads = torch.get_num_threads()
+        if self.threads:  # --threads: this model's intra-op threads, the tensor thread's own put back after
+            torch.set_num_threads(self.threads)
         try:
             with torch.inference_mode():
                 out = self.model(*inputs)
         finally:
-            self.model.train(was_training)
+            if self.threads:
+                torch.set_num_threads(threads)
+            put_back()
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         rows = inputs[0].shape[0]
         if not outs or not all(isinstance(o, torch.Tensor) and o.dim() > 0 and o.shape[0] == rows for o in outs):
@@ -183,6 +189,25 @@ class Served:
                 del _SERVED[self.name]
 
 
+def evaluating(model):
+    """Put MODEL in eval mode for a batch; -> the function that puts its modes back (a fit may train it between
+    batches). eval() and train() walk every module through nn.Module.__setattr__ (~40 µs a batch for a small
+    CNN, as much as its forward on one sample): modules with nn.Module's own train() just have their flag
+    flipped, those that were training; a model with a train() of its own gets eval() and train() called."""
+    training = [m for m in model.modules() if m.training]
+    if not all(type(m).train is torch.nn.Module.train for m in training):
+        was_training = model.training
+        model.eval()
+        return lambda: model.train(was_training)
+    for m in training:
+        m.__dict__["training"] = False  # what Module.train(False) sets on each, without its walk
+
+    def put_back():
+        for m in training:
+            m.__dict__["training"] = True
+    return put_back
+
+
 def stacked(inputs):
     """One input of several requests as one tensor: their flat values joined, shaped (rows, *row_shape)."""
     first = inputs[0]
@@ -193,6 +218,12 @@ def stacked(inputs):
     read_as = {"FP16": torch.float32, "BOOL": torch.uint8}.get(first.datatype, dtype)  # v2.TYPECODES' reading
     flat = torch.frombuffer(values, dtype=read_as) if len(values) else torch.empty(0, dtype=read_as)
     return flat.to(dtype).reshape((sum(i.rows() for i in inputs),) + first.shape[1:])
+
+
+def raw_bytes(tensor):
+    """A tensor's values as the binary extension sends them: row-major, little-endian."""
+    values = tensor.contiguous().numpy()
+    return values.astype(values.dtype.newbyteorder("<"), copy=False).tobytes()
 
 
 def failure(err):

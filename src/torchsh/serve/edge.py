@@ -12,10 +12,17 @@ from torchsh.errors import TorchshError
 from torchsh.serve import batcher, v2
 
 MAX_BODY = 64 << 20  # an inference request's body; more is refused (413) before it is parsed
+EXTENSIONS = ("binary_tensor_data",)  # Triton's binary tensor data extension (serve/v2.py)
 _MODEL = r"/v2/models/(?P<name>[\w.-]+)(?:/versions/(?P<version>[\w.-]+))?"
 
 
 def v2_response(status, body, headers=None):
+    """A V2 reply: a JSON body, or a v2.BinaryReply framed by the binary extension (its JSON header's length
+    in Inference-Header-Content-Length, the raw tensors after it)."""
+    if isinstance(body, v2.BinaryReply):
+        header = json.dumps(body.header, separators=(",", ":"), allow_nan=True).encode()
+        return Response(status, header + body.tail, "application/octet-stream",
+                        dict(headers or {}, **{"Inference-Header-Content-Length": str(len(header))}))
     return Response(status, json.dumps(body, separators=(",", ":"), allow_nan=True).encode(),
                     headers=dict(headers or {}))
 
@@ -34,7 +41,7 @@ def _v2(handler):
 @_v2
 def get_server(app, request, params):
     """V2 server metadata: name, version, extensions."""
-    return v2_response(200, {"name": "torchsh", "version": app.version, "extensions": []})
+    return v2_response(200, {"name": "torchsh", "version": app.version, "extensions": list(EXTENSIONS)})
 
 
 @_v2
@@ -73,7 +80,7 @@ def post_infer(app, request, params):
         raise TorchshError("too_large", "the request body is %d bytes, over %d" % (len(request.body), MAX_BODY),
                            "send fewer rows a request")
     try:
-        parsed = v2.parse_infer(request.body, served.max_elements)
+        parsed = v2.parse_infer(request.body, served.max_elements, request.headers.get(v2.HEADER_LENGTH))
     except TorchshError:
         served.metrics.refused_one()
         raise
@@ -95,5 +102,6 @@ ROUTES = (
     ("GET", r"/v2/health/ready", get_ready, "KServe V2: the server is ready"),
     ("GET", _MODEL, get_model, "KServe V2: a served model's metadata"),
     ("GET", _MODEL + r"/ready", get_model_ready, "KServe V2: whether a served model takes requests"),
-    ("POST", _MODEL + r"/infer", post_infer, "KServe V2: run a served model on JSON tensors (dynamically batched)"),
+    ("POST", _MODEL + r"/infer", post_infer,
+     "KServe V2: run a served model on JSON or binary tensors (dynamically batched)"),
 )

@@ -20,12 +20,12 @@ MAX_ELEMENTS = 1 << 24  # numbers in one request's inputs (64 MiB of FP32)
 
 
 @verb("serve(Module model, *, str name, int? port=None, str host=\"127.0.0.1\", int max_batch=32, "
-      "float max_wait_ms=5, int max_queue=256, bool detach=False, bool json=False) -> Json",
+      "float max_wait_ms=5, int max_queue=256, int? threads=None, bool detach=False, bool json=False) -> Json",
       category="nn", replies=("follow",),
       examples=("m=$(torch nn linear 4 2); j=$(torch serve $m --name lin --detach); torch job stop $j",))
 def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_ms=5.0, max_queue=256,
-          detach=False, json=False):
-    """Serve MODEL as NAME over HTTP (KServe V2: POST /v2/models/NAME/infer with JSON tensors), batching
+          threads=None, detach=False, json=False):
+    """Serve MODEL as NAME over HTTP (KServe V2: POST /v2/models/NAME/infer, JSON or binary tensors), batching
     the requests that arrive together; runs as a job until `torch job stop` (or Ctrl-C without --detach).
 
     Args:
@@ -36,6 +36,8 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
         max_batch: requests run together as one batch at most
         max_wait_ms: how long the first request of a batch waits for others to join it
         max_queue: requests waiting at most; one more is answered 429 with Retry-After
+        threads: PyTorch's intra-op threads for the model's batches (default: the daemon's); 1 often serves a
+            small model faster: splitting one small batch over the cores costs more than it saves
         detach: run as a job and print its job:// at once (`torch job logs|stop`, docs/jobs.md)
         json: the metrics rows as JSON lines
     """
@@ -43,7 +45,9 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
         raise bad_argument("--name %r: letters, digits, _ . - (at most 64)" % name, "e.g. --name mnist")
     if max_batch < 1 or max_queue < 1 or max_wait_ms < 0:
         raise bad_argument("--max_batch and --max_queue must be at least 1, --max_wait_ms at least 0")
-    served = batcher.Served(ctx.app, name, model, max_batch, max_wait_ms, max_queue, MAX_ELEMENTS)
+    if threads is not None and not 1 <= threads <= 1024:
+        raise bad_argument("--threads must be from 1 to 1024")
+    served = batcher.Served(ctx.app, name, model, max_batch, max_wait_ms, max_queue, MAX_ELEMENTS, threads)
     batcher.register(served)
     try:
         listener = PortListener(ctx.app, host, port) if port is not None else None
