@@ -58,21 +58,17 @@ def warm_in_background(folder):
 
 
 def _warm(folder):
-    try:
+    def work():
         _use_folder(folder)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            from torch._inductor import codecache, cpu_vec_isa
-            probe = threading.Thread(target=_quietly, args=(cpu_vec_isa.pick_vec_isa,), name="compile-isa",
-                                     daemon=True)
-            probe.start()  # cached for the process; children do its work, so the imports go on meanwhile
-            import torch._dynamo  # noqa: F401
-            from torch._inductor import compile_fx  # noqa: F401
-            require_compiler()
-            codecache.torch_key()  # cached for the process
-            probe.join()
-    except Exception:  # the first --compile finds out again, and says why
-        pass
+        from torch._inductor import codecache, cpu_vec_isa
+        probe = threading.Thread(target=_quietly, args=(cpu_vec_isa.pick_vec_isa,), name="compile-isa", daemon=True)
+        probe.start()  # cached for the process; children do its work, so the imports go on meanwhile
+        import torch._dynamo  # noqa: F401
+        from torch._inductor import compile_fx  # noqa: F401
+        require_compiler()
+        codecache.torch_key()  # cached for the process
+        probe.join()
+    _quietly(work)
 
 
 def _quietly(fn):
