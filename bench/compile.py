@@ -6,8 +6,9 @@ Data: 4,096 x 784 float32 inputs, 10-class labels (seed 0), batches of BATCH shu
 1e-3. Two models of the same weights, one trained by `fit --compile` and one by `fit`, each a warm-up epoch
 first (the compile happens there); then ROUNDS rounds, each a `fit --epochs EPOCHS_PER_ROUND` of each model
 back to back, which goes first alternating round by round (a slow spell of a shared machine, or a drift
-across the run, then hits both sides alike). A round's samples/s = its epochs' samples / the sum of their
-epoch rows' seconds (the loop only: no client, no compile); its ratio = compiled / eager of that round.
+across the run, then hits both sides alike). A side's samples/s in a round = 4,096 / the median of its
+epoch rows' seconds (the loop only: no client, no compile; the median, so one epoch another process stalled
+does not count); the round's ratio = compiled / eager.
 The row: the median of the rounds' ratios (target >= 1.3x), the median samples/s of each side, and the
 ratios' spread ((max - min) / median; the lowest and highest in the note).
 
@@ -73,7 +74,7 @@ def epoch_rows(daemon, model, opt, loader, epochs, *flags):
 
 
 def samples_per_s(rows):
-    return N * len(rows) / sum(r["seconds"] for r in rows)
+    return N / statistics.median(r["seconds"] for r in rows)
 
 
 def drift(daemon, compiled_model, eager_model):

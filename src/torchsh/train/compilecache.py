@@ -12,6 +12,13 @@ checked as the socket's folder is), so compiled code outlives a restart there: a
 of a model it compiled before hits those caches (no C++ build, no inductor codegen). That unpickling is safe
 only because the folder is proven ours; PyTorch's portable "mega cache" (save_cache_artifacts) is not kept:
 it holds the same entries as those caches, and loading it cost a restart ~0.15 s and one more pickle.
+
+Not used, measured on PyTorch 2.13: its AOT precompile (torch.compile(f, fullgraph=True).aot_compile,
+torch.compiler.load_compiled_function), which saves dynamo's trace and guards so a restart need not trace.
+For the forward+loss it loads in ~0.2 s against ~0.36 s for a trace and cache hit, and its guards refuse a
+changed width, activation, bias, dtype or batch; but optimizer.step() does not capture as one graph (it
+graph-breaks on purpose around its no_grad), and Adam's unwrapped step, captured, fails to load
+(Adam.__setstate__ on the pickled guard state). ~0.15 s of a ~4 s restart did not pay for a third pickle.
 """
 import os
 import threading
@@ -46,11 +53,11 @@ def require_compiler():
 
 def warm_in_background(folder):
     """At a daemon's start, when an earlier daemon compiled (its folder is there): do on threads of their
-    own what every daemon's first compile pays once even with all code cached (~2.6 s on 2 cores): import
-    dynamo and inductor (~1.5 s of CPU), probe the CPU's vector instruction sets (~1.1 s, mostly waiting:
-    inductor builds and loads a test library per ISA in a child process, so it runs beside the imports) and
-    hash PyTorch's sources (its cache keys). So a restarted daemon's first compiled step pays only for its
-    trace and loading its cached code."""
+    own what every daemon's first compile pays once even with all code cached (~2.8 s on 2 cores): import
+    dynamo and inductor (~1.6 s of CPU; a daemon's first optimizer imports dynamo anyway), probe the CPU's
+    vector instruction sets (~1.1 s, mostly waiting: inductor builds and loads a test library per ISA in a
+    child process, so it runs beside the imports) and hash PyTorch's sources (its cache keys). So a
+    restarted daemon's first compiled step pays only for its trace and loading its cached code."""
     if os.path.isdir(folder):
         thread = threading.Thread(target=_warm, args=(folder,), name="compile-warm", daemon=True)
         _warming.append(thread)
