@@ -128,3 +128,29 @@ def test_compile_refuses_autocast_and_a_distributed_fit_before_anything_runs(sh)
         assert r.code == 2 and "[not_supported]" in r.err, r.err
     r = sh.run(setup + "torch train_step $m $o $(torch randn 8 4) $(torch randn 8 3) --compile --autocast bf16")
     assert r.code == 2 and "[not_supported]" in r.err, r.err
+
+
+
+def _compiled_code(folder):
+    """{path: mtime} of what inductor wrote in the daemon's folder (its locks aside)."""
+    root = os.path.join(folder, "torchd.compile")
+    return {os.path.join(d, f): os.stat(os.path.join(d, f)).st_mtime_ns
+            for d, _, files in os.walk(root) for f in files if not f.endswith(".lock")}
+
+
+def test_a_restarted_daemon_reuses_its_folders_compiled_code_with_the_same_results(fresh_sh):
+    """Nothing new is written when a restarted daemon compiles the same model and shapes (a miss would
+    write new FX-graph and AOTAutograd cache entries), and its steps give the first daemon's losses."""
+    sh = fresh_sh()
+    weights, x, y = sh.tmp("w.safetensors"), sh.tmp("x.pt"), sh.tmp("y.pt")
+    torch.save(X[:8].clone(), x)
+    torch.save(Y[:8].clone(), y)
+    sh("torch nn save $(%s) %s" % (MODEL, weights))
+    steps = ("m=$(%s); torch nn load $m %s >/dev/null; o=$(torch optim adam $m --lr 0.01); x=$(torch load %s); "
+             "y=$(torch load %s); for i in 1 2 3; do torch train_step $m $o $x $y --loss cross_entropy --compile; "
+             "done" % (MODEL, weights, x, y))
+    first = sh(steps).split()
+    written = _compiled_code(sh.folder)
+    sh("torch daemon stop >/dev/null; torch daemon start >/dev/null")
+    assert sh(steps).split() == first
+    assert _compiled_code(sh.folder) == written and written

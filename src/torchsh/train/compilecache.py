@@ -4,13 +4,21 @@ torch.compile on CPU (inductor) writes C++ and builds it with the machine's C++ 
 fails deep inside the first step, so `require_compiler` asks inductor's own search (torch._inductor.
 cpp_builder.get_cpp_compiler: config.cpp.cxx, from $CXX or g++ on PATH) first and refuses with the fix.
 
-Inductor keeps its generated code and built libraries in TORCHINDUCTOR_CACHE_DIR, /tmp/torchinductor_USER by
-default: a predictable shared path whose .so files the daemon would load, so another user could plant them.
-`prepare` points it (and Triton's) at a private folder beside the daemon's socket (torchd.compile/, owner
-and mode checked as the socket's folder is), so compiled code outlives a restart there. PyTorch's portable
-"mega cache" (torch.compiler.save_cache_artifacts) is kept there too, saved atomically after each compile
-and loaded at the first compile of a daemon's life: it is unpickled, which is safe only because the folder
-and the file are proven ours (the same trust the built libraries already need).
+Inductor keeps its generated code, built libraries and its FX-graph and AOTAutograd caches in
+TORCHINDUCTOR_CACHE_DIR, /tmp/torchinductor_USER by default: a predictable shared path whose .so files the
+daemon would load and whose cache entries PyTorch unpickles, so another user could plant them. `prepare`
+points it (and Triton's) at a private folder beside the daemon's socket (torchd.compile/, owner and mode
+checked as the socket's folder is), so compiled code outlives a restart there: a restarted daemon's compile
+of a model it compiled before hits those caches (no C++ build, no inductor codegen). That unpickling is safe
+only because the folder is proven ours; PyTorch's portable "mega cache" (save_cache_artifacts) is not kept:
+it holds the same entries as those caches, and loading it cost a restart ~0.15 s and one more pickle.
+
+Not used, measured on PyTorch 2.13: its AOT precompile (torch.compile(f, fullgraph=True).aot_compile,
+torch.compiler.load_compiled_function), which saves dynamo's trace and guards so a restart need not trace.
+For the forward+loss it loads in ~0.2 s against ~0.36 s for a trace and cache hit, and its guards refuse a
+changed width, activation, bias, dtype or batch; but optimizer.step() does not capture as one graph (it
+graph-breaks on purpose around its no_grad), and Adam's unwrapped step, captured, fails to load
+(Adam.__setstate__ on the pickled guard state). ~0.15 s of a ~4 s restart did not pay for a third pickle.
 """
 import os
 import threading
@@ -18,11 +26,10 @@ import warnings
 
 from torchsh import paths, trust
 from torchsh.errors import TorchshError
-from torchsh.fileio import atomic_write
 
-ARTIFACTS = "artifacts.bin"
-_prepared = set()  # the folders this daemon has set up (and loaded artifacts from)
-_save_lock = threading.Lock()
+WARM_WAIT_S = 120  # the first compile waits this long at most for the start's warm-up to finish
+_prepared = set()  # the folders this daemon has set up
+_warming = []      # the warm-up threads started (one per daemon): the first compile waits for them
 
 
 def folder_for(socket_path):
@@ -45,51 +52,51 @@ def require_compiler():
 
 
 def warm_in_background(folder):
-    """At a daemon's start, when an earlier daemon compiled (its folder is there): do on a thread of its
-    own what every daemon's first compile pays once even with all code cached (~5 s on 2 cores): import
-    dynamo and inductor, find the compiler, probe the CPU's vector instruction sets (inductor builds and
-    runs a test program per ISA) and hash PyTorch's sources (its cache keys). So a restarted daemon's
-    first compiled step pays only for its trace and loading its cached code (issue 27: < 3 s)."""
+    """At a daemon's start, when an earlier daemon compiled (its folder is there): do on threads of their
+    own what every daemon's first compile pays once even with all code cached (~2.8 s on 2 cores): import
+    dynamo and inductor (~1.6 s of CPU; a daemon's first optimizer imports dynamo anyway), probe the CPU's
+    vector instruction sets (~1.1 s, mostly waiting: inductor builds and loads a test library per ISA in a
+    child process, so it runs beside the imports) and hash PyTorch's sources (its cache keys). So a
+    restarted daemon's first compiled step pays only for its trace and loading its cached code."""
     if os.path.isdir(folder):
-        threading.Thread(target=_warm, args=(folder,), name="compile-warm", daemon=True).start()
+        thread = threading.Thread(target=_warm, args=(folder,), name="compile-warm", daemon=True)
+        _warming.append(thread)
+        thread.start()
 
 
 def _warm(folder):
-    try:
+    def work():
         _use_folder(folder)
+        from torch._inductor import codecache, cpu_vec_isa
+        probe = threading.Thread(target=_quietly, args=(cpu_vec_isa.pick_vec_isa,), name="compile-isa", daemon=True)
+        probe.start()  # cached for the process; children do its work, so the imports go on meanwhile
+        import torch._dynamo  # noqa: F401
+        from torch._inductor import compile_fx  # noqa: F401
+        require_compiler()
+        codecache.torch_key()  # cached for the process
+        probe.join()
+    _quietly(work)
+
+
+def _quietly(fn):
+    try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            from torch._inductor import codecache, compile_fx, cpu_vec_isa  # noqa: F401
-            require_compiler()
-            cpu_vec_isa.pick_vec_isa()  # cached for the process
-            codecache.torch_key()       # cached for the process
+            fn()
     except Exception:  # the first --compile finds out again, and says why
         pass
 
 
 def prepare(folder):
-    """Once per daemon: the private cache folder made and checked, inductor pointed at it, the portable
-    artifacts of earlier daemons loaded."""
+    """Once per daemon: the start's warm-up waited for (its probes are cached but not locked: a compile
+    beside them would run them again), the private cache folder made and checked, inductor pointed at it."""
+    for thread in _warming:
+        thread.join(WARM_WAIT_S)
     if folder in _prepared:
         return
     require_compiler()
     _use_folder(folder)
-    _load_artifacts(os.path.join(folder, ARTIFACTS))
     _prepared.add(folder)
-
-
-def save_artifacts(folder):
-    """After a compile: everything compiled so far, as PyTorch's portable artifacts, written atomically."""
-    import torch
-    with _save_lock:
-        saved = torch.compiler.save_cache_artifacts()
-        if saved is not None and saved[0]:
-            atomic_write(os.path.join(folder, ARTIFACTS), lambda tmp: _write_bytes(tmp, saved[0]))
-
-
-def _write_bytes(path, data):
-    with open(path, "wb") as f:
-        f.write(data)
 
 
 def _use_folder(folder):
@@ -107,15 +114,3 @@ def _private_folder(folder):
     why = trust.untrusted(folder, trust.S_IFDIR)
     if why:
         raise TorchshError("untrusted", "the compile cache: " + why, trust.UNTRUSTED_HINT)
-
-
-def _load_artifacts(path):
-    import torch
-    try:
-        why = trust.untrusted(path, trust.S_IFREG)
-    except FileNotFoundError:
-        return
-    if why:
-        raise TorchshError("untrusted", "the compile cache: " + why, trust.UNTRUSTED_HINT)
-    with open(path, "rb") as f:
-        torch.compiler.load_cache_artifacts(f.read())

@@ -29,7 +29,6 @@ import weakref
 
 import torch
 
-from torchsh.train import compilecache
 
 COMPILE_LOCK = threading.RLock()
 TENSOR_LR = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)  # whose step takes a tensor lr compiled
@@ -47,12 +46,12 @@ _entries_lock = threading.Lock()  # status reads the entries from another thread
 class Compiled:
     """One compiled function and what `torch daemon status` shows of it."""
 
-    def __init__(self, fn, owner, what, signature, folder):
+    def __init__(self, fn, owner, what, signature):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.fn = torch.compile(_own_code(fn), dynamic=False)
         self.owner = weakref.ref(owner)  # the model (forward+loss) or the optimizer (step)
-        self.what, self.signature, self.folder = what, signature, folder
+        self.what, self.signature = what, signature
         self.calls, self.compile_s, self.recompiles = 0, 0.0, 0
         self.lrs = []  # an optimizer step's lr tensors, one per param group
         self.eager_first = False  # an optimizer step's first, with no state yet, ran eagerly
@@ -69,8 +68,6 @@ class Compiled:
             elif compiled:
                 self.recompiles += 1
             self.calls += 1
-            if compiled and self.folder:
-                compilecache.save_artifacts(self.folder)
             return result
 
     def row(self):
@@ -78,7 +75,7 @@ class Compiled:
                 "recompiles": self.recompiles, "calls": self.calls}
 
 
-def forward_loss(model, loss, loss_args, inputs, target, folder=None):
+def forward_loss(model, loss, loss_args, inputs, target):
     """The compiled (output, loss) = (model(*inputs), loss(output, target, **loss_args)) for these shapes,
     called as f(model, inputs, target): the model is an argument, not held, so freeing it frees it."""
     signature = " ".join(_shape(t) for t in (*inputs, target))
@@ -87,17 +84,16 @@ def forward_loss(model, loss, loss_args, inputs, target, folder=None):
     def step(model, inputs, target):
         output = model(*inputs)
         return output, loss(output, target, **loss_args)
-    return _entry(key, lambda: Compiled(step, model, "forward+%s" % getattr(loss, "__name__", "loss"),
-                                        signature, folder))
+    return _entry(key, lambda: Compiled(step, model, "forward+%s" % getattr(loss, "__name__", "loss"), signature))
 
 
-def optimizer_step(optimizer, folder=None):
+def optimizer_step(optimizer):
     """The compiled optimizer.step() with the lr a tensor for the call (or the plain step, eager, for an
     optimizer whose step takes no tensor lr: its float lr would recompile at every scheduler change)."""
     if not isinstance(optimizer, TENSOR_LR):
         return optimizer.step
     compiled = _entry(("step", id(optimizer)), lambda: Compiled(
-        _step, optimizer, "%s step" % type(optimizer).__name__.lower(), "", folder))
+        _step, optimizer, "%s step" % type(optimizer).__name__.lower(), ""))
     return lambda: _with_tensor_lr(compiled, optimizer)
 
 

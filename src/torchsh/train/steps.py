@@ -22,11 +22,11 @@ class CompiledSteps:
 
     def __init__(self, plan):
         self.plan = plan
-        self.optimizer_step = compiled.optimizer_step(plan.optimizer, plan.compile_cache)
+        self.optimizer_step = compiled.optimizer_step(plan.optimizer)
 
     def forward_loss(self, inputs, target):
         plan = self.plan
-        step = compiled.forward_loss(plan.model, plan.loss, plan.loss_args, inputs, target, plan.compile_cache)
+        step = compiled.forward_loss(plan.model, plan.loss, plan.loss_args, inputs, target)
         return step(plan.model, inputs, target)
 
 

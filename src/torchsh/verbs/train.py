@@ -84,8 +84,8 @@ def _steps(ctx, model, optimizer, fn, options, input, target, autocast):
             "drop --compile, or use another optimizer" if autocast is None else "drop --compile or --autocast")
     folder = compilecache.folder_for(ctx.app.socket_path)
     compilecache.prepare(folder)
-    forward = compiled.forward_loss(model, fn, options, (input,), target, folder)
-    return (lambda: forward(model, (input,), target)[1]), compiled.optimizer_step(optimizer, folder)
+    forward = compiled.forward_loss(model, fn, options, (input,), target)
+    return (lambda: forward(model, (input,), target)[1]), compiled.optimizer_step(optimizer)
 
 
 def _autocast(model, name):

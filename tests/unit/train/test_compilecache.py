@@ -2,6 +2,7 @@
 compiler is not_supported with the fix, a cache folder another user could write is refused, and inductor's
 cache is pointed into the daemon's private folder, never its shared /tmp default."""
 import os
+import time
 
 import pytest
 from torch._inductor import config, cpp_builder
@@ -11,10 +12,11 @@ from torchsh.train import compilecache
 
 
 @pytest.fixture
-def no_compiler(monkeypatch):
-    monkeypatch.setattr(config.cpp, "cxx", (None, "/nonexistent/g++"))
-    cpp_builder.cpp_compiler_search.cache_clear()  # a compiler found before is remembered
-    yield
+def no_compiler():
+    # config.patch, not monkeypatch.setattr: undoing a setattr on inductor's config proxy deletes the option
+    with config.patch({"cpp.cxx": (None, "/nonexistent/g++")}):
+        cpp_builder.cpp_compiler_search.cache_clear()  # a compiler found before is remembered
+        yield
     cpp_builder.cpp_compiler_search.cache_clear()
 
 
@@ -40,3 +42,15 @@ def test_inductors_cache_goes_to_the_daemons_private_folder(tmp_path, monkeypatc
     compilecache._use_folder(folder)
     assert folder == str(tmp_path / "torchd.compile") and os.stat(folder).st_mode & 0o777 == 0o700
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == os.path.join(folder, "inductor")
+
+
+def test_the_first_compile_waits_for_the_warm_up_a_start_began(tmp_path, monkeypatch):
+    """Inductor's CPU probe is cached but not locked: a compile beside the warm-up would run it again."""
+    done = []
+    monkeypatch.setattr(compilecache, "_warming", [])
+    monkeypatch.setattr(compilecache, "_warm", lambda folder: (time.sleep(0.5), done.append(folder)))
+    folder = compilecache.folder_for(str(tmp_path / "torchd.sock"))
+    os.mkdir(folder, 0o700)
+    compilecache.warm_in_background(folder)
+    compilecache.prepare(folder)
+    assert done == [folder]
