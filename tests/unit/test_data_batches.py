@@ -2,11 +2,12 @@
 part (a Subset of a Subset) of a table with a one-hot column, standardized, its label one-hot encoded; and
 `torch predict`'s outputs over them are those of the item-by-item path. Other datasets fall back."""
 import numpy as np
+import pytest
 import torch
 import torch.utils.data
 from PIL import Image
 
-from torchsh.data import openers
+from torchsh.data import batches, openers
 from torchsh.data.batches import sliced_batches
 from torchsh.data.standardize import learn
 from torchsh.data.transforms import Step, TransformedDataset
@@ -88,9 +89,56 @@ def test_datasets_that_are_not_tensor_backed_fall_back_to_the_item_path(tmp_path
     (tmp_path / "img" / "cat").mkdir(parents=True)
     Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(tmp_path / "img" / "cat" / "0.png")
     images = openers.open_dataset([str(tmp_path / "img")], openers.Options())
-    np.save(tmp_path / "x.npy", np.zeros((3, 2), np.float32))
-    mapped = openers.open_dataset([str(tmp_path / "x.npy")], openers.Options())
     table = _table(tmp_path)
     resized = TransformedDataset(table, [Step("resize", 0, ((2,),))])
-    for dataset in (images, mapped, resized, _ItemByItem(table)):
+    for dataset in (images, resized, _ItemByItem(table)):
         assert sliced_batches(dataset, 2) is None
+
+
+def _same_batches(mine, theirs):
+    assert len(mine) == len(theirs) > 0
+    for a_batch, b_batch in zip(mine, theirs):
+        assert type(a_batch) is type(b_batch) and len(a_batch) == len(b_batch)
+        for a, b in zip(a_batch, b_batch):
+            assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+
+
+def _mapped_npy(tmp_path):
+    """Two memory-mapped .npy fields, one big-endian (read as native, as the item path reads it)."""
+    g = np.random.default_rng(3)
+    np.save(tmp_path / "x.npy", g.standard_normal((13, 3)).astype(">f4"))
+    np.save(tmp_path / "y.npy", g.integers(0, 4, 13))
+    return openers.open_dataset([str(tmp_path / "x.npy"), str(tmp_path / "y.npy")], openers.Options())
+
+
+DATASETS = {"a standardized one-hot split part": _split_part, "mapped npy": _mapped_npy,
+            "a TensorDataset": lambda _: torch.utils.data.TensorDataset(torch.randn(13, 3), torch.arange(13))}
+
+
+@pytest.mark.parametrize("make", DATASETS.values(), ids=list(DATASETS))
+def test_a_shuffled_loader_gathers_pytorchs_batches_bit_for_bit_epoch_after_epoch_and_resumed(tmp_path, make):
+    from torchsh.data.loader import Loader
+    ds = make(tmp_path)
+    generator = torch.Generator().manual_seed(5)
+    theirs = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, generator=generator)
+    loader = Loader(ds, batch_size=4, shuffle=True, seed=5)
+    assert isinstance(loader.loader.dataset, batches.Gathered)  # the fast path is the one under test
+    for _ in range(2):  # reshuffled each epoch, as PyTorch's
+        mine = list(iter(loader.next_batch, None))
+        _same_batches(mine, list(theirs))
+    first = loader.next_batch()
+    state = loader.state_dict()
+    rest = list(iter(loader.next_batch, None))
+    again = Loader(ds, batch_size=4, shuffle=True, seed=5)
+    again.load_state_dict(state)
+    _same_batches([first] + list(iter(again.next_batch, None)), [first] + rest)
+
+
+def test_a_loader_over_a_dataset_it_cannot_gather_reads_item_by_item(tmp_path):
+    from torchsh.data.loader import Loader
+    ds = _ItemByItem(_split_part(tmp_path))
+    loader = Loader(ds, batch_size=4, shuffle=True, seed=5)
+    assert loader.loader.dataset is ds
+    _same_batches(list(iter(loader.next_batch, None)),
+                  list(torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True,
+                                                   generator=torch.Generator().manual_seed(5))))

@@ -34,10 +34,21 @@ class TensorField:
     def item(self, i):
         return self.tensor[i]
 
+    def rows(self, index):
+        """The rows at index (a slice, or an int64 tensor of indices) stacked, as collate stacks the items."""
+        return stacked_rows(self.tensor, index)
+
     def held_tensors(self):
         return [self.tensor]
 
     mapped_bytes = 0
+
+
+def stacked_rows(tensor, index):
+    """tensor[index] contiguous and owned (no view of the data: a model's in-place op must not write it)."""
+    if isinstance(index, slice):
+        return tensor[index].clone(memory_format=torch.contiguous_format)
+    return tensor[index].contiguous()  # a gather copies already
 
 
 class _Guard:
@@ -112,10 +123,14 @@ class NpyField:
 
     def items(self, indices):
         """Rows at indices, read in one gather (a batch): views of one private copy."""
-        rows = np.ascontiguousarray(self.array[np.asarray(indices, dtype=np.int64)])
+        return self.rows(torch.as_tensor(indices, dtype=torch.int64)).unbind(0)
+
+    def rows(self, index):
+        """The rows at index (a slice, or an int64 tensor of indices) stacked: one private copy, read in one gather."""
+        rows = np.array(self.array[index.numpy() if isinstance(index, torch.Tensor) else index])  # never the map
         if not rows.dtype.isnative:
             rows = rows.astype(rows.dtype.newbyteorder("="))
-        return torch.from_numpy(rows).unbind(0)
+        return torch.from_numpy(rows)
 
     def held_tensors(self):
         return []

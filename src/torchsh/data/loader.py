@@ -16,6 +16,8 @@ import time
 import torch
 from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
 
+from torchsh.data import batches
+
 STATE_FORMAT = "torchsh-loader-1"
 
 
@@ -62,7 +64,10 @@ class Loader:
         # daemon die: _exit_with_daemon does, or they would outlive a `kill -9` of it.
         workers = dict(multiprocessing_context="forkserver", worker_init_fn=functools.partial(
             _exit_with_daemon, os.getpid())) if num_workers else {}
-        self.loader = DataLoader(dataset, batch_sampler=self.batches, num_workers=num_workers,
+        fast = batches.gathered(dataset) if not num_workers else None  # a table's batches in one gather a field
+        if fast is not None:
+            workers = dict(collate_fn=batches.gathered_collate)
+        self.loader = DataLoader(dataset if fast is None else fast, batch_sampler=self.batches, num_workers=num_workers,
                                  generator=self.generator, **workers)
         self.dataset, self.batch_size, self.shuffle, self.drop_last = dataset, batch_size, shuffle, drop_last
         self.num_workers = num_workers
