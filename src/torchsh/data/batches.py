@@ -30,8 +30,8 @@ def sliced_batches(dataset, batch_size):
 class Gathered(torch.utils.data.Dataset):
     """A tensor-backed dataset as a DataLoader (num_workers=0) reads it: a batch of indices is one gather per field
     (DataLoader's __getitems__ hook) instead of an item each, collated as default_collate would collate the items
-    (a list of fields, each stacked item first: `gathered_collate`). Same batches bit for bit; the fetch of a
-    batch of 64 rows went from ~640 µs to ~40 µs (`torch fit` over a table spent as long there as in its step)."""
+    (a list of fields, each stacked item first: `gathered_collate`). Same batches bit for bit; a batch of 64 rows of 784
+    floats from a TensorDataset took ~170 µs item by item, ~40 µs gathered (an MLP's fit step is ~2-3 ms)."""
 
     def __init__(self, dataset, read):
         self.dataset, self.read, self.checked = dataset, read, False
