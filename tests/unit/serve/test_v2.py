@@ -133,3 +133,16 @@ def test_outputs_asked_for_raw_come_back_as_bytes_after_the_json_header():
                                 parameters={"binary_data_output": True}), 100)
     assert every.binary_output("output__3") and not v2.parse_infer(body(
         {"name": "x", "shape": [1, 1], "datatype": "FP32", "data": [1]}), 100).binary_output("output__0")
+
+
+def test_a_request_reads_as_pythons_json_reads_it_floats_bit_for_bit_and_nan_and_big_integers_too():
+    import random
+    rng = random.Random(0)
+    floats = [rng.uniform(-1e3, 1e3) for _ in range(500)] + [5e-324, 1.7976931348623157e308, -0.0, 0.1]
+    for text in (body({"name": "x", "shape": [1, len(floats)], "datatype": "FP64", "data": floats}).decode(),
+                 '{"inputs": [{"name": "x", "shape": [1, 3], "datatype": "FP32", "data": [NaN, Infinity, -Infinity]}]}',
+                 '{"a": 123456789012345678901234567890, "b": [1e400]}'):
+        mine, theirs = v2.loads(text.encode()), json.loads(text)
+        assert json.dumps(mine) == json.dumps(theirs)  # NaN compares unequal; its text does not
+    parsed = v2.parse_infer(body({"name": "x", "shape": [1, len(floats)], "datatype": "FP64", "data": floats}), 1000)
+    assert [struct.pack("<d", v) for v in parsed.inputs[0].values] == [struct.pack("<d", v) for v in floats]
