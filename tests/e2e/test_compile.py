@@ -130,7 +130,6 @@ def test_compile_refuses_autocast_and_a_distributed_fit_before_anything_runs(sh)
     assert r.code == 2 and "[not_supported]" in r.err, r.err
 
 
-
 def _compiled_code(folder):
     """{path: mtime} of what inductor wrote in the daemon's folder (its locks aside)."""
     root = os.path.join(folder, "torchd.compile")

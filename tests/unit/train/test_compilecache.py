@@ -47,6 +47,9 @@ def test_inductors_cache_goes_to_the_daemons_private_folder(tmp_path, monkeypatc
 def test_the_first_compile_waits_for_the_warm_up_a_start_began(tmp_path, monkeypatch):
     """Inductor's CPU probe is cached but not locked: a compile beside the warm-up would run it again."""
     done = []
+    for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):  # prepare points them at the folder: put back after
+        monkeypatch.setenv(name, os.environ.get(name, "/tmp/elsewhere"))
+    monkeypatch.setattr(compilecache, "_prepared", set())
     monkeypatch.setattr(compilecache, "_warming", [])
     monkeypatch.setattr(compilecache, "_warm", lambda folder: (time.sleep(0.5), done.append(folder)))
     folder = compilecache.folder_for(str(tmp_path / "torchd.sock"))
