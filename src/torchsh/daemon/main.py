@@ -38,6 +38,8 @@ def main(argv=None):
     except (lifecycle.Untrusted, OSError) as e:  # refuse a folder or lock another user could have planted
         log.error("refusing to serve %s: %s", sock, e)
         return 1
+    from torchsh import memory  # before any tensor: an eager step's freed tensors stay for the next one's
+    log.info("malloc: %s", memory.keep_freed_memory() or "as the environment says (MALLOC_*_THRESHOLD_)")
     return _serve(sock, args, lock_fd, log)
 
 

@@ -25,6 +25,8 @@ caching allocator holds unused); TORCHSH_MAX_MEMORY is about host memory.
 """
 from torchsh.memory.budget import (DEFAULT, ENV, Budget, allocation_failure, cgroup_limit, human,
                                    machine_memory, over_budget, parse_size, physical_memory, rss_bytes)
+from torchsh.memory.heap import keep_freed_memory
 
-__all__ = ["DEFAULT", "ENV", "Budget", "allocation_failure", "cgroup_limit", "human", "machine_memory",
+__all__ = ["DEFAULT", "ENV", "Budget", "allocation_failure", "cgroup_limit", "human", "keep_freed_memory",
+           "machine_memory",
            "over_budget", "parse_size", "physical_memory", "rss_bytes"]

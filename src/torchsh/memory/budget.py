@@ -7,7 +7,7 @@ import os
 import re
 
 from torchsh.errors import TorchshError
-from torchsh.memory import sizes
+from torchsh.memory import heap, sizes
 
 log = logging.getLogger("torchd")
 
@@ -148,15 +148,6 @@ class _RssReader:
 rss_bytes = _RssReader()
 
 
-def _malloc_trim():
-    """Give freed heap pages back to the kernel, so RSS says what is really in use (glibc only)."""
-    try:
-        import ctypes
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
 SMALL_UNSEEN = 16 << 20  # bytes of small outputs admitted between two RSS readings, at most
 
 
@@ -237,7 +228,7 @@ class Budget:
             return  # cannot tell: run it; an allocation failure is caught as out_of_memory
         rss = rss_bytes()
         if rss + size > self.limit:
-            _malloc_trim()  # freed tensors may still count in RSS; only now is the cost worth it
+            heap.malloc_trim()  # freed tensors may still count in RSS; only now is the cost worth it
             rss = rss_bytes()
         if rss + size > self.limit:
             self.refused += 1

@@ -1,0 +1,34 @@
+"""The daemon's heap keeps freed tensors' memory for the next step (memory/heap.py): glibc's thresholds are set
+unless the user set glibc's own variables, and the memory the heap keeps is given back when the budget asks."""
+import subprocess
+import sys
+
+from torchsh.memory import heap
+
+
+def test_the_thresholds_are_set_unless_the_user_set_glibcs_own_variables():
+    assert heap.keep_freed_memory({"MALLOC_TRIM_THRESHOLD_": "0"}) is None  # theirs stand: nothing set
+    assert heap.keep_freed_memory({}) == {"mmap_threshold": 32 << 20, "trim_threshold": 256 << 20}
+
+
+def test_a_freed_tensor_stays_in_the_heap_and_malloc_trim_gives_it_back():
+    """In a fresh process (the thresholds are process-wide): an 8 MB tensor freed leaves its memory in the
+    heap (mallinfo2's free bytes), where glibc's defaults would have unmapped it; malloc_trim returns it."""
+    code = """
+import ctypes, torch
+from torchsh.memory import heap
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Info
+assert heap.keep_freed_memory({})
+x = torch.ones(2 << 20)  # 8 MB
+del x
+kept = libc.mallinfo2().fordblks
+heap.malloc_trim()
+print(kept, libc.mallinfo2().fordblks)
+"""
+    kept, after = map(int, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                          check=True).stdout.split())
+    assert kept >= 8 << 20 and after < kept
