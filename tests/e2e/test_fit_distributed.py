@@ -297,7 +297,7 @@ def test_launch_options_are_checked_before_anything_starts(sh, flags, code, word
     assert len(r.err.strip().splitlines()) == 1
 
 
-def test_the_ranks_end_with_a_killed_daemon_and_the_run_folder_goes(fresh_sh):
+def test_the_ranks_keep_freed_memory_as_the_daemon_does_and_end_with_a_killed_daemon(fresh_sh):
     s = fresh_sh()
     text, _ = make(s)
     r = s.run(text + "j=$(torch fit $m $o $L --loss mse_loss --epochs 100000 --nproc_per_node 2 --detach); "
@@ -308,6 +308,9 @@ def test_the_ranks_end_with_a_killed_daemon_and_the_run_folder_goes(fresh_sh):
     with open("/proc/%d/environ" % running[0], "rb") as f:
         folder = [v for v in f.read().split(b"\0") if v.startswith(b"TORCHSH_FIT_RUN=")][0].split(b"=", 1)[1]
     assert os.path.isdir(folder)
+    for pid in running:  # glibc's thresholds the daemon sets by mallopt, passed down as its variables
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            assert b"MALLOC_MMAP_THRESHOLD_=%d" % (32 << 20) in f.read().split(b"\0")
     os.kill(json.loads(r.out.splitlines()[-1])["pid"], signal.SIGKILL)
     assert wait_until(lambda: not fit_processes(s), timeout=30)
     assert wait_until(lambda: not os.path.exists(folder), timeout=10)  # the run's spec does not outlive it

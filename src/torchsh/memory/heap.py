@@ -33,6 +33,15 @@ def keep_freed_memory(environ=os.environ):
     return {"mmap_threshold": MMAP_THRESHOLD, "trim_threshold": TRIM_THRESHOLD} if done else None
 
 
+def child_environ(environ=os.environ):
+    """glibc's own variables for the same settings, for a child that trains (a rank of `fit --nproc_per_node`):
+    mallopt holds for this process only, and a rank's eager steps free and make tensors as the daemon's do.
+    -> {} when the user set either variable (theirs pass down as they are)."""
+    if any(name in environ for name in MALLOC_ENV):
+        return {}
+    return dict(zip(MALLOC_ENV, (str(MMAP_THRESHOLD), str(TRIM_THRESHOLD))))
+
+
 def malloc_trim():
     """Give freed heap pages back to the kernel, so RSS says what is really in use (glibc only)."""
     try:

@@ -23,6 +23,7 @@ from torchsh import paths
 from torchsh.classes import state as state_file
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.formats import stfile
+from torchsh.memory import heap
 from torchsh.remote import listener
 from torchsh.train import checkpoint, resume
 from torchsh.train.distributed import handoff, netns, shares
@@ -123,6 +124,7 @@ def _start(plan):
 
 def _launch(folder, launch, isolate=True):
     env = dict(os.environ, TORCHSH_FIT_RUN=folder)  # marks the launcher and its ranks (`ps e`, the tests)
+    env.update(heap.child_environ(env))  # the ranks keep freed memory as the daemon does (memory/heap.py)
     env.setdefault("LOGLEVEL", "INFO")  # elastic's account of the launch in launcher.log (the daemon log gets its tail)
     if not launch.rdzv or listener.is_loopback(launch.rdzv.rpartition(":")[0]):
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # the ranks' gloo and nccl sockets listen on loopback only
