@@ -1,22 +1,28 @@
-"""`torch serve --port P`: the V2 routes (serve/edge.py) on a TCP port of the loopback interface.
+"""`torch serve --port P`: the V2 routes (serve/edge.py) on a TCP port, plain HTTP on a loopback address and
+HTTPS beyond it.
 
-House rule: every TCP listener wants a token. The daemon keeps one in a 0600 file beside its socket
-(torchd.serve.token, made at the first --port); each request carries `Authorization: Bearer TOKEN`, and one
-without it gets 403 token_refused. Only loopback addresses are served: a port beyond the machine would need
-TLS, which --port does not speak (reach it through `ssh -L`). Budgets: MAX_CONNECTIONS at once (one more gets
-503 overloaded), a body over edge.MAX_BODY 413, a connection silent for IDLE_S closed. A connection is a
-thread of its own that waits for its reply; the model's batch loop answers it (edge's Deferred).
+House rules: every TCP listener wants a token, and one beyond loopback speaks only TLS. The daemon keeps the
+token in a 0600 file beside its socket (torchd.serve.token, made at the first --port); each request carries
+`Authorization: Bearer TOKEN`, and one without it gets 403 token_refused. On any other --host (0.0.0.0, the
+machine's address) every connection is TLS 1.3 with the daemon's own certificate, the one its `--listen`
+door shows (link/tls.py: self-signed, CN torchd, made at first use), so the token never crosses a network in
+the clear; a client pins that certificate (curl --cacert CERT --resolve torchd:PORT:HOST). Budgets:
+MAX_CONNECTIONS at once (one more gets 503 overloaded), a TLS handshake within tls.HANDSHAKE_S, a body over
+edge.MAX_BODY 413, a connection silent for IDLE_S closed. A connection is a thread of its own that waits for
+its reply; the model's batch loop answers it (edge's Deferred).
 """
 import hmac
 import os
 import re
 import secrets
 import socket
+import subprocess
 import threading
 
 from torchsh import paths, trust
 from torchsh.daemon import http
 from torchsh.errors import TorchshError
+from torchsh.link import tls
 from torchsh.remote.listener import is_loopback
 from torchsh.serve import batcher, edge
 
@@ -48,9 +54,7 @@ def ensure_token(socket_path):
 
 class PortListener:
     def __init__(self, app, host, port):
-        if not is_loopback(host):
-            raise TorchshError("untrusted_network", "--host %s is beyond loopback: --port speaks plain HTTP with "
-                               "a token, no TLS" % host, "serve on 127.0.0.1 and reach it through ssh -L")
+        self.tls = None if is_loopback(host) else _tls_context(app.socket_path)
         self.app, self.token = app, ensure_token(app.socket_path)
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
@@ -66,7 +70,15 @@ class PortListener:
         threading.Thread(target=self._accept, name="torchd-serve-port-%d" % self.port, daemon=True).start()
 
     def url(self):
-        return "http://%s:%d" % ("[%s]" % self.host if ":" in self.host else self.host, self.port)
+        return "%s://%s:%d" % ("https" if self.tls else "http", "[%s]" % self.host if ":" in self.host else self.host,
+                               self.port)
+
+    def certificate(self):
+        """(path, SHA-256 fingerprint) of the certificate a TLS port shows, or None on loopback."""
+        if self.tls is None:
+            return None
+        crt = tls.material_paths(self.app.socket_path)[0]
+        return crt, tls.certificate_fingerprint(crt)
 
     def close(self):
         try:
@@ -89,6 +101,9 @@ class PortListener:
 
     def _serve(self, conn):
         try:
+            if self.tls is not None:
+                conn.settimeout(tls.HANDSHAKE_S)
+                conn = self.tls.wrap_socket(conn, server_side=True)
             conn.settimeout(IDLE_S)
             buf = bytearray()
             while (request := _read(conn, buf)) is not None:
@@ -115,6 +130,19 @@ class PortListener:
                 reply = handler(self.app, request, match.groupdict())
                 return _wait(reply) if isinstance(reply, http.Deferred) else reply
         return _refusal("not_found", "no endpoint %s %s" % (request.method, request.path))
+
+
+def _tls_context(socket_path):
+    """The daemon's certificate and key (made at first use), as a TLS 1.3 server context."""
+    try:
+        crt, key, _ = tls.ensure_material(socket_path)
+    except ValueError as e:
+        raise TorchshError("untrusted", "the daemon's TLS material: %s" % e,
+                           "remove %s; the next use makes new ones" % " ".join(tls.material_paths(socket_path)))
+    except (OSError, subprocess.SubprocessError) as e:
+        raise TorchshError("not_supported", "--host beyond loopback speaks TLS, and its certificate could not "
+                           "be made: %s" % e, "install openssl, or serve on 127.0.0.1 and reach it through ssh -L")
+    return tls.server_context(crt, key)
 
 
 def _read(conn, buf):

@@ -6215,7 +6215,7 @@ export def serve [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: model; piped handles fill the tensor slots still missing
     --name: string  # the model's name in the V2 routes (letters, digits, _ . -); one model a name (str)
     --port: int  # also serve on this TCP port of --host (0: any free one); requests there need the header Authorizati… (int?)
-    --host: string  # --port's address: a loopback one (127.0.0.1, ::1); beyond loopback is refused (no TLS) (str; default "127.0.0.1")
+    --host: string  # --port's address; beyond loopback (0.0.0.0, the machine's own) the port speaks only TLS, with the d… (str; default "127.0.0.1")
     --max_batch: int  # requests run together as one batch at most (int; default 32)
     --max_wait_ms: number  # how long the first request of a batch waits for others to join it (float; default 5)
     --max_queue: int  # requests waiting at most; one more is answered 429 with Retry-After (int; default 256)

@@ -1,8 +1,8 @@
 """`torch serve MODEL --name NAME [--port P] [--max_batch 32 --max_wait_ms 5 --max_queue 256] [--detach]`:
 MODEL served over HTTP with the KServe V2 inference protocol, dynamically batched, as a job (docs/serve.md).
 
-The routes answer on the daemon's own Unix socket, and with --port on a loopback TCP port that wants the
-daemon's token (serve/tcp.py). The job (jobs/job.py, beside the others) is the batch loop (serve/batcher.py);
+The routes answer on the daemon's own Unix socket, and with --port on a TCP port that wants the daemon's
+token, TLS beyond loopback (serve/tcp.py). The job (jobs/job.py, beside the others) is the batch loop (serve/batcher.py);
 `torch job list|logs|stop` manage it; its rows are the metrics (requests, batches, p50/p99 latency).
 """
 import re
@@ -32,7 +32,8 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
         name: the model's name in the V2 routes (letters, digits, _ . -); one model a name
         port: also serve on this TCP port of --host (0: any free one); requests there need the header
             Authorization: Bearer $(cat TOKEN_FILE), the file named on stderr (the daemon's, 0600)
-        host: --port's address: a loopback one (127.0.0.1, ::1); beyond loopback is refused (no TLS)
+        host: --port's address; beyond loopback (0.0.0.0, the machine's own) the port speaks only TLS, with
+            the daemon's certificate (its path and fingerprint on stderr)
         max_batch: requests run together as one batch at most
         max_wait_ms: how long the first request of a batch waits for others to join it
         max_queue: requests waiting at most; one more is answered 429 with Retry-After
@@ -58,6 +59,10 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
     if listener is not None:
         notes.append("and on %s (header Authorization: Bearer $(cat %s))" % (listener.url(), token_path(
             ctx.app.socket_path)))
+        if listener.certificate() is not None:
+            crt, fingerprint = listener.certificate()
+            notes.append("TLS with the daemon's certificate %s (%s): e.g. curl --cacert %s --resolve torchd:%d:HOST "
+                         "https://torchd:%d/v2/health/ready" % (crt, fingerprint, crt, listener.port, listener.port))
     job = jobs.start(ctx, "serve", lambda report, should_stop: _serve(served, listener, report, should_stop),
                      notes=notes, beside=True, job=ServeJob(served))
     return job.handle if detach else follow.reply(ctx, job, "run", as_json=json)
