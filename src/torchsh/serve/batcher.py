@@ -42,8 +42,9 @@ class Pending:
 
 
 class Served:
-    def __init__(self, app, name, model, max_batch, max_wait_ms, max_queue, max_elements, threads=None):
+    def __init__(self, app, name, model, shapes, max_batch, max_wait_ms, max_queue, max_elements, threads=None):
         self.app, self.name, self.model, self.threads = app, name, model, threads
+        self.shapes = shapes  # serve/shapes.py's Shapes: the metadata's shapes, and the check of requests
         self.max_batch, self.max_wait_s, self.max_queue = max_batch, max_wait_ms / 1000.0, max_queue
         self.max_elements = max_elements
         self.metrics = Metrics()

@@ -56,13 +56,13 @@ def get_ready(app, request, params):
 
 @_v2
 def get_model(app, request, params):
-    """V2 model metadata: its name, platform, and its first input's and output's datatype (shapes unknown: -1)."""
+    """V2 model metadata: its name, platform, and its tensors' datatypes and shapes (serve/shapes.py: -1 where a
+    size varies; [-1] alone without --input_shape)."""
     served = batcher.lookup(params["name"])
     dtype = next((p.dtype for p in served.model.parameters()), None)
-    datatype = batcher.DATATYPES.get(dtype, "FP32")
+    inputs, outputs = served.shapes.metadata(batcher.DATATYPES.get(dtype, "FP32"))
     return v2_response(200, {"name": served.name, "versions": ["1"], "platform": "pytorch_torchsh",
-                             "inputs": [{"name": "input__0", "datatype": datatype, "shape": [-1]}],
-                             "outputs": [{"name": "output__0", "datatype": datatype, "shape": [-1]}]})
+                             "inputs": inputs, "outputs": outputs})
 
 
 @_v2
@@ -81,6 +81,7 @@ def post_infer(app, request, params):
                            "send fewer rows a request")
     try:
         parsed = v2.parse_infer(request.body, served.max_elements, request.headers.get(v2.HEADER_LENGTH))
+        served.shapes.check(parsed)
     except TorchshError:
         served.metrics.refused_one()
         raise

@@ -6210,7 +6210,7 @@ export def select_scatter [
 
 # Serve MODEL as NAME over HTTP (KServe V2: POST /v2/models/NAME/infer, JSON or binary tensors), batching
 #
-# serve(Module model, *, str name, int? port=None, str host=127.0.0.1, int max_batch=32, float max_wait_ms=5, int max_queue=256, int? threads=None, bool detach=False, bool json=False) -> Json
+# serve(Module model, *, str name, int? port=None, str host=127.0.0.1, int max_batch=32, float max_wait_ms=5, int max_queue=256, int? threads=None, int[]? input_shape=None, bool detach=False, bool json=False) -> Json
 export def serve [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: model; piped handles fill the tensor slots still missing
     --name: string  # the model's name in the V2 routes (letters, digits, _ . -); one model a name (str)
@@ -6220,10 +6220,11 @@ export def serve [
     --max_wait_ms: number  # how long the first request of a batch waits for others to join it (float; default 5)
     --max_queue: int  # requests waiting at most; one more is answered 429 with Retry-After (int; default 256)
     --threads: int  # PyTorch's intra-op threads for the model's batches; 1 often serves a small model faster: splitting… (int?)
+    --input_shape: any  # one sample's shape, without the batch dimension (e.g. [1,28,28]): the V2 metadata then gives the in… (int[]?)
     --detach  # run as a job and print its job:// at once (torch job logs|stop, docs/jobs.md) (bool)
     --json  # the metrics rows as JSON lines (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "serve" $args "name port host max_batch max_wait_ms max_queue threads detach! json! no_grad!" [$name $port $host $max_batch $max_wait_ms $max_queue $threads $detach $json $no_grad] --follows }
+]: any -> any { torchsh typed "serve" $args "name port host max_batch max_wait_ms max_queue threads input_shape detach! json! no_grad!" [$name $port $host $max_batch $max_wait_ms $max_queue $threads $input_shape $detach $json $no_grad] --follows }
 
 # Restore a saved session in this (fresh) daemon under the same handles; all or nothing.
 #

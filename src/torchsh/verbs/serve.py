@@ -10,7 +10,7 @@ import re
 from torchsh import jobs
 from torchsh.errors import bad_argument
 from torchsh.jobs import follow
-from torchsh.serve import batcher
+from torchsh.serve import batcher, shapes
 from torchsh.serve.servejob import ServeJob
 from torchsh.serve.tcp import PortListener, token_path
 from torchsh.verbs import verb
@@ -20,11 +20,12 @@ MAX_ELEMENTS = 1 << 24  # numbers in one request's inputs (64 MiB of FP32)
 
 
 @verb("serve(Module model, *, str name, int? port=None, str host=\"127.0.0.1\", int max_batch=32, "
-      "float max_wait_ms=5, int max_queue=256, int? threads=None, bool detach=False, bool json=False) -> Json",
+      "float max_wait_ms=5, int max_queue=256, int? threads=None, int[]? input_shape=None, bool detach=False, "
+      "bool json=False) -> Json",
       category="nn", replies=("follow",),
       examples=("m=$(torch nn linear 4 2); j=$(torch serve $m --name lin --detach); torch job stop $j",))
 def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_ms=5.0, max_queue=256,
-          threads=None, detach=False, json=False):
+          threads=None, input_shape=None, detach=False, json=False):
     """Serve MODEL as NAME over HTTP (KServe V2: POST /v2/models/NAME/infer, JSON or binary tensors), batching
     the requests that arrive together; runs as a job until `torch job stop` (or Ctrl-C without --detach).
 
@@ -39,6 +40,9 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
         max_queue: requests waiting at most; one more is answered 429 with Retry-After
         threads: PyTorch's intra-op threads for the model's batches (default: the daemon's); 1 often serves a
             small model faster: splitting one small batch over the cores costs more than it saves
+        input_shape: one sample's shape, without the batch dimension (e.g. [1,28,28]): the V2 metadata then gives
+            the input's and outputs' shapes (the model run once on zeros to find them), and a request of other
+            rows is refused (400) before it queues
         detach: run as a job and print its job:// at once (`torch job logs|stop`, docs/jobs.md)
         json: the metrics rows as JSON lines
     """
@@ -48,7 +52,8 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
         raise bad_argument("--max_batch and --max_queue must be at least 1, --max_wait_ms at least 0")
     if threads is not None and not 1 <= threads <= 1024:
         raise bad_argument("--threads must be from 1 to 1024")
-    served = batcher.Served(ctx.app, name, model, max_batch, max_wait_ms, max_queue, MAX_ELEMENTS, threads)
+    served = batcher.Served(ctx.app, name, model, shapes.declared(model, input_shape), max_batch, max_wait_ms,
+                            max_queue, MAX_ELEMENTS, threads)
     batcher.register(served)
     try:
         listener = PortListener(ctx.app, host, port) if port is not None else None
