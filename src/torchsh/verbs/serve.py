@@ -1,9 +1,10 @@
-"""`torch serve MODEL --name NAME [--port P] [--max_batch 32 --max_wait_ms 5 --max_queue 256] [--detach]`:
+"""`torch serve MODEL --name NAME [--port P [--host H]] [--input_shape S] [--max_batch 32 --max_wait_ms 5] [--detach]`:
 MODEL served over HTTP with the KServe V2 inference protocol, dynamically batched, as a job (docs/serve.md).
 
 The routes answer on the daemon's own Unix socket, and with --port on a TCP port that wants the daemon's
-token, TLS beyond loopback (serve/tcp.py). The job (jobs/job.py, beside the others) is the batch loop (serve/batcher.py);
-`torch job list|logs|stop` manage it; its rows are the metrics (requests, batches, p50/p99 latency).
+token, TLS beyond loopback (serve/tcp.py). The job (jobs/job.py, beside the others) is the batch loop
+(serve/batcher.py); `torch job list|logs|stop` manage it; its rows are the metrics (requests, batches, p50/p99
+latency). --input_shape gives the metadata its shapes (serve/shapes.py).
 """
 import re
 
@@ -64,8 +65,9 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
     if listener is not None:
         notes.append("and on %s (header Authorization: Bearer $(cat %s))" % (listener.url(), token_path(
             ctx.app.socket_path)))
-        if listener.certificate() is not None:
-            crt, fingerprint = listener.certificate()
+        certificate = listener.certificate()  # beyond loopback: (path, fingerprint) of what the port shows
+        if certificate is not None:
+            crt, fingerprint = certificate
             notes.append("TLS with the daemon's certificate %s (%s): e.g. curl --cacert %s --resolve torchd:%d:HOST "
                          "https://torchd:%d/v2/health/ready" % (crt, fingerprint, crt, listener.port, listener.port))
     job = jobs.start(ctx, "serve", lambda report, should_stop: _serve(served, listener, report, should_stop),
