@@ -17,17 +17,17 @@ libc.mallinfo2.restype = Info
 """
 
 
-def test_the_thresholds_are_set_unless_the_user_set_glibcs_own_variables():
+def test_the_thresholds_are_left_alone_when_the_user_set_glibcs_own_variables():
     assert heap.keep_freed_memory({"MALLOC_TRIM_THRESHOLD_": "0"}) is None  # theirs stand: nothing set
-    assert heap.keep_freed_memory({}) == {"mmap_threshold": 32 << 20, "trim_threshold": 256 << 20}
 
 
 def test_a_freed_tensor_stays_in_the_heap_and_malloc_trim_gives_it_back():
-    """In a fresh process (the thresholds are process-wide): an 8 MB tensor freed leaves its memory in the
-    heap (mallinfo2's free bytes), where glibc's defaults would have unmapped it; malloc_trim returns it."""
+    """In a fresh process (the thresholds are process-wide: set in the test process, they would change what
+    other tests see of its memory): the thresholds set, an 8 MB tensor freed leaves its memory in the heap
+    (mallinfo2's free bytes), where glibc's defaults would have unmapped it; malloc_trim returns it."""
     code = MALLINFO + """
 from torchsh.memory import heap
-assert heap.keep_freed_memory({})
+assert heap.keep_freed_memory({}) == {"mmap_threshold": 32 << 20, "trim_threshold": 256 << 20}
 x = torch.ones(2 << 20)  # 8 MB
 del x
 kept = libc.mallinfo2().fordblks
