@@ -22,10 +22,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "src"))
-
-from torchsh.memory import heap  # noqa: E402
+from torchsh.memory import heap
 
 STEPS, ROUNDS = 200, 6
 

@@ -32,13 +32,15 @@ def test_a_request_of_other_rows_is_refused_before_it_queues_and_right_rows_are_
     assert (row["requests"], row["batches"]) == (2, 1)  # the refused one never reached a batch
 
 
-def test_a_shape_the_model_does_not_take_is_refused_at_start_in_pytorchs_words(sh):
+def test_a_shape_the_model_does_not_take_or_too_big_to_hold_is_refused_at_start(sh):
     m = sh("torch nn linear 4 3")
     r = sh.run("torch serve %s --name misfit --input_shape '[5]' --detach" % m)
     assert r.code == 2 and "[bad_argument]" in r.err and "--input_shape [5] does not fit" in r.err, r.err
     assert "mat1 and mat2" in r.err  # PyTorch's own words for the sizes that disagree
     r = sh.run("torch serve %s --name misfit --input_shape '[0]' --detach" % m)
     assert r.code == 2 and "at least 1" in r.err
+    r = sh.run("torch serve %s --name misfit --input_shape '[100000,100000]' --detach" % m)  # a 40 GB sample
+    assert r.code == 4 and "[out_of_memory]" in r.err, r.err  # the budget's refusal, before it allocates
     job = sh("torch serve %s --name misfit --detach" % m)  # the name was never taken; bare: shapes unknown
     meta = request(UnixHTTPConnection(sh.socket), "GET", "/v2/models/misfit")[1]
     assert meta["inputs"][0]["shape"] == [-1] and meta["outputs"][0]["shape"] == [-1]

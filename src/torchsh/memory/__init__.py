@@ -28,5 +28,4 @@ from torchsh.memory.budget import (DEFAULT, ENV, Budget, allocation_failure, cgr
 from torchsh.memory.heap import keep_freed_memory
 
 __all__ = ["DEFAULT", "ENV", "Budget", "allocation_failure", "cgroup_limit", "human", "keep_freed_memory",
-           "machine_memory",
-           "over_budget", "parse_size", "physical_memory", "rss_bytes"]
+           "machine_memory", "over_budget", "parse_size", "physical_memory", "rss_bytes"]

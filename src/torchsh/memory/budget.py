@@ -223,6 +223,11 @@ class Budget:
             return
         self._admit_size(bound if isinstance(bound, sizes.Exact) else sizes.layer_bytes(op, ctx, values))
 
+    def admit_bytes(self, size):
+        """Refuse (out_of_memory) SIZE bytes a verb is about to allocate itself, when they would not fit."""
+        if self.limit is not None:
+            self._admit_size(size)
+
     def _admit_size(self, size):
         if size is None:
             return  # cannot tell: run it; an allocation failure is caught as out_of_memory

@@ -22,7 +22,7 @@ def keep_freed_memory(environ=os.environ):
     own tuning guide says the same of jemalloc and tcmalloc). RSS then counts freed memory, up to
     TRIM_THRESHOLD: the budget trims (malloc_trim) before it refuses anything, so no op is refused for it.
     -> the settings, or None when the user set glibc's own variables (theirs stand) or this is not glibc."""
-    if any(name in environ for name in MALLOC_ENV):
+    if _users_own(environ):
         return None
     try:
         import ctypes
@@ -37,9 +37,14 @@ def child_environ(environ=os.environ):
     """glibc's own variables for the same settings, for a child that trains (a rank of `fit --nproc_per_node`):
     mallopt holds for this process only, and a rank's eager steps free and make tensors as the daemon's do.
     -> {} when the user set either variable (theirs pass down as they are)."""
-    if any(name in environ for name in MALLOC_ENV):
+    if _users_own(environ):
         return {}
     return dict(zip(MALLOC_ENV, (str(MMAP_THRESHOLD), str(TRIM_THRESHOLD))))
+
+
+def _users_own(environ):
+    """True when the user set either of glibc's variables: theirs stand, and none of ours is added."""
+    return any(name in environ for name in MALLOC_ENV)
 
 
 def malloc_trim():

@@ -7,8 +7,11 @@ outputs' shapes are found by running the model once on a sample of zeros when `t
 model does not take is refused there, in PyTorch's words, not at every request. Clients that build requests
 from the metadata (Triton's perf_analyzer, generated clients) then need no shapes of their own.
 """
+import math
+
 import torch
 
+from torchsh import memory
 from torchsh.errors import bad_argument
 from torchsh.serve import batcher
 
@@ -39,9 +42,10 @@ class Shapes:
                                "send \"shape\": [N, %s]" % ", ".join(map(str, self.input_row)))
 
 
-def declared(model, input_shape):
+def declared(model, input_shape, budget=None):
     """Shapes of MODEL given one sample's INPUT_SHAPE: its outputs measured on a sample of zeros (eval mode,
-    inference mode), in the model's dtype and on its device."""
+    inference mode), in the model's dtype and on its device; the sample first admitted by BUDGET (the
+    daemon's memory.Budget), so a shape too big to hold is refused before it is allocated."""
     if input_shape is None:
         return Shapes()
     if not input_shape or any(d < 1 for d in input_shape):
@@ -49,11 +53,16 @@ def declared(model, input_shape):
                            "e.g. --input_shape '[1,28,28]' for MNIST images (the batch dimension is not in it)")
     first = next(model.parameters(), None)
     dtype, device = (first.dtype, first.device) if first is not None else (torch.float32, torch.device("cpu"))
+    if budget is not None and device.type == "cpu":
+        budget.admit_bytes(math.prod(input_shape) * torch.empty((), dtype=dtype).element_size())
     put_back = batcher.evaluating(model)
     try:
         with torch.inference_mode():
             out = model(torch.zeros((1, *input_shape), dtype=dtype, device=device))
     except (RuntimeError, ValueError, TypeError, IndexError) as e:  # PyTorch's words: which sizes disagree
+        oom = memory.allocation_failure(e)  # the sample or the forward did not fit: out_of_memory, not a shape
+        if oom is not None:
+            raise oom from None
         raise bad_argument("--input_shape %s does not fit the model: %s" % (list(input_shape), _first_line(e)),
                            "give one sample's shape, without the batch dimension") from None
     finally:

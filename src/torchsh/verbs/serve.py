@@ -53,8 +53,8 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
         raise bad_argument("--max_batch and --max_queue must be at least 1, --max_wait_ms at least 0")
     if threads is not None and not 1 <= threads <= 1024:
         raise bad_argument("--threads must be from 1 to 1024")
-    served = batcher.Served(ctx.app, name, model, shapes.declared(model, input_shape), max_batch, max_wait_ms,
-                            max_queue, MAX_ELEMENTS, threads)
+    declared = shapes.declared(model, input_shape, ctx.app.memory)
+    served = batcher.Served(ctx.app, name, model, declared, max_batch, max_wait_ms, max_queue, MAX_ELEMENTS, threads)
     batcher.register(served)
     try:
         listener = PortListener(ctx.app, host, port) if port is not None else None
