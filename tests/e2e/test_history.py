@@ -307,7 +307,7 @@ def test_files_it_loaded_are_read_from_their_paths_with_their_sha256_and_replay_
     assert "SIDECAR" not in text and "torch.tensor(" not in text  # nothing written as a value
     assert "torch.load(_checked(%r, " % os.path.join(folder, "a.pt") in text
     assert "numpy.load(_checked(%r, " % os.path.join(folder, "b.npy") in text
-    assert re.search(r"^# sha256 [0-9a-f]{64} of %s when the daemon read it$" % re.escape(os.path.join(folder, "c.safetensors")),
+    assert re.search(r"^# sha256 [0-9a-f]{64} of %s when the daemon read it$" % re.escape(repr(os.path.join(folder, "c.safetensors"))),
                      text, re.M), text
     assert "check: 17 of 17 " in _check(path)  # the nine tensors read, the eight sums
     path, text = _script(sh, m2)

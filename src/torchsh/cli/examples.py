@@ -9,12 +9,12 @@ Examples are plain bash: tensors are `$(torch tensor '[…]')`, so each line run
 """
 import itertools
 import json
-import shlex
 import warnings
 
 import torch
 
 from torchsh.call import bind, tokens
+from torchsh.quoting import shell_word
 from torchsh.table.kinds import TENSOR_KINDS
 from torchsh.vocab import dtype_name
 
@@ -238,17 +238,17 @@ def _command(op, args, values):
 
 def _word(a, v, quote=True):
     if a.kind == "tensor":
-        return "$(torch tensor %s)" % shlex.quote(json.dumps(v, separators=(",", ":")))
+        return "$(torch tensor %s)" % shell_word(json.dumps(v, separators=(",", ":")))
     if a.kind == "tensors":
         return " ".join(_word(_TENSOR, x) for x in v)
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, list):
         text = json.dumps(v, separators=(",", ":"))
-        return shlex.quote(text) if quote else text
+        return shell_word(text) if quote else text
     if isinstance(v, torch.dtype):
         return dtype_name(v)
-    return shlex.quote(str(v)) if quote else str(v)
+    return shell_word(str(v)) if quote else str(v)
 
 
 class _TENSOR:

@@ -1,11 +1,13 @@
 """.pt/.pth files through torch.load(weights_only=True): its restricted unpickler builds tensors and plain
-containers only, so nothing is ever unpickled; written with torch.save. read_trusted adds the globals a
-caller allows by name (`nn load --trust`), and refuses a pickle needing others, naming them."""
+containers only, so nothing is ever unpickled; written with torch.save. read_trusted adds the classes a
+caller allows by name (`nn load --trust`, trusted.py), and refuses a pickle needing others, naming them and
+which of them --trust could allow."""
 import pickle  # only for its exception type: weights_only refuses a global with UnpicklingError
 
 import torch
 
 from torchsh.errors import TorchshError
+from torchsh.formats import trusted as trust_policy
 
 
 def read_object(path):
@@ -14,7 +16,7 @@ def read_object(path):
 
 
 def read_trusted(source, where, trusted, unsafe_globals):
-    """read_object with the classes and functions trusted allowed too (torch.serialization.safe_globals).
+    """read_object with the classes trusted allowed too (torch.serialization.safe_globals).
     A pickle that needs other globals is refused naming them: unsafe_globals(source) finds them by
     PyTorch's static scan of the opcodes, which runs none. source: a path or a file object; where names it."""
     try:
@@ -27,8 +29,17 @@ def read_trusted(source, where, trusted, unsafe_globals):
         if not needed:
             raise
     raise TorchshError("file_error", "%s needs globals beyond weights_only: %s; nothing was unpickled"
-                       % (where, " ".join(needed)),
-                       "`--trust NAME,…` allows classes or functions you trust, by import path")
+                       % (where, " ".join(needed)), _trust_hint(needed))
+
+
+def _trust_hint(needed):
+    """Which of the globals a pickle needs --trust could allow (classes that build data), and which never."""
+    may, never = trust_policy.classify(needed)
+    never_text = "never trusted: %s (functions, or classes that run code or reach the system)" % " ".join(never)
+    if not may:
+        return "%s; this file is no checkpoint: do not load it" % never_text
+    return "`--trust %s` allows %s, if you trust this file: their constructors run with its values%s" % (
+        ",".join(may), "that class" if len(may) == 1 else "those classes", "; " + never_text if never else "")
 
 
 def read(path):

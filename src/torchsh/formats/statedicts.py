@@ -4,8 +4,9 @@
 - a torch.save pickle (.pt .pth .ckpt .bin) through torch.load(weights_only=True): a plain state dict, or a
   dict around one (Lightning's .ckpt keeps it under "state_dict": `--key state_dict` picks it). A file whose
   pickle needs globals beyond weights_only is refused naming them (headers.inspect: PyTorch's static scan of
-  the opcodes, which runs none); `--trust NAME,…` allows exactly those classes or functions, resolved by
-  import path, through torch.serialization.safe_globals. There is no weights_only=False;
+  the opcodes, which runs none); `--trust NAME,…` allows exactly those classes, resolved by import path,
+  through torch.serialization.safe_globals: never a function, never a class that runs code as it is built
+  (trusted.py). There is no weights_only=False;
 - a torch.export archive (.pt2): the exported module's state dict, from its raw weights and their JSON
   (pt2weights.py: the archive's pickles are never opened but through weights_only);
 - a TorchScript archive is refused (its weights live in TorchScript's own pickle): `torch nn jit_load`
@@ -15,8 +16,6 @@
 shapes() gives a .safetensors file's keys and shapes from its header, so a load that does not fit is
 refused before any data is read.
 """
-import importlib
-import inspect
 import json
 import os
 
@@ -25,6 +24,7 @@ import torch
 from torchsh import fileio
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.formats import extensions, headers, pt2weights, ptfile, stfile
+from torchsh.formats import trusted as trust_policy
 
 INDEX_NAMES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 MAX_INDEX_BYTES = 64 << 20  # an index names each key once: tens of MiB would be millions of keys
@@ -104,34 +104,20 @@ def _unsafe_globals(source):
     return sorted(torch.serialization.get_unsafe_globals_in_checkpoint(source))
 
 
-# Globals that run code or reach the system whatever their arguments: a pickle calling one of these is an
-# attack, not a checkpoint, so --trust refuses them even when asked (`posix.system`, `builtins.eval`…).
-_NEVER_TRUSTED_MODULES = frozenset((
-    "os", "posix", "nt", "sys", "subprocess", "shutil", "socket", "builtins", "importlib", "runpy", "pty",
-    "code", "codeop", "ctypes", "pickle", "marshal", "io", "_io", "pathlib", "tempfile", "multiprocessing",
-    "signal", "webbrowser", "asyncio", "threading", "_thread", "operator", "functools", "types", "inspect"))
-
-
 def trusted_globals(names):
-    """The classes and functions --trust names, each imported by its dotted path; bad_argument for the rest."""
+    """The classes --trust names, each imported by its dotted path; bad_argument for a name that is no class,
+    or one never trusted (formats/trusted.py: functions, and classes that run code as they are built)."""
+    out = []
     for name in names or ():
-        if name.split(".")[0] in _NEVER_TRUSTED_MODULES:
-            raise bad_argument("--trust %s: a global that runs code or reaches the system is never trusted" % name,
-                               "a checkpoint needing it is not a checkpoint; do not load this file")
-    return [_resolve(name) for name in names or ()]
-
-
-def _resolve(name):
-    words = name.split(".")
-    for cut in range(len(words) - 1, 0, -1):  # the longest importable module, then attributes
-        try:
-            found = importlib.import_module(".".join(words[:cut]))
-            for word in words[cut:]:
-                found = getattr(found, word)
-        except Exception:  # an import may raise anything; any failure means "not a global by that name"
-            continue
-        if inspect.isclass(found) or inspect.isfunction(found) or inspect.isbuiltin(found):
-            return found
-        break
-    raise bad_argument("--trust %s: not a class or function importable by that dotted name" % name,
-                       "name it as the refusal does, e.g. collections.OrderedDict")
+        why = trust_policy.by_name(name)  # first, so that a module never trusted is never imported either
+        found = trust_policy.resolve(name) if why is None else None
+        if why is None and found is None:
+            raise bad_argument("--trust %s: not a class importable by that dotted name" % name,
+                               "name it as the refusal does, e.g. mypkg.models.MyNet; --trust allows "
+                               + trust_policy.WHAT_CAN)
+        why = why or trust_policy.refusal(found)
+        if why:
+            raise bad_argument("--trust %s: never trusted: %s" % (name, why), "--trust allows %s; a file that "
+                               "needs it is no checkpoint: do not load it" % trust_policy.WHAT_CAN)
+        out.append(found)
+    return out

@@ -26,8 +26,7 @@ def _open(e, r):
                                   for f in read):
         return _as_values(e, r)
     r.helpers.update(("_checked", "_numpy"))
-    arrays = ", ".join("torch.from_numpy(numpy.load(_checked(%r, %r), allow_pickle=False))"
-                       % (f["path"], f["sha256"]) for f in read)
+    arrays = ", ".join("torch.from_numpy(numpy.load(%s, allow_pickle=False))" % files.checked(f) for f in read)
     return [files.comment(f) for f in read] + ["%s = torch.utils.data.TensorDataset(%s)" % (r.outs(e), arrays)]
 
 
@@ -36,7 +35,7 @@ def _split(e, r):
     lengths = [a[k] for k in ("length1", "length2", "length3", "length4", "length5") if a.get(k) is not None]
     if all(float(x).is_integer() for x in lengths) and sum(lengths) > 1:
         lengths = [int(x) for x in lengths]
-    generator = "torch.Generator().manual_seed(%r)" % a["seed"] if a.get("seed") is not None else "torch.default_generator"
+    generator = "torch.Generator().manual_seed(%d)" % a["seed"] if a.get("seed") is not None else "torch.default_generator"
     return ["%s = torch.utils.data.random_split(%s, %s, generator=%s)"
             % (r.outs(e) + ("," if len(e.outputs) == 1 else ""), r.lit(a["dataset"]), r.lit(lengths), generator)]
 
@@ -69,7 +68,7 @@ def _as_values(e, r):
         return None
     if fields is None:
         return None
-    source = "the daemon's `torch %s`" % e.op.replace(".", " ")
+    source = "the daemon's `torch %s`" % e.op.replace(".", " ")  # a name, never raw text (persist._entry_of)
     return [files.comment(f) for f in e.made.get("files") or ()] + [
         "%s = torch.utils.data.TensorDataset(%s)  # its items as %s gave them"
         % (r.outs(e), ", ".join(r.tensor_literal(t) for t in fields), source)]

@@ -11,13 +11,16 @@ the tensor is written with its value instead (a literal, or the sidecar).
 """
 import hashlib
 import os
+import re
 import stat
 
 from torchsh.formats import headers
+from torchsh.quoting import python_comment, python_string
 
 _PATHS = {"load": "file", "nn.load": "file"}  # op -> its Path argument: the file it reads
 _TENSOR_READS = {".pt": "pt", ".pth": "pt", ".safetensors": "safetensors", ".npy": "npy", ".npz": "npz"}
 _STATE_READS = {".pt": "pt", ".pth": "pt", ".ckpt": "pt", ".bin": "pt", ".safetensors": "safetensors"}
+_HEX = re.compile(r"[0-9a-f]{64}")  # a sha256 as hashlib writes it: shown in a comment as it is
 
 
 def sha256(path):
@@ -82,15 +85,24 @@ def lines(e, r):
         r.helpers.add("_named")
         source = "_named(%s)" % source
     return [comment(info), "_file = %s" % source] + \
-        ["%s = _file[%r]%s" % (r.v(h), k, to) for h, k in zip(e.outputs, keys)]
+        ["%s = _file[%s]%s" % (r.v(h), python_string(k), to) for h, k in zip(e.outputs, keys)]
 
 
 def comment(info):
-    return "# sha256 %s of %s when the daemon read it" % (info["sha256"], info["path"])
+    """The comment above a file's read: its path as a literal, never raw (a newline in a name would end it);
+    the sha256 as it is when it is one (hex digits: hashlib's, unless a session file from elsewhere says so)."""
+    digest = info["sha256"]
+    shown = digest if isinstance(digest, str) and _HEX.fullmatch(digest) else python_string(str(digest))
+    return python_comment("sha256 %s of %s when the daemon read it" % (shown, python_string(info["path"])))
+
+
+def checked(info):
+    """The script's read of a file: its path once its sha256 is the daemon's (the _checked helper)."""
+    return "_checked(%s, %s)" % (python_string(info["path"]), python_string(info["sha256"]))
 
 
 def _source(reader, info, r):
-    path = "_checked(%r, %r)" % (info["path"], info["sha256"])
+    path = checked(info)
     if reader == "pt":
         return "torch.load(%s, weights_only=True, map_location='cpu')" % path
     if reader == "safetensors":
@@ -111,7 +123,7 @@ def _state(e, r, info):
     r.helpers.add("_checked")
     state = _source(reader, info, r)
     if a.get("key") is not None:
-        state += "[%r]" % a["key"]
+        state += "[%s]" % r.lit(a["key"])
     if info.get("checkpoint"):  # a torchsh checkpoint: the model's part, its `model.` keys
         state = "{k[6:]: v for k, v in %s.items() if k.startswith('model.')}" % state
     return [comment(info), "with torch.no_grad():", "    %s.load_state_dict(%s, strict=True)" % (r.lit(a["model"]), state)]

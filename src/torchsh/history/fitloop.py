@@ -46,16 +46,16 @@ def _start(e):
 
 def _loss(a, r):
     """The loss of a batch (_x, _y): the model's output, the target as --target_dtype, --loss_args."""
-    options = "".join(", %s=%s" % (k, r.lit(v)) for k, v in (a.get("loss_args") or {}).items())
+    options = "".join(", %s=%s" % (r.name(k), r.lit(v)) for k, v in (a.get("loss_args") or {}).items())
     to = ".to(%s)" % r.lit(a["target_dtype"]) if a.get("target_dtype") is not None else ""
-    return "torch.nn.functional.%s(%s(*_x), _y%s%s)" % (a["loss"], r.lit(a["model"]), to, options)
+    return "torch.nn.functional.%s(%s(*_x), _y%s%s)" % (r.name(a["loss"]), r.lit(a["model"]), to, options)
 
 
 def _train_lines(e, r, counted):
     """One epoch's optimizer steps (inside the epoch loop), up to --max_steps when given."""
     a = e.args
     m, o = r.lit(a["model"]), r.lit(a["optimizer"])
-    clip = ["torch.nn.utils.clip_grad_norm_([p for g in %s.param_groups for p in g['params']], %r)" % (o, a["clip"])] \
+    clip = ["torch.nn.utils.clip_grad_norm_([p for g in %s.param_groups for p in g['params']], %s)" % (o, r.lit(a["clip"]))] \
         if a.get("clip") is not None else []
     limit = a.get("max_steps")
     body = ["%s.zero_grad()" % o, "_batch = %s.next()" % r.lit(a["loader"]), "if _batch is None:", "    break",

@@ -108,14 +108,15 @@ def lines(e, r):
         return _optimizer(e, r)
     if e.op.startswith("sched.") and "sched" in e.made:
         name, values = e.made["sched"]
-        return ["%s = torch.optim.lr_scheduler.%s(%s)" % (r.outs(e), name,
-                                                          ", ".join("%s=%s" % (k, r.lit(v)) for k, v in values.items()))]
-    if "call" in e.made:
+        return ["%s = torch.optim.lr_scheduler.%s(%s)" % (r.outs(e), r.name(name), r.keywords(values))]
+    if "call" in e.made:  # an op of PyTorch's registry: its name is PyTorch's (dotted: nn.functional.relu)
         args, kwargs = e.made["call"]
-        text = ", ".join([r.lit(a) for a in args] + ["%s=%s" % (k, r.lit(v)) for k, v in kwargs.items()])
-        return ["%s = torch.%s(%s)" % (r.outs(e), e.op, text)]
+        text = ", ".join([r.lit(a) for a in args] + ([r.keywords(kwargs)] if kwargs else []))
+        return ["%s = torch.%s(%s)" % (r.outs(e), r.pytorch_op(e.op), text)]
     held = r.held_values(e)
-    if held is not None:  # a tensor read from a file or stdin, unchanged since: its value, not its source
+    # a tensor read from a file or stdin, unchanged since: its value, not its source. e.op in the comment is
+    # an op table name, or a dotted Python name where a session file restored it (persist._entry_of)
+    if held is not None:
         return ["%s = %s  # %s's, as the daemon holds it" % (r.v(h), r.tensor_literal(t, t.requires_grad), e.op)
                 for h, t in held]
     raise refuse(e.op)
@@ -124,15 +125,17 @@ def lines(e, r):
 def _optimizer(e, r):
     if "params" not in e.args:
         raise refuse(e.op, "parameter groups are not written yet; give the optimizer handles")
-    cls = e.made["class"]
-    options = ", ".join("%s=%s" % (k, _option_text(v)) for k, v in e.made["options"].items())
-    return ["%s = torch.optim.%s(%s, %s)" % (r.outs(e), cls, r.params(e.args["params"]), options)]
+    options = ", ".join("%s=%s" % (r.name(k), _option_text(v, r)) for k, v in e.made["options"].items())
+    return ["%s = torch.optim.%s(%s, %s)" % (r.outs(e), r.name(e.made["class"]), r.params(e.args["params"]), options)]
 
 
-def _option_text(v):
+def _option_text(v, r):
+    """An optimizer's option (a number, a word, None, a tuple of them: betas) as a literal."""
     if isinstance(v, tuple) and v and v[0] == "opaque":
         raise refuse("an optimizer", "its option %s has no literal form" % v[1])
-    return repr(v)
+    if isinstance(v, tuple):
+        return "(%s%s)" % (", ".join(r.lit(x) for x in v), "," if len(v) == 1 else "")
+    return r.lit(v)
 
 
 def _tensor(e, r):
@@ -164,7 +167,7 @@ def _zero_grad(e, r):
             else:
                 out.append("if %s.grad is not None: %s.grad.requires_grad_(False); %s.grad.zero_()" % (name, name, name))
         else:
-            out.append("%s.zero_grad(set_to_none=%r)" % (name, True if none is None else none))
+            out.append("%s.zero_grad(set_to_none=%s)" % (name, r.lit(True if none is None else none)))
     return out
 
 
@@ -173,17 +176,17 @@ def _train_step(e, r):
     if a.get("autocast") is not None or a.get("compile"):
         raise refuse("train_step", "--%s is not written yet" % ("compile" if a.get("compile") else "autocast"))
     m, o = r.lit(a["model"]), r.lit(a["optimizer"])
-    options = "".join(", %s=%s" % (k, r.lit(v)) for k, v in (a.get("loss_args") or {}).items()) \
+    options = "".join(", %s=%s" % (r.name(k), r.lit(v)) for k, v in (a.get("loss_args") or {}).items()) \
         if isinstance(a.get("loss_args"), dict) else ""
     if isinstance(a.get("loss_args"), str):
         raise refuse("train_step", "--loss_args as text is not written yet")
     body = ["%s.zero_grad()" % o,
-            "_loss = torch.nn.functional.%s(%s(%s), %s%s)" % (a.get("loss", "mse_loss"), m, r.lit(a["input"]),
+            "_loss = torch.nn.functional.%s(%s(%s), %s%s)" % (r.name(a.get("loss", "mse_loss")), m, r.lit(a["input"]),
                                                               r.lit(a["target"]), options),
             "_loss.backward()"]
     if a.get("clip") is not None:
-        body.append("torch.nn.utils.clip_grad_norm_([p for g in %s.param_groups for p in g['params']], %r)"
-                    % (o, a["clip"]))
+        body.append("torch.nn.utils.clip_grad_norm_([p for g in %s.param_groups for p in g['params']], %s)"
+                    % (o, r.lit(a["clip"])))
     body.append("%s.step()" % o)
     if a.get("sched") is not None:
         body.append("%s.step(%s)" % (r.lit(a["sched"]), "_loss.item()" if e.made.get("plateau") else ""))
@@ -216,7 +219,7 @@ def _method(call, *names):
 
 def _requires_grad(e, r):
     value = e.args.get("value")
-    return [] if value is None else ["%s.requires_grad_(%r)" % (r.lit(e.args["target"]), value)]
+    return [] if value is None else ["%s.requires_grad_(%s)" % (r.lit(e.args["target"]), r.lit(value))]
 
 
 def _clip(fn, option_names):
@@ -228,7 +231,7 @@ def _clip(fn, option_names):
 
 FORMS = {
     "tensor": _tensor,
-    "manual_seed": lambda e, r: ["torch.manual_seed(%r)" % e.args["seed"]],
+    "manual_seed": lambda e, r: ["torch.manual_seed(%d)" % e.args["seed"]],
     "backward": _backward,
     "zero_grad": _zero_grad,
     "step": _method("step", "optimizer"),

@@ -48,7 +48,7 @@ def _rendered(rows, w):
     for prefix, e in rows:
         lines = forms.lines(e, w)
         if e.grad:
-            lines = ["with torch.%s():" % e.grad] + ["    " + line for line in lines]
+            lines = ["with torch.%s():" % w.name(e.grad)] + ["    " + line for line in lines]
         out.append((prefix, lines, list(e.outputs)))
     return out
 

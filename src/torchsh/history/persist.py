@@ -10,11 +10,13 @@ saved as unnoted, its op and outputs kept: a script refuses it by name, and the 
 import json
 import logging
 import os
+import re
 
 import torch
 
 from torchsh.formats import stfile
 from torchsh.history.log import Entry
+from torchsh.quoting import python_name
 
 HISTORY_FILE = "history.safetensors"
 _logger = logging.getLogger("torchd")
@@ -79,10 +81,28 @@ def _entry_json(e, tensors):
 
 
 def _entry_of(r, tensors):
-    return Entry(0, r["op"], _in(r["args"], tensors), list(r["outputs"]), exit=r["exit"],
+    """The entry a row holds; one torchsh never writes (an op that is no name, an output that is no handle,
+    a grad mode of its own: a file from elsewhere) comes back unnoted, so a script refuses it, named safely."""
+    outputs = list(r["outputs"]) if isinstance(r.get("outputs"), list) else []
+    if not (_op_name(r.get("op")) and r.get("grad", "") in _GRAD_MODES
+            and all(isinstance(h, str) and _HANDLE.match(h) for h in outputs)):
+        return Entry(0, ascii(r.get("op"))[:100], {}, [h for h in outputs if isinstance(h, str) and _HANDLE.match(h)],
+                     made={"unnoted": True})
+    return Entry(0, r["op"], _in(r["args"], tensors), outputs, exit=r["exit"],
                  rng=_in(r["rng"], tensors) if r.get("rng") is not None else None, grad=r.get("grad", ""),
                  at=r.get("at", 0.0), size=r.get("size", 256), writes=tuple(_in(r.get("writes", []), tensors)),
                  made=_in(r.get("made", {"dict": {}}), tensors))
+
+
+_HANDLE = re.compile(r"[a-z]+://[0-9a-z]+\Z")  # what a script's placeholders and variable names are made of
+_GRAD_MODES = ("", "no_grad", "inference_mode")  # `with torch.MODE():` in the script
+
+
+def _op_name(op):
+    try:
+        return bool(python_name(op, dotted=True))
+    except ValueError:
+        return False
 
 
 def _out(v, tensors):

@@ -18,13 +18,13 @@ import re
 import torch
 
 from torchsh import __version__
-from torchsh.history import datasets, digest, files, forms, loops, slice as slicing
+from torchsh.history import checks, datasets, digest, files, forms, loops, slice as slicing
 from torchsh.history.log import IN_PLACE
 from torchsh.history.values import handles_in
+from torchsh.quoting import python_comment, python_name, python_string
 from torchsh.registry.handles import parse_handle
 
 LITERAL_MAX = 64  # elements of a tensor written as a literal; a larger one goes to the sidecar
-CHECKS_MAX = 50   # objects checked at the end (the target and the newest others)
 _PREFIX = {"tensor": "t", "nn": "m", "optim": "o", "sched": "s"}
 
 _HELPERS = {
@@ -79,11 +79,11 @@ def named_variables(registry):
 class Writer:
     """Renders entries as script lines: forms.py calls back for names, literals and parameter lists."""
 
-    def __init__(self, entries, registry=None):
+    def __init__(self, entries, registry=None, table=None):
         self.epochs = {parse_handle(h)[1] for e in entries for h in e.outputs}
         self.sidecar = {}  # key -> tensor, for the sidecar file
         self.helpers = set()
-        self.registry = registry
+        self.registry, self.table = registry, table
         # what an in-place verb was given: such a tensor's value now may not be the one it was made with
         self.changed = {h for e in entries if e.op in IN_PLACE for h in handles_in(e.args)}
 
@@ -115,16 +115,18 @@ class Writer:
             if tag == "t":
                 return self.tensor_literal(x[1])
             if tag == "dtype":
-                return "torch." + x[1]
+                return "torch." + self.name(x[1])
             if tag == "device":
-                return "torch.device(%r)" % x[1]
+                return "torch.device(%s)" % python_string(x[1])
             if tag == "ctor":
                 return self._constructor(x[1], x[2])
             raise forms.refuse("an argument", "%s has no literal form" % x[1])
         if isinstance(x, list):
             return "[%s]" % ", ".join(self.lit(i) for i in x)
         if isinstance(x, dict):
-            return "{%s}" % ", ".join("%r: %s" % (k, self.lit(v)) for k, v in x.items())
+            return "{%s}" % ", ".join("%s: %s" % (self.lit(k), self.lit(v)) for k, v in x.items())
+        if isinstance(x, str):
+            return python_string(x)
         return _number(x) if isinstance(x, float) else repr(x)
 
     def tensor_literal(self, t, requires_grad=False):
@@ -136,7 +138,7 @@ class Writer:
         key = "s%d" % len(self.sidecar)
         self.sidecar[key] = t.detach().cpu().contiguous()
         self.helpers.update(("_sidecar", "_safetensors"))
-        return "_sidecar(%r)%s" % (key, ".requires_grad_()" if requires_grad else "")
+        return "_sidecar(%s)%s" % (python_string(key), ".requires_grad_()" if requires_grad else "")
 
     def params(self, handles):
         """The parameters of modules, optimizers and tensors, as the verbs gather them (optim.params_of)."""
@@ -151,7 +153,28 @@ class Writer:
     def _constructor(self, name, values):
         if name == "Sequential":
             return "torch.nn.Sequential(%s)" % ", ".join(self.lit(m) for m in values.get("modules", []))
-        return "torch.nn.%s(%s)" % (name, ", ".join("%s=%s" % (k, self.lit(v)) for k, v in values.items()))
+        return "torch.nn.%s(%s)" % (self.name(name), self.keywords(values))
+
+    def keywords(self, values):
+        """`name=value, …` of a dict of arguments: each name a Python name, each value a literal."""
+        return ", ".join("%s=%s" % (self.name(k), self.lit(v)) for k, v in values.items())
+
+    def pytorch_op(self, name):
+        """name, when it is an op of PyTorch's registry that this daemon's table holds (not a verb): a call of
+        torch.NAME in the script. A session file from elsewhere may name any function (torch.load…)."""
+        op = self.table.ops.get(name) if self.table is not None else None
+        if self.table is not None and (op is None or op.verb):
+            raise forms.refuse(python_string(str(name)), "it is no op of PyTorch's registry in this daemon's table")
+        return self.name(name, dotted=True)
+
+    @staticmethod
+    def name(text, dotted=False):
+        """text where the script needs a name (a class, a function, a keyword argument): a Python name, else
+        not_portable (what a session file from elsewhere holds may be anything)."""
+        try:
+            return python_name(text, dotted)
+        except ValueError as e:
+            raise forms.refuse(python_string(str(text)), str(e)) from None
 
 
 def _number(x):
@@ -182,30 +205,31 @@ def units(entries, kept):
         prefix = []
         if e.rng is not None and not synced:
             seeded = seed is not None and torch.equal(torch.Generator().manual_seed(seed).get_state(), e.rng)
-            prefix = ["torch.manual_seed(%r)" % seed] if seeded else \
-                ["torch.set_rng_state(_state(%r))" % base64.b64encode(bytes(e.rng.tolist())).decode()]
+            prefix = ["torch.manual_seed(%d)" % seed] if seeded else \
+                ["torch.set_rng_state(_state(%s))" % python_string(base64.b64encode(bytes(e.rng.tolist())).decode())]
             synced, seed = True, None
         out.append((prefix, e))
     return out
 
 
-def script(entries, registry, target=None, sidecar_name=None):
-    """(the script's text, {key: tensor} for the sidecar) for the log's entries (only what made `target`)."""
+def script(entries, registry, target=None, sidecar_name=None, table=None):
+    """(the script's text, {key: tensor} for the sidecar) for the log's entries (only what made `target`);
+    table: the daemon's op table, which a call of torch.NAME must be a row of."""
     entries = [e for e in entries if e.exit == 0 or (e.op == "data.next" and e.made.get("epoch_end"))]
     kept = slicing.backward_slice(entries, target) if target else entries
     if target and not any(target in e.outputs for e in kept):
         raise forms.refuse(target, "no logged request made it (made before the history begins, or not by an op)")
-    w = Writer(entries, registry)
+    w = Writer(entries, registry, table)
     lines, rename, hidden = loops.body(units(entries, kept), w, [target] if target else ())
     lines = _inputs(kept, w, registry) + lines
-    checks = _checks(entries, kept, registry, target, hidden)
-    head = ["# %s" % line for line in _header(target, len(kept))] + ["import base64", "import sys", "", "import torch", ""]
+    compared, left_out = checks.expected(entries, kept, registry, target, hidden)
+    head = [python_comment(line) for line in _header(target, len(kept))] + ["import base64", "import sys", "", "import torch", ""]
     if w.sidecar:
-        head.append("SIDECAR = %r" % (sidecar_name or "history.safetensors"))
+        head.append("SIDECAR = %s" % python_string(sidecar_name or "history.safetensors"))
     head += [_HELPERS[n] for n in sorted(w.helpers)]
     if any(line.startswith("torch.set_rng_state(") for line in lines):
         head.append("def _state(text):\n    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)\n")
-    tail = ["", inspect.getsource(digest.digest), _CHECK % _dict_text(checks)]
+    tail = ["", inspect.getsource(digest.digest), checks.lines(compared, left_out)]
     text = "\n".join(head + lines + tail)
     named = named_variables(registry)
     return loops.HANDLE.sub(lambda m: variable(rename.get(m.group(1), m.group(1)), w.epochs, named), text), w.sidecar
@@ -213,7 +237,7 @@ def script(entries, registry, target=None, sidecar_name=None):
 
 def _header(target, count):
     return ["Written by `torch history --python%s` (torchsh %s, torch %s): %d request(s) as PyTorch."
-            % (" --for %s" % target if target else "", __version__, torch.__version__, count),
+            % (" --for %s" % python_string(target) if target else "", __version__, torch.__version__, count),
             "Run it with python; `python THIS.py --check` also compares each object's sha256 with the daemon's."]
 
 
@@ -234,33 +258,5 @@ def _inputs(kept, w, registry):
     return out
 
 
-def _checks(entries, kept, registry, target, hidden):
-    handles = [h for h in slicing.fully_kept(entries, kept) if h not in hidden]
-    handles = ([target] if target in handles else []) + [h for h in handles[::-1] if h != target]
-    out = {}
-    for h in handles:
-        entry = _held(registry, h)
-        if entry is not None and entry.kind in ("tensor", "nn", "optim"):
-            out[loops.placeholder(h)] = digest.digest(entry.obj)
-        if len(out) >= CHECKS_MAX:
-            break
-    return out
-
-
 def _held(registry, handle):
     return registry.entry(handle) if registry.holds(handle) else None
-
-
-def _dict_text(d):
-    return "{\n%s}" % "".join("        \"%s\": %r,\n" % kv for kv in d.items())
-
-
-_CHECK = '''
-if "--check" in sys.argv[1:]:
-    _expected = %s
-    _bad = [n for n, d in _expected.items() if digest(globals()[n]) != d]
-    for n in _bad:
-        print("check: %%s differs from the daemon's" %% n, file=sys.stderr)
-    print("check: %%d of %%d object(s) match the daemon's" %% (len(_expected) - len(_bad), len(_expected)))
-    sys.exit(1 if _bad else 0)
-'''

@@ -71,7 +71,7 @@ def _literal(value, r):
     if isinstance(value, torch.Tensor):
         return r.tensor_literal(value)
     if isinstance(value, dict):
-        return "{%s}" % ", ".join("%r: %s" % (k, _literal(v, r)) for k, v in value.items())
+        return "{%s}" % ", ".join("%s: %s" % (r.lit(k), _literal(v, r)) for k, v in value.items())
     if isinstance(value, list):
         return "[%s]" % ", ".join(_literal(v, r) for v in value)
     if isinstance(value, tuple):

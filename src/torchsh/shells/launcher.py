@@ -21,8 +21,7 @@ keeps it fresh), and the editable tree's (install.py), which names the interpret
 The folder check differs from the function's: a launcher is a new bash per command, so the verdict of
 `ls -ldn` (bash has no builtin that reads permission bits) is kept in a stamp file, see _PRIVATE_ON_DISK.
 """
-import shlex
-
+from torchsh.quoting import python_string, shell_word
 from torchsh.shells import init_bash
 
 _SH = r"""''':'
@@ -118,8 +117,8 @@ def wheel():
 def dev(python, package_root, bash="/bin/bash"):
     """The editable tree's launcher: `python` runs the client, with `package_root` on its path."""
     shebang = "#!%s -p\n" % bash if bash else "#!/bin/sh\n"
-    tail = _DEV_PYTHON % package_root
-    return _text(shebang, _DEV_CLIENT.format(python=shlex.quote(python)), tail)
+    tail = _DEV_PYTHON % python_string(package_root)
+    return _text(shebang, _DEV_CLIENT.format(python=shell_word(python)), tail)
 
 
 def _text(shebang, client, python):
@@ -143,7 +142,7 @@ main()
 '''
 
 _DEV_PYTHON = '''import sys
-sys.path.insert(0, %r)
+sys.path.insert(0, %s)
 from torchsh.client.main import main
 main()
 '''

@@ -6,9 +6,9 @@ Defaults are told in the comment, not declared: a flag not given is null and lef
 applies the default and chooses the overload as for the bash command line (and nu, which parses
 every typed command at `use`, has less to parse).
 """
-import json
 import re
 
+from torchsh.quoting import nu_comment, nu_string
 from torchsh.shells.complete import NAMED_VALUES
 from torchsh.table.aliases import FLAG_ALIASES
 from torchsh.table.kinds import KINDS, LIST_FLAG_KINDS, STDIN_KINDS
@@ -70,14 +70,14 @@ def flag_decl(f, op):
         decl = "--%s" % f["name"]
     else:
         completer = _completer(f)
-        decl = "--%s: %s%s" % (f["name"], f["nu_type"], '@"%s"' % completer if completer else "")
+        decl = "--%s: %s%s" % (f["name"], f["nu_type"], "@" + nu_string(completer) if completer else "")
     if f.get("peer_of"):
         return "%s  # same as --%s" % (decl, f["peer_of"])
     about = " | ".join(t for t in f["types"] if t) or "switch"
     if f["nu_default"]:
         about += "; default %s" % f["nu_default"]
     doc = arg_doc(op, f["name"])
-    return "%s  # %s" % (decl, "%s (%s)" % (doc, about) if doc else about)
+    return "%s  # %s" % (decl, nu_comment("%s (%s)" % (doc, about) if doc else about))
 
 
 def positional_help(op):
@@ -120,7 +120,7 @@ def _nu_literal(value):
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
-        return json.dumps(value) if value.isascii() else None
+        return nu_string(value)
     if isinstance(value, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
         return "[%s]" % ", ".join(_nu_literal(x) for x in value)
     return None

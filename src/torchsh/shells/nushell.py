@@ -13,13 +13,13 @@ module carries out the replies exec (a block form's closure), follow (a job foll
 (a command only the `torch` client can carry out runs `^torch`): it keeps no list of such commands
 (protocol.REPLIES).
 """
-import json
 import os
 import re
 
 from torchsh import paths
 from torchsh.errors import TorchshError
 from torchsh.protocol import CLI_FORMAT
+from torchsh.quoting import nu_comment, nu_string
 from torchsh.table.kinds import creates
 from torchsh.shells.nu_params import ASKED, flag_decl, merged_flags, peer_flags, positional_help, positional_only
 from torchsh.vocab import DTYPES
@@ -135,7 +135,7 @@ def command_text(op, name=None, fixed=None, command=None):
     block = _is_block(op)
     params = ["block: closure  # the commands to run inside"] if block else [
         # number first: `-1` is a value, not a flag
-        "...%s: oneof<number, any>@\"%s\"  # %s" % (rest, ASKED, positional_help(op))]
+        "...%s: oneof<number, any>@%s  # %s" % (rest, nu_string(ASKED), nu_comment(positional_help(op)))]
     params += [flag_decl(f, op) for f in flags]
     if not block:
         # The bash global --no_grad on every command; --inference_mode is the block form only in nu
@@ -147,7 +147,7 @@ def command_text(op, name=None, fixed=None, command=None):
             flags = flags + [{"name": "name", "nu_type": "string"}]
     if op.name == "value":  # nu's own view of a value: `torch value $t --table`
         params.append("--table  # a 2-D tensor as a nu table (columns column0, column1, …; 1-D: one column)")
-    head = "def %s [" % json.dumps(command) if command else "export def %s [" % _nu_name(name.replace(".", " "))
+    head = "def %s [" % nu_string(command) if command else "export def %s [" % _nu_name(name.replace(".", " "))
     lines = _description(op) + [head] + ["    " + p for p in params]
     lines.append("]: any -> any { %s }\n\n" % _call(op, name, rest, flags, block))
     return "\n".join(lines)
@@ -156,12 +156,12 @@ def command_text(op, name=None, fixed=None, command=None):
 def _call(op, name, rest, flags, block):
     """The body: the shared wrapper with the op's name, the words and the flags (a switch marked `!`)."""
     if block:
-        return "torchsh block %s $block {%s}" % (json.dumps(name), ", ".join("%s: $%s" % (f["name"], f["name"])
+        return "torchsh block %s $block {%s}" % (nu_string(name), ", ".join("%s: $%s" % (f["name"], f["name"])
                                                                              for f in flags))
     names = " ".join(f["name"] + ("!" if f["nu_type"] is None else "") for f in flags)
     marks = (" --whole" if _takes_whole_input(op) else "") + (" --values" if _returns_values(op) else "") + (
         " --follows" if "follow" in op.replies else "")
-    call = "torchsh typed %s $%s %s [%s]%s" % (json.dumps(name), rest, json.dumps(names),
+    call = "torchsh typed %s $%s %s [%s]%s" % (nu_string(name), rest, nu_string(names),
                                                " ".join("$" + f["name"] for f in flags), marks)
     if op.name == "value":
         return "let v = ($in | %s); if $table { torchsh table $v } else { $v }" % call
@@ -169,10 +169,10 @@ def _call(op, name, rest, flags, block):
 
 
 def _description(op):
-    summary = " ".join(op.summary.split()) or op.name
+    summary = nu_comment(op.summary) or op.name
     lines = ["# %s" % summary, "#"]
     sig_name = op.name if op.verb else "torch." + op.name
-    lines += ["# %s" % ov.signature(sig_name) for ov in op.overloads]
+    lines += ["# %s" % nu_comment(ov.signature(sig_name)) for ov in op.overloads]
     return lines
 
 
@@ -194,8 +194,8 @@ def _takes_whole_input(op):
 
 def _nu_name(words):
     return words if all(c.isalnum() or c == "_" for c in words.replace(" ", "")) and " " not in words \
-        else json.dumps(words)
+        else nu_string(words)
 
 
 def _nu_list(items):
-    return "[%s]" % " ".join(json.dumps(x) for x in items)
+    return "[%s]" % " ".join(nu_string(x) for x in items)

@@ -12,6 +12,7 @@ distributions are Optuna's, so a study made here reads the same from Python.
 
 Nothing here imports optuna at module level: `torch sweep --help` and the op table stay cheap.
 """
+import math
 import re
 
 from torchsh.errors import TorchshError, bad_argument
@@ -22,6 +23,7 @@ PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")
 _FLOATS = {"uniform": 2, "loguniform": 2, "quniform": 3}
 _INTS = {"int": (2, 3), "logint": (2, 2)}
 _HINT = "e.g. --space 'width: [64,128]; lr: loguniform(1e-4,1e-1); depth: int(1,3)'"
+_INT_MAX = 2 ** 63 - 1  # what a trial's integer may be: a flag's int64
 
 
 def parse(text):
@@ -45,6 +47,8 @@ def parse(text):
 def _distribution(dist, name, spec):
     if spec.startswith("[") and spec.endswith("]"):
         choices = tuple(_word(w.strip()) for w in spec[1:-1].split(",") if w.strip())
+        if any(isinstance(c, float) and math.isnan(c) for c in choices):  # nan equals nothing: never found again
+            raise bad_argument("--space %s: nan cannot be a choice: %s" % (name, spec), _HINT)
         if not choices or len(set(choices)) < len(choices):
             raise bad_argument("--space %s: a choice needs distinct values: %s" % (name, spec))
         return dist.CategoricalDistribution(choices)
@@ -54,6 +58,7 @@ def _distribution(dist, name, spec):
                            "a choice [a,b], uniform(lo,hi), loguniform(lo,hi), quniform(lo,hi,q), int(lo,hi), "
                            "int(lo,hi,step) or logint(lo,hi)")
     kind, numbers = call.group(1), [_number(name, w.strip()) for w in call.group(2).split(",")]
+    _check_range(name, kind, numbers)
     try:
         if kind in _FLOATS:
             if len(numbers) != _FLOATS[kind]:
@@ -67,6 +72,28 @@ def _distribution(dist, name, spec):
                                     step=numbers[2] if len(numbers) == 3 else 1)
     except ValueError as e:  # Optuna's own checks: low > high, log with low <= 0, a step that does not fit
         raise bad_argument("--space %s: %s" % (name, e)) from None
+
+
+def _check_range(name, kind, numbers):
+    """What Optuna would take and then fail on mid-sweep (internal_error there): a bound that is nan or
+    infinite, a number past int64, low above high, a log range that does not start above 0, a step <= 0."""
+    hint = "e.g. %s: %s" % (name, _EXAMPLES[kind])
+    for n in numbers:
+        if isinstance(n, float) and not math.isfinite(n):
+            raise bad_argument("--space %s: %s(…) needs finite numbers, got %r" % (name, kind, n), hint)
+        if isinstance(n, int) and abs(n) > _INT_MAX:
+            raise bad_argument("--space %s: %d is too large (at most 2**63-1)" % (name, n), hint)
+    if len(numbers) >= 2 and numbers[0] > numbers[1]:
+        raise bad_argument("--space %s: %s(%s, %s): low is above high" % (name, kind, numbers[0], numbers[1]),
+                           "write the lower end first: %s(%s, %s)" % (kind, numbers[1], numbers[0]))
+    if kind in ("loguniform", "logint") and numbers and numbers[0] <= 0:
+        raise bad_argument("--space %s: %s needs a low end above 0, got %s" % (name, kind, numbers[0]), hint)
+    if len(numbers) == 3 and numbers[2] <= 0:
+        raise bad_argument("--space %s: %s's step must be above 0, got %s" % (name, kind, numbers[2]), hint)
+
+
+_EXAMPLES = {"uniform": "uniform(0, 0.5)", "loguniform": "loguniform(1e-5, 1e-1)", "quniform": "quniform(0, 1, 0.25)",
+             "int": "int(1, 8)", "logint": "logint(1, 1024)"}
 
 
 def _word(text):

@@ -12,6 +12,7 @@ Optuna is an optional extra (`pip install 'torchsh[sweep]'`), imported only when
 """
 import os
 import re
+import urllib.parse
 
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.sweep import space as spaces
@@ -20,6 +21,8 @@ SAMPLERS = ("tpe", "random", "grid")
 PRUNERS = ("none", "median", "asha", "hyperband")
 DEFINITION_ATTR = "torchsh.sweep"   # the study's user attribute holding the sweep's definition
 _RDB = re.compile(r"(sqlite|postgresql|postgres|mysql)(\+\w+)?://")
+# USER:PASSWORD@ after a scheme, also where a path has kept the URL with one slash (`redis:/user:pw@host`)
+_CREDENTIALS = re.compile(r"([A-Za-z][\w+.-]*:/{1,2}[^/\s:@'\"]*:)[^@\s]*@")
 
 
 def optuna():
@@ -36,13 +39,15 @@ def storage(ctx, url, log_folder):
     """--storage as Optuna storage (None: in memory); one that cannot be opened is the caller's bad_argument."""
     try:
         return _storage(ctx, url, log_folder)
-    except TorchshError:
-        raise
+    except TorchshError as e:  # a path refused, naming it: the URL's password is in it
+        raise TorchshError(e.code, shown(e.message, url), shown(e.hint, url) if e.hint else e.hint) from None
     except Exception as e:  # noqa: BLE001 (SQLAlchemy and the DB drivers raise their own kinds: a missing
         # driver is ImportError, a refused connection OperationalError; each is the URL's trouble, said so)
-        raise bad_argument("--storage %s: cannot open it: %s" % (shown(url), str(e).split("\n")[0][:200]),
-                           "sqlite:///FILE.db, postgresql://USER@HOST/DB (pip install psycopg2), or a journal "
-                           "file path") from None
+        raise bad_argument("--storage %s: cannot open it: %s" % (shown(url), shown(str(e).split("\n")[0], url)[:200]),
+                           _STORAGE_HINT) from None  # masked first, then cut: a cut password would show its start
+
+
+_STORAGE_HINT = "sqlite:///FILE.db, postgresql://USER@HOST/DB (pip install psycopg2), or a journal file path"
 
 
 def _storage(ctx, url, log_folder):
@@ -54,6 +59,9 @@ def _storage(ctx, url, log_folder):
         url = os.path.join(log_folder, "study.journal")
     elif _RDB.match(url):
         return o.storages.RDBStorage(_callers_sqlite(ctx, url))
+    elif "://" in url:  # redis://, http://…: not a file name anyone means
+        raise bad_argument("--storage %s: torch sweep keeps a study in SQLite, PostgreSQL, MySQL or a journal file"
+                           % shown(url), _STORAGE_HINT)
     else:
         url = ctx.path(url, "out")
     from optuna.storages.journal import JournalFileBackend
@@ -68,9 +76,20 @@ def _callers_sqlite(ctx, url):
     return url
 
 
-def shown(url):
-    """A storage URL as logs and run.json show it: without a password."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url) if url else url
+def shown(text, url=None):
+    """text as a message, a log or sweep.json may show it: the password of every URL in it masked
+    (`postgresql://user:***@host/db`, and `redis:/user:***@host` where a path kept it), and the password of
+    `url` (the --storage given) wherever else text quotes it. The one place a storage URL is masked."""
+    if not text:
+        return text
+    try:
+        password = urllib.parse.urlsplit(url or text).password
+    except ValueError:
+        password = None
+    for secret in {password, urllib.parse.unquote(password or "")} - {None, ""}:
+        if len(secret) > 2:  # a one- or two-letter password would mask every such letter: the pattern has those
+            text = text.replace(secret, "***")
+    return _CREDENTIALS.sub(r"\1***@", text)
 
 
 def sampler(name, seed, space):

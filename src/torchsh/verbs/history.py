@@ -55,7 +55,8 @@ def _args_text(args):
 
 
 def _script(ctx, entries, target, sidecar):
-    text, tensors = python.script(entries, ctx.registry, target, os.path.basename(sidecar) if sidecar else None)
+    text, tensors = python.script(entries, ctx.registry, target, os.path.basename(sidecar) if sidecar else None,
+                                  ctx.table)
     if tensors:
         if sidecar is None:
             raise TorchshError("usage", "%d tensor(s) are too large to write as literals" % len(tensors),

@@ -79,8 +79,8 @@ class Loaded(dict):
 def nn_load(ctx, model, file, key=None, strip=None, map=None, partial=False, trust=None):  # noqa: A002 (--map)
     """Load a checkpoint's state_dict into the model and print the diff: loaded, missing, unexpected,
     shape-mismatched. Reads .safetensors, .pt/.pth/.ckpt/.bin with weights_only (--key picks the state dict
-    inside, as Lightning's "state_dict"; --trust NAME,… allows the globals a refusal names), a .pt2's weights
-    (torch.export), and a Hugging Face sharded folder one shard at a time. --strip PREFIX,… and --map OLD=NEW,…
+    inside, as Lightning's "state_dict"; --trust NAME,… allows classes a refusal names, never a function), a
+    .pt2's weights (torch.export), and a Hugging Face sharded folder one shard at a time. --strip PREFIX,… and --map OLD=NEW,…
     rename the file's keys. Strict and atomic: any difference refuses with the diff and changes nothing;
     --partial loads what fits. A torchsh .safetensors (nn save, a checkpoint: its model part) brings back what
     the model's data stands for."""

@@ -97,6 +97,9 @@ def _prepare(ctx, o):
     studies.optuna()  # missing_extra now, not in the job
     definition = setup.definition(o) if mode == "new" else None
     url = o["storage"] or (held_file or {}).get("storage")
+    if o["storage"] is None and "***@" in (url or ""):  # sweep.json keeps it masked (studies.shown)
+        raise TorchshError("missing_argument", "sweep.json keeps --storage %s without its password" % url,
+                           "give --storage URL again, with the password")
     name = o["join"] or o["study"] or (held_file or {}).get("study") or (
         os.path.basename(os.path.normpath(log)) if log else "sweep")
     kept = studies.storage(ctx, url, log)

@@ -52,3 +52,24 @@ def test_grid_takes_lists_only():
     with pytest.raises(TorchshError, match="b is a range"):
         space.grid(space.parse("a: [1]; b: uniform(0, 1)"))
 
+
+
+@pytest.mark.parametrize("text,says", [
+    ("lr: uniform(nan, 1)", "uniform(…) needs finite numbers, got nan"),
+    ("lr: uniform(0, inf)", "needs finite numbers, got inf"),
+    ("lr: loguniform(-inf, 1)", "needs finite numbers, got -inf"),
+    ("q: quniform(0, 1, nan)", "needs finite numbers, got nan"),
+    ("lr: uniform(2, 1)", "uniform(2, 1): low is above high"),
+    ("lr: loguniform(0, 1)", "loguniform needs a low end above 0, got 0"),
+    ("n: logint(-2, 8)", "logint needs a low end above 0, got -2"),
+    ("n: int(1, 99999999999999999999)", "99999999999999999999 is too large"),
+    ("lr: uniform(0, 1e999999)", "needs finite numbers, got inf"),
+    ("n: int(1, 8, 0)", "int's step must be above 0, got 0"),
+    ("a: [nan, 1]", "nan cannot be a choice"),
+])
+def test_a_range_optuna_would_take_and_fail_on_later_is_refused_with_a_hint(text, says):
+    """These reached Optuna (or a trial's flag) and came back as internal_error mid-sweep."""
+    with pytest.raises(TorchshError) as e:
+        space.parse(text)
+    assert e.value.code == "bad_argument" and says in e.value.message, e.value.message
+    assert e.value.hint, "a refusal says what to write instead"
