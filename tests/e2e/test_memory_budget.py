@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from torchsh import memory
+from cgroups import daemon_in_cgroup, oom_kills
 from torchsh.daemon.status import status_text
 
 GiB = 1 << 30
@@ -140,61 +140,8 @@ def test_a_bad_max_memory_is_refused_at_start(tmp_path):
 
 
 # -- the issue's scenario: a 2 GiB memory cgroup ----------------------------------------------------
-def _memory_cgroup(limit):
-    """A fresh child of our own memory cgroup limited to `limit` bytes: (folder, procs file), or a skip reason."""
-    try:
-        with open("/proc/self/cgroup") as f:
-            lines = f.read().splitlines()
-        mounts = memory.budget._cgroup_mounts("/proc/self/mountinfo")
-    except OSError as e:
-        return None, "cannot read cgroups: %s" % e
-    name = "torchsh-test-%d-%d" % (os.getpid(), time.monotonic_ns())
-    for line in lines:
-        hid, controllers, path = (line.split(":", 2) + ["", ""])[:3]
-        v1 = "memory" in controllers.split(",")
-        if not (v1 or (hid == "0" and controllers == "")):
-            continue
-        mount = mounts.get("memory" if v1 else "cgroup2")
-        if mount is None:
-            continue
-        root, point = mount
-        rel = path[len(root):] if root != "/" and path.startswith(root) else path
-        parent = os.path.normpath(point + "/" + rel.lstrip("/"))
-        if not v1:
-            try:
-                with open(os.path.join(parent, "cgroup.subtree_control")) as f:
-                    if "memory" not in f.read().split():
-                        continue  # v2 needs the controller enabled for children (a parent with no processes)
-            except OSError:
-                continue
-        child = os.path.join(parent, name)
-        try:
-            os.mkdir(child)
-        except OSError:
-            continue
-        try:
-            with open(os.path.join(child, "memory.limit_in_bytes" if v1 else "memory.max"), "w") as f:
-                f.write(str(limit))
-            for knob, value in (("memory.swappiness", "0"), ("memory.swap.max", "0")):  # never swap
-                if os.path.exists(os.path.join(child, knob)):
-                    try:
-                        with open(os.path.join(child, knob), "w") as f:
-                            f.write(value)
-                    except OSError:
-                        pass
-            return child, None
-        except OSError:
-            os.rmdir(child)
-    return None, "cannot create a memory cgroup here (needs root and cgroup v1 memory or v2 with memory delegated)"
-
-
-def test_zeros_in_a_2gib_cgroup_is_refused_and_every_handle_survives(fresh_sh):
-    cgroup, reason = _memory_cgroup(2 * GiB)
-    if cgroup is None:
-        pytest.skip(reason)
-    s = fresh_sh(start=False)
-    try:
-        s("echo $$ > %s/cgroup.procs && torch daemon start" % cgroup)  # the daemon inherits the cgroup
+def test_zeros_in_a_2gib_cgroup_is_refused_and_every_handle_survives():
+    with daemon_in_cgroup(2 * GiB) as (s, cgroup):
         st = status(s)
         with open("/proc/%d/cgroup" % st["pid"]) as f:
             assert os.path.basename(cgroup) in f.read()
@@ -205,16 +152,7 @@ def test_zeros_in_a_2gib_cgroup_is_refused_and_every_handle_survives(fresh_sh):
         refused(s.run("torch empty '[30000,30000]'"), "3.4 GiB")
         assert [torch.equal(s.fetch(h), b) for h, b in zip(handles, before)] == [True, True]
         assert s("torch forward %s $(torch ones '[1,4]') | torch shape" % handles[2]) == "[1,2]"
-        assert status(s)["pid"] == st["pid"]
-    finally:
-        s.run("torch daemon stop")
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            try:
-                os.rmdir(cgroup)
-                break
-            except OSError:
-                time.sleep(0.1)
+        assert status(s)["pid"] == st["pid"] and oom_kills(cgroup) == 0
 
 
 def test_a_request_body_over_the_budget_is_refused_when_its_head_arrives(fresh_sh):

@@ -3,6 +3,7 @@ inline layer specs ('linear 2 8'), `torch sweep`'s --model and --opt templates. 
 converted as the CLI face does (cli/run.py), then called directly: no lock, no history entry of its own,
 no handle made. Only ops that build objects from words are called this way (the callers check the kind).
 """
+from torchsh import guards
 from torchsh.call import bind, parse
 from torchsh.call.invoke import convert_all
 from torchsh.errors import TorchshError
@@ -21,4 +22,6 @@ def call_words(ctx, op, words, what):
     binding, _ = bind.choose(op, positionals, flags)
     if binding is None:
         raise TorchshError("usage", "%s: cannot build %r" % (what, " ".join(words)), op.usage())
-    return op.call(ctx, **convert_all(ctx, binding))
+    values = convert_all(ctx, binding)
+    guards.check(op.name, values)  # as invoke does: `nn sequential 'lstm 4 4 --num_layers 1e9'` never returns
+    return op.call(ctx, **values)

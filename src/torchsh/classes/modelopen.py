@@ -11,6 +11,8 @@
   script's folder there), then CLASS(**args) is built.
 --weights FILE loads a state dict through `torch nn load`'s path (classes/stateload.py: weights_only pickles,
 safetensors, sharded folders), strict.
+Each model keeps how it was opened (its recipe: the file's real path and class, or the library's name, and
+the arguments), so `session save` and `cp` take it along; a rebuild runs the file again (reopen).
 """
 import importlib
 import importlib.util
@@ -21,12 +23,16 @@ import sys
 
 import torch
 
+from torchsh import memory
 from torchsh.call.suggest import close
 from torchsh.classes import stateload
 from torchsh.errors import USER_MODULE_PREFIX, TorchshError, bad_argument
 from torchsh.formats import pt2file
+from torchsh.recipes.base import not_portable, record
+from torchsh.trust import S_IFREG, untrusted
 
 FORMS = "torchvision:NAME, timm:NAME, FILE.pt2 or FILE.py:CLASS"
+RECIPE_CLASS = "model.open"  # the class a recipe names for a model opened here (recipes.base.record)
 _USER_MODULES = itertools.count()  # a private module name per file opened: mynet.py twice is two modules
 
 
@@ -37,24 +43,46 @@ def open_model(ctx, source, args=None, num_classes=None, weights=None):
     args = dict(args or {}, **({} if num_classes is None else {"num_classes": num_classes}))
     kind, _, name = source.partition(":")
     if kind in ("torchvision", "timm") and name:
-        model = registry_model(kind, name, args)
+        model = registry_model(kind, name, args, ctx)
     elif source.endswith(".pt2"):
         if args:
             raise bad_argument("a torch.export program takes no constructor arguments (--args, --num_classes)")
-        model = pt2file.open_module(ctx.path(source))
+        source = os.path.realpath(ctx.path(source))
+        model = pt2file.open_module(source)
     elif ".py:" in source:
         file, _, cls_name = source.rpartition(":")
-        model = user_model(ctx.path(file), cls_name, args)
+        source = "%s:%s" % (os.path.realpath(ctx.path(file)), cls_name)
+        model = user_model(ctx.path(file), cls_name, args, ctx)
     else:
         raise bad_argument("cannot open %r: name a model as %s" % (source, FORMS),
                            "e.g. torch model open torchvision:resnet18 --num_classes 10")
     if weights is not None:
         stateload.load_file(model, weights)
-    return model
+    return record(model, RECIPE_CLASS, {"source": source, "args": args})  # its recipe: sessions rebuild it
 
 
-def registry_model(library, name, args):
-    """torchvision's or timm's model NAME with random weights."""
+def reopen(source, args):
+    """The model open_model built from SOURCE (a file's real path, or a library's name) and args, again, for a
+    session or bundle that holds its recipe (recipes/modules.py); its values come from the saved state. The
+    file's code runs here: a file another user could have planted or changed is refused (trust.py)."""
+    kind, _, name = source.partition(":")
+    if kind in ("torchvision", "timm") and name:
+        return registry_model(kind, name, args)
+    file = source if source.endswith(".pt2") else source.rpartition(":")[0]
+    try:
+        why = untrusted(file, S_IFREG)
+    except OSError as e:
+        why = "%s: %s" % (file, e.strerror)
+    if why is not None:
+        raise not_portable("cannot rebuild the model opened from %s: %s" % (source, why),
+                           "open it again with `torch model open` and load its weights (`torch nn load`)")
+    if source.endswith(".pt2"):
+        return pt2file.open_module(file)
+    return user_model(file, source.rpartition(":")[2], args)
+
+
+def registry_model(library, name, args, ctx=None):
+    """torchvision's or timm's model NAME with random weights (ctx: whose memory budget admits it first)."""
     lib = import_vision(library)
     if library == "torchvision":
         names, lister = lib.models.list_models(), "torchvision.models.list_models()"
@@ -66,7 +94,7 @@ def registry_model(library, name, args):
         near = close(name, names)
         raise bad_argument("%s has no model %r" % (library, name), "did you mean %s?" % " or ".join(near) if near
                            else "python -c 'import %s; print(%s)' lists them" % (library, lister))
-    return _construct("%s:%s" % (library, name), build, args)
+    return _construct("%s:%s" % (library, name), build, args, ctx)
 
 
 def import_vision(library):
@@ -95,8 +123,9 @@ def _broken(library, exc):
         "https://download.pytorch.org/whl/%s" % (int(minor) + 15, patch, index))
 
 
-def user_model(path, cls_name, args):
-    """CLASS(**args) from the Python file at path, whose code runs here (the module's docstring)."""
+def user_model(path, cls_name, args, ctx=None):
+    """CLASS(**args) from the Python file at path, whose code runs here (the module's docstring); ctx: whose
+    memory budget admits it first."""
     if not os.path.isfile(path):
         raise bad_argument("no such Python file: %s" % path)
     module = _import_file(path)
@@ -106,7 +135,7 @@ def user_model(path, cls_name, args):
                  and v.__module__ == module.__name__]
         what = "no class %s" % cls_name if cls is None else "%s, which is not a torch.nn.Module class" % cls_name
         raise bad_argument("%s has %s" % (path, what), "its nn.Module classes: %s" % (", ".join(found) or "none"))
-    return _construct(cls_name, lambda: cls(**args), args)
+    return _construct(cls_name, lambda: cls(**args), args, ctx)
 
 
 def _import_file(path):
@@ -129,7 +158,11 @@ def _import_file(path):
     return module
 
 
-def _construct(what, build, args):
+def _construct(what, build, args, ctx):
+    """build(), refused with out_of_memory first when its parameters and buffers would not fit the budget:
+    the constructor runs twice, on the meta device first (memory/modules.py; a user's class with side effects
+    in __init__ has them twice)."""
+    memory.admit_module(ctx, build, what)
     try:
         return build()
     except (Exception, SystemExit) as e:  # the user's or the library's code (sys.exit would end the tensor thread)

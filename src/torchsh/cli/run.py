@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from torchsh import protocol
+from torchsh import memory, protocol
 from torchsh.call import bind, parse, replies, results, tokens
 from torchsh.call.invoke import invoke
 from torchsh.call.misfit import no_binding
@@ -74,7 +74,11 @@ def run_cli(app, request):
         e.op = e.op or op_name
         names.say_given(e, argv + (ctx.stdin or []), app)
         return CliReply(stderr="" if e.code in protocol.SILENT else e.line() + "\n", exit=protocol.exit_status(e.code))
-    except Exception:  # a bug in torchsh: keep the daemon alive, log the traceback
+    except Exception as e:  # a bug in torchsh: keep the daemon alive, log the traceback
+        oom = memory.allocation_failure(e)  # a MemoryError rendering a big reply is the budget's, not a bug
+        if oom is not None:
+            oom.op = op_name
+            return CliReply(stderr=oom.line() + "\n", exit=protocol.exit_status(oom.code))
         log.error("internal error on %r\n%s", argv, traceback.format_exc())
         err = TorchshError("internal_error", "internal error", "the daemon log %s has the traceback" % app.log_path,
                            op=op_name)

@@ -16,8 +16,10 @@ Sizes come from, cheapest first:
   data is touched, no RNG advanced); views of the inputs count as nothing;
 - for the few ops whose output size depends on the data (bincount, one_hot, repeat_interleave), the
   data, and a formula for combinations (no meta kernel; it builds an n ** r grid first);
-- for verbs: layers built on the meta device, `load` by the file's size, `contiguous`/`to`/`value` by
-  shape;
+- for verbs: `load` by the file's size, `contiguous`/`to`/`value` by shape;
+- for modules, whatever face builds them (a layer, `nn sequential`'s words, a sweep's templates, `model
+  open`): built on the meta device, parameters and buffers summed; for an optimizer, the state a twin of it
+  over meta parameters makes in one step (modules.py), admitted when it is built and at its first step;
 - otherwise the op runs, and an allocation failure (MemoryError, PyTorch's allocator error, CUDA OOM)
   becomes `out_of_memory` too (see allocation_failure).
 For CUDA outputs the budget is the device's free memory (torch.cuda.mem_get_info plus what PyTorch's
@@ -26,6 +28,8 @@ caching allocator holds unused); TORCHSH_MAX_MEMORY is about host memory.
 from torchsh.memory.budget import (DEFAULT, ENV, Budget, allocation_failure, cgroup_limit, human,
                                    machine_memory, over_budget, parse_size, physical_memory, rss_bytes)
 from torchsh.memory.heap import keep_freed_memory
+from torchsh.memory.modules import admit_first_step, admit_module, admit_optimizer
 
-__all__ = ["DEFAULT", "ENV", "Budget", "allocation_failure", "cgroup_limit", "human", "keep_freed_memory",
-           "machine_memory", "over_budget", "parse_size", "physical_memory", "rss_bytes"]
+__all__ = ["DEFAULT", "ENV", "Budget", "admit_first_step", "admit_module", "admit_optimizer", "allocation_failure",
+           "cgroup_limit", "human", "keep_freed_memory", "machine_memory", "over_budget", "parse_size",
+           "physical_memory", "rss_bytes"]

@@ -209,26 +209,26 @@ class Budget:
         self._admit_size(size)
 
     def admit_verb(self, op, ctx, values):
-        """The verbs that can allocate far more than their inputs hold: a layer (`nn linear 100000 100000`
-        is 40 GB of weights), `contiguous` and `to` of an expanded view, `load` of a big file, `value`
-        and `print` (text costs ~256 bytes an element at its peak). Other verbs are not checked (their
-        allocation failures still are)."""
+        """The verbs that can allocate far more than their inputs hold: `contiguous` and `to` of an expanded
+        view, `load` of a big file, `value` and `print` (text costs ~256 bytes an element at its peak).
+        Layers and optimizers admit themselves as they are built (memory/modules.py), whatever face builds
+        them. Other verbs are not checked (their allocation failures still are)."""
         self.headroom = 0  # what a verb allocates is not counted in it: the next op reads RSS afresh
         try:
             bound = sizes.verb_bound(op, ctx, values)
         except Exception:
             log.exception("memory bound of %s failed; admitting it", op.name)
             return
-        if self.limit is None or bound is None or rss_bytes() + bound <= self.limit:
-            return
-        self._admit_size(bound if isinstance(bound, sizes.Exact) else sizes.layer_bytes(op, ctx, values))
-
-    def admit_bytes(self, size):
-        """Refuse (out_of_memory) SIZE bytes a verb is about to allocate itself, when they would not fit."""
         if self.limit is not None:
-            self._admit_size(size)
+            self._admit_size(bound)
 
-    def _admit_size(self, size):
+    def admit_bytes(self, size, what="output"):
+        """Refuse (out_of_memory) SIZE bytes a verb is about to allocate itself, when they would not fit;
+        what names them in the refusal ("output", "Linear's parameters and buffers")."""
+        if self.limit is not None:
+            self._admit_size(size, what)
+
+    def _admit_size(self, size, what="output"):
         if size is None:
             return  # cannot tell: run it; an allocation failure is caught as out_of_memory
         rss = rss_bytes()
@@ -237,7 +237,7 @@ class Budget:
             rss = rss_bytes()
         if rss + size > self.limit:
             self.refused += 1
-            raise over_budget(int(size), rss, self.limit, self.rule)
+            raise over_budget(int(size), rss, self.limit, self.rule, what)
 
     def _admit_cuda(self, op, overload, args, kwargs, bound, device):
         if bound is not None and bound < _CUDA_SMALL:
@@ -256,10 +256,10 @@ class Budget:
                 "`torch tensors` lists what is held and `torch free HANDLE…` releases it")
 
 
-def over_budget(size, rss, limit, rule):
+def over_budget(size, rss, limit, rule, what="output"):
     return TorchshError(
-        "out_of_memory", "output of %s would exceed the memory budget of %s (%s in use)"
-        % (human(size), human(limit), human(rss)),
+        "out_of_memory", "%s of %s would exceed the memory budget of %s (%s in use)"
+        % (what, human(size), human(limit), human(rss)),
         "`torch tensors` lists what is held and `torch free HANDLE…` releases it; the budget is %s "
         "(set %s or torchd --max-memory)" % (rule, ENV))
 

@@ -1,6 +1,7 @@
 """How many bytes an op's output will take, before it runs: bounds from the inputs and the numeric
 arguments, shape inference on the meta device, formulas for the ops whose size is in their data, and
-the verbs that can allocate far more than their inputs (layers, `load`, `value`). budget.py decides.
+the verbs that can allocate far more than their inputs (`load`, `value`). budget.py decides; modules.py
+sizes modules and optimizers' state.
 """
 import itertools
 import math
@@ -184,25 +185,7 @@ def verb_bound(op, ctx, values):
     if op.name in ("load", "data.open"):
         size = files_read_whole(op.name, values)
         return None if size is None else Exact(size)
-    if op.class_kind == "nn":
-        numbers = sum(_numeric_any(v, False) for v in values.values())
-        return 64 * (numbers + 2) ** 4 if numbers < 1e6 else math.inf  # a layer's weights: a few products
-    return None
-
-
-def layer_bytes(op, ctx, values):
-    """A layer's parameters and buffers, built on the meta device (no memory, no RNG), or None."""
-    torch = _t()
-    if ctx.device is not None or values.get("device") is not None:
-        return None  # an explicit device would override the meta device: the layer would be built for real
-    try:
-        with torch.device("meta"), warnings_off():
-            module = op.call(ctx, **values)
-    except Exception:
-        return None  # the real call reports the argument error
-    if not isinstance(module, torch.nn.Module):
-        return None
-    return sum(t.numel() * t.element_size() for t in list(module.parameters()) + list(module.buffers()))
+    return None  # layers and optimizers admit themselves as they are built (memory/modules.py)
 
 
 def warnings_off():

@@ -10,7 +10,7 @@ last/best; --resume auto continues from DIR's last checkpoint bit for bit, even 
 import functools
 import os
 
-from torchsh import jobs
+from torchsh import jobs, memory
 from torchsh.data import meaning
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.jobs import follow
@@ -102,6 +102,8 @@ def _start(ctx, o):
                    compile_cache=_compile_cache(ctx, o),
                    **{key: o[key] for key in _PLAN_OPTIONS})
     work = _work(ctx, plan, o["nproc_per_node"], tuple(o[key] for key in _LAUNCH_OPTIONS))
+    if o["nproc_per_node"] is None:  # the ranks' memory is their own processes'
+        memory.admit_first_step(ctx, plan.optimizer, backward=True)
     if o["version"]:  # the last check passed: a refused fit leaves no empty version folder behind
         plan.log = rundir.new_version(plan.log)
         notes.append("logging to %s" % os.path.join(_shown(ctx, o["log"]), os.path.basename(plan.log)))

@@ -12,6 +12,7 @@ import shlex
 
 import torch
 
+from torchsh import memory
 from torchsh.classes import tables
 from torchsh.call import nested
 from torchsh.call.results import Table, Text
@@ -72,9 +73,14 @@ def _builder(cls, args):
 
 
 def construct(ctx, cls, values):
-    """cls(**values), on the caller's default device (TORCHSH_DEVICE) unless --device says otherwise."""
+    """cls(**values), on the caller's default device (TORCHSH_DEVICE) unless --device says otherwise; refused
+    with out_of_memory first when its parameters and buffers would not fit the budget (every face builds
+    layers here: `nn KIND`, `nn sequential`'s words, a sweep's --model)."""
     if ctx.device and values.get("device") is None and "device" in _params(cls):
         values["device"] = torch.device(ctx.device)
+    device = values.get("device")
+    on_meta = values if device is None else dict(values, device="meta")  # an explicit device beats the context's
+    memory.admit_module(ctx, lambda: cls(**on_meta), cls.__name__, device)
     try:
         return record(cls(**values), cls.__name__, values)  # how it was built: sessions and `cp` rebuild it
     except (TypeError, ValueError, AssertionError) as e:

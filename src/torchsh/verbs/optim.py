@@ -23,6 +23,7 @@ form one group with the command's flags; each quoted group overrides them for it
 import numpy as np
 import torch
 
+from torchsh import memory
 from torchsh.classes import tables
 from torchsh.call import tokens
 from torchsh.table import kinds
@@ -77,8 +78,10 @@ def _builder(word, cls, opts):
         options = {a.name: a.default for a in opts} if documented else {}
         options.update(given)
         param_groups = _param_groups(ctx, params if params is not None else groups, opts)
+        options = {k: _pytorch_value(v) for k, v in options.items()}
+        memory.admit_optimizer(ctx, cls, param_groups, options)  # its state, refused before it is built
         try:
-            return cls(param_groups, **{k: _pytorch_value(v) for k, v in options.items()})
+            return cls(param_groups, **options)
         except (ValueError, TypeError) as e:
             raise bad_argument("%s: %s" % (word, str(e).split("\n")[0]), "`torch optim %s --help` lists the options"
                                % word) from None
@@ -146,6 +149,7 @@ def step(ctx, optimizer):
     """optimizer.step(): update the parameters from their .grad (run backward first)."""
     if isinstance(optimizer, torch.optim.LBFGS):
         raise bad_argument("LBFGS re-evaluates the loss during its step", "use `torch train_step M OPT --loss … X Y`")
+    memory.admit_first_step(ctx, optimizer, backward=False)
     optimizer.step()
 
 

@@ -24,6 +24,7 @@ import contextlib
 
 import torch
 
+from torchsh import memory
 from torchsh.call.results import JsonText
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.train import compiled, compilecache
@@ -48,6 +49,7 @@ def train_step(ctx, model, optimizer, input, target, loss="mse_loss", loss_args=
     """
     fn = loss_function(loss)
     _autocast(model, autocast)  # a bad --autocast is refused before any change
+    memory.admit_first_step(ctx, optimizer, backward=True)  # its state and the gradients, refused before a change
     options = loss_options(loss_args)
     params = [p for g in optimizer.param_groups for p in g["params"]] if clip is not None else None
     forward, opt_step = _steps(ctx, model, optimizer, fn, options, input, target, autocast) if compile else (

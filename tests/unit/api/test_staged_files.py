@@ -6,21 +6,10 @@ import tempfile
 
 import pytest
 
-from torchsh.daemon import http
-from torchsh.daemon.app import App
-from torchsh.daemon.routes import dispatch
+import inprocess
+from inprocess import request
 
-
-@pytest.fixture(scope="module")
-def app():
-    a = App(tempfile.mktemp(suffix=".sock"), None)
-    yield a
-    a.staging.close()
-
-
-def request(app, raw):
-    req, _ = http.parse_request(bytearray(raw), 1 << 30)
-    return dispatch(app, req)
+app = pytest.fixture(scope="module")(inprocess.app)
 
 
 @pytest.mark.parametrize("name", ["x.npy", "..", ".", "..%2F..%2Fescape", "a%00b", "%2Fetc%2Fpasswd", ""])
