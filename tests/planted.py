@@ -39,14 +39,17 @@ def nobody_connected(impostor):
 
 def squat(listener, reply=b""):
     """Read each connection's request head, answer `reply`, close; in a thread until `listener` is closed.
-    Returns the list of heads heard, one per connection, as it grows."""
-    heard = []
+    reply None: never answer, and hold the connection open until then (a program that took the port and
+    says nothing). Returns the list of heads heard, one per connection, as it grows."""
+    heard, held = [], []
 
     def serve():
         while True:
             try:
                 conn, _ = listener.accept()
             except OSError:
+                for conn in held:
+                    conn.close()
                 return  # closed: the test is over
             heard.append(b"")
             while b"\r\n\r\n" not in heard[-1]:  # the whole head, so the caller's writes all land
@@ -54,6 +57,9 @@ def squat(listener, reply=b""):
                 if not chunk:
                     break
                 heard[-1] += chunk
+            if reply is None:
+                held.append(conn)
+                continue
             conn.sendall(reply)
             conn.close()
     threading.Thread(target=serve, daemon=True).start()

@@ -271,7 +271,10 @@ FAST_NUM1_AT = FAST_KIND_AT + 2
 FAST_NUM2_AT = FAST_NUM1_AT + 12
 FAST_HEAD_LEN = FAST_NUM2_AT + 11 + 4
 # The shell function sends its request head with `Expect: 100-continue` and sends the body (argv,
-# cwd, environment) only after this interim reply proves the server knows the server token.
+# cwd, environment) only after this interim reply proves the server knows the server token. The daemon's
+# loop sends it at once; a port that sends nothing for FAST_CONTINUE_S seconds is not our daemon's (a
+# program took it after torchd died), and the function runs the real client, which says what became of it.
 FAST_CONTINUE = "HTTP/1.1 100 Continue\r\nTorchsh-Fast: %s\r\n\r\n"
+FAST_CONTINUE_S = 3
 FAST_CONTINUE_TOKEN_AT = FAST_CONTINUE.index("%s")
 FAST_CONTINUE_LEN = len(FAST_CONTINUE) - 2 + FAST_TOKEN_LEN

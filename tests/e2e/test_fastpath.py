@@ -152,12 +152,7 @@ def test_the_function_starts_the_daemon_and_turns_the_fast_path_on(fresh_sh):
 def test_a_reply_without_the_server_token_is_never_acted_on(fresh_sh, way):
     """A program that takes the port after torchd exited learns a dead token and cannot run anything."""
     s = fresh_sh(start=False)
-    impostor = socket.socket()
-    impostor.bind(("127.0.0.1", 0))
-    impostor.listen(4)
-    with open(_token_file(s), "w") as f:
-        f.write("%d %s %s\n" % (impostor.getsockname()[1], "a" * 32, "b" * 32))
-    os.chmod(_token_file(s), 0o600)
+    impostor = _impostor(s)
     pwned = s.tmp("pwned")
     exec_body = ("0\n0\ntouch\n%s\n" % pwned).encode()
     forged = b"HTTP/1.1 200 OK\r\nContent-Length: %10d\r\nTorchsh-Fast: %s x %11d %11d\r\n\r\n" % (
@@ -169,6 +164,39 @@ def test_a_reply_without_the_server_token_is_never_acted_on(fresh_sh, way):
     assert out == "[1.0,1.0]"  # the real client ran it instead (and started torchd)
     assert not os.path.exists(pwned)
     assert heard and not any(b"ones" in h for h in heard)  # the argv never left for an unproven server
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("way", list(WAYS) + ["zsh"])
+def test_a_port_that_never_answers_is_given_up_on_and_the_real_client_runs_the_command(fresh_sh, way):
+    """torchd died and another program took its port; it accepts and says nothing. The function waits
+    FAST_CONTINUE_S for the server's proof, not for ever, and never sends argv: the real client runs it."""
+    s = fresh_sh(start=False)
+    impostor = _impostor(s)
+    heard = squat(impostor, None)
+    try:  # the timeouts guard the test from a hang: the assertions are on what came out
+        if way == "zsh":
+            from torchsh.shells.init_zsh import script
+            out = subprocess.run([require_tool("zsh"), "-f", "-c", script() + "torch ones '[2]' | torch value"],
+                                 env=s.env, cwd=s.folder, capture_output=True, stdin=subprocess.DEVNULL,
+                                 timeout=60, text=True).stdout.strip()
+        else:
+            out = s((_function_only(s) if way == "function" else "") + "torch ones '[2]' | torch value", timeout=60)
+    finally:
+        impostor.close()
+    assert out == "[1.0,1.0]"  # the real client ran it (and started torchd)
+    assert heard and not any(b"ones" in h for h in heard)  # the argv never left for the silent port
+
+
+def _impostor(s):
+    """A listener on a port of its own, which s's token file names (as a dead torchd's file would, its port taken)."""
+    impostor = socket.socket()
+    impostor.bind(("127.0.0.1", 0))
+    impostor.listen(8)
+    with open(_token_file(s), "w") as f:
+        f.write("%d %s %s\n" % (impostor.getsockname()[1], "a" * 32, "b" * 32))
+    os.chmod(_token_file(s), 0o600)
+    return impostor
 
 
 def _function_only(s):

@@ -207,10 +207,11 @@ def test_port_serves_v2_with_the_daemons_token_only(sh):
     status, out, _ = request(conn, "POST", "/v2/models/onport/infer", infer_doc(X), headers=auth)
     assert status == 200
     torch.testing.assert_close(torch.tensor(out["outputs"][0]["data"]).reshape(5, 3), torch.nn.functional.linear(X, W, B))
-    raw = socket.create_connection(("127.0.0.1", port), timeout=60)  # a body over the cap: refused from its head
-    raw.sendall(b"POST /v2/models/onport/infer HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % (1 << 30))
-    assert raw.makefile("rb").readline().startswith(b"HTTP/1.1 413 ")
-    raw.close()
+    for header, status in ((b"", b"403"), (b"Authorization: Bearer %s\r\n" % token.encode(), b"413")):
+        raw = socket.create_connection(("127.0.0.1", port), timeout=60)  # a body over the cap: refused from its head,
+        raw.sendall(b"POST /v2/models/onport/infer HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n" % (header, 1 << 30))
+        assert raw.makefile("rb").readline().startswith(b"HTTP/1.1 %s " % status)  # the token's first
+        raw.close()
     sh("torch job stop %s" % job)
     refused = socket.socket()
     assert refused.connect_ex(("127.0.0.1", port)) != 0  # the port closes with its job
@@ -228,6 +229,11 @@ def test_refusals_name_freeing_the_model_and_bad_numbers(sh):
     assert r.code == 2 and "[bad_argument]" in r.err
     r = sh.run("torch serve %s --name other --threads 0 --detach" % m)
     assert r.code == 2 and "--threads" in r.err
+    for flags, words in (("--port 70000", "0 to 65535"), ("--port -1", "0 to 65535"), ("--port abc", "--port"),
+                         ("--max_wait_ms 1e12", "0 to 60000"), ("--max_wait_ms nan", "0 to 60000"),
+                         ("--max_wait_ms -1", "0 to 60000")):
+        r = sh.run("torch serve %s --name other %s --detach" % (m, flags))
+        assert r.code == 2 and "[bad_argument]" in r.err and words in r.err, (flags, r.err)
 
 
 def test_a_fit_runs_beside_a_server_not_queued_behind_it(sh):
@@ -262,3 +268,21 @@ def test_a_failing_batch_answers_its_requests_and_the_server_goes_on(sh):
     status, out, _ = request(conn, "POST", "/v2/models/flat/infer", infer_doc(X))
     assert status == 422 and "batch dimension" in out["error"]
     assert final_row(sh, job)["errors"] == 1 and final_row(sh, flat_job)["errors"] == 1
+
+
+def test_a_body_nested_deeper_than_1024_levels_is_400_on_the_socket_and_the_port(sh):
+    job, _ = served(sh, "deep", "--port 0")
+    said = sh.run("torch job logs %s" % job).err
+    port = int(re.search(r"http://127\.0\.0\.1:(\d+)", said).group(1))
+    with open(re.search(r"\$\(cat ([^)\s]+)\)", said).group(1)) as f:
+        auth = {"Authorization": "Bearer " + f.read().strip()}
+    for depth in (1025, 100000):  # orjson's limit, and far past the interpreter's recursion limit
+        body = '{"inputs": [{"name": "input__0", "shape": [1, 4], "datatype": "FP32", "data": %s}]}' % (
+            "[" * depth + "]" * depth)
+        for conn, headers in ((UnixHTTPConnection(sh.socket), {}),
+                              (http.client.HTTPConnection("127.0.0.1", port, timeout=60), auth)):
+            conn.request("POST", "/v2/models/deep/infer", body=body, headers=headers)
+            reply = conn.getresponse()
+            out = json.loads(reply.read())
+            assert (reply.status, out["code"]) == (400, "bad_argument") and "nested too deeply" in out["error"]
+    sh("torch job stop %s" % job)

@@ -25,11 +25,15 @@ def test_beyond_loopback_the_port_speaks_tls_with_the_daemons_certificate_and_wa
     except (http.client.HTTPException, OSError):
         pass
     pinned = ssl.create_default_context(cafile=crt)  # as `curl --cacert CRT --resolve torchd:PORT:HOST`
-    conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=60, context=pinned)
-    conn.sock = pinned.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=60),
-                                   server_hostname="torchd")  # the certificate's name, checked
-    status, out, _ = request(conn, "POST", "/v2/models/overtls/infer", infer_doc(X))
-    assert status == 403 and out["code"] == "token_refused"
+
+    def connection():
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=60, context=pinned)
+        conn.sock = pinned.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=60),
+                                       server_hostname="torchd")  # the certificate's name, checked
+        return conn
+    status, out, headers = request(connection(), "POST", "/v2/models/overtls/infer", infer_doc(X))
+    assert status == 403 and out["code"] == "token_refused" and headers["Connection"] == "close"
+    conn = connection()  # a refused connection is closed: nothing more is read from a caller without the token
     status, out, _ = request(conn, "POST", "/v2/models/overtls/infer", infer_doc(X), headers=auth)
     assert status == 200
     torch.testing.assert_close(torch.tensor(out["outputs"][0]["data"]).reshape(5, 3),

@@ -76,3 +76,16 @@ def test_listen_addresses():
             parse_listen(url)
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("gpu1.lan")
+
+
+def test_a_reply_made_later_or_prepared_on_a_named_context_is_named_when_it_is_made():
+    from types import SimpleNamespace
+    from torchsh.daemon.http import Later, Prepare, Request, Response
+    app = SimpleNamespace(registry=SimpleNamespace(epoch="k3f", holds=lambda h: True))
+    request = Request("POST", "/v1/ops/fit", {naming.HEADER.lower(): "gpu1"}, b'{"args": []}')
+    later = naming.dispatch(app, request, lambda app, r: Later(lambda gone: Response(200, b'{"m": "nn://k3f0000a"}')))
+    assert isinstance(later, Later) and later.make(lambda: False).body == b'{"m": "nn://gpu1/k3f0000a"}'
+    gone = naming.dispatch(app, request, lambda app, r: Later(lambda gone: None))
+    assert gone.make(lambda: True) is None  # the client left: nothing to name, nothing to send
+    prepare = Prepare(lambda: None)
+    assert naming.dispatch(app, request, lambda app, r: prepare) is prepare  # dispatched again once prepared

@@ -11,6 +11,7 @@ tensors/args/kwargs/env/cwd.
 from torchsh.call.tokens import Token, from_json
 from torchsh.registry.handles import looks_like_handle
 from torchsh.table import kinds
+from torchsh.table.values import NumberList
 
 _HELD = {"ha": "oa", "ht": "ot"}
 PLAIN_FIELDS = frozenset(("tensors", "args", "kwargs", "env", "cwd"))
@@ -38,8 +39,9 @@ class PlannedCall:
 
 
 def word_token(value):
-    # A string's own text names it in error messages, as on the command line (and skips a json.dumps).
-    return from_json(value, value if isinstance(value, str) else None)
+    # A string's own text names it in error messages, as on the command line (and skips a json.dumps); so does
+    # a big body's array of numbers (api/bigbody.py: writing the JSON of 5M numbers again took 3 s).
+    return from_json(value, value if isinstance(value, str) else value.text if type(value) is NumberList else None)
 
 
 def key(name, args, tensors, kwargs, kind_of):

@@ -4,11 +4,14 @@ a test compares). Pure data in, a dict out: no import of the daemon.
 
 Arguments are described once per kind (components/schemas/kind.NAME, from the kind rows of
 table/kinds.py), and per op by GET /v1/ops/{op} (op_description: each argument with its schema),
-so the document stays one size however many ops the table holds.
+so the document stays one size however many ops the table holds. A route's path regex becomes its OpenAPI
+templates, each named group a declared path parameter (openapi_paths); the V2 routes' errors are V2's, at each
+status their handlers answer (api/openapi_v2.py).
 """
 import re
 
 from torchsh import __version__, protocol
+from torchsh.api import openapi_v2 as v2_schemas
 from torchsh.registry.handles import EPOCH_LEN, SERIAL_LEN
 from torchsh.registry.kinds import HANDLE_KINDS
 from torchsh.table.kinds import KINDS
@@ -115,37 +118,59 @@ _BODIES = {
 }
 _REPLIES = {"get_op": ("application/json", {"$ref": "#/components/schemas/OpDescription"}),
             "post_export": (BUNDLE_MEDIA, _BINARY)}
+_PATH_PARAMS = {"handle": "an object's handle, e.g. tensor://k3f00012",
+                "id": "a staged file's or folder's id (POST /v1/files, or a command's Torchsh-Download header)",
+                "name": "the name a model is served as (torch serve --name)",
+                "version": "a version of the model: torch serve keeps one, whatever it is called here"}
 
 
 def document(routes, table):
     """routes: (method, path regex, handler, summary) rows; table: the op table, which the `op`
     path parameter describes (how many names it takes; GET /v1/ops lists them)."""
     paths = {}
-    path_params = {"op": "an op or verb name, or an alias: %d ops and verbs (GET /v1/ops lists them)"
-                         % len(table), "handle": "an object's handle, e.g. tensor://k3f00012"}
+    described = dict(_PATH_PARAMS, op="an op or verb name, or an alias: %d ops and verbs (GET /v1/ops lists "
+                                       "them)" % len(table))
     for method, pattern, handler, summary in routes:
-        path, name = _openapi_path(pattern), handler.__name__
-        op = {"operationId": name, "summary": summary,
-              "responses": {"200": {"description": "success"},
-                            "default": {"description": "error", "content": {"application/json": {"schema": _ERROR}}}}}
-        params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}, "description": text}
-                  for n, text in path_params.items() if "{%s}" % n in path]
-        params += [_NAN_PARAM] if name in _NAN_HANDLERS else []
-        params += [_FORMAT_PARAM] if name == "get_tensor" else []
-        if params:
-            op["parameters"] = params
-        if name in _BODIES:
-            op["requestBody"] = _BODIES[name]
-        if name in _REPLIES:
-            media, schema = _REPLIES[name]
-            op["responses"]["200"]["content"] = {media: {"schema": schema}}
-        paths.setdefault(path, {})[method.lower()] = op
+        variants = openapi_paths(pattern)
+        for path, groups in variants:
+            op = _operation(handler.__name__, summary, path)
+            extra = [g for g in groups if g not in variants[0][1]]
+            if extra:  # the same handler at another path of its regex: operation ids are unique in a document
+                op["operationId"] += "_with_" + "_".join(extra)
+            params = [{"name": g, "in": "path", "required": True, "description": described[g],
+                       "schema": {"type": "string", "pattern": "^(?:%s)$" % regex}} for g, regex in groups.items()]
+            op["parameters"] = params + op.get("parameters", [])
+            if not op["parameters"]:
+                del op["parameters"]
+            paths.setdefault(path, {})[method.lower()] = op
     return {"openapi": "3.1.0",
             "info": {"title": "torchd", "version": __version__,
                      "description": "The torchsh daemon's API on its private Unix socket. Ops are listed by GET /v1/ops."},
             "paths": paths,
             "components": {"schemas": dict({"OpRequest": _OP_REQUEST, "Error": _ERROR, "OpDescription": _OP_DESCRIPTION,
-                                            "Argument": _ARG}, **kind_components())}}
+                                            "Argument": _ARG, "V2Error": v2_schemas.ERROR,
+                                            "V2InferRequest": v2_schemas.INFER_REQUEST}, **kind_components())}}
+
+
+def _operation(name, summary, path):
+    """One operation: its summary, query parameters, body, and replies: V2's errors on /v2 paths (their own
+    shape, each status its handler answers), torchsh's elsewhere (`default`: any status of protocol.ERRORS)."""
+    op = {"operationId": name, "summary": summary,
+          "responses": {"200": {"description": "success"},
+                        "default": {"description": "error", "content": {"application/json": {"schema": _ERROR}}}}}
+    if path.startswith("/v2"):
+        op["responses"].update(v2_schemas.responses(name))
+        op["responses"]["default"]["description"] = "the router's own errors, in torchsh's shape (a bug, memory)"
+    params = [_NAN_PARAM] if name in _NAN_HANDLERS else []
+    params += [_FORMAT_PARAM] if name == "get_tensor" else []
+    if params:
+        op["parameters"] = params
+    if name in _BODIES or name in v2_schemas.BODIES:
+        op["requestBody"] = _BODIES.get(name) or v2_schemas.BODIES[name]
+    if name in _REPLIES:
+        media, schema = _REPLIES[name]
+        op["responses"]["200"]["content"] = {media: {"schema": schema}}
+    return op
 
 
 def kind_components():
@@ -163,5 +188,16 @@ def _kind_text(name):
     return "; ".join(words)
 
 
-def _openapi_path(pattern):
-    return re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", pattern)
+_OPTIONAL = re.compile(r"\(\?:((?:[^()]|\(\?P<\w+>[^()]*\))*)\)\?")  # (?:…)? holding no group but named ones
+_NAMED = re.compile(r"\(\?P<(\w+)>([^()]*)\)")
+
+
+def openapi_paths(pattern):
+    """[(OpenAPI path template, {parameter: its regex})] of a route's path regex: each named group (?P<name>…)
+    a {name}; an optional group (?:…)? two paths, without it and with it (/v2/models/{name} and
+    /v2/models/{name}/versions/{version})."""
+    optional = _OPTIONAL.search(pattern)
+    if optional:
+        head, tail = pattern[:optional.start()], pattern[optional.end():]
+        return openapi_paths(head + tail) + openapi_paths(head + optional.group(1) + tail)
+    return [(_NAMED.sub(r"{\1}", pattern), dict(_NAMED.findall(pattern)))]

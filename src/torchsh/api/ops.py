@@ -13,18 +13,20 @@ Replies besides output (protocol.REPLIES) the caller lists in the Torchsh-Replie
 field of their name: {"exec": …}, {"follow": …, "stdout", "stderr"}, {"copy": …}, {"handover": …}; for one it
 does not list, the daemon follows a job to its end itself (a foreground fit answers its rows once it ends),
 or refuses with needs_client (call/replies.py).
+A body of PREPARE_BYTES and more is decoded on a quick worker before its turn on the tensor thread
+(api/bigbody.py): post_op answers http.Prepare there, and runs with request.prepared on the tensor thread.
 """
 import json
 
 from torchsh import protocol
-from torchsh.api import calls
+from torchsh.api import bigbody, calls
 from torchsh.api.openapi import op_description
 from torchsh.call import bind, parse, replies, results, suggest, tokens
 from torchsh.call.invoke import convert_all, invoke
 from torchsh.call.jsonout import nan_mode, result_json
 from torchsh.call.misfit import no_binding
 from torchsh.context import Context
-from torchsh.daemon.http import Later, Response
+from torchsh.daemon.http import Later, Prepare, Response
 from torchsh.errors import TorchshError
 from torchsh.registry import names
 from torchsh.jobs import follow
@@ -38,10 +40,9 @@ JSON_REPLIES = frozenset({"exec", "follow", "copy", "await", "handover"})
 def post_op(app, request, params):
     op, fixed = app.table.lookup(params["op"])
     nan = nan_mode(request.query)
-    try:
-        body = tokens.loads(request.body or b"{}")
-    except ValueError as e:
-        raise TorchshError("bad_request", "body is not JSON: %s" % e)
+    if prepares(request):  # on a quick worker (routes.lockfree): decoded there, then run on the tensor thread
+        return Prepare(lambda: bigbody.prepare(app, request))
+    body = _body(request)
     if not isinstance(body, dict):
         raise TorchshError("bad_request", "body must be a JSON object")
     tensors, args, kwargs, env, cwd = _fields(body)
@@ -79,6 +80,22 @@ def post_op(app, request, params):
         h.op = h.op or op.name
         return _json({"handover": h.json()})
     return _answer(ctx, result, nan, warned)
+
+
+def prepares(request):
+    """Whether the request's body is big enough to be decoded before its turn on the tensor thread
+    (api/bigbody.py), and is not yet."""
+    return request.prepared is None and len(request.body) >= bigbody.PREPARE_BYTES
+
+
+def _body(request):
+    """The request's JSON body (a big one decoded already, off the tensor thread: api/bigbody.py)."""
+    if request.prepared is not None:
+        return request.prepared
+    try:
+        return tokens.loads(request.body or b"{}")
+    except ValueError as e:
+        raise TorchshError("bad_request", "body is not JSON: %s" % e)
 
 
 def _context(app, request, body, env, cwd, plain):

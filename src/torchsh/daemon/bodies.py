@@ -9,12 +9,10 @@ when its head arrives, not after gigabytes were read:
     around it are served meanwhile, and it is never copied whole: the handler gets that bytearray (an
     uploaded .npy becomes a tensor on it: fileio.npy_from_bytes).
 """
-import socket
 import time
 
 from torchsh import memory, protocol
 from torchsh.daemon import http
-from torchsh.daemon.conn import error_bytes
 
 BIG_BODY = 1 << 20  # smaller bodies arrive in a read or two, and the connection limit bounds them
 SLICE = 1 << 20     # of a big body per turn of the loop, so a 1 GiB upload never holds the loop for long
@@ -51,16 +49,16 @@ FORMATS = {
 
 
 class Refused(Exception):
-    """A big body refused as it begins; `reply`: the bytes to answer with before draining."""
+    """A big body refused as it begins: the error to answer with (in its door's words) before draining."""
 
-    def __init__(self, reply):
-        super().__init__("refused")
-        self.reply = reply
+    def __init__(self, code, message, hint, json_body):
+        super().__init__(message)
+        self.code, self.message, self.hint, self.json_body = code, message, hint, json_body
 
 
 class Bodies:
-    def __init__(self, app, request_s):
-        self.app, self.request_s = app, request_s
+    def __init__(self, app):
+        self.app = app
         self.arriving = 0  # bytes of the admitted bodies being read now
         self.slice = memoryview(bytearray(SLICE))  # what a turn of the loop reads lands here, then on its body
 
@@ -82,16 +80,13 @@ class Bodies:
         is whole, else None. Raises EOFError when the client left, Refused when its first bytes say no.
         The buffer grows by what arrives (bytearray(N) would write N zeros first: 0.5 s for 1 GiB)."""
         have = len(conn.body)
-        try:
-            n = conn.sock.recv_into(self.slice, min(SLICE, conn.head[5] - have), socket.MSG_DONTWAIT)
-        except BlockingIOError:
+        n = conn.recv_into_nowait(self.slice, min(SLICE, conn.head[5] - have))
+        if n is None:
             return None
-        except OSError:
-            n = 0
         if not n:
             raise EOFError
-        if n >= 1 << 16:  # a body arriving in good pieces earns more time (server.REQUEST_S)
-            conn.deadline = time.monotonic() + self.request_s
+        if n >= 1 << 16:  # a body arriving in good pieces earns more time (its door's request_s)
+            conn.deadline = time.monotonic() + conn.door.request_s
         conn.body += self.slice[:n]
         if have < FIRST_BYTES <= have + n:
             _judge(conn)
@@ -112,7 +107,7 @@ class Bodies:
             budget.refused += 1
             err = memory.over_budget(length, in_use, budget.limit, budget.rule)
             message = err.message.replace("output of", "a request body of", 1)
-            raise Refused(error_bytes(err.code, message, err.hint, json_body=_path(head) != protocol.CLI_PATH))
+            raise Refused(err.code, message, err.hint, _path(head) != protocol.CLI_PATH)
         conn.reserved = length
         self.arriving += length
 
@@ -136,4 +131,4 @@ def _judge(conn):
     what, _, code, hint = rule
     message = "the body of %s %s is not %s: it begins %r (refused before the rest of its %d bytes)" % (
         method, path, what, first[:8], conn.head[5])
-    raise Refused(error_bytes(code, message, hint, json_body=path != protocol.CLI_PATH))
+    raise Refused(code, message, hint, path != protocol.CLI_PATH)

@@ -2,11 +2,11 @@
 
 Bash can open TCP connections itself (`/dev/tcp/127.0.0.1/PORT`) but not Unix sockets, so a shell
 function can run `torch …` with no process per command if the daemon also listens on a loopback
-port. This module is that listener's setup, token check and reply framing; the server's event loop
-(daemon/server.py) accepts and reads its connections, with the same limits and workers as the Unix
-socket. It serves one thing, POST /v1/cli, through the same dispatch, and re-frames the reply so
-bash can read it with two `read -N` calls. The token-bearing head must arrive within
-server.FAST_HEAD_S (5 s) of the connection; idle connections never hold a worker.
+port. This module is that listener's setup, token check and reply framing: a door (daemon/doors.py) of the
+server's loop (daemon/server.py), which accepts and reads its connections, with the same workers as the
+Unix socket. It serves one thing, POST /v1/cli, through the same dispatch, and re-frames the reply so
+bash can read it with two `read -N` calls. The token-bearing head must arrive within FAST_HEAD_S (5 s)
+of the connection; until it has, a connection holds no slot and never a worker.
 
 Security model (docs/fast-path.md): the port is bound to 127.0.0.1 only; a file in the private
 runtime folder (mode 0600, folder 0700) holds "PORT CLIENT_TOKEN SERVER_TOKEN". Every request must
@@ -27,7 +27,6 @@ see exec_lines), f = follow a job (numbers: Ctrl-C stops it (1) or not (0), leng
 stdout; body: the next poll's words on a line, then stdout, then stderr), h = handover (as o: run the
 command with the real client; its stderr says why, for a function that does not know h).
 """
-import hmac
 import logging
 import os
 import secrets
@@ -37,16 +36,21 @@ import threading
 import numpy as np
 
 from torchsh import paths, protocol
-from torchsh.daemon import http
+from torchsh.daemon import doors
 
 log = logging.getLogger("torchd")
 TOKEN_HEADER = b"torchsh-token:"
 ENV_FLAG = "TORCHSH_FASTPATH"  # in torchd's environment or a command's: turn the fast path on
+FAST_CONNECTION_LIMIT = 256  # connections that showed the token; as many more may wait for theirs
+FAST_HEAD_S = 5.0            # from accept to the token-bearing head
+FAST_MAX_BODY = 64 << 20     # argv and stdin handles only; bulk data goes through the Unix socket
 
 REFUSED = (b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 25\r\n"
            b"Connection: close\r\n\r\nmissing or wrong token.\r\n")
 NOT_FOUND = (b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 40\r\n"
              b"Connection: close\r\n\r\nthe fast path serves POST /v1/cli only\r\n")
+OVERLOADED = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 23\r\n"
+              b"Retry-After: %d\r\nConnection: close\r\n\r\nfast path overloaded.\r\n" % doors.RETRY_AFTER_S)
 
 _enable_lock = threading.Lock()
 
@@ -57,11 +61,14 @@ def token_file(app):
 
 
 def enable(app):
-    """Start the loopback listener once per daemon; later calls are no-ops. Returns the FastPath."""
+    """Start the loopback listener once per daemon, a door of the server's loop; later calls are no-ops.
+    Returns the FastPath."""
     with _enable_lock:
         if app.fastpath is None:
             app.fastpath = FastPath(app)
             os.environ[ENV_FLAG] = "1"  # `torch daemon restart` re-execs with this environment: keep it on
+            if getattr(app, "doors", None) is not None:  # None in-process: no loop serves it
+                app.doors.open(app.fastpath.door())
         return app.fastpath
 
 
@@ -83,6 +90,15 @@ class FastPath:
         _write_private(self.path, b"%d %s %s\n" % (self.port, self.client_token, self.server_token))
         log.info("fast path on 127.0.0.1:%d (token file %s)", self.port, self.path)
 
+    def door(self):
+        """This listener as a door of the server's loop: the token in each head, POST /v1/cli only, replies
+        framed for bash, one request a connection; its refusals a plain line, or none (the shell function
+        then runs the real client)."""
+        return doors.Door("fast", "fast path 127.0.0.1:%d" % self.port, self.listener, FAST_CONNECTION_LIMIT,
+                          FAST_MAX_BODY, doors.REQUEST_S, doors.IDLE_S, _refusal, gate=self.check_head, refused=REFUSED,
+                          screen=_cli_only, frame=lambda response: [self.reply_for_bash(response)],
+                          waiting_limit=FAST_CONNECTION_LIMIT, head_s=FAST_HEAD_S, keep_alive=False, quickack=True)
+
     def close(self):
         try:
             self.listener.close()
@@ -100,15 +116,12 @@ class FastPath:
         (answer REFUSED and close), else the bytes to send before the body (a 100 Continue, or b"")."""
         if not self.authorized(head):  # before the body is read or anything is parsed
             return None
-        if b"\r\nexpect: 100-continue" in head.lower():  # the caller waits for proof before sending argv
+        if doors.expects_continue(head):  # the caller waits for proof before sending argv
             return (protocol.FAST_CONTINUE % self.server_token.decode()).encode()
         return b""
 
     def authorized(self, head):
-        for line in head.split(b"\r\n")[1:]:
-            if line[:len(TOKEN_HEADER)].lower() == TOKEN_HEADER:
-                return hmac.compare_digest(line[len(TOKEN_HEADER):].strip(), self.client_token)
-        return False
+        return doors.header_is(head, TOKEN_HEADER, self.client_token)
 
     def reply_for_bash(self, response):
         """A CLI reply framed for the shell functions, by its protocol.REPLIES row's letter (a row without
@@ -137,20 +150,14 @@ class FastPath:
         return head.encode() + body
 
 
-def gate(fast, conn):
-    """The fast path's token, checked on a connection's head alone, before any body is read: "wait" (the head
-    is not all here), "close" (a head over the limit), "refuse" (no token, a wrong one, or no fast path), or
-    "ok" (authorized; the 100 Continue that proves the server sent first when the head asked for it)."""
-    end = conn.buf.find(b"\r\n\r\n", 0, http.MAX_HEAD)
-    if end < 0:
-        return "close" if len(conn.buf) >= http.MAX_HEAD else "wait"
-    reply = fast.check_head(bytes(conn.buf[:end])) if fast is not None else None
-    if reply is None:
-        return "refuse"
-    if reply:
-        conn.sock.send(reply, socket.MSG_DONTWAIT)  # a 100 Continue: far less than a socket buffer
-    conn.authorized = True
-    return "ok"
+def _cli_only(request):
+    return None if request.method == "POST" and request.path == protocol.CLI_PATH else NOT_FOUND
+
+
+def _refusal(code, message, hint=None, json_body=False):
+    """The fast path's refusals: 503 with Retry-After past its limits, else no reply at all (the connection
+    closes; the shell function then runs the real client, which says what is wrong)."""
+    return OVERLOADED if code == "overloaded" else NOT_FOUND if code == "not_found" else b""
 
 
 def quickack(conn):

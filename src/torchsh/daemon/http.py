@@ -35,6 +35,7 @@ class Request:
     peer_pid: int = None  # SO_PEERCRED of a Unix-socket connection; None on the fast path (TCP)
     peer_uid: int = None
     hold: object = None   # hold(end): end() runs when the request's connection closes (daemon/conn.Conn.hold)
+    prepared: object = None  # its body as its handler reads it, decoded off the tensor thread (Prepare)
 
     # Every request reads its path (routing) and query (post_op's ?nan=); the common target, a plain
     # "/v1/..." with no query, skips urlsplit and parse_qs (~4 us a request between them).
@@ -94,6 +95,14 @@ class Deferred:
     answers each of its requests: serve/edge.py). attach(deliver) is called once by the worker; deliver(Response)
     may be called from any thread, once; it sends the reply and hands the connection back."""
     attach: object
+
+
+@dataclass
+class Prepare:
+    """Work a request needs before its turn on the tensor thread (decoding a big JSON body: api/bigbody.py), done
+    on a quick worker (daemon/workers.py) so that the tensor thread never waits on it. run() -> None: done, the
+    request then queues for the tensor thread, whose handler finds request.prepared; or the Response refusing it."""
+    run: object
 
 
 def parse_request(buf, max_body):

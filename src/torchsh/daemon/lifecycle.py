@@ -120,25 +120,39 @@ def probe(sock_path):
 
 
 def bind_private(sock_path):
-    """Probe, replace a stale socket file, bind with mode 0600, listen."""
-    try:
-        problem = trust.untrusted(sock_path, trust.S_IFSOCK)
-    except FileNotFoundError:
-        pass
-    else:  # a file that is not our socket (say TORCHSH_SOCKET names a data file) is never unlinked
-        _refuse_if(problem)
-        if probe(sock_path):
-            raise AlreadyServing("a daemon already answers on %s" % sock_path)
-        os.unlink(sock_path)
+    """Probe, replace a stale socket file, bind with mode 0600, listen. The socket is bound and listening under
+    a name of its own beside the path (paths.sibling: .bind), then renamed onto it: bind makes the file before
+    listen, and a client that connected in between (one that saw the file appear) would be refused."""
+    _unlink_stale(sock_path)
+    staged = paths.sibling(sock_path, ".bind")
+    if paths.socket_path_too_long(staged):  # a path not ending in .sock, near the limit: bound where it is
+        staged = sock_path
+    else:
+        _unlink_stale(staged, probed=False)  # a daemon's that died between its bind and its rename
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
-        listener.bind(sock_path)
+        listener.bind(staged)
     finally:
         os.umask(old)
-    os.chmod(sock_path, 0o600)
+    os.chmod(staged, 0o600)
     listener.listen(128)
+    if staged != sock_path:
+        os.rename(staged, sock_path)
     return listener
+
+
+def _unlink_stale(path, probed=True):
+    """Remove a socket file of ours that nobody answers on (probed: AlreadyServing when one does); a file that is
+    not our socket (say TORCHSH_SOCKET names a data file) is never unlinked: Untrusted."""
+    try:
+        problem = trust.untrusted(path, trust.S_IFSOCK)
+    except FileNotFoundError:
+        return
+    _refuse_if(problem)
+    if probed and probe(path):
+        raise AlreadyServing("a daemon already answers on %s" % path)
+    os.unlink(path)
 
 
 LOG_MAX_BYTES = 10 << 20  # torchd.log -> torchd.log.1 past this size; $TORCHSH_LOG_MAX_BYTES overrides

@@ -1,6 +1,7 @@
 """`torchd`: take the start lock, build the table, bind the private socket, serve, exit cleanly.
 
-Run by the client's auto-start (detached, output to torchd.log) or by hand in the foreground.
+Run by the client's auto-start (detached, output to torchd.log) or by hand in the foreground. It serves from
+`/`, never from the folder it was started in: paths are each request's caller's.
 Exit 0 when another daemon already serves the socket: that is the race's expected loser. Exit 1,
 with the reason in the log, when the socket's folder, lock or socket path is not ours and private
 (lifecycle.Untrusted). The log handler rotates torchd.log past $TORCHSH_LOG_MAX_BYTES (10 MiB).
@@ -19,7 +20,10 @@ from torchsh import paths, protocol
 def main(argv=None):
     args = _parse_args(argv)
     from torchsh.daemon import lifecycle
-    sock = paths.socket_path(args.socket)
+    sock = _absolute(paths.socket_path(args.socket))
+    # Not the folder of the shell that started it, which may be removed while it serves (numpy's loadtxt then
+    # fails resolving it): every path a request names is the caller's, joined to its cwd (Context.path)
+    os.chdir("/")
     too_long = paths.socket_path_too_long(sock)
     if too_long:  # before the log and lock beside it are made: bind would refuse the path
         sys.stderr.write("torchd: %s; %s [%s]\n" % (too_long, paths.SOCKET_PATH_HINT, paths.SOCKET_PATH_CODE))
@@ -41,6 +45,11 @@ def main(argv=None):
     from torchsh import memory  # before any tensor: an eager step's freed tensors stay for the next one's
     log.info("malloc: %s", memory.keep_freed_memory() or "as the environment says (MALLOC_*_THRESHOLD_)")
     return _serve(sock, args, lock_fd, log)
+
+
+def _absolute(path):
+    """path, joined to the folder torchd was started in when relative (before it leaves that folder)."""
+    return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
 
 
 def _parse_args(argv):
@@ -88,7 +97,7 @@ def _serve(sock, args, lock_fd, log):
     t0 = time.perf_counter()
     fileio.umask()  # read once now: binding and the TLS token set another umask for a moment
     app = App(sock, args.ttl_seconds)
-    gc.freeze()  # the op table (~175k objects) lives forever: keep the cyclic GC from walking it on every sweep
+    _table_built(app.table)
     if args.persist:  # before binding: no command sees a half-restored registry
         from torchsh.session import persist
         persist.load_at_start(app, args.persist)
@@ -129,6 +138,16 @@ def _serve(sock, args, lock_fd, log):
                                                 *(["--listen", args.listen] if args.listen else [])))
     log.info("stopped")
     os._exit(0)  # a request still running past the grace period must not hold the exit
+
+
+def _table_built(table):
+    """Once the op table is built: the cyclic GC leaves it alone (~175k objects that live forever, walked on
+    every sweep otherwise), and its overview is kept for `torch` with no daemon, printed then without
+    importing PyTorch (cachefiles.py)."""
+    gc.freeze()
+    from torchsh import cachefiles
+    from torchsh.cli.help import overview
+    cachefiles.keep_overview(overview(table))
 
 
 def _bind(sock, log):

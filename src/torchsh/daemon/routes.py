@@ -12,11 +12,11 @@ import logging
 import re
 import traceback
 
-from torchsh import protocol
+from torchsh import memory, protocol
 from torchsh.api import bundle, files, objects, ops, openapi
 from torchsh.call.results import Await, Exec, Follow
 from torchsh.cli.run import CliReply, run_cli
-from torchsh.daemon.http import Later, Response
+from torchsh.daemon.http import Later, Prepare, Response
 from torchsh.jobs import follow
 from torchsh.errors import TorchshError
 from torchsh.remote import naming
@@ -50,7 +50,17 @@ def _followed(reply, client_gone):
 
 def cli_response(reply):
     """A CLI reply as HTTP: body stdout then stderr, H_EXIT and H_STDOUT, and the header of its
-    protocol.REPLIES row when it carries a reply besides output (its field: the value; exec's body: its fields)."""
+    protocol.REPLIES row when it carries a reply besides output (its field: the value; exec's body: its fields).
+    Output too big to encode in the memory left is out_of_memory, as the client prints any refusal."""
+    try:
+        return _cli_response(reply)
+    except MemoryError as e:
+        err = memory.allocation_failure(e)
+        log.warning("POST /v1/cli: %s", err.message)
+        return _cli_response(CliReply(stderr=err.line() + "\n", exit=protocol.exit_status(err.code)))
+
+
+def _cli_response(reply):
     stdout = reply.reply.body() if isinstance(reply.reply, Exec) else reply.stdout
     out = stdout if isinstance(stdout, bytes) else stdout.encode(errors="surrogateescape")
     err = reply.stderr.encode(errors="surrogateescape")
@@ -126,24 +136,34 @@ def _handle(app, request, handler, params):
         response = handler(app, request, params)
     except TorchshError as e:
         return error_response(e)
-    except Exception:
-        return _internal(app, request)
-    return Later(_guarded(app, request, response.make)) if isinstance(response, Later) else response
+    except Exception as e:
+        return _internal(app, request, e)
+    if isinstance(response, (Later, Prepare)):  # their failures, later, are replies as the handler's are
+        return Later(_guarded(app, request, response.make)) if isinstance(response, Later) else Prepare(
+            _guarded(app, request, response.run))
+    return response
 
 
 def _guarded(app, request, make):
-    """A Later reply's maker, its failures turned into replies as the handler's are (it runs on a follower)."""
-    def guarded(client_gone):
+    """A Later reply's maker (it runs on a follower) or a Prepare's run (on a quick worker), its failures turned
+    into replies as the handler's are."""
+    def guarded(*args):
         try:
-            return make(client_gone)
+            return make(*args)
         except TorchshError as e:
             return error_response(e)
-        except Exception:
-            return _internal(app, request)
+        except Exception as e:
+            return _internal(app, request, e)
     return guarded
 
 
-def _internal(app, request):
+def _internal(app, request, exc):
+    """A handler's failure: out_of_memory when an allocation failed (a MemoryError encoding a big reply),
+    else internal_error with the traceback in the log."""
+    oom = memory.allocation_failure(exc)
+    if oom is not None:
+        log.warning("%s %s: %s", request.method, request.path, oom.message)
+        return error_response(oom)
     log.error("internal error on %s %s\n%s", request.method, request.path, traceback.format_exc())
     return error_response(TorchshError("internal_error", "internal error", "see %s" % app.log_path))
 
@@ -168,6 +188,8 @@ def lockfree(app, request):
             argv = [w.decode(errors="surrogateescape") for w in request.body.split(b"\0")[6:]]
             op = app.table.resolve(argv)[0] if argv else None
         elif path.startswith("/v1/ops/"):
+            if ops.prepares(request):  # its big body is decoded on a quick worker first (http.Prepare)
+                return True
             op = app.table.lookup(path[len("/v1/ops/"):])[0]
         else:
             return path == "/v1/files"  # file I/O only: a staged upload never waits for tensor work

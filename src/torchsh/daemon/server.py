@@ -1,18 +1,24 @@
-"""The daemon's I/O: one event-loop thread owns every socket while a request arrives; whole requests
-go to worker threads; tensor work serializes on App.tensor_lock inside the handlers.
+"""The server core: one event-loop thread owns every socket of every door while a request arrives; whole
+requests go to worker threads; tensor work serializes on App.tensor_lock inside the handlers.
 
+Doors (daemon/doors.py): the Unix socket (made here), the loopback fast path (daemon/fastpath.py) and each
+`torch serve --port` (serve/tcp.py) are listening sockets of this one loop, each with its policy; app.doors
+opens and closes them from other threads.
 Why a loop: with a thread per connection idle ones occupy every thread, and starting threads under load
 failed and killed the daemon; here an idle connection costs a descriptor and a buffer.
-Limits per connection (docs/security.md):
-  - CONNECTION_LIMIT open Unix-socket connections (FAST_CONNECTION_LIMIT on the fast path); one more,
-    or one when out of file descriptors (EMFILE), is answered 503 `overloaded` and closed.
-  - REQUEST_S to deliver a whole request once its first byte arrived (a body arriving in 64 KiB pieces
-    earns more time); then 408 `request_timeout` and closed: a slow drip is cut.
-  - IDLE_S without a request (before the first one, or between kept-alive ones): closed quietly.
-  - FAST_HEAD_S for the fast path's token-bearing head (from accept); SEND_S for a client to take its
-    reply (SO_SNDTIMEO). A big body is admitted against the memory budget and judged by its first bytes as
-    it begins, then read into its own buffer a slice per loop turn (daemon/bodies.py).
-Unix-socket peers of another uid are refused (403 `forbidden`, logged): PostgreSQL's peer rule.
+Limits per connection (docs/security.md), each door's own:
+  - its slots (the Unix socket: CONNECTION_LIMIT, taken at accept); one more, or one when out of file
+    descriptors (EMFILE), is answered 503 `overloaded` with Retry-After.
+  - a door that asks for a token checks it in each request's head, before the body is read; the first
+    within head_s of the accept (a TLS handshake, done here without blocking, included). Until then a
+    connection holds no slot (doors.Door.wait).
+  - request_s to deliver a whole request once its first byte arrived (a body arriving in 64 KiB pieces
+    earns more time), not per read; then 408 `request_timeout` and closed: a slow drip is cut.
+  - idle_s without a request (before the first one, or between kept-alive ones): closed quietly.
+  - SEND_S for a client to take its reply. A big body is admitted against the memory budget and judged by
+    its first bytes as it begins, then read into its own buffer a slice per loop turn (daemon/bodies.py).
+Unix-socket peers of another uid are refused (403 `forbidden`, logged): PostgreSQL's peer rule. Every
+refusal is drained before its connection closes (conn.Drain): the client reads a reply, never a reset.
 
 Whole requests go to daemon/workers.py (two pools, by the route table's `lockfree`, handed in with
 `dispatch`); one whose client left while it waited for the lock is dropped unrun (App.Cancelled).
@@ -27,101 +33,110 @@ import struct
 import time
 
 from torchsh import jobs, protocol
-from torchsh.daemon import http
-from torchsh.daemon.bodies import Bodies, Refused
-from torchsh.daemon.conn import Conn, Drain, Spare, error_bytes
-from torchsh.daemon.fastpath import NOT_FOUND, REFUSED, gate, quickack
+from torchsh.daemon.conn import LINGER_S, SEND_S, Conn, Spare, error_bytes
+from torchsh.daemon.doors import IDLE_S, REQUEST_S, Door, Doors
+from torchsh.daemon.fastpath import FAST_CONNECTION_LIMIT, FAST_HEAD_S
+from torchsh.daemon.reading import Reading
 from torchsh.daemon.routes import dispatch, lockfree
+from torchsh.daemon.tlsconn import TLSConn
 from torchsh.daemon.watch import SocketWatch
 from torchsh.daemon.workers import Workers
 
 log = logging.getLogger("torchd")
 MAX_BODY = protocol.MAX_BODY  # 4 GiB: bulk .npy uploads
-FAST_MAX_BODY = 64 << 20    # argv and stdin handles only; bulk data goes through the Unix socket
 CONNECTION_LIMIT = 1024
-FAST_CONNECTION_LIMIT = 256
-REQUEST_S = 30.0
-IDLE_S = 600.0
-FAST_HEAD_S = 5.0
-SEND_S = 30.0
 GRACE_S = protocol.stop_grace_s(os.environ.get(protocol.STOP_GRACE_ENV))  # 10 s by default
-DRAIN_S, DRAIN_LIMIT = 1.0, 64  # a refused connection is read (and dropped) this long; this many at once
-LINGER_S = 0.002           # a worker waits this long for a kept-alive connection's next request
 TICK_S = 0.5                # deadlines, the socket file and the TTL are checked this often
 
 
-class Server:
+class Server(Reading):
     def __init__(self, app, listener):
+        super().__init__(app, Workers(app, dispatch, lockfree))  # the module's names: tests stub them
         self.app = app
         self.uid = os.getuid()
-        self.sel = selectors.DefaultSelector()
-        self.drain = Drain(self.sel, DRAIN_S, DRAIN_LIMIT)  # refused sockets, read and dropped a while
-        self.reading = {}           # fd -> Conn the loop is reading a request from
-        self.open = {False: 0, True: 0}   # open connections, Unix socket (False) and fast path (True)
-        self.busy = 0               # connections a worker holds
-        self.bodies = Bodies(app, REQUEST_S)  # big bodies: admitted, judged and read as they begin
-        self.stopping_at = None     # monotonic deadline of the grace period once stopping
-        self.fast_listener = None
         self.spare = Spare()  # a descriptor in reserve, for refusing when out of them
-        self.listener = listener
+        self.unix = Door("unix", "unix socket", listener, CONNECTION_LIMIT, MAX_BODY, REQUEST_S, IDLE_S, error_bytes,
+                         peer_check=self._same_uid)
+        self.open_doors = []  # the doors the loop accepts on
         self.watch = SocketWatch(app.socket_path)
-        self.workers = Workers(app, dispatch, lockfree, MAX_BODY)  # the module's names: tests stub them
+        self.doors = Doors(self.workers.wake)
         app.io_stats = self.stats
         app.tensor_thread = self.workers
+        app.doors = self.doors
 
     def stats(self):
-        return {"connections": self.open[False], "connection_limit": CONNECTION_LIMIT,
-                "fast_connections": self.open[True], "fast_connection_limit": FAST_CONNECTION_LIMIT,
+        fast = [d for d in self.open_doors if d.kind == "fast"]
+        return {"connections": self.unix.open, "connection_limit": self.unix.slots,
+                "fast_connections": sum(d.open + len(d.waiting) for d in fast),
+                "fast_connection_limit": FAST_CONNECTION_LIMIT, "doors": [d.stats() for d in self.open_doors],
                 "in_flight": self.busy, "queued": self.workers.queued() + self.app.lock_waiters(),
                 "timeouts_s": {"request": REQUEST_S, "idle": IDLE_S, "fast_head": FAST_HEAD_S}}
 
     # ---- the loop (one thread: the daemon's main thread)
     def serve(self):
         """Serve until stopped (daemon stop, SIGTERM, TTL) and the grace period is over."""
-        self._listen(self.listener, fast=False)
+        self._open(self.unix)
         self.sel.register(self.workers.wake_r, selectors.EVENT_READ, "wake")
         next_tick = 0.0
-        while True:
-            if self.app.stop_event.is_set() and self.stopping_at is None:
-                self._begin_stop()
-            if self.stopping_at is not None and self._stopped():
-                return
-            if self.fast_listener is None and self.app.fastpath is not None and self.stopping_at is None:
-                self.fast_listener = self.app.fastpath.listener
-                self._listen(self.fast_listener, fast=True)
-            for key, _ in self.sel.select(TICK_S):
-                try:
-                    self._event(key)
-                except Exception:  # MemoryError on a buffer, a bug: lose that connection, never the daemon
-                    log.exception("server loop")
-                    if isinstance(key.data, Conn):
-                        self._close(key.data)
-            now = time.monotonic()
-            if now >= next_tick:
-                next_tick = now + TICK_S
-                self._tick(now)
+        self.doors.running(True)
+        try:
+            while True:
+                if self.app.stop_event.is_set() and self.stopping_at is None:
+                    self._begin_stop()
+                if self.stopping_at is not None and self._stopped():
+                    return
+                for key, _ in self.sel.select(0 if self.ready else TICK_S):
+                    self._guarded(self._event, key, key.data)
+                if self.ready:
+                    self._read_ready()
+                now = time.monotonic()
+                if now >= next_tick:
+                    next_tick = now + TICK_S
+                    self._tick(now)
+        finally:
+            self.doors.running(False)
 
-    def _listen(self, listener, fast):
-        listener.listen(1024)  # a burst of connects waits in the backlog, not in ECONNREFUSED/EAGAIN
-        listener.setblocking(False)
-        self.sel.register(listener, selectors.EVENT_READ, "fast" if fast else "unix")
+    def _read_ready(self):
+        """The TLS connections whose bytes wait in their TLS objects (Conn.pending), not in their sockets."""
+        ready, self.ready = self.ready, set()
+        for conn in ready:
+            if self.reading.get(conn.sock.fileno()) is conn:
+                self._guarded(self._readable, conn, conn)
+
+    def _guarded(self, handle, arg, conn):
+        """handle(arg); when it fails, conn (the connection it was for, if it was for one) is closed."""
+        try:
+            handle(arg)
+        except Exception:  # MemoryError on a buffer, a bug: lose that connection, never the daemon
+            log.exception("server loop")
+            if isinstance(conn, Conn):
+                self._close(conn)
 
     def _event(self, key):
-        if key.data == "wake":
+        data = key.data
+        if isinstance(data, Conn):
+            self._readable(data)
+        elif isinstance(data, Door):
+            self._accept(data)
+        elif data == "wake":
             for conn, keep in self.workers.taken_back():
                 self._taken_back(conn, keep)
-        elif key.data in ("unix", "fast"):
-            self._accept(key.fileobj, key.data == "fast")
-        elif key.data == "drain":
+            for what, door, done in self.doors.take():
+                if what == "open":
+                    self._open(door)
+                else:
+                    self._shut(door)
+                done.set()
+        else:  # "drain"
             self.drain.read(key.fileobj)
-        else:
-            self._readable(key.data)
 
     def _tick(self, now):
         self.drain.expire(now)
         for conn in [c for c in self.reading.values() if now >= c.deadline]:
-            if conn.buf and conn.authorized:  # a request had begun: say why it is cut
-                self._refuse(conn, error_bytes("request_timeout", "the request did not arrive within %gs" % REQUEST_S))
+            if (conn.buf or conn.body is not None) and not conn.handshaking:  # a request had begun: say why it is cut
+                seconds = conn.door.request_s if conn.authorized else conn.door.head_s
+                self._refuse(conn, conn.door.refusal("request_timeout", "the request did not arrive within %gs"
+                                                     % seconds, None, False))
             else:
                 self._close(conn)
         if self.stopping_at is not None:
@@ -133,10 +148,10 @@ class Server:
         if new is False:
             self.app.request_stop()
         elif new is not None:
-            self.sel.unregister(self.listener)
-            self.listener.close()
-            self.listener = new
-            self._listen(new, fast=False)
+            self.sel.unregister(self.unix.listener)
+            self.unix.listener.close()
+            self.unix.listener = new
+            self._listen(self.unix)
 
     def _stopped(self):
         """Stopping, and every request taken answered and every job ended, or the grace period over."""
@@ -158,142 +173,96 @@ class Server:
             conn.on_close = None  # what they hold ends with the daemon (or is saved with its session)
             self._close(conn)
 
+    # ---- doors
+    def _open(self, door):
+        self.open_doors.append(door)
+        self._listen(door)
+
+    def _listen(self, door):
+        door.listener.listen(1024)  # a burst of connects waits in the backlog, not in ECONNREFUSED/EAGAIN
+        door.listener.setblocking(False)
+        self.sel.register(door.listener, selectors.EVENT_READ, door)
+
+    def _shut(self, door):
+        """A door closes (its serve job ended): its listener, and the connections the loop reads on it; those
+        a worker holds close when handed back."""
+        door.closed = True
+        if door in self.open_doors:
+            self.open_doors.remove(door)
+            self.sel.unregister(door.listener)
+        door.listener.close()
+        for conn in [c for c in self.reading.values() if c.door is door]:
+            self._close(conn)
+
     # ---- accepting
-    def _accept(self, listener, fast):
+    def _accept(self, door):
         for _ in range(64):  # a bounded batch: reads and timeouts get their turn under a flood
             try:
-                sock, _ = listener.accept()
+                sock, addr = door.listener.accept()
             except BlockingIOError:
                 return
             except OSError as e:
                 if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    self.spare.shed(listener, e)
+                    self.spare.shed(door.listener, e, b"" if door.tls else door.refusal(
+                        "overloaded", "the daemon is out of file descriptors", "retry shortly"))
                     return
                 if e.errno in (errno.ECONNABORTED, errno.EINTR, errno.EPROTO):
                     continue
                 raise
             try:
-                self._admit(sock, fast)
+                self._admit(door, sock, addr)
             except (OSError, MemoryError) as e:
-                log.warning("dropped a new connection: %s", e)
+                log.warning("dropped a new connection on %s: %s", door.name, e)
                 sock.close()
 
-    def _admit(self, sock, fast):
+    def _admit(self, door, sock, addr):
         if self.stopping_at is not None:
-            return self.drain.refuse(sock, error_bytes("overloaded", "the daemon is stopping", "retry in a moment"))
-        if self.open[fast] >= (FAST_CONNECTION_LIMIT if fast else CONNECTION_LIMIT):
-            return self.drain.refuse(sock, b"" if fast else error_bytes(
-                "overloaded", "%d connections are open, the limit" % CONNECTION_LIMIT, "retry shortly"))
+            return self._turn_away(door, sock, "the daemon is stopping", "retry in a moment")
         pid = uid = None
-        if fast:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if door.peer_check is not None:
+            pid, uid, refusal = door.peer_check(sock)
+            if refusal is not None:
+                return self.drain.refuse(sock, refusal)
         else:
-            pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-            if uid != self.uid:
-                log.warning("refused a connection from uid %d (pid %d): this daemon serves uid %d only",
-                            uid, pid, self.uid)
-                return self.drain.refuse(sock, error_bytes("forbidden", "this daemon serves uid %d only" % self.uid))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", int(SEND_S), 0))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, int(LINGER_S * 1e6)))
         now = time.monotonic()
-        conn = Conn(sock, fast, now + (FAST_HEAD_S if fast else IDLE_S), pid, uid)
-        self.open[fast] += 1
-        self.reading[sock.fileno()] = conn
-        self.sel.register(sock, selectors.EVENT_READ, conn)
-
-    # ---- reading a request
-    def _readable(self, conn):
-        if conn.body is not None:  # a big body: its next slice, straight into its own buffer
-            return self._body_slice(conn)
-        try:
-            if conn.fast:
-                quickack(conn.sock)
-            chunk = conn.sock.recv(1 << 20 if len(conn.buf) >= 1 << 16 else 1 << 16, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            return self._close(conn)
-        if conn.authorized and (not conn.buf or len(chunk) >= 1 << 16):
-            conn.deadline = time.monotonic() + REQUEST_S  # the clock starts at a request's first byte
-        conn.buf += chunk
-        self._parse(conn)
-
-    def _parse(self, conn):
-        try:
-            if not conn.authorized and not self._fast_gate(conn):
-                return
-            parsed = http.parse_request(conn.buf, FAST_MAX_BODY if conn.fast else MAX_BODY)
-            if parsed is None:  # a big body that begins is admitted and judged by its first bytes, or refused
-                return self.bodies.begin(conn, FAST_MAX_BODY if conn.fast else MAX_BODY)
-        except http.HTTPError as e:
-            json_body = not conn.buf.startswith(b"POST %s " % protocol.CLI_PATH.encode())
-            return self._refuse(conn, b"" if conn.fast else error_bytes(e.code, str(e), json_body=json_body))
-        except Refused as e:
-            return self._refuse(conn, e.reply)
-        request, used = parsed
-        del conn.buf[:used]
-        self._submit(conn, request)
-
-    def _body_slice(self, conn):
-        try:
-            request = self.bodies.read(conn)
-        except EOFError:
-            return self._close(conn)
-        except Refused as e:
-            return self._refuse(conn, e.reply)
-        if request is not None:
-            self._submit(conn, request)
-
-    def _submit(self, conn, request):
-        request.peer_pid, request.peer_uid, request.hold = conn.peer_pid, conn.peer_uid, conn.hold
-        if conn.fast and (request.method != "POST" or request.path != protocol.CLI_PATH):
-            return self._refuse(conn, NOT_FOUND)
-        self.sel.unregister(conn.sock)
-        del self.reading[conn.sock.fileno()]
-        self.busy += 1
-        self.workers.submit(conn, request)
-
-    def _fast_gate(self, conn):
-        """The fast path's token is checked on the head alone, before any body is read (fastpath.gate)."""
-        verdict = gate(self.app.fastpath, conn)
-        if verdict == "ok":
-            conn.deadline = time.monotonic() + REQUEST_S
-        elif verdict == "close":
-            self._close(conn)
-        elif verdict == "refuse":
-            self._refuse(conn, REFUSED)
-        return verdict == "ok"
-
-    def _taken_back(self, conn, keep):
-        self.busy -= 1
-        if not keep or self.stopping_at is not None:
-            return self._close(conn, registered=False)
-        conn.deadline = time.monotonic() + IDLE_S if conn.on_close is None else float("inf")  # held: never idle
+        if door.gate is None:
+            conn = Conn(sock, door, now + door.idle_s, pid, uid)
+            if not door.admit(conn):
+                return self._turn_away(door, sock, "%d connections are open, the limit" % door.slots, "retry shortly")
+        else:
+            if door.tls:
+                conn = self._tls(door, sock, addr[0], now)
+            else:
+                conn = Conn(sock, door, now + door.head_s, peer=addr[0])
+            victim = door.wait(conn)
+            if victim is not None:  # the oldest connection without a token makes room (doors.Door.wait)
+                self._refuse(victim, door.refusal("overloaded", "this connection waited longest for its token on "
+                                                  "%s, and made room for a new one" % door.name,
+                                                  "send the token in the request's head as soon as connected"))
         self.reading[conn.sock.fileno()] = conn
         self.sel.register(conn.sock, selectors.EVENT_READ, conn)
-        if conn.buf:  # a pipelined request already here
-            conn.deadline = time.monotonic() + REQUEST_S
-            self._parse(conn)
 
-    def _refuse(self, conn, data):
-        conn.closed()
-        self.bodies.release(conn)
-        if self.reading.pop(conn.sock.fileno(), None) is not None:
-            self.sel.unregister(conn.sock)
-        self.open[conn.fast] -= 1
-        self.drain.refuse(conn.sock, data)
+    def _tls(self, door, sock, peer, now):
+        """A TLS door's connection: its handshake waits for the loop's turns (TLSConn.handshake)."""
+        sock.setblocking(False)
+        return TLSConn(door.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), door,
+                       now + door.head_s, peer)
 
-    def _close(self, conn, registered=True):
-        conn.closed()
-        self.bodies.release(conn)
-        if registered and self.reading.pop(conn.sock.fileno(), None) is not None:
-            self.sel.unregister(conn.sock)
-        self.open[conn.fast] -= 1
-        conn.sock.close()
+    def _turn_away(self, door, sock, message, hint):
+        self.drain.refuse(sock, b"" if door.tls else door.refusal("overloaded", message, hint))
+
+    def _same_uid(self, sock):
+        """The Unix socket's peer check (PostgreSQL's peer rule): (pid, uid, None or another uid's refusal)."""
+        pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        if uid == self.uid:
+            return pid, uid, None
+        log.warning("refused a connection from uid %d (pid %d): this daemon serves uid %d only", uid, pid, self.uid)
+        return pid, uid, error_bytes("forbidden", "this daemon serves uid %d only" % self.uid)
 
     def close(self):
-        """After serve(): close the listener and the loop's own descriptors."""
-        self.listener.close()
+        """After serve(): close the Unix socket's listener and the loop's own descriptors."""
+        self.unix.listener.close()
         self.workers.stop()

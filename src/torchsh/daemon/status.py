@@ -70,6 +70,7 @@ def status_dict(app):
         "connections": io.get("connections"),
         "connection_limit": io.get("connection_limit"),
         "fast_connections": io.get("fast_connections") if app.fastpath else None,  # None: fast path off
+        "doors": io.get("doors"),  # each listening socket: connections with a slot, and those waiting for a token
         "queued": io.get("queued"),
         "scopes": len(app.registry.open_scopes()),
         "history": app.history.stats() if getattr(app, "history", None) else None,

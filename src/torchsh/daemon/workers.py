@@ -16,28 +16,26 @@ it was queued is dropped unrun. A worker that answered a kept-alive request ling
 connection's next one and answers it itself (a client in a loop sends it within microseconds, and
 handing every request through the loop thread would cost two thread switches per request), unless
 another connection's tensor request is waiting; for the first SPIN_S it polls rather than sleeps
-(waking a sleeping thread cost ~30 µs here: keep-alive `add` 79 -> 58 µs, bench/api.py).
+(waking a sleeping thread cost ~30 µs here: keep-alive `add` 79 -> 58 µs, bench/api.py). A connection's
+reads and writes go through its Conn (daemon/conn.py; a TLS door's: daemon/tlsconn.py), and what a worker
+reads on its own passes its door's check as the loop's would (doors.Door.lets_through).
 """
 import collections
 import logging
 import os
 import queue
-import select
-import socket
 import threading
-import time
 
 from torchsh.daemon import http
 from torchsh.daemon.app import Cancelled
 
 log = logging.getLogger("torchd")
-SPIN_S = 0.00005  # a lingering worker polls this long before it sleeps in recv (see _spin_recv)
 QUICK_WORKERS, SENDERS, FOLLOWERS = 4, 4, 4  # started up front; the tensor pool is one thread (above)
 
 
 class Workers:
-    def __init__(self, app, dispatch, lockfree, max_body):
-        self.app, self.dispatch, self.lockfree, self.max_body = app, dispatch, lockfree, max_body
+    def __init__(self, app, dispatch, lockfree):
+        self.app, self.dispatch, self.lockfree = app, dispatch, lockfree
         self.stopping = False       # set by the server once stopping: answers say Connection: close
         self.returned = queue.SimpleQueue()   # (conn, keep) handed back to the loop
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # the loop selects on wake_r
@@ -116,7 +114,7 @@ class Workers:
                          request.method, request.path, conn.peer_pid)
             else:
                 while True:
-                    keep = self._answer(conn, request)
+                    keep = self._answer(conn, request, pool)
                     if keep is None:
                         return  # a sender thread finishes the reply and hands the connection back
                     linger = linger and keep and (pool is self.quick or self.tensor.queue.empty())
@@ -142,31 +140,38 @@ class Workers:
 
     def _hand_back(self, conn, keep):
         self.returned.put((conn, keep))
+        self.wake()
+
+    def wake(self):
+        """Wake the loop (from any thread): a connection handed back, or a door opened or closed."""
         try:
             os.write(self.wake_w, b"x")
         except BlockingIOError:
             pass  # the pipe is full of wake-ups already
 
-    def _answer(self, conn, request):
+    def _answer(self, conn, request, pool):
         """Run one request and send its reply. True when the connection stays open for another; None
-        when a sender thread took the rest of the reply (and the connection with it). A reply that cannot
-        be delivered frees what the request made (registry/made.py)."""
+        when a sender thread took the rest of the reply (and the connection with it), or another worker
+        took the request. A reply that cannot be delivered frees what the request made (registry/made.py)."""
         with self.app.registry.recording() as made:
             try:
                 self.app.touch()
                 response = self.dispatch(self.app, request)
+                if isinstance(response, http.Prepare):
+                    response = self._prepare(conn, request, response, pool)
+                    if response is None:
+                        return None
                 if isinstance(response, http.Later):  # made on a follower thread, which sends it and hands back
                     self.followers.queue.put((conn, request, response))
                     return None
                 if isinstance(response, http.Deferred):  # whoever answers it sends it (_deliver)
                     response.attach(lambda made_later: self._deliver(conn, request, made_later))
                     return None
-                if conn.fast:  # one request a connection, but one held (a block's scope) stays open
+                if conn.door.frame is not None:  # the fast path: one request a connection (a held one stays open)
                     if conn.client_gone():  # TCP takes a first send after the peer closed: ask first
                         raise BrokenPipeError
-                    return self._send(conn, [self.app.fastpath.reply_for_bash(response)], conn.on_close is not None,
-                                      (request, made))
-                keep = request.keep_alive and not self.stopping
+                    return self._send(conn, conn.door.frame(response), conn.on_close is not None, (request, made))
+                keep = request.keep_alive and not self.stopping and conn.door.keep_alive
                 return self._send(conn, response.pieces(keep), keep, (request, made))
             except Cancelled:
                 log.info("dropped %s %s (peer pid %s): its client left while it waited for the tensor lock",
@@ -178,15 +183,24 @@ class Workers:
                 self._unclaimed(conn, request, made)
         return False
 
+    def _prepare(self, conn, request, prepare, pool):
+        """Run a request's Prepare on this quick worker, then queue the request for the tensor thread (None), or
+        -> the reply refusing it. The tensor thread never prepares: it hands such a request to a quick worker
+        (one a lingering tensor worker read itself), which dispatches it again."""
+        if pool is self.tensor:
+            self.quick.queue.put((conn, request))
+            return None
+        response = prepare.run()
+        if response is None:
+            self.tensor.queue.put((conn, request))
+        return response
+
     def _send(self, conn, pieces, keep, made_by):
         """Send what the socket takes now; queue the rest on a sender thread (None) rather than wait.
         made_by: (the request, what it made), freed if the rest cannot be sent."""
         for i, piece in enumerate(pieces):
             view = memoryview(piece)
-            try:
-                sent = conn.sock.send(view, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                sent = 0
+            sent = conn.send_nowait(view)
             if sent < len(view):
                 self.senders.queue.put((conn, [view[sent:]] + pieces[i + 1:], keep, made_by))
                 return None
@@ -199,8 +213,8 @@ class Workers:
         try:
             response = later.make(conn.client_gone)
             if response is not None:
-                keep = request.keep_alive and not self.stopping and not conn.fast
-                pieces = [self.app.fastpath.reply_for_bash(response)] if conn.fast else response.pieces(keep)
+                keep = request.keep_alive and not self.stopping and conn.door.keep_alive
+                pieces = conn.door.frame(response) if conn.door.frame else response.pieces(keep)
                 keep = self._send(conn, pieces, keep, (request, []))
                 if keep is None:
                     return  # a sender thread finishes it
@@ -212,7 +226,7 @@ class Workers:
 
     def _deliver(self, conn, request, response):
         """A Deferred reply, made: sent from the thread that made it (never blocking: the rest goes to a sender)."""
-        keep = request.keep_alive and not self.stopping and not conn.fast
+        keep = request.keep_alive and not self.stopping and conn.door.keep_alive
         try:
             keep = self._send(conn, response.pieces(keep), keep, (request, []))
         except OSError:
@@ -224,7 +238,7 @@ class Workers:
         """Sender thread: the rest of a reply, blocking (SO_SNDTIMEO = SEND_S at most), then back to the loop."""
         try:
             for piece in pieces:
-                conn.sock.sendall(piece)
+                conn.send_all(piece)
         except OSError:
             keep = False  # the client left, or stopped reading for SEND_S
             self._unclaimed(conn, *made_by)
@@ -238,39 +252,23 @@ class Workers:
                      " ".join(freed), request.method, request.path, conn.peer_pid)
 
     def _next_request(self, conn):
-        """The next request if it arrives whole within LINGER_S (the socket's SO_RCVTIMEO). Anything
-        else (nothing yet, a partial or bad request) goes back to the loop with the bytes."""
+        """The next request if it arrives whole within LINGER_S and passes the connection's door. Anything
+        else (nothing yet, a partial, bad or refused request) goes back to the loop with the bytes."""
         try:
             if not conn.buf:
-                chunk = _spin_recv(conn.sock)
-                if chunk is None:
-                    chunk = conn.sock.recv(1 << 16)  # blocking, for SO_RCVTIMEO = LINGER_S at most
+                chunk = conn.recv_linger()
                 if not chunk:
-                    return None  # EOF: the loop closes it
+                    return None  # nothing came (or EOF: the loop closes it)
                 conn.buf += chunk
-            parsed = http.parse_request(conn.buf, self.max_body)
-        except (OSError, http.HTTPError):  # BlockingIOError when LINGER_S passed
+            parsed = http.parse_request(conn.buf, conn.door.max_body)
+        except (OSError, http.HTTPError):
             return None
-        if parsed is None:
+        if parsed is None or not conn.door.lets_through(conn.buf, parsed[0]):
             return None
         request, used = parsed
         del conn.buf[:used]
         request.peer_pid, request.peer_uid, request.hold = conn.peer_pid, conn.peer_uid, conn.hold
         return request
-
-
-def _spin_recv(sock):
-    """What arrives within SPIN_S, polled without sleeping (None: nothing yet). A client in a loop sends
-    its next request within tens of microseconds, and waking a sleeping thread costs as much again.
-    poll(0), not recv(MSG_DONTWAIT): a turn of the loop is 0.4 µs instead of ~2 µs of raising and
-    catching BlockingIOError, so a request is seen sooner (tiny train_step over the API: -5 to -11 µs)."""
-    poller = select.poll()
-    poller.register(sock, select.POLLIN)
-    deadline = time.perf_counter() + SPIN_S
-    while not poller.poll(0):
-        if time.perf_counter() > deadline:
-            return None
-    return sock.recv(1 << 16, socket.MSG_DONTWAIT)  # b"" at EOF; an error (POLLERR) raises OSError
 
 
 class _Pool:

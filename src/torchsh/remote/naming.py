@@ -16,7 +16,7 @@ import json
 import re
 
 from torchsh import protocol
-from torchsh.daemon.http import Response
+from torchsh.daemon.http import Later, Response
 from torchsh.errors import TorchshError
 from torchsh.registry.kinds import KINDS
 
@@ -103,7 +103,17 @@ def dispatch(app, request, inner):
     except TorchshError as e:
         return _refusal(e, request, cli)
     response = inner(app, request)
-    if here != DEFAULT:
+    return _prefixed(response, here, cli) if here != DEFAULT else response
+
+
+def _prefixed(response, here, cli):
+    """The reply with this context's handles named: a Response now, a Later one when it is made (a job followed
+    for the caller); other replies (a Prepare, whose request is dispatched again; a served model's Deferred,
+    which holds no handles) as they are."""
+    if isinstance(response, Later):
+        make = response.make
+        return Later(lambda client_gone: _prefixed(make(client_gone), here, cli))
+    if isinstance(response, Response):
         _prefix_reply(response, here, cli)
     return response
 

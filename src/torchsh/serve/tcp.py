@@ -1,34 +1,44 @@
 """`torch serve --port P`: the V2 routes (serve/edge.py) on a TCP port, plain HTTP on a loopback address and
-HTTPS beyond it.
+HTTPS beyond it: a door of the daemon's one server loop (daemon/doors.py, daemon/server.py), not a server of
+its own. Its connections are read by the loop and answered by the same workers as the Unix socket's; an
+inference request's reply is the batch loop's Deferred, as there.
 
 House rules: every TCP listener wants a token, and one beyond loopback speaks only TLS. The daemon keeps the
 token in a 0600 file beside its socket (torchd.serve.token, made at the first --port); each request carries
-`Authorization: Bearer TOKEN`, and one without it gets 403 token_refused. On any other --host (0.0.0.0, the
-machine's address) every connection is TLS 1.3 with the daemon's own certificate, the one its `--listen`
-door shows (link/tls.py: self-signed, CN torchd, made at first use), so the token never crosses a network in
-the clear; a client pins that certificate (curl --cacert CERT --resolve torchd:PORT:HOST). Budgets:
-MAX_CONNECTIONS at once (one more gets 503 overloaded), a TLS handshake within tls.HANDSHAKE_S, a body over
-edge.MAX_BODY 413, a connection silent for IDLE_S closed. A connection is a thread of its own that waits for
-its reply; the model's batch loop answers it (edge's Deferred).
+`Authorization: Bearer TOKEN` in its head, checked before its body is read; one without it gets 403
+token_refused and its connection closes. On any other --host (0.0.0.0, the machine's address) every
+connection is TLS 1.3 with the daemon's own certificate, the one its `--listen` door shows (link/tls.py:
+self-signed, CN torchd, made at first use), so the token never crosses a network in the clear; a client
+pins that certificate (curl --cacert CERT --resolve torchd:PORT:HOST); the loop does the handshake without
+blocking. Routes: the V2 ones only (404 otherwise); errors in V2's shape, {"error": …}.
+
+Budgets (docs/security.md): SLOTS connections that showed the token; WAITING connections that have not yet
+(PER_PEER of them from one address), each with HEAD_S from its accept to a head with the token, its TLS
+handshake included; a new one past those caps pushes out the oldest waiting one: nobody without the token can
+keep its holder out. Past SLOTS, 503 overloaded with Retry-After, never a reset. A whole request within
+REQUEST_S of its first byte (408), IDLE_S between kept-alive requests, a body over edge.MAX_BODY 413.
 """
-import hmac
 import os
 import re
 import secrets
 import socket
 import subprocess
-import threading
 
 from torchsh import paths, trust
-from torchsh.daemon import http
+from torchsh.daemon.doors import RETRY_AFTER_S, Door, expects_continue, header_is
 from torchsh.errors import TorchshError
 from torchsh.link import tls
 from torchsh.remote.listener import is_loopback
 from torchsh.serve import batcher, edge
 
-MAX_CONNECTIONS = 64
-IDLE_S = 30.0
-_ROUTES = [(m, re.compile("^%s$" % p), h) for m, p, h, _ in edge.ROUTES]
+SLOTS = 256       # connections that showed the token
+WAITING = 256     # connections that have not yet: they hold no slot
+PER_PEER = 64     # of those, from one address
+HEAD_S = 5.0      # from accept to a head with the token (and the TLS handshake)
+REQUEST_S = 30.0  # a whole request, from its first byte
+IDLE_S = 30.0     # between kept-alive requests
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_ROUTES = [(m, re.compile("^%s$" % p)) for m, p, _, _ in edge.ROUTES]
 
 
 def token_path(socket_path):
@@ -52,22 +62,22 @@ def ensure_token(socket_path):
         return f.read().strip()
 
 
-class PortListener:
+class PortDoor:
+    """HOST:PORT opened as a door of the daemon's loop (app.doors) until close()."""
+
     def __init__(self, app, host, port):
-        self.tls = None if is_loopback(host) else _tls_context(app.socket_path)
-        self.app, self.token = app, ensure_token(app.socket_path)
-        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self.sock.bind((host, port))
-            self.sock.listen(128)
-        except OSError as e:
-            self.sock.close()
-            raise TorchshError("bad_argument", "cannot listen on %s:%d: %s" % (host, port, e.strerror),
-                               "choose another --port (0: any free one)")
-        self.host, self.port = host, self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, name="torchd-serve-port-%d" % self.port, daemon=True).start()
+        if getattr(app, "doors", None) is None:
+            raise TorchshError("not_supported", "--port needs the daemon's server loop", "run torch serve in torchd")
+        context = None if is_loopback(host) else _tls_context(app.socket_path)
+        self.app, self.bearer = app, b"Bearer " + ensure_token(app.socket_path)
+        listener = _bind(host, port)
+        self.host, self.port, self.tls = host, listener.getsockname()[1], context is not None
+        self.door = Door("serve", "port %s" % self.url(), listener, SLOTS, edge.MAX_BODY, REQUEST_S, IDLE_S, _refusal,
+                         gate=self._gate, refused=_refusal("token_refused", "this port wants the header "
+                                                           "Authorization: Bearer TOKEN",
+                                                           "TOKEN is in %s" % token_path(app.socket_path)),
+                         screen=_v2_only, tls=context, waiting_limit=WAITING, per_peer=PER_PEER, head_s=HEAD_S)
+        app.doors.open(self.door)
 
     def url(self):
         return "%s://%s:%d" % ("https" if self.tls else "http", "[%s]" % self.host if ":" in self.host else self.host,
@@ -75,61 +85,49 @@ class PortListener:
 
     def certificate(self):
         """(path, SHA-256 fingerprint) of the certificate a TLS port shows, or None on loopback."""
-        if self.tls is None:
+        if not self.tls:
             return None
         crt = tls.material_paths(self.app.socket_path)[0]
         return crt, tls.certificate_fingerprint(crt)
 
     def close(self):
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.sock.close()
+        """The port closes (the serve job ended): once this returns, connecting to it is refused."""
+        self.app.doors.close(self.door)
 
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return  # closed: the serve job ended
-            if not self.slots.acquire(blocking=False):
-                _send(conn, _refusal("overloaded", "%d connections are open on this port" % MAX_CONNECTIONS))
-                conn.close()
-                continue
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+    def _gate(self, head):
+        """The loop's check of a request's head: None without the token, else what to send before its body."""
+        if not header_is(head, b"authorization:", self.bearer):
+            return None
+        return CONTINUE if expects_continue(head) else b""
 
-    def _serve(self, conn):
-        try:
-            if self.tls is not None:
-                conn.settimeout(tls.HANDSHAKE_S)
-                conn = self.tls.wrap_socket(conn, server_side=True)
-            conn.settimeout(IDLE_S)
-            buf = bytearray()
-            while (request := _read(conn, buf)) is not None:
-                keep = request.keep_alive
-                _send(conn, self._answer(request).pieces(keep))
-                if not keep:
-                    break
-        except http.HTTPError as e:
-            _send(conn, _refusal(e.code, str(e)))
-        except OSError:
-            pass  # the client left, or was silent for IDLE_S
-        finally:
-            conn.close()
-            self.slots.release()
 
-    def _answer(self, request):
-        given = request.headers.get("authorization", "")
-        if not hmac.compare_digest(given.encode("latin-1"), b"Bearer " + self.token):
-            return _refusal("token_refused", "this port wants the header Authorization: Bearer TOKEN",
-                            "TOKEN is in %s" % token_path(self.app.socket_path))
-        for method, pattern, handler in _ROUTES:
-            match = pattern.match(request.path)
-            if match and method == request.method:
-                reply = handler(self.app, request, match.groupdict())
-                return _wait(reply) if isinstance(reply, http.Deferred) else reply
-        return _refusal("not_found", "no endpoint %s %s" % (request.method, request.path))
+def _bind(host, port):
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(1024)
+    except OSError as e:
+        sock.close()
+        raise TorchshError("bad_argument", "cannot listen on %s:%d: %s" % (host, port, e.strerror or e),
+                           "choose another --port (0: any free one), or a --host of this machine")
+    return sock
+
+
+def _v2_only(request):
+    """The V2 routes, and nothing else of the daemon's (404 in V2's words)."""
+    if any(method == request.method and pattern.match(request.path) for method, pattern in _ROUTES):
+        return None
+    return _refusal("not_found", "no endpoint %s %s on this port" % (request.method, request.path),
+                    "it serves the KServe V2 routes: GET /v2, POST /v2/models/NAME/infer, … (docs/serve.md)")
+
+
+def _refusal(code, message, hint=None, json_body=True):
+    """A refusal in V2's shape ({"error": …, "code"}), its connection closed; 503 says when to retry."""
+    status, body, headers = batcher.failure(TorchshError(code, message, hint))
+    if code == "overloaded":
+        headers = dict(headers or {}, **{"Retry-After": str(RETRY_AFTER_S)})
+    return edge.v2_response(status, body, headers).to_bytes(keep_alive=False)
 
 
 def _tls_context(socket_path):
@@ -143,35 +141,3 @@ def _tls_context(socket_path):
         raise TorchshError("not_supported", "--host beyond loopback speaks TLS, and its certificate could not "
                            "be made: %s" % e, "install openssl, or serve on 127.0.0.1 and reach it through ssh -L")
     return tls.server_context(crt, key)
-
-
-def _read(conn, buf):
-    """The connection's next whole request, or None at its end."""
-    while (parsed := http.parse_request(buf, edge.MAX_BODY)) is None:
-        chunk = conn.recv(1 << 16)
-        if not chunk:
-            return None
-        buf += chunk
-    request, used = parsed
-    del buf[:used]
-    return request
-
-
-def _wait(deferred):
-    """The Deferred reply, waited for on this connection's own thread."""
-    done, out = threading.Event(), []
-    deferred.attach(lambda response: (out.append(response), done.set()))
-    done.wait()
-    return out[0]
-
-
-def _refusal(code, message, hint=None):
-    return edge.v2_response(*batcher.failure(TorchshError(code, message, hint)))
-
-
-def _send(conn, pieces):
-    try:
-        for piece in pieces if isinstance(pieces, list) else pieces.pieces(False):
-            conn.sendall(piece)
-    except OSError:
-        pass

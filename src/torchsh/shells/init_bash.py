@@ -52,8 +52,8 @@ __torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token 
     __torchsh_port=$__p __torchsh_ctok=$__c __torchsh_stok=$__k
 }
 
-@PRIVATE@__torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv. 0 reply, 1 nothing ran, 2 lost
-    local LC_ALL=C __fd __n __a __fmt= __head __body= __len __n2
+@PRIVATE@__torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv. 0 reply, 1 nothing ran, 2 lost,
+    local LC_ALL=C __fd __n __a __fmt= __head __body= __len __n2 __rs=0  # 3 nothing ran: no proof came in time
     [[ -n $__torchsh_port ]] || return 1
     # `command`: in POSIX mode (sh, bash --posix, which import the exported function too) a failed
     # `exec` redirection would end the shell instead of falling back to the real client
@@ -66,8 +66,11 @@ __torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token 
     if ! echo -n "$__head" >&"$__fd"; then  # echo: one write (printf writes line by line)
         exec {__fd}>&-; return 1
     fi
-    IFS= read -r -N @CONTINUE_LEN@ -u "$__fd" __head || true  # the server proves itself before we send argv
-    if [[ ${__head:@CONTINUE_TOKEN_AT@:@TOKEN_LEN@} != "$__torchsh_stok" ]]; then exec {__fd}>&-; return 1; fi
+    # the server proves itself before we send argv; a port silent for FAST_CONTINUE_S is not our daemon's
+    IFS= read -r -t @CONTINUE_S@ -N @CONTINUE_LEN@ -u "$__fd" __head || __rs=$?
+    if [[ ${__head:@CONTINUE_TOKEN_AT@:@TOKEN_LEN@} != "$__torchsh_stok" ]]; then
+        exec {__fd}>&-; return $(( __rs > 128 ? 3 : 1 ))  # __rs, read's status: over 128 when the time ran out
+    fi
     if ! printf "torchsh-cli-1\0%s\0%s\0%s\0%s\0%s$__fmt" "$PWD" "$1" "$2" "$3" "$4" "${@:5}" >&"$__fd"; then
         exec {__fd}>&-; return 2
     fi
@@ -90,6 +93,7 @@ __torchsh_call() {  # rpc, and once more with fresh tokens when the daemon chang
     if (( __r == 1 )) && [[ -n $__torchsh_port ]] && __torchsh_load "$__torchsh_file"; then
         __r=0; __torchsh_rpc "$@" 2>/dev/null || __r=$?
     fi
+    if (( __r == 3 )); then __r=1; fi  # no proof in time: not our daemon's port, no retry; the real client runs it
     return $__r
 }
 
@@ -260,6 +264,6 @@ def functions(client, private, run):
     text = _TEMPLATE.replace("@REPLIES@", protocol.replies_header(CARRIES).decode())
     text = text.replace("@CLIENT@", client).replace("@PRIVATE@", private).replace("@RUN@", run)
     for name in ("HEAD_LEN", "TOKEN_AT", "TOKEN_LEN", "LENGTH_AT", "KIND_AT", "NUM1_AT", "NUM2_AT",
-                 "CONTINUE_LEN", "CONTINUE_TOKEN_AT"):
+                 "CONTINUE_LEN", "CONTINUE_TOKEN_AT", "CONTINUE_S"):
         text = text.replace("@%s@" % name, str(getattr(protocol, "FAST_" + name)))
     return text

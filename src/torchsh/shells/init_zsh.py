@@ -36,11 +36,13 @@ __torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token 
     __torchsh_port=$p __torchsh_ctok=$c __torchsh_stok=$k
 }
 
-__torchsh_readn() {  # exactly $2 bytes from fd $1 into REPLY; 1 at end of input
+__torchsh_readn() {  # exactly $2 bytes from fd $1 into REPLY, each read waiting $3 seconds at most (4: it ran out)
     local chunk
+    local -a limit
+    (( $# > 2 )) && limit=(-t $3)
     REPLY=
     while (( ${#REPLY} < $2 )); do
-        sysread -i $1 -s $(( $2 - ${#REPLY} > 1048576 ? 1048576 : $2 - ${#REPLY} )) chunk || return 1
+        sysread $limit -i $1 -s $(( $2 - ${#REPLY} > 1048576 ? 1048576 : $2 - ${#REPLY} )) chunk || return $?
         REPLY+=$chunk
     done
 }
@@ -56,7 +58,7 @@ __torchsh_write() {  # all of $2 to fd $1
 __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv. 0 reply, 1 nothing ran, 2 lost
     emulate -L zsh
     setopt nomultibyte
-    local fd body head len n2 a REPLY
+    local fd body head len n2 a REPLY rs=0
     [[ -n $__torchsh_port ]] || return 1
     ztcp 127.0.0.1 $__torchsh_port 2>/dev/null || return 1
     fd=$REPLY
@@ -65,8 +67,10 @@ __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv
     if ! __torchsh_write $fd "POST /v1/cli HTTP/1.1"$'\r\n'"Torchsh-Token: $__torchsh_ctok"$'\r\n'"Torchsh-Replies: @REPLIES@"$'\r\n'"Expect: 100-continue"$'\r\n'"Content-Length: ${#body}"$'\r\n\r\n'; then
         ztcp -c $fd; return 1
     fi
-    __torchsh_readn $fd @CONTINUE_LEN@  # the server proves itself before we send argv
-    if [[ ${REPLY[@CONTINUE_TOKEN_AT1@,@CONTINUE_TOKEN_END@]} != $__torchsh_stok ]]; then ztcp -c $fd; return 1; fi
+    __torchsh_readn $fd @CONTINUE_LEN@ @CONTINUE_S@ || rs=$?  # the server proves itself before we send argv
+    if [[ ${REPLY[@CONTINUE_TOKEN_AT1@,@CONTINUE_TOKEN_END@]} != $__torchsh_stok ]]; then
+        ztcp -c $fd; (( rs == 4 )) && return 3; return 1  # sysread timed out (4): not our daemon's port
+    fi
     if ! __torchsh_write $fd $body; then ztcp -c $fd; return 2; fi
     __torchsh_readn $fd @HEAD_LEN@; head=$REPLY
     if [[ -z $head ]]; then ztcp -c $fd; return 2; fi
@@ -84,6 +88,7 @@ __torchsh_call() {  # rpc, and once more with fresh tokens when the daemon chang
     local r=0
     __torchsh_rpc "$@" || r=$?
     if (( r == 1 )) && [[ -n $__torchsh_port ]] && __torchsh_load $__torchsh_file; then r=0; __torchsh_rpc "$@" || r=$?; fi
+    (( r == 3 )) && r=1  # no proof in time: the same port again would be no better; the real client runs it
     return $r
 }
 
@@ -214,7 +219,7 @@ def script():
               "CONTINUE_TOKEN": (p.FAST_CONTINUE_TOKEN_AT, p.FAST_TOKEN_LEN)}
     text = _TEMPLATE.replace("@TOKEN_LEN@", str(p.FAST_TOKEN_LEN)).replace("@HEAD_LEN@", str(p.FAST_HEAD_LEN))
     text = text.replace("@REPLIES@", p.replies_header(CARRIES).decode())
-    text = text.replace("@CONTINUE_LEN@", str(p.FAST_CONTINUE_LEN))
+    text = text.replace("@CONTINUE_LEN@", str(p.FAST_CONTINUE_LEN)).replace("@CONTINUE_S@", str(p.FAST_CONTINUE_S))
     for name, (at, width) in fields.items():
         text = text.replace("@%s_AT1@" % name, str(at + 1)).replace("@%s_END@" % name, str(at + width))
     lines = (line.split("  # ", 1)[0].rstrip() for line in text.splitlines() if not line.lstrip().startswith("#"))

@@ -40,8 +40,22 @@ def nonfinite_strings(data):
     return data
 
 
+class NumberList(list):
+    """A big JSON array of numbers, decoded off the tensor thread (api/bigbody.py): the list itself, the numpy
+    array of its numbers (None when they make no tensor: ragged, not all numbers) and the JSON text it was read
+    from. tensor_from_json makes its tensor from the array: what torch.tensor(the list) makes, without walking
+    the list (5M numbers: 16 ms instead of ~1 s on the tensor thread)."""
+    __slots__ = ("array", "text")
+
+    def __init__(self, items, array, text):
+        super().__init__(items)
+        self.array, self.text = array, text
+
+
 def tensor_from_json(value, text):
     """A number, boolean or nested list as a tensor; ragged, mixed or out-of-range data is a bad_argument."""
+    if type(value) is NumberList and value.array is not None:  # float64: the default dtype, as for a list
+        return torch.tensor(value.array, dtype=torch.get_default_dtype() if value.array.dtype.kind == "f" else None)
     try:
         return torch.tensor(nonfinite_strings(value))
     except (ValueError, TypeError, RuntimeError, OverflowError) as e:

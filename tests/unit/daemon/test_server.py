@@ -102,8 +102,8 @@ def read_reply(s):
     return head + b"\r\n\r\n" + rest
 
 
-def test_a_request_is_answered_while_hundreds_of_idle_connections_are_open(served, monkeypatch):
-    monkeypatch.setattr(srv, "CONNECTION_LIMIT", 1024)
+def test_a_request_is_answered_while_hundreds_of_idle_connections_are_open(served):
+    served.unix.slots = 1024
     idle = [connect(served) for _ in range(500)]
     t0 = time.monotonic()
     assert b" 200 " in request(served, "/slow?s=0")

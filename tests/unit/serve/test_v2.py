@@ -50,12 +50,13 @@ def test_not_json_and_over_the_element_budget_are_refused():
 def test_the_response_names_outputs_and_keeps_the_id_and_those_asked_for():
     request = v2.parse_infer(body({"name": "x", "shape": [1, 1], "datatype": "FP32", "data": [1]}, id="r7",
                                   outputs=[{"name": "output__1"}]), 100)
-    out = v2.infer_response("m", request, [((1, 2), "FP32", [0.5, 1.5]), ((1,), "INT64", [3])])
+    out = v2.infer_response("m", request, [("output__0", (1, 2), "FP32", [0.5, 1.5]),
+                                           ("output__1", (1,), "INT64", [3])])
     assert out == {"model_name": "m", "id": "r7",
                    "outputs": [{"name": "output__1", "datatype": "INT64", "shape": [1], "data": [3]}]}
     request.outputs = ("nope",)
     with pytest.raises(TorchshError, match="no output named nope"):
-        v2.infer_response("m", request, [((1, 2), "FP32", [0.5, 1.5])])
+        v2.infer_response("m", request, [("output__0", (1, 2), "FP32", [0.5, 1.5])])
 
 
 def test_percentiles_are_nearest_rank_in_milliseconds():
@@ -124,7 +125,8 @@ def test_outputs_asked_for_raw_come_back_as_bytes_after_the_json_header():
     request = parse_binary(X4, raw, outputs=[{"name": "output__0", "parameters": {"binary_data": True}},
                                              {"name": "output__1"}])
     assert request.binary_output("output__0") and not request.binary_output("output__1")
-    out = v2.infer_response("m", request, [((1, 2), "FP32", struct.pack("<2f", 0.5, 1.5)), ((1,), "INT64", [3])])
+    out = v2.infer_response("m", request, [("output__0", (1, 2), "FP32", struct.pack("<2f", 0.5, 1.5)),
+                                           ("output__1", (1,), "INT64", [3])])
     assert isinstance(out, v2.BinaryReply) and out.tail == struct.pack("<2f", 0.5, 1.5)
     assert out.header["outputs"] == [
         {"name": "output__0", "datatype": "FP32", "shape": [1, 2], "parameters": {"binary_data_size": 8}},
