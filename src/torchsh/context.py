@@ -33,10 +33,14 @@ class Context:
     name: str = None            # --name: the first object this request makes gets it (Context.naming)
     made: list = None           # the handles this request put, in order (the history log's outputs)
     name_ttl: float = None      # --ttl with --name: that name's TTL in seconds
+    warned: list = None         # the lines of the warnings this request prints (call/invoke.py fills it)
+    said: list = None           # lines the command says on stderr besides its output (`serve --detach`: where)
+    noted: dict = None          # what the verb decided that its arguments do not say (fit's target view), for
+                                # the history log (history/log.py: the entry's `made`; the script writes the same)
 
     def __post_init__(self):
         self.env = self.env or {}
-        self.downloads, self.uploads, self.made = [], [], []
+        self.downloads, self.uploads, self.made, self.said = [], [], [], []
 
     @property
     def registry(self):

@@ -73,6 +73,14 @@ def atomic_write(path, write):
         pass  # some filesystems refuse fsync on folders; the file itself is already durable
 
 
+def atomic_write_bytes(path, data):
+    """atomic_write of DATA (bytes) as the whole file."""
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            f.write(data)
+    atomic_write(path, write)
+
+
 def _mode_for(path):
     """What the saved file's mode would be had it been written in place: an existing regular file's own
     (a group-readable model stays group-readable when saved again), else 0666 less the umask (mkstemp

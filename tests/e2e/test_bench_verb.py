@@ -5,6 +5,8 @@ No figure is compared with another: the machine's load decides timings, so only 
 import json
 import re
 
+import pytest
+
 QUICK = "--max_run_time 0.1"
 
 
@@ -75,3 +77,16 @@ def test_bench_leaves_no_objects_no_history_and_the_generator_as_it_was(sh):
     assert held() == before
     seeded = "torch manual_seed 5 > /dev/null; %s torch value $(torch randn 4)"
     assert sh(seeded % ("torch bench randn 3 %s > /dev/null;" % QUICK)) == sh(seeded % "")
+
+
+@pytest.mark.parametrize("times", [[1.0, 1.01, 1.02, 0.99], [1.0, 1.2, 1.3, 0.9, 1.0], [1.0, 1.0, 3.0, 5.0, 0.5]])
+def test_a_spread_figure_gets_the_warning_pytorchs_measurement_gives_it(times):
+    """PyTorch's own Measurement is the oracle: a warning exactly when it has one, in its words."""
+    from torch.utils.benchmark import Measurement
+    from torch.utils.benchmark.utils.common import TaskSpec
+    from torchsh.verbs.bench import spread_note
+    m = Measurement(number_per_run=1, raw_times=times, task_spec=TaskSpec(stmt="pass", setup=""))
+    note = spread_note(m.iqr, m.median)
+    assert bool(note) == m.has_warnings
+    if note:
+        assert "%.1f%%" % (m.iqr / m.median * 100) in note and note.split(": ")[1].split(" (")[0] in repr(m).lower()

@@ -4,6 +4,7 @@ the model goes: `nn save` to .safetensors and `nn load`, `nn load` of a fit chec
 `torch predict` on raw, unlabeled rows gives the same class names and the same probabilities, bit for bit."""
 import csv
 import json
+import os
 
 import numpy as np
 import pytest
@@ -49,11 +50,15 @@ def _fitted(run, sh):
 
 
 def _kept(log):
-    """What fit kept of the data (run.json's `data`): the classes, the colour's categories, the statistics."""
+    """The model's card fit kept (run.json's `contract`): its inputs, the classes, the colour's categories, the
+    statistics, the task."""
     with open(log + "/run.json") as f:
-        data = json.load(f)["data"]
-    assert sorted(data) == ["categories", "classes", "standardization"]
-    return data
+        card = json.load(f)["contract"]
+    assert sorted(card) == ["categories", "classes", "decision", "inputs", "loss", "output", "preprocessing", "target",
+                            "task"]
+    assert card["task"] == "multiclass" and card["decision"] == "argmax" and card["output"] == {"shape": [3]}
+    assert [p["kind"] for p in card["preprocessing"]] == ["standardize"]
+    return card
 
 
 def test_nn_save_to_safetensors_and_nn_load_bring_back_the_classes_and_standardization(sh):
@@ -61,10 +66,10 @@ def test_nn_save_to_safetensors_and_nn_load_bring_back_the_classes_and_standardi
     f = sh.tmp("m.safetensors")
     out = sh("torch nn save %s %s; m2=$(%s); torch nn load $m2 %s; %s"
              % (m, f, MODEL, f, PREDICT.format(m="$m2", new=new))).split("\n")
-    assert out[1] == "classes: " + " ".join(NAMES)
+    assert "classes: " + " ".join(NAMES) in out
     assert json.loads(out[-1]) == before
     with safetensors.safe_open(f, framework="pt") as st:  # one metadata key, JSON; Python reads the weights as ever
-        assert json.loads(st.metadata()["torchsh"]) == {"data": _kept(log)}
+        assert json.loads(st.metadata()["torchsh"]) == {"contract": _kept(log)}
     python = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
     python.load_state_dict(safetensors.torch.load_file(f))
 
@@ -80,14 +85,20 @@ def test_nn_load_of_a_fit_checkpoint_loads_its_model_part_with_what_its_data_sta
     assert json.loads(best[0]) == json.loads(best[1])
 
 
-def test_a_pt_keeps_the_weights_alone_as_torch_save_and_says_what_it_leaves_out(sh):
-    m, _, _, _ = _fitted(sh, sh)
+def test_a_pt_keeps_the_weights_alone_as_torch_save_and_its_card_beside_it(sh):
+    m, new, log, before = _fitted(sh, sh)
     pt, st = sh.tmp("m.pt"), sh.tmp("m.safetensors")
     r = sh.run("torch nn save %s %s && torch nn save %s %s" % (m, pt, m, st))
-    assert r.code == 0 and "holds the weights alone" in r.err and "name it .safetensors" in r.err
+    assert r.code == 0, r.err
     loaded, want = torch.load(pt, weights_only=True), safetensors.torch.load_file(st)
     assert list(loaded) == ["0.weight", "0.bias", "2.weight", "2.bias"]  # the state_dict itself, in its order
     assert loaded.keys() == want.keys() and all(torch.equal(loaded[k], want[k]) for k in want)
+    with open(pt + ".card.json") as f:
+        assert json.load(f) == {"contract": _kept(log)}
+    got = sh("m2=$(%s); torch nn load $m2 %s > /dev/null; %s" % (MODEL, pt, PREDICT.format(m="$m2", new=new)))
+    assert json.loads(got) == before  # the card came back from beside the .pt: standardized, named classes
+    sh("torch nn save $(%s) %s" % (MODEL, pt))  # a model without a card: the old card would describe other weights
+    assert not os.path.exists(pt + ".card.json")
 
 
 def test_model_inspect_shows_the_kept_classes_categories_and_statistics(sh):
@@ -95,10 +106,10 @@ def test_model_inspect_shows_the_kept_classes_categories_and_statistics(sh):
     f = sh.tmp("m.safetensors")
     sh("torch nn save %s %s" % (m, f))
     for path in (f, log + "/best.safetensors"):
-        assert json.loads(sh("torch model inspect --json %s" % path))["data"] == _kept(log)
+        assert json.loads(sh("torch model inspect --json %s" % path))["contract"] == _kept(log)
         text = sh("torch model inspect %s" % path).split("\n")
         assert "classes: " + " ".join(NAMES) in text and "one-hot color: blue red" in text
-        assert any(line.startswith("standardization: field 0, mean [") for line in text)
+        assert any(line.startswith("preprocessing: standardize field 0, mean [") for line in text)
     assert "data" not in json.loads(sh("torch nn save $(%s) %s; torch model inspect --json %s" % (MODEL, f, f)))
 
 

@@ -153,6 +153,24 @@ def test_plot_confusion_draws_the_last_validation_matrix_as_a_table_and_a_png(sh
     assert int((pixels[:, 2] > pixels[:, 0] + 60).sum()) > 5000  # the Blues heatmap's cells
 
 
+def test_plot_confusion_labels_the_classes_by_the_names_the_run_learnt_from_its_data(sh):
+    """A table whose target column holds names: the run's card (run.json) keeps them, sorted, as its classes."""
+    names, folder = ["cat", "dog", "bird"], sh.tmp("named")
+    os.makedirs(folder)
+    with open(os.path.join(folder, "pets.csv"), "w") as f:
+        f.write("a,b,kind\n" + "".join("%s,%s,%s\n" % (x[0].item(), x[1].item(), names[int(y) % 3])
+                                        for x, y in zip(X, Y)))
+    sh("cd %s && m=$(torch nn sequential 'linear 2 3'); o=$(torch optim sgd $m --lr 0.05); "
+       "L=$(torch data loader $(torch data open pets.csv --target kind) --batch_size 8); "
+       "torch fit $m $o $L --epochs 1 --metrics confusion --log run >/dev/null" % folder)
+    with open(os.path.join(folder, "run", "metrics.jsonl")) as f:
+        matrix = [json.loads(line) for line in f][-1]["confusion"]
+    lines = sh("torch plot --confusion %s/run" % folder).split("\n")
+    assert lines[1].split() == ["bird", "cat", "dog"]
+    assert [line.split() for line in lines[2:]] == [[k] + [str(v) for v in row]
+                                                    for k, row in zip(["bird", "cat", "dog"], matrix)]
+
+
 def test_plot_confusion_of_a_run_without_one_says_how_to_log_it(sh):
     jsonl = sh.tmp("metrics.jsonl")
     sh("printf '%%s\\n' '{\"kind\":\"epoch\",\"epoch\":1,\"loss\":2.0}' > %s" % jsonl)
@@ -160,10 +178,12 @@ def test_plot_confusion_of_a_run_without_one_says_how_to_log_it(sh):
     assert r.code != 0 and "no rows hold a confusion matrix" in r.err and "--metrics confusion" in r.err
 
 
-def test_a_class_metric_on_float_targets_and_a_regression_metric_on_another_shape_are_refused(sh):
+def test_a_class_metric_of_a_regression_and_outputs_of_another_shape_than_the_targets_are_refused(sh):
     run = ("m=$(torch nn linear 3 2); L=$(torch data loader $(torch data tensors %s %s) --batch_size 10); "
            "torch fit $m $(torch optim sgd $m) $L --loss mse_loss --metrics ")
     floats = sh.run(run % (sh.put(REGRESSION_X), sh.put(REGRESSION_Y)) + "f1")
-    assert floats.code == 2 and "f1 needs class-index targets (integers), not float32" in floats.err
+    assert floats.code == 2 and "--metrics f1: the model is a regression one" in floats.err, floats.err
+    assert "scored by mae, rmse, r2" in floats.err and "[bad_argument]" in floats.err
     shapes = sh.run(run % (sh.put(REGRESSION_X), sh.put(REGRESSION_Y[:, :1])) + "r2")
-    assert shapes.code == 2 and "r2: 20 outputs for 10 targets" in shapes.err and "[bad_argument]" in shapes.err
+    assert shapes.code != 0 and "the model gives [2] per item for targets of [1]" in shapes.err, shapes.err
+    assert "[shape_mismatch]" in shapes.err

@@ -1,5 +1,10 @@
 """The CLI grammar: positionals, flags, scalars, stdin prefix rule, variadic ops, while-read loops."""
+import subprocess
+
+import pytest
 import torch
+
+from required import require_tool
 
 
 def test_flag_spellings_are_equivalent(sh):
@@ -142,3 +147,19 @@ def test_dash_h_is_help_for_ops(sh):
     for op in ("add", "reshape", "nn.functional.mse_loss"):
         assert sh("torch %s -h" % op) == sh("torch %s --help" % op)
         assert sh("torch %s -h" % op).startswith("usage: torch")
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["client", "zsh-function"])
+def test_zsh_passes_an_unsplit_word_of_handle_lines_as_those_handles(sh, fast):
+    """zsh does not split an unquoted `$b`: the README's loop hands `data next`'s two handles over as one word
+    of two lines, which goes where two tensors go; a word with any other line stays one word."""
+    zsh = require_tool("zsh")
+    x, y = sh.put(torch.arange(3.0)), sh.put(torch.ones(2))
+    script = ('m=$(torch nn linear 3 1); o=$(torch optim sgd $m --lr 0.1)\n'
+              'L=$(torch data loader $(torch data tensors $(torch randn 8 3) $(torch randn 8 1)) --batch_size 4)\n'
+              'b=$(torch data next $L); torch train_step $m $o $b >/dev/null || exit 9\n'
+              'xy=$(print -l %s %s); torch value $(torch cat $xy)\n'
+              'torch add "$(print -l %s foo)" 1' % (x, y, x))
+    p = subprocess.run([zsh, "-f", "-c", ('eval "$(torch init zsh)"\n' if fast else "") + script], env=sh.env,
+                       cwd=sh.folder, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert p.stdout == "[0.0,1.0,2.0,1.0,1.0]\n" and p.returncode == 3 and "[bad_handle]" in p.stderr, p.stderr

@@ -3,6 +3,8 @@ descriptions and one runnable example per op (every example shown is run here)."
 import itertools
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 from cleanup import FREE_NEW_NAMES, NAMES_BEFORE
@@ -22,7 +24,8 @@ def test_overview_lists_the_groups_and_the_common_commands(sh, argv):
     for group in ("nn", "optim", "sched", "daemon", "scope", "checkpoint", "linalg", "fft", "special"):
         assert "\n  %s " % group in groups
     common = out.split("common commands:")[1].split("\n\n")[0]
-    for name in ("tensor", "value", "print", "forward", "train_step"):
+    for name in ("tensor", "value", "print", "forward", "train_step", "fit", "predict", "plot", "runs", "sweep",
+                 "serve"):
         assert "\n  %s " % name in common
 
 
@@ -63,6 +66,20 @@ def test_help_without_a_daemon_ignores_a_scope_of_a_daemon_gone(fresh_sh):
 def test_help_without_a_daemon_is_the_daemons_help(fresh_sh, sh):
     s = fresh_sh(start=False)
     assert s("torch help fit") == sh("torch help fit")
+
+
+def test_the_overview_without_a_daemon_is_the_daemons_and_imports_no_pytorch(sh):
+    """`torch` alone with no daemon prints the overview the last table built kept (cachefiles.py): the same
+    text, in a process that never imports torch."""
+    env = dict(sh.env, TORCHSH_SOCKET=os.path.join(sh.folder, "none", "torchd.sock"))
+    os.makedirs(os.path.dirname(env["TORCHSH_SOCKET"]), mode=0o700, exist_ok=True)
+    first = subprocess.run(["torch"], env=env, capture_output=True, text=True, timeout=300)  # keeps it if none is
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "torchsh.cli.offline_help"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    imported = [line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")]
+    assert p.returncode == 0 and "torchsh.cachefiles" in imported and "torch" not in imported
+    assert p.stdout == first.stdout == sh("torch") + "\n"
+    assert not os.path.exists(env["TORCHSH_SOCKET"])
 
 
 def _sections(text):

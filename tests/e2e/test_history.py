@@ -1,5 +1,6 @@
 """`torch history`: the requests that changed the daemon's state, listed, and written as a plain PyTorch script
 (`--python`, `--for HANDLE`) that reproduces the daemon's objects bit for bit (`python s.py --check`)."""
+import glob
 import json
 import os
 import re
@@ -8,6 +9,7 @@ import sys
 
 import apicall
 import pytest
+import torch
 
 
 def _script(sh, target, extra=""):
@@ -250,13 +252,11 @@ def test_a_persisted_daemon_keeps_its_history_across_a_restart(fresh_sh):
 
 
 def test_tensors_read_from_files_now_gone_come_back_as_literals_or_from_the_sidecar(sh):
-    import glob
     import torch
     small, large = sh.put(torch.arange(6.0).reshape(2, 3)), sh.put(torch.rand(100, 10, dtype=torch.float64))
     y = sh("torch add $(torch sum %s) $(torch sum %s)" % (small, large))
     for path in glob.glob(os.path.join(sh.folder, "*-put.pt")):  # what sh.put loaded them from
         os.unlink(path)
-    assert sh.run("torch history --python --for %s" % y).code == 2  # a large one needs --sidecar
     folder = sh.tmp("replay")
     os.makedirs(folder)
     sh("torch history --python --for %s --sidecar %s/data.safetensors > %s/s.py" % (y, folder, folder))
@@ -264,6 +264,27 @@ def test_tensors_read_from_files_now_gone_come_back_as_literals_or_from_the_side
         text = f.read()
     assert "torch.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], dtype=torch.float32)" in text and "_sidecar('s0')" in text
     _check(os.path.join(folder, "s.py"))
+
+
+def test_without_sidecar_large_tensors_go_beside_the_script_under_their_sha256_and_are_never_written_over(sh):
+    import torch
+    y = sh("torch add $(torch sum %s) 1" % sh.put(torch.rand(100, 10, dtype=torch.float64)))
+    for path in glob.glob(os.path.join(sh.folder, "*-put.pt")):  # gone: the script needs the values themselves
+        os.unlink(path)
+    folder = sh.tmp("default")
+    os.makedirs(folder)
+    r = sh.run("torch history --python --for %s > s.py" % y, cwd=folder)
+    name = re.search(r"history-[0-9a-f]{16}\.safetensors", r.err).group(0)
+    assert r.code == 0 and set(os.listdir(folder)) == {"s.py", name}
+    assert "SIDECAR = '%s'" % name in open(os.path.join(folder, "s.py")).read()
+    _check(os.path.join(folder, "s.py"))
+    again = sh.run("torch history --python --for %s > s2.py" % y, cwd=folder)  # the same tensors: the same file
+    assert again.code == 0 and name in again.err and "already there" in again.err
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(b"not these tensors")
+    refused = sh.run("torch history --python --for %s > s3.py" % y, cwd=folder)
+    assert refused.code == 6 and "[file_error]" in refused.err and "--sidecar" in refused.err
+    assert open(os.path.join(folder, name), "rb").read() == b"not these tensors"
 
 
 def _files(folder):
@@ -432,3 +453,41 @@ def test_a_fifo_put_where_a_loaded_file_was_does_not_hang_the_script_writer(sh):
     os.mkfifo(path)
     text = sh("torch history --python --for %s" % t, timeout=60)
     assert "torch.tensor([0.0, 1.0, 2.0, 3.0], dtype=torch.float32)" in text
+
+
+def _csv(path, rows, seed, scale):
+    """A regression table a,b -> y (y = 0.02a - b + 0.1): `a` of SCALE, `b` around 0."""
+    g = torch.Generator().manual_seed(seed)
+    a, b = torch.rand(rows, generator=g) * scale, torch.rand(rows, generator=g) * 10 - 5
+    with open(path, "w") as f:
+        f.write("a,b,y\n" + "".join("%.4f,%.4f,%.4f\n" % (p, q, 0.02 * p - q + 0.1) for p, q in zip(a, b)))
+    return path
+
+
+@pytest.mark.slow  # a fit and its script's own Python process
+def test_a_fit_whose_targets_fit_viewed_as_the_output_replays_bit_for_bit(sh):
+    """A CSV's column of targets ([] per item) against a 'linear 2 1' head ([1]): fit views them as the output
+    (y.view(N, 1)); the script writes the same view, not mse_loss's broadcast of [N, 1] against [N]."""
+    path = _csv(sh.tmp("t.csv"), 40, 1, 1.0)
+    m = sh("torch manual_seed 1; m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
+           "L=$(torch data loader $(torch data open %s --target y) --batch_size 8 --shuffle --seed 3); "
+           "torch fit $m $o $L --loss mse_loss --epochs 2 >/dev/null 2>&1; echo $m" % path)
+    path, text = _script(sh, m)
+    assert re.search(r"mse_loss\(\w+\(\*_x\), _y\.view\(len\(_y\), 1\)\)", text), text
+    assert re.search(r"check: (\d+) of \1 object", _check(path))
+
+
+@pytest.mark.slow  # a fit and its script's own Python process
+def test_a_fit_validating_raw_rows_of_standardized_training_data_replays_bit_for_bit(sh):
+    """--val's raw rows are standardized as the training rows were (the model's card); the script does the
+    same, so --patience on val_loss stops at the same epoch (raw rows, 100 times the scale, would not)."""
+    train, val = _csv(sh.tmp("train.csv"), 40, 2, 100.0), _csv(sh.tmp("val.csv"), 12, 3, 100.0)
+    m = sh("torch manual_seed 1; m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.05); "
+           "L=$(torch data loader $(torch data transform $(torch data open %s --target y) --standardize) "
+           "--batch_size 8 --shuffle --seed 3); "
+           "V=$(torch data loader $(torch data open %s --target y) --batch_size 4); "
+           "torch fit $m $o $L --loss mse_loss --epochs 12 --val $V --patience 1 >/dev/null 2>&1; echo $m"
+           % (train, val))
+    path, text = _script(sh, m)
+    assert "# --val's raw rows, standardized as the model was trained" in text
+    assert re.search(r"check: (\d+) of \1 object", _check(path))

@@ -7,8 +7,11 @@ import os
 import signal
 import socket
 import subprocess
+import time
 
 import pytest
+
+from torchsh.jobs.job import LEASE_S
 
 from waiting import wait_until
 
@@ -60,22 +63,45 @@ def test_daemon_stop_stops_a_running_job_at_a_step_boundary_with_its_checkpoint(
     assert rows, "the run wrote no metrics before it stopped"
 
 
+def _killed_follower(sh, script, state):
+    """The job a bash SCRIPT starts and follows, once it is in STATE; its follower then killed (-9, the whole
+    process group: the shell and its client)."""
+    before = {j["handle"] for j in _jobs(sh)}
+    p = subprocess.Popen(["bash", "-c", script], env=sh.env, cwd=sh.folder, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert wait_until(lambda: any(j["handle"] not in before and j["state"] == state for j in _jobs(sh)), 60)
+        return next(j["handle"] for j in _jobs(sh) if j["handle"] not in before)
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+
+
 @pytest.mark.parametrize("caller", ["client", "bash"])
 def test_a_killed_follower_leaves_its_foreground_fit_to_stop_at_a_step_boundary(sh, caller):
     """kill -9 of the client (or of the shell whose function follows the run): nobody polls, and the daemon
     stops the run once its lease has run out; the log says why."""
     m, o, L = _make(sh, 100000)
-    before = {j["handle"] for j in _jobs(sh)}
     line = "torch fit %s %s %s --epochs 100000" % (m, o, L)
-    argv = ["bash", "-c", line if caller == "client" else 'eval "$(torch init bash)"; ' + line]
-    p = subprocess.Popen(argv, env=sh.env, cwd=sh.folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        assert wait_until(lambda: any(j["handle"] not in before and j["state"] == "running" for j in _jobs(sh)), 60)
-        job = next(j["handle"] for j in _jobs(sh) if j["handle"] not in before)
-    finally:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
+    job = _killed_follower(sh, line if caller == "client" else 'eval "$(torch init bash)"; ' + line, "running")
     assert wait_until(lambda: job not in {j["handle"] for j in _jobs(sh) if j["state"] == "running"}, 60)
     with open(sh.socket[:-5] + ".log") as f:
         assert "stopping %s at its next step boundary: its follower went away" % job in f.read()
+
+
+def test_a_queued_fit_whose_follower_was_killed_never_starts(sh, tmp_path):
+    """Its lease runs out while it waits behind another job: when its turn comes it stops before its work runs
+    (no log folder written, no step taken), and the daemon's log says why."""
+    m, o, L = _make(sh, 100000)
+    ahead = sh("torch fit %s %s %s --epochs 100000 --detach" % (m, o, L))
+    m2, o2, L2 = _make(sh, 100000)
+    queued = _killed_follower(sh, "torch fit %s %s %s --epochs 100000 --log %s" % (m2, o2, L2, tmp_path / "run"),
+                              "queued")
+    time.sleep(LEASE_S + 1)  # its lease runs out while it waits
+    sh("torch job stop %s >/dev/null" % ahead)
+    assert wait_until(lambda: queued not in {j["handle"] for j in _jobs(sh)}, 60)
+    assert not (tmp_path / "run").exists()
+    with open(sh.socket[:-5] + ".log") as f:
+        text = f.read()
+    assert "stopping %s at its next step boundary: its follower went away" % queued in text
+    assert "%s stopped (its follower had left)" % queued in text

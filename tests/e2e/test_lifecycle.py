@@ -107,3 +107,22 @@ def test_status_and_census_answer_while_a_long_op_runs(fresh_sh):
         assert json.loads(s("torch tensors --json"))
     finally:
         proc.wait(timeout=120)
+
+
+def test_a_daemon_started_in_a_folder_since_removed_reads_and_writes_relative_paths_from_the_callers(fresh_sh):
+    """The daemon leaves the folder of the shell that started it (numpy resolves the cwd it has): files named
+    relative to another caller's folder open and save as in any other."""
+    import numpy as np
+    s = fresh_sh(start=False)
+    started, work = os.path.join(s.folder, "started"), os.path.join(s.folder, "work")
+    os.makedirs(started)
+    os.makedirs(work)
+    s("torch daemon start", cwd=started)
+    os.rmdir(started)
+    with open(os.path.join(work, "x.csv"), "w") as f:
+        f.write("a,b\n1,2\n3,4\n")
+    np.save(os.path.join(work, "y.npy"), np.arange(3.0))
+    s("torch load x.csv >/dev/null && torch data open x.csv >/dev/null && torch load y.npy >/dev/null && "
+      "torch save $(torch ones 2) z.npy && torch save $(torch ones 2) z.csv", cwd=work)
+    assert np.array_equal(np.load(os.path.join(work, "z.npy")), np.ones(2, dtype=np.float32))
+    assert os.path.isfile(os.path.join(work, "z.csv"))

@@ -140,8 +140,9 @@ def test_fit_keeps_the_classes_with_the_model_and_predict_names_them_on_an_unlab
              "m2=$(%s); torch checkpoint load %s/best.safetensors $m2; torch predict --json $m2 $(torch data open %s)"
              % (MODEL, path, log, unlabeled, MODEL, log, unlabeled)).split("\n")
     with open(log + "/run.json") as f:
-        assert json.load(f)["data"] == {"classes": list(NAMES)}
-    assert _meta(log + "/best.safetensors")["data"] == _meta(log + "/last.safetensors")["data"] == {"classes": list(NAMES)}
+        assert json.load(f)["contract"]["classes"] == list(NAMES)
+    assert _meta(log + "/best.safetensors")["contract"] == _meta(log + "/last.safetensors")["contract"]
+    assert _meta(log + "/best.safetensors")["contract"]["classes"] == list(NAMES)
     fitted, loaded = (json.loads(line) for line in got)
     assert [r["prediction"] for r in fitted] == [r["species"] for r in table]  # separable blobs: all right
     assert loaded == fitted
@@ -199,5 +200,5 @@ def test_a_distributed_fit_keeps_the_classes_in_run_json_and_its_checkpoints(sh)
        "L=$(torch data loader $(torch data open %s --target species) --batch_size 3); "
        "torch fit $m $o $L --loss cross_entropy --nproc_per_node 2 --log %s > /dev/null" % (path, log), timeout=300)
     with open(log + "/run.json") as f:
-        assert json.load(f)["data"] == {"classes": list(NAMES)}
-    assert _meta(log + "/last.safetensors")["data"] == {"classes": list(NAMES)}  # written by rank 0
+        assert json.load(f)["contract"]["classes"] == list(NAMES)
+    assert _meta(log + "/last.safetensors")["contract"]["classes"] == list(NAMES)  # written by rank 0

@@ -138,3 +138,24 @@ def test_a_fit_training_now_lists_as_running_and_once_stopped_as_stopped(sh):
     finally:
         sh("torch job stop %s >/dev/null" % job)
     assert [r["status"] for r in ls(sh, folder)] == ["stopped"]
+
+
+def test_a_resume_with_nothing_to_do_leaves_a_stopped_runs_folder_as_it_was(sh):
+    folder = sh.tmp("noop")
+    build = FIT.format(lr="0.01", x=sh.put(X), y=sh.put(Y), log=folder).replace(" >/dev/null", "")
+    job = sh(build.replace("--epochs 2", "--epochs 100000 --detach"))
+    sh("until grep -q epoch %s/metrics.jsonl 2>/dev/null; do sleep 0.1; done; torch job stop %s >/dev/null"
+         % (folder, job), timeout=120)
+    before = {name: open(os.path.join(folder, name), "rb").read() for name in sorted(os.listdir(folder))}
+    assert [r["status"] for r in ls(sh, folder)] == ["stopped"]
+    r = sh.run(build.replace("--epochs 2", "--epochs 100000 --max_steps 1 --resume auto"))  # over already
+    assert r.code == 0 and "nothing to do" in r.err
+    assert {name: open(os.path.join(folder, name), "rb").read() for name in sorted(os.listdir(folder))} == before
+    assert [r["status"] for r in ls(sh, folder)] == ["stopped"]
+
+
+def test_plot_of_a_folder_of_runs_draws_every_run_under_it_labelled_by_its_folder(sh, runs):
+    out = sh("cd %s && torch plot . --y loss --x epoch --width 70" % runs)
+    legend = [line.split(":")[0].split(None, 1)[1] for line in out.splitlines()[-2:]]
+    assert legend == ["lr0.1 loss", "sweep/lr0.01 loss"]
+    assert sh("torch plot %s/sweep --width 70" % runs) == sh("torch plot %s/sweep/lr0.01 --width 70" % runs)

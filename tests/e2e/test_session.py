@@ -176,3 +176,27 @@ def test_objects_without_values_do_not_stop_a_save(own, tmp_path):
     assert own("torch tensors -q").split() == [a, m, lazy, x]
     assert own("torch shape %s" % a) == "[2]" and own("torch nn info %s --json" % m).count('"meta"')
     assert own("torch forward %s $(torch ones 4 5) | torch shape" % lazy) == "[4,3]"
+
+
+def test_a_model_opened_from_the_users_file_comes_back_by_its_recipe_bit_for_bit(own, tmp_path):
+    """`model open FILE.py:CLASS --args …` is rebuilt from its file, class and arguments (a FILE.pt2 from its
+    archive); its weights and grads are the saved ones, bit for bit."""
+    from usernets import write_net
+    write_net(str(tmp_path / "net"))
+    exported = torch.export.export(torch.nn.Linear(3, 2), (torch.randn(4, 3),))
+    torch.export.save(exported, str(tmp_path / "net" / "lin.pt2"))
+    m, o, p, x = own("""cd %s && m=$(torch model open mynet.py:Net --args '{"hidden": 6}') && o=$(torch optim sgd $m --lr 0.1)
+        torch train_step $m $o --loss mse_loss $(torch randn 4 3) $(torch randn 4 2) >/dev/null
+        echo $m $o $(torch model open lin.pt2) $(torch randn 4 3)""" % (tmp_path / "net")).split()
+    forward = "torch value $(torch forward %s %s)" % (p, x)
+    out = own(forward)
+    grad = "torch grad $(torch nn parameters %s | head -1)" % m
+    before, _ = checkpoint(own, m, o, "")
+    grad_before = own.fetch(own(grad))
+    r = own.run("torch session save %s" % (tmp_path / "s"))
+    assert r.code == 0 and m in own("torch tensors -q") and r.err == ""
+    own("torch daemon stop")
+    own("torch session load %s" % (tmp_path / "s"), cwd=str(tmp_path))  # another folder: the file is found by its path
+    after, _ = checkpoint(own, m, o, "")
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+    assert torch.equal(own.fetch(own(grad)), grad_before) and own(forward) == out

@@ -130,3 +130,47 @@ print ($rows | select val_precision val_recall val_f1 val_f1_micro val_confusion
     keys = ("val_precision", "val_recall", "val_f1", "val_f1_micro", "val_confusion", "confusion")
     assert rows == [{k: r[k] for k in keys} for r in bash]
     assert len(rows[1]["val_confusion"]) == 3 and sum(map(sum, rows[1]["val_confusion"])) == 20
+
+
+def test_a_warning_raised_in_every_training_step_reaches_nushells_stderr_once(nu, sh):
+    """Issue 36: PyTorch's warning inside the job's steps (mse_loss's reduce=, deprecated) is a note of the job."""
+    x, y = sh.put(torch.randn(16, 2)), sh.put(torch.randn(16, 1))
+    r = nu.run("""
+let m = (torch nn linear 2 1)
+let L = (torch data loader (torch data tensors %s %s) --batch_size 4)
+torch fit $m (torch optim sgd $m) $L --loss mse_loss --loss_args '{"reduce": true}' --epochs 2 | ignore
+""" % (x, y))
+    assert r.code == 0, r.err
+    assert r.err.count("torch: fit: warning: size_average and reduce args will be deprecated, please use "
+                       "reduction='mean' instead.\n") == 1, r.err
+
+
+def test_a_fit_interrupted_with_ctrl_c_keeps_the_rows_of_the_epochs_it_ended_and_says_where_it_stopped(nu, sh):
+    """SIGINT to nu's process group, as a terminal's Ctrl-C sends it: the next poll asks the run to stop (as the
+    bash function's trap does), the rows already ended are shown, then the run's stop line as nu's error."""
+    import os
+    import signal
+    import tempfile
+    from waiting import wait_until
+    loader = sh("torch data loader $(torch data tensors %s %s) --batch_size 4"
+                % (sh.put(torch.randn(400, 2)), sh.put(torch.randn(400, 1))))
+    script = "use %s\nlet m = (torch nn linear 2 1)\ntorch fit $m (torch optim sgd $m) %s --loss mse_loss " \
+             "--epochs 1000000\n" % (nu.module, loader)
+    with tempfile.NamedTemporaryFile("w", suffix=".nu", dir=sh.folder, delete=False) as f:
+        f.write(script)
+    out, err = sh.tmp("nu.out"), sh.tmp("nu.err")
+    with open(out, "w") as o, open(err, "w") as e:
+        p = subprocess.Popen([nu.bin, "--no-config-file", f.name], env=nu.env, cwd=sh.folder, stdout=o, stderr=e,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert wait_until(lambda: "epoch 3 " in open(err).read(), 120)  # two epochs ended, a third going
+        os.killpg(p.pid, signal.SIGINT)
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    text, errors = open(out).read(), open(err).read()
+    epochs = [int(line.split("│")[2]) for line in text.splitlines() if line.count("│") > 3 and "epoch" not in line]
+    assert p.returncode == 1 and epochs[:2] == [1, 2] and epochs == list(range(1, len(epochs) + 1)), text
+    assert "torch: fit: stopped at epoch " in errors and "torchsh::stopped" in errors
+    assert not [j for j in json.loads(sh("torch job list --json") or "[]") if j["state"] in ("running", "queued")]

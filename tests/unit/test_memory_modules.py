@@ -121,7 +121,10 @@ def test_two_groups_keep_their_own_options():
 
 # -- admission ------------------------------------------------------------------------------------------
 def context_with_room(room):
-    """A request context whose daemon's budget leaves `room` bytes over what this process holds now."""
+    """A request context whose daemon's budget leaves `room` bytes over what this process holds now: read after a
+    trim, as the budget trims before it refuses (a test process carrying others' freed memory would otherwise
+    find more room at the refusal than here)."""
+    memory.heap.malloc_trim()
     app = types.SimpleNamespace(memory=memory.Budget(memory.rss_bytes() + room, "test"))
     return types.SimpleNamespace(app=app, device=None)
 

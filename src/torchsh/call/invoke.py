@@ -7,7 +7,6 @@ Exec comes back as the result, for the face to answer with.
 import contextlib
 import functools
 import inspect
-import re
 import warnings
 
 import torch
@@ -15,6 +14,7 @@ import torch
 from torchsh import guards, memory
 from torchsh.errors import TorchshError, from_torch_exception, raised_by_torch
 from torchsh.table import kinds
+from torchsh.warned import ALWAYS, filters_mutated, first_line
 
 
 def convert_all(ctx, binding):
@@ -46,6 +46,8 @@ def invoke(ctx, op, binding, globals_=None, warned=None, convert=convert_all):
     lockfree = op.lockfree
     lock = _NO_CONTEXT if lockfree else ctx.app.tensor_lock(op.name)
     history = None if lockfree else getattr(ctx.app, "history", None)
+    if warned is not None and hasattr(ctx, "warned"):
+        ctx.warned = warned  # a job the op starts does not say these again (torchsh/warned.py)
     with lock, _warnings_to(None if lockfree else warned):
         values = convert(ctx, binding)
         watch = history.watch(op, values) if history is not None else None  # None: an op that only reads
@@ -108,9 +110,6 @@ def _mode_name(mode):
     return "no_grad" if isinstance(mode, torch.no_grad) else ""
 
 
-_TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)?\s*$")  # where in ATen's C++: noise to a user
-
-
 class _warnings_to:
     """Record the warnings raised meanwhile, every one (not once per code location, Python's default).
 
@@ -128,28 +127,22 @@ class _warnings_to:
         if self.warned is not None:
             self.caught = []
             self.filters, self.show = warnings.filters, warnings.showwarning
-            warnings.filters = [_ALWAYS]  # a fresh list: an op's own simplefilter() must not edit a shared one
-            _filters_mutated()  # so a location's "already warned" mark no longer hides it
+            warnings.filters = [ALWAYS]  # a fresh list: an op's own simplefilter() must not edit a shared one
+            filters_mutated()  # so a location's "already warned" mark no longer hides it
             warnings.showwarning = self._show
 
     def __exit__(self, kind, value, tb):
         if self.warned is not None:
             warnings.filters, warnings.showwarning = self.filters, self.show
-            _filters_mutated()
+            filters_mutated()
             if kind is None:
                 for line in self.caught:
-                    line = _TRIGGERED.sub("", line.strip().split("\n")[0])
+                    line = first_line(line)
                     if line and line not in self.warned:
                         self.warned.append(line)
 
     def _show(self, message, category, filename, lineno, file=None, line=None):
         self.caught.append(str(message))
-
-
-_ALWAYS = ("always", None, Warning, None, 0)  # simplefilter("always")'s entry
-# what catch_warnings calls on entry and exit (CPython 3.8-3.13); a Python without it only loses the
-# "every time" of a repeated warning, never the daemon
-_filters_mutated = getattr(warnings, "_filters_mutated", lambda: None)
 
 
 def _explain(err, values):

@@ -3,12 +3,14 @@
 `-` and `_` fold in flag names; `--flag value`, `--flag=value`, and bare `--flag` for booleans
 (followed optionally by true/false). `-h` is `--help`. `--` ends flags: the rest is one Argv (block
 forms). A lone `-` where a handle goes means "one handle from stdin here": a `stdin` token numbered
-in argv order, which put_stdin replaces with the line the client read for it.
+in argv order, which put_stdin replaces with the line the client read for it. A positional word whose every
+line is a handle is those handles (zsh's unsplit `$b`).
 """
 from dataclasses import dataclass, field
 
 from torchsh.call import suggest, tokens
 from torchsh.errors import TorchshError
+from torchsh.registry.handles import looks_like_handle
 from torchsh.table.aliases import flag_alias
 from torchsh.table.kinds import LIST_FLAG_KINDS, STDIN_KINDS
 
@@ -65,11 +67,22 @@ def split_argv(op, words, fixed=None):
             else:
                 flags[name] = marks.mark(tok) if spec.kind in STDIN_KINDS else tok
         else:
-            positionals.append(marks.mark(tokens.from_word(w)))
+            positionals += [marks.mark(tok) for tok in _positional_tokens(w)]
         i += 1
     for name, value in (fixed or {}).items():
         flags.setdefault(name, tokens.from_json(value))
     return Parsed(positionals, flags, glob, rest)
+
+
+def _positional_tokens(word):
+    """A positional word's tokens: one, or the handles of a word whose every line is a handle. zsh does not
+    split an unquoted variable, so `b=$(torch data next $L); torch train_step $m $o $b` passes data next's two
+    handle lines as one word, where bash passes two."""
+    if "\n" in word.strip():
+        lines = [line.strip() for line in word.split("\n") if line.strip()]
+        if all(looks_like_handle(line) for line in lines):
+            return [tokens.Token("handle", line, line) for line in lines]
+    return [tokens.from_word(word)]
 
 
 class _StdinMarks:

@@ -17,9 +17,13 @@ SECTIONS = {
     "fit": {"distributed (torch.distributed; docs/distributed.md)": (
         "nproc_per_node", "nnodes", "node_rank", "rdzv", "strategy", "timeout", "trusted_network")},
 }
-# The commands a first session uses most, in the order it meets them
+# The commands a first session uses most, in the order it meets them: tensors, a step by hand, then training
+# on data and what follows it (fit, predict, plot, runs, sweep, serve), then the objects held. An order of
+# reading, which no row can say: PyTorch's ops (randn, add…) have no row of ours to mark; a group (runs) is
+# listed with its words
 COMMON = ("tensor", "randn", "zeros", "value", "print", "shape", "add", "matmul", "sum", "reshape",
-          "forward", "train_step", "backward", "step", "tensors", "free", "save", "load")
+          "forward", "train_step", "backward", "step", "fit", "predict", "plot", "runs", "sweep", "serve",
+          "tensors", "free", "save", "load")
 
 
 def overview(table):
@@ -31,7 +35,8 @@ def overview(table):
     tops = sorted(g for g in table.groups if "." not in g)
     lines += ["  %-12s %s" % (g, GROUP_WORDS.get(g, "%d commands" % len(table.groups[g]))) for g in tops]
     lines += ["", "common commands:"]
-    lines += _rows([(name, table.ops[name].summary) for name in COMMON if name in table.ops])
+    lines += _rows([(name, table.ops[name].summary if name in table.ops else GROUP_WORDS[name])
+                    for name in COMMON if name in table.ops or name in GROUP_WORDS])
     lines += ["", "  torch ops [CATEGORY] [--search WORD]   list all %d ops and verbs" % len(table),
               "  torch OP --help (or -h)                signature, arguments, an example, PyTorch's docs",
               "  torch daemon status                    the daemon: pid, uptime, objects, memory",

@@ -5,14 +5,16 @@ their servers). The client (client/main.py) execs this module in a process of it
 answers and the words ask for help alone; it builds the op table as the daemon does (from its JSON cache, so
 mostly the cost of importing PyTorch), renders the very text the daemon's CLI face would (cli/run.py, with
 an app that holds nothing but the table), prints it and exits. Nothing here listens or holds objects.
+The overview (`torch` alone) is the text the last table built left in the cache (cachefiles.py): printed
+without importing PyTorch at all.
 """
 import contextlib
 import os
 import sys
 
-from torchsh import __version__
-from torchsh.cli.run import run_cli
-from torchsh.registry import Registry
+from torchsh import __version__, cachefiles
+
+OVERVIEW_WORDS = ([], ["help"], ["-h"], ["--help"])  # what asks for the overview (cli/run.run_cli)
 
 
 class HelpOnlyApp:
@@ -24,6 +26,7 @@ class HelpOnlyApp:
         self.version = __version__
         self.log_path = "(no daemon: help ran in the `torch` process)"
         self.memory = None
+        from torchsh.registry import Registry
         self.registry = Registry()  # empty: `@name` words resolve against it as against a daemon holding nothing
 
     def tensor_lock(self, op=None):
@@ -31,8 +34,16 @@ class HelpOnlyApp:
 
 
 def main(argv):
+    if argv in OVERVIEW_WORDS:  # `torch` alone: the overview the last table built left, without importing PyTorch
+        text = cachefiles.read_overview()
+        if text is not None:
+            sys.stdout.write(text)
+            return 0
+    from torchsh.cli.help import overview
+    from torchsh.cli.run import run_cli
     from torchsh.table import build_table
     table, _ = build_table()
+    cachefiles.keep_overview(overview(table))
     # the width alone, as the client sends it to a daemon (a scope or device named in TORCHSH_* means nothing here)
     env = {"TORCHSH_COLUMNS": os.environ["TORCHSH_COLUMNS"]} if "TORCHSH_COLUMNS" in os.environ else {}
     if not env and os.isatty(1):

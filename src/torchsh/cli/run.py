@@ -131,7 +131,8 @@ def _run_op(ctx, op, fixed, words):
     binding = _bind_with_stdin(ctx, op, parsed, flags)
     warned = []
     result = invoke(ctx, op, binding, parsed.globals, warned)
-    warnings = "".join("torch: %s: warning: %s\n" % (op.display_name, w) for w in warned)
+    warnings = "".join("torch: %s: %s\n" % (op.display_name, line) for line in ctx.said)
+    warnings += "".join("torch: %s: warning: %s\n" % (op.display_name, w) for w in warned)
     if isinstance(result, results.Streams):  # a job's output once it ended (jobs/follow.py)
         return CliReply(stdout=result.stdout, stderr=result.stderr, exit=result.exit)
     if isinstance(result, (results.Exec, results.Follow, results.Copy, results.Await)):

@@ -20,13 +20,15 @@ from torchsh.vocab import dtype_name
 
 class TensorField:
     """A field held in memory: item i is tensor[i] (a view, as TensorDataset gives). A table's columns
-    may name what their numbers stand for: `classes` (a label column's class names, by index) and
-    `categories` ({column: names} of the one-hot blocks in a feature field)."""
+    may name what their numbers stand for: `classes` (a label column's class names, by index),
+    `categories` ({column: names} of the one-hot blocks in a feature field) and `columns` (the table's
+    columns a feature field was made of, in order: a model's card checks them at predict)."""
 
-    def __init__(self, name, tensor, classes=None, categories=None):
+    def __init__(self, name, tensor, classes=None, categories=None, columns=None):
         if tensor.dim() == 0:
             raise TorchshError("shape_mismatch", "%s is a single value (0-d), which has no items" % name)
         self.name, self.tensor, self.classes, self.categories = name, tensor, classes, categories
+        self.columns = columns
 
     def __len__(self):
         return self.tensor.shape[0]
@@ -233,6 +235,11 @@ class FileDataset(torch.utils.data.Dataset):
     @property
     def field_names(self):
         return [f.name for f in self.fields]
+
+    @property
+    def field_columns(self):
+        """Each field's table columns in order (None for a field that is not made of named columns)."""
+        return [getattr(f, "columns", None) for f in self.fields]
 
 
 def wrapped_datasets(d):

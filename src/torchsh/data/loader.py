@@ -7,6 +7,7 @@ PyTorch does): the loader is built the way DataLoader builds itself (RandomSampl
 SequentialSampler, BatchSampler) with one generator shared by the sampler and the DataLoader.
 To resume, the state keeps the generator's state at the start of the current epoch and the number
 of batches taken; restoring replays the epoch's sampler (indices only, no data fetched) up to there.
+With --num_workers the workers persist from epoch to epoch (persistent_workers), with the same batches.
 """
 import functools
 import os
@@ -62,7 +63,8 @@ class Loader:
         # mid-use and every socket it holds (the listening one, clients' connections) into each worker.
         # Their parent is then the forkserver, so PyTorch's own watchdog (parent pid changed) cannot see the
         # daemon die: _exit_with_daemon does, or they would outlive a `kill -9` of it.
-        workers = dict(multiprocessing_context="forkserver", worker_init_fn=functools.partial(
+        # Persistent: the workers live as long as the loader, not an epoch (starting them cost seconds an epoch)
+        workers = dict(multiprocessing_context="forkserver", persistent_workers=True, worker_init_fn=functools.partial(
             _exit_with_daemon, os.getpid())) if num_workers else {}
         fast = batches.gathered(dataset) if not num_workers else None  # a table's batches in one gather a field
         if fast is not None:
@@ -76,6 +78,7 @@ class Loader:
         self.in_epoch = False    # an epoch has started and not ended
         self._epoch_start = None  # the generator's state when the current epoch started
         self._it = None
+        self._workers_started = False  # the persistent workers' iterator exists (DataLoader keeps it)
         self.handed_out = None   # the last `data next`'s batch, which the next one frees (verbs/loader.py)
 
     def __len__(self):
@@ -101,7 +104,12 @@ class Loader:
         else:
             self._epoch_start = self.generator.get_state()
             self.in_epoch, self.position = True, 0
+        if self.num_workers and self._workers_started:
+            # iter() resets the persistent workers' iterator, which draws no base seed from the generator as a
+            # new one would: drawn here, so every epoch's shuffle is the one DataLoader without workers makes
+            torch.empty((), dtype=torch.int64).random_(generator=self.generator)
         self._it = iter(self.loader)
+        self._workers_started = bool(self.num_workers)
 
     def state_dict(self):
         generator = self._epoch_start if self.in_epoch else self.generator.get_state()

@@ -40,7 +40,8 @@ def learn(dataset, field):
 def standardize(t, mean, std, batch=False):
     """(t - mean) / std in float64, rounded once to t's dtype (float32 for an integer field). batch: t is a
     batch of items, item first (elementwise, so each item's values are those of the item alone)."""
-    m, s = torch.tensor(mean, dtype=torch.float64), torch.tensor(std, dtype=torch.float64)
+    m = torch.tensor(mean, dtype=torch.float64, device=t.device)
+    s = torch.tensor(std, dtype=torch.float64, device=t.device)
     item_shape = t.shape[1:] if batch else t.shape
     if m.shape != item_shape:
         raise TorchshError("shape_mismatch", "the statistics are of items of shape %s, this field's are %s"

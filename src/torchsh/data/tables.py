@@ -32,7 +32,8 @@ def csv_fields(path, options):
     onehot = {i for g in _onehot_groups(options) for i in resolve(g)}
     groups = flags["groups"]
     if groups is None and target is None and not onehot:  # the whole table, rows × columns (pandas .values)
-        return [TensorField(stem(path), csvfile.read(path, dtype=options.dtype, squeeze=False, **read)[0])]
+        values = csvfile.read(path, dtype=options.dtype, squeeze=False, **read)[0]
+        return [TensorField(stem(path), values, columns=list(names) if names else None)]
     if groups is None:
         groups, labels = [[i for i in range(width) if i != target]], ["features"]
     else:
@@ -85,7 +86,8 @@ def _assemble(label, group, onehot, values, text, name, dtype):
         else:
             parts.append(values[:, k:k + 1])
             k += 1
-    return TensorField(label, torch.cat(parts, 1) if len(parts) > 1 else parts[0], categories=categories or None)
+    return TensorField(label, torch.cat(parts, 1) if len(parts) > 1 else parts[0], categories=categories or None,
+                       columns=[str(name(c)) for c in group])
 
 
 def _csv_target(table, column, options):

@@ -9,4 +9,5 @@ parquetfile.py  .parquet through pyarrow (the `parquet` extra)
 flags.py        --columns, --header, --delimiter: the flags that pick and parse a table's columns
 statedicts.py   state dicts as real checkpoints hold them, for `nn load` (pt2weights.py: a torch.export archive's)
 export.py       a model out as .onnx or .pt2 (`model export`), checked against PyTorch before it takes its name
+preprocessed.py a model's card's preprocessing baked in front of it for export: the graph takes raw rows
 """

@@ -11,8 +11,14 @@ then normal noise from a generator of its own (the caller's RNG untouched) in th
 model's parameters. --dynamic DIM,… lets those dims take any size (torch.export.Dim.DYNAMIC; a dim of
 size 1 too, as the ONNX exporter allows). Saves are atomic (fileio.atomic_write). torch.export's refusals
 (data-dependent control flow, an op it cannot trace) are one torch_error line.
+A model with a card (contract/card.py) is exported with its preprocessing in front of it (preprocessed.py):
+the graph takes the raw rows `torch predict` takes, its input named after the card's field, its outputs
+"output", the card's columns and classes in its metadata (an .onnx's metadata_props, a .pt2's extra file
+metadata.json), and the check compares it with the wrapped model. raw: the bare model, and a warning that
+says what its inputs need first.
 """
 import contextlib
+import json
 import logging
 import os
 import re
@@ -22,16 +28,20 @@ import warnings
 import torch
 
 from torchsh import fileio
+from torchsh.contract import card as cards
 from torchsh.errors import TorchshError, bad_argument, from_torch_exception
+from torchsh.formats import preprocessed
 
 FORMATS = (".onnx", ".pt2")
 ONNX_MAX_BYTES = 2 << 30  # protobuf's limit on one message: larger weights need external data files
 EXTRA = "pip install 'torchsh[export]'"
+PT2_METADATA = "metadata.json"  # torch.export.load(FILE, extra_files={"metadata.json": ""}) reads it
 
 
-def export(model, path, example, dynamic=None, tolerance=1e-5):
-    """Write the model to path (.onnx or .pt2) traced on example (a tensor, or a shape); {file, format,
-    seconds, example, dynamic, checked_with, max_abs_diff}. TorchshError for every refusal."""
+def export(model, path, example, dynamic=None, tolerance=1e-5, raw=False):
+    """Write the model to path (.onnx or .pt2) traced on example (a tensor, or a shape), its card's
+    preprocessing baked in unless raw; {file, format, seconds, example, dynamic, baked, checked_with,
+    max_abs_diff}. TorchshError for every refusal."""
     ext = os.path.splitext(path)[1].lower()
     if ext not in FORMATS:
         raise bad_argument("model export writes .onnx or .pt2 files, not %s" % os.path.basename(path),
@@ -39,17 +49,35 @@ def export(model, path, example, dynamic=None, tolerance=1e-5):
     if not tolerance >= 0:
         raise bad_argument("--tolerance %g: not below 0" % tolerance, "the largest |Δ| accepted, e.g. 1e-4")
     x = example_input(model, example)
+    model, labels = _labelled(model, x, raw, os.path.basename(path))
     dynamic = [dynamic] if isinstance(dynamic, int) else list(dynamic or ())
     shapes = dynamic_shapes(x, dynamic)
     started = time.perf_counter()
     with eval_mode(model), torch.no_grad():
         want = flat(_forward(model, x, shaped=not isinstance(example, torch.Tensor)))
+        if labels:
+            labels["outputs"] = ["output"] if len(want) == 1 else ["output_%d" % i for i in range(len(want))]
         if ext == ".onnx":
-            checked, delta = _write_onnx(model, path, x, shapes, want, tolerance)
+            checked, delta = _write_onnx(model, path, x, shapes, want, tolerance, labels)
         else:
-            checked, delta = _write_pt2(model, path, x, shapes, want, tolerance)
+            checked, delta = _write_pt2(model, path, x, shapes, want, tolerance, labels)
     return dict(file=path, format=ext[1:], seconds=round(time.perf_counter() - started, 3), example=list(x.shape),
-                dynamic=sorted({d % x.dim() for d in dynamic}), checked_with=checked, max_abs_diff=delta)
+                dynamic=sorted({d % x.dim() for d in dynamic}), baked=labels["baked"] if labels else [],
+                checked_with=checked, max_abs_diff=delta)
+
+
+def _labelled(model, x, raw, name):
+    """(the module to export, {input, baked, metadata} or None): a model with a card has its preprocessing baked in
+    front of it and its graph labelled from the card; a bare one (no card, or raw) is exported as it is."""
+    card = cards.of_model(model)
+    if not card:
+        return model, None
+    if raw:
+        if card.get("preprocessing"):
+            warnings.warn(preprocessed.raw_note(card, name))
+        return model, None
+    wrapped, baked = preprocessed.wrap(model, card, x)
+    return wrapped, dict(input=preprocessed.input_name(card), baked=baked, metadata=preprocessed.metadata(card, baked))
 
 
 def memory_needed(model, example):
@@ -173,16 +201,17 @@ def _check(delta, tolerance, path, checked_with):
                            "--tolerance %g accepts it, if that is close enough for you" % (delta * 2))
 
 
-def _write_pt2(model, path, x, shapes, want, tolerance):
+def _write_pt2(model, path, x, shapes, want, tolerance, labels):
     with exporting("torch.export"):
         program = torch.export.export(model, (x,), dynamic_shapes=shapes)
         delta = max_abs_diff(flat(program.module()(x)), want)
     _check(delta, tolerance, path, "torch.export")
-    fileio.atomic_write(path, lambda tmp: torch.export.save(program, tmp))
+    extra = {PT2_METADATA: json.dumps(labels["metadata"])} if labels else None
+    fileio.atomic_write(path, lambda tmp: torch.export.save(program, tmp, extra_files=extra))
     return "torch.export", delta
 
 
-def _write_onnx(model, path, x, shapes, want, tolerance):
+def _write_onnx(model, path, x, shapes, want, tolerance, labels):
     _need_onnx()
     size = sum(t.numel() * t.element_size() for t in list(model.parameters()) + list(model.buffers()))
     if size >= ONNX_MAX_BYTES:
@@ -191,7 +220,11 @@ def _write_onnx(model, path, x, shapes, want, tolerance):
     for name in ("onnxscript", "onnx_ir"):  # their optimizer's INFO notes, a dozen an export, in the daemon's log
         logging.getLogger(name).setLevel(logging.WARNING)
     with exporting("the ONNX exporter"):
-        program = torch.onnx.export(model, (x,), dynamo=True, dynamic_shapes=shapes, verbose=False)
+        names = dict(input_names=[labels["input"]], output_names=labels["outputs"]) if labels else {}
+        program = torch.onnx.export(model, (x,), dynamo=True, dynamic_shapes=shapes, verbose=False, **names)
+    if labels:  # ONNX's metadata_props are strings: a list as JSON
+        program.model.metadata_props.update({key: value if isinstance(value, str) else json.dumps(value)
+                                             for key, value in labels["metadata"].items()})
     checked = []
 
     def write(tmp):

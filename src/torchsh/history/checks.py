@@ -6,7 +6,8 @@ tensor, module or optimizer, the target first, then the newest, CHECKS_MAX at mo
 did: "N of M object(s) match", each difference named, and the objects it made but did not compare (those
 without values to hash, in the daemon or in the script: a lazy module before its first forward, a meta
 tensor; those past the first CHECKS_MAX) named on a line of their own, so a match never reads as more than it
-is, and one such object never fails the script of the whole session.
+is, and one such object never fails the script of the whole session. A script that compares nothing fails
+its check (exit 1, saying so): a check that passes has compared something.
 """
 import torch
 
@@ -63,5 +64,8 @@ if "--check" in sys.argv[1:]:
     if _not_compared:
         print("check: %%d more object(s) made but not compared (without values: a lazy module before its first "
               "forward, a meta tensor; or past the first %d): %%s" %% (len(_not_compared), ", ".join(_not_compared)))
-    sys.exit(1 if _bad else 0)
+    if not _expected:
+        print("check: nothing to compare: the daemon held none of the objects this script makes when it was "
+              "written", file=sys.stderr)
+    sys.exit(1 if _bad or not _expected else 0)
 '''

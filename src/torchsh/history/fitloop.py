@@ -44,11 +44,29 @@ def _start(e):
     return (progress["epoch"], progress["step"]) if progress else (1, 0)
 
 
-def _loss(a, r):
-    """The loss of a batch (_x, _y): the model's output, the target as --target_dtype, --loss_args."""
-    options = "".join(", %s=%s" % (r.name(k), r.lit(v)) for k, v in (a.get("loss_args") or {}).items())
+def _loss(e, r):
+    """The loss of a batch (_x, _y): the model's output, the target as --target_dtype and viewed as the output
+    where fit reconciled them (train/losscheck.py), --loss_args as fit used them (tensors: train/losses.py)."""
+    a, made = e.args, e.made
+    given = made["loss_args"] if "loss_args" in made else a.get("loss_args")
+    options = "".join(", %s=%s" % (r.name(k), r.lit(v)) for k, v in (given or {}).items())
     to = ".to(%s)" % r.lit(a["target_dtype"]) if a.get("target_dtype") is not None else ""
-    return "torch.nn.functional.%s(%s(*_x), _y%s%s)" % (r.name(a["loss"]), r.lit(a["model"]), to, options)
+    shape = made.get("target_shape")
+    view = ".view(len(_y), %s)" % ", ".join(str(int(n)) for n in shape) if shape is not None else ""
+    return "torch.nn.functional.%s(%s(*_x), _y%s%s%s)" % (r.name(a["loss"]), r.lit(a["model"]), to, view, options)
+
+
+def _standardize(e, r):
+    """--val's raw rows standardized as the training rows were (contract/encode.batch: in float64, rounded once
+    to the field's dtype): the lines, inside the val loop, or none where fit did not."""
+    stats = e.made.get("val_standardization")
+    if not stats:
+        return []
+    field = "_x[%d]" % int(stats["field"])
+    return ["_v = %s  # --val's raw rows, standardized as the model was trained" % field,
+            "%s = ((_v.to(torch.float64) - torch.tensor(%s, dtype=torch.float64)) / torch.tensor(%s, dtype=torch."
+            "float64)).to(_v.dtype if _v.is_floating_point() else torch.float32)" % (field, r.lit(stats["mean"]),
+                                                                                    r.lit(stats["std"]))]
 
 
 def _train_lines(e, r, counted):
@@ -59,7 +77,7 @@ def _train_lines(e, r, counted):
         if a.get("clip") is not None else []
     limit = a.get("max_steps")
     body = ["%s.zero_grad()" % o, "_batch = %s.next()" % r.lit(a["loader"]), "if _batch is None:", "    break",
-            "*_x, _y = _batch", "_loss = " + _loss(a, r)]
+            "*_x, _y = _batch", "_loss = " + _loss(e, r)]
     if counted:
         body += [_ROWS, "_sum, _n = _sum + _loss.item() * _rows, _n + _rows"]
     body += ["_loss.backward()"] + clip + ["%s.step()" % o] + (["_step += 1"] if limit is not None else [])
@@ -74,13 +92,15 @@ def _val_lines(e, r, counted):
     a = e.args
     m = r.lit(a["model"])
     lines = ["%s.eval()" % m, "with torch.no_grad():"]
+    standardize = ["        " + line for line in _standardize(e, r)]
     if not counted:
-        return lines + ["    while (_batch := %s.next()) is not None:" % r.lit(a["val"]), "        %s(*_batch[:-1])" % m,
-                        "%s.train()" % m]
+        body = ["        *_x, _y = _batch"] + standardize + ["        %s(*_x)" % m] if standardize else \
+            ["        %s(*_batch[:-1])" % m]
+        return lines + ["    while (_batch := %s.next()) is not None:" % r.lit(a["val"])] + body + ["%s.train()" % m]
     return lines + ["    _sum, _n = 0.0, 0", "    while (_batch := %s.next()) is not None:" % r.lit(a["val"]),
-                    "        *_x, _y = _batch", "        " + _ROWS,
-                    "        _sum += %s.item() * _rows" % _loss(a, r),
-                    "        _n += _rows", "%s.train()" % m]
+                    "        *_x, _y = _batch"] + standardize + ["        " + _ROWS,
+                                                                  "        _sum += %s.item() * _rows" % _loss(e, r),
+                                                                  "        _n += _rows", "%s.train()" % m]
 
 
 def form(e, r):

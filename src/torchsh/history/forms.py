@@ -176,8 +176,9 @@ def _train_step(e, r):
     if a.get("autocast") is not None or a.get("compile"):
         raise refuse("train_step", "--%s is not written yet" % ("compile" if a.get("compile") else "autocast"))
     m, o = r.lit(a["model"]), r.lit(a["optimizer"])
-    options = "".join(", %s=%s" % (r.name(k), r.lit(v)) for k, v in (a.get("loss_args") or {}).items()) \
-        if isinstance(a.get("loss_args"), dict) else ""
+    given = e.made.get("loss_args", a.get("loss_args"))  # as it ran: weight, pos_weight tensors (train/losses.py)
+    options = "".join(", %s=%s" % (r.name(k), r.lit(v)) for k, v in (given or {}).items()) \
+        if isinstance(given, dict) else ""
     if isinstance(a.get("loss_args"), str):
         raise refuse("train_step", "--loss_args as text is not written yet")
     body = ["%s.zero_grad()" % o,

@@ -156,6 +156,7 @@ class Watch:
             entry.size += sum(t.numel() * t.element_size() for t in kept)  # a checkpoint the note kept
         if error is None:
             forms.note(entry, values, result, registry)
+            entry.made.update((k, encode(v, registry)) for k, v in (getattr(ctx, "noted", None) or {}).items())
         elif error.code == "end_of_epoch":  # a failure that changed state: the loader starts its next epoch
             entry.made["epoch_end"] = True
         self.log.add(entry)

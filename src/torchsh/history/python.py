@@ -10,6 +10,7 @@ whose every change it replays (digest.py): `python s.py --check` recomputes them
 """
 import base64
 import builtins
+import hashlib
 import inspect
 import keyword
 import math
@@ -225,7 +226,7 @@ def script(entries, registry, target=None, sidecar_name=None, table=None):
     compared, left_out = checks.expected(entries, kept, registry, target, hidden)
     head = [python_comment(line) for line in _header(target, len(kept))] + ["import base64", "import sys", "", "import torch", ""]
     if w.sidecar:
-        head.append("SIDECAR = %s" % python_string(sidecar_name or "history.safetensors"))
+        head.append("SIDECAR = %s" % python_string(sidecar_name or sidecar_name_of(w.sidecar)))
     head += [_HELPERS[n] for n in sorted(w.helpers)]
     if any(line.startswith("torch.set_rng_state(") for line in lines):
         head.append("def _state(text):\n    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)\n")
@@ -233,6 +234,15 @@ def script(entries, registry, target=None, sidecar_name=None, table=None):
     text = "\n".join(head + lines + tail)
     named = named_variables(registry)
     return loops.HANDLE.sub(lambda m: variable(rename.get(m.group(1), m.group(1)), w.epochs, named), text), w.sidecar
+
+
+def sidecar_name_of(tensors):
+    """The sidecar's name when the caller gives none: history-HEX.safetensors, HEX the start of the sha256 of its
+    tensors (digest.py), so one name is always the same bytes (a second write of it changes nothing)."""
+    h = hashlib.sha256()
+    for key in sorted(tensors):
+        h.update(("%s %s\n" % (key, digest.digest(tensors[key]))).encode())
+    return "history-%s.safetensors" % h.hexdigest()[:16]
 
 
 def _header(target, count):

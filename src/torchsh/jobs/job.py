@@ -8,23 +8,24 @@ it (should_stop), so other commands run between steps, in their turn (the lock i
 What a job says is kept as a list of events, appended to and never rewritten: ("row", dict) an epoch
 row for stdout, ("plain", text) a plain progress line (every PLAIN_EVERY_S, and at the end of each
 epoch's batches) for followers whose stderr is not a terminal, ("note", text) a line every follower's
-stderr gets (the loss and log folder chosen, queued behind another job, an early stop), ("err", text) a
-final line (stopped at…, the failure). The newest batch event is kept aside (`progress`) for a terminal's
-live line.
+stderr gets (the loss and log folder chosen, queued behind another job, an early stop, each kind of warning
+the work raised: torchsh/warned.py), ("err", text) a final line (stopped at…, the failure). The newest batch
+event is kept aside (`progress`) for a terminal's live line.
 Followers read by offset into the event list (jobs/render.py), so any number can follow one job.
 
 A foreground job is leased to its follower (docs/jobs.md): each of its polls renews the lease for LEASE_S;
 a follower gone that long (Ctrl-C in nu, a killed client, a closed API connection) stops the job at its next
-step boundary, as `job stop` does, and its last line and the daemon's log say why.
+step boundary, as `job stop` does, and its last line and the daemon's log say why. A queued job whose lease ran
+out (or that was stopped) while it waited for its turn never starts: nothing of its work runs.
 """
 import logging
 import threading
 import time
 
-from torchsh import protocol
+from torchsh import protocol, warned
 from torchsh.errors import TorchshError, from_torch_exception
 from torchsh.jobs.text import clock, progress_text  # noqa: F401 (clock: verbs/jobs.py)
-from torchsh.profile import recording
+from torchsh.jobs.steplock import Beside, StepLock
 
 log = logging.getLogger("torchd")
 PLAIN_EVERY_S = 30.0
@@ -86,6 +87,11 @@ class Job:
                 self._note_position(event)
             if len(self.events) > had:  # followers wait for events; the live line is redrawn on a clock
                 self.changed.notify_all()
+
+    def say_warning(self, line):
+        """A new kind of warning its work raised (torchsh/warned.py): a note, naming a sweep's trial."""
+        trial = "trial %d: " % self.trial if self.trial is not None else ""
+        self.report({"event": "note", "text": "%swarning: %s" % (trial, line)})
 
     def _note_position(self, event):
         if "epoch" in event and "step" in event:
@@ -210,10 +216,16 @@ def refuse_freeing_in_use(registry, handles):
 
 def _run(ctx, job, work, tensor_thread=None, beside=False):
     app = ctx.app
-    lock = (_Beside if beside else _StepLock)(app, "%s (%s)" % (job.verb, job.handle), tensor_thread)
+    said = ctx.warned if getattr(ctx, "warned", None) is not None else ()  # the starting request printed these
+    lock = (Beside if beside else StepLock)(app, "%s (%s)" % (job.verb, job.handle), tensor_thread,
+                                            warned.Catch(job.say_warning, said))
     lock.take()
     job.state = "running"
     try:
+        if job.should_stop():  # stopped while it waited its turn, or its follower left meanwhile: it never starts
+            job.finish("stopped", EXIT_STOPPED, "torch: %s: stopped before it started%s"
+                       % (job.verb, ": %s" % job.stop_reason if job.stop_reason else ""))
+            return
         work(job.report, lambda: lock.between_steps() or job.should_stop())
     except TorchshError as e:
         _failed(job, e)
@@ -254,44 +266,3 @@ def stop_all(reason):
 
 def any_running():
     return bool(_RUNNING)
-
-
-class _StepLock:
-    """The tensor lock as a job holds it: taken for the work, let go between steps when someone waits.
-    On the tensor thread, "someone" is a request queued for that thread: the job answers it there."""
-
-    def __init__(self, app, op, tensor_thread=None):
-        self.app, self.op, self.held, self.tensor_thread = app, op, None, tensor_thread
-
-    def take(self):
-        self.held = self.app.tensor_lock(self.op)
-        self.held.__enter__()
-
-    def give(self):
-        if self.held is not None:
-            held, self.held = self.held, None
-            held.__exit__(None, None, None)
-
-    def between_steps(self):
-        """A step boundary: requests that queued for the lock meanwhile run now, then the work goes on.
-        Returns False (for should_stop's `or`)."""
-        recording.at_step()  # `torch profile --steps N` counts steps here (and its --max_s is checked)
-        if self.tensor_thread is not None:
-            if self.tensor_thread.waiting():
-                self.give()
-                self.tensor_thread.serve_waiting()
-                self.take()
-        elif self.app.lock_waiters():
-            self.give()
-            self.take()
-        return False
-
-
-class _Beside(_StepLock):
-    """A job beside the others (start's beside) holds no lock between its pieces of tensor work: it takes it for each."""
-
-    def take(self):
-        pass
-
-    def between_steps(self):
-        return False

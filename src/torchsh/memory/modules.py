@@ -142,7 +142,10 @@ def admit_first_step(ctx, optimizer, backward):
     budget = _budget(ctx)
     if budget is None or optimizer in _STEPPED:
         return
+    from torch.nn.parameter import is_lazy
     params = [p for g in optimizer.param_groups for p in g["params"]]
+    if any(is_lazy(p) for p in params):
+        return  # a lazy layer's size comes with its first forward: admitted at the step after it
     stepped = _will_have_grad if backward else _has_grad
     state = 0 if optimizer.state else optimizer_state_bytes(type(optimizer), optimizer.param_groups, {}, stepped)
     grads = _param_bytes(p for p in params if p.requires_grad and p.grad is None and p.device.type == "cpu") \

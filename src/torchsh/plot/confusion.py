@@ -2,7 +2,8 @@
 as a text table, or a PNG heatmap (matplotlib) with --png.
 
 The matrix is val_confusion when the run validated, else the training pass's confusion: rows the target
-class, columns the predicted one, class k at index k.
+class, columns the predicted one, class k at index k, labelled by its name when the run's run.json knows the
+class names (the model card's `classes`), else by k.
 """
 from torchsh.errors import bad_argument
 from torchsh.plot import png
@@ -29,17 +30,25 @@ def title(key, epoch):
     return "%s, epoch %s (rows: target class, columns: predicted class)" % (key, epoch)
 
 
-def render(key, epoch, matrix):
-    """The matrix as right-aligned columns under a header of class indices, each row led by its class."""
-    width = max(len(str(v)) for v in [len(matrix) - 1] + [v for row in matrix for v in row])
+def labels(matrix, names=None):
+    """Each class's label: its name when the run knows one per class (run.json's card: `classes`), else its index."""
+    if isinstance(names, list) and len(names) == len(matrix) and all(isinstance(n, str) for n in names):
+        return list(names)
+    return [str(k) for k in range(len(matrix))]
+
+
+def render(key, epoch, matrix, names=None):
+    """The matrix as right-aligned columns under a header of class labels (labels()), each row led by its class."""
+    shown = labels(matrix, names)
+    width = max(len(str(v)) for v in shown + [v for row in matrix for v in row])
     cell = "%" + str(width + 1) + "s"
-    lines = [title(key, epoch), " " * (width + 2) + "".join(cell % c for c in range(len(matrix)))]
-    lines += [cell % k + " " + "".join(cell % v for v in row) for k, row in enumerate(matrix)]
+    lines = [title(key, epoch), " " * (width + 2) + "".join(cell % c for c in shown)]
+    lines += [cell % shown[k] + " " + "".join(cell % v for v in row) for k, row in enumerate(matrix)]
     return "\n".join(lines) + "\n"
 
 
-def write_png(path, key, epoch, matrix):
-    """A heatmap of the counts, each cell labelled with its count."""
+def write_png(path, key, epoch, matrix, names=None):
+    """A heatmap of the counts, each cell labelled with its count, the axes with the class labels."""
     fig = png.chart_figure()
     ax = fig.add_subplot()
     image = ax.imshow(matrix, cmap="Blues")
@@ -49,7 +58,12 @@ def write_png(path, key, epoch, matrix):
         for k, row in enumerate(matrix):
             for c, v in enumerate(row):
                 ax.text(c, k, str(v), ha="center", va="center", color="white" if v > top / 2 else "black")
+    if len(matrix) <= 30:
+        shown = labels(matrix, names)
+        ax.set_xticks(range(len(matrix)), shown, rotation=45 if max(map(len, shown)) > 3 else 0)
+        ax.set_yticks(range(len(matrix)), shown)
     ax.set_xlabel("predicted class")
     ax.set_ylabel("target class")
     ax.set_title("%s, epoch %s" % (key, epoch))
+    fig.tight_layout()  # slanted class names need room below the axes
     png.save_figure(fig, path)

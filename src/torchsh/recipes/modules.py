@@ -1,13 +1,14 @@
-"""A module's persistence: the class and constructor values torchsh built it with (base.record), which
+"""A module's persistence: the class and constructor values torchsh built it with (base.record; a model
+`model open` made: its source, a file's real path or a library's name, and --args), which
 sub-modules are in eval mode, which parameters are frozen, each tensor's dtype and device, and what its
-data stands for (data/meaning.py: the classes, one-hot categories and standardization `fit` attached); its
+data stands for (its card, contract/card.py: inputs, preprocessing, task, classes, what `fit` recorded); its
 state_dict and its parameters' grads as its state. A module built outside the verbs (`nn jit_load`) has
 no recipe: capturing it is not_portable."""
 import torch
 from torch.nn.parameter import is_lazy
 
-from torchsh.classes import state as nested
-from torchsh.data import meaning
+from torchsh.classes import modelopen, state as nested
+from torchsh.contract import card as cards
 from torchsh.formats.stfile import live
 from torchsh.recipes.base import Persistence, class_named, has_data, made, nested_recipe, record
 from torchsh.vocab import DTYPES, dtype_name
@@ -19,15 +20,18 @@ def capture(m, walk):
            "eval": [n for n, x in m.named_modules() if not x.training],
            "frozen": [n for n, p in m.named_parameters() if not p.requires_grad],
            "placement": {n: [dtype_name(t.dtype), str(t.device)] for n, t in _named_tensors(m) if not is_lazy(t)}}
-    if meaning.of_model(m):
-        rec["data"] = meaning.of_model(m)  # plain JSON values: predict names classes and standardizes with them
+    if cards.of_model(m):
+        rec[cards.STORED_KEY] = cards.of_model(m)  # plain JSON values: what predict, serve and export read
     return rec
 
 
 def build(rec, walk):
-    cls = class_named(torch.nn, rec["class"], torch.nn.Module)
     values = walk.value(rec["args"])
-    m = cls(*values["modules"]) if rec["class"] == "Sequential" else cls(**values)
+    if rec["class"] == modelopen.RECIPE_CLASS:   # `model open`: its file or library builds it again
+        m = modelopen.reopen(values["source"], values["args"])
+    else:
+        cls = class_named(torch.nn, rec["class"], torch.nn.Module)
+        m = cls(*values["modules"]) if rec["class"] == "Sequential" else cls(**values)
     record(m, rec["class"], values)
     _place(m, rec.get("placement", {}))
     frozen, in_eval = set(rec.get("frozen", ())), set(rec.get("eval", ()))
@@ -36,8 +40,7 @@ def build(rec, walk):
             p.requires_grad_(n not in frozen)
     for n, x in m.named_modules():
         x.training = n not in in_eval
-    if isinstance(rec.get("data"), dict):
-        meaning.attach(m, rec["data"])
+    cards.attach(m, cards.from_stored(rec))  # a session saved before cards: its "data"
     return m
 
 

@@ -4,19 +4,23 @@ the serve job's work (jobs/job.py, started beside the other jobs).
 The loop's step is one batch: it waits, without the tensor lock, for a request; collects up to max_batch
 within max_wait_ms of the first one's arrival; then, on the tensor thread (App.tensor_thread.run_soon: in turn
 with the requests, and between a running fit's steps), under the tensor lock, concatenates the inputs along
-dim 0, runs the model in eval mode under torch.inference_mode (its mode put back after; with --threads, on
-that many intra-op threads), and splits the outputs. The replies are answered back on the loop's thread, so
+dim 0, preprocesses them as the model's card says (contract/encode.py: raw rows standardized with the training
+statistics, as `predict` does), runs the model in eval mode under torch.inference_mode (its mode put back after;
+with --threads, on that many intra-op threads), and splits the outputs; a classifier's card adds the output
+`prediction`, each row's class by name, decided as `predict` decides it (contract/decode.py). The replies are answered back on the loop's thread, so
 the tensor thread never writes to a client.
 An idle server sleeps on a condition (woken by a request, a stop, or once a second for the follower's lease).
 """
 import collections
+import contextlib
 import logging
 import threading
 import time
 
 import torch
 
-from torchsh import protocol
+from torchsh import protocol, warned
+from torchsh.contract import card as cards, decode, encode
 from torchsh.errors import TorchshError, from_torch_exception
 from torchsh.serve import v2
 from torchsh.serve.metrics import Metrics
@@ -51,6 +55,7 @@ class Served:
         self.queue = collections.deque()
         self.cond = threading.Condition()
         self.open = True      # takes requests; False once stopping (then 503)
+        self.catch = None     # the job's warnings.Catch while its work runs
 
     # -- the edge's side ----------------------------------------------------------------------
     def offer(self, pending):
@@ -65,6 +70,11 @@ class Served:
             self.queue.append(pending)
             self.cond.notify()
 
+    def classifies(self):
+        """Whether answers carry the `prediction` output: the model's card says it is a classifier."""
+        task = decode.task_of(cards.of_model(self.model)) if cards.of_model(self.model).get("task") else None
+        return task is not None and task.classifies
+
     def wake(self):
         with self.cond:
             self.cond.notify_all()
@@ -73,6 +83,8 @@ class Served:
     def work(self, report, should_stop):
         """The serve job: batches until stopped; then the queued requests are refused (503) and a last row says it all."""
         last_row = time.monotonic()
+        # each new kind of warning a batch raises reaches the follower once, as fit's do (torchsh/warned.py)
+        self.catch = warned.Catch(lambda line: report({"event": "note", "text": "warning: %s" % line}))
         try:
             while (batch := self._next_batch(should_stop)) is not None:
                 self.metrics.batch(len(batch))
@@ -126,7 +138,7 @@ class Served:
         groups = collections.defaultdict(list)
         for i, pending in enumerate(batch):
             groups[pending.request.signature()].append(i)
-        with self.app.tensor_lock("serve %s" % self.name):
+        with self.app.tensor_lock("serve %s" % self.name), self.catch or contextlib.nullcontext():
             for members in groups.values():
                 for i, answer in zip(members, self._run_group([batch[i].request for i in members])):
                     answers[i] = answer
@@ -139,23 +151,32 @@ class Served:
             return [failure(e)] * len(requests)
         except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError, MemoryError) as e:
             return [failure(from_torch_exception(e))] * len(requests)
+        outputs, predicted = outputs
         answers, start = [], 0
         for request in requests:
             rows = request.inputs[0].rows()
             tensors = [o[start:start + rows] for o in outputs]
+            named = [(v2.output_name(i), tuple(t.shape), DATATYPES[t.dtype], raw_bytes(t)
+                      if request.binary_output(v2.output_name(i)) else t.reshape(-1).tolist())
+                     for i, t in enumerate(tensors)]
+            if predicted is not None:
+                classes = predicted[start:start + rows]
+                named.append((v2.PREDICTION, (rows,), "BYTES", v2.bytes_raw(classes)
+                              if request.binary_output(v2.PREDICTION) else classes))
             start += rows
             try:
-                answers.append((200, v2.infer_response(self.name, request, [
-                    (tuple(t.shape), DATATYPES[t.dtype], raw_bytes(t) if request.binary_output(v2.output_name(i))
-                     else t.reshape(-1).tolist()) for i, t in enumerate(tensors)]), None))
+                answers.append((200, v2.infer_response(self.name, request, named), None))
             except TorchshError as e:
                 answers.append(failure(e))
         return answers
 
     def _forward(self, requests):
-        """The model on the group's inputs, concatenated along dim 0: its output tensors, on the CPU."""
+        """The model on the group's inputs, concatenated along dim 0 and preprocessed by its card: (its output
+        tensors, on the CPU; each row's class name, or None when the card says it is no classifier)."""
         device = next((p.device for p in self.model.parameters()), torch.device("cpu"))
+        card = cards.of_model(self.model)
         inputs = [stacked([r.inputs[k] for r in requests]).to(device) for k in range(len(requests[0].inputs))]
+        inputs = encode.batch(card, inputs)
         put_back = evaluating(self.model)
         threads = torch.get_num_threads()
         if self.threads:  # --threads: this model's intra-op threads, the tensor thread's own put back after
@@ -172,7 +193,8 @@ class Served:
         if not outs or not all(isinstance(o, torch.Tensor) and o.dim() > 0 and o.shape[0] == rows for o in outs):
             raise TorchshError("torch_error", "model %s returned %s, not tensors of one row an input row"
                                % (self.name, type(out).__name__), "serve a model whose outputs keep the batch dimension")
-        return [o.detach().cpu().float() if o.dtype not in DATATYPES else o.detach().cpu() for o in outs]
+        outs = [o.detach().cpu().float() if o.dtype not in DATATYPES else o.detach().cpu() for o in outs]
+        return outs, _predicted(card, outs[0])
 
     def _answer(self, pending, status, body, headers):
         self.metrics.answered(time.monotonic() - pending.arrived, failed=status != 200)
@@ -207,6 +229,14 @@ def evaluating(model):
         for m in training:
             m.__dict__["training"] = True
     return put_back
+
+
+def _predicted(card, output):
+    """Each row's class name, decided by the card's task (None: no task that classifies)."""
+    task = decode.task_of(card) if card.get("task") else None
+    if task is None or not task.classifies:
+        return None
+    return decode.decided(task, decode.class_names(card, task, output), output)
 
 
 def stacked(inputs):

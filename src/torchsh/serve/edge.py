@@ -1,5 +1,6 @@
 """The V2 routes' handlers, the same for the daemon's Unix socket (rows of daemon/routes.py) and --port
-(serve/tcp.py): GET /v2, /v2/health/live|ready, /v2/models/NAME[/versions/V][/ready], POST …/infer.
+(serve/tcp.py, a door of the same server loop): GET /v2, /v2/health/live|ready,
+/v2/models/NAME[/versions/V][/ready], POST …/infer.
 
 A handler never waits: an inference request is checked here (on a lock-free worker), queued on its model
 (serve/batcher.py) and answered as a Deferred reply, sent by the batch loop when its batch has run; no thread
@@ -61,6 +62,8 @@ def get_model(app, request, params):
     served = batcher.lookup(params["name"])
     dtype = next((p.dtype for p in served.model.parameters()), None)
     inputs, outputs = served.shapes.metadata(batcher.DATATYPES.get(dtype, "FP32"))
+    if served.classifies():  # the card's classes, by name, beside the model's own outputs
+        outputs.append({"name": v2.PREDICTION, "datatype": "BYTES", "shape": [-1]})
     return v2_response(200, {"name": served.name, "versions": ["1"], "platform": "pytorch_torchsh",
                              "inputs": inputs, "outputs": outputs})
 

@@ -29,6 +29,8 @@ TYPECODES = {"BOOL": "B", "UINT8": "B", "INT8": "b", "INT16": "h", "INT32": "i",
              "FP16": "f", "FP32": "f", "FP64": "d"}
 WIDTHS = {"BOOL": 1, "UINT8": 1, "INT8": 1, "INT16": 2, "INT32": 4, "INT64": 8, "FP16": 2, "FP32": 4, "FP64": 8}
 MAX_INPUTS = 16
+MAX_DEPTH = 1024  # nesting of a request's JSON (orjson's limit)
+TOO_DEEP = "the request's JSON is nested too deeply (at most %d levels)" % MAX_DEPTH
 HEADER_LENGTH = "inference-header-content-length"  # the binary extension's header (lower case: http.parse_head)
 BINARY_HINT = ("binary tensors: the header Inference-Header-Content-Length: BYTES (the JSON's), then the inputs' raw "
                "little-endian bytes in input order, each input with \"parameters\": {\"binary_data_size\": BYTES}")
@@ -69,8 +71,20 @@ class BinaryReply:
     tail: bytes
 
 
+PREDICTION = "prediction"  # a classifier's output of class names (BYTES), beside the model's own (serve/batcher.py)
+
+
 def output_name(index):
     return "output__%d" % index
+
+
+def bytes_raw(texts):
+    """BYTES as the binary extension sends them: each element its length (4 bytes, little-endian), then UTF-8."""
+    out = bytearray()
+    for text in texts:
+        data = text.encode()
+        out += len(data).to_bytes(4, "little") + data
+    return bytes(out)
 
 
 def bad(message, hint=None):
@@ -86,6 +100,8 @@ def parse_infer(body, max_elements, header_length=None):
         doc = loads(header)
     except (ValueError, UnicodeDecodeError) as e:
         raise bad("the %s is not JSON: %s" % ("body" if raw is None else "inference header", e))
+    except RecursionError:  # json's, deeper than the interpreter's stack allows
+        raise bad(TOO_DEEP) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("inputs"), list) or not doc["inputs"]:
         raise bad("an inference request is a JSON object with a non-empty \"inputs\" list")
     if len(doc["inputs"]) > MAX_INPUTS:
@@ -108,10 +124,13 @@ def parse_infer(body, max_elements, header_length=None):
 def loads(text):
     """The request's JSON, read by orjson (784 random floats: 26 µs, against json's 128 µs, most of a JSON
     request's cost at the edge); what orjson refuses and json reads (NaN, Infinity, integers past 64 bits) by
-    json, so the two read the same requests."""
+    json, so the two read the same requests. Nested deeper than MAX_DEPTH: bad_argument (orjson's limit; json
+    would hit the interpreter's recursion limit)."""
     try:
         return orjson.loads(text)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as e:
+        if "depth" in str(e):  # "depth limit exceeded"
+            raise bad(TOO_DEEP) from None
         return json.loads(text)
 
 
@@ -234,9 +253,9 @@ def flatten(data):
 
 
 def infer_response(model_name, request, outputs):
-    """The response body: outputs [(shape, datatype, flat list or raw bytes)] as output__0, output__1, …, those
-    asked for; a BinaryReply when any goes back raw (the batcher made those bytes: request.binary_output)."""
-    named = [_output(output_name(i), shape, datatype, data) for i, (shape, datatype, data) in enumerate(outputs)]
+    """The response body: outputs [(name, shape, datatype, flat list or raw bytes)], those asked for; a
+    BinaryReply when any goes back raw (the batcher made those bytes: request.binary_output)."""
+    named = [_output(name, shape, datatype, data) for name, shape, datatype, data in outputs]
     if request.outputs:
         known = {o[0]["name"]: o for o in named}
         missing = [n for n in request.outputs if n not in known]

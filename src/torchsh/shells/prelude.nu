@@ -38,9 +38,9 @@ def "torchsh trust" [sock: string]: nothing -> nothing {
     let under = $run != "" and ($folder | str starts-with $"($run)/")
     let kept = if $under { try {
         stor open | query db "SELECT kept FROM torchsh_trusted WHERE folder = ?" --params [$folder] | get kept
-    } catch { [0] } } else { [0] }
+    } catch {|e| torchsh interrupted $e; [0] } } else { [0] }
     if $kept == [1] { return }
-    let st = (try { ls --long --directory $folder | first } catch { return })
+    let st = (try { ls --long --directory $folder | first } catch {|e| torchsh interrupted $e; return })
     if not ($st.type == "dir" and $st.user in [$env.TORCHSH_NU_USER $env.TORCHSH_NU_UID] and $st.mode =~ '^....-..-') {
         let problem = if $st.type != "dir" {
             $"is a ($st.type), not a folder"
@@ -61,12 +61,18 @@ def "torchsh trust" [sock: string]: nothing -> nothing {
     }
 }
 
+# A Ctrl-C caught by a `try` that means another failure (a missing folder) is raised again: nu's interrupt is
+# caught once, and a catch that took it for that failure would lose it (`torchsh follow` stops a run on it).
+def "torchsh interrupted" [e: record]: nothing -> nothing {
+    if $e.msg == "Operation interrupted" { $e.raw }
+}
+
 # Is every folder from `dir` up to / a real folder of ours or root's that only its owner can write in?
 def "torchsh sealed" [dir: string]: nothing -> bool {
     let owners = [$env.TORCHSH_NU_USER $env.TORCHSH_NU_UID "root" "0"]
     mut at = $dir
     while $at != "" {
-        let st = (try { ls --long --directory $at | first } catch { return false })
+        let st = (try { ls --long --directory $at | first } catch {|e| torchsh interrupted $e; return false })
         let private = $st.type == "dir" and $st.user in $owners and $st.mode =~ '^....-..-'
         if not $private or $at == "/" { return ($at == "/") }
         $at = ($at | path dirname)
@@ -231,28 +237,43 @@ def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: re
 # The follow reply (a job's output) carried out: the poll it names, again and again, until a reply has none.
 # Progress (stderr) prints as it comes, a live line on a terminal; rows (JSON lines) are gathered. A foreground
 # run (`torch fit`) answers its rows as a table, and fails as in bash when its status is not 0 (stopped,
-# failed: its last line); the job verbs answer {rows, stdout, stderr, exit}. Ctrl-C ends nu and its polls
-# with it: the daemon then stops the run at its next step boundary (its follower is gone: docs/jobs.md).
+# failed: its last line), after printing the rows it had; the job verbs answer {rows, stdout, stderr, exit}.
+# Ctrl-C (nu's interrupt, caught) makes the next poll of a run carry --interrupt, as the bash function's trap
+# does: the run stops at its next step boundary and is followed to its end, its rows kept; a second Ctrl-C, or
+# one while a job verb follows, stops following (the daemon stops a run whose follower is gone: docs/jobs.md).
 def "torchsh follow" [reply: record]: nothing -> any {
     if not ("follow" in $reply) and (($reply.result | describe) !~ '^record') { return $reply.result }  # --detach
     let run = ($reply.follow?.stops? | default false)
     mut now = if "follow" in $reply { $reply } else { $reply.result }
     mut out = []
     mut err = ""
+    mut interrupted = false
     loop {
-        if ($now.stderr? | default "" | is-not-empty) { print --stderr --no-newline $now.stderr; $err = $err + $now.stderr }
-        $out = ($out | append ($now.stdout? | default "" | lines))
-        if not ("follow" in $now) { break }
-        let poll = (torchsh json {args: $now.follow.args, kwargs: $now.follow.kwargs, env: (torchsh env), cwd: $env.PWD, stderr_tty: (is-terminal --stderr)})
-        let next = (torchsh result "job poll" (torchsh http POST "/v1/ops/job.poll" $poll))
-        $now = if "result" in $next { $next.result } else { $next }
+        let step = (try {
+            if ($now.stderr? | default "" | is-not-empty) { print --stderr --no-newline $now.stderr; $err = $err + $now.stderr }
+            $out = ($out | append ($now.stdout? | default "" | lines))
+            $now = ($now | upsert stderr "" | upsert stdout "")  # taken: an interrupt below must not take it twice
+            if "follow" in $now {
+                let kwargs = if $interrupted { $now.follow.kwargs | upsert interrupt true } else { $now.follow.kwargs }
+                let poll = (torchsh json {args: $now.follow.args, kwargs: $kwargs, env: (torchsh env), cwd: $env.PWD, stderr_tty: (is-terminal --stderr)})
+                let next = (torchsh result "job poll" (torchsh http POST "/v1/ops/job.poll" $poll))
+                $now = if "result" in $next { $next.result } else { $next }
+                "polled"
+            } else { "ended" }
+        } catch {|e| if $e.msg == "Operation interrupted" { "interrupted" } else { $e.raw } })  # raw: raised again
+        if $step == "ended" { break }
+        if $step == "interrupted" {
+            if $interrupted or not $run { $now = ($now | upsert exit 130 | reject --optional follow); break }
+            $interrupted = true
+        }
     }
     let rows = ($out | where {|l| $l starts-with "{" } | each {|l| $l | from json })
     let text = ($out | where {|l| not ($l starts-with "{") } | str join "\n")
     let exit = ($now.exit? | default 0)
     if not $run { return {rows: $rows, stdout: $text, stderr: $err, exit: $exit} }
     if $exit != 0 {
-        let line = ($err | str trim | lines | last | default "")
+        if ($rows | is-not-empty) { print $rows }  # the epochs it had ended stay on the screen, as in bash
+        let line = ($err | str trim | lines | last | default "interrupted")
         let code = ($line | parse --regex '\[(?<c>\w+)\]$' | get c.0? | default "stopped")
         error make --unspanned {msg: ($line | str replace --regex ' \[\w+\]$' ''), code: $"torchsh::($code)"}
     }

@@ -42,9 +42,9 @@ def "torchsh trust" [sock: string]: nothing -> nothing {
     let under = $run != "" and ($folder | str starts-with $"($run)/")
     let kept = if $under { try {
         stor open | query db "SELECT kept FROM torchsh_trusted WHERE folder = ?" --params [$folder] | get kept
-    } catch { [0] } } else { [0] }
+    } catch {|e| torchsh interrupted $e; [0] } } else { [0] }
     if $kept == [1] { return }
-    let st = (try { ls --long --directory $folder | first } catch { return })
+    let st = (try { ls --long --directory $folder | first } catch {|e| torchsh interrupted $e; return })
     if not ($st.type == "dir" and $st.user in [$env.TORCHSH_NU_USER $env.TORCHSH_NU_UID] and $st.mode =~ '^....-..-') {
         let problem = if $st.type != "dir" {
             $"is a ($st.type), not a folder"
@@ -65,12 +65,18 @@ def "torchsh trust" [sock: string]: nothing -> nothing {
     }
 }
 
+# A Ctrl-C caught by a `try` that means another failure (a missing folder) is raised again: nu's interrupt is
+# caught once, and a catch that took it for that failure would lose it (`torchsh follow` stops a run on it).
+def "torchsh interrupted" [e: record]: nothing -> nothing {
+    if $e.msg == "Operation interrupted" { $e.raw }
+}
+
 # Is every folder from `dir` up to / a real folder of ours or root's that only its owner can write in?
 def "torchsh sealed" [dir: string]: nothing -> bool {
     let owners = [$env.TORCHSH_NU_USER $env.TORCHSH_NU_UID "root" "0"]
     mut at = $dir
     while $at != "" {
-        let st = (try { ls --long --directory $at | first } catch { return false })
+        let st = (try { ls --long --directory $at | first } catch {|e| torchsh interrupted $e; return false })
         let private = $st.type == "dir" and $st.user in $owners and $st.mode =~ '^....-..-'
         if not $private or $at == "/" { return ($at == "/") }
         $at = ($at | path dirname)
@@ -345,28 +351,43 @@ def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: re
 # The follow reply (a job's output) carried out: the poll it names, again and again, until a reply has none.
 # Progress (stderr) prints as it comes, a live line on a terminal; rows (JSON lines) are gathered. A foreground
 # run (`torch fit`) answers its rows as a table, and fails as in bash when its status is not 0 (stopped,
-# failed: its last line); the job verbs answer {rows, stdout, stderr, exit}. Ctrl-C ends nu and its polls
-# with it: the daemon then stops the run at its next step boundary (its follower is gone: docs/jobs.md).
+# failed: its last line), after printing the rows it had; the job verbs answer {rows, stdout, stderr, exit}.
+# Ctrl-C (nu's interrupt, caught) makes the next poll of a run carry --interrupt, as the bash function's trap
+# does: the run stops at its next step boundary and is followed to its end, its rows kept; a second Ctrl-C, or
+# one while a job verb follows, stops following (the daemon stops a run whose follower is gone: docs/jobs.md).
 def "torchsh follow" [reply: record]: nothing -> any {
     if not ("follow" in $reply) and (($reply.result | describe) !~ '^record') { return $reply.result }  # --detach
     let run = ($reply.follow?.stops? | default false)
     mut now = if "follow" in $reply { $reply } else { $reply.result }
     mut out = []
     mut err = ""
+    mut interrupted = false
     loop {
-        if ($now.stderr? | default "" | is-not-empty) { print --stderr --no-newline $now.stderr; $err = $err + $now.stderr }
-        $out = ($out | append ($now.stdout? | default "" | lines))
-        if not ("follow" in $now) { break }
-        let poll = (torchsh json {args: $now.follow.args, kwargs: $now.follow.kwargs, env: (torchsh env), cwd: $env.PWD, stderr_tty: (is-terminal --stderr)})
-        let next = (torchsh result "job poll" (torchsh http POST "/v1/ops/job.poll" $poll))
-        $now = if "result" in $next { $next.result } else { $next }
+        let step = (try {
+            if ($now.stderr? | default "" | is-not-empty) { print --stderr --no-newline $now.stderr; $err = $err + $now.stderr }
+            $out = ($out | append ($now.stdout? | default "" | lines))
+            $now = ($now | upsert stderr "" | upsert stdout "")  # taken: an interrupt below must not take it twice
+            if "follow" in $now {
+                let kwargs = if $interrupted { $now.follow.kwargs | upsert interrupt true } else { $now.follow.kwargs }
+                let poll = (torchsh json {args: $now.follow.args, kwargs: $kwargs, env: (torchsh env), cwd: $env.PWD, stderr_tty: (is-terminal --stderr)})
+                let next = (torchsh result "job poll" (torchsh http POST "/v1/ops/job.poll" $poll))
+                $now = if "result" in $next { $next.result } else { $next }
+                "polled"
+            } else { "ended" }
+        } catch {|e| if $e.msg == "Operation interrupted" { "interrupted" } else { $e.raw } })  # raw: raised again
+        if $step == "ended" { break }
+        if $step == "interrupted" {
+            if $interrupted or not $run { $now = ($now | upsert exit 130 | reject --optional follow); break }
+            $interrupted = true
+        }
     }
     let rows = ($out | where {|l| $l starts-with "{" } | each {|l| $l | from json })
     let text = ($out | where {|l| not ($l starts-with "{") } | str join "\n")
     let exit = ($now.exit? | default 0)
     if not $run { return {rows: $rows, stdout: $text, stderr: $err, exit: $exit} }
     if $exit != 0 {
-        let line = ($err | str trim | lines | last | default "")
+        if ($rows | is-not-empty) { print $rows }  # the epochs it had ended stay on the screen, as in bash
+        let line = ($err | str trim | lines | last | default "interrupted")
         let code = ($line | parse --regex '\[(?<c>\w+)\]$' | get c.0? | default "stopped")
         error make --unspanned {msg: ($line | str replace --regex ' \[\w+\]$' ''), code: $"torchsh::($code)"}
     }
@@ -2882,6 +2903,18 @@ export def erfinv [
     --name: string  # name the object it makes: @NAME then names it
 ]: any -> any { torchsh typed "erfinv" $args "no_grad! name" [$no_grad $name] }
 
+# Score MODEL over LOADER's batches (the rest of its epoch, or a whole one) in eval mode without grad, as
+#
+# evaluate(Module model, Loader loader, *, str? loss=None, Json? loss_args=None, str[]? metrics=None, ScalarType? target_dtype=None) -> Json
+export def evaluate [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model loader; piped handles fill the tensor slots still missing
+    --loss: string@"nu-complete torch"  # the loss (str?)
+    --loss_args: any@"nu-complete torch"  # the loss's options as JSON, e.g. '{"label_smoothing": 0.1}' (Json?)
+    --metrics: any@"nu-complete torch"  # accuracy, top5, precision, recall, f1, f1_micro, confusion, mae, rmse, r2 (as fit's) (str[]?)
+    --target_dtype: string@"nu-complete torch dtypes"  # the targets' dtype for the loss, y.to(dtype) (ScalarType?)
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "evaluate" $args "loss loss_args metrics target_dtype no_grad!" [$loss $loss_args $metrics $target_dtype $no_grad] }
+
 # Returns a new tensor with the exponential of the elements of the input tensor input.
 #
 # torch.exp(Tensor input) -> Tensor
@@ -3123,7 +3156,7 @@ export def fmod [
     --name: string  # name the object it makes: @NAME then names it
 ]: any -> any { torchsh typed "fmod" $args "other no_grad! name" [$other $no_grad $name] }
 
-# Call the model on the inputs: model(*inputs). Several outputs print one per line (LSTM: output, h, c).
+# Call the model on the inputs: model(*inputs), PyTorch's raw call. Several outputs print one per line
 #
 # forward(Module model, Tensor[] inputs) -> Tensor[]
 export def forward [
@@ -4444,18 +4477,27 @@ export def mode [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "mode" $args "dim keepdim! no_grad!" [$dim $keepdim $no_grad] }
 
+# What the model expects and what its output means, as `torch fit` recorded it from the data it trained
+#
+# model.card(Module model) -> Json
+export def "model card" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "model.card" $args "no_grad!" [$no_grad] }
+
 # Export the model as .onnx (PyTorch's dynamo exporter) or .pt2 (torch.export), traced on --example.
 #
-# model.export(Module model, OutPath file, *, int[] example, int[]? dynamic=None, float tolerance=1e-05) -> Json
-# model.export(Module model, OutPath file, *, Tensor example, int[]? dynamic=None, float tolerance=1e-05) -> Json
+# model.export(Module model, OutPath file, *, int[] example, int[]? dynamic=None, float tolerance=1e-05, bool raw=False) -> Json
+# model.export(Module model, OutPath file, *, Tensor example, int[]? dynamic=None, float tolerance=1e-05, bool raw=False) -> Json
 export def "model export" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: model file; piped handles fill the tensor slots still missing
     --file: path  # OutPath
     --example: any@"nu-complete torch"  # a shape (normal noise in the parameters' dtype and device, the same every time) or a tensor (int[] | Tensor)
     --dynamic: any  # dims of the example that may take any size in the exported model (0: the batch) (int[]?)
     --tolerance: number  # the largest |Δ| accepted between the exported model's output and PyTorch's (float; default 1e-05)
+    --raw  # export the bare model, without its card's preprocessing (stderr says what its inputs need first) (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "model.export" $args "file example dynamic tolerance no_grad!" [$file $example $dynamic $tolerance $no_grad] }
+]: any -> any { torchsh typed "model.export" $args "file example dynamic tolerance raw! no_grad!" [$file $example $dynamic $tolerance $raw $no_grad] }
 
 # What a model or tensor file holds, from its headers alone: format, keys, dtypes, shapes, bytes, metadata;
 #
@@ -5315,7 +5357,7 @@ export def pixel_unshuffle [
 # plot(Path[] source, *, str[]? y=None, str? x=None, OutPath? png=None, int? width=None, int? height=None, bool confusion=False) -> str
 export def plot [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: source…; piped handles fill the tensor slots still missing
-    --source: any  # a run folder, or a metrics.jsonl; several overlay their runs: one series per run and --y key, named… (Path[])
+    --source: any  # a run folder, a metrics.jsonl, or a folder of runs (every run under it, as runs ls finds them); sev… (Path[])
     --y: any  # the keys to draw (default loss, and val_loss when the file has it) (str[]?)
     --x: string  # step draws the step rows, epoch the epoch rows (default step when the file has step rows); a key on… (str?)
     --png: path  # write an 800x500 PNG there (matplotlib) and print its path, instead of drawing in the terminal (OutPath?)
@@ -5374,7 +5416,7 @@ export def pow [
     --name: string  # name the object it makes: @NAME then names it
 ]: any -> any { torchsh typed "pow" $args "input exponent no_grad! name" [$input $exponent $no_grad $name] }
 
-# model(*inputs) under no-grad in eval mode (dropout off, batch-norm running stats); the mode is restored.
+# The model on raw inputs as its card says (`torch model card M`): the inputs preprocessed as in training
 #
 # predict(Module model, Tensor[] inputs) -> Tensor[]
 # predict(Module model, Dataset dataset, *, int batch_size=256, OutPath? out=None, bool proba=False) -> Json
@@ -5382,7 +5424,7 @@ export def predict [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: model inputs… | model dataset; piped handles fill the tensor slots still missing
     --batch_size: int  # items per forward pass (int; default 256)
     --out: path  # a .csv, .jsonl or .parquet file for the rows (replaced atomically, as torch save) (OutPath?)
-    --proba  # add one column per class: its softmax probability (bool)
+    --proba  # add one column per class: its probability (softmax; a binary model's sigmoid) (bool)
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "predict" $args "batch_size out proba! no_grad!" [$batch_size $out $proba $no_grad] }
 
@@ -6214,10 +6256,10 @@ export def select_scatter [
 export def serve [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: model; piped handles fill the tensor slots still missing
     --name: string  # the model's name in the V2 routes (letters, digits, _ . -); one model a name (str)
-    --port: int  # also serve on this TCP port of --host (0: any free one); requests there need the header Authorizati… (int?)
+    --port: int  # also serve on this TCP port of --host (0 to 65535; 0: any free one); requests there need the header… (int?)
     --host: string  # --port's address; beyond loopback (0.0.0.0, the machine's own) the port speaks only TLS, with the d… (str; default "127.0.0.1")
     --max_batch: int  # requests run together as one batch at most (int; default 32)
-    --max_wait_ms: number  # how long the first request of a batch waits for others to join it (float; default 5)
+    --max_wait_ms: number  # how long the first request of a batch waits for others to join it (0 to 60000) (float; default 5)
     --max_queue: int  # requests waiting at most; one more is answered 429 with Retry-After (int; default 256)
     --threads: int  # PyTorch's intra-op threads for the model's batches; 1 often serves a small model faster: splitting… (int?)
     --input_shape: any  # one sample's shape, without the batch dimension (e.g. [1,28,28]): the V2 metadata then gives the in… (int[]?)
@@ -7385,6 +7427,7 @@ export def tolist [
 export alias available = cuda available
 export alias begin = scope begin
 export alias best = runs best
+export alias card = model card
 export alias cdf = dist cdf
 export alias device_count = cuda device_count
 export alias end = scope end

@@ -13,10 +13,10 @@ import shlex
 import torch
 
 from torchsh.call import nested
-from torchsh.data import meaning
+from torchsh.contract import card as cards
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.sweep import space as spaces
-from torchsh.train import losschoice, rundir
+from torchsh.train import fitcard, rundir
 from torchsh.train.losses import loss_function, loss_options
 from torchsh.train.plan import FitPlan
 
@@ -40,22 +40,19 @@ def build(ctx, sweep, trial):
     opt_words = spaces.fill(d["opt"], params)
     torch.manual_seed(seed_of(d, trial.number))
     model = _model(ctx, model_words)
-    meaning.attach(model, meaning.of_dataset(sweep.data.dataset))  # run.json and `torch predict` know the data
     optimizer = _optimizer(ctx, model, opt_words)
-    loss, notes = d["loss"], []
-    item = losschoice.sample(sweep.data.dataset)
-    target_dtype = sweep.target_dtype
-    if loss is None:
-        loss, why = losschoice.choose(model, item, target_dtype)
-        notes.append("--loss %s (%s)" % (loss, why))
-    losschoice.check_target_dtype(loss, item, target_dtype)
+    notes, target_dtype = [], sweep.target_dtype
+    loss, item, output_shape = fitcard.choose_loss(model, sweep.data.dataset, d["loss"], target_dtype, notes)
+    card, contract = fitcard.prepare(model, sweep.data, sweep.val, loss, item, output_shape, target_dtype,
+                                     d["metrics"] or (), notes)
+    cards.attach(model, card)  # run.json, `torch predict` and `serve` read what the trial trained
     trial_record = {"study": sweep.study_name, "number": trial.number, "params": dict(params),
                     "seed": seed_of(d, trial.number), "model": model_words, "opt": opt_words,
                     "model_argv": shlex.split(model_words)}  # `torch nn ...$argv` in nu rebuilds it
     plan = FitPlan(model=model, optimizer=optimizer, loader=sweep.data, val=sweep.val, loss=loss_function(loss),
-                   loss_args=loss_options(d["loss_args"]), loss_name=loss, epochs=d["epochs"],
-                   metrics=tuple(d["metrics"] or ()), monitor=d["monitor"], patience=d["patience"],
-                   target_dtype=target_dtype, log=where,
+                   loss_args=loss_options(d["loss_args"], loss, model, ctx.registry), loss_name=loss,
+                   epochs=d["epochs"], metrics=tuple(d["metrics"] or ()), monitor=d["monitor"], patience=d["patience"],
+                   target_dtype=target_dtype, log=where, **contract,
                    command=_command(d, sweep.val is not None), trial=trial_record)
     return plan, notes
 

@@ -15,6 +15,7 @@ import tempfile
 
 import torch
 
+from torchsh.cachefiles import folder as cache_folder
 from torchsh.table.spec import MISSING, ArgSpec, OpSpec, Overload
 
 FORMAT = 2  # 2: rows carry arg_docs
@@ -34,16 +35,6 @@ def cached_rows(build):
         rows = build()
         _save(path, rows)
     return rows
-
-
-def cache_folder(env=os.environ):
-    setting = env.get("TORCHSH_TABLE_CACHE", "")
-    if setting.lower() in ("off", "0", "no", "false"):
-        return None
-    if setting:
-        return setting
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "torchsh")
 
 
 def cache_key():

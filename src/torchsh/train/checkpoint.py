@@ -2,7 +2,7 @@
 
 The model's state_dict under `model.<key>`, the optimizer's and scheduler's state tensors under `optim.N` /
 `sched.N`, PyTorch's CPU RNG state under `rng.cpu`, and everything else (hyperparameters, step counts, the
-structure of the state dicts, and what the model's data stands for: data/meaning.py's `data`, which
+structure of the state dicts, and the model's card: contract/card.py's `contract`, which
 `restore` attaches to the model again) as JSON in the file's metadata (state_file.encode). `torch checkpoint save|load`
 (verbs/checkpoint.py) write and read it; `torch fit`'s checkpoints (resume.py) are the same file with a `fit`
 part added. Restoring is atomic: the file is checked against the model, optimizer and scheduler before any
@@ -11,7 +11,7 @@ of them changes.
 import torch
 
 from torchsh.classes import state as state_file
-from torchsh.data import meaning
+from torchsh.contract import card as cards
 from torchsh.errors import TorchshError
 from torchsh.formats import stfile
 
@@ -22,8 +22,8 @@ def capture(model, optimizer=None, scheduler=None):
     """(tensors, metadata) of a checkpoint of these objects and the CPU RNG, for stfile.write."""
     tensors = state_file.model_tensors(model, "model.")
     meta = {"format": FORMAT, "model": type(model).__name__, "rng": True}
-    if meaning.of_model(model):
-        meta["data"] = meaning.of_model(model)  # what its classes are called, its inputs' statistics
+    if cards.of_model(model):
+        meta[cards.STORED_KEY] = cards.of_model(model)  # its card: inputs, preprocessing, task, classes
     tensors["rng.cpu"] = torch.get_rng_state()
     if optimizer is not None:
         meta["optimizer"] = {"kind": type(optimizer).__name__,
@@ -57,8 +57,7 @@ def restore(file, model, optimizer=None, scheduler=None, rng=True):
         scheduler.load_state_dict(sched_state)
     if rng and "rng.cpu" in tensors:
         torch.set_rng_state(tensors["rng.cpu"])
-    if isinstance(meta.get("data"), dict):
-        meaning.attach(model, meta["data"])
+    cards.attach(model, cards.from_stored(meta))
 
 
 def model_part(tensors):

@@ -21,7 +21,6 @@ around every compiled call (torch.compile is not thread-safe; the tensor thread 
 job's work may not). Each entry counts its compile time and its recompiles (frames dynamo converted after
 the first call) for `torch daemon status`.
 """
-import json
 import threading
 import time
 import types
@@ -30,6 +29,7 @@ import weakref
 
 import torch
 
+from torchsh.train import losses
 
 COMPILE_LOCK = threading.RLock()
 TENSOR_LR = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)  # whose step takes a tensor lr compiled
@@ -80,7 +80,7 @@ def forward_loss(model, loss, loss_args, inputs, target):
     """The compiled (output, loss) = (model(*inputs), loss(output, target, **loss_args)) for these shapes,
     called as f(model, inputs, target): the model is an argument, not held, so freeing it frees it."""
     signature = " ".join(_shape(t) for t in (*inputs, target))
-    key = ("forward", id(model), loss, json.dumps(loss_args, sort_keys=True, default=str), signature)
+    key = ("forward", id(model), loss, losses.as_json(loss_args), signature)
 
     def step(model, inputs, target):
         output = model(*inputs)

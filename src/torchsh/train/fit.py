@@ -5,6 +5,7 @@ with the same loader seed, bit for bit on CPU):
         model.train()
         for i, (x, y) in enumerate(loader):            # the Loader: reshuffled every epoch
             y = y.to(target_dtype)                      # only with --target_dtype
+            y = y.view(len(y), *shape)                  # only where the target is viewed as the output (losscheck)
             if i % K == 0: optimizer.zero_grad()
             with torch.autocast(device_type, dtype):    # only with --autocast
                 loss = loss_fn(model(x), y, **loss_args)
@@ -33,11 +34,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from torchsh.errors import bad_argument
 from torchsh.train import resume
 from torchsh.train.logdir import LogDir
 from torchsh.train.metrics import EpochSums
-from torchsh.train.plan import AUTOCAST
+from torchsh.train.plan import AUTOCAST, on_device
 from torchsh.train.steps import steps_for
 
 
@@ -101,18 +101,6 @@ class OneProcess:
 
 def run_fit(ctx, plan, report, should_stop, world=None, keep=None):  # keep(row): a sweep's pruner (False: "pruned")
     return _Run(plan, report, should_stop, world or OneProcess(), keep).go()
-
-
-def on_device(batch, device, target_dtype=None):
-    """A batch's fields on the model's device: (inputs…, target), the target as --target_dtype (y.to(dtype))."""
-    if not isinstance(batch, (list, tuple)) or len(batch) < 2:
-        raise bad_argument("fit needs batches of (inputs…, target); this loader's items have %d field(s)"
-                           % (len(batch) if isinstance(batch, (list, tuple)) else 1),
-                           "torch data tensors $X $Y makes (input, target) items")
-    fields = [t.to(device, non_blocking=True) if isinstance(t, torch.Tensor) else t for t in batch]
-    if target_dtype is not None:
-        fields[-1] = fields[-1].to(target_dtype)
-    return fields
 
 
 def ended(plan, p):
@@ -194,7 +182,7 @@ class _Run:
         self.net.train()
         if not p.in_epoch:
             p.in_epoch, p.sums, p.epoch_seconds = True, None, 0.0
-        sums = EpochSums(plan.metrics, p.sums)
+        sums = EpochSums(plan.metrics, p.sums, plan.task)
         resumed_at, batches, window, taken = p.epoch_seconds, len(plan.loader), 0, 0
         start = time.monotonic() - resumed_at
         while True:
@@ -222,7 +210,7 @@ class _Run:
 
     def _forward_backward(self, batch, sums):
         plan = self.plan
-        *inputs, target = on_device(batch, self.device, plan.target_dtype)
+        *inputs, target = on_device(batch, self.device, plan.target_dtype, plan.target_shape)
         with self._autocast():
             output, loss = self.steps.forward_loss(inputs, target)
         sums.add(loss.item(), output, target)
@@ -275,11 +263,13 @@ class _Run:
         self.report(dict(row, event="epoch"))
 
     def _validate(self):
-        plan, sums = self.plan, EpochSums(self.plan.metrics)
+        plan, sums = self.plan, EpochSums(self.plan.metrics, task=self.plan.task)
         plan.model.eval()  # not through a DDP wrapper: ranks evaluate unequal shares, with no collective
         with torch.no_grad(), self._autocast():
             for batch, counted in self.world.val_batches(plan.val):
-                *inputs, target = on_device(batch, self.device, plan.target_dtype)
+                *inputs, target = on_device(batch, self.device, plan.target_dtype, plan.target_shape)
+                if plan.val_encode is not None:  # raw rows, preprocessed as the model was trained
+                    inputs = plan.val_encode(inputs)
                 output = plan.model(*inputs)
                 loss = plan.loss(output, target, **plan.loss_args)
                 if counted:

@@ -9,6 +9,10 @@ that is the union of their keys in first-seen order (rewritten whole from metric
 appears: rows are not kept in memory, so a run of a million steps costs no more than one of ten). A
 resumed run first drops the rows logged after its checkpoint, so the files read as one run.
 
+A warning the run's work raised (torchsh/warned.py: PyTorch's "Using a target size …", a model's own) is a
+row {"kind": "warning", "epoch", "step", "category", "text"} before the row of the step that raised it, each
+kind once a run; metrics.csv, a table of numbers, leaves it out; TensorBoard shows it as the text `warnings`.
+
 The same rows go to TensorBoard's event files (train/tfevents.py): each number of a row is a scalar tagged
 step/NAME or epoch/NAME (loss, lr, val_loss, every metric) at the row's optimizer step; run.json is the text
 `run.json`; the hyperparameters (the optimizer and its options, batch size, epochs, loss, model…) fill the
@@ -16,6 +20,7 @@ HParams tab. A resumed run writes a new file that opens with a SessionLog START 
 checkpoint: TensorBoard then drops what the old file logged from there on, as metrics.jsonl drops its rows.
 --log_format chooses among jsonl, csv and tb.
 """
+import copy
 import csv
 import io
 import json
@@ -25,10 +30,10 @@ import time
 
 import torch
 
-from torchsh import __version__, fileio
-from torchsh.data import meaning
+from torchsh import __version__, fileio, warned
+from torchsh.contract import card as cards
 from torchsh.errors import TorchshError
-from torchsh.train import compiled, tfevents
+from torchsh.train import compiled, losses, tfevents
 from torchsh.train.plan import LOG_FORMATS
 
 _NOT_SCALARS = ("kind", "epoch", "step", "seconds")  # the x axis, and the time a step took
@@ -48,20 +53,31 @@ class LogDir:
         self.jsonl = os.path.join(folder, "metrics.jsonl")
         self.csv = os.path.join(folder, "metrics.csv")
         self.formats, self.columns, self._jsonl, self._events = formats, [], None, None
+        self._pending = None  # a resumed run's start, written with its first row
+        self._warnings = warned.Reader()  # the job's warnings, from now on (made on the work's thread)
 
     def start(self, plan, progress, resumed_from):
-        """Write run.json; keep the rows up to the checkpoint resumed from (none for a new run)."""
+        """Write run.json; keep the rows up to the checkpoint resumed from (none for a new run). A resumed run's
+        start waits for its first row: one with nothing left to do (over already, or stopped before its first
+        step) leaves the folder as it was, its status too (a stopped run stays stopped, not finished)."""
+        if resumed_from:
+            self._pending = (plan, copy.copy(progress), resumed_from)  # progress goes on changing meanwhile
+        else:
+            self._start(plan, progress, resumed_from)
+
+    def _start(self, plan, progress, resumed_from):
         rows = []
         if resumed_from:
-            rows = [r for r in self._rows() if (r.get("kind") == "step" and _number(r.get("step")) <= progress.step)
+            rows = [r for r in self._rows() if (r.get("kind") in ("step", "warning")
+                                                and _number(r.get("step")) <= progress.step)
                     or (r.get("kind") == "epoch" and _number(r.get("epoch")) < progress.epoch)]
-        for r in rows:
+        for r in _numbers_rows(rows):
             self._add_columns(r)
         if "jsonl" in self.formats:
             fileio.atomic_write(self.jsonl, lambda tmp: _write_text(tmp, "".join(_line(r) for r in rows)))
             self._jsonl = open(self.jsonl, "a")
         if "csv" in self.formats:
-            self._write_csv(rows)
+            self._write_csv(_numbers_rows(rows))
         run = _run_record(plan)
         if "tb" in self.formats:
             self._start_events(plan, run, progress.step if resumed_from else None)
@@ -91,6 +107,10 @@ class LogDir:
             self._events.write(tfevents.event(0, summary=tfevents.hparams(_hparams(plan, run), time.time())))
 
     def row(self, row):
+        if self._pending is not None:
+            self._start(*self._pending)
+            self._pending = None
+        self._log_warnings(row.get("epoch"), row.get("step"))
         if self._jsonl is not None:
             self._jsonl.write(_line(row))
             self._jsonl.flush()  # `torch plot` reads the file while the run goes on
@@ -103,9 +123,19 @@ class LogDir:
             self._events.write(tfevents.event(row["step"], summary=tfevents.scalars(values)))
             self._events.flush()  # TensorBoard shows the run while it goes on
 
+    def _log_warnings(self, epoch, step):
+        """The kinds of warning raised since the last row (torchsh/warned.py), each as a row of its own."""
+        for category, text in self._warnings.new():
+            if self._jsonl is not None:
+                self._jsonl.write(_line({"kind": "warning", "epoch": epoch, "step": step, "category": category,
+                                         "text": text}))
+            if self._events is not None:
+                self._events.write(tfevents.event(step or 0, summary=tfevents.text("warnings", "%s: %s" % (
+                    category, text))))
+
     def _csv_row(self, row):
         if self._add_columns(row):  # rare: the first epoch row's val_loss and metrics
-            rows = self._rows()
+            rows = _numbers_rows(self._rows())
             self._write_csv(rows if self._jsonl is not None else rows + [row])
         else:
             with open(self.csv, "a", newline="") as f:
@@ -125,8 +155,12 @@ class LogDir:
 
     def close(self, ended=None):
         """ended: {"reason", "epoch", "step"}, kept in run.json as "ended" (`torch runs ls` reads the status)."""
+        if self._pending is not None:  # resumed, and nothing logged: nothing ran, nothing changes
+            self._pending = None
+            return
         if ended is not None:
             self._note_end(ended)
+        self._log_warnings((ended or {}).get("epoch"), (ended or {}).get("step"))  # those of the run's last step
         if self._jsonl is not None:
             self._jsonl.flush()
             os.fsync(self._jsonl.fileno())
@@ -164,6 +198,11 @@ class LogDir:
         fileio.atomic_write(self.csv, lambda tmp: _write_text(tmp, out.getvalue() if self.columns else ""))
 
 
+def _numbers_rows(rows):
+    """The rows metrics.csv tabulates: a warning's text is no column of numbers."""
+    return [r for r in rows if r.get("kind") != "warning"]
+
+
 def _number(x):
     """A row's step or epoch: a number in metrics.jsonl, text in metrics.csv."""
     return float(x) if x not in (None, "") else 0
@@ -179,7 +218,7 @@ def _hparams(plan, run):
     values = {"optimizer": run["optimizer"]["type"]}
     values.update(run["optimizer"]["param_groups"][0] if run["optimizer"]["param_groups"] else {})
     values.update(batch_size=plan.loader.batch_size, epochs=plan.epochs, loss=plan.loss_name,
-                  loss_args=json.dumps(plan.loss_args) if plan.loss_args else None, seed=plan.loader.seed,
+                  loss_args=losses.as_json(plan.loss_args) if plan.loss_args else None, seed=plan.loader.seed,
                   scheduler=run["scheduler"], accum=plan.accum, clip=plan.clip, autocast=plan.autocast,
                   patience=plan.patience, max_steps=plan.max_steps, monitor=plan.monitor, model=run["model"])
     values.update((plan.trial or {}).get("params", {}))  # a sweep's own names for what it varies
@@ -230,7 +269,7 @@ def _run_record(plan):
         "scheduler": type(plan.sched).__name__ if plan.sched is not None else None,
         "loader": _loader_record(loader),
         "val": _loader_record(plan.val) if plan.val else None,
-        "data": meaning.of_model(plan.model) or None,  # classes, categories, standardization (data/meaning.py)
+        cards.STORED_KEY: cards.of_model(plan.model) or None,  # the model's card (contract/card.py)
         **({"trial": plan.trial} if plan.trial else {}),  # a sweep's trial: study, number, params, seed
         **({"compile": compiled.RUN_RECORD} if plan.compile_cache else {}),  # --compile: not bit-exact, by how much
     }

@@ -8,7 +8,8 @@ dataset's item 0 (inputs…, target), the target after --target_dtype:
 - a Linear head and a floating target of exactly the output's shape (the input item's shape with its last
   dimension k): mse_loss (regression);
 - anything else (another head, a [1] output against [] targets, 0/1 labels, an empty dataset): no choice;
-  --loss is required, and the refusal names the likely ones for the targets' dtype.
+  --loss is required, and the refusal names the likely ones for the targets' dtype and the head's width
+  (integer targets and one output: a regression or a binary classifier, never cross_entropy).
 A class-index loss (cross_entropy, nll_loss, multi_margin_loss) with floating targets of shape [], or a
 regression loss with integer targets, is refused at once (dtype_error) with the --target_dtype that fixes it.
 """
@@ -40,17 +41,22 @@ def head(model):
     return model
 
 
-def choose(model, item, target_dtype=None):
-    """(loss name, why) when the head and item 0 make it unambiguous; else missing_argument naming --loss."""
+def choose(model, item, target_dtype=None, output_shape=None):
+    """(loss name, why) when the head and item 0 make it unambiguous; else missing_argument naming --loss.
+    output_shape: one item's output (contract/learn.probe), for the hint."""
     found = item and _unambiguous(head(model), item[0], item[1].to(target_dtype or item[1].dtype))
     if found:
         return found
     raise TorchshError("missing_argument", "--loss is needed: the model's last layer (%s) and the targets%s do "
                        "not say which loss" % (type(head(model)).__name__, _described(item, target_dtype)),
-                       "likely: %s" % _likely(item, target_dtype))
+                       "likely: %s" % _likely(item, target_dtype, output_shape))
 
 
-def _likely(item, target_dtype):
+def _likely(item, target_dtype, output_shape=None):
+    width = None if output_shape is None else int(torch.Size(output_shape).numel())
+    if item and _is_index(item[1], target_dtype) and width == 1:
+        return ("--loss mse_loss --target_dtype float32 (the integers are values), or --loss "
+                "binary_cross_entropy_with_logits --target_dtype float32 (0/1 labels, one logit)")
     if item and _is_index(item[1], target_dtype):
         return "--loss cross_entropy (class indices: a head of one output per class), --loss nll_loss"
     if item and item[1].dim() == 0:

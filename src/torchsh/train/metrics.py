@@ -1,21 +1,34 @@
 """Epoch metrics of `torch fit --metrics`: totals over the epoch's batches, read once at its end.
 
-accuracy: argmax over the last dimension equals the target (class indices). top5: the target is among
-the 5 largest outputs. precision, recall, f1, f1_micro, confusion, mae, rmse, r2: scores.py. Every
-figure is the whole epoch's (never a mean of per-batch figures). Train metrics come from the training
-forward passes; with --val the same names prefixed `val_` come from the evaluation pass.
+accuracy: the decided class equals the target's, decided as the model's card says (contract/tasks.py:
+argmax of k scores; one logit > 0 for a binary model; every label for a multilabel one, sklearn's subset
+accuracy). top5: the target is among the 5 largest of k scores. precision, recall, f1, f1_micro, confusion
+(the same decisions), mae, rmse, r2: scores.py. Every figure is the whole epoch's (never a mean of per-batch
+figures). Train metrics come from the training forward passes; with --val the same names prefixed `val_`
+come from the evaluation pass. A model without a task is read as k class scores (argmax).
 """
 import torch
 
+from torchsh.contract import tasks
 from torchsh.errors import bad_argument
 from torchsh.train import scores
 
 
 def _correct_top(k):
-    def correct(output, target):
+    def correct(output, target, task):
+        if task.name != "multiclass":
+            raise bad_argument("top%d ranks k class scores, and this model is %s" % (k, task.name),
+                               "accuracy scores its decisions")
         top = output.topk(min(k, output.shape[-1]), dim=-1).indices
         return (top == target.unsqueeze(-1)).any(-1).sum().item()
     return correct
+
+
+def _correct(output, target, task):
+    if not task.classifies:
+        tasks.refuse_unclassified("accuracy", task)
+    hit = task.predicted(output) == task.actual(target)
+    return (hit.all(-1) if hit.dim() > 1 else hit).sum().item()
 
 
 class Count:
@@ -25,8 +38,8 @@ class Count:
     def __init__(self, correct):
         self.correct = correct
 
-    def add(self, name, total, output, target, parts):
-        return total + self.correct(output, target)
+    def add(self, name, total, output, target, parts, task):
+        return total + self.correct(output, target, task)
 
     def figure(self, total, samples):
         return total / samples
@@ -40,14 +53,14 @@ class Summed:
     def __init__(self, part, figure):
         self.part, self.figure = part, figure
 
-    def add(self, name, total, output, target, parts):
+    def add(self, name, total, output, target, parts, task):
         if self.part not in parts:
-            parts[self.part] = self.part(name, output, target)
+            parts[self.part] = self.part(name, output, target, task)
         return scores.add_parts(total, parts[self.part])
 
 
 METRICS = {
-    "accuracy": Count(lambda output, target: (output.argmax(-1) == target).sum().item()),
+    "accuracy": Count(_correct),
     "top5": Count(_correct_top(5)),
     **{name: Summed(scores.confusion_counts, getattr(scores, name))
        for name in ("precision", "recall", "f1", "f1_micro", "confusion")},
@@ -65,8 +78,9 @@ def check(name):
 class EpochSums:
     """Running sums of one epoch: loss weighted by batch size, and each metric's total (a count or a list)."""
 
-    def __init__(self, names, state=None):
+    def __init__(self, names, state=None, task=None):
         self.names = tuple(names)
+        self.task = task or tasks.MULTICLASS  # how outputs are decided (the model's card)
         state = state or {}
         self.samples = state.get("samples", 0)
         self.loss = state.get("loss", 0.0)
@@ -82,7 +96,8 @@ class EpochSums:
             parts = {}
             with torch.no_grad():
                 for name in self.names:
-                    self.correct[name] = METRICS[name].add(name, self.correct[name], output.detach(), target, parts)
+                    self.correct[name] = METRICS[name].add(name, self.correct[name], output.detach(), target, parts,
+                                                           self.task)
 
     def window_loss(self):
         """The mean loss of the batches of the optimizer step just taken (then a new window starts)."""

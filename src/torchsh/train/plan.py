@@ -36,6 +36,9 @@ class FitPlan:
     command: tuple = ()                 # the command line, for run.json
     loss_name: str = ""
     target_dtype: Optional[torch.dtype] = None  # each batch's target .to(this) before the loss
+    target_shape: Optional[tuple] = None  # each target viewed as this per item (train/losscheck.py), or as it is
+    task: object = None                 # the model card's task row (contract/tasks.py): how metrics decide
+    val_encode: Optional[Callable] = None  # --val's input fields preprocessed as the model's card says
     trial: Optional[dict] = None        # a `torch sweep` trial: study, number, params, seed (run.json keeps it)
     compile_cache: Optional[str] = None  # --compile: the daemon's folder of compiled code; None: eager steps
 
@@ -75,3 +78,18 @@ class FitPlan:
 
     def lower_is_better(self):
         return self.monitor.removeprefix("val_") in fit_metrics.LOWER_IS_BETTER
+
+
+def on_device(batch, device, target_dtype=None, target_shape=None):
+    """A batch's fields on the model's device: (inputs…, target), the target as --target_dtype (y.to(dtype)) and
+    viewed as TARGET_SHAPE per item (y.view(N, *shape), train/losscheck.py)."""
+    if not isinstance(batch, (list, tuple)) or len(batch) < 2:
+        raise bad_argument("fit needs batches of (inputs…, target); this loader's items have %d field(s)"
+                           % (len(batch) if isinstance(batch, (list, tuple)) else 1),
+                           "torch data tensors $X $Y makes (input, target) items")
+    fields = [t.to(device, non_blocking=True) if isinstance(t, torch.Tensor) else t for t in batch]
+    if target_dtype is not None:
+        fields[-1] = fields[-1].to(target_dtype)
+    if target_shape is not None:
+        fields[-1] = fields[-1].view(fields[-1].shape[0] if fields[-1].dim() else 1, *target_shape)
+    return fields

@@ -6,15 +6,15 @@ Provenance   `row`: the item's 0-based row in the file it was opened from (panda
              folder's item.
 Inputs       an item's fields as `torch fit` takes them: (inputs…, target) with the target ignored; an
              item of one field is all input (an unlabeled table).
-Kind         classification when classes are known (the model's, from the data `torch fit` trained it
-             on: data/meaning.py, else the dataset's), or when the output has k > 1 columns and the
-             target, if any, is an integer: `prediction` is argmax's class, by name when
-             known, and --proba adds softmax's probabilities, one column per class. Otherwise regression:
-             `prediction` is the output (one column), or `output_0…` (several).
-A one-hot column whose categories differ from the model's is refused (its columns would mean other things).
-Inputs are standardized with the statistics the model was trained under (`fit` keeps them, meaning.py)
-when the dataset has none of its own. The model runs in eval mode under torch.inference_mode, batch by
-batch (DataLoader's batches; a table's sliced from its tensors, data/batches.py); its mode is restored after.
+Kind         the model's card says (contract/: the task `torch fit` recorded): a multiclass model's
+             `prediction` is argmax's class, a binary one's (one logit) is class 1 where the logit is
+             over 0, each by name when known; --proba adds the probabilities (softmax; sigmoid's 1 - p and
+             p), one column per class. A regression's `prediction` is the output (one column), or
+             `output_0…` (several). A model without a task is read as before (contract/decode.task_of).
+Inputs go through the card (contract/encode.py): the fields, columns, one-hot categories, shapes and dtypes
+it was trained on, or a refusal with the fix; raw rows are standardized with the training statistics. The
+model runs in eval mode under torch.inference_mode, batch by batch (DataLoader's batches; a table's sliced
+from its tensors, data/batches.py); its mode is restored after.
 The table is made column by column (values()), and written that way (formats/rowsfile.py).
 """
 from dataclasses import dataclass
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import torch
 import torch.utils.data
 
-from torchsh.data import meaning, transforms
+from torchsh.contract import card as cards, decode, encode
 from torchsh.data.batches import sliced_batches
 from torchsh.data.datasets import FileDataset, known, wrapped_datasets
-from torchsh.errors import TorchshError, bad_argument
+from torchsh.errors import bad_argument
 
 
 @dataclass
@@ -33,16 +33,20 @@ class Outputs:
     key: str          # "row" or "path"
     keys: list        # one row number or path per item
     output: torch.Tensor  # every item's output, [N] or [N, k], on the CPU
-    classes: list     # class names, or None (then indices)
-    classify: bool
+    task: object      # contract/tasks.py's row that decides
+    names: list       # the class names the task decides among (None for a regression)
+
+    @property
+    def classify(self):
+        return self.task.classifies
 
 
 def run(model, dataset, batch_size):
     """Outputs of model over the dataset's items in order (eval mode and inference_mode, then restored)."""
     if batch_size < 1:
         raise bad_argument("--batch_size must be 1 or more, got %d" % batch_size)
-    _check_categories(model, dataset)
-    dataset = standardized_as_trained(model, dataset)
+    card = cards.of_model(model)
+    dataset = encode.dataset(card, dataset)
     batches = sliced_batches(dataset, batch_size)  # a table's: slices of its tensors, not item by item
     if batches is None:
         batches = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=False)
@@ -67,49 +71,10 @@ def run(model, dataset, batch_size):
     output = torch.cat(outputs) if outputs else torch.empty(0)
     key, keys = provenance(dataset)
     # the model's classes name its outputs; the dataset's name its labels (the same, for the data it was fit on)
-    classes = meaning.of_model(model).get("classes") or known(dataset, "classes")
-    return Outputs(key, keys, output, list(classes) if classes else None, _classifies(output, classes, target))
-
-
-def _check_categories(model, dataset):
-    """One-hot columns encode the categories the model was trained on, in its order, or predict refuses."""
-    trained, given = meaning.of_model(model).get("categories") or {}, known(dataset, "categories") or {}
-    for column in sorted(set(trained) & set(given)):
-        if list(trained[column]) != list(given[column]):
-            raise TorchshError("state_mismatch", "column %r is one-hot encoded over %s here, and the model was "
-                               "trained on %s" % (column, list(given[column]), list(trained[column])),
-                               "every category must appear in the data for the same columns; predict on rows "
-                               "opened together with the training data")
-
-
-def standardized_as_trained(model, dataset):
-    """The dataset, standardized with the statistics the model was trained under (`data transform
-    --standardize` before `fit`) when it has none of its own: raw rows in, as the model saw them."""
-    stats = meaning.of_model(model).get("standardization")
-    if not stats or known(dataset, "standardization") or not len(dataset):
-        return dataset
-    item = dataset[0] if isinstance(dataset[0], (tuple, list)) else (dataset[0],)
-    if not isinstance(stats.get("field"), int) or not 0 <= stats["field"] < len(item):
-        raise TorchshError("shape_mismatch", "the model was trained on items whose field %s was standardized; these "
-                           "items have %d field(s)" % (stats.get("field"), len(item)), "open the data as for fit")
-    step = transforms.Step("standardize", stats["field"], (stats["mean"], stats["std"]))
-    return transforms.TransformedDataset(dataset, [step])
-
-
-def _classifies(output, classes, target):
-    if output.dim() > 2:
-        raise TorchshError("shape_mismatch", "predict writes one row per item, and the model's output per item "
-                           "has shape %s" % list(output.shape[1:]), "end the model with one value or k class scores")
-    width = output.shape[1] if output.dim() == 2 else 1
-    if classes:
-        if width != len(classes):
-            raise TorchshError("shape_mismatch", "the model gives %d values per item for %d classes (%s)"
-                               % (width, len(classes), ", ".join(classes[:5])),
-                               "predict with the model trained on these classes")
-        return True
-    if width == 1:
-        return False  # one value per item and no classes: a regression's output
-    return target is None or not (target.is_floating_point() or target.is_complex())
+    classes = card.get("classes") or known(dataset, "classes")
+    task = decode.task_of(card, output, classes, target)
+    names = decode.class_names(card, task, output, classes) if task.classifies else None
+    return Outputs(key, keys, output, task, names)
 
 
 def provenance(dataset):
@@ -128,8 +93,7 @@ def provenance(dataset):
 def columns(outputs, proba):
     """The table's column names, in order."""
     if outputs.classify:
-        names = _class_names(outputs)
-        return [outputs.key, "prediction"] + ([_proba_column(n) for n in names] if proba else [])
+        return [outputs.key, "prediction"] + ([_proba_column(n) for n in outputs.names] if proba else [])
     if proba:
         raise bad_argument("--proba gives class probabilities, and this model's output is a regression's",
                            "it is one when the dataset or the model knows classes, or the target is an integer")
@@ -138,22 +102,13 @@ def columns(outputs, proba):
 
 
 def values(outputs, proba):
-    """The table's columns, in columns()'s order, one list each: the rows or paths, the predictions (a
-    class's name by one index into the names) and the probabilities (or a regression's outputs)."""
+    """The table's columns, in columns()'s order, one list each: the rows or paths, the predictions (the
+    decided class's name) and the probabilities (or a regression's outputs)."""
     out = outputs.output
     if outputs.classify:
-        scores = out if out.dim() == 2 else out.reshape(-1, 1)
-        predicted = scores.argmax(1).tolist()
-        if outputs.classes:
-            class_names = _class_names(outputs)
-            predicted = [class_names[i] for i in predicted]
-        return [outputs.keys, predicted] + (torch.softmax(scores, dim=1).T.tolist() if proba else [])
+        predicted = decode.decided(outputs.task, outputs.names, out)
+        return [outputs.keys, predicted] + (outputs.task.proba(out).T.tolist() if proba else [])
     return [outputs.keys] + out.reshape(out.shape[0], -1).T.tolist()
-
-
-def _class_names(outputs):
-    width = outputs.output.shape[1] if outputs.output.dim() == 2 else 1
-    return [str(c) for c in outputs.classes] if outputs.classes else [str(j) for j in range(width)]
 
 
 def _proba_column(name):

@@ -121,7 +121,7 @@ def _natural(name):
 
 def read(name, folder, writing=frozenset()):
     """The Run in `folder`: its run.json, its epoch rows and last step row, and its status."""
-    run = Run(name, folder, record=_record(os.path.join(folder, "run.json")))
+    run = Run(name, folder, record=read_record(os.path.join(folder, "run.json")))
     jsonl = os.path.join(folder, "metrics.jsonl")
     run.epochs, run.last_step = _rows(jsonl)
     run.status = _status(run, jsonl, writing)
@@ -141,7 +141,7 @@ def _open_regular(path):
     return os.fdopen(fd, "rb")
 
 
-def _record(path):
+def read_record(path):  # a run.json as a dict ({} when missing, damaged, too large or no regular file)
     f = _open_regular(path)
     if f is None:
         return {}  # a run that has not written it: listed without its hyperparameters

@@ -3,9 +3,9 @@ regression scores from per-column sums. Each is a running total (a flat tensor o
 device; a list in checkpoints, so ranks can sum theirs) that batches add to, and a figure read from the
 epoch's total (as a list): sklearn's on the whole epoch.
 
-Classification (precision, recall, f1, f1_micro, confusion): the prediction is the argmax over the last
-dimension, as accuracy's; the total is the C×C confusion matrix (rows the target class, columns the
-predicted; C the output's last dimension), flattened. precision, recall and f1 are macro averages over
+Classification (precision, recall, f1, f1_micro, confusion): the prediction is decided as accuracy's, by the
+model's task (contract/tasks.py: argmax of k scores, one logit > 0); the total is the C×C confusion matrix
+(rows the target class, columns the predicted; C the output's last dimension, 2 for one logit), flattened. precision, recall and f1 are macro averages over
 the classes that occur as a target or a prediction in the epoch (sklearn's labels); a class's score whose
 denominator is 0 counts 0 (sklearn's zero_division default). f1_micro is true positives over predictions.
 Regression (mae, rmse, r2): output and target as (samples, columns) float64; per column the sums of
@@ -34,18 +34,21 @@ def add_parts(total, part):
     return total + part
 
 
-def confusion_counts(name, output, target):
-    """This batch's flattened C×C confusion matrix (C = the output's last dimension)."""
-    if target.is_floating_point() or target.is_complex():
+def confusion_counts(name, output, target, task):
+    """This batch's flattened C×C confusion matrix (C: the classes the task decides among)."""
+    if task.name == "multilabel" or not task.classifies:
+        raise bad_argument("%s scores one class per item, and this model is a %s one" % (name, task.name),
+                           "accuracy scores a multilabel model; mae, rmse and r2 a regression")
+    if task.name == "multiclass" and (target.is_floating_point() or target.is_complex()):
         raise bad_argument("%s needs class-index targets (integers), not %s" % (name, dtype_name(target.dtype)),
                            "mae, rmse and r2 score float targets")
-    classes = output.shape[-1]
-    predicted, target = output.argmax(-1).reshape(-1), target.reshape(-1)
+    classes = task.class_count(output)
+    predicted, target = task.predicted(output), task.actual(target)
     if predicted.shape != target.shape:
         raise bad_argument("%s: %d predictions for %d targets" % (name, predicted.numel(), target.numel()))
     if target.numel() and (target.min() < 0 or target.max() >= classes):
         raise bad_argument("%s: a target class is outside the output's %d classes" % (name, classes))
-    return torch.bincount(target.long() * classes + predicted, minlength=classes * classes)
+    return torch.bincount(target * classes + predicted, minlength=classes * classes)
 
 
 def confusion_matrix(total):
@@ -89,7 +92,7 @@ def confusion(total, samples):
     return confusion_matrix(total)
 
 
-def regression_sums(name, output, target):
+def regression_sums(name, output, target, task=None):
     """This batch's per-column sums: |error| for each column, then error², target, target²."""
     if output.numel() != target.numel():
         raise bad_argument("%s: %d outputs for %d targets" % (name, output.numel(), target.numel()),

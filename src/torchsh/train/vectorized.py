@@ -24,8 +24,10 @@ from torch.func import functional_call, stack_module_state
 from torch.utils.data import default_collate
 
 from torchsh.train import resume, vectorized_optim
-from torchsh.train.fit import FitResult, Progress, early_stop_note, ended, improved_by, on_device
+from torchsh.train.fit import FitResult, Progress, early_stop_note, ended, improved_by
+from torchsh.train.plan import on_device
 from torchsh.train.logdir import LogDir
+from torchsh.train.losses import same_value
 from torchsh.train.metrics import EpochSums
 
 SHARED = ("loader", "val", "loss", "loss_args", "metrics", "epochs", "monitor", "target_dtype", "patience",
@@ -39,8 +41,7 @@ def unsupported(plans):
         return "no trials"
     first = plans[0]
     for name in SHARED:
-        if any(getattr(p, name) is not getattr(first, name) and getattr(p, name) != getattr(first, name)
-               for p in plans):
+        if any(not same_value(getattr(p, name), getattr(first, name)) for p in plans):
             return "the trials differ in %s" % name
     for plan in plans:
         why = _plan_reason(plan)
@@ -158,7 +159,7 @@ class _Together:
         self.base.train()
         for t in self.stack:
             t.progress.in_epoch, t.progress.sums, t.progress.epoch_seconds = True, None, 0.0
-            t.sums = EpochSums(plan.metrics)
+            t.sums = EpochSums(plan.metrics, task=plan.task)
         batches, taken, start = len(plan.loader), 0, time.monotonic()
         while (batch := plan.loader.next_batch()) is not None:
             self._train_batch(batch)
@@ -173,7 +174,7 @@ class _Together:
         self._end_epoch(time.monotonic() - start)
 
     def _train_batch(self, batch):
-        *inputs, target = on_device(batch, self.device, self.plan.target_dtype)
+        *inputs, target = on_device(batch, self.device, self.plan.target_dtype, self.plan.target_shape)
         outputs = self._outputs(inputs)
         losses = self._losses(outputs, target)
         for t, value, out in zip(self.stack, losses.detach().tolist(), outputs.detach()):
@@ -253,11 +254,13 @@ class _Together:
     def _validate(self):
         """Every trial's val EpochSums, from one vectorised pass over the val loader."""
         plan = self.plan
-        sums = [EpochSums(plan.metrics) for _ in self.stack]
+        sums = [EpochSums(plan.metrics, task=plan.task) for _ in self.stack]
         self.base.eval()
         with torch.no_grad():
             while (batch := plan.val.next_batch()) is not None:
-                *inputs, target = on_device(batch, self.device, plan.target_dtype)
+                *inputs, target = on_device(batch, self.device, plan.target_dtype, plan.target_shape)
+                if plan.val_encode is not None:
+                    inputs = plan.val_encode(inputs)
                 outputs = self._outputs(inputs)
                 for s, value, out in zip(sums, self._losses(outputs, target).tolist(), outputs):
                     s.add(value, out, target)

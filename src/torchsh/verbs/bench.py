@@ -12,6 +12,7 @@ runs it chose), and what each includes:
   times those round trips from a shell), and the tensor lock's acquire (bench holds it: one uncontended
   acquire is a microsecond or so).
 - overhead: daemon median - pytorch median.
+A figure whose IQR is 10% of its median or more gets the warning PyTorch's Measurement gives it, on stderr.
 
 Why in the daemon and not N requests from the client: each request is a turn on the one tensor thread, so
 N requests timed by a client measure the queue as much as the path, and a client that times would no
@@ -24,6 +25,7 @@ are made, so the census does not grow), no history entry is written, and the ran
 given, verbs, jobs and block forms are refused before anything runs.
 """
 import contextlib
+import warnings
 
 import torch
 from torch.utils.benchmark import Timer
@@ -109,8 +111,28 @@ def bench(ctx, words, min_run_time=0.01, max_run_time=MAX_RUN_TIME_DEFAULT, num_
         request = _request(ctx, inner.app, words)
         request()  # once outside the Timer: a request that fails where the call did not stops bench here
         daemon = _timed("request()", dict(request=request), threads, min_run_time, max_run_time)
+    for label, figure in (("the call alone", alone), ("the request in torchd", daemon)):
+        note = spread_note(figure["iqr_s"], figure["median_s"])
+        if note:
+            warnings.warn("%s: %s" % (label, note))
     return BenchRecord(op=op.name, pytorch=alone, daemon=daemon, overhead_s=daemon["median_s"] - alone["median_s"],
                        num_threads=threads)
+
+
+# What torch.utils.benchmark's Measurement warns of, at its thresholds (an IQR of 10% of the median or more: system
+# fluctuation; from 25%: significant environmental influence): a figure to take with care, said on stderr
+SPREAD_WARN, SPREAD_GROSS = 0.1, 0.25
+
+
+def spread_note(iqr, median):
+    """The warning PyTorch's Timer gives a measurement this spread out, or None."""
+    ratio = iqr / median if median > 0 else 0.0
+    if ratio < SPREAD_WARN:  # Measurement.meets_confidence
+        return None
+    why = ("this suggests significant environmental influence" if ratio >= SPREAD_GROSS
+           else "this could indicate system fluctuation")
+    return "the IQR is %.1f%% of the median: %s (rerun on a quieter machine, or raise --max_run_time)" % (
+        ratio * 100, why)
 
 
 def _check_budget(min_run_time, max_run_time, num_threads):

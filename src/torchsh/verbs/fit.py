@@ -8,16 +8,17 @@ last/best; --resume auto continues from DIR's last checkpoint bit for bit, even 
 --nproc_per_node N trains on torch.distributed instead (train/distributed/; docs/distributed.md).
 """
 import functools
+import json
 import os
 
 from torchsh import jobs, memory
-from torchsh.data import meaning
+from torchsh.contract import card as cards
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.jobs import follow
 from torchsh.train.distributed import supervisor as distributed
 from torchsh.train.fit import run_fit
 from torchsh.train.losses import loss_function, loss_options as _loss_options
-from torchsh.train import compilecache, losschoice, rundir
+from torchsh.train import compilecache, fitcard, rundir
 from torchsh.train.plan import LOG_FORMATS, SAVE_EVERY, FitPlan
 from torchsh.verbs import verb
 from torchsh.vocab import dtype_name
@@ -94,21 +95,26 @@ def _start(ctx, o):
     """Check everything, choose the log folder, then start the run as a job (followed, or --detach)."""
     notes = []  # lines the caller's stderr gets first (the job's "note" events)
     _check_log_flags(ctx, o)
-    _choose_loss(o, notes)
+    o["loss"], item, output_shape = fitcard.choose_loss(o["model"], o["loader"].dataset, o["loss"],
+                                                        o["target_dtype"], notes)
+    card, contract = fitcard.prepare(o["model"], o["loader"], o["val"], o["loss"], item, output_shape, o["target_dtype"],
+                               o["metrics"] or (), notes)
     plan = FitPlan(model=o["model"], optimizer=o["optimizer"], loader=o["loader"], loss=loss_function(o["loss"]),
-                   loss_args=_loss_options(o["loss_args"]), metrics=tuple(o["metrics"] or ()), log=o["log"],
+                   loss_args=_loss_options(o["loss_args"], o["loss"], o["model"], ctx.registry),
+                   metrics=tuple(o["metrics"] or ()), log=o["log"],
                    log_format=tuple(o["log_format"] or LOG_FORMATS), resume=_resume_path(ctx, o["resume"]),
                    loss_name=o["loss"], command=_command(o), target_dtype=o["target_dtype"],
-                   compile_cache=_compile_cache(ctx, o),
+                   compile_cache=_compile_cache(ctx, o), **contract,
                    **{key: o[key] for key in _PLAN_OPTIONS})
     work = _work(ctx, plan, o["nproc_per_node"], tuple(o[key] for key in _LAUNCH_OPTIONS))
+    ctx.noted = {"target_shape": plan.target_shape, "loss_args": plan.loss_args,  # `history --python` writes the same
+                 "val_standardization": cards.standardization(card) if plan.val_encode is not None else None}
     if o["nproc_per_node"] is None:  # the ranks' memory is their own processes'
         memory.admit_first_step(ctx, plan.optimizer, backward=True)
     if o["version"]:  # the last check passed: a refused fit leaves no empty version folder behind
         plan.log = rundir.new_version(plan.log)
         notes.append("logging to %s" % os.path.join(_shown(ctx, o["log"]), os.path.basename(plan.log)))
-    # what the data's numbers stand for goes with the model: run.json, the checkpoints, `torch predict`
-    meaning.attach(plan.model, meaning.of_dataset(plan.loader.dataset))
+    cards.attach(plan.model, card)  # every check passed: run.json, checkpoints, predict and serve read it
     if o["overwrite"] and rundir.run_files(plan.log):
         work = functools.partial(_replacing, plan.log, work)
     columns = [c for c in _COLUMNS if c != "val_loss" or plan.val is not None]
@@ -137,16 +143,6 @@ def _check_log_flags(ctx, o):
         rundir.refuse_a_run_there(log, _shown(ctx, log))
     if log is not None and resume == "auto":
         rundir.refuse_a_run_without_checkpoint(log, _shown(ctx, log))
-
-
-def _choose_loss(o, notes):
-    """--loss as given, or chosen where the model's head and the targets leave no doubt; either way checked
-    against the targets' dtype (train/losschoice.py has the rule)."""
-    item = losschoice.sample(o["loader"].dataset)
-    if o["loss"] is None:
-        o["loss"], why = losschoice.choose(o["model"], item, o["target_dtype"])
-        notes.append("--loss %s (%s)" % (o["loss"], why))
-    losschoice.check_target_dtype(o["loss"], item, o["target_dtype"])
 
 
 def _compile_cache(ctx, o):
@@ -210,7 +206,8 @@ def _command(args):
                 "log", "log_format", "resume", "save_every", "max_steps", "nproc_per_node"):
         value = args[key]
         if value is not None:
-            words += ["--" + key, ",".join(value) if isinstance(value, list) else str(value)]
+            words += ["--" + key, ",".join(value) if isinstance(value, list) else
+                      json.dumps(value, separators=(",", ":")) if isinstance(value, dict) else str(value)]
     if args["target_dtype"] is not None:
         words += ["--target_dtype", dtype_name(args["target_dtype"])]
     words += [w for key, word in (("val", "VAL_LOADER"), ("sched", "SCHED")) if args[key] is not None

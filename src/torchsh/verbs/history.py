@@ -2,6 +2,7 @@
 a plain PyTorch script (`--python`, only what made one object with `--for HANDLE`). docs/history.md."""
 import json
 import os
+import warnings
 
 from torchsh.call.results import Table, Text
 from torchsh.errors import TorchshError
@@ -27,7 +28,7 @@ def history(ctx, last=None, sidecar=None, **flags):
         for: with --python: only the requests that made this object (a backward slice; in-place verbs such as
             step, zero_grad, backward and train_step count as writes to their targets)
         sidecar: with --python: the .safetensors file for tensors too large to write as literals (the script
-            reads it from its own folder)
+            reads it from its own folder); without it they go to history-SHA256.safetensors in your folder
     """
     log = getattr(ctx.app, "history", None)
     entries = log.entries() if log is not None else []
@@ -58,8 +59,35 @@ def _script(ctx, entries, target, sidecar):
     text, tensors = python.script(entries, ctx.registry, target, os.path.basename(sidecar) if sidecar else None,
                                   ctx.table)
     if tensors:
-        if sidecar is None:
-            raise TorchshError("usage", "%d tensor(s) are too large to write as literals" % len(tensors),
-                               "give --sidecar FILE.safetensors (put the script beside it)")
-        stfile.write(sidecar, tensors)
+        sidecar = sidecar or _default_sidecar(ctx, tensors)
+        if sidecar is not None:
+            stfile.write(sidecar, tensors)
     return Text(text)
+
+
+def _default_sidecar(ctx, tensors):
+    """Where tensors too large for literals go without --sidecar: python.sidecar_name_of(tensors) in the caller's
+    folder (stdout has no file name; the script is most often redirected there), said on stderr. The name is
+    the tensors' sha256, so a file already there under it is this same sidecar (None: nothing to write), and
+    one holding other tensors is refused rather than written over."""
+    name = python.sidecar_name_of(tensors)
+    path = ctx.path(name, "out")
+    if ctx.context_name == "default" and os.path.lexists(path):
+        if _holds(path, tensors):
+            warnings.warn("the script reads %d tensor(s) from %s (already there), beside it" % (len(tensors), name))
+            return None
+        raise TorchshError("file_error", "%s exists and holds other tensors; the script's %d large tensor(s) need "
+                           "a sidecar" % (path, len(tensors)), "give --sidecar FILE.safetensors (beside the script)")
+    warnings.warn("%d tensor(s) too large for literals written to %s: keep it beside the script "
+                  "(--sidecar FILE names it)" % (len(tensors), name))
+    return path
+
+
+def _holds(path, tensors):
+    """Whether the safetensors file at path holds exactly these tensors (bit for bit)."""
+    try:
+        found, _ = stfile.read(path)
+    except TorchshError:  # not a safetensors file: something else of the caller's
+        return False
+    return found.keys() == tensors.keys() and all(found[k].dtype == t.dtype and found[k].shape == t.shape
+                                                  and found[k].equal(t) for k, t in tensors.items())

@@ -14,6 +14,7 @@ import torch
 
 from torchsh import memory
 from torchsh.classes import tables
+from torchsh.contract import card as cards, encode
 from torchsh.call import nested
 from torchsh.call.results import Table, Text
 from torchsh.errors import TorchshError, bad_argument
@@ -164,9 +165,12 @@ def build_from_words(ctx, words):
 @verb("forward(Module model, Tensor[] inputs) -> Tensor[]", category="nn",
       examples=("torch forward $(torch nn linear 3 2) $(torch randn 4 3)",))
 def forward(ctx, model, inputs):
-    """Call the model on the inputs: model(*inputs). Several outputs print one per line (LSTM: output, h, c).
+    """Call the model on the inputs: model(*inputs), PyTorch's raw call. Several outputs print one per line
+    (LSTM: output, h, c).
 
-    Runs in the model's current mode (train or eval) and records the graph unless --no_grad.
+    Runs in the model's current mode (train or eval) and records the graph unless --no_grad. It reads no model
+    card: inputs go in as they are, with no preprocessing (`torch predict` applies what the model was trained
+    under, and decides its classes).
     """
     return flat_outputs(model(*inputs))
 
@@ -178,17 +182,19 @@ def forward(ctx, model, inputs):
                 "printf 'x1,x2,y\\n1,2,a\\n3,4,b\\n' > t.csv && "
                 "torch predict $(torch nn linear 2 2) $(torch data open t.csv --target y) --proba"))
 def predict(ctx, model, inputs=None, dataset=None, batch_size=256, out=None, proba=False):
-    """model(*inputs) under no-grad in eval mode (dropout off, batch-norm running stats); the mode is restored.
-    Over a dataset: one row per item, in order: its `row` (0-based, as pandas' index) or image `path`, the
-    `prediction` (argmax's class, by name when the model or dataset knows the classes; a regression's
-    output) and with --proba each class's softmax probability; tab-separated with a header, or --out FILE.
-
-    The model's classes and input statistics are those `torch fit` kept with it (train/predict.py).
+    """The model on raw inputs as its card says (`torch model card M`): the inputs preprocessed as in training
+    (standardized with the training statistics), then model(*inputs) under no-grad in eval mode (dropout off,
+    batch-norm running stats); the mode is restored. On tensors: the outputs. Over a dataset: one row per item,
+    in order: its `row` (0-based, as pandas' index) or image `path`, the `prediction` (the class the model's
+    task decides: argmax of k scores, one logit over 0 for a binary model; by name when the model or dataset
+    knows the classes; a regression's output) and with --proba each class's probability; tab-separated with a
+    header, or --out FILE. Data that does not fit the card (other columns, their order, width) is refused
+    with the fix (train/predict.py, contract/encode.py).
 
     Args:
         batch_size: items per forward pass
         out: a .csv, .jsonl or .parquet file for the rows (replaced atomically, as `torch save`)
-        proba: add one column per class: its softmax probability
+        proba: add one column per class: its probability (softmax; a binary model's sigmoid)
     """
     if dataset is not None:
         return _predict_dataset(model, dataset, batch_size, out, proba)
@@ -196,7 +202,7 @@ def predict(ctx, model, inputs=None, dataset=None, batch_size=256, out=None, pro
     model.eval()
     try:
         with torch.no_grad():
-            return flat_outputs(model(*inputs))
+            return flat_outputs(model(*encode.batch(cards.of_model(model), inputs)))
     finally:
         model.train(was_training)
 

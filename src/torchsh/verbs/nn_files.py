@@ -10,20 +10,22 @@ DataParallel's `module.` keys, Hugging Face sharded folders, a torch.export .pt2
 weights_only=True only; TorchScript refused, `nn jit_load` opens it), renames
 keys and prints the diff (classes/stateload.py); strict and atomic unless --partial.
 
-What the model's data stands for (data/meaning.py: classes, one-hot categories, standardization) goes into a
-.safetensors' metadata, as JSON under "torchsh" ({"data": …}, as checkpoints keep it), and `nn load` of a
-torchsh .safetensors attaches it again; a torchsh checkpoint (`checkpoint save`, fit's best/last) loads its
-model part. A .pt stays exactly torch.save(state_dict): nothing but tensors, so it keeps no meaning (a save
-that drops one says so on stderr).
+The model's card (contract/card.py: its inputs, preprocessing, task and classes) goes into a .safetensors'
+metadata, as JSON under "torchsh" ({"contract": …}, as checkpoints keep it), and `nn load` of a torchsh
+.safetensors attaches it again; a torchsh checkpoint (`checkpoint save`, fit's best/last) loads its model
+part. A .pt stays exactly torch.save(state_dict), nothing but tensors; its card goes beside it, in
+FILE.card.json (Hugging Face keeps a processor's config beside its weights the same way), which `nn load` of
+that .pt reads. A save of a model without a card removes a card left beside the file it replaces: the old
+card would describe other weights.
 """
+import json
 import os
-import warnings
 
 import torch
 
 from torchsh import fileio
 from torchsh.classes import state as state_file, stateload
-from torchsh.data import meaning
+from torchsh.contract import card as cards
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.formats import headers, statedicts, stfile
 from torchsh.train import checkpoint
@@ -38,16 +40,15 @@ from torchsh.verbs.nn import print_table
 def nn_save(ctx, model, file):
     """Save the model's state_dict (parameters and buffers) to .safetensors, .pt or .pth, atomically.
     A .pt/.pth is Python's torch.save(model.state_dict()): torch.load(FILE, weights_only=True) reads it.
-    A .safetensors also keeps what `fit` learned of the data (classes, one-hot categories, standardization)."""
-    kept = meaning.of_model(model)
+    The model's card (what `fit` recorded: inputs, preprocessing, task, classes) goes with it: in a
+    .safetensors' metadata, beside a .pt in FILE.card.json (`torch model card M` shows it)."""
+    kept = cards.of_model(model)
     if file.endswith((".pt", ".pth")):
         state = model.state_dict()
         fileio.atomic_write(file, lambda tmp: torch.save(state, tmp))
-        if kept:
-            warnings.warn("%s holds the weights alone, not the model's %s: name it .safetensors to keep them"
-                          % (os.path.basename(file), ", ".join(sorted(kept))))
+        _write_sidecar(file, kept)
     elif file.endswith(".safetensors"):
-        stfile.write(file, state_file.model_tensors(model), {"data": kept} if kept else None)
+        stfile.write(file, state_file.model_tensors(model), {cards.STORED_KEY: kept} if kept else None)
     else:
         raise bad_argument("nn save writes .safetensors, .pt or .pth files, not %s" % os.path.basename(file),
                            "name the file MODEL.safetensors, or MODEL.pt for Python's torch.load")
@@ -60,7 +61,7 @@ class Loaded(dict):
 
     def text(self):
         head = "loaded %d of %d keys from %s\n" % (self["loaded"], self["of"], self["file"])
-        head += "".join(line + "\n" for line in meaning.lines(self.get("data")))
+        head += "".join(line + "\n" for line in cards.lines(self.get(cards.STORED_KEY)))
         rows = ([("missing", k, "", "") for k in self["missing"]]
                 + [("unexpected", k, "", "") for k in self["unexpected"]]
                 + [("shape-mismatched", m["key"], m["file"], m["model"]) for m in self["mismatched"]])
@@ -87,11 +88,40 @@ def nn_load(ctx, model, file, key=None, strip=None, map=None, partial=False, tru
     own = _torchsh_metadata(statedicts.parts(file))
     select = checkpoint.model_part if own.get("format") == checkpoint.FORMAT else dict
     loaded = Loaded(stateload.load_file(model, file, key, strip, map, partial, trust, select))
-    kept = meaning.valid(own.get("data"))
-    meaning.attach(model, kept)
+    kept = cards.from_stored(own) or _sidecar_card(file)
+    cards.attach(model, kept)
     if kept:
-        loaded["data"] = kept
+        loaded[cards.STORED_KEY] = kept
     return loaded
+
+
+def sidecar_path(file):
+    """Where a .pt's card lives: beside it, FILE.card.json."""
+    return file + ".card.json"
+
+
+def _write_sidecar(file, card):
+    path = sidecar_path(file)
+    if card:
+        text = json.dumps({cards.STORED_KEY: card}, indent=1, allow_nan=False).encode() + b"\n"
+        fileio.atomic_write_bytes(path, text)
+    elif os.path.lexists(path):
+        fileio.regular_file(path)  # never follow a link another user planted
+        os.unlink(path)
+
+
+def _sidecar_card(file):
+    """The card beside a .pt (FILE.card.json), or {}: a regular file of ours, JSON of a card."""
+    path = sidecar_path(file)
+    if not file.endswith((".pt", ".pth")) or not os.path.lexists(path):
+        return {}
+    fileio.regular_file(path)
+    try:
+        with open(path, "rb") as f:
+            return cards.from_stored(json.loads(f.read(1 << 24)))
+    except (OSError, ValueError) as e:
+        raise TorchshError("file_error", "%s: not a model card (%s)" % (path, e),
+                           "remove it, or save the model again with `torch nn save`") from None
 
 
 def _torchsh_metadata(parts):

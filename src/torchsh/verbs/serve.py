@@ -2,22 +2,24 @@
 MODEL served over HTTP with the KServe V2 inference protocol, dynamically batched, as a job (docs/serve.md).
 
 The routes answer on the daemon's own Unix socket, and with --port on a TCP port that wants the daemon's
-token, TLS beyond loopback (serve/tcp.py). The job (jobs/job.py, beside the others) is the batch loop
-(serve/batcher.py); `torch job list|logs|stop` manage it; its rows are the metrics (requests, batches, p50/p99
-latency). --input_shape gives the metadata its shapes (serve/shapes.py).
+token, TLS beyond loopback: a door of the daemon's server loop (serve/tcp.py). The job (jobs/job.py, beside the
+others) is the batch loop (serve/batcher.py); `torch job list|logs|stop` manage it; its rows are the metrics
+(requests, batches, p50/p99 latency). --input_shape gives the metadata its shapes (serve/shapes.py).
 """
 import re
 
 from torchsh import jobs
+from torchsh.contract import card as cards
 from torchsh.errors import bad_argument
 from torchsh.jobs import follow
 from torchsh.serve import batcher, shapes
 from torchsh.serve.servejob import ServeJob
-from torchsh.serve.tcp import PortListener, token_path
+from torchsh.serve.tcp import PortDoor, token_path
 from torchsh.verbs import verb
 
 _NAME = re.compile(r"[\w.-]{1,64}")
 MAX_ELEMENTS = 1 << 24  # numbers in one request's inputs (64 MiB of FP32)
+MAX_WAIT_MS = 60000     # a batch's first request waits at most a minute for others
 
 
 @verb("serve(Module model, *, str name, int? port=None, str host=\"127.0.0.1\", int max_batch=32, "
@@ -32,12 +34,12 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
 
     Args:
         name: the model's name in the V2 routes (letters, digits, _ . -); one model a name
-        port: also serve on this TCP port of --host (0: any free one); requests there need the header
+        port: also serve on this TCP port of --host (0 to 65535; 0: any free one); requests there need the header
             Authorization: Bearer $(cat TOKEN_FILE), the file named on stderr (the daemon's, 0600)
         host: --port's address; beyond loopback (0.0.0.0, the machine's own) the port speaks only TLS, with
             the daemon's certificate (its path and fingerprint on stderr)
         max_batch: requests run together as one batch at most
-        max_wait_ms: how long the first request of a batch waits for others to join it
+        max_wait_ms: how long the first request of a batch waits for others to join it (0 to 60000)
         max_queue: requests waiting at most; one more is answered 429 with Retry-After
         threads: PyTorch's intra-op threads for the model's batches (default: the daemon's); 1 often serves a
             small model faster: splitting one small batch over the cores costs more than it saves
@@ -47,17 +49,15 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
         detach: run as a job and print its job:// at once (`torch job logs|stop`, docs/jobs.md)
         json: the metrics rows as JSON lines
     """
-    if not _NAME.fullmatch(name):
-        raise bad_argument("--name %r: letters, digits, _ . - (at most 64)" % name, "e.g. --name mnist")
-    if max_batch < 1 or max_queue < 1 or max_wait_ms < 0:
-        raise bad_argument("--max_batch and --max_queue must be at least 1, --max_wait_ms at least 0")
-    if threads is not None and not 1 <= threads <= 1024:
-        raise bad_argument("--threads must be from 1 to 1024")
+    _check(name, port, max_batch, max_wait_ms, max_queue, threads)
+    inputs = cards.of_model(model).get("inputs") or []
+    if input_shape is None and len(inputs) == 1:  # the model's card knows one row's shape (docs/models.md)
+        input_shape = inputs[0].get("shape") or None
     declared = shapes.declared(model, input_shape, ctx.app.memory)
     served = batcher.Served(ctx.app, name, model, declared, max_batch, max_wait_ms, max_queue, MAX_ELEMENTS, threads)
     batcher.register(served)
     try:
-        listener = PortListener(ctx.app, host, port) if port is not None else None
+        listener = PortDoor(ctx.app, host, port) if port is not None else None
     except BaseException:
         served.close()
         raise
@@ -72,7 +72,25 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
                          "https://torchd:%d/v2/health/ready" % (crt, fingerprint, crt, listener.port, listener.port))
     job = jobs.start(ctx, "serve", lambda report, should_stop: _serve(served, listener, report, should_stop),
                      notes=notes, beside=True, job=ServeJob(served))
-    return job.handle if detach else follow.reply(ctx, job, "run", as_json=json)
+    if detach:
+        ctx.said.extend(notes)  # where it serves and the token's file: the caller has nothing else to read them in
+        return job.handle
+    return follow.reply(ctx, job, "run", as_json=json)
+
+
+def _check(name, port, max_batch, max_wait_ms, max_queue, threads):
+    """bad_argument for a flag out of its range, before anything is served."""
+    if not _NAME.fullmatch(name):
+        raise bad_argument("--name %r: letters, digits, _ . - (at most 64)" % name, "e.g. --name mnist")
+    if max_batch < 1 or max_queue < 1:
+        raise bad_argument("--max_batch and --max_queue must be at least 1")
+    if not 0 <= max_wait_ms <= MAX_WAIT_MS:  # NaN too: a batch must end
+        raise bad_argument("--max_wait_ms %g: from 0 to %d (a batch's first request waits that long for others)"
+                           % (max_wait_ms, MAX_WAIT_MS), "e.g. --max_wait_ms 5")
+    if port is not None and not 0 <= port <= 65535:
+        raise bad_argument("--port %d: a TCP port is from 0 to 65535" % port, "--port 0 takes any free one")
+    if threads is not None and not 1 <= threads <= 1024:
+        raise bad_argument("--threads must be from 1 to 1024")
 
 
 def _serve(served, listener, report, should_stop):

@@ -41,7 +41,8 @@ def train_step(ctx, model, optimizer, input, target, loss="mse_loss", loss_args=
                autocast=None, compile=False):
     """zero_grad, forward, loss, backward, [clip], step, [scheduler step] in one request; prints the loss.
 
-    --loss_args takes the loss's options as JSON, e.g. '{"label_smoothing": 0.1}'.
+    --loss_args takes the loss's options as JSON, e.g. '{"label_smoothing": 0.1}'; a tensor option (weight,
+    pos_weight) a list of numbers or a tensor handle: '{"weight": [1.0, 3.0]}'.
 
     Args:
         autocast: bf16 or fp16: forward and loss under torch.autocast on the model's device
@@ -50,7 +51,9 @@ def train_step(ctx, model, optimizer, input, target, loss="mse_loss", loss_args=
     fn = loss_function(loss)
     _autocast(model, autocast)  # a bad --autocast is refused before any change
     memory.admit_first_step(ctx, optimizer, backward=True)  # its state and the gradients, refused before a change
-    options = loss_options(loss_args)
+    options = loss_options(loss_args, loss, model, ctx.registry)  # weight, pos_weight: tensors on its device
+    if options:
+        ctx.noted = {"loss_args": options}  # as it ran: `history --python` writes these tensors
     params = [p for g in optimizer.param_groups for p in g["params"]] if clip is not None else None
     forward, opt_step = _steps(ctx, model, optimizer, fn, options, input, target, autocast) if compile else (
         lambda: fn(model(input), target, **options), optimizer.step)

@@ -55,3 +55,14 @@ def test_a_held_meta_tensor_is_left_out_of_the_checks_not_the_failure_of_the_scr
     text, _ = python.script(entries, registry)
     assert "t3 = torch.zeros([3], device=torch.device('meta'))" in text, text
     assert re.search(r'_not_compared = \[\s*"t3",\s*"m2",\s*\]', text), text
+
+
+def test_a_script_that_compares_nothing_fails_its_check_saying_so(tmp_path):
+    """Objects freed before the script was written have no sha256 to compare: its check fails, not passes."""
+    _, entries, _ = _session(tmp_path)
+    path = tmp_path / "s.py"
+    path.write_text(python.script(entries, Registry())[0])
+    p = subprocess.run([sys.executable, "-I", str(path), "--check"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and p.stdout.startswith("check: 0 of 0 object(s) match")
+    assert p.stderr == "check: nothing to compare: the daemon held none of the objects this script makes when " \
+                       "it was written\n"

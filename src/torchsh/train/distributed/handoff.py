@@ -37,6 +37,7 @@ def write(folder, objects, fit_options, launch, start):
         recipes[name] = recipe.capture(obj, objects)
         tensors.update({"%s/%s" % (name, k): v for k, v in recipe.state_tensors(obj, objects).items()})
     start = dict(start, resumed=state_file.encode(start.get("resumed"), "fit", tensors))
+    fit_options = dict(fit_options, loss_args=state_file.encode(fit_options["loss_args"], "loss_args", tensors))
     spec = {"format": FORMAT, "objects": recipes, "fit": fit_options, "launch": launch, "start": start,
             "daemon_pid": os.getpid()}
     stfile.write(path(folder, "state.safetensors"), tensors)
@@ -66,6 +67,7 @@ def read(folder):
         raise ValueError("%s is not a torchsh fit spec" % folder)
     tensors, _ = stfile.read(path(folder, "state.safetensors"))
     spec["start"]["resumed"] = state_file.decode(spec["start"]["resumed"], tensors)
+    spec["fit"]["loss_args"] = state_file.decode(spec["fit"]["loss_args"], tensors)  # --loss_args' weight: a tensor
     return spec, tensors
 
 

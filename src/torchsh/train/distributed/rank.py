@@ -16,11 +16,13 @@ import time
 import torch
 import torch.distributed as dist
 
+from torchsh.contract import card as cards
 from torchsh.errors import TorchshError, from_torch_exception
 from torchsh.train.distributed import handoff
 from torchsh.train.distributed.world import RankWorld
+from torchsh.train import fitcard
 from torchsh.train.fit import run_fit
-from torchsh.train.losses import loss_function
+from torchsh.train.losses import loss_function, on_device
 from torchsh.train.plan import FitPlan
 from torchsh.vocab import DTYPES
 
@@ -49,13 +51,14 @@ def _run(folder, spec, tensors):
     objects = world.build(spec, tensors)
     torch.set_rng_state(tensors["rng.cpu"])
     plan = FitPlan(model=objects["model"], optimizer=objects["optimizer"], loader=objects["loader"],
-                   loss=loss_function(fit["loss"]), loss_args=fit["loss_args"], epochs=fit["epochs"],
+                   loss=loss_function(fit["loss"]), loss_args=on_device(fit["loss_args"], device), epochs=fit["epochs"],
                    val=objects.get("val"), metrics=tuple(fit["metrics"]), sched=objects.get("sched"),
                    clip=fit["clip"], accum=fit["accum"], autocast=fit["autocast"], patience=fit["patience"],
                    monitor=fit["monitor"], log=fit["log"], log_format=tuple(fit["log_format"]), resume=None,
                    save_every=fit["save_every"], max_steps=fit["max_steps"], command=tuple(fit["command"]),
                    loss_name=fit["loss"],
-                   target_dtype=DTYPES[fit["target_dtype"]] if fit["target_dtype"] else None)
+                   target_dtype=DTYPES[fit["target_dtype"]] if fit["target_dtype"] else None,
+                   **fitcard.plan_fields(cards.of_model(objects["model"]), objects.get("val"), fit["target_shape"]))
     events = open(handoff.path(folder, "events.jsonl"), "a") if world.speaks else None
     stop_file = handoff.path(folder, "stop")
 

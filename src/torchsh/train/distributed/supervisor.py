@@ -101,7 +101,8 @@ def _fit_options(plan):
             "clip": plan.clip, "accum": plan.accum, "autocast": plan.autocast, "patience": plan.patience,
             "monitor": plan.monitor, "log": plan.log, "log_format": list(plan.log_format),
             "save_every": plan.save_every, "max_steps": plan.max_steps, "command": list(plan.command),
-            "target_dtype": dtype_name(plan.target_dtype) if plan.target_dtype is not None else None}
+            "target_dtype": dtype_name(plan.target_dtype) if plan.target_dtype is not None else None,
+            "target_shape": list(plan.target_shape) if plan.target_shape is not None else None}
 
 
 def _start(plan):

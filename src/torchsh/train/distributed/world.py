@@ -18,7 +18,6 @@ import types
 import torch
 import torch.distributed as dist
 
-from torchsh.data import meaning
 from torchsh.recipes.base import state_dict_of
 from torchsh.session import recipe
 from torchsh.train import metrics as fit_metrics, resume
@@ -65,7 +64,6 @@ class RankWorld:
         else:
             self.net = model
         built.update(loader=self._share(make("loader"), tensors, "loader"), val=self._share(make("val"), tensors, "val"))
-        meaning.attach(model, meaning.of_dataset(built["loader"].dataset))  # the rank's run.json and checkpoints
         return built
 
     def _load_optimizer(self, model, optimizer, values):
@@ -104,7 +102,7 @@ class RankWorld:
         return bool(t[0] > 0), t[1].item() / self.size
 
     def reduce(self, sums):
-        return EpochSums(sums.names, self._summed(sums.state(), sums.names))
+        return EpochSums(sums.names, self._summed(sums.state(), sums.names), sums.task)
 
     def _summed(self, state, names):
         """An EpochSums state summed over ranks (a rank without one adds zeros: every rank joins)."""
