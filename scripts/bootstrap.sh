@@ -30,6 +30,10 @@ if [ "${1:-}" = "--with-shells" ]; then
     (apt-get install -y -qq zsh fish >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq zsh fish; } >/dev/null 2>&1) \
       || echo "bootstrap: zsh/fish not installed; their completion smoke tests will skip" >&2
   fi
+  if ! command -v curl >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then  # the pipelines' V2 leg
+    (apt-get install -y -qq curl >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq curl; } >/dev/null 2>&1) \
+      || echo "bootstrap: curl not installed; the pipeline tests will fail in CI" >&2
+  fi
   if [ ! -x /usr/sbin/sshd ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     (apt-get install -y -qq openssh-server >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq openssh-server; } >/dev/null 2>&1) \
       || echo "bootstrap: openssh-server not installed; the ssh context tests will skip" >&2

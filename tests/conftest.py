@@ -5,8 +5,9 @@ a socket in a private temp folder; the daemon is stopped at the end of the sessi
 In-process PyTorch is the oracle: `sh.fetch(handle)` brings a tensor back bit for bit (through a
 a .pt file read with weights_only=True), `sh.put(tensor)` sends one in.
 
-Tiers (scripts/test.sh). `--fast`, the edit loop (under 3 minutes on 2 cores), runs tests/unit and
-tests/smoke (a user's first hour through bash, zsh and nu) less what is marked `slow`; no arguments runs
+Tiers (scripts/test.sh). `--fast`, the edit loop (under 4 minutes on 2 cores), runs tests/unit and
+tests/smoke (a user's first hour through bash, zsh and nu, and 12 of the differential pipelines of
+tests/e2e/test_pipelines.py) less what is marked `slow`; no arguments runs
 everything, then tests/e2e again through the fast bash function, less `slow` but for what is marked
 `fastpath` (the docs' examples, the lifecycle races: what that transport changes). `slow` goes on a test that takes 5 s or
 more in a full run on 2 cores (read the run's --durations), and on a whole module (`pytestmark =

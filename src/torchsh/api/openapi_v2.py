@@ -16,7 +16,10 @@ ERROR = {"type": "object", "required": ["error", "code"], "properties": {
 REFUSALS = {
     "get_model": ("unknown_model",),
     "get_model_ready": ("unknown_model",),
-    "post_infer": ("bad_argument", "unknown_model", "too_large", "torch_error", "queue_full", "not_serving"),
+    # a batch's failure is PyTorch's, classified (errors.from_torch_exception), or the model card's refusal
+    "post_infer": ("bad_argument", "unknown_model", "too_large", "queue_full", "not_serving", "torch_error",
+                   "dtype_error", "shape_mismatch", "device_error", "autograd_error", "out_of_memory",
+                   "not_supported"),
 }
 _RETRY_AFTER = {"Retry-After": {"required": True, "description": "seconds to wait before trying again",
                                 "schema": {"type": "string", "pattern": "^[0-9]+$"}}}

@@ -6,7 +6,7 @@
     preprocessing  [{kind: "standardize", field, mean, std}]: what is done to raw inputs, in order (one row per
                    kind; encode.py applies them)
     task           regression | binary | multiclass | multilabel (tasks.py); decision: argmax | logit>0 | p>0.5 |
-                   identity; loss: the loss it was trained with
+                   identity; loss: the loss it was trained with, loss_args: its options (a tensor's as a list)
     target         {name, shape, dtype}: one item's target as the loss took it (after --target_dtype and any view)
     output         {shape}: one item's output
     classes        [names] of the class indices (binary: the names of 0 and 1)
@@ -20,7 +20,7 @@ ATTRIBUTE = "torchsh_contract"
 STORED_KEY, LEGACY_KEY = "contract", "data"
 _LISTS = ("inputs", "preprocessing", "classes")
 _STRINGS = ("task", "decision", "loss")
-_DICTS = ("categories", "target", "output")
+_DICTS = ("categories", "target", "output", "loss_args")
 TASKS = ("regression", "binary", "multiclass", "multilabel")
 DECISIONS = ("argmax", "logit>0", "p>0.5", "identity")
 

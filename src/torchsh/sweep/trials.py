@@ -45,7 +45,6 @@ def build(ctx, sweep, trial):
     loss, item, output_shape = fitcard.choose_loss(model, sweep.data.dataset, d["loss"], target_dtype, notes)
     card, contract = fitcard.prepare(model, sweep.data, sweep.val, loss, item, output_shape, target_dtype,
                                      d["metrics"] or (), notes)
-    cards.attach(model, card)  # run.json, `torch predict` and `serve` read what the trial trained
     trial_record = {"study": sweep.study_name, "number": trial.number, "params": dict(params),
                     "seed": seed_of(d, trial.number), "model": model_words, "opt": opt_words,
                     "model_argv": shlex.split(model_words)}  # `torch nn ...$argv` in nu rebuilds it
@@ -54,6 +53,7 @@ def build(ctx, sweep, trial):
                    epochs=d["epochs"], metrics=tuple(d["metrics"] or ()), monitor=d["monitor"], patience=d["patience"],
                    target_dtype=target_dtype, log=where, **contract,
                    command=_command(d, sweep.val is not None), trial=trial_record)
+    cards.attach(model, fitcard.with_loss_args(card, plan.loss_args))  # run.json, predict, evaluate, serve read it
     return plan, notes
 
 

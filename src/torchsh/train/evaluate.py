@@ -9,17 +9,20 @@ import torch
 from torchsh.contract import card as cards, learn
 from torchsh.errors import TorchshError
 from torchsh.train import fitcard, losscheck, losschoice
-from torchsh.train.losses import loss_function
+from torchsh.train.losses import loss_function, loss_options
 from torchsh.train.metrics import EpochSums, check
 from torchsh.train.plan import on_device
 from torchsh.vocab import DTYPES
 
 
-def run(model, loader, loss, loss_args, metrics, target_dtype):
-    """The figures {loss, METRIC…} of one pass, as fit's val_ row (without the prefix)."""
+def run(model, loader, loss, loss_args, metrics, target_dtype, registry=None):
+    """The figures {loss, METRIC…} of one pass, as fit's val_ row (without the prefix). loss_args: --loss_args as
+    given (JSON), or None: the card's when the loss is the card's."""
     for name in metrics:
         check(name)
     card = cards.of_model(model)
+    if loss is None and loss_args is None:
+        loss_args = card.get("loss_args")
     loss = loss or card.get("loss")
     target_dtype = target_dtype or _trained_target_dtype(card, loss)
     if loss is None:
@@ -31,6 +34,7 @@ def run(model, loader, loss, loss_args, metrics, target_dtype):
     losschoice.check_target_dtype(loss, item, target_dtype)
     fields = fitcard.plan_fields(card, loader, shape)
     fitcard.check_metrics(metrics, fields["task"])
+    loss_args = loss_options(loss_args, loss, model, registry)
     fn, sums = loss_function(loss), EpochSums(metrics, task=fields["task"])
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     was_training = model.training

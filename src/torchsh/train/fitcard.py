@@ -4,6 +4,8 @@ the targets' view (train/losscheck.py), the task its metrics decide by, and how 
 preprocessed as the training rows were (contract/encode.py). The card is attached to the model when the
 run's other checks pass (the caller attaches it), so run.json, checkpoints, `predict` and `serve` read what
 this run trained."""
+import torch
+
 from torchsh.contract import encode, learn, tasks
 from torchsh.errors import bad_argument
 from torchsh.train import losscheck, losschoice
@@ -32,6 +34,13 @@ def prepare(model, loader, val, loss, item, output_shape, target_dtype, metrics,
     fields = plan_fields(card, val, shape)
     check_metrics(metrics, fields["task"])
     return card, fields
+
+
+def with_loss_args(card, loss_args):
+    """CARD with the loss's options as JSON (a class weight's tensor as its list): what `evaluate` scores with."""
+    if not loss_args:
+        return card
+    return dict(card, loss_args={k: v.tolist() if isinstance(v, torch.Tensor) else v for k, v in loss_args.items()})
 
 
 def plan_fields(card, val, target_shape):

@@ -1,7 +1,6 @@
 """`torch evaluate MODEL LOADER [--metrics …]`: the model scored on data as fit's --val scores it
 (src/torchsh/train/evaluate.py): its card's loss and task, raw rows preprocessed as in training."""
 from torchsh.train import evaluate as evaluation
-from torchsh.train.losses import loss_options
 from torchsh.verbs import verb
 
 
@@ -26,9 +25,9 @@ def evaluate(ctx, model, loader, loss=None, loss_args=None, metrics=None, target
     are refused). The figures equal fit's val_ figures for the same weights and batches.
 
     Args:
-        loss: the loss (default: the one the model was trained with, from its card)
-        loss_args: the loss's options as JSON, e.g. '{"label_smoothing": 0.1}'
+        loss: the loss (default: the one the model was trained with, from its card, with its options)
+        loss_args: the loss's options as JSON, e.g. '{"label_smoothing": 0.1}' (a tensor option: a list or a handle)
         metrics: accuracy, top5, precision, recall, f1, f1_micro, confusion, mae, rmse, r2 (as fit's)
         target_dtype: the targets' dtype for the loss, y.to(dtype)
     """
-    return Scores(evaluation.run(model, loader, loss, loss_options(loss_args), tuple(metrics or ()), target_dtype))
+    return Scores(evaluation.run(model, loader, loss, loss_args, tuple(metrics or ()), target_dtype, ctx.registry))

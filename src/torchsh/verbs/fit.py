@@ -114,7 +114,8 @@ def _start(ctx, o):
     if o["version"]:  # the last check passed: a refused fit leaves no empty version folder behind
         plan.log = rundir.new_version(plan.log)
         notes.append("logging to %s" % os.path.join(_shown(ctx, o["log"]), os.path.basename(plan.log)))
-    cards.attach(plan.model, card)  # every check passed: run.json, checkpoints, predict and serve read it
+    cards.attach(plan.model, fitcard.with_loss_args(card, plan.loss_args))  # every check passed: run.json,
+    # checkpoints, predict, evaluate and serve read it
     if o["overwrite"] and rundir.run_files(plan.log):
         work = functools.partial(_replacing, plan.log, work)
     columns = [c for c in _COLUMNS if c != "val_loss" or plan.val is not None]
