@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test suite, from a fresh clone: set up .venv (and nushell, zsh, fish), then pytest.
 #   scripts/test.sh                everything, in two passes (below): the README's and CI's command (.ci/run)
-#   scripts/test.sh --fast         the edit loop (under 3 minutes on 2 cores): tests/unit and the first-hour
-#                                  smoke through bash, zsh and nu (tests/smoke), less what is marked `slow`
+#   scripts/test.sh --fast         the edit loop (under 4 minutes on 2 cores): tests/unit and tests/smoke (the
+#                                  first hour through bash, zsh and nu, and a slice of the differential
+#                                  pipelines), less what is marked `slow`
 #   scripts/test.sh -m "not slow"  everything but the slow families (tests/conftest.py says which are)
 # Other arguments go to pytest, after --fast too. Every run prints its 25 slowest tests. A run that
 # collects no test fails: pytest's exit 5 stops this script (set -e) and is its status.

@@ -2909,7 +2909,7 @@ export def erfinv [
 export def evaluate [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: model loader; piped handles fill the tensor slots still missing
     --loss: string@"nu-complete torch"  # the loss (str?)
-    --loss_args: any@"nu-complete torch"  # the loss's options as JSON, e.g. '{"label_smoothing": 0.1}' (Json?)
+    --loss_args: any@"nu-complete torch"  # the loss's options as JSON, e.g. '{"label_smoothing": 0.1}' (a tensor option: a list or a handle) (Json?)
     --metrics: any@"nu-complete torch"  # accuracy, top5, precision, recall, f1, f1_micro, confusion, mae, rmse, r2 (as fit's) (str[]?)
     --target_dtype: string@"nu-complete torch dtypes"  # the targets' dtype for the loss, y.to(dtype) (ScalarType?)
     --no_grad  # run without recording gradients
