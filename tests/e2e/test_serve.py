@@ -286,3 +286,10 @@ def test_a_body_nested_deeper_than_1024_levels_is_400_on_the_socket_and_the_port
             out = json.loads(reply.read())
             assert (reply.status, out["code"]) == (400, "bad_argument") and "nested too deeply" in out["error"]
     sh("torch job stop %s" % job)
+
+
+def test_a_detached_server_says_where_it_serves_and_the_token_file_on_stderr(sh):
+    r = sh.run("m=$(torch nn linear 4 3); j=$(torch serve $m --name said --port 0 --detach); echo $j; torch job stop $j")
+    assert r.code == 0 and r.out.startswith("job://"), r.err
+    assert "torch: serve: serving said: POST /v2/models/said/infer on the daemon's socket %s" % sh.socket in r.err
+    assert re.search(r"and on http://127\.0\.0\.1:\d+ \(header Authorization: Bearer \$\(cat \S+\.serve\.token\)\)", r.err)
