@@ -19,9 +19,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench.training as a script
 
-from torchsh.daemon import http
 from torchsh.daemon.app import App
 from torchsh.daemon.routes import dispatch
+from torchsh.wire import http
 
 
 def requests(app, n):
@@ -79,7 +79,7 @@ def interleaving(app, one, reference, n):
     more than the two apart (the step ~15 µs slower, the no-op request ~15 µs), while 15 µs of plain
     dict work alternated with the step cost ~4 µs more: the request path's code, not its amount of work,
     crowds the step's caches. This is why a daemon's step stays well above its in-process loop."""
-    from torchsh.call.results import JsonText
+    from torchsh.results import JsonText
     op, _ = app.table.lookup("train_step")
     verb = op.call
 

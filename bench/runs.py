@@ -16,7 +16,7 @@ RUNS, TARGET_S = 1000, 1.0
 
 
 def make_runs(parent, count=RUNS, steps=200, epochs=5):
-    """`count` finished runs under parent/sweep/version_N, as train/logdir.py writes them."""
+    """`count` finished runs under parent/sweep/version_N, as train/logs/logdir.py writes them."""
     for n in range(count):
         folder = os.path.join(parent, "sweep", "version_%d" % n)
         os.makedirs(folder)

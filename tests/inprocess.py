@@ -2,9 +2,9 @@
 tests without a daemon. Use: `app = pytest.fixture(scope="module")(inprocess.app)` and inprocess.request(app, raw)."""
 import tempfile
 
-from torchsh.daemon import http
 from torchsh.daemon.app import App
 from torchsh.daemon.routes import dispatch
+from torchsh.wire import http
 
 
 def app():

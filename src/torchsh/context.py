@@ -6,10 +6,10 @@ import os
 from dataclasses import dataclass
 
 from torchsh.call import replies
-from torchsh.call.results import NeedUpload
 from torchsh.errors import TorchshError
 from torchsh.registry import names
 from torchsh.remote import staging
+from torchsh.results import NeedUpload
 from torchsh.table.kinds import creates
 
 _TRUE = ("1", "true", "yes", "on")

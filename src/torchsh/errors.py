@@ -81,7 +81,7 @@ _INDEX_VALUE = re.compile(r"\bindex -?\d+ (is )?out of (bounds|range)|selected i
 
 
 # The private module names `torch model open FILE.py:CLASS` imports the caller's files under
-# (classes/modelopen.py): an exception their code raises is the caller's, as one PyTorch raises is
+# (recipes/modelopen.py): an exception their code raises is the caller's, as one PyTorch raises is
 USER_MODULE_PREFIX = "torchsh_user_"
 
 

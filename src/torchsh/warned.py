@@ -11,7 +11,7 @@ A job says each KIND of warning once, as a note on its followers' stderr (`torch
 is the category and the message's first line with its numbers blanked, so PyTorch's "Using a target size
 (torch.Size([16]))…" of a full batch and of the last, shorter one are one kind. A kind the request that
 started the job printed already (a model whose forward warns, in fit's probe of item 0) is not said again.
-A run's log (train/logdir.py) reads the kinds raised while it was open, each once per run (Reader).
+A run's log (train/logs/logdir.py) reads the kinds raised while it was open, each once per run (Reader).
 """
 import re
 import threading
@@ -83,7 +83,7 @@ class Catch:
 
 
 class Reader:
-    """The kinds of warning a job's work raised since this was made, each once: a run's log's (train/logdir.py).
+    """The kinds of warning a job's work raised since this was made, each once: a run's log's (train/logs/logdir.py).
     Made on the work's thread; outside a job (no Catch there) it reads nothing."""
 
     def __init__(self, catch=None):

@@ -82,7 +82,7 @@ def make(sh, shuffle=True):
 
 def checkpoint_of(path):
     """(model weights, optimizer state_dict) of a `torch checkpoint save` file."""
-    from torchsh.classes import state as state_file
+    from torchsh.formats import statefile as state_file
     from torchsh.formats import stfile
     tensors, meta = stfile.read(path)
     weights = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}

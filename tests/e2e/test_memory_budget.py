@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from cgroups import daemon_in_cgroup, oom_kills
-from torchsh.daemon.status import status_text
+from torchsh.api.status import status_text
 
 GiB = 1 << 30
 

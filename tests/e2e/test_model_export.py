@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file
 
 from torchsh.errors import TorchshError
-from torchsh.formats import export
+from torchsh.models import export
 
 nn = torch.nn
 MLP = ("'linear 4 8' relu 'linear 8 2'", lambda: nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)), [1, 4])

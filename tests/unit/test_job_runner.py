@@ -8,9 +8,9 @@ import time
 from torchsh.context import Context
 from torchsh.daemon.app import FairLock
 from torchsh.errors import TorchshError
-from torchsh.call.results import Follow
 from torchsh.jobs import follow, job as jobs, render
 from torchsh.registry import Registry
+from torchsh.results import Follow
 
 
 class App:

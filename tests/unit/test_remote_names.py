@@ -5,8 +5,8 @@ import hashlib
 import pytest
 
 from torchsh.errors import TorchshError
-from torchsh.remote import naming
 from torchsh.link import tls
+from torchsh.remote import naming
 
 
 def test_a_reply_prefixes_every_bare_handle_once():
@@ -80,7 +80,7 @@ def test_listen_addresses():
 
 def test_a_reply_made_later_or_prepared_on_a_named_context_is_named_when_it_is_made():
     from types import SimpleNamespace
-    from torchsh.daemon.http import Later, Prepare, Request, Response
+    from torchsh.wire.http import Later, Prepare, Request, Response
     app = SimpleNamespace(registry=SimpleNamespace(epoch="k3f", holds=lambda h: True))
     request = Request("POST", "/v1/ops/fit", {naming.HEADER.lower(): "gpu1"}, b'{"args": []}')
     later = naming.dispatch(app, request, lambda app, r: Later(lambda gone: Response(200, b'{"m": "nn://k3f0000a"}')))

@@ -8,9 +8,9 @@ handles (and scopes), as `session load` does; ?scope=ID puts new handles in a sc
 ?force=1, which moves it (the other object stays reachable as @enc~1). Bulk data is raw bytes,
 never JSON.
 """
-from torchsh.daemon.http import Response
 from torchsh.errors import TorchshError
 from torchsh.session import transfer
+from torchsh.wire.http import Response
 
 
 def post_export(app, request, params):

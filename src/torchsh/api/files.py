@@ -4,8 +4,8 @@ import os
 import shutil
 
 from torchsh import protocol
-from torchsh.daemon.http import Response
 from torchsh.errors import TorchshError
+from torchsh.wire.http import Response
 
 
 def post_file(app, request, params):

@@ -8,14 +8,14 @@ import numpy as np
 import torch
 from torch.nn.parameter import is_lazy
 
-from torchsh.call import tensortext
-from torchsh.call.jsonout import json_bytes, nan_mode
+from torchsh.api.status import status_dict
 from torchsh.context import Context
-from torchsh.daemon.http import Response
-from torchsh.daemon.status import status_dict
 from torchsh.errors import TorchshError
 from torchsh.jobs.job import refuse_freeing_in_use
 from torchsh.registry.census import census_rows
+from torchsh.text import tensortext
+from torchsh.text.jsonout import json_bytes, nan_mode
+from torchsh.wire.http import Response
 
 
 def _json(value, status=200, nan="string"):

@@ -18,20 +18,21 @@ A body of PREPARE_BYTES and more is decoded on a quick worker before its turn on
 """
 import json
 
-from torchsh import protocol
+from torchsh import protocol, results
 from torchsh.api import bigbody, calls
 from torchsh.api.openapi import op_description
-from torchsh.call import bind, parse, replies, results, suggest, tokens
+from torchsh.call import bind, parse, replies, tokens, towire
 from torchsh.call.invoke import convert_all, invoke
-from torchsh.call.jsonout import nan_mode, result_json
 from torchsh.call.misfit import no_binding
 from torchsh.context import Context
-from torchsh.daemon.http import Later, Prepare, Response
 from torchsh.errors import TorchshError
-from torchsh.registry import names
 from torchsh.jobs import follow
+from torchsh.registry import names
 from torchsh.table import aliases
 from torchsh.table.kinds import LIST_FLAG_KINDS
+from torchsh.text import suggest
+from torchsh.text.jsonout import nan_mode, result_json
+from torchsh.wire.http import Later, Prepare, Response
 
 # The replies a JSON caller can list (the others move the caller's files or its stdin: the CLI's)
 JSON_REPLIES = frozenset({"exec", "follow", "copy", "await", "handover"})
@@ -118,7 +119,7 @@ _NOT_PLAIN = (results.Follow, results.Exec, results.Copy, results.Await, results
 def _answer(ctx, result, nan, warned):
     """The JSON reply for what the op returned: its result, or a reply besides output by its name."""
     if not isinstance(result, _NOT_PLAIN):  # what nearly every op returns, at the cost of one test
-        return Response(200, result_json(result, results.to_wire(result, ctx), nan, warned))  # valid JSON unless ?nan=bare
+        return Response(200, result_json(result, towire.to_wire(result, ctx), nan, warned))  # valid JSON unless ?nan=bare
     if isinstance(result, results.Follow):
         if "follow" in ctx.replies:
             return _json({"follow": result.json(), "stdout": result.stdout, "stderr": result.stderr})
@@ -141,7 +142,7 @@ def _followed(ctx, first, client_gone, nan):
         return None
     job = first.job
     if first.view != "run":
-        return Response(200, result_json(ended, results.to_wire(ended, ctx), nan))
+        return Response(200, result_json(ended, towire.to_wire(ended, ctx), nan))
     if job.error is not None:
         return Response(protocol.http_status(job.error.code), _json(job.error.to_json()).body)
     stopped = [job.stopped_line()] if job.state == "stopped" else []

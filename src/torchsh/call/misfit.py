@@ -1,8 +1,9 @@
 """Why the words fit no overload, said as one line: which argument cannot read which word, too many
 words, a missing argument, or no signature at all. Pure (reads the op's rows and the binder's fit)."""
-from torchsh.call import bind, suggest
+from torchsh.call import bind
 from torchsh.errors import TorchshError
 from torchsh.table.kinds import STDIN_KINDS, VARIADIC_KINDS
+from torchsh.text import suggest
 
 
 def no_binding(op, partials, positionals, flags=None):

@@ -8,11 +8,12 @@ line is a handle is those handles (zsh's unsplit `$b`).
 """
 from dataclasses import dataclass, field
 
-from torchsh.call import suggest, tokens
+from torchsh.call import tokens
 from torchsh.errors import TorchshError
 from torchsh.registry.handles import looks_like_handle
 from torchsh.table.aliases import flag_alias
 from torchsh.table.kinds import LIST_FLAG_KINDS, STDIN_KINDS
+from torchsh.text import suggest
 
 # `--name NAME`: the object the command makes gets the name (Context.naming; only ops that make one), and
 # `--ttl 30m` with it, the name's TTL. An op's own flag of the same name wins (`torch name H @n --ttl 30m`)

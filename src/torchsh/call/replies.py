@@ -31,7 +31,7 @@ def needed(ctx, name, op_name=None, refusal=None):
     Handover (the caller carries handover) or the refusal (default: needs_client) otherwise."""
     if name in ctx.replies:
         return True
-    from torchsh.call.results import Handover  # results imports torch: only on this rare path
+    from torchsh.results import Handover  # results imports torch: only on this rare path
     if "handover" in ctx.replies:
         raise Handover(op_name, name)
     row = protocol.REPLY_ROWS[name]

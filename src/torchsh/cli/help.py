@@ -3,11 +3,11 @@ import json
 import textwrap
 
 from torchsh.cli import examples
-from torchsh.call.results import Text
 from torchsh.errors import exit_status_line
+from torchsh.results import Text
 from torchsh.table import aliases
-from torchsh.table.spec import MISSING
 from torchsh.table.groups import GROUP_WORDS, listing_rows as _rows
+from torchsh.table.spec import MISSING
 
 
 

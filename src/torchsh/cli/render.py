@@ -1,7 +1,7 @@
 """The CLI's stdout for a result: handles one per line, --json as compact JSON, tables as columns."""
-from torchsh.call.jsonout import dumps
-from torchsh.call.results import Binary, LateJson, Text
 from torchsh.registry.kinds import kind_of
+from torchsh.results import Binary, LateJson, Text
+from torchsh.text.jsonout import dumps
 
 
 def cli_text(result, wire, as_json=False):

@@ -3,7 +3,7 @@
 The order of work: resolve the op name, split flags, check that the caller carries the replies the op
 declares (call/replies.py: else a handover before anything runs), bind an overload (asking for stdin
 lines when tensor slots are missing), invoke it (call/), render its text. A reply besides output is a typed
-result (call/results.py) the router writes (daemon/routes.py). Every failure becomes one line
+result (results.py) the router writes (daemon/routes.py). Every failure becomes one line
 `torch: OP: message; hint [code]` and its exit status.
 """
 import contextlib
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from torchsh import memory, protocol
-from torchsh.call import bind, parse, replies, results, tokens
+from torchsh import memory, protocol, results
+from torchsh.call import bind, parse, replies, tokens, towire
 from torchsh.call.invoke import invoke
 from torchsh.call.misfit import no_binding
 from torchsh.call.tokens import Token
@@ -38,7 +38,7 @@ class CliReply:
     stdout: str = ""
     stderr: str = ""
     exit: int = 0
-    reply: object = None      # a reply besides output (call/results.py: NeedStdin, Exec, Follow, Copy, Await, …)
+    reply: object = None      # a reply besides output (results.py: NeedStdin, Exec, Follow, Copy, Await, …)
     downloads: list = None    # (stage id, the caller's path): files the op wrote for a remote caller (download)
     ctx: object = None        # the request's Context, for a Follow the daemon carries out itself (protocol.DAEMON)
 
@@ -137,7 +137,7 @@ def _run_op(ctx, op, fixed, words):
         return CliReply(stdout=result.stdout, stderr=result.stderr, exit=result.exit)
     if isinstance(result, (results.Exec, results.Follow, results.Copy, results.Await)):
         return _replied(ctx, op, result, warnings)
-    wire = results.to_wire(result, ctx)
+    wire = towire.to_wire(result, ctx)
     # rows that say how they compare (`runs diff`: 1 when the runs differ, as diff(1)) exit with that status
     return CliReply(stdout=render.cli_text(result, wire, parsed.globals.get("json", False)), stderr=warnings,
                     exit=getattr(result, "exit_status", 0))

@@ -20,7 +20,7 @@ from torchsh.errors import TorchshError
 from torchsh.vocab import dtype_name
 
 
-KINDS = ("standardize",)  # the preprocessing rows this version applies (formats/preprocessed.py bakes the same)
+KINDS = ("standardize",)  # the preprocessing rows this version applies (models/preprocessed.py bakes the same)
 
 
 def dataset(card, data, where=None):

@@ -12,7 +12,7 @@ when its head arrives, not after gigabytes were read:
 import time
 
 from torchsh import memory, protocol
-from torchsh.daemon import http
+from torchsh.wire import http
 
 BIG_BODY = 1 << 20  # smaller bodies arrive in a read or two, and the connection limit bounds them
 SLICE = 1 << 20     # of a big body per turn of the loop, so a 1 GiB upload never holds the loop for long

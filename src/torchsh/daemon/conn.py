@@ -11,9 +11,9 @@ import socket
 import time
 
 from torchsh import protocol
-from torchsh.daemon import http
-from torchsh.daemon.doors import RETRY_AFTER_S
 from torchsh.errors import TorchshError
+from torchsh.wire import http
+from torchsh.wire.doors import RETRY_AFTER_S
 
 log = logging.getLogger("torchd")
 SEND_S = 30.0      # for a client to take its reply (SO_SNDTIMEO)

@@ -2,7 +2,7 @@
 
 Bash can open TCP connections itself (`/dev/tcp/127.0.0.1/PORT`) but not Unix sockets, so a shell
 function can run `torch …` with no process per command if the daemon also listens on a loopback
-port. This module is that listener's setup, token check and reply framing: a door (daemon/doors.py) of the
+port. This module is that listener's setup, token check and reply framing: a door (wire/doors.py) of the
 server's loop (daemon/server.py), which accepts and reads its connections, with the same workers as the
 Unix socket. It serves one thing, POST /v1/cli, through the same dispatch, and re-frames the reply so
 bash can read it with two `read -N` calls. The token-bearing head must arrive within FAST_HEAD_S (5 s)
@@ -36,7 +36,7 @@ import threading
 import numpy as np
 
 from torchsh import paths, protocol
-from torchsh.daemon import doors
+from torchsh.wire import doors
 
 log = logging.getLogger("torchd")
 TOKEN_HEADER = b"torchsh-token:"

@@ -40,15 +40,6 @@ def parse_ttl(text):
     return float(m.group(1)) * _UNITS[m.group(2)]
 
 
-def format_duration(seconds):
-    if seconds is None:
-        return "never"
-    seconds = int(seconds)
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return "%dh%02dm%02ds" % (h, m, s) if h else ("%dm%02ds" % (m, s) if m else "%ds" % s)
-
-
 class Untrusted(Exception):
     """The socket's folder, or a file in it, is not ours and private: torchd refuses to serve there."""
 

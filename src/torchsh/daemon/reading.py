@@ -12,10 +12,10 @@ import selectors
 import time
 
 from torchsh import protocol
-from torchsh.daemon import http
 from torchsh.daemon.bodies import Bodies, Refused
 from torchsh.daemon.conn import DRAIN_LIMIT, DRAIN_S, Drain
 from torchsh.daemon.fastpath import quickack
+from torchsh.wire import http
 
 log = logging.getLogger("torchd")
 

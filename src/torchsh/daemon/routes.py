@@ -14,13 +14,13 @@ import traceback
 
 from torchsh import memory, protocol
 from torchsh.api import bundle, files, objects, ops, openapi
-from torchsh.call.results import Await, Exec, Follow
 from torchsh.cli.run import CliReply, run_cli
-from torchsh.daemon.http import Later, Prepare, Response
-from torchsh.jobs import follow
 from torchsh.errors import TorchshError
+from torchsh.jobs import follow
 from torchsh.remote import naming
+from torchsh.results import Await, Exec, Follow
 from torchsh.serve import edge as serving
+from torchsh.wire.http import Later, Prepare, Response
 
 log = logging.getLogger("torchd")
 

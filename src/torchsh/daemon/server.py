@@ -1,7 +1,7 @@
 """The server core: one event-loop thread owns every socket of every door while a request arrives; whole
 requests go to worker threads; tensor work serializes on App.tensor_lock inside the handlers.
 
-Doors (daemon/doors.py): the Unix socket (made here), the loopback fast path (daemon/fastpath.py) and each
+Doors (wire/doors.py): the Unix socket (made here), the loopback fast path (daemon/fastpath.py) and each
 `torch serve --port` (serve/tcp.py) are listening sockets of this one loop, each with its policy; app.doors
 opens and closes them from other threads.
 Why a loop: with a thread per connection idle ones occupy every thread, and starting threads under load
@@ -34,13 +34,13 @@ import time
 
 from torchsh import jobs, protocol
 from torchsh.daemon.conn import LINGER_S, SEND_S, Conn, Spare, error_bytes
-from torchsh.daemon.doors import IDLE_S, REQUEST_S, Door, Doors
 from torchsh.daemon.fastpath import FAST_CONNECTION_LIMIT, FAST_HEAD_S
 from torchsh.daemon.reading import Reading
 from torchsh.daemon.routes import dispatch, lockfree
 from torchsh.daemon.tlsconn import TLSConn
 from torchsh.daemon.watch import SocketWatch
 from torchsh.daemon.workers import Workers
+from torchsh.wire.doors import IDLE_S, REQUEST_S, Door, Doors
 
 log = logging.getLogger("torchd")
 MAX_BODY = protocol.MAX_BODY  # 4 GiB: bulk .npy uploads

@@ -26,8 +26,8 @@ import os
 import queue
 import threading
 
-from torchsh.daemon import http
 from torchsh.daemon.app import Cancelled
+from torchsh.wire import http
 
 log = logging.getLogger("torchd")
 QUICK_WORKERS, SENDERS, FOLLOWERS = 4, 4, 4  # started up front; the tensor pool is one thread (above)

@@ -11,9 +11,9 @@ import math
 import numpy as np
 import torch
 
-from torchsh.call import tensortext
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.fileio import file_error, regular_file
+from torchsh.text import tensortext
 
 
 def read(path, groups=None, dtype=None, header=None, delimiter=",", squeeze=True):

@@ -7,10 +7,10 @@ Each poll waits for news at most MAX_WAIT_S (a terminal's live line: render.LIVE
 condition, without the tensor lock: the job verbs are lock-free, and answer between any two steps.
 A foreground run ("run" view) is leased to its follower: every poll of it renews the lease (jobs/job.py).
 """
-from torchsh.call.results import Follow, Streams
 from torchsh.errors import TorchshError
 from torchsh.jobs import render
 from torchsh.jobs.job import EXIT_STOPPED
+from torchsh.results import Follow, Streams
 
 MAX_WAIT_S = 1.0
 

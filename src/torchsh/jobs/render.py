@@ -10,8 +10,8 @@ stderr part first: on a terminal, the live progress line is cleared before a row
 """
 from dataclasses import dataclass
 
-from torchsh.call.jsonout import json_bytes
 from torchsh.jobs.job import progress_text
+from torchsh.text.jsonout import json_bytes
 
 VIEWS = ("run", "logs", "wait", "stop")
 CLEAR = "\r\x1b[K"  # back to the line's start, erase to its end: the live line's redraw

@@ -5,8 +5,8 @@ The CPU columns come from the trace's events (cpu_op and user_annotation: the op
 which builds every event's tree in Python: with with_stack that is every Python call, and it took 1.6 s for
 12,000 events here (the trace's walk: 0.1 s). The CUDA columns, when CUDA is there, are key_averages()'s.
 """
-from torchsh.call.results import Text
 from torchsh.profile.folded import EPS_US
+from torchsh.results import Text
 
 CPU_COLUMNS = ("name", "calls", "self_cpu_us", "total_cpu_us", "self_cpu_memory_bytes")
 CUDA_COLUMNS = ("self_cuda_us", "total_cuda_us", "self_cuda_memory_bytes")

@@ -21,8 +21,8 @@ from typing import Callable
 import torch
 from torch.nn.parameter import is_lazy
 
-from torchsh.classes import state as nested
 from torchsh.errors import TorchshError
+from torchsh.formats import statefile as nested
 
 STATE_JSON = "_state.json"
 

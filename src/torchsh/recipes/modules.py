@@ -7,9 +7,10 @@ no recipe: capturing it is not_portable."""
 import torch
 from torch.nn.parameter import is_lazy
 
-from torchsh.classes import modelopen, state as nested
 from torchsh.contract import card as cards
+from torchsh.formats import statefile as nested
 from torchsh.formats.stfile import live
+from torchsh.recipes import modelopen
 from torchsh.recipes.base import Persistence, class_named, has_data, made, nested_recipe, record
 from torchsh.vocab import DTYPES, dtype_name
 

@@ -16,9 +16,9 @@ import json
 import re
 
 from torchsh import protocol
-from torchsh.daemon.http import Later, Response
 from torchsh.errors import TorchshError
 from torchsh.registry.kinds import KINDS
+from torchsh.wire.http import Later, Response
 
 DEFAULT = "default"
 HEADER = "torchsh-context"

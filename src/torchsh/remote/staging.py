@@ -174,7 +174,7 @@ def command_files(ctx, op):
     dataset's (`data …` maps its files), which stay unless the command failed; outputs wait to be fetched,
     or go with a failed command. When a file is still to come (NeedUpload), those staged so far serve the next
     round and its outputs are made anew (any reply asked before anything ran: the command comes again)."""
-    from torchsh.call.results import Ask
+    from torchsh.results import Ask
     try:
         yield
     except Ask:

@@ -3,5 +3,5 @@
 v2.py turns V2 JSON into flat typed arrays and back (pure); batcher.py is the served model: its request queue
 and the batch loop that runs as the serve job; metrics.py counts what it did; edge.py answers the V2 routes
 (the daemon's Unix socket through daemon/routes.py, and --port); tcp.py is --port's door of the daemon's one
-server loop (daemon/doors.py).
+server loop (wire/doors.py).
 """

@@ -8,9 +8,9 @@ waits for it meanwhile. Errors are V2's {"error": "…"} (and torchsh's stable c
 """
 import json
 
-from torchsh.daemon.http import Deferred, Response
 from torchsh.errors import TorchshError
 from torchsh.serve import batcher, v2
+from torchsh.wire.http import Deferred, Response
 
 MAX_BODY = 64 << 20  # an inference request's body; more is refused (413) before it is parsed
 EXTENSIONS = ("binary_tensor_data",)  # Triton's binary tensor data extension (serve/v2.py)

@@ -1,5 +1,5 @@
 """`torch serve --port P`: the V2 routes (serve/edge.py) on a TCP port, plain HTTP on a loopback address and
-HTTPS beyond it: a door of the daemon's one server loop (daemon/doors.py, daemon/server.py), not a server of
+HTTPS beyond it: a door of the daemon's one server loop (wire/doors.py, daemon/server.py), not a server of
 its own. Its connections are read by the loop and answered by the same workers as the Unix socket's; an
 inference request's reply is the batch loop's Deferred, as there.
 
@@ -25,11 +25,11 @@ import socket
 import subprocess
 
 from torchsh import paths, trust
-from torchsh.daemon.doors import RETRY_AFTER_S, Door, expects_continue, header_is
 from torchsh.errors import TorchshError
 from torchsh.link import tls
 from torchsh.remote.listener import is_loopback
 from torchsh.serve import batcher, edge
+from torchsh.wire.doors import RETRY_AFTER_S, Door, expects_continue, header_is
 
 SLOTS = 256       # connections that showed the token
 WAITING = 256     # connections that have not yet: they hold no slot

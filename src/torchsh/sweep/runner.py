@@ -1,5 +1,5 @@
 """A `torch sweep` worker: the job's work. It asks the study for trials (Optuna's ask/tell), trains them
-(several of one architecture together as one vectorised model, train/vectorized.py, else one at a time
+(several of one architecture together as one vectorised model, sweep/vectorized.py, else one at a time
 with `fit`'s loop) and tells the study how each ended, until the study holds --trials of them.
 
 Each trial's epoch rows feed the pruner: trial.report(monitored value, epoch), then trial.should_prune().
@@ -137,7 +137,7 @@ def _train(ctx, sweep, group, report, should_stop):
                                                            "together as one vectorised model")})
     started = time.monotonic()
     if not refused:
-        from torchsh.train import vectorized
+        from torchsh.sweep import vectorized
         sweep.reset_loaders()
         keep = [_keeper(trial, plan) for trial, plan in group]
         results = _guarded(lambda: vectorized.run_together(
@@ -159,7 +159,7 @@ def _train(ctx, sweep, group, report, should_stop):
 
 
 def _together_refused(plans):
-    from torchsh.train import vectorized
+    from torchsh.sweep import vectorized
     return vectorized.unsupported(plans)
 
 

@@ -16,7 +16,8 @@ from torchsh.call import nested
 from torchsh.contract import card as cards
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.sweep import space as spaces
-from torchsh.train import fitcard, rundir
+from torchsh.train import fitcard
+from torchsh.train.logs import rundir
 from torchsh.train.losses import loss_function, loss_options
 from torchsh.train.plan import FitPlan
 

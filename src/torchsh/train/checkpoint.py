@@ -10,10 +10,9 @@ of them changes.
 """
 import torch
 
-from torchsh.classes import state as state_file
 from torchsh.contract import card as cards
 from torchsh.errors import TorchshError
-from torchsh.formats import stfile
+from torchsh.formats import statefile as state_file, stfile
 
 FORMAT = "torchsh-checkpoint-1"
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import torch
 
 from torchsh.train import resume
-from torchsh.train.logdir import LogDir
+from torchsh.train.logs.logdir import LogDir
 from torchsh.train.metrics import EpochSums
 from torchsh.train.plan import AUTOCAST, on_device
 from torchsh.train.steps import steps_for

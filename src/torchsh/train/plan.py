@@ -8,7 +8,7 @@ from torchsh.errors import TorchshError, bad_argument
 from torchsh.train import metrics as fit_metrics
 
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
-LOG_FORMATS = ("jsonl", "csv", "tb")  # metrics.jsonl, metrics.csv, TensorBoard's event files (train/tfevents.py)
+LOG_FORMATS = ("jsonl", "csv", "tb")  # metrics.jsonl, metrics.csv, TensorBoard's event files (train/logs/tfevents.py)
 SAVE_EVERY = 200  # optimizer steps between `last` checkpoints (besides every epoch's end and a stop)
 
 

@@ -9,9 +9,8 @@ import os
 
 import torch
 
-from torchsh.classes import state as state_file
 from torchsh.errors import TorchshError
-from torchsh.formats import stfile
+from torchsh.formats import statefile as state_file, stfile
 from torchsh.train import checkpoint
 
 

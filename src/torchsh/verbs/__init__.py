@@ -7,8 +7,8 @@ import importlib
 import inspect
 import pkgutil
 
-from torchsh.classes.signature import WordsOpSpec
 from torchsh.table import docargs
+from torchsh.table.signature import WordsOpSpec
 from torchsh.table.spec import OpSpec, Overload, parse_schema
 
 _VERB_ATTR = "__torchsh_verbs__"

@@ -8,10 +8,11 @@ import logging
 import os
 
 from torchsh import paths
-from torchsh.call.results import Await, Exec, Text
+from torchsh.api.status import status_dict, status_text
 from torchsh.daemon import lifecycle
-from torchsh.daemon.status import status_dict, status_text
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.results import Await, Exec, Text
+from torchsh.text.durations import format_duration
 from torchsh.verbs import verb
 
 log_ = logging.getLogger("torchd")  # `log` is the verb below
@@ -91,7 +92,7 @@ def ttl(ctx, duration):
         ctx.app.ttl = lifecycle.parse_ttl(duration)
     except ValueError as e:
         raise bad_argument(str(e)) from None
-    return Text("ttl %s\n" % lifecycle.format_duration(ctx.app.ttl))
+    return Text("ttl %s\n" % format_duration(ctx.app.ttl))
 
 
 @verb("daemon.log(Argv? options=None, *, bool follow=False, int lines=50) -> str", category="daemon", lockfree=True,

@@ -7,12 +7,12 @@ import json
 import torch
 import torch.utils.data
 
-from torchsh.call import tensortext
-from torchsh.call.jsonout import dumps
 from torchsh.data import openers, transforms
 from torchsh.data.datasets import describe, known
 from torchsh.data.standardize import learn as learn_statistics
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.text import tensortext
+from torchsh.text.jsonout import dumps
 from torchsh.verbs import verb
 
 

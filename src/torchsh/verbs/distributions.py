@@ -13,11 +13,11 @@ import inspect
 import torch
 import torch.distributions as D
 
-from torchsh.call.results import Table
-from torchsh.classes.signature import kind_of, snake_case
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.results import Table
 from torchsh.table import docargs
 from torchsh.table.from_torch import first_paragraph, summary_line
+from torchsh.table.signature import kind_of, snake_case
 from torchsh.table.spec import MISSING, ArgSpec, OpSpec, Overload
 from torchsh.verbs import verb
 

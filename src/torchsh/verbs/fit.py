@@ -15,10 +15,11 @@ from torchsh import jobs, memory
 from torchsh.contract import card as cards
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.jobs import follow
+from torchsh.train import compilecache, fitcard
 from torchsh.train.distributed import supervisor as distributed
 from torchsh.train.fit import run_fit
+from torchsh.train.logs import rundir
 from torchsh.train.losses import loss_function, loss_options as _loss_options
-from torchsh.train import compilecache, fitcard, rundir
 from torchsh.train.plan import LOG_FORMATS, SAVE_EVERY, FitPlan
 from torchsh.verbs import verb
 from torchsh.vocab import dtype_name

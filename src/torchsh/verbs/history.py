@@ -4,10 +4,10 @@ import json
 import os
 import warnings
 
-from torchsh.call.results import Table, Text
 from torchsh.errors import TorchshError
 from torchsh.formats import stfile
 from torchsh.history import python
+from torchsh.results import Table, Text
 from torchsh.verbs import verb
 
 COLUMNS = ("seq", "op", "args", "outputs", "exit", "random")

@@ -1,6 +1,6 @@
 """Discovery: `torch ops [CATEGORY] [--search WORD] [--excluded] [--json]`, and what a group word lists (`torch nn`)."""
-from torchsh.call.results import Text
 from torchsh.errors import bad_argument
+from torchsh.results import Text
 from torchsh.table import exclusions, from_torch
 from torchsh.table.categories import CATEGORIES
 from torchsh.table.groups import GROUP_WORDS, listing_rows

@@ -2,13 +2,14 @@
 torch.save .pt holds from its headers alone (formats/headers.py): nothing is unpickled, and a multi-GB
 safetensors file answers at once; a torchsh .safetensors (`nn save`, a checkpoint) shows the model's card
 (contract/card.py) as `contract`. `model card M` shows a held model's. `model open SOURCE` makes a model handle from torchvision's or timm's
-registry, a torch.export archive or the user's own class (classes/modelopen.py). `model export M
-FILE.onnx|FILE.pt2` writes a model for other runtimes (formats/export.py). docs/models.md has the formats.
+registry, a torch.export archive or the user's own class (recipes/modelopen.py). `model export M
+FILE.onnx|FILE.pt2` writes a model for other runtimes (models/export.py). docs/models.md has the formats.
 """
 from torchsh import memory
-from torchsh.classes import modelopen
 from torchsh.contract import card as cards
-from torchsh.formats import export as exporter, headers
+from torchsh.formats import headers
+from torchsh.models import export as exporter
+from torchsh.recipes import modelopen
 from torchsh.verbs import verb
 from torchsh.verbs.nn import print_table
 
@@ -68,7 +69,7 @@ def model_card(ctx, model):
     return Card(cards.of_model(model))
 
 
-# -- model export: a model out as ONNX or a torch.export archive (formats/export.py) ------------------------
+# -- model export: a model out as ONNX or a torch.export archive (models/export.py) ------------------------
 class Exported(dict):
     """JSON under --json and through the API; on a terminal one line: the file, its format, the time, the check."""
 

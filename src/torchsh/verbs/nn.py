@@ -2,7 +2,7 @@
 `forward` and `predict`.
 
 One op-table row per layer class (`nn.linear`, `nn.conv2d`, `nn.lstm`, …), typed from the class's
-own signature (classes/signature.py), so `torch nn linear --help`, `torch ops nn`, the JSON API and the
+own signature (table/signature.py), so `torch nn linear --help`, `torch ops nn`, the JSON API and the
 shell modules see each layer like any op. The class name works too (`torch nn Linear 1 1`).
 Modules built from handles are the same Python objects: a child handle is a live view into the
 container it was put in (training the container trains it).
@@ -13,18 +13,17 @@ import shlex
 import torch
 
 from torchsh import memory
-from torchsh.classes import tables
-from torchsh.contract import card as cards, encode
 from torchsh.call import nested
-from torchsh.call.results import Table, Text
+from torchsh.contract import card as cards, encode
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.classes.signature import WordsOpSpec, class_args, fit_values
-from torchsh.registry.handles import looks_like_handle
-from torchsh.recipes.base import record
-from torchsh.table.from_torch import first_paragraph, summary_line
-from torchsh.table.spec import ArgSpec, OpSpec, Overload, parse_schema
-from torchsh.table import docargs
 from torchsh.formats import rowsfile
+from torchsh.recipes.base import record
+from torchsh.registry.handles import looks_like_handle
+from torchsh.results import Table, Text
+from torchsh.table import classes as tables, docargs
+from torchsh.table.from_torch import first_paragraph, summary_line
+from torchsh.table.signature import WordsOpSpec, class_args, fit_values
+from torchsh.table.spec import ArgSpec, OpSpec, Overload, parse_schema
 from torchsh.train import predict as predictions
 from torchsh.verbs import verb
 

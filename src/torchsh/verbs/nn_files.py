@@ -8,7 +8,7 @@ Saves are atomic (fileio.atomic_write: temp file, fsync, rename) and replace an 
 torch.save do. `nn load` reads what real checkpoints look like (formats/statedicts.py: Lightning's .ckpt,
 DataParallel's `module.` keys, Hugging Face sharded folders, a torch.export .pt2's weights; pickles with
 weights_only=True only; TorchScript refused, `nn jit_load` opens it), renames
-keys and prints the diff (classes/stateload.py); strict and atomic unless --partial.
+keys and prints the diff (formats/stateload.py); strict and atomic unless --partial.
 
 The model's card (contract/card.py: its inputs, preprocessing, task and classes) goes into a .safetensors'
 metadata, as JSON under "torchsh" ({"contract": …}, as checkpoints keep it), and `nn load` of a torchsh
@@ -24,10 +24,9 @@ import os
 import torch
 
 from torchsh import fileio
-from torchsh.classes import state as state_file, stateload
 from torchsh.contract import card as cards
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.formats import headers, statedicts, stfile
+from torchsh.formats import headers, statedicts, statefile as state_file, stateload, stfile
 from torchsh.train import checkpoint
 from torchsh.verbs import verb
 from torchsh.verbs.nn import print_table

@@ -24,16 +24,14 @@ import numpy as np
 import torch
 
 from torchsh import memory
-from torchsh.classes import tables
 from torchsh.call import tokens
-from torchsh.table import kinds
-from torchsh.call.results import JsonText, Table
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.classes.signature import WordsOpSpec, class_args
 from torchsh.registry.handles import looks_like_handle
+from torchsh.results import JsonText, Table
+from torchsh.table import classes as tables, docargs, kinds
 from torchsh.table.from_torch import first_paragraph, summary_line
+from torchsh.table.signature import WordsOpSpec, class_args
 from torchsh.table.spec import ArgSpec, Overload, parse_schema
-from torchsh.table import docargs
 from torchsh.verbs import verb
 
 DOCUMENTED = {

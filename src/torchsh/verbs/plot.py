@@ -8,12 +8,12 @@ bash fast path $COLUMNS), else 80. The PNG goes through matplotlib, an optional 
 """
 import os
 
-from torchsh.call.results import Text
 from torchsh.contract import card as cards
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.plot import confusion as confusion_matrix, series, terminal
 from torchsh.plot.png import write_chart
-from torchsh.train import runs
+from torchsh.results import Text
+from torchsh.train.logs import runs
 from torchsh.verbs import verb
 
 DEFAULT_WIDTH, DEFAULT_HEIGHT = 80, 15

@@ -14,9 +14,9 @@ import tempfile
 import warnings
 
 from torchsh import fileio, memory
-from torchsh.call.results import Exec
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.profile import folded, recording, table
+from torchsh.results import Exec
 from torchsh.verbs import verb
 
 MAX_S_LIMIT = 24 * 3600.0

@@ -1,17 +1,17 @@
 """Comparing `torch fit --log DIR` runs: `torch runs ls DIR` (a table of the runs at or under DIR, with the
 hyperparameters that differ between them), `torch runs diff A B` (what differs between two runs, one line
 each; exit 1 when something does, as diff(1)) and `torch runs best DIR --by KEY [--max]` (the best run's
-folder, for `$(…)`). The folders are read by train/runs.py. Lock-free: a listing never waits behind a
+folder, for `$(…)`). The folders are read by train/logs/runs.py. Lock-free: a listing never waits behind a
 training step. docs/experiments.md is the user's view.
 """
 import builtins
 import json as json_module
 import os
 
-from torchsh.call.results import Text
-from torchsh.call import suggest
 from torchsh.errors import TorchshError
-from torchsh.train import runs as run_folders, writers
+from torchsh.results import Text
+from torchsh.text import suggest
+from torchsh.train.logs import runs as run_folders, writers
 from torchsh.verbs import verb
 
 _MODEL_WIDTH = 40  # a model's repr in the text table (JSON has it whole)

@@ -11,14 +11,13 @@ LambdaLR and MultiplicativeLR are left out: their argument is Python code.
 """
 import torch
 
-from torchsh.classes import tables
-from torchsh.call.results import Table
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.classes.signature import class_args, fit_values
-from torchsh.table.from_torch import first_paragraph, summary_line
 from torchsh.recipes.base import record
+from torchsh.results import Table
+from torchsh.table import classes as tables, docargs
+from torchsh.table.from_torch import first_paragraph, summary_line
+from torchsh.table.signature import class_args, fit_values
 from torchsh.table.spec import OpSpec, Overload
-from torchsh.table import docargs
 from torchsh.verbs import verb
 
 _VERB_WORDS = {"step", "lr", "list"}

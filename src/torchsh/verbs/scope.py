@@ -13,8 +13,8 @@ owner's pid from SO_PEERCRED (registry/owners.py reaps it). CMD's later commands
 """
 import logging
 
-from torchsh.call.results import Exec
 from torchsh.errors import TorchshError
+from torchsh.results import Exec
 from torchsh.verbs import verb
 
 log = logging.getLogger("torchd")

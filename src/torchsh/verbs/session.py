@@ -10,9 +10,9 @@ which alone reaches both daemons, streams the bundle from this daemon to the oth
 import re
 import warnings
 
-from torchsh.call.results import Copy, Text
 from torchsh.errors import TorchshError
 from torchsh.history import persist as history
+from torchsh.results import Copy, Text
 from torchsh.session import snapshot, transfer
 from torchsh.verbs import verb
 

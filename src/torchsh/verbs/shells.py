@@ -4,8 +4,8 @@ import sys
 
 from torchsh import fileio
 from torchsh.call import replies
-from torchsh.call.results import NeedEnv, Table, Text
 from torchsh.errors import bad_argument
+from torchsh.results import NeedEnv, Table, Text
 from torchsh.verbs import verb
 
 CALLERS_HOME = ("HOME", "XDG_CONFIG_HOME")  # where the caller's Nushell keeps its scripts

@@ -12,16 +12,16 @@ import numpy as np
 import torch
 from torch.nn.parameter import is_lazy
 
-from torchsh.call import tensortext
-from torchsh.table.values import nonfinite_strings
-from torchsh.vocab import DTYPES, dtype_name
-from torchsh.call.results import Binary, JsonText, LateJson, Text
 from torchsh.call.tokens import loads
-from torchsh.plot.png import write_image
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.formats import csvfile
+from torchsh.plot.png import write_image
+from torchsh.results import Binary, JsonText, LateJson, Text
 from torchsh.table.spec import split_top_level
+from torchsh.table.values import nonfinite_strings
+from torchsh.text import tensortext
 from torchsh.verbs import verb
+from torchsh.vocab import DTYPES, dtype_name
 
 
 @verb("tensor(Json data, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor",

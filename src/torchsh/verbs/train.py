@@ -25,8 +25,8 @@ import contextlib
 import torch
 
 from torchsh import memory
-from torchsh.call.results import JsonText
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.results import JsonText
 from torchsh.train import compiled, compilecache
 from torchsh.train.losses import loss_function, loss_options
 from torchsh.verbs import verb

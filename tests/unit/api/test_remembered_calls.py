@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from torchsh.api import calls
-from torchsh.daemon import http
 from torchsh.daemon.app import App
 from torchsh.daemon.routes import dispatch
+from torchsh.wire import http
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "call"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "parity"))

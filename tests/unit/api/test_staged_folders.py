@@ -7,10 +7,10 @@ import tempfile
 
 import pytest
 
-from torchsh.daemon import http
 from torchsh.daemon.app import App
 from torchsh.daemon.routes import dispatch
 from torchsh.remote import staging
+from torchsh.wire import http
 
 
 @pytest.fixture(scope="module")

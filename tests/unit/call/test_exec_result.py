@@ -4,9 +4,9 @@ import types
 
 from torchsh.call import bind, parse
 from torchsh.call.invoke import invoke
-from torchsh.call.results import Exec
 from torchsh.call.tokens import Token
 from torchsh.context import Context
+from torchsh.results import Exec
 from torchsh.table.build import build_table
 
 TABLE, _ = build_table()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from torchsh.call import float32text, tensortext
+from torchsh.text import float32text, tensortext
 
 BARE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 

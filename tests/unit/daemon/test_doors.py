@@ -1,4 +1,4 @@
-"""`torch serve --port`'s door of the daemon's one server loop (serve/tcp.py on daemon/doors.py, reading.py,
+"""`torch serve --port`'s door of the daemon's one server loop (serve/tcp.py on wire/doors.py, reading.py,
 tlsconn.py), in-process: a stub dispatch, short deadlines and small limits. Pinned: connections without the
 token hold no slot and cannot keep its holder out; one address cannot push out another's; a connection that
 never shows the token is closed at the head deadline; a drip is cut at the whole-request deadline (not per
@@ -15,9 +15,9 @@ import pytest
 
 from test_server import read_reply, served  # noqa: F401  (served is a fixture)
 from waiting import wait_until
-from torchsh.daemon import http
 from torchsh.link import tls
 from torchsh.serve import tcp
+from torchsh.wire import http
 
 SLOTS, WAITING, PER_PEER = 4, 8, 4
 

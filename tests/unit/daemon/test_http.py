@@ -1,7 +1,7 @@
-"""daemon/http.py: pure framing, no sockets."""
+"""wire/http.py: pure framing, no sockets."""
 import pytest
 
-from torchsh.daemon.http import MAX_HEAD, HTTPError, Response, parse_request
+from torchsh.wire.http import MAX_HEAD, HTTPError, Response, parse_request
 
 
 def test_partial_request_waits_for_more_bytes():
@@ -98,7 +98,7 @@ def test_oversized_body_is_too_large():
 
 
 def test_405_names_the_allowed_methods():
-    from torchsh.daemon.http import Request
+    from torchsh.wire.http import Request
     from torchsh.daemon.routes import dispatch
     response = dispatch(None, Request("PUT", "/v1/tensors", {}))
     assert response.status == 405 and response.headers["Allow"] == "GET, POST"

@@ -53,8 +53,9 @@ def _v2_codes(schema):
 def test_v2_routes_declare_v2s_error_shape_at_each_status_their_handler_answers():
     doc = openapi.document(ROUTES, build_table()[0])
     infer = doc["paths"]["/v2/models/{name}/versions/{version}/infer"]["post"]["responses"]
-    assert sorted(infer) == ["200", "400", "404", "413", "422", "429", "503", "default"]
-    for code in ("bad_argument", "unknown_model", "too_large", "torch_error", "queue_full", "not_serving"):
+    assert sorted(infer) == ["200", "400", "404", "413", "422", "429", "501", "503", "507", "default"]
+    for code in ("bad_argument", "unknown_model", "too_large", "torch_error", "queue_full", "not_serving",
+                 "dtype_error", "shape_mismatch", "out_of_memory", "not_supported"):
         status, body, headers = batcher.failure(TorchshError(code, "what went wrong", "what to do"))
         assert set(body) == set(doc["components"]["schemas"]["V2Error"]["required"]) and isinstance(body["error"], str)
         assert body["code"] in _v2_codes(infer[str(status)]["content"]["application/json"]["schema"])

@@ -15,8 +15,9 @@ import pytest
 
 from torchsh import protocol
 from waiting import wait_until
-from torchsh.daemon import http, lifecycle, server as srv
+from torchsh.daemon import lifecycle, server as srv
 from torchsh.registry.made import RecordingRegistry
+from torchsh.wire import http
 
 
 class FakeApp:

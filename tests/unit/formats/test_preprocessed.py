@@ -12,7 +12,7 @@ import torch
 from torchsh.contract import card as cards
 from torchsh.data.standardize import standardize
 from torchsh.errors import TorchshError
-from torchsh.formats import export
+from torchsh.models import export
 
 MEAN, STD = [1e3 / 3, -0.1, 7.0, 2e-3], [0.3, 1.7, 1e-3, 3.0]
 

@@ -3,8 +3,8 @@ memory to the innermost op, threads apart; sorted by the chosen column, cut to N
 tsv with a header, or a list of records."""
 from types import SimpleNamespace
 
-from torchsh.call.results import Text
 from torchsh.profile import table
+from torchsh.results import Text
 
 
 def _x(name, ts, dur, cat="cpu_op", tid=1):

@@ -16,10 +16,10 @@ from types import SimpleNamespace
 import torch
 from safetensors import safe_open
 
-from torchsh.classes.signature import class_args
 from torchsh.recipes.base import STATE_JSON
 from torchsh.registry.store import Registry
 from torchsh.session import recipe, transfer
+from torchsh.table.signature import class_args
 from torchsh.verbs import data as data_verbs, loader as loader_verbs, nn as nn_verbs, sched as sched_verbs
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "old_session")

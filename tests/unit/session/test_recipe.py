@@ -7,12 +7,12 @@ import pytest
 import torch
 from torch.utils.data import TensorDataset
 
-from torchsh.classes.signature import class_args
 from torchsh.data import transforms
 from torchsh.data.loader import Loader
 from torchsh.errors import TorchshError
 from torchsh.recipes.base import record
 from torchsh.session import recipe
+from torchsh.table.signature import class_args
 from torchsh.verbs import nn as nn_verbs, sched as sched_verbs
 
 CTX = SimpleNamespace(device=None, registry=SimpleNamespace(get=lambda obj, kind: obj))  # objects as "handles"

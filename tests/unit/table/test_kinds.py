@@ -2,9 +2,8 @@
 reader of kinds (binder, parser, usage, Nushell module, completions, census) goes by."""
 import torch
 
-from torchsh.classes import signature
 from torchsh.registry.kinds import HANDLE_KINDS, kind_of
-from torchsh.table import from_torch
+from torchsh.table import from_torch, signature
 from torchsh.table.build import build_table
 from torchsh.table.kinds import KINDS, LIST_FLAG_KINDS, STDIN_KINDS, VARIADIC_KINDS
 

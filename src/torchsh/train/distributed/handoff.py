@@ -16,8 +16,7 @@ import os
 
 import torch
 
-from torchsh.classes import state as state_file
-from torchsh.formats import stfile
+from torchsh.formats import statefile as state_file, stfile
 from torchsh.session import recipe
 
 FORMAT = "torchsh-fit-spec-1"

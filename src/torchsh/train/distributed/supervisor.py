@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from torchsh import paths
-from torchsh.classes import state as state_file
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.formats import stfile
+from torchsh.formats import statefile as state_file, stfile
 from torchsh.memory import heap
 from torchsh.remote import listener
 from torchsh.train import checkpoint, resume

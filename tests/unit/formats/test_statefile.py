@@ -2,8 +2,7 @@
 copy only for tied ones, and read back equal (nn save, checkpoint save, a fit's checkpoints)."""
 import torch
 
-from torchsh.classes import state
-from torchsh.formats import stfile
+from torchsh.formats import statefile as state, stfile
 
 
 def test_a_model_with_tied_weights_saves_from_its_live_tensors_and_loads_equal(tmp_path):

@@ -1,4 +1,4 @@
-"""The optimizer steps of trials that train together (train/vectorized.py): PyTorch's single-tensor SGD and
+"""The optimizer steps of trials that train together (sweep/vectorized.py): PyTorch's single-tensor SGD and
 Adam/AdamW (torch/optim/sgd.py `_single_tensor_sgd`, adam.py `_single_tensor_adam`: the CPU default,
 foreach off) over stacked [T, …] tensors, one row a trial, each trial's hyperparameters a [T, 1, …] factor.
 

@@ -1,10 +1,10 @@
-"""train/runs.py reads a run folder's metrics.jsonl in chunks: the epoch rows and the last step row come
+"""train/logs/runs.py reads a run folder's metrics.jsonl in chunks: the epoch rows and the last step row come
 out whole across chunk boundaries, a last line cut short is skipped, and a FIFO planted as a run's file
 is not read (it would block the daemon)."""
 import json
 import os
 
-from torchsh.train import runs
+from torchsh.train.logs import runs
 
 
 def write_log(folder, rows, tail=""):

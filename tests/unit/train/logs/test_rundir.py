@@ -6,7 +6,7 @@ import os
 import pytest
 
 from torchsh.errors import TorchshError
-from torchsh.train import rundir
+from torchsh.train.logs import rundir
 
 OLD = {"run.json": b"{}\n", "metrics.jsonl": b'{"kind": "epoch"}\n', "last.safetensors": b"old checkpoint",
        "notes.txt": b"the user's own file"}

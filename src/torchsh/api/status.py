@@ -11,7 +11,7 @@ import time
 import torch
 
 from torchsh import memory
-from torchsh.daemon.lifecycle import format_duration
+from torchsh.text.durations import format_duration
 from torchsh.registry.census import bytes_held
 from torchsh.train import compiled
 

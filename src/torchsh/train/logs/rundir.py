@@ -17,7 +17,7 @@ import tempfile
 
 from torchsh import fileio
 from torchsh.errors import TorchshError
-from torchsh.train import tfevents
+from torchsh.train.logs import tfevents
 
 RUN_FILES = ("run.json", "metrics.jsonl", "metrics.csv", "last.safetensors", "best.safetensors")
 

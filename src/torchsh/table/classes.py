@@ -8,7 +8,7 @@ import inspect
 
 import torch
 
-from torchsh.classes.signature import snake_case
+from torchsh.table.signature import snake_case
 
 # torch.nn classes that are not layers one builds by name: bases, containers with their own verb
 # (`nn sequential`), wrappers that need several processes or devices, and deprecated aliases.

@@ -1,4 +1,4 @@
-"""train/vectorized.py trains trials of one architecture together: each trial's rows, final weights and
+"""sweep/vectorized.py trains trials of one architecture together: each trial's rows, final weights and
 optimizer state equal run_fit of that trial alone (the oracle) within 1e-6; the optimizer step over the stack
 is PyTorch's bit for bit; a pruned trial leaves the stack without changing the others; a trial's log folder
 holds run_fit's files and checkpoints that restore; unsupported() says why trials cannot train together."""
@@ -11,7 +11,8 @@ import torch.nn.functional as F
 from torch.utils.data import TensorDataset
 
 from torchsh.data.loader import Loader
-from torchsh.train import checkpoint, vectorized, vectorized_optim
+from torchsh.sweep import vectorized, vectorized_optim
+from torchsh.train import checkpoint
 from torchsh.train.fit import run_fit
 from torchsh.train.plan import FitPlan
 

@@ -1,19 +1,13 @@
-"""What an op returns, as values both faces turn into their reply: the wire form (to_wire: objects
-registered as handles), the result types verbs return (Text, Table, Binary, LateJson), and the replies
-besides output, one type per protocol.REPLIES row (Exec, Follow, Copy, Await; raised before anything
-ran: NeedStdin, NeedUpload, NeedEnv, Handover). The JSON API's bytes are call/jsonout.py's.
-
-New objects are registered here (in the caller's scope) and become handles; named tuples keep their
-field names; everything else is JSON.
+"""What an op returns besides plain values, beside the wire contract whose rows they are (protocol.REPLIES):
+the result types verbs return (Text, Table, Binary, LateJson, Streams) and the replies besides output, one
+type per protocol.REPLIES row (Exec, Follow, Copy, Await; raised before anything ran: NeedStdin, NeedUpload,
+NeedEnv, Handover). Each face writes them (cli/run.py + daemon/routes.py, daemon/fastpath.py, api/ops.py);
+a result's wire form (objects registered as handles) is call/towire.py's, its JSON bytes text/jsonout.py's.
 """
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import torch
-
 from torchsh import protocol
-from torchsh.registry.kinds import kind_of
-from torchsh.vocab import dtype_name
 
 
 class Text(str):
@@ -203,45 +197,3 @@ class Await:
 
     def field(self):
         return str(self.pid)
-
-
-def to_wire(result, ctx):
-    """Register objects and return a JSON-able value (handles as strings)."""
-    kind = kind_of(result)
-    if kind:
-        return ctx.put(result, kind)
-    if isinstance(result, (Text, Binary, LateJson)):
-        return result
-    if callable(getattr(result, "wire_form", None)):  # a result that makes its JSON form (formats/rowsfile.Rows)
-        return result.wire_form()
-    if isinstance(result, torch.Size):
-        return list(result)
-    if isinstance(result, torch.dtype):
-        return dtype_name(result)
-    if isinstance(result, torch.device):
-        return str(result)
-    fields = _field_names(result)
-    if fields:
-        return {f: to_wire(getattr(result, f), ctx) for f in fields}
-    if isinstance(result, (list, tuple)):
-        return [to_wire(x, ctx) for x in result]
-    if isinstance(result, dict):
-        return {str(k): to_wire(v, ctx) for k, v in result.items()}
-    if isinstance(result, (bool, int, str)) or result is None:
-        return result
-    if isinstance(result, float):
-        return result
-    if isinstance(result, complex):
-        return [result.real, result.imag]
-    return str(result)
-
-
-def _field_names(result):
-    """Field names of a named tuple or of PyTorch's structseq returns (torch.return_types.max)."""
-    if not isinstance(result, tuple):
-        return None
-    if hasattr(result, "_fields"):
-        return result._fields
-    if hasattr(result, "n_fields"):
-        return tuple(getattr(result, "__match_args__", ()))
-    return None

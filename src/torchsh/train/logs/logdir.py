@@ -13,7 +13,7 @@ A warning the run's work raised (torchsh/warned.py: PyTorch's "Using a target si
 row {"kind": "warning", "epoch", "step", "category", "text"} before the row of the step that raised it, each
 kind once a run; metrics.csv, a table of numbers, leaves it out; TensorBoard shows it as the text `warnings`.
 
-The same rows go to TensorBoard's event files (train/tfevents.py): each number of a row is a scalar tagged
+The same rows go to TensorBoard's event files (train/logs/tfevents.py): each number of a row is a scalar tagged
 step/NAME or epoch/NAME (loss, lr, val_loss, every metric) at the row's optimizer step; run.json is the text
 `run.json`; the hyperparameters (the optimizer and its options, batch size, epochs, loss, model…) fill the
 HParams tab. A resumed run writes a new file that opens with a SessionLog START at the step after its
@@ -33,7 +33,8 @@ import torch
 from torchsh import __version__, fileio, warned
 from torchsh.contract import card as cards
 from torchsh.errors import TorchshError
-from torchsh.train import compiled, losses, tfevents
+from torchsh.train import compiled, losses
+from torchsh.train.logs import tfevents
 from torchsh.train.plan import LOG_FORMATS
 
 _NOT_SCALARS = ("kind", "epoch", "step", "seconds")  # the x axis, and the time a step took

@@ -4,7 +4,7 @@ Each trial is a FitPlan with its own freshly built model and optimizer; they sha
 metrics and the schedule of epochs. The trials' parameters are stacked ([T, …], torch.func.stack_module_state)
 and one forward of the model (torch.func.functional_call under torch.vmap over the stack, the batch shared)
 gives every trial's output; the backward of the sum of the trials' losses gives each trial exactly its own
-gradient; the optimizer step is PyTorch's over the stack (train/vectorized_optim.py). Everything else is
+gradient; the optimizer step is PyTorch's over the stack (sweep/vectorized_optim.py). Everything else is
 run_fit's loop (train/fit.py) per trial: its rows, report events, log folder and checkpoints, written through
 the trial's own model and optimizer (the stack row copied back into them, in PyTorch's own state format).
 
@@ -23,12 +23,13 @@ import torch
 from torch.func import functional_call, stack_module_state
 from torch.utils.data import default_collate
 
-from torchsh.train import resume, vectorized_optim
+from torchsh.sweep import vectorized_optim
+from torchsh.train import resume
 from torchsh.train.fit import FitResult, Progress, early_stop_note, ended, improved_by
-from torchsh.train.plan import on_device
-from torchsh.train.logdir import LogDir
+from torchsh.train.logs.logdir import LogDir
 from torchsh.train.losses import same_value
 from torchsh.train.metrics import EpochSums
+from torchsh.train.plan import on_device
 
 SHARED = ("loader", "val", "loss", "loss_args", "metrics", "epochs", "monitor", "target_dtype", "patience",
           "max_steps", "save_every")

@@ -7,8 +7,8 @@ import types
 import pytest
 import torch
 
-from torchsh.classes import modelopen
 from torchsh.errors import TorchshError
+from torchsh.recipes import modelopen
 
 
 def _torchvision(calls):

@@ -17,7 +17,7 @@ import re
 import numpy as np
 import torch
 
-from torchsh.call import float32text
+from torchsh.text import float32text
 
 CHUNK = 1 << 15  # values a piece: its float64 temporaries stay in the CPU cache (2x faster than 1 << 18)
 NAN_MODES = ("string", "bare")

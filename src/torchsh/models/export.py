@@ -30,7 +30,7 @@ import torch
 from torchsh import fileio
 from torchsh.contract import card as cards
 from torchsh.errors import TorchshError, bad_argument, from_torch_exception
-from torchsh.formats import preprocessed
+from torchsh.models import preprocessed
 
 FORMATS = (".onnx", ".pt2")
 ONNX_MAX_BYTES = 2 << 30  # protobuf's limit on one message: larger weights need external data files

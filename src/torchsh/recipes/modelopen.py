@@ -9,7 +9,7 @@
   `python -c 'from FILE import CLASS'` would: its module is imported under a private name of its own (so two
   files named alike never meet), with the file's folder on sys.path while it imports (as python puts a
   script's folder there), then CLASS(**args) is built.
---weights FILE loads a state dict through `torch nn load`'s path (classes/stateload.py: weights_only pickles,
+--weights FILE loads a state dict through `torch nn load`'s path (formats/stateload.py: weights_only pickles,
 safetensors, sharded folders), strict.
 Each model keeps how it was opened (its recipe: the file's real path and class, or the library's name, and
 the arguments), so `session save` and `cp` take it along; a rebuild runs the file again (reopen).
@@ -24,11 +24,10 @@ import sys
 import torch
 
 from torchsh import memory
-from torchsh.call.suggest import close
-from torchsh.classes import stateload
 from torchsh.errors import USER_MODULE_PREFIX, TorchshError, bad_argument
-from torchsh.formats import pt2file
+from torchsh.formats import pt2file, stateload
 from torchsh.recipes.base import not_portable, record
+from torchsh.text.suggest import close
 from torchsh.trust import S_IFREG, untrusted
 
 FORMS = "torchvision:NAME, timm:NAME, FILE.pt2 or FILE.py:CLASS"

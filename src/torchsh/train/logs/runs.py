@@ -1,13 +1,13 @@
 """Reading `torch fit --log DIR` folders for `torch runs ls|diff|best` (verbs/runs.py): which folders are
 runs, what each one's run.json says it was (its hyperparameters) and how far its metrics.jsonl got.
 
-A folder is a run when it holds run.json or metrics.jsonl (train/logdir.py writes both when a run starts).
+A folder is a run when it holds run.json or metrics.jsonl (train/logs/logdir.py writes both when a run starts).
 Only what a listing needs is read: run.json, and metrics.jsonl's epoch rows: step rows, nearly all of the
 file, are recognised by their first bytes and never parsed, except the last one (how far a run that stopped
 mid-epoch got). Nothing here imports torch: a listing of a thousand runs costs milliseconds a run.
 
 A run's status, from what its folder and the machine hold:
-- running: a process holds its metrics.jsonl open for writing (train/writers.py: a fit writes it for the
+- running: a process holds its metrics.jsonl open for writing (train/logs/writers.py: a fit writes it for the
   whole run; seen in /proc, so on Linux, for the processes this user may look into);
 - what run.json's "ended" says, where the run ended in its own time (fit writes it as it ends: done,
   early_stop and max_steps are finished, stopped is stopped, a sweep's pruned trial is pruned); else, for a

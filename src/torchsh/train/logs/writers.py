@@ -1,6 +1,6 @@
 """Which `torch fit --log` folders a process is writing now: `torch runs ls` calls those runs `running`.
 
-A fit holds its metrics.jsonl open for appending from its first row to its end (train/logdir.py), in the
+A fit holds its metrics.jsonl open for appending from its first row to its end (train/logs/logdir.py), in the
 daemon or, for `fit --nproc_per_node`, in rank 0's process; a reader (`torch plot`) opens it read-only and
 briefly. So a run is running when a process holds the file open for writing, which Linux shows in
 /proc/PID/fd (the link) and /proc/PID/fdinfo (the open flags) for the processes this user may look into.

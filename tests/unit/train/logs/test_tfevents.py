@@ -11,7 +11,7 @@ from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 from tensorboard.util import tensor_util
 
-from torchsh.train import tfevents
+from torchsh.train.logs import tfevents
 
 
 def events(path):

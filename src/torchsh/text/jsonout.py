@@ -5,8 +5,8 @@ import json
 import math
 import re
 
-from torchsh.call.results import JsonText, LateJson
 from torchsh.errors import TorchshError
+from torchsh.results import JsonText, LateJson
 
 
 # Built once: json.dumps with any option builds a new encoder per call (microseconds of every reply)

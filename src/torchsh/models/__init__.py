@@ -1,0 +1,2 @@
+"""What is done with a whole model beyond training it: export.py writes it for other runtimes (ONNX, .pt2) with
+its card's preprocessing baked in (preprocessed.py)."""
