@@ -47,7 +47,7 @@ class App:
         # set by daemon.server: the tensor thread's run_task(fn), waiting(), serve_waiting() (daemon/workers.py),
         # for jobs to run there; None in-process (a job then runs on a thread of its own)
         self.tensor_thread = None
-        self.doors = None  # set by daemon.server: its doors (daemon/doors.Doors), opened and closed from any thread
+        self.doors = None  # set by daemon.server: its doors (wire/doors.Doors), opened and closed from any thread
         self.request_state = threading.local()  # .client_gone: callable set by the server around each request
 
     def tensor_lock(self, op=None):

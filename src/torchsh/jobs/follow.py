@@ -1,5 +1,5 @@
 """A follower's replies: what the job said since its offset, and, until the job has ended, the follow reply
-(call/results.Follow) naming the next poll, `job poll J VIEW --offset N`. The client, the bash and zsh
+(results.Follow) naming the next poll, `job poll J VIEW --offset N`. The client, the bash and zsh
 functions and torch.nu carry it out: print, poll again, and exit with the status of the reply that has none.
 For a caller that cannot, the daemon follows the job itself (`to_end`, protocol.DAEMON) and answers once.
 

@@ -1,7 +1,7 @@
 """The daemon from the shell: daemon status | start | stop | restart | ttl DUR | log.
 
 A daemon cannot report its own exit, so the `torch` client makes stop and restart synchronous:
-the stop answers with the await reply (call/results.Await): the pid to wait for and the settings a restart
+the stop answers with the await reply (results.Await): the pid to wait for and the settings a restart
 carries to the new daemon (client/daemonctl.py: `daemon restart` is `daemon stop --restart`, a wait, and a start).
 """
 import logging

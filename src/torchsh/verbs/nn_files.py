@@ -55,7 +55,7 @@ def nn_save(ctx, model, file):
 
 
 class Loaded(dict):
-    """The load's diff (classes/stateload.LoadDiff): JSON under --json and through the API, a record in
+    """The load's diff (formats/stateload.LoadDiff): JSON under --json and through the API, a record in
     Nushell; on a terminal a line of what loaded and a table of the keys that did not."""
 
     def text(self):

@@ -4,7 +4,7 @@
 A session is every object the daemon holds (tensors with requires_grad and .grad, models, optimizers with
 their state, schedulers, datasets, loaders with their position, scopes) under its handle, as safetensors
 + JSON (session/snapshot.py); `session load` restores it in a fresh daemon under the same handles.
-`cp` and `session push` only check here and answer with the copy reply (call/results.Copy): the client,
+`cp` and `session push` only check here and answer with the copy reply (results.Copy): the client,
 which alone reaches both daemons, streams the bundle from this daemon to the other (client/copyrelay.py).
 """
 import re

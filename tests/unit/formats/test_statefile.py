@@ -1,4 +1,4 @@
-"""classes/state: a model's weights are written from the live tensors (formats/stfile.py writes them), one
+"""formats/statefile: a model's weights are written from the live tensors (formats/stfile.py writes them), one
 copy only for tied ones, and read back equal (nn save, checkpoint save, a fit's checkpoints)."""
 import torch
 

@@ -1,4 +1,4 @@
-"""classes/modelopen: what `model open torchvision:NAME` and `timm:NAME` ask of each library's registry, with
+"""recipes/modelopen: what `model open torchvision:NAME` and `timm:NAME` ask of each library's registry, with
 stand-in registries (this machine image's torchvision does not import with its CPU torch; the e2e tests in
 tests/e2e/test_model_open.py run the real libraries where they import)."""
 import os
