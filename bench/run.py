@@ -1,5 +1,9 @@
 """Every benchmark, one table: `.venv/bin/python bench/run.py [--quick] [--device cuda] [--json PATH]`.
 
+`--against REV [--rounds N]`: the same rows for this tree and for REV (a commit, built in a temporary
+worktree) in one run, interleaved, both columns and their ratio; a row over 20 % slower is flagged
+(bench/against.py). A closing note quotes it against the previous landing.
+
 Starts its own daemon on a private socket (and stops it), runs each benchmark several times with
 its reference interleaved in the same run, prints median, p90, reference, ratio and target per row,
 flags rows where the machine was noisy, and writes a JSON copy (bench/results/ by default).
@@ -31,7 +35,11 @@ def main(argv=None):
     p.add_argument("--device", default=None, help="cuda: the tensor benchmarks use CUDA (TORCHSH_DEVICE)")
     p.add_argument("--json", default=None, help="where to write the JSON copy (default bench/results/)")
     p.add_argument("--only", default=None, help="comma-separated benchmark modules to run")
+    p.add_argument("--against", default=None, metavar="REV", help="also run REV (a commit) and compare, interleaved")
+    p.add_argument("--rounds", type=int, default=3, help="with --against: runs of each side per group (default 3)")
     args = p.parse_args(argv)
+    if args.against:
+        return against_main(args)
     device = _check_device(args.device)
     load_before = os.getloadavg()
     rows, skipped = [], []
@@ -52,6 +60,28 @@ def main(argv=None):
     with open(path, "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     print("JSON copy: %s" % path)
+
+
+def against_main(args):
+    """--against REV: each selected group run by both trees, args.rounds times, interleaved."""
+    from bench import against
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    load_before = os.getloadavg()
+    with against.Checkout(args.against) as checkout:
+        figures, first, notes = against.compare(_selected(args.only), checkout, args.rounds, args.quick,
+                                                args.device, say)
+        text, flagged = against.table(figures, first, checkout, notes, against.this_label())
+    print("torchsh bench --against %s: %s, %s CPUs%s, %d rounds; load average %.1f before, %.1f after" % (
+        args.against, datetime.datetime.now().isoformat(timespec="seconds"), os.cpu_count(),
+        " (quick)" if args.quick else "", args.rounds, load_before[0], os.getloadavg()[0]))
+    print(text)
+    path = args.json or os.path.join(ROOT, "bench", "results", "against-%s-%s.json" % (
+        checkout.label, datetime.datetime.now().isoformat(timespec="seconds").replace(":", "")))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"against": checkout.commit, "rounds": args.rounds, "quick": args.quick, "figures": figures,
+                   "notes": notes}, f, indent=1)
+    print("JSON copy: %s%s" % (path, "; %d row(s) flagged SLOWER" % flagged if flagged else ""))
 
 
 def _check_device(device):
@@ -132,4 +162,4 @@ def table(rows, meta):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

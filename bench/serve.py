@@ -9,6 +9,8 @@ SECONDS; requests per second = answered / SECONDS; p50 and p99 are the clients' 
 
   (a) --max_batch 32 --max_wait_ms 5 against (b) --max_batch 1 (unbatched), JSON tensors; target (a) >= 3x (b)'s
       rps; (a') and (b') the same with binary tensors (request and reply), the same servers and clients;
+  (e) (a)'s server on its --port (loopback: plain HTTP with the daemon's token in each head), JSON tensors, the same
+      clients over TCP: `serve --port`'s door of the daemon's loop against (a) on the Unix socket;
   (c) `torch fit` of the same CNN (2,048 samples, batch 64, SGD, FIT_EPOCHS epochs) alone against (d) the same fit while (a)'s load
       runs at a fixed RATE (200 requests/s from the CLIENTS threads; unpaced clients on two cores would measure
       the clients' own CPU as much as the server): target (d) keeps >= 70% of (c)'s samples per second.
@@ -51,15 +53,25 @@ BINARY_HEADER = json.dumps({"inputs": [{"name": "input__0", "shape": [1, 1, 28, 
 BINARY_BODY = BINARY_HEADER + struct.pack("<784f", *[0.5] * 784)
 
 
-def request_bytes(name, binary=False):
+def request_bytes(name, binary=False, token=None):
     """One infer request, made once: the clients send these bytes as they are (their own CPU stays small:
-    the clients share the machine with the server)."""
+    the clients share the machine with the server). token: a --port's, in the Authorization header."""
+    auth = b"Authorization: Bearer %s\r\n" % token if token else b""
     if binary:
         return (b"POST /v2/models/%s/infer HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/octet-stream\r\n"
-                b"Inference-Header-Content-Length: %d\r\nContent-Length: %d\r\n\r\n"
-                % (name.encode(), len(BINARY_HEADER), len(BINARY_BODY))) + BINARY_BODY
+                b"%sInference-Header-Content-Length: %d\r\nContent-Length: %d\r\n\r\n"
+                % (name.encode(), auth, len(BINARY_HEADER), len(BINARY_BODY))) + BINARY_BODY
     return (b"POST /v2/models/%s/infer HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-            b"Content-Length: %d\r\n\r\n" % (name.encode(), len(BODY))) + BODY
+            b"%sContent-Length: %d\r\n\r\n" % (name.encode(), auth, len(BODY))) + BODY
+
+
+def port_of(daemon):
+    """(port, token) of the batched server's --port (_setup), None when it serves on the Unix socket only."""
+    port = getattr(daemon, "serve_port", None)
+    if port is None:
+        return None
+    with open(os.path.join(os.path.dirname(daemon.socket), "torchd.serve.token"), "rb") as f:
+        return port, f.read().strip()
 
 
 def read_reply(sock, buf):
@@ -74,12 +86,16 @@ def read_reply(sock, buf):
     return int(head.split(" ", 2)[1])
 
 
-def load(daemon, name, stop, latencies, every=0.0, binary=False):
+def load(daemon, name, stop, latencies, every=0.0, binary=False, port=None):
     """One client: requests back to back (or one each `every` seconds) until stop is set; its round trips
-    appended to latencies."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(daemon.socket)
-    message, buf = request_bytes(name, binary), bytearray()
+    appended to latencies. port: (port, token) to send them to a --port on 127.0.0.1, not the Unix socket."""
+    if port is None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(daemon.socket)
+    else:
+        sock = socket.create_connection(("127.0.0.1", port[0]))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    message, buf = request_bytes(name, binary, port and port[1]), bytearray()
     next_at = time.perf_counter()
     while not stop.is_set():
         if every:
@@ -94,12 +110,12 @@ def load(daemon, name, stop, latencies, every=0.0, binary=False):
     sock.close()
 
 
-def loaded(daemon, name, seconds, during=None, rate=None, binary=False, clients=None):
+def loaded(daemon, name, seconds, during=None, rate=None, binary=False, clients=None, port=None):
     """(requests per second, round trips) of CLIENTS clients for `seconds` (or while during() runs), back to
-    back or, with a rate, RATE requests per second in all."""
+    back or, with a rate, RATE requests per second in all; on a --port (port, token) when given."""
     stop, latencies, clients = threading.Event(), [], clients or CLIENTS
     every = clients / rate if rate else 0.0
-    threads = [threading.Thread(target=load, args=(daemon, name, stop, latencies, every, binary))
+    threads = [threading.Thread(target=load, args=(daemon, name, stop, latencies, every, binary, port))
                for _ in range(clients)]
     for t in threads:
         t.start()
@@ -134,6 +150,7 @@ def run(quick=False):
         for name in ("cnn", "cnn1"):  # warm both servers, both forms, and the fit
             loaded(daemon, name, 0.5)
             loaded(daemon, name, 0.5, binary=True)
+        loaded(daemon, "cnn", 0.5, port=port_of(daemon))
         fit_samples_per_s(daemon, loader)
         figures = [_round(daemon, loader, seconds) for _ in range(rounds)]
         for job in jobs:
@@ -142,20 +159,24 @@ def run(quick=False):
     lat = {key: sorted(x for f in figures for x in f[key]) for key in figures[0] if "lat" in key}
     rows = [_rps_row("JSON tensors", med["json"], lat["json_lat"], med["json1"], lat["json1_lat"]),
             _rps_row("binary tensors", med["bin"], lat["bin_lat"], med["bin1"], lat["bin1_lat"]),
+            _port_row(med["port"], lat["port_lat"], med["json"]),
             _fit_row(med["alone"], med["beside"], med["beside_rps"], lat["beside_lat"])]
     rows[0]["noise"] = spread([f["json1"] for f in figures])  # the references' spread over the rounds
     rows[1]["noise"] = spread([f["bin1"] for f in figures])
-    rows[2]["noise"] = spread([f["alone"] for f in figures])
+    rows[2]["noise"] = spread([f["json"] for f in figures])
+    rows[3]["noise"] = spread([f["alone"] for f in figures])
     return rows
 
 
 def _setup(daemon):
     """The two servers (batched, unbatched) and the fit's loader."""
     jobs = []
-    for name, max_batch, max_wait in (("cnn", "32", "5"), ("cnn1", "1", "0")):
+    daemon.serve_port = free_port()  # the batched server's --port too: (e)
+    for name, max_batch, max_wait, port in (("cnn", "32", "5", ["--port", str(daemon.serve_port)]),
+                                            ("cnn1", "1", "0", [])):
         m = daemon.cli("nn", *_words(CNN))
         jobs.append(daemon.cli("serve", m, "--name", name, "--max_batch", max_batch, "--max_wait_ms", max_wait,
-                               *SERVE_FLAGS, "--detach"))
+                               *SERVE_FLAGS, *port, "--detach"))
     x = daemon.cli("randn", str(SAMPLES), "1", "28", "28")
     y = daemon.cli("randint", "10", "[%d]" % SAMPLES)
     loader = daemon.cli("data", "loader", daemon.cli("data", "tensors", x, y), "--batch_size", str(BATCH),
@@ -168,6 +189,7 @@ def _round(daemon, loader, seconds):
     for key, name, binary in (("json", "cnn", False), ("json1", "cnn1", False), ("bin", "cnn", True),
                               ("bin1", "cnn1", True)):
         figures[key], figures[key + "_lat"], _ = loaded(daemon, name, seconds, binary=binary)
+    figures["port"], figures["port_lat"], _ = loaded(daemon, "cnn", seconds, port=port_of(daemon))
     figures["alone"] = fit_samples_per_s(daemon, loader)
     figures["beside_rps"], figures["beside_lat"], figures["beside"] = loaded(
         daemon, "cnn", None, lambda: fit_samples_per_s(daemon, loader), RATE)
@@ -190,6 +212,19 @@ def _rps_row(form, rps, lat, rps1, lat1):
     return value_row("torch serve --max_batch 32 --max_wait_ms 5 --threads 1, %s: requests/s" % what, rps, "rps",
                      "(b) the same server --max_batch 1", rps1, target=">= %gx" % TARGET_RPS,
                      met=rps / rps1 >= TARGET_RPS, note=note)
+
+
+def _port_row(rps, lat, unix_rps):
+    what = "CNN 1x28x28, JSON tensors, %d clients on 127.0.0.1 (plain HTTP, the token in each head)" % CLIENTS
+    return value_row("torch serve --port, (a)'s server on its port, %s: requests/s" % what, rps, "rps",
+                     "(a) the same server on the Unix socket", unix_rps,
+                     note="p50/p99 %.1f/%.1f ms" % (_ms(lat, 50), _ms(lat, 99)))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _fit_row(alone, beside, beside_rps, beside_lat):

@@ -21,14 +21,11 @@ from torchsh.api import openapi  # noqa: E402
 from torchsh.api.ops import JSON_REPLIES  # noqa: E402
 from torchsh.daemon.routes import ROUTES  # noqa: E402
 from torchsh.errors import errors_markdown, exit_table_markdown  # noqa: E402
-from torchsh.shells import completions, init_bash, launcher, nushell  # noqa: E402
+from torchsh.shells import init_bash, launcher, nushell  # noqa: E402
 from torchsh.table import build_table  # noqa: E402
 
 ARTIFACTS = [
     ("src/torchsh/shells/torch.nu", nushell.module_text),
-    ("src/torchsh/shells/torch.bash", lambda table: completions.script("bash")),
-    ("src/torchsh/shells/_torch", lambda table: completions.script("zsh")),
-    ("src/torchsh/shells/torch.fish", lambda table: completions.script("fish")),
     ("docs/openapi.json", lambda table: json.dumps(openapi.document(ROUTES, table), indent=1) + "\n"),
     ("docs/errors.md", lambda table: errors_markdown()),
     ("README.md", lambda table: exit_table_markdown(), "exit-table"),

@@ -6,8 +6,8 @@ A floor names what its rooms are for; a room's own line is in docs/architecture.
 """
 
 LAYERS = (
-    ("wire and shared", ("__init__", "protocol", "paths", "trust", "quoting", "cachefiles", "errors", "warned",
-                         "results", "link", "wire", "layers")),
+    ("wire and shared", ("__init__", "protocol", "paths", "trust", "privatesocket", "orphans", "quoting", "cachefiles", "errors",
+                         "warned", "results", "link", "wire", "layers")),
     ("libraries and text", ("fileio", "vocab", "guards", "memory", "text")),
     ("formats", ("formats", "plot")),
     ("data and jobs", ("data", "contract", "jobs", "profile")),

@@ -261,7 +261,8 @@ def decode_exec(body):
 
 # The fast path's reply head (daemon/fastpath.py writes it; the shell functions in shells/ cut fields
 # out of it by offset): fixed width, so bash reads it with one `read -N FAST_HEAD_LEN`.
-# Fields: body length, server token, kind (o output, b binary output, i send stdin, x exec), two numbers.
+# Fields: body length, server token, kind (o output, b binary output, s streamed output, i send stdin, x exec,
+# f follow, h handover), two numbers.
 FAST_HEAD = "HTTP/1.1 200 OK\r\nContent-Length: %10d\r\nTorchsh-Fast: %s %s %11d %11d\r\n\r\n"
 FAST_TOKEN_LEN = 32
 FAST_LENGTH_AT = FAST_HEAD.index("%10d")
@@ -278,3 +279,9 @@ FAST_CONTINUE = "HTTP/1.1 100 Continue\r\nTorchsh-Fast: %s\r\n\r\n"
 FAST_CONTINUE_S = 3
 FAST_CONTINUE_TOKEN_AT = FAST_CONTINUE.index("%s")
 FAST_CONTINUE_LEN = len(FAST_CONTINUE) - 2 + FAST_TOKEN_LEN
+# A caller whose request head carries this header copies a big stdout straight from the connection (the
+# bash functions: `head -c`; bash's read and printf cost ~25 ns a byte, 4 s for 16M floats as JSON): a plain
+# output reply whose stdout is FAST_STREAM_BYTES or more is then kind s (num1 the exit status, num2 stdout's
+# length), its body stderr, stdout, then the server token once more (proof that stdout came whole).
+FAST_STREAM_HEADER = "torchsh-fast-stream"
+FAST_STREAM_BYTES = 64 << 10

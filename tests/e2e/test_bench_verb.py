@@ -84,7 +84,7 @@ def test_a_spread_figure_gets_the_warning_pytorchs_measurement_gives_it(times):
     """PyTorch's own Measurement is the oracle: a warning exactly when it has one, in its words."""
     from torch.utils.benchmark import Measurement
     from torch.utils.benchmark.utils.common import TaskSpec
-    from torchsh.verbs.bench import spread_note
+    from torchsh.cli.bench import spread_note
     m = Measurement(number_per_run=1, raw_times=times, task_spec=TaskSpec(stmt="pass", setup=""))
     note = spread_note(m.iqr, m.median)
     assert bool(note) == m.has_warnings

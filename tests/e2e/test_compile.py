@@ -1,4 +1,4 @@
-"""`--compile` (train/compiled.py): `fit --compile` and `train_step --compile` equal PyTorch's eager loop
+"""`--compile` (train/compiled/steps.py): `fit --compile` and `train_step --compile` equal PyTorch's eager loop
 within the documented tolerance, compile once per model and shape, never recompile when a scheduler
 changes the lr, keep checkpoints loadable by an uncompiled run, say so in run.json, and refuse with
 not_supported (and the fix) where they cannot run: no C++ compiler, --autocast, a distributed fit.

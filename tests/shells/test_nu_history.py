@@ -2,8 +2,8 @@
 
 
 def test_history_is_a_table_in_nu(sh, nu):
-    sh("torch zeros 2 >/dev/null")
+    sh("torch zeros 2 >/dev/null; torch ones 3 >/dev/null")  # two entries whatever ran before (alone: none)
     rows = nu.json("torch history --last 2")
     assert isinstance(rows, list) and len(rows) == 2
     assert {"seq", "op", "args", "outputs", "exit", "random"} <= set(rows[-1])
-    assert rows[-1]["op"] == "history" or rows[-1]["seq"] > rows[0]["seq"]
+    assert [r["op"] for r in rows] == ["zeros", "ones"] and rows[-1]["seq"] > rows[0]["seq"]

@@ -6,18 +6,20 @@ import threading
 import time
 
 from torchsh.context import Context
-from torchsh.daemon.app import FairLock
+from torchsh.daemon.app import FairLock, Hooks
 from torchsh.errors import TorchshError
 from torchsh.jobs import follow, job as jobs, render
+from torchsh.jobs.running import RunningJobs
 from torchsh.registry import Registry
 from torchsh.results import Follow
 
 
 class App:
-    """What a job needs of the daemon's App: the registry and the FIFO tensor lock."""
+    """What a job needs of the daemon's App: the registry, the FIFO tensor lock, the running jobs and the hooks."""
 
     def __init__(self):
         self.registry, self._lock, self.log_path = Registry(), FairLock(), "torchd.log"
+        self.jobs, self.hooks = RunningJobs(), Hooks(step=lambda: None, request=lambda op, values: None)
 
     @contextlib.contextmanager
     def tensor_lock(self, op=None):
@@ -69,6 +71,16 @@ def test_a_done_job_shows_a_header_and_one_row_per_epoch_and_exits_0():
     rows = [json.loads(line) for line in follow.everything(job, as_json=True).stdout.splitlines()]
     assert [r["epoch"] for r in rows] == [1, 2, 3] and rows[2]["step"] == 12
     assert ctx.registry.get(job.handle, "job") is job
+
+
+def test_each_step_boundary_calls_the_step_hook_the_app_hands_in_and_a_running_job_counts_among_its_jobs():
+    app, steps, seen = App(), [], []
+    app.hooks = Hooks(step=lambda: seen.append((len(steps), app.jobs.any_running())), request=app.hooks.request)
+    job = jobs.start(Context(app), "fit", counting(epochs=2, batches=3, steps=steps))
+    while job.running():
+        job.wait_for(len(job.events), 10.0)
+    assert seen == [(n, True) for n in range(6)]  # before each of the 6 steps, while the job ran
+    assert not app.jobs.any_running() and not app.jobs.in_use(job)
 
 
 def test_plain_progress_is_one_line_per_epoch_without_carriage_returns():

@@ -11,7 +11,6 @@ from torch.nn.parameter import is_lazy
 from torchsh.api.status import status_dict
 from torchsh.context import Context
 from torchsh.errors import TorchshError
-from torchsh.jobs.job import refuse_freeing_in_use
 from torchsh.registry.census import census_rows
 from torchsh.text import tensortext
 from torchsh.text.jsonout import json_bytes, nan_mode
@@ -79,6 +78,6 @@ def get_tensor(app, request, params):
 
 
 def delete_tensor(app, request, params):
-    refuse_freeing_in_use(app.registry, [params["handle"]])  # what a running job trains (docs/jobs.md)
+    app.jobs.refuse_freeing(app.registry, [params["handle"]])  # what a running job trains (docs/jobs.md)
     app.registry.free([params["handle"]])
     return Response(204, b"")

@@ -11,9 +11,9 @@ import time
 import torch
 
 from torchsh import memory
-from torchsh.text.durations import format_duration
 from torchsh.registry.census import bytes_held
-from torchsh.train import compiled
+from torchsh.text.durations import format_duration
+from torchsh.train.compiled import steps as compiled
 
 log = logging.getLogger("torchd")
 
@@ -86,7 +86,7 @@ def status_dict(app):
 
 def _compiled(app):
     """`--compile`'s functions: whose (a model's or optimizer's handle), for which shapes, compile seconds
-    and recompiles (train/compiled.py)."""
+    and recompiles (train/compiled/steps.py)."""
     return [dict(row, handle=app.registry.handle_of(owner)) for owner, row in compiled.entries()]
 
 

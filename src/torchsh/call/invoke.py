@@ -45,12 +45,12 @@ def invoke(ctx, op, binding, globals_=None, warned=None, convert=convert_all):
         ctx.registry.check_scope(ctx.scope)
     lockfree = op.lockfree
     lock = _NO_CONTEXT if lockfree else ctx.app.tensor_lock(op.name)
-    history = None if lockfree else getattr(ctx.app, "history", None)
+    hooks = None if lockfree else getattr(ctx.app, "hooks", None)  # daemon/app.Hooks (a test's app may have none)
     if warned is not None and hasattr(ctx, "warned"):
         ctx.warned = warned  # a job the op starts does not say these again (torchsh/warned.py)
     with lock, _warnings_to(None if lockfree else warned):
         values = convert(ctx, binding)
-        watch = history.watch(op, values) if history is not None else None  # None: an op that only reads
+        watch = hooks.request(op, values) if hooks is not None else None  # None: an op that only reads
         mode = grad_mode(ctx, globals_)
         with mode:
             try:
@@ -59,7 +59,7 @@ def invoke(ctx, op, binding, globals_=None, warned=None, convert=convert_all):
                 if watch is not None:
                     watch.done(ctx, values, None, _mode_name(mode), e)
                 raise
-        if watch is not None:  # the one place every face's state-changing request is logged (torchsh.history)
+        if watch is not None:  # the one place every face's state-changing request is logged (the history hook)
             watch.done(ctx, values, result, _mode_name(mode))
         return result
 

@@ -11,7 +11,7 @@ how a target becomes the class it names, and the probabilities behind a decision
 
 A binary model's one score is a logit when it was trained with binary_cross_entropy_with_logits (or
 soft_margin_loss), a probability with binary_cross_entropy: `decision` says which ("logit>0", "p>0.5").
-Metrics (train/metrics.py), `predict` and `serve` all decide through these rows, so the same output gives
+Metrics (train/metrics/epoch.py), `predict` and `serve` all decide through these rows, so the same output gives
 the same class everywhere.
 """
 import torch

@@ -1,4 +1,6 @@
-"""The daemon's state: registry, op table, the one tensor lock, and the lifecycle clock.
+"""The daemon's state: registry, op table, the one tensor lock, and the lifecycle clock; the objects its
+features keep (served models: app.served, running jobs: app.jobs); the hooks it hands the rooms below it
+(app.hooks: a job's step boundary, a state-changing request), so that they know nothing of who listens.
 
 The tensor lock serializes every piece of tensor work (PyTorch state such as the RNG and grad
 mode is process-wide); status and the census read the registry under its own lock, so they answer
@@ -9,17 +11,20 @@ import collections
 import os
 import threading
 import time
+from dataclasses import dataclass
 
 import torch
 
 from torchsh import __version__, memory, paths
 from torchsh.daemon import fastpath
 from torchsh.history.log import HistoryLog
-from torchsh.jobs import job as jobs_job
-from torchsh.remote.staging import Staging
+from torchsh.jobs.running import RunningJobs
+from torchsh.profile import recording
 from torchsh.registry.made import RecordingRegistry
+from torchsh.remote.staging import Staging
+from torchsh.serve.repository import ModelRepository
 from torchsh.table import build_table
-from torchsh.train import compilecache
+from torchsh.train.compiled import cache as compilecache
 
 
 class App:
@@ -28,8 +33,11 @@ class App:
         self.socket_path = socket_path
         self.log_path = paths.sibling(socket_path, ".log")
         self.registry = RecordingRegistry()  # lists what each request makes: freed if its client never hears
-        self.registry.in_use = jobs_job.in_use  # a scope that ends keeps what a running job trains
+        self.jobs = RunningJobs()  # jobs/running.py: jobs.start adds to it (through the request's ctx)
+        self.registry.in_use = self.jobs.in_use  # a scope that ends keeps what a running job trains
+        self.served = ModelRepository()  # `torch serve`'s models by name, which the V2 routes answer for
         self.history = HistoryLog()  # the requests that changed state: `torch history` (torchsh.history)
+        self.hooks = Hooks(step=recording.at_step, request=self.history.watch)
         self.staging = Staging()  # the callers' files, when this daemon is a remote context's (remote/staging.py)
         compilecache.warm_in_background(compilecache.folder_for(socket_path))  # where `--compile` ran before
         self.table, self.table_seconds = build_table()
@@ -75,7 +83,7 @@ class App:
     def expired(self):
         """Idle for its TTL, and no job running: an idle `torch serve` holds no lock, yet keeps its daemon."""
         return (self.ttl is not None and self.busy_since is None and self.idle_seconds() >= self.ttl
-                and not jobs_job.any_running())
+                and not self.jobs.any_running())
 
     def request_stop(self, restart=False):
         self.restart_requested = restart
@@ -91,6 +99,17 @@ class App:
 
     def pid(self):
         return os.getpid()
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What the rooms below the daemon call at their moments, handed in by App (KServe hands its model
+    repository in the same way): step() at each job step boundary, on the tensor thread (jobs/steplock.py;
+    `torch profile --steps` counts there: profile/recording.py); request(op, values) before a state-changing
+    op runs, under the tensor lock (call/invoke.py) -> its watch, whose done() logs it, or None (the history
+    log: history/log.py)."""
+    step: object
+    request: object
 
 
 class Cancelled(BaseException):

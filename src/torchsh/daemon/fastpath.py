@@ -21,8 +21,10 @@ Reply framing (protocol.FAST_HEAD), fixed-width so bash reads the head in one `r
     HTTP/1.1 200 OK, Content-Length: %10d, Torchsh-Fast: SERVER_TOKEN K %11d %11d, then the body.
 K is the kind: o = output (numbers: exit status, stdout length; body: stdout then stderr),
 b = the same with stdout escaped for bash's `printf %b` (it holds NUL bytes, which bash variables
-cannot), and one letter per protocol.REPLIES row the functions carry out: i = send stdin lines (first
-number: how many, -1 for all; no body), x = exec directive (body: one printf-%b-escaped field per line,
+cannot), s = a stdout of FAST_STREAM_BYTES or more to a caller that copies it from the connection (its
+head says Torchsh-Fast-Stream: 1; body: stderr, stdout as it is, the server token), and one letter per
+protocol.REPLIES row the functions carry out: i = send stdin lines (first number: how many, -1 for all;
+no body), x = exec directive (body: one printf-%b-escaped field per line,
 see exec_lines), f = follow a job (numbers: Ctrl-C stops it (1) or not (0), length of the poll line and
 stdout; body: the next poll's words on a line, then stdout, then stderr), h = handover (as o: run the
 command with the real client; its stderr says why, for a function that does not know h).
@@ -96,7 +98,7 @@ class FastPath:
         then runs the real client)."""
         return doors.Door("fast", "fast path 127.0.0.1:%d" % self.port, self.listener, FAST_CONNECTION_LIMIT,
                           FAST_MAX_BODY, doors.REQUEST_S, doors.IDLE_S, _refusal, gate=self.check_head, refused=REFUSED,
-                          screen=_cli_only, frame=lambda response: [self.reply_for_bash(response)],
+                          screen=_cli_only, frame=self.reply_for_bash,
                           waiting_limit=FAST_CONNECTION_LIMIT, head_s=FAST_HEAD_S, keep_alive=False, quickack=True)
 
     def close(self):
@@ -123,31 +125,46 @@ class FastPath:
     def authorized(self, head):
         return doors.header_is(head, TOKEN_HEADER, self.client_token)
 
-    def reply_for_bash(self, response):
+    def reply_for_bash(self, response, request=None):
         """A CLI reply framed for the shell functions, by its protocol.REPLIES row's letter (a row without
-        one never comes here: the functions do not list it, so the daemon hands those commands over)."""
+        one never comes here: the functions do not list it, so the daemon hands those commands over), as the
+        pieces to send. A big stdout goes as it is to a caller that copies it from the connection (stream)."""
         h, body = response.headers, response.body
         row = next((r for r in protocol.REPLIES if r.letter and r.header in h), None)
         out_len = int(h.get(protocol.H_STDOUT, len(body)))  # an error dispatch answered: all "stdout"
         status = int(h.get(protocol.H_EXIT, protocol.EXIT_INTERNAL))
+        if row is None and out_len >= protocol.FAST_STREAM_BYTES and streams(request):
+            return self.stream(status, memoryview(body)[:out_len], bytes(body[out_len:]).replace(b"\0", b""))
         if row is None or row.letter == "h":
             out, err = body[:out_len], body[out_len:]
             if b"\0" in out:
                 out = printf_escape(out)
-                return self._frame("b", status, len(out), out + err.replace(b"\0", b""))
-            return self._frame(row.letter if row else "o", status, out_len, body.replace(b"\0", b""))
+                return [self._frame("b", status, len(out), out + err.replace(b"\0", b""))]
+            return [self._frame(row.letter if row else "o", status, out_len, body.replace(b"\0", b""))]
         if row.letter == "i":
-            return self._frame("i", int(h[row.header]), 0, b"")
+            return [self._frame("i", int(h[row.header]), 0, b"")]
         if row.letter == "x":
             lines = exec_lines(body[:out_len])
-            return self._frame("x", 0, len(lines), lines)
+            return [self._frame("x", 0, len(lines), lines)]
         stops, _, words = h[row.header].partition(" ")  # f: the next poll's words on a line, stdout, stderr
         line = words.encode() + b"\n"
-        return self._frame("f", int(stops), len(line) + out_len, line + body.replace(b"\0", b""))
+        return [self._frame("f", int(stops), len(line) + out_len, line + body.replace(b"\0", b""))]
+
+    def stream(self, status, out, err):
+        """Kind s: stderr, stdout as it is (NUL bytes included: no escaping), then the server token again, which
+        the caller reads after copying stdout: a connection cut short is never taken for the whole output."""
+        token = self.server_token
+        head = protocol.FAST_HEAD % (len(err) + len(out) + len(token), token.decode(), "s", status, len(out))
+        return [head.encode() + err, out, token]
 
     def _frame(self, kind, num1, num2, body):
         head = protocol.FAST_HEAD % (len(body), self.server_token.decode(), kind, num1, num2)
         return head.encode() + body
+
+
+def streams(request):
+    """Whether the request's caller copies a big stdout from the connection itself (protocol.FAST_STREAM_HEADER)."""
+    return request is not None and request.headers.get(protocol.FAST_STREAM_HEADER) == "1"
 
 
 def _cli_only(request):

@@ -1,10 +1,10 @@
-"""Where torchd lives and how it comes and goes: private folder, start lock, probe-before-bind,
-stale sockets, the idle TTL.
+"""Where torchd lives and how it comes and goes: private folder, start lock, the idle TTL, the log (the socket's
+bind, probe-before-bind and stale sockets: privatesocket.py).
 
 Races this file settles: two first commands start two torchd processes at once; the start lock
 (flock on torchd.lock, held for the daemon's life) lets exactly one bind, the other exits 0 and
 both clients connect to the winner. A socket file left by a killed daemon is unlinked only after
-a probe finds nobody answering on it.
+a probe finds nobody answering on it (privatesocket.bind_private).
 
 Trust (docs/security.md): the folder must be ours and writable by nobody else, and is never
 chmod'ed; the lock and the log are opened O_NOFOLLOW and checked with fstat, so nothing another
@@ -15,18 +15,14 @@ import fcntl
 import logging
 import os
 import re
-import socket
 import stat
 import sys
 
 from torchsh import paths, trust
+from torchsh.privatesocket import AlreadyServing, Untrusted, refuse_if
 
 _TTL_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd]?)$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-class AlreadyServing(Exception):
-    """Another torchd holds the start lock or answers on the socket."""
 
 
 def parse_ttl(text):
@@ -38,10 +34,6 @@ def parse_ttl(text):
     if not m:
         raise ValueError("cannot read %r as a duration; use e.g. 90s, 30m, 2h, 1d or none" % text)
     return float(m.group(1)) * _UNITS[m.group(2)]
-
-
-class Untrusted(Exception):
-    """The socket's folder, or a file in it, is not ours and private: torchd refuses to serve there."""
 
 
 def ensure_private_dir(folder):
@@ -57,19 +49,14 @@ def ensure_private_dir(folder):
         pass
     except FileNotFoundError:  # missing parents (TORCHSH_SOCKET=~/a/b/torchd.sock): made private too
         os.makedirs(folder, mode=0o700, exist_ok=True)
-    _refuse_if(trust.untrusted(folder, trust.S_IFDIR))
-
-
-def _refuse_if(problem):
-    if problem:
-        raise Untrusted("%s; %s" % (problem, trust.UNTRUSTED_HINT))
+    refuse_if(trust.untrusted(folder, trust.S_IFDIR))
 
 
 def open_private(path, flags):
     """Open a file of ours in the private folder: never through a symlink, never another's file."""
     fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)  # O_NONBLOCK: no FIFO hang
     try:
-        _refuse_if(trust.untrusted(path, trust.S_IFREG, os.fstat(fd)))
+        refuse_if(trust.untrusted(path, trust.S_IFREG, os.fstat(fd)))
     except Untrusted:
         os.close(fd)
         raise
@@ -95,55 +82,6 @@ def take_start_lock(sock_path):
     os.ftruncate(fd, 0)
     os.write(fd, b"%d\n" % os.getpid())
     return fd
-
-
-def probe(sock_path):
-    """True when something answers on the socket."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(1.0)
-    try:
-        s.connect(sock_path)
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-
-
-def bind_private(sock_path):
-    """Probe, replace a stale socket file, bind with mode 0600, listen. The socket is bound and listening under
-    a name of its own beside the path (paths.sibling: .bind), then renamed onto it: bind makes the file before
-    listen, and a client that connected in between (one that saw the file appear) would be refused."""
-    _unlink_stale(sock_path)
-    staged = paths.sibling(sock_path, ".bind")
-    if paths.socket_path_too_long(staged):  # a path not ending in .sock, near the limit: bound where it is
-        staged = sock_path
-    else:
-        _unlink_stale(staged, probed=False)  # a daemon's that died between its bind and its rename
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)
-    try:
-        listener.bind(staged)
-    finally:
-        os.umask(old)
-    os.chmod(staged, 0o600)
-    listener.listen(128)
-    if staged != sock_path:
-        os.rename(staged, sock_path)
-    return listener
-
-
-def _unlink_stale(path, probed=True):
-    """Remove a socket file of ours that nobody answers on (probed: AlreadyServing when one does); a file that is
-    not our socket (say TORCHSH_SOCKET names a data file) is never unlinked: Untrusted."""
-    try:
-        problem = trust.untrusted(path, trust.S_IFSOCK)
-    except FileNotFoundError:
-        return
-    _refuse_if(problem)
-    if probed and probe(path):
-        raise AlreadyServing("a daemon already answers on %s" % path)
-    os.unlink(path)
 
 
 LOG_MAX_BYTES = 10 << 20  # torchd.log -> torchd.log.1 past this size; $TORCHSH_LOG_MAX_BYTES overrides

@@ -108,7 +108,7 @@ def _serve(sock, args, lock_fd, log):
              len(app.table), app.table_seconds * 1000, time.perf_counter() - t0)
     server = Server(app, listener)
     try:
-        remote = app.tls_listener = _listen_tls(args.listen, sock, log)  # status shows its address and fingerprint
+        remote = app.tls_listener = _listen_tls(args.listen, sock, server, log)  # status shows it and its certificate
     except (ValueError, OSError) as e:
         log.error("%s", e)
         sys.stderr.write("torchd: %s\n" % e)
@@ -153,24 +153,26 @@ def _table_built(table):
 def _bind(sock, log):
     """(the private socket, None), or (None, the exit status) when another daemon serves it (0) or its
     folder is not ours (1)."""
-    from torchsh.daemon import lifecycle
+    from torchsh import privatesocket
     try:
-        return lifecycle.bind_private(sock), None
-    except lifecycle.AlreadyServing as e:
+        return privatesocket.bind_private(sock), None
+    except privatesocket.AlreadyServing as e:
         log.info("%s; exiting", e)
         return None, 0
-    except lifecycle.Untrusted as e:
+    except privatesocket.Untrusted as e:
         log.error("refusing to serve %s: %s", sock, e)
         return None, 1
 
 
-def _listen_tls(url, sock, log):
-    """`--listen tls://ADDR:PORT`: the remote contexts' door (remote/listener.py), or None without one.
-    Prints the certificate's fingerprint, which a client pins (`torch context create --fingerprint`)."""
+def _listen_tls(url, sock, server, log):
+    """`--listen tls://ADDR:PORT`: the remote contexts' door of the server's loop, served as its Unix socket is
+    (remote/listener.py), or None without one. Prints the certificate's fingerprint, which a client pins
+    (`torch context create --fingerprint`)."""
     if not url:
         return None
     from torchsh.remote.listener import TLSListener
-    remote = TLSListener(url, sock, sock).start()
+    remote = TLSListener(url, sock)
+    server.doors.open(remote.door(server.unix))  # before the loop runs: it opens it first thing
     line = "listening on tls://%s:%d; certificate %s; token in %s" % (
         remote.addr, remote.port, remote.fingerprint, remote.token_file)
     log.info("%s", line)

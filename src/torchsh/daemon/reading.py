@@ -4,8 +4,10 @@ and refusals and closes. The loop thread alone runs this: no lock.
 
 A door that asks for a token (doors.Door.gate) checks it on each request's head, before a byte of the body
 is read; the first time, the connection leaves the waiting and takes a slot (503 with Retry-After when none
-is free). A request that is not a route of its door (doors.Door.screen) is refused before it reaches a
-worker. A TLS connection's handshake is stepped here too, without blocking (tlsconn.TLSConn).
+is free). A door whose token is a connection's first line (doors.Door.preamble: `torchd --listen`) checks
+that line once, before any HTTP; after it, the connection is served as the Unix socket's are. A request
+that is not a route of its door (doors.Door.screen) is refused before it reaches a worker. A TLS
+connection's handshake is stepped here too, without blocking (tlsconn.TLSConn).
 """
 import logging
 import selectors
@@ -16,6 +18,7 @@ from torchsh.daemon.bodies import Bodies, Refused
 from torchsh.daemon.conn import DRAIN_LIMIT, DRAIN_S, Drain
 from torchsh.daemon.fastpath import quickack
 from torchsh.wire import http
+from torchsh.wire.doors import PREAMBLE_MAX
 
 log = logging.getLogger("torchd")
 
@@ -63,6 +66,8 @@ class Reading:
     def _parse(self, conn):
         door = conn.door
         try:
+            if door.preamble is not None and not conn.authorized and not self._first_line(conn):
+                return
             if door.gate is not None and not conn.gated and not self._gate(conn):
                 return
             parsed = http.parse_request(conn.buf, door.max_body)
@@ -97,6 +102,30 @@ class Reading:
         if first:  # a 100 Continue: far less than a socket buffer
             conn.send_nowait(first)
         conn.gated = True
+        return True
+
+    def _first_line(self, conn):
+        """The door's first line (`--listen`'s token line), once a connection, before any HTTP: answered, and
+        the connection then holds a slot and waits idle_s for a request. False: half a line so far, or refused
+        (its answer sent, then closed; past the slots, closed unanswered: the client reads no answer at all,
+        not one it could take for the first bytes of HTTP)."""
+        door = conn.door
+        end = conn.buf.find(b"\n", 0, PREAMBLE_MAX)
+        if end < 0 and len(conn.buf) < PREAMBLE_MAX:
+            return False
+        line = bytes(conn.buf[:end + 1 if end >= 0 else PREAMBLE_MAX])
+        accepted, answer = door.preamble(line)
+        if not accepted:
+            log.warning("refused %s on %s: wrong token", conn.peer, door.name)
+            self._refuse(conn, answer)
+            return False
+        if not door.take_slot(conn):
+            log.warning("refused %s on %s: %d connections are open, the limit", conn.peer, door.name, door.slots)
+            self._refuse(conn, b"")
+            return False
+        del conn.buf[:len(line)]
+        conn.send_nowait(answer)  # a few bytes: far less than a socket buffer
+        conn.deadline = time.monotonic() + (door.request_s if conn.buf else door.idle_s)
         return True
 
     def _body_slice(self, conn):

@@ -1,17 +1,18 @@
 """The server core: one event-loop thread owns every socket of every door while a request arrives; whole
 requests go to worker threads; tensor work serializes on App.tensor_lock inside the handlers.
 
-Doors (wire/doors.py): the Unix socket (made here), the loopback fast path (daemon/fastpath.py) and each
-`torch serve --port` (serve/tcp.py) are listening sockets of this one loop, each with its policy; app.doors
-opens and closes them from other threads.
+Doors (wire/doors.py): the Unix socket (made here), the loopback fast path (daemon/fastpath.py), each
+`torch serve --port` (serve/tcp.py) and `torchd --listen tls://…` (remote/listener.py: served as the Unix
+socket is, once its token line is accepted) are listening sockets of this one loop, each with its policy;
+app.doors opens and closes them from other threads.
 Why a loop: with a thread per connection idle ones occupy every thread, and starting threads under load
 failed and killed the daemon; here an idle connection costs a descriptor and a buffer.
 Limits per connection (docs/security.md), each door's own:
   - its slots (the Unix socket: CONNECTION_LIMIT, taken at accept); one more, or one when out of file
     descriptors (EMFILE), is answered 503 `overloaded` with Retry-After.
-  - a door that asks for a token checks it in each request's head, before the body is read; the first
-    within head_s of the accept (a TLS handshake, done here without blocking, included). Until then a
-    connection holds no slot (doors.Door.wait).
+  - a door that asks for a token checks it in each request's head, before the body is read, or once in
+    the connection's first line (--listen); the first within head_s of the accept (a TLS handshake, done
+    here without blocking, included). Until then a connection holds no slot (doors.Door.wait).
   - request_s to deliver a whole request once its first byte arrived (a body arriving in 64 KiB pieces
     earns more time), not per read; then 408 `request_timeout` and closed: a slow drip is cut.
   - idle_s without a request (before the first one, or between kept-alive ones): closed quietly.
@@ -32,7 +33,7 @@ import socket
 import struct
 import time
 
-from torchsh import jobs, protocol
+from torchsh import protocol
 from torchsh.daemon.conn import LINGER_S, SEND_S, Conn, Spare, error_bytes
 from torchsh.daemon.fastpath import FAST_CONNECTION_LIMIT, FAST_HEAD_S
 from torchsh.daemon.reading import Reading
@@ -135,8 +136,8 @@ class Server(Reading):
         for conn in [c for c in self.reading.values() if now >= c.deadline]:
             if (conn.buf or conn.body is not None) and not conn.handshaking:  # a request had begun: say why it is cut
                 seconds = conn.door.request_s if conn.authorized else conn.door.head_s
-                self._refuse(conn, conn.door.refusal("request_timeout", "the request did not arrive within %gs"
-                                                     % seconds, None, False))
+                self._refuse(conn, conn.door.refusal_to(conn, "request_timeout", "the request did not arrive "
+                                                        "within %gs" % seconds))
             else:
                 self._close(conn)
         if self.stopping_at is not None:
@@ -155,10 +156,10 @@ class Server(Reading):
 
     def _stopped(self):
         """Stopping, and every request taken answered and every job ended, or the grace period over."""
-        if self.busy == 0 and not jobs.any_running():
+        if self.busy == 0 and not self.app.jobs.any_running():
             return True
         if time.monotonic() > self.stopping_at:
-            log.warning("grace period over: %d request(s), jobs %s; exiting", self.busy, jobs.any_running())
+            log.warning("grace period over: %d request(s), jobs %s; exiting", self.busy, self.app.jobs.any_running())
             return True
         return False
 
@@ -166,7 +167,7 @@ class Server(Reading):
         """Answer what was taken; take nothing new. New connections get 503 until the grace ends."""
         self.stopping_at = time.monotonic() + GRACE_S
         self.workers.stopping = True
-        running = jobs.stop_all("the daemon is stopping")  # each stops at its next step boundary, checkpointed
+        running = self.app.jobs.stop_all("the daemon is stopping")  # each stops at its next step boundary, checkpointed
         log.info("stopping: %d request(s) in flight and %d job(s) running, up to %gs to finish",
                  self.busy, running, GRACE_S)
         for conn in list(self.reading.values()):
@@ -228,20 +229,20 @@ class Server(Reading):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", int(SEND_S), 0))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, int(LINGER_S * 1e6)))
         now = time.monotonic()
-        if door.gate is None:
+        if door.passes_at_accept():
             conn = Conn(sock, door, now + door.idle_s, pid, uid)
             if not door.admit(conn):
                 return self._turn_away(door, sock, "%d connections are open, the limit" % door.slots, "retry shortly")
-        else:
+        else:  # it waits for its token (in each request's head, or its first line) without a slot
             if door.tls:
                 conn = self._tls(door, sock, addr[0], now)
             else:
                 conn = Conn(sock, door, now + door.head_s, peer=addr[0])
             victim = door.wait(conn)
             if victim is not None:  # the oldest connection without a token makes room (doors.Door.wait)
-                self._refuse(victim, door.refusal("overloaded", "this connection waited longest for its token on "
-                                                  "%s, and made room for a new one" % door.name,
-                                                  "send the token in the request's head as soon as connected"))
+                self._refuse(victim, door.refusal_to(victim, "overloaded", "this connection waited longest for its "
+                                                     "token on %s, and made room for a new one" % door.name,
+                                                     "send the token as soon as connected"))
         self.reading[conn.sock.fileno()] = conn
         self.sel.register(conn.sock, selectors.EVENT_READ, conn)
 

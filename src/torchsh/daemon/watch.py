@@ -34,9 +34,9 @@ class SocketWatch:
         return self.identity is not None and _identity(self.path) == self.identity
 
     def _rebind(self):
-        from torchsh.daemon import lifecycle
+        from torchsh.privatesocket import bind_private
         try:
-            listener = lifecycle.bind_private(self.path)
+            listener = bind_private(self.path)
         except Exception as e:  # the folder went too, or is no longer private: nothing safe to bind
             log.warning("socket %s was deleted and cannot be bound again (%s); stopping", self.path, e)
             return False

@@ -170,7 +170,7 @@ class Workers:
                 if conn.door.frame is not None:  # the fast path: one request a connection (a held one stays open)
                     if conn.client_gone():  # TCP takes a first send after the peer closed: ask first
                         raise BrokenPipeError
-                    return self._send(conn, conn.door.frame(response), conn.on_close is not None, (request, made))
+                    return self._send(conn, conn.door.frame(response, request), conn.on_close is not None, (request, made))
                 keep = request.keep_alive and not self.stopping and conn.door.keep_alive
                 return self._send(conn, response.pieces(keep), keep, (request, made))
             except Cancelled:
@@ -214,7 +214,7 @@ class Workers:
             response = later.make(conn.client_gone)
             if response is not None:
                 keep = request.keep_alive and not self.stopping and conn.door.keep_alive
-                pieces = conn.door.frame(response) if conn.door.frame else response.pieces(keep)
+                pieces = conn.door.frame(response, request) if conn.door.frame else response.pieces(keep)
                 keep = self._send(conn, pieces, keep, (request, []))
                 if keep is None:
                     return  # a sender thread finishes it

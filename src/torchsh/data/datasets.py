@@ -88,7 +88,34 @@ class _Guard:
             self.close()
 
 
-class NpyField:
+class _MappedField:
+    """A field of a memory-mapped file: mapped on first use (in each process: a map does not cross a process
+    boundary), checked on every read."""
+
+    def _mapped(self, open_map, errors):
+        """The map open_map() makes (once), checked to lie within the file (_Guard); ERRORS raised while mapping
+        are the file's trouble: file_error."""
+        if self._map is None:
+            try:
+                self._map = _Guard(self.path, open_map)
+            except TorchshError:
+                raise
+            except errors as e:
+                raise fileio.file_error(self.path, "read", e) from None
+        self._map.check()
+        return self._map.mapped
+
+    def __len__(self):
+        return self.length
+
+    def held_tensors(self):
+        return []
+
+    def __getstate__(self):
+        return dict(self.__dict__, _map=None)
+
+
+class NpyField(_MappedField):
     """A field over an .npy file, memory-mapped (np.load(mmap_mode="r")): item i is a copy of row i,
     so the file is never read whole and the page cache, not the daemon, holds what was touched."""
 
@@ -106,16 +133,7 @@ class NpyField:
     @property
     def array(self):
         """The map, checked to lie within the file (_Guard): read it only right after this."""
-        if self._map is None:
-            try:
-                self._map = _Guard(self.path, lambda: np.load(self.path, mmap_mode="r", allow_pickle=False))
-            except (OSError, ValueError) as e:
-                raise fileio.file_error(self.path, "read", e) from None
-        self._map.check()
-        return self._map.mapped
-
-    def __len__(self):
-        return self.length
+        return self._mapped(lambda: np.load(self.path, mmap_mode="r", allow_pickle=False), (OSError, ValueError))
 
     def item(self, i):
         row = np.array(self.array[i])  # a private copy: the tensor must not alias the read-only map
@@ -134,14 +152,8 @@ class NpyField:
             rows = rows.astype(rows.dtype.newbyteorder("="))
         return torch.from_numpy(rows)
 
-    def held_tensors(self):
-        return []
 
-    def __getstate__(self):
-        return dict(self.__dict__, _map=None)  # a memory map does not cross a process boundary
-
-
-class SafetensorsField:
+class SafetensorsField(_MappedField):
     """One tensor of a .safetensors file, read lazily: item i reads row i through safe_open's slice."""
 
     def __init__(self, name, path, key):
@@ -157,27 +169,11 @@ class SafetensorsField:
     @property
     def slice(self):
         """safe_open's slice (it maps the file), checked to lie within the file (_Guard)."""
-        if self._map is None:
-            try:
-                self._map = _Guard(self.path, lambda: safe_open(self.path, framework="pt").get_slice(self.key))
-            except TorchshError:
-                raise
-            except Exception as e:  # SafetensorError, OSError: a damaged or vanished file
-                raise fileio.file_error(self.path, "read", e) from None
-        self._map.check()
-        return self._map.mapped
-
-    def __len__(self):
-        return self.length
+        # any error of safe_open's (SafetensorError, OSError) is a damaged or vanished file
+        return self._mapped(lambda: safe_open(self.path, framework="pt").get_slice(self.key), Exception)
 
     def item(self, i):
         return self.slice[i]
-
-    def held_tensors(self):
-        return []
-
-    def __getstate__(self):
-        return dict(self.__dict__, _map=None)
 
 
 def _check_numpy_dtype(dtype, where):

@@ -11,18 +11,17 @@ With --num_workers the workers persist from epoch to epoch (persistent_workers),
 """
 import functools
 import os
-import threading
-import time
 
 import torch
 from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
 
+from torchsh import orphans
 from torchsh.data import batches
 
 STATE_FORMAT = "torchsh-loader-1"
 
 
-class _Skipping(BatchSampler):
+class Skipping(BatchSampler):
     """A BatchSampler whose next iteration first drops `skip` batches of indices (a resumed epoch)."""
 
     def __init__(self, sampler, batch_size, drop_last):
@@ -37,52 +36,30 @@ class _Skipping(BatchSampler):
         yield from it
 
 
-def _exit_with_daemon(daemon_pid, worker_id):
-    """A worker's init: end this worker within a second of the daemon's end, however it ended."""
-    def watch():
-        while True:
-            time.sleep(1.0)
-            try:
-                os.kill(daemon_pid, 0)
-            except ProcessLookupError:
-                os._exit(0)
-    threading.Thread(target=watch, name="daemon-watch", daemon=True).start()
+def _end_with(pid, worker_id):
+    """A worker's init: end this worker within a second of process PID's end, however it ended."""
+    orphans.end_with(pid, lambda: os._exit(0))
 
 
-class Loader:
-    """torch.utils.data.DataLoader with PyTorch's defaults and names, iterated one batch at a time."""
+def worker_options(num_workers, **more):
+    """DataLoader's options for NUM_WORKERS worker processes (none for 0). They start from a forkserver, not by
+    fork(): a fork of the daemon would copy its threads' locks mid-use and every socket it holds (the listening
+    one, clients' connections) into each worker. Their parent is then the forkserver, so PyTorch's own watchdog
+    (parent pid changed) cannot see this process die: _end_with does, or they would outlive a `kill -9` of it."""
+    if not num_workers:
+        return {}
+    return dict(multiprocessing_context="forkserver", worker_init_fn=functools.partial(_end_with, os.getpid()), **more)
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None, num_workers=0):
-        if seed is None:  # PyTorch draws from the global RNG; drawing the seed from it once keeps
-            seed = int(torch.empty((), dtype=torch.int64).random_().item())  # `manual_seed` repeatable
-        self.seed = seed
-        self.generator = torch.Generator().manual_seed(seed)
-        sampler = RandomSampler(dataset, generator=self.generator) if shuffle else SequentialSampler(dataset)
-        self.batches = _Skipping(sampler, batch_size, drop_last)
-        # Workers start from a forkserver, not by fork(): a fork of the daemon would copy its threads' locks
-        # mid-use and every socket it holds (the listening one, clients' connections) into each worker.
-        # Their parent is then the forkserver, so PyTorch's own watchdog (parent pid changed) cannot see the
-        # daemon die: _exit_with_daemon does, or they would outlive a `kill -9` of it.
-        # Persistent: the workers live as long as the loader, not an epoch (starting them cost seconds an epoch)
-        workers = dict(multiprocessing_context="forkserver", persistent_workers=True, worker_init_fn=functools.partial(
-            _exit_with_daemon, os.getpid())) if num_workers else {}
-        fast = batches.gathered(dataset) if not num_workers else None  # a table's batches in one gather a field
-        if fast is not None:
-            workers = dict(collate_fn=batches.gathered_collate)
-        self.loader = DataLoader(dataset if fast is None else fast, batch_sampler=self.batches, num_workers=num_workers,
-                                 generator=self.generator, **workers)
-        self.dataset, self.batch_size, self.shuffle, self.drop_last = dataset, batch_size, shuffle, drop_last
-        self.num_workers = num_workers
-        self.epoch = 0           # epochs finished
+
+class EpochBatches:
+    """Batches one at a time, epoch after epoch, with where the current epoch is: a subclass's _start() sets
+    self._it to the epoch's iterator (its batches from self.position on when self.in_epoch: a resumed epoch)."""
+
+    def __init__(self, epoch=0):
+        self.epoch = epoch       # epochs finished
         self.position = 0        # batches taken in the current epoch
         self.in_epoch = False    # an epoch has started and not ended
-        self._epoch_start = None  # the generator's state when the current epoch started
         self._it = None
-        self._workers_started = False  # the persistent workers' iterator exists (DataLoader keeps it)
-        self.handed_out = None   # the last `data next`'s batch, which the next one frees (verbs/loader.py)
-
-    def __len__(self):
-        return len(self.loader)  # batches per epoch
 
     def next_batch(self):
         """The next batch of the current epoch (starting one if none is running), or None at its end."""
@@ -96,6 +73,39 @@ class Loader:
             return None
         self.position += 1
         return batch
+
+    def _resume(self, state):
+        """Where STATE (a state_dict) was: its epoch and its position in it."""
+        self._it = None
+        self.epoch, self.position, self.in_epoch = state["epoch"], state["position"], state["in_epoch"]
+
+
+class Loader(EpochBatches):
+    """torch.utils.data.DataLoader with PyTorch's defaults and names, iterated one batch at a time."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None, num_workers=0):
+        super().__init__()
+        if seed is None:  # PyTorch draws from the global RNG; drawing the seed from it once keeps
+            seed = int(torch.empty((), dtype=torch.int64).random_().item())  # `manual_seed` repeatable
+        self.seed = seed
+        self.generator = torch.Generator().manual_seed(seed)
+        sampler = RandomSampler(dataset, generator=self.generator) if shuffle else SequentialSampler(dataset)
+        self.batches = Skipping(sampler, batch_size, drop_last)
+        # Persistent: the workers live as long as the loader, not an epoch (starting them cost seconds an epoch)
+        workers = worker_options(num_workers, persistent_workers=True)
+        fast = batches.gathered(dataset) if not num_workers else None  # a table's batches in one gather a field
+        if fast is not None:
+            workers = dict(collate_fn=batches.gathered_collate)
+        self.loader = DataLoader(dataset if fast is None else fast, batch_sampler=self.batches, num_workers=num_workers,
+                                 generator=self.generator, **workers)
+        self.dataset, self.batch_size, self.shuffle, self.drop_last = dataset, batch_size, shuffle, drop_last
+        self.num_workers = num_workers
+        self._epoch_start = None  # the generator's state when the current epoch started
+        self._workers_started = False  # the persistent workers' iterator exists (DataLoader keeps it)
+        self.handed_out = None   # the last `data next`'s batch, which the next one frees (verbs/loader.py)
+
+    def __len__(self):
+        return len(self.loader)  # batches per epoch
 
     def _start(self):
         if self.in_epoch:  # resumed mid-epoch: replay this epoch's shuffle, skip what was taken
@@ -122,8 +132,7 @@ class Loader:
             raise ValueError("not a torchsh loader state")
         if state["batches"] != len(self):
             raise ValueError("the saved loader had %d batches per epoch, this one %d" % (state["batches"], len(self)))
-        self._it = None
-        self.epoch, self.position, self.in_epoch = state["epoch"], state["position"], state["in_epoch"]
+        self._resume(state)
         if self.in_epoch:
             self._epoch_start = state["generator"].clone()
         else:

@@ -10,27 +10,28 @@ A dataset PyTorch alone does not read as torchsh did (a CSV table with its label
 dataset `data transform` standardized) is written as its values: its items as the daemon holds them now,
 stacked field by field into a TensorDataset read from the sidecar (or literals when small), with the files'
 sha256 as a comment. Items are what a loader's batches are made of, so the batches are the same bit for bit.
-A form gives None for what it cannot write (a dataset freed since, worker processes): forms.py refuses it.
+A form gives None for what it cannot write (a dataset freed since, worker processes): forms.py refuses it with
+the reason the verb's row states (NOT_HELD, WORKERS).
 """
 import torch
 
-from torchsh.history import files, fitloop
+from torchsh.history import files
 
 VALUES_MAX = 256 << 20  # bytes of a dataset written as its values, at most
 
 
-def _open(e, r):
+def opened(e, r):
     read = e.made.get("files")
     options = {k: v for k, v in e.args.items() if k != "files" and v not in (None, False)}
     if not read or options or any(not f["path"].endswith(".npy") or files.sha256(f["path"]) != f["sha256"]
                                   for f in read):
-        return _as_values(e, r)
+        return as_values(e, r)
     r.helpers.update(("_checked", "_numpy"))
     arrays = ", ".join("torch.from_numpy(numpy.load(%s, allow_pickle=False))" % files.checked(f) for f in read)
     return [files.comment(f) for f in read] + ["%s = torch.utils.data.TensorDataset(%s)" % (r.outs(e), arrays)]
 
 
-def _split(e, r):
+def split(e, r):
     a = e.args
     lengths = [a[k] for k in ("length1", "length2", "length3", "length4", "length5") if a.get(k) is not None]
     if all(float(x).is_integer() for x in lengths) and sum(lengths) > 1:
@@ -40,7 +41,7 @@ def _split(e, r):
             % (r.outs(e) + ("," if len(e.outputs) == 1 else ""), r.lit(a["dataset"]), r.lit(lengths), generator)]
 
 
-def _loader(e, r):
+def loader(e, r):
     a = e.args
     if a.get("num_workers"):
         return None
@@ -49,13 +50,13 @@ def _loader(e, r):
     return ["%s = _Loader(%s%s)" % (r.outs(e), r.lit(a["dataset"]), options)]
 
 
-def _next(e, r):
+def next_batch(e, r):
     if e.exit:  # the epoch's end: the loader starts the next one at the call after
         return ["%s.next()  # the end of the epoch" % r.lit(e.args["loader"])]
     return ["%s = %s.next()" % (r.outs(e) + ("," if len(e.outputs) == 1 else ""), r.lit(e.args["loader"]))]
 
 
-def _as_values(e, r):
+def as_values(e, r):
     """e's dataset written as its items, as the daemon holds it now; None when it is no longer held, its items
     are not tuples of tensors of one shape per field, or it is over VALUES_MAX."""
     entry = r.registry.entry(e.outputs[0]) if r.registry is not None and len(e.outputs) == 1 and \
@@ -86,19 +87,14 @@ def _stacked(dataset):
     return [torch.stack([item[k] for item in items]) for k in range(len(first))]
 
 
-def _tensors(e, r):
+def tensors(e, r):
     return ["%s = torch.utils.data.TensorDataset(%s)" % (r.outs(e), ", ".join(r.lit(t) for t in e.args["tensors"]))]
 
 
-# why a form gave None: what forms.py's refusal says
-_NOT_HELD = ("it is not read from .npy files, and its values are written only while the daemon holds it (items "
-             "of tensors, %d MB at most)" % (VALUES_MAX >> 20))
-UNWRITTEN = {"data.open": _NOT_HELD, "data.transform": _NOT_HELD,
-             "data.loader": "a loader with --num_workers is not written yet",
-             "fit": fitloop.UNWRITTEN}
-FORMS = {"data.open": _open, "data.transform": _as_values, "data.tensors": _tensors, "data.split": _split,
-         "data.loader": _loader,
-         "data.next": _next, "fit": fitloop.form}
+# why a form gave None: what the rows' no_form says (verbs/data.py, verbs/loader.py)
+NOT_HELD = ("it is not read from .npy files, and its values are written only while the daemon holds it (items "
+            "of tensors, %d MB at most)" % (VALUES_MAX >> 20))
+WORKERS = "a loader with --num_workers is not written yet"
 
 LOADER = '''class _Loader:
     """torchsh's data loader: DataLoader's batches, epoch after epoch; next() is None at an epoch's end."""

@@ -4,10 +4,10 @@ Each epoch's batches go through zero_grad, the loss, backward, (clip,) step; the
 mode without grad; then the scheduler's step. `--max_steps N` ends the run right after its Nth optimizer
 step, mid-epoch included, before that epoch's validation and scheduler step, as train/fit.py's _step does.
 `--patience P` watches the epoch's mean loss (or the --val loss), each batch's loss.item() weighted by its
-target's rows and summed in Python floats as train/metrics.py's EpochSums does, and stops after P epochs
+target's rows and summed in Python floats as train/metrics/epoch.py's EpochSums does, and stops after P epochs
 without improvement. `--resume` is written when its checkpoint held what the daemon held, or the note kept
-the checkpoint (resumed.py: its restore lines come first): the loop goes on from the checkpoint's epoch and step. What it cannot write yet gives None: datasets.py's
-refusal names it.
+the checkpoint (resumed.py: its restore lines come first): the loop goes on from the checkpoint's epoch and
+step. What it cannot write yet gives None: the refusal says UNWRITTEN, fit's row's no_form (verbs/fit.py).
 """
 
 # fit's options that this loop does not write: they change what a run does beyond its epochs of steps
@@ -46,7 +46,7 @@ def _start(e):
 
 def _loss(e, r):
     """The loss of a batch (_x, _y): the model's output, the target as --target_dtype and viewed as the output
-    where fit reconciled them (train/losscheck.py), --loss_args as fit used them (tensors: train/losses.py)."""
+    where fit reconciled them (train/loss/check.py), --loss_args as fit used them (tensors: train/loss/functions.py)."""
     a, made = e.args, e.made
     given = made["loss_args"] if "loss_args" in made else a.get("loss_args")
     options = "".join(", %s=%s" % (r.name(k), r.lit(v)) for k, v in (given or {}).items())

@@ -4,8 +4,10 @@ MAX_BYTES of them (the oldest go first), its size counted in `torch daemon statu
 call/invoke.py, the one place every face's requests pass after binding (the client, the fast paths, the
 JSON API), asks `watch(op)` before an op runs: None for an op that only reads (value, shape, census, help:
 it returns no object and changes none), else a Watch that notes the generator state, then the entry once the
-op returned. Arguments are kept as handles (the registry knows each held object's) and literals; the
-outputs are the handles the request's Context put (its `made`, filled as the reply is written).
+op returned. Whether an op changes state is its row's to say (OpSpec.writes, or a return that makes a
+handle). Arguments are kept as handles (the registry knows each held object's) and literals; the outputs
+are the handles the request's Context put (its `made`, filled as the reply is written); the writes are the
+handles given to the arguments its row's `writes` names.
 """
 import collections
 import itertools
@@ -19,7 +21,7 @@ import torch
 
 from torchsh import protocol
 from torchsh.history import forms, resumed
-from torchsh.history.values import literal_bytes, encode, plain
+from torchsh.history.values import encode, handles_in, literal_bytes, plain
 
 _logger = logging.getLogger("torchd")
 
@@ -27,10 +29,9 @@ MAX_ENTRIES = 20000
 MAX_BYTES = 64 * 1024 * 1024
 _ENTRY_BYTES = 256  # an entry's own fields, roughly: what the bound counts besides its tensors and RNG states
 
-# Verbs that change an object they are given (their target) instead of, or besides, returning a new one
-IN_PLACE = frozenset({"backward", "step", "zero_grad", "train_step", "nn.load", "nn.train", "nn.eval", "nn.init",
-                      "nn.to", "manual_seed", "retain_grad", "requires_grad", "clip_grad_norm", "clip_grad_value",
-                      "optim.lr", "sched.step", "fit", "data.next", "index_put"})
+# What a row's `writes` may name besides its arguments: state no argument holds (its entry notes no handle for it)
+UNNAMED_STATE = ("generator",  # PyTorch's default random generator (manual_seed): python.units follows it
+                 "grads")      # the .grad of what the loss was computed from (backward): slice.writes follows it
 # An op's return that is (or holds) an object the daemon keeps under a handle
 _MAKES = re.compile(r"\b(Tensor|Module|Optimizer|Scheduler|Dataset|Loader|Distribution|Handle)\b")
 
@@ -46,7 +47,8 @@ class Entry:
     grad: str = ""            # "no_grad" or "inference_mode" when it ran in one
     at: float = 0.0
     size: int = _ENTRY_BYTES
-    writes: tuple = ()        # handles of objects it changed in place (a forward that updates BatchNorm's stats)
+    writes: tuple = ()        # handles of objects it changed in place: those its row's `writes` names (step's
+                              # optimizer), and a forward's model when it updated BatchNorm's statistics
     made: dict = field(default_factory=dict)  # extra facts a python form needs (a module's constructor recipe)
 
     def row(self):
@@ -66,7 +68,7 @@ class HistoryLog:
 
     def watch(self, op, values=None):
         """A Watch for an op that may change state, else None (an op that only reads is not logged)."""
-        if op.lockfree or op.block or not changes_state(op):
+        if not logged(op):
             return None
         return Watch(self, op, values)
 
@@ -106,10 +108,16 @@ _STATEFUL = {}  # op name -> changes_state(op), computed once per op
 
 
 def changes_state(op):
+    """Does op write in place (its row's `writes`: step, zero_grad, manual_seed) or make a handle?"""
     found = _STATEFUL.get(op.name)
     if found is None:
-        found = _STATEFUL[op.name] = op.name in IN_PLACE or any(_MAKES.search(ov.returns or "") for ov in op.overloads)
+        found = _STATEFUL[op.name] = bool(op.writes) or any(_MAKES.search(ov.returns or "") for ov in op.overloads)
     return found
+
+
+def logged(op):
+    """Is a request of op logged: it may change state, and it runs under the tensor lock, not as a block form."""
+    return not (op.lockfree or op.block) and changes_state(op)
 
 
 class Watch:
@@ -138,11 +146,13 @@ class Watch:
             self.log.add(Entry(0, self.op.name, {}, ctx.made, made={"unnoted": True}, at=self.started))
 
     def _log(self, ctx, values, result, grad, error):
-        drew = not torch.equal(self.before, torch.get_rng_state())
+        # as bytes: torch.equal on the 5 KB uint8 state cost ~7 us of every logged request, this well under 1
+        drew = self.before.numpy().tobytes() != torch.get_rng_state().numpy().tobytes()
         registry = ctx.registry
         args = {k: encode(v, registry) for k, v in values.items()}
         entry = Entry(0, self.op.name, args, ctx.made, exit=protocol.exit_status(error.code) if error else 0,
-                      rng=self.before if drew else None, grad=grad, at=self.started)
+                      rng=self.before if drew else None, grad=grad, at=self.started,
+                      writes=tuple(("h", h) for h in handles_in([args.get(name) for name in self.op.writes])))
         entry.size = _ENTRY_BYTES + 32 * len(args) + (self.before.numel() if drew else 0) + literal_bytes(args)
         if self.call is not None:  # the same objects as the arguments, mostly: encoded once
             known = {id(v): args[k] for k, v in values.items()}

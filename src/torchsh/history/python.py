@@ -20,7 +20,6 @@ import torch
 
 from torchsh import __version__
 from torchsh.history import checks, datasets, digest, files, forms, loops, slice as slicing
-from torchsh.history.log import IN_PLACE
 from torchsh.history.values import handles_in
 from torchsh.quoting import python_comment, python_name, python_string
 from torchsh.registry.handles import parse_handle
@@ -85,8 +84,12 @@ class Writer:
         self.sidecar = {}  # key -> tensor, for the sidecar file
         self.helpers = set()
         self.registry, self.table = registry, table
-        # what an in-place verb was given: such a tensor's value now may not be the one it was made with
-        self.changed = {h for e in entries if e.op in IN_PLACE for h in handles_in(e.args)}
+        # what a request changed in place (Entry.writes): such a tensor's value now may not be the one it was made with
+        self.changed = {h for e in entries for h in handles_in(list(e.writes))}
+
+    def row(self, name):
+        """The table's row named name (its form, its reason for none: forms.lines), or None without a table."""
+        return self.table.ops.get(name) if self.table is not None else None
 
     def held_values(self, e):
         """[(handle, tensor)] of an entry's outputs when each is a tensor still held and never changed in

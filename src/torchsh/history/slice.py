@@ -1,13 +1,12 @@
 """`--for HANDLE`: the entries that produced one object, a backward slice over the def-use graph of handles.
 
-An entry reads the handles among its arguments, defines its outputs, and writes its in-place targets: a
-verb of log.IN_PLACE writes what it is given (step its optimizer, zero_grad its handles, train_step its model
-and optimizer), backward writes every object its loss was computed from (their .grad), and a forward
-through a module with buffers in training mode writes the module. Objects that share data are one object
-here (an optimizer and the modules it was built from, a sequential and its children, a parameter handle and
-its module): a write to one is a write to all.
+An entry reads the handles among its arguments, defines its outputs, and writes its in-place targets
+(Entry.writes): what its verb's row says it writes (step its optimizer, zero_grad its handles, train_step its
+model and optimizer), backward every object its loss was computed from (their .grad), and a forward through
+a module with buffers in training mode the module. Objects that share data are one object here (an optimizer
+and the modules it was built from, a sequential and its children, a parameter handle and its module): a
+write to one is a write to all.
 """
-from torchsh.history.log import IN_PLACE
 from torchsh.history.values import handles_in
 
 
@@ -48,8 +47,6 @@ def writes(e, ancestors, gets_grads=lambda h: True):
     out = handles_in(list(e.writes))
     if e.op == "backward":
         out += [h for h in ancestors(handles_in(e.args.get("loss"))) if gets_grads(h)]
-    elif e.op in IN_PLACE:
-        out += reads(e)
     return out
 
 

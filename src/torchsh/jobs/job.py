@@ -29,8 +29,6 @@ from torchsh.jobs.steplock import Beside, StepLock
 
 log = logging.getLogger("torchd")
 PLAIN_EVERY_S = 30.0
-# The jobs not yet ended, in this process (one daemon): what `free` checks, without walking the registry
-_RUNNING = set()
 EXIT_STOPPED = 130  # what a shell reports for a Ctrl-C'd command: a stopped job ends the same way
 # A leased job's follower polls at least once a second (follow.MAX_WAIT_S) while it lives; one silent for
 # this long has gone (a loaded machine may delay a poll a while: a few seconds of slack)
@@ -59,6 +57,7 @@ class Job:
         self.lease_until = None     # a foreground job: its follower's lease runs out then (time.monotonic)
         self.orphaned = False       # a foreground job whose follower left: nobody will read its end
         self.beside = False         # it runs beside the other jobs, not on the tensor thread (start's beside)
+        self.among = None           # the daemon's RunningJobs (jobs/running.py) it counts in until it ends
         self._last_plain = time.monotonic()
 
     # -- the work's side ----------------------------------------------------------------------
@@ -132,9 +131,10 @@ class Job:
         with self.changed:
             if line:
                 self.events.append(("err", line + "\n"))
+            if self.among is not None:  # before anyone sees it ended: a `free` a follower sends next is let through
+                self.among.discard(self)
             self.state, self.exit, self.ended = state, exit_status, time.time()
             self.changed.notify_all()
-        _RUNNING.discard(self)
 
     def wait_for(self, offset, timeout):
         """Block until there are events past `offset`, the job ended, or `timeout` seconds passed."""
@@ -172,14 +172,16 @@ def start(ctx, verb, work, columns=None, uses=(), notes=(), beside=False, job=No
     it runs; notes: lines its followers' stderr gets first, then `queued behind job://…` when a job is ahead.
     beside: work that mostly waits (serve) runs on a thread of its own, beside the jobs, and takes the tensor
     lock itself for each piece of tensor work (on the tensor thread: App.tensor_thread.run_soon). job: a Job of
-    a subclass of the verb's own (serve/servejob.py), made with these verb, columns and uses."""
+    a subclass of the verb's own (serve/servejob.py), made with these verb, columns and uses. It counts among
+    the daemon's running jobs (ctx.app.jobs: jobs/running.py) until it ends."""
     job = job or Job(verb, columns, uses)
     job.beside = beside
     job.handle = ctx.put(job, "job")
     tensor_thread = getattr(ctx.app, "tensor_thread", None)
-    serial = [j for j in _RUNNING if not j.beside] if tensor_thread is not None and not beside else []
-    ahead = max(serial, key=lambda j: j.started, default=None)
-    _RUNNING.add(job)
+    running = ctx.app.jobs
+    ahead = running.newest_serial() if tensor_thread is not None and not beside else None
+    job.among = running
+    running.add(job)
     queued = ["queued behind %s (one job runs at a time; `torch job list` shows them)" % ahead.handle] if ahead else []
     for line in list(notes) + queued:
         job.report({"event": "note", "text": line})
@@ -192,33 +194,11 @@ def start(ctx, verb, work, columns=None, uses=(), notes=(), beside=False, job=No
     return job
 
 
-def in_use(obj):
-    """Is obj a running job, or used by one? (registry.end_scope asks; cheap without a running job.)"""
-    return bool(_RUNNING) and any(obj is job or any(obj is u for u in job.uses) for job in list(_RUNNING))
-
-
-def refuse_freeing_in_use(registry, handles):
-    """`torch free` of what a running job uses, or of the running job itself: refused (in_use), naming
-    the job. Its work holds the objects anyway; freeing the handles would only lose the trained result.
-    Without a running job (nearly every `free`) this costs nothing: no walk over the registry."""
-    if not _RUNNING:
-        return
-    for handle in handles:
-        try:
-            obj = registry.get(handle)
-        except TorchshError:
-            continue  # free itself says what is wrong with this one
-        for job in list(_RUNNING):
-            if obj is job or any(obj is u for u in job.uses):
-                raise TorchshError("in_use", "%s is in use by the running job %s" % (handle.strip(), job.handle),
-                                   "stop it first: torch job stop %s" % job.handle)
-
-
 def _run(ctx, job, work, tensor_thread=None, beside=False):
     app = ctx.app
     said = ctx.warned if getattr(ctx, "warned", None) is not None else ()  # the starting request printed these
     lock = (Beside if beside else StepLock)(app, "%s (%s)" % (job.verb, job.handle), tensor_thread,
-                                            warned.Catch(job.say_warning, said))
+                                            warned.Catch(job.say_warning, said), app.hooks.step)
     lock.take()
     job.state = "running"
     try:
@@ -254,15 +234,3 @@ def _failed(job, err):
     job.error = err
     job.finish("failed", protocol.exit_status(err.code), err.line())
 
-
-def stop_all(reason):
-    """Ask every running job to stop at its next step boundary (the daemon is stopping: each writes its
-    checkpoint first); returns how many were running."""
-    running = list(_RUNNING)
-    for job in running:
-        job.request_stop(reason)
-    return len(running)
-
-
-def any_running():
-    return bool(_RUNNING)

@@ -1,8 +1,8 @@
 """Two sockets joined: bytes read from either are written to the other until one side ends.
 
-Used by both TLS ends: the daemon's listener (TLS in, its own Unix socket out) and the forwarder (a
-local client's Unix connection in, TLS out). Blocking sockets and select(): the traffic is HTTP request
-then reply, so one direction waits while the other flows. TLS buffers whole records, so its pending()
+Used by a TLS context's forwarder (client/contexts/forwarder.py: a local client's Unix connection in, TLS
+out); the daemon's end is a door of its server loop (remote/listener.py), not a relay. Blocking sockets and
+select(): the traffic is HTTP request then reply, so one direction waits while the other flows. TLS buffers whole records, so its pending()
 bytes are read before select() is asked again.
 """
 import select

@@ -19,6 +19,7 @@ import subprocess
 from torchsh import paths, trust
 
 PREAMBLE = b"torchsh-tls-1 "
+TOKEN_OK, TOKEN_NO = b"ok\n", b"no\n"  # the daemon's answers to the token line
 TOKEN_BYTES = 32
 HANDSHAKE_S = 10.0
 
@@ -105,13 +106,12 @@ def server_context(crt, key):
     return ctx
 
 
-def accept_token(tls_sock, token):
-    """The daemon's check, before any HTTP is read: True (and "ok" sent) when the line carries our token."""
-    line = _read_line(tls_sock, len(PREAMBLE) + 256)
+def token_line_ok(line, token):
+    """The daemon's check of a connection's first line (its server loop reads it, before any HTTP: a door's
+    preamble, remote/listener.py): True when it carries our token, compared in constant time. The daemon
+    answers TOKEN_OK, or TOKEN_NO and closes."""
     given = line[len(PREAMBLE):].strip() if line.startswith(PREAMBLE) else b""
-    ok = hmac.compare_digest(given, token)
-    tls_sock.sendall(b"ok\n" if ok else b"no\n")
-    return ok
+    return hmac.compare_digest(given, token)
 
 
 def _read_line(s, limit):
@@ -183,7 +183,10 @@ def connect(url, pinned, token, timeout=HANDSHAKE_S):
         except OSError as e:
             raise TLSRefused("daemon_unavailable", "the daemon at %s closed the connection: %s" % (url, e),
                              "see its log (torch daemon log, run there)") from None
-        if answer != b"ok\n":
+        if not answer:  # closed before it answered: at its limits, stopping, or it took too long
+            raise TLSRefused("daemon_unavailable", "the daemon at %s closed the connection before answering the "
+                             "token" % url, "retry shortly; see its log (torch daemon log, run there)")
+        if answer != TOKEN_OK:
             raise TLSRefused("token_refused", "the daemon at %s refused this context's token" % url,
                              "copy its token file (torchd.tls.token beside its socket) again: "
                              "torch context create NAME --host %s --token-file F" % url)

@@ -1,2 +1,3 @@
 """What is done with a whole model beyond training it: export.py writes it for other runtimes (ONNX, .pt2) with
-its card's preprocessing baked in (preprocessed.py)."""
+its card's preprocessing baked in (preprocessed.py); summary.py lists its module calls and parameter counts as
+torchinfo's summary does (`torch nn summary`)."""

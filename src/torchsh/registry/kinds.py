@@ -29,6 +29,8 @@ class HandleKind:
     census: Callable          # obj -> its census fields besides handle/kind/age_s/scope; always `bytes`
     storages: Callable        # obj -> the tensors whose storages count in bytes_held (shared ones once)
     persist: Persistence      # how one is saved and rebuilt (a session folder, `cp`, a distributed fit)
+    outlives_client: bool = False  # kept when the request that made it goes unanswered (a detached fit's job
+                                   # was asked to outlive its client); other kinds are freed then (made.py)
 
 
 def tensor_bytes(values):
@@ -134,7 +136,7 @@ HANDLE_KINDS = {k.name: k for k in (
                datasets.LOADER),
     HandleKind("dist", torch.distributions.Distribution, "a distribution", _distribution_fields,
                _distribution_tensors, distributions.DISTRIBUTION),
-    HandleKind("job", Job, "a job", _job_fields, lambda j: [], _JOB_NOT_KEPT),
+    HandleKind("job", Job, "a job", _job_fields, lambda j: [], _JOB_NOT_KEPT, outlives_client=True),
 )}
 KINDS = tuple(HANDLE_KINDS)  # the handle prefixes, in census order
 

@@ -11,9 +11,10 @@ its owner: registry/store.py's reaper).
 import threading
 
 from torchsh.errors import TorchshError
+from torchsh.registry.kinds import HANDLE_KINDS
 from torchsh.registry.store import Registry
 
-KEPT_KINDS = ("job",)
+_KEPT = frozenset(k.name for k in HANDLE_KINDS.values() if k.outlives_client)  # as the kinds' rows say: job
 
 
 class RecordingRegistry(Registry):
@@ -24,7 +25,7 @@ class RecordingRegistry(Registry):
     def put(self, obj, kind="tensor", scope=None):
         handle = super().put(obj, kind, scope)
         made = getattr(self._made, "handles", None)
-        if made is not None and kind not in KEPT_KINDS:
+        if made is not None and kind not in _KEPT:
             made.append(handle)
         return handle
 
@@ -32,7 +33,7 @@ class RecordingRegistry(Registry):
         super().restore(objects, scopes)  # `session load`, `cp` with --keep: all or none
         made = getattr(self._made, "handles", None)
         if made is not None:
-            made.extend(h for h, (_, kind, _) in objects.items() if kind not in KEPT_KINDS)
+            made.extend(h for h, (_, kind, _) in objects.items() if kind not in _KEPT)
 
     def recording(self):
         """`with registry.recording() as made:` the handles this thread makes meanwhile are listed in `made`

@@ -1,20 +1,24 @@
-"""`torchd --listen tls://ADDR:PORT`: the daemon's TLS door for remote contexts.
+"""`torchd --listen tls://ADDR:PORT`: the daemon's TLS door for remote contexts, a door of its one server loop
+(wire/doors.py, daemon/server.py), not a server of its own.
 
-Each connection: TLS handshake and the token line (tls.accept_token) before any HTTP is read; a wrong
-token gets "no", a log line and a closed connection. An accepted connection is joined to the daemon's own
-Unix socket (relay.pump), so it is served exactly as a local one: same request path, same limits and
-timeouts, same worker pools (daemon/server.py). Plain TCP is refused on every address: a port anyone can
-reach must not run commands as you without a certificate and a token.
+Each connection: the TLS handshake (done by the loop without blocking) and the token line "torchsh-tls-1
+TOKEN\\n" (link/tls.py), both within tls.HANDSHAKE_S of the accept, before any HTTP is read; a wrong token gets
+"no", a log line and a closed connection. Until its line is accepted a connection holds no slot (WAITING of
+them at most, PER_PEER from one address; a new one past those pushes out the oldest, which just closes).
+After "ok" it is served as the Unix socket's connections are: every route, the same error shapes, 4 GiB
+bodies, the same deadlines and worker pools. A remote caller has no pid here (SO_PEERCRED is the Unix
+socket's): a `scope -- CMD` it opens ends when its connection drops (daemon/conn.Conn.hold).
+Plain TCP is refused on every address: a port anyone can reach must not run commands as you without a
+certificate and a token.
 """
 import ipaddress
-import logging
 import socket
-import threading
 
-from torchsh.link import relay, tls
+from torchsh.link import tls
 
-log = logging.getLogger("torchd")
-MAX_CONNECTIONS = 128  # open TLS connections; one more is closed at once (the Unix socket has its own limit)
+SLOTS = 128      # connections that showed the token (past them: 503 overloaded with Retry-After)
+WAITING = 128    # connections in their handshake or before their token line: they hold no slot
+PER_PEER = 64    # of those, from one address (a forwarder opens a connection a command)
 
 
 def parse_listen(url):
@@ -38,7 +42,10 @@ def is_loopback(addr):
 
 
 class TLSListener:
-    def __init__(self, url, unix_path, sock_for_material):
+    """tls://ADDR:PORT bound, with the daemon's certificate and token (made at first start beside its socket);
+    door() makes it a door of the server's loop."""
+
+    def __init__(self, url, sock_for_material):
         self.url = url
         self.addr, self.port = parse_listen(url)
         try:
@@ -49,58 +56,24 @@ class TLSListener:
         self.fingerprint = tls.certificate_fingerprint(crt)
         self.token_file = tls.material_paths(sock_for_material)[2]
         self.ctx = tls.server_context(crt, key)
-        self.unix_path = unix_path
         family = socket.AF_INET6 if ":" in self.addr else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((self.addr, self.port))
-        self.sock.listen(128)
+        self.sock.listen(1024)
         self.port = self.sock.getsockname()[1]
-        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
 
-    def start(self):
-        threading.Thread(target=self._accept_loop, name="tls-accept", daemon=True).start()
-        return self
+    def door(self, unix):
+        """This listener as a door that serves as the Unix socket's door `unix` does (its routes, error shapes,
+        body and time limits), with TLS, the token line and slots of its own."""
+        return unix.beside("remote", "tls://%s:%d" % (self.addr, self.port), self.sock, SLOTS, tls=self.ctx,
+                           preamble=self.token_line, waiting_limit=WAITING, per_peer=PER_PEER,
+                           head_s=tls.HANDSHAKE_S)
 
-    def _accept_loop(self):
-        while True:
-            try:
-                raw, peer = self.sock.accept()
-            except OSError:
-                return  # closed at exit
-            if not self.slots.acquire(blocking=False):
-                log.warning("tls: refused %s: %d connections are open", peer[0], MAX_CONNECTIONS)
-                raw.close()
-                continue
-            threading.Thread(target=self._serve, args=(raw, peer), name="tls-conn", daemon=True).start()
-
-    def _serve(self, raw, peer):
-        try:
-            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            raw.settimeout(tls.HANDSHAKE_S)
-            try:
-                s = self.ctx.wrap_socket(raw, server_side=True)
-                ok = tls.accept_token(s, self.token)
-            except (OSError, ValueError) as e:
-                log.info("tls: handshake with %s failed: %s", peer[0], e)
-                raw.close()
-                return
-            if not ok:
-                log.warning("tls: refused %s: wrong token", peer[0])
-                s.close()
-                return
-            s.settimeout(None)
-            local = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                local.connect(self.unix_path)
-            except OSError as e:
-                log.warning("tls: cannot reach our own socket %s: %s", self.unix_path, e)
-                local.close()
-                s.close()
-                return
-            relay.pump(s, local)
-        finally:
-            self.slots.release()
+    def token_line(self, line):
+        """The loop's check of a connection's first line: (accepted, "ok\\n" or "no\\n")."""
+        accepted = tls.token_line_ok(line, self.token)
+        return accepted, tls.TOKEN_OK if accepted else tls.TOKEN_NO
 
     def close(self):
         try:

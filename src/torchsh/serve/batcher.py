@@ -33,9 +33,6 @@ DTYPES = {"BOOL": torch.bool, "UINT8": torch.uint8, "INT8": torch.int8, "INT16":
           "FP64": torch.float64}
 DATATYPES = {dtype: name for name, dtype in DTYPES.items()}
 
-_SERVED = {}          # name -> Served: what the edge answers for
-_NAMES = threading.Lock()
-
 
 class Pending:
     """One request in the queue: what it asks, and how its reply goes back (deliver(status, body, headers))."""
@@ -201,15 +198,13 @@ class Served:
         pending.deliver(status, body, headers)
 
     def close(self):
-        """Stopping: take nothing new, refuse what is queued (503), give the name back."""
+        """Stopping: take nothing new, refuse what is queued (503). (Its name is the serve verb's to give back:
+        app.served, serve/repository.py.)"""
         with self.cond:
             self.open = False
             queued, self.queue = list(self.queue), collections.deque()
         for pending in queued:
             self._answer(pending, *failure(TorchshError("not_serving", "model %s stopped serving" % self.name)))
-        with _NAMES:
-            if _SERVED.get(self.name) is self:
-                del _SERVED[self.name]
 
 
 def evaluating(model):
@@ -262,24 +257,3 @@ def failure(err):
     headers = {"Retry-After": "1"} if err.code == "queue_full" else None
     return protocol.http_status(err.code), v2.error_body(err), headers
 
-
-def register(served):
-    """Serve under its name: a name is served once (name_in_use)."""
-    with _NAMES:
-        if served.name in _SERVED:
-            raise TorchshError("name_in_use", "a model is served as %s already" % served.name,
-                               "choose another --name, or stop it: torch job list; torch job stop JOB")
-        _SERVED[served.name] = served
-
-
-def lookup(name):
-    """The model served as NAME (unknown_model)."""
-    served = _SERVED.get(name)
-    if served is None:
-        raise TorchshError("unknown_model", "no model is served as %s" % name,
-                           "served: %s" % (", ".join(sorted(_SERVED)) or "none"))
-    return served
-
-
-def names():
-    return sorted(_SERVED)

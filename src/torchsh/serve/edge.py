@@ -3,7 +3,7 @@
 /v2/models/NAME[/versions/V][/ready], POST …/infer.
 
 A handler never waits: an inference request is checked here (on a lock-free worker), queued on its model
-(serve/batcher.py) and answered as a Deferred reply, sent by the batch loop when its batch has run; no thread
+(serve/batcher.py; the models by name are the app's: app.served, serve/repository.py) and answered as a Deferred reply, sent by the batch loop when its batch has run; no thread
 waits for it meanwhile. Errors are V2's {"error": "…"} (and torchsh's stable code), with their HTTP status.
 """
 import json
@@ -59,7 +59,7 @@ def get_ready(app, request, params):
 def get_model(app, request, params):
     """V2 model metadata: its name, platform, and its tensors' datatypes and shapes (serve/shapes.py: -1 where a
     size varies; [-1] alone without --input_shape)."""
-    served = batcher.lookup(params["name"])
+    served = app.served.get(params["name"])
     dtype = next((p.dtype for p in served.model.parameters()), None)
     inputs, outputs = served.shapes.metadata(batcher.DATATYPES.get(dtype, "FP32"))
     if served.classifies():  # the card's classes, by name, beside the model's own outputs
@@ -71,14 +71,14 @@ def get_model(app, request, params):
 @_v2
 def get_model_ready(app, request, params):
     """200 while the model takes requests; 503 once it is stopping."""
-    served = batcher.lookup(params["name"])
+    served = app.served.get(params["name"])
     return v2_response(200 if served.open else 503, {"name": served.name, "ready": served.open})
 
 
 @_v2
 def post_infer(app, request, params):
     """Check and queue one inference request; its reply comes when its batch has run."""
-    served = batcher.lookup(params["name"])
+    served = app.served.get(params["name"])
     if len(request.body) > MAX_BODY:
         raise TorchshError("too_large", "the request body is %d bytes, over %d" % (len(request.body), MAX_BODY),
                            "send fewer rows a request")

@@ -25,12 +25,12 @@ _SOURCES = {"dtypes": [(d, "dtype") for d in DTYPES], "devices": [(d, "device") 
 
 
 def _losses():
-    from torchsh.train.losses import loss_names
+    from torchsh.train.loss.functions import loss_names
     return [(n, "torch.nn.functional.%s" % n) for n in loss_names()]
 
 
 def _metrics():
-    from torchsh.train.metrics import METRICS
+    from torchsh.train.metrics.epoch import METRICS
     return [(n, "metric") for n in METRICS]
 
 

@@ -24,8 +24,10 @@ The token file is trusted only when it and its folder are ours, not symlinks, an
 private (see __torchsh_private); otherwise one line says so and the real client, which refuses an
 untrusted socket with the full reason, runs the command. Nothing is sent to a port another user named.
 
-Everything is a builtin: no `$(…)`, no pipes, no external programs on the normal path. Byte counts
-need LC_ALL=C (bash counts characters otherwise), so that is local to __torchsh_rpc.
+Everything is a builtin: no `$(…)`, no pipes, no external programs on the normal path, but one: a stdout
+of protocol.FAST_STREAM_BYTES or more comes as it is (kind s) and `head -c` copies it, since bash's read
+and printf cost ~25 ns a byte (a process costs about what 40 KB do). Byte counts need LC_ALL=C (bash counts
+characters otherwise), so that is local to __torchsh_rpc.
 Builtins only (protocol): the client prints this text itself when no daemon is running, so that
 `eval "$(torch init bash)"` in a .bashrc never starts one; the function's first command does.
 """
@@ -61,7 +63,7 @@ __torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token 
     __n=$(( 19 + ${#PWD} + ${#1} + ${#2} + ${#4} ))
     for __a in "${@:5}"; do __n=$(( __n + ${#__a} + 1 )); done
     if (( $# > 4 )); then printf -v __fmt '\\0%%s%.0s' "${@:5}"; fi
-    printf -v __head 'POST /v1/cli HTTP/1.1\r\nTorchsh-Token: %s\r\nTorchsh-Replies: @REPLIES@\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n' \
+    printf -v __head 'POST /v1/cli HTTP/1.1\r\nTorchsh-Token: %s\r\nTorchsh-Replies: @REPLIES@\r\nTorchsh-Fast-Stream: 1\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n' \
         "$__torchsh_ctok" "$__n"
     if ! echo -n "$__head" >&"$__fd"; then  # echo: one write (printf writes line by line)
         exec {__fd}>&-; return 1
@@ -79,12 +81,27 @@ __torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token 
     if [[ ${__head:@TOKEN_AT@:@TOKEN_LEN@} != "$__torchsh_stok" ]]; then exec {__fd}>&-; return 1; fi
     __len=$(( ${__head:@LENGTH_AT@:10} )) __torchsh_kind=${__head:@KIND_AT@:1}
     __torchsh_n1=$(( ${__head:@NUM1_AT@:11} )) __n2=$(( ${__head:@NUM2_AT@:11} ))
+    if [[ $__torchsh_kind == s ]]; then __torchsh_stream "$__fd" "$__len" "$__n2"; return; fi
     if (( __len > 0 )); then IFS= read -r -N "$__len" -u "$__fd" __body || true; fi
     # An exec reply's connection is held until the block's command has ended: if this shell is killed
     # meanwhile, its drop ends the scope the block opened (__torchsh_exec closes it)
     if [[ $__torchsh_kind == x ]]; then __torchsh_held=$__fd; else exec {__fd}>&-; fi
     if (( ${#__body} != __len )); then return 2; fi
     __torchsh_out=${__body:0:__n2} __torchsh_err=${__body:__n2}
+}
+
+__torchsh_stream() {  # a big stdout (kind s) on fd $1, $2 bytes: stderr, stdout ($3 bytes), the server token again.
+    local __fd=$1 __e=$(( $2 - $3 - @TOKEN_LEN@ )) __t= __st=0  # bash's read and printf cost ~25 ns a byte:
+    __torchsh_out= __torchsh_err=                               # stdout is copied by `head -c`, a process
+    if (( __e > 0 )); then IFS= read -r -N "$__e" -u "$__fd" __torchsh_err || true; fi
+    PATH=/bin:/usr/bin:$PATH command head -c "$3" <&"$__fd" || __st=$?  # (status >0: the reader left, | head)
+    IFS= read -r -N @TOKEN_LEN@ -u "$__fd" __t || true
+    exec {__fd}>&-
+    # No token after stdout: the connection was cut short, or a head that reads ahead (BSD's stdio; GNU's
+    # reads no byte past its count) took it too; the output was whole if that is the head we ran.
+    if (( __st == 126 || __st == 127 )); then return 2; fi  # no head to run: stdout was never read
+    if [[ $__t != "$__torchsh_stok" ]] && (( __st == 0 )) &&
+        [[ $(PATH=/bin:/usr/bin:$PATH command head --version 2>/dev/null) == *GNU* ]]; then return 2; fi
 }
 
 __torchsh_call() {  # rpc, and once more with fresh tokens when the daemon changed under us
@@ -244,7 +261,7 @@ _RUN_IN_SHELL = r'''        # As with the real client, a process stands between 
 
 _EXPORT = r'''# Child bashes (`torch scope -- bash -c "…"`, scripts, xargs bash -c) import these and keep the fast
 # path; each child checks the token file itself. Programs that are not bash ignore them.
-export -f torch __torchsh_remote __torchsh_load __torchsh_private __torchsh_rpc __torchsh_call __torchsh_trim __torchsh_stdin __torchsh_exec __torchsh_follow
+export -f torch __torchsh_remote __torchsh_load __torchsh_private __torchsh_rpc __torchsh_stream __torchsh_call __torchsh_trim __torchsh_stdin __torchsh_exec __torchsh_follow
 '''
 
 # The replies the function carries out (protocol.REPLIES); the daemon hands any other over to the client.

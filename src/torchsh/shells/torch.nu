@@ -5099,8 +5099,8 @@ export def "optim info" [
 
 # Implements L-BFGS algorithm.
 #
-# optim.lbfgs(Handle[] params, *, float | torch.Tensor lr=1, int max_iter=20, int max_eval=None, float tolerance_grad=1e-07, float tolerance_change=1e-09, int history_size=100, str | None line_search_fn=None) -> Optimizer
-# optim.lbfgs(Argv groups, *, float | torch.Tensor lr=1, int max_iter=20, int max_eval=None, float tolerance_grad=1e-07, float tolerance_change=1e-09, int history_size=100, str | None line_search_fn=None) -> Optimizer
+# optim.lbfgs(Handle[] params, *, float | torch.Tensor lr=1, int max_iter=20, int max_eval=None, float tolerance_grad=1e-07, float tolerance_change=1e-09, int history_size=100, str line_search_fn=None) -> Optimizer
+# optim.lbfgs(Argv groups, *, float | torch.Tensor lr=1, int max_iter=20, int max_eval=None, float tolerance_grad=1e-07, float tolerance_change=1e-09, int history_size=100, str line_search_fn=None) -> Optimizer
 export def "optim lbfgs" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters to optimize; piped handles fill the tensor slots still missing
     --lr: any@"nu-complete torch"  # learning rate (float | torch.Tensor; default 1)
@@ -5109,7 +5109,7 @@ export def "optim lbfgs" [
     --tolerance_grad: number  # termination tolerance on first order optimality (float; default 1e-07)
     --tolerance_change: number  # termination tolerance on function value/parameter changes (float; default 1e-09)
     --history_size: int  # update history size (int; default 100)
-    --line_search_fn: any@"nu-complete torch"  # either 'strong_wolfe' or None (str | None)
+    --line_search_fn: string  # either 'strong_wolfe' or None (str)
     --no_grad  # run without recording gradients
     --name: string  # name the object it makes: @NAME then names it
 ]: any -> any { torchsh typed "optim.lbfgs" $args "lr max_iter max_eval tolerance_grad tolerance_change history_size line_search_fn no_grad! name" [$lr $max_iter $max_eval $tolerance_grad $tolerance_change $history_size $line_search_fn $no_grad $name] }
@@ -5133,8 +5133,8 @@ export def "optim lr" [
 
 # Implements Muon algorithm.
 #
-# optim.muon(Handle[] params, *, float lr=0.001, float weight_decay=0.1, float momentum=0.95, bool nesterov=True, tuple[float, float, float] ns_coefficients=[3.4445, -4.775, 2.0315], float eps=1e-07, int ns_steps=5, str | None adjust_lr_fn=None) -> Optimizer
-# optim.muon(Argv groups, *, float lr=0.001, float weight_decay=0.1, float momentum=0.95, bool nesterov=True, tuple[float, float, float] ns_coefficients=[3.4445, -4.775, 2.0315], float eps=1e-07, int ns_steps=5, str | None adjust_lr_fn=None) -> Optimizer
+# optim.muon(Handle[] params, *, float lr=0.001, float weight_decay=0.1, float momentum=0.95, bool nesterov=True, tuple[float, float, float] ns_coefficients=[3.4445, -4.775, 2.0315], float eps=1e-07, int ns_steps=5, str adjust_lr_fn=None) -> Optimizer
+# optim.muon(Argv groups, *, float lr=0.001, float weight_decay=0.1, float momentum=0.95, bool nesterov=True, tuple[float, float, float] ns_coefficients=[3.4445, -4.775, 2.0315], float eps=1e-07, int ns_steps=5, str adjust_lr_fn=None) -> Optimizer
 export def "optim muon" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: params… | (none); params: iterable of parameters or named_parameters to optimize or iterable of dicts defining parameter grou…; piped handles fill the tensor slots still missing
     --lr: number  # learning rate (float; default 0.001)
@@ -5144,7 +5144,7 @@ export def "optim muon" [
     --ns_coefficients: any@"nu-complete torch"  # coefficients \(a,b,c\) for the Newton–Schulz orthogonalization polynomial (tuple[float, float, float]; default [3.4445, -4.775, 2.0315])
     --eps: number  # term added to the denominator for numerical stability (float; default 1e-07)
     --ns_steps: int  # number of Newton–Schulz iteration steps (int; default 5)
-    --adjust_lr_fn: any@"nu-complete torch"  # function to adjust learning rate (str | None)
+    --adjust_lr_fn: string  # function to adjust learning rate (str)
     --no_grad  # run without recording gradients
     --name: string  # name the object it makes: @NAME then names it
 ]: any -> any { torchsh typed "optim.muon" $args "lr weight_decay momentum nesterov ns_coefficients eps ns_steps adjust_lr_fn no_grad! name" [$lr $weight_decay $momentum $nesterov $ns_coefficients $eps $ns_steps $adjust_lr_fn $no_grad $name] }
@@ -7043,10 +7043,10 @@ export def unique_consecutive [
 
 # Converts a tensor of flat indices into a tuple of coordinate tensors that index into an arbitrary tensor of the specified shape.
 #
-# torch.unravel_index(Tensor indices, int | collections.abc.Sequence[int] | Size shape) -> tuple[Tensor, ...]
+# torch.unravel_index(Tensor indices, int | Sequence[int] | Size shape) -> tuple[Tensor, ...]
 export def unravel_index [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: indices shape; indices: An integer tensor containing indices into the flattened version of an arbitrary tensor of shape sha…; piped handles fill the tensor slots still missing
-    --shape: any  # The shape of the arbitrary tensor (int | collections.abc.Sequence[int] | Size)
+    --shape: any  # The shape of the arbitrary tensor (int | Sequence[int] | Size)
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "unravel_index" $args "shape no_grad!" [$shape $no_grad] }
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from torchsh.errors import TorchshError, from_torch_exception
 from torchsh.sweep import study as studies, trials as trial_runs
-from torchsh.train.fit import FitResult, run_fit
+from torchsh.train.fit import run_fit
+from torchsh.train.record import FitResult
 
 FINISHED = ("COMPLETE", "PRUNED", "FAIL")
 REPEATS = "repeats"            # a trial's user attribute: the number of the interrupted trial it runs again

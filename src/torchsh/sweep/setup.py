@@ -20,7 +20,7 @@ import torch
 from torchsh import fileio
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.sweep import space as spaces, study as studies
-from torchsh.train.metrics import LOWER_IS_BETTER
+from torchsh.train.metrics.epoch import LOWER_IS_BETTER
 from torchsh.vocab import dtype_name
 
 DEFINING = ("model", "opt", "space", "trials", "loss", "loss_args", "epochs", "metrics", "monitor", "patience",

@@ -18,7 +18,7 @@ from torchsh.errors import TorchshError, bad_argument
 from torchsh.sweep import space as spaces
 from torchsh.train import fitcard
 from torchsh.train.logs import rundir
-from torchsh.train.losses import loss_function, loss_options
+from torchsh.train.loss.functions import loss_function, loss_options
 from torchsh.train.plan import FitPlan
 
 

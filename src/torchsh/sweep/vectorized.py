@@ -17,6 +17,7 @@ sum in the single run's order. That depends on the BLAS kernel chosen for the sh
 A trial that keep() refuses, or that stops early (--patience), leaves the stack: the others go on without it.
 """
 import copy
+import functools
 import time
 
 import torch
@@ -24,12 +25,11 @@ from torch.func import functional_call, stack_module_state
 from torch.utils.data import default_collate
 
 from torchsh.sweep import vectorized_optim
-from torchsh.train import resume
-from torchsh.train.fit import FitResult, Progress, early_stop_note, ended, improved_by
-from torchsh.train.logs.logdir import LogDir
-from torchsh.train.losses import same_value
-from torchsh.train.metrics import EpochSums
+from torchsh.train.checkpoints import resume
+from torchsh.train.loss.functions import same_value
+from torchsh.train.metrics.epoch import EpochSums
 from torchsh.train.plan import on_device
+from torchsh.train.record import RunRecord
 
 SHARED = ("loader", "val", "loss", "loss_args", "metrics", "epochs", "monitor", "target_dtype", "patience",
           "max_steps", "save_every")
@@ -112,25 +112,19 @@ def run_together(plans, report, should_stop, keep):
     return _Together(plans, report, should_stop, keep).go()
 
 
-class _Trial:
-    """One trial's side of the loop: run_fit's progress, result, rows and log folder."""
+class _Trial(RunRecord):
+    """One trial's side of the loop: run_fit's record (progress, result, rows, log folder) and its epoch's sums."""
 
-    def __init__(self, index, plan):
-        self.index, self.plan = index, plan
-        self.progress, self.result = Progress(), FitResult()
-        self.log = LogDir(plan.log, plan.log_format) if plan.log else None
-        self.sums = None
-        if self.log:
-            self.log.start(plan, self.progress, None)
-
-    def lr(self):
-        return self.plan.optimizer.param_groups[0]["lr"]
+    def __init__(self, index, plan, report, save):
+        super().__init__(plan, functools.partial(report, index), save)
+        self.index, self.sums = index, None
+        self.start(self.progress, None)
 
 
 class _Together:
     def __init__(self, plans, report, should_stop, keep):
         self.report, self.should_stop, self.keep = report, should_stop, keep
-        self.trials = [_Trial(i, p) for i, p in enumerate(plans)]
+        self.trials = [_Trial(i, p, report, functools.partial(self._save, i)) for i, p in enumerate(plans)]
         self.stack = list(self.trials)  # the trials still training, in stack row order
         self.params, _ = stack_module_state([p.model for p in plans])
         self.base = copy.deepcopy(plans[0].model).to("meta")  # the architecture functional_call runs
@@ -187,30 +181,19 @@ class _Together:
 
     def _step(self, seconds):
         """After an optimizer step: every trial's step row and checkpoint; True when the run ends here."""
-        stop = self.should_stop()
-        ending = []
-        for row, t in enumerate(self.stack):
-            plan, p = t.plan, t.progress
-            p.step += 1
-            if t.log:
-                t.log.row({"kind": "step", "epoch": p.epoch, "step": p.step, "loss": t.sums.window_loss(),
-                           "lr": t.lr(), "seconds": seconds})
-            else:
-                t.sums.window_loss()
-            reason = "stopped" if stop else None
-            if plan.max_steps is not None and p.step >= plan.max_steps:
-                reason = reason or "max_steps"
-            if plan.log and (reason or p.step % plan.save_every == 0):
-                p.sums, p.epoch_seconds = t.sums.state(), seconds
-                self._save(row, t, "last")
+        stop, ending = self.should_stop(), []
+        for t in self.stack:
+            reason = t.end_step(stop, t.sums.window_loss(), t.sums, seconds)
             if reason:
                 ending.append((t, reason))
         self._leave(ending)
         return not self.stack
 
-    def _save(self, row, trial, name):
-        self._write_back(row, trial)
-        resume.save("%s/%s.safetensors" % (trial.plan.log, name), trial.plan, self.scaler, trial.progress)
+    def _save(self, index, path):
+        """Trial INDEX's checkpoint at PATH, through its own model and optimizer."""
+        trial = self.trials[index]
+        self._write_back(self.stack.index(trial), trial)
+        resume.save(path, trial.plan, self.scaler, trial.progress)
 
     def _write_back(self, row, trial):
         """Stack row ROW into the trial's own model and optimizer."""
@@ -221,36 +204,15 @@ class _Together:
         self.optim.write_state(row, trial.plan.optimizer, dict(model.named_parameters()))
 
     def _end_epoch(self, seconds):
+        """run_fit's epoch end for every trial; those it ends leave the stack."""
         sums = self._validate() if self.plan.val is not None else None
         ending = []
         for row, t in enumerate(self.stack):
-            reason = self._epoch_row(row, t, seconds, sums[row] if sums else None)
+            values = t.epoch_row(t.sums.row(), sums[row].row("val_") if sums else None, seconds)
+            reason = t.end_epoch(values, functools.partial(self.keep, t.index))
             if reason:
                 ending.append((t, reason))
         self._leave(ending)
-
-    def _epoch_row(self, row, t, seconds, val_sums):
-        """run_fit's epoch end for one trial; why it ends here, or None."""
-        plan, p = t.plan, t.progress
-        values = {"kind": "epoch", "epoch": p.epoch, "step": p.step, **t.sums.row()}
-        if val_sums is not None:
-            values.update(val_sums.row("val_"))
-        values.update(lr=t.lr(), seconds=seconds)
-        improved = improved_by(plan, p, values[plan.monitor])
-        p.epoch, p.in_epoch, p.sums, p.epoch_seconds = p.epoch + 1, False, None, 0.0
-        if t.log:
-            t.log.row(values)
-        if plan.log:
-            self._save(row, t, "last")
-            if improved:
-                self._save(row, t, "best")
-        t.result.rows.append(values)
-        self.report(t.index, dict(values, event="epoch"))
-        reason = ended(plan, p)
-        if reason == "early_stop":
-            self.report(t.index, {"event": "note", "text": early_stop_note(plan, p)})
-        wanted = self.keep(t.index, values)
-        return reason or (None if wanted else "pruned")
 
     def _validate(self):
         """Every trial's val EpochSums, from one vectorised pass over the val loader."""
@@ -276,7 +238,7 @@ class _Together:
         leaving = {id(t) for t, _ in ending}
         for t, reason in ending:
             self._write_back(self.stack.index(t), t)
-            self._finish(t, reason)
+            t.finish(reason)
         rows = [row for row, t in enumerate(self.stack) if id(t) not in leaving]
         self.stack = [self.stack[r] for r in rows]
         if self.stack:
@@ -285,11 +247,3 @@ class _Together:
                            for n, p in self.params.items()}
             self.optim.keep_rows(rows)
 
-    def _finish(self, t, reason):
-        p = t.progress
-        epoch = p.epoch - (0 if p.in_epoch else 1)
-        if t.log:
-            t.log.close({"reason": reason, "epoch": epoch, "step": p.step})  # run.json's "ended", as run_fit's
-        t.result.epoch, t.result.step, t.result.reason = epoch, p.step, reason
-        self.report(t.index, {"event": "done" if reason in ("done", "early_stop") else "stopped",
-                              "epoch": t.result.epoch, "step": p.step, "reason": reason})

@@ -58,3 +58,14 @@ def schedulers():
     found = _classes(sched, sched.LRScheduler, NOT_SCHEDULERS)
     found.setdefault("ReduceLROnPlateau", sched.ReduceLROnPlateau)
     return {snake_case(n): c for n, c in sorted(found.items())}
+
+
+def built_by(table, category, class_kind):
+    """The rows of CATEGORY that build a class of CLASS_KIND (`torch nn KIND`'s: "nn"), by name: `torch nn list`,
+    `optim list`, `sched list` and `dist list` list them."""
+    return [op for op in sorted(table.in_category(category), key=lambda o: o.name) if op.class_kind == class_kind]
+
+
+def constructor_text(op):
+    """`Linear(in_features, out_features, …)`: the class a row builds, with its arguments."""
+    return "%s(%s)" % (op.cls.__name__, op.overloads[0].params_text())

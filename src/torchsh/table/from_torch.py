@@ -13,6 +13,7 @@ import re
 import torch
 
 from torchsh.table import aliases, categories, docargs, exclusions
+from torchsh.table.annotations import annotated_kind, annotation_text, default_kind
 from torchsh.table.spec import MISSING, ArgSpec, OpSpec, Overload, UnsupportedType, parse_schema
 from torchsh.table.kinds import TENSOR_KINDS
 
@@ -179,24 +180,6 @@ def _with_requires_grad(ov):
 
 
 # -- Python signatures -------------------------------------------------------------------------
-_ANNOTATION_KINDS = (  # (regex on the annotation's text, kind); first match wins
-    (r"^(list|tuple|List|Tuple|Sequence)\[Tensor(, \.\.\.)?\]", "tensors"),
-    # `Tensor | float`: a number is accepted where PyTorch takes one (the tensor kind reads numbers)
-    (r"^(torch\.)?Tensor( \| None)?$|^Optional\[Tensor\]$|^Tensor \| (float|int)( \| None)?$", "tensor"),
-    (r"^int \| list\[int\]|^int \| tuple|^(list|tuple|List|Tuple)\[int|Sequence\[int\]|_size|BroadcastingList", "int_list"),
-    (r"^(list|tuple|List|Tuple)\[float", "float_list"),
-    (r"^(int \| float|float \| int)\b", "float"),  # lp_pool's norm_type: any number
-    (r"^bool", "bool"),
-    (r"^int", "int"),
-    (r"^float", "float"),
-    (r"^str", "str"),
-    (r"dtype", "dtype"),
-    (r"device", "device"),
-    # TorchScript's BroadcastingList2[int] (kernel_size, stride…) reads back as `None`: an int or int list
-    (r"^(None|NoneType)$", "int_list"),
-)
-
-
 # out=/inplace= are the variants the shell leaves out; size_average/reduce are PyTorch's deprecated
 # spellings of reduction=; a Generator cannot be named from a shell (use `torch manual_seed`)
 _SKIPPED_PARAMS = ("out", "inplace", "generator", "size_average", "reduce")
@@ -228,30 +211,30 @@ def _from_signature(fn):
 
 
 def _annotation_text(ann):
-    text = ann if isinstance(ann, str) else ann.__name__ if isinstance(ann, type) else str(ann)
-    return str(text).replace("torch.", "").replace("typing.", "")
+    """An annotation as a function's help shows it: PyTorch's own words, without `torch.`."""
+    return annotation_text(ann).replace("torch.", "")
+
+
+_TENSOR_NAMES = ("input", "tensor", "target", "x", "x1", "x2", "a", "b", "A", "B", "weight")
 
 
 def _kind_of(p):
+    """(kind, type text) for a function's parameter (table/annotations.py), or (None, None): nothing types it."""
     if p.name in ("dtype", "out_dtype"):  # TorchScript spells the dtype type `int` (F.softmax)
         return "dtype", "ScalarType" + ("?" if p.default is None else "")
-    if p.annotation is not p.empty:
-        text = _annotation_text(p.annotation)
-        for pattern, kind in _ANNOTATION_KINDS:
-            if re.search(pattern, text):
-                return kind, "int[]" + ("?" if p.default is None else "") if text in ("None", "NoneType") else text
+    text = _annotation_text(p.annotation) if p.annotation is not p.empty else ""
+    found = annotated_kind(text) if text else None
+    if found and text == "None":  # no annotation left to show: the row's type
+        return found[0], found[1] + ("?" if p.default is None else "")
+    if found:
+        return found[0], text
     d = p.default
-    if isinstance(d, bool):
-        return "bool", "bool"
-    if isinstance(d, int):
+    if isinstance(d, int) and not isinstance(d, bool):
         return "json", "Any"  # untyped with an int default: tensordot's dims is an int or a list of lists
-    if isinstance(d, float):
-        return "float", "float"
-    if isinstance(d, str):
-        return "str", "str"
-    if d is None:
-        return "json", "Any"
-    if p.default is p.empty and p.name in ("input", "tensor", "target", "x", "x1", "x2", "a", "b", "A", "B", "weight"):
+    kind = default_kind(d)
+    if kind or d is None:
+        return (kind, kind) if kind else ("json", "Any")
+    if p.default is p.empty and p.name in _TENSOR_NAMES:
         return "tensor", "Tensor"
     return None, None
 

@@ -2,7 +2,7 @@
 
 `torch nn linear 1 1 --bias false`, `torch optim adam $m --betas 0.9,0.999` and
 `torch sched cosine $opt --T_max 100` are typed from `inspect.signature(cls.__init__)`: the
-annotation (or, without one, the default's type) picks the argument kind (a row of table/kinds.py).
+annotation (or, without one, the default's type) picks the argument kind (table/annotations.py).
 Unions the shell cannot narrow (`int | tuple[int, int] | str` for padding) become `json`: any word,
 read as JSON when it looks like JSON (`3`, `'[3,3]'`, `same`). Arguments that make no sense from a
 shell (callables, deprecated `size_average`/`reduce`, `inplace`) are left out, each for a reason below.
@@ -10,32 +10,13 @@ shell (callables, deprecated `size_average`/`reduce`, `inplace`) are left out, e
 import inspect
 import re
 
-from torchsh.table.spec import MISSING, ArgSpec, OpSpec, split_top_level
+from torchsh.table.annotations import NAMED_KINDS, annotated_kind, annotation_text, default_kind
+from torchsh.table.spec import MISSING, ArgSpec, OpSpec
 
 # Never offered as flags: deprecated by PyTorch, Python-only (callables, process groups), or
 # in-place layers (the shell works on values: an in-place ReLU would overwrite the caller's tensor).
 SKIPPED = {"self", "size_average", "reduce", "inplace", "process_group", "distance_function", "scale_fn",
            "lr_lambda", "_stacklevel"}
-
-# (regex on the annotation text, kind, type text for help); first match wins
-_RULES = (
-    (r"^(torch\.)?dtype|dtype \| None", "dtype", "ScalarType?"),
-    (r"^(torch\.)?device|device \| None", "device", "Device?"),
-    (r"Tensor \| None|^(torch\.)?Tensor$|Optional\[Tensor\]", "tensor", "Tensor?"),
-    (r"Iterable\[Module\]", "modules", "Module[]"),
-    (r"Module|EncoderLayer|DecoderLayer|TransformerEncoder|TransformerDecoder", "module", "Module"),
-    (r"^Optimizer", "optimizer", "Optimizer"),
-    (r"LRScheduler\]", "handles", "Scheduler[]"),
-    (r"^str \| .*Callable", "str", "str"),
-    (r"^(bool|bool \| None)$", "bool", "bool"),
-    (r"^(int|int \| None)$", "int", "int"),
-    (r"^(float|float \| None)$", "float", "float"),
-    (r"^tuple\[float( \| (None|Tensor|torch\.Tensor))?, float( \| (None|Tensor|torch\.Tensor))?\]$", "float_list", "float[2]"),
-    (r"^(Iterable|Sequence|list|collections\.abc\.Sequence|collections\.abc\.Iterable)\[int\]$", "int_list", "int[]"),
-    (r"^int \| list\[int\] \| (torch\.)?Size$", "int_list", "int | int[]"),
-    (r"^(str|Literal\[.*\])$", "str", "str"),
-)
-
 
 def class_args(cls, drop=(), signature_of=None):
     """ArgSpecs for cls(...), in signature order; `drop` names arguments a verb fills itself."""
@@ -61,38 +42,15 @@ def fit_values(args, values):
 
 
 def kind_of(p):
-    """(kind, type text) for one parameter: its annotation first, then its default's type."""
-    text = annotation_text(p.annotation) if p.annotation is not p.empty else ""
-    if p.name == "dtype":
-        return "dtype", "ScalarType?"
-    if p.name == "device":
-        return "device", "Device?"
-    for pattern, kind, type_text in _RULES:
-        if text and re.search(pattern, text):
-            return kind, type_text
-    if text:
-        return "json", text
-    d = p.default
-    if isinstance(d, bool):
-        return "bool", "bool"
-    if isinstance(d, int):
-        return "int", "int"
-    if isinstance(d, float):
-        return "float", "float"
-    if isinstance(d, str):
-        return "str", "str"
-    return "json", "Any"
-
-
-def annotation_text(ann):
-    text = ann if isinstance(ann, str) else str(ann)
-    text = re.sub(r"<class '([\w.]+)'>", r"\1", text)
-    text = text.replace("typing.", "").replace("collections.abc.", "")
-    text = re.sub(r"Union\[(.*)\]$", lambda m: " | ".join(s.strip() for s in split_top_level(m.group(1))), text)
-    text = re.sub(r"Optional\[(.*)\]$", r"\1 | None", text)
-    return text.replace("NoneType", "None")
-
-
+    """(kind, type text) for one constructor parameter: its name or annotation first (table/annotations.py), then
+    its default's type; a union no row types is `json`, shown as its annotation."""
+    if p.name in NAMED_KINDS:
+        return NAMED_KINDS[p.name]
+    if p.annotation is not p.empty:
+        text = annotation_text(p.annotation)
+        return annotated_kind(text) or ("json", text)
+    kind = default_kind(p.default)
+    return (kind, kind) if kind else ("json", "Any")
 
 
 def _shell_default(value):

@@ -85,6 +85,13 @@ class OpSpec:
     group: bool = False       # a group word's listing (`torch nn`): made on demand, never in the table
     examples: tuple = ()      # runnable bash lines `--help` prints (tests/e2e/test_verb_examples.py runs each)
     replies: tuple = ()       # the replies besides output it may answer with (protocol.REPLIES; call/replies.py)
+    # -- what `torch history` knows of a verb (history/ reads these; a test holds every logged verb to them) ----
+    writes: tuple = ()        # what it changes in place: argument names (the objects given there), or state no
+                              # argument holds (history/log.py UNNAMED_STATE: manual_seed's generator, backward's
+                              # grads); a verb that writes, or makes a handle, is logged by `torch history`
+    form: object = None       # its lines in `torch history --python`: form(entry, writer) -> [line], or None
+                              # for a run it cannot write (history/forms.py holds the forms; verbs hand them in)
+    no_form: str = ""         # why it has no form, or why its form gives None: what the script's refusal says
     # -- class-backed rows: one per torch.nn layer, torch.optim optimizer, lr_scheduler scheduler ----
     cls: type = None          # the class itself (torch.nn.Linear); its handle kind is class_kind
     class_kind: str = ""      # the handle kind the class makes: "nn", "optim" or "sched"

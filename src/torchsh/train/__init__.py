@@ -1,2 +1,5 @@
-"""`torch fit`: the training loop run in the daemon (fit.py), its metrics (metrics.py), its log folder
-(logdir.py) and the checkpoint it resumes from (resume.py)."""
+"""`torch fit` and what trains: the loop run in the daemon (fit.py, over a plan.py; steps.py: eager or compiled/'s
+steps; record.py: one run's rows, checkpoints and end, shared with sweep/vectorized.py), the model's card settled
+before it (fitcard.py), its loss (loss/), metrics (metrics/), checkpoints and --resume (checkpoints/), its log
+folder and the runs reader (logs/), and torch.distributed's processes (distributed/); predict.py and evaluate.py
+run a trained model over data."""

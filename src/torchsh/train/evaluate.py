@@ -1,16 +1,17 @@
 """`torch evaluate MODEL LOADER`: one pass of fit's --val, on its own. The model in eval mode without grad
 over the loader's batches (the rest of its epoch, or a whole one), its inputs through the model's card (raw
 rows standardized as in training: contract/encode.py), the targets as fit took them (fit's --target_dtype, which
-the card keeps as the target's dtype, or evaluate's own; the view train/losscheck.py chose), the loss the card
+the card keeps as the target's dtype, or evaluate's own; the view train/loss/check.py chose), the loss the card
 names (or --loss) and the metrics decided by the card's task.
 The figures equal fit's val_ ones for the same weights and batches, bit for bit."""
 import torch
 
 from torchsh.contract import card as cards, learn
 from torchsh.errors import TorchshError
-from torchsh.train import fitcard, losscheck, losschoice
-from torchsh.train.losses import loss_function, loss_options
-from torchsh.train.metrics import EpochSums, check
+from torchsh.train import fitcard
+from torchsh.train.loss import check as losscheck, choice as losschoice
+from torchsh.train.loss.functions import loss_function, loss_options
+from torchsh.train.metrics.epoch import EpochSums, check
 from torchsh.train.plan import on_device
 from torchsh.vocab import DTYPES
 

@@ -5,7 +5,7 @@ with the same loader seed, bit for bit on CPU):
         model.train()
         for i, (x, y) in enumerate(loader):            # the Loader: reshuffled every epoch
             y = y.to(target_dtype)                      # only with --target_dtype
-            y = y.view(len(y), *shape)                  # only where the target is viewed as the output (losscheck)
+            y = y.view(len(y), *shape)                  # only where the target is viewed as the output (loss/check.py)
             if i % K == 0: optimizer.zero_grad()
             with torch.autocast(device_type, dtype):    # only with --autocast
                 loss = loss_fn(model(x), y, **loss_args)
@@ -28,38 +28,15 @@ differs between one process and a rank (who writes logs and checkpoints, the mod
 the sums and the stop decision all ranks must share); OneProcess is a plain `fit`'s. keep: a sweep's pruner.
 """
 import contextlib
-import os
 import time
-from dataclasses import dataclass, field
 
 import torch
 
-from torchsh.train import resume
-from torchsh.train.logs.logdir import LogDir
-from torchsh.train.metrics import EpochSums
+from torchsh.train.checkpoints import resume
+from torchsh.train.metrics.epoch import EpochSums
 from torchsh.train.plan import AUTOCAST, on_device
+from torchsh.train.record import Progress, RunRecord, ended
 from torchsh.train.steps import steps_for
-
-
-@dataclass
-class Progress:
-    """Where the run is: what a checkpoint stores besides the objects' own state."""
-    epoch: int = 1             # the epoch in progress, or the next one (1-based)
-    step: int = 0              # optimizer steps of the whole run
-    in_epoch: bool = False
-    sums: dict = None          # the epoch's EpochSums.state() so far
-    epoch_seconds: float = 0.0
-    best: float = None         # the best value of plan.monitor so far
-    best_epoch: int = None     # the epoch it was reached in
-    bad_epochs: int = 0        # epochs since it last improved
-
-
-@dataclass
-class FitResult:
-    rows: list = field(default_factory=list)  # the epoch rows of this run
-    epoch: int = 0
-    step: int = 0
-    reason: str = "done"                      # done | stopped | max_steps | early_stop | pruned
 
 
 class OneProcess:
@@ -103,32 +80,6 @@ def run_fit(ctx, plan, report, should_stop, world=None, keep=None):  # keep(row)
     return _Run(plan, report, should_stop, world or OneProcess(), keep).go()
 
 
-def ended(plan, p):
-    """Why the run of PLAN at progress P is over before another epoch (a resumed run may be over already), or None."""
-    if p.epoch > plan.epochs:
-        return "done"
-    if plan.patience is not None and p.bad_epochs >= plan.patience:
-        return "early_stop"
-    if plan.max_steps is not None and p.step >= plan.max_steps:
-        return "max_steps"
-    return None
-
-
-def improved_by(plan, p, value):
-    """Whether VALUE of plan.monitor is the best so far; P counts the epochs since the best."""
-    better = p.best is None or (value < p.best if plan.lower_is_better() else value > p.best)
-    if better:
-        p.best, p.best_epoch, p.bad_epochs = value, p.epoch, 0
-    else:
-        p.bad_epochs += 1
-    return better
-
-
-def early_stop_note(plan, p):
-    return "early stop after epoch %d: %s did not improve for %d epoch%s (best %.6g at epoch %s)" % (
-        p.epoch - 1, plan.monitor, p.bad_epochs, "" if p.bad_epochs == 1 else "s", p.best, p.best_epoch)
-
-
 class _Run:
     def __init__(self, plan, report, should_stop, world, keep=None):
         self.plan, self.report, self.should_stop, self.world, self.keep = plan, report, should_stop, world, keep
@@ -138,38 +89,29 @@ class _Run:
         self.params = [p for g in plan.optimizer.param_groups for p in g["params"]]
         p = next(plan.model.parameters(), None)
         self.device = p.device if p is not None else torch.device("cpu")
-        self.progress = Progress()
-        self.result = FitResult()
-        self.log = LogDir(plan.log, plan.log_format) if plan.log and world.writes else None
+        self.record = RunRecord(plan, report, self._save, world.writes)
 
     def go(self):
         plan = self.plan
-        self.progress, source = self.world.restore(plan, self.scaler, Progress)
-        if self.log:
-            self.log.start(plan, self.progress, source)
+        self.record.start(*self.world.restore(plan, self.scaler, Progress))
         with torch.enable_grad():
-            reason = self._ended()
+            reason = ended(plan, self.record.progress)
             if reason is not None:  # a resumed run that is over already
                 self.report({"event": "note", "text": self._nothing_to_do(reason)})
             while reason is None:
-                reason = self._epoch() or self._after_epoch()
-                if reason == "early_stop":
-                    self.report({"event": "note", "text": early_stop_note(plan, self.progress)})
-        return self._finish(reason)
+                reason = self._epoch()
+        return self.record.finish(reason, lambda: self.world.finish(plan, self.scaler, self.record.progress,
+                                                                     self.record.result))
 
     def _nothing_to_do(self, reason):
-        plan, p = self.plan, self.progress
+        plan, p = self.plan, self.record.progress
         why = {"done": "--epochs %d" % plan.epochs, "max_steps": "--max_steps %s" % plan.max_steps,
                "early_stop": "it stopped early: --patience %s" % plan.patience}[reason]
         return "nothing to do: the run is already at epoch %d step %d (%s)" % (
             p.epoch - (0 if p.in_epoch else 1), p.step, why)
 
-    def _after_epoch(self):  # keep sees every row, the last one too, but a run at its end is done, not pruned
-        pruned = self.keep is not None and not self.keep(self.result.rows[-1])
-        return self._ended() or ("pruned" if pruned else None)
-
-    def _ended(self):
-        return ended(self.plan, self.progress)
+    def _save(self, path):
+        self.world.save(path, self.plan, self.scaler, self.record.progress)
 
     def _autocast(self):
         dtype = AUTOCAST.get(self.plan.autocast)
@@ -178,7 +120,8 @@ class _Run:
         return torch.autocast(self.plan.device_type, dtype=dtype)
 
     def _epoch(self):
-        plan, p = self.plan, self.progress
+        """One epoch (the rest of a resumed one); why the run ends in it or at its end, or None."""
+        plan, p = self.plan, self.record.progress
         self.net.train()
         if not p.in_epoch:
             p.in_epoch, p.sums, p.epoch_seconds = True, None, 0.0
@@ -205,8 +148,7 @@ class _Run:
             rate = taken / max(elapsed - resumed_at, 1e-9) if taken else 0.0
             self.report({"event": "batch", "epoch": p.epoch, "batch": position, "batches": batches,
                          "loss": sums.row()["loss"], "rate": rate, "eta_s": (batches - position) / rate if rate else None})
-        self._end_epoch(sums, time.monotonic() - start)
-        return None
+        return self._end_epoch(sums, time.monotonic() - start)
 
     def _forward_backward(self, batch, sums):
         plan = self.plan
@@ -218,49 +160,24 @@ class _Run:
 
     def _step(self, sums, seconds):
         """The optimizer step closing an accumulation window; a stop reason when the run ends here."""
-        plan, p = self.plan, self.progress
+        plan = self.plan
         if plan.clip is not None:
             self.scaler.unscale_(plan.optimizer)  # a no-op without fp16
             torch.nn.utils.clip_grad_norm_(self.params, plan.clip)
         self.steps.optimizer_step()
-        p.step += 1
         stop, window_loss = self.world.agree(self.should_stop(), sums.window_loss())
-        if self.log:
-            self.log.row({"kind": "step", "epoch": p.epoch, "step": p.step, "loss": window_loss,
-                          "lr": self._lr(), "seconds": seconds})
-        reason = "stopped" if stop else None
-        if plan.max_steps is not None and p.step >= plan.max_steps:
-            reason = reason or "max_steps"
-        if plan.log and (reason or p.step % plan.save_every == 0):
-            p.sums, p.epoch_seconds = sums.state(), seconds
-            self.world.save(os.path.join(plan.log, "last.safetensors"), plan, self.scaler, p)
-        return reason
-
-    def _lr(self):
-        lr = self.plan.optimizer.param_groups[0]["lr"]
-        return lr.item() if isinstance(lr, torch.Tensor) else lr
+        return self.record.end_step(stop, window_loss, sums, seconds)
 
     def _end_epoch(self, sums, seconds):
-        plan, p = self.plan, self.progress
-        row = {"kind": "epoch", "epoch": p.epoch, "step": p.step, **self.world.reduce(sums).row()}
-        if plan.val is not None:
-            row.update(self._validate())
-        row.update(lr=self._lr(), seconds=seconds)
+        plan = self.plan
+        row = self.record.epoch_row(self.world.reduce(sums).row(), self._validate() if plan.val is not None else None,
+                                    seconds)
         if plan.sched is not None:
             if isinstance(plan.sched, torch.optim.lr_scheduler.ReduceLROnPlateau):
                 plan.sched.step(row["val_loss" if plan.val is not None else "loss"])
             else:
                 plan.sched.step()
-        improved = improved_by(plan, p, row[plan.monitor])
-        p.epoch, p.in_epoch, p.sums, p.epoch_seconds = p.epoch + 1, False, None, 0.0
-        if self.log:
-            self.log.row(row)
-        if plan.log:
-            self.world.save(os.path.join(plan.log, "last.safetensors"), plan, self.scaler, p)
-            if improved:
-                self.world.save(os.path.join(plan.log, "best.safetensors"), plan, self.scaler, p)
-        self.result.rows.append(row)
-        self.report(dict(row, event="epoch"))
+        return self.record.end_epoch(row, self.keep)
 
     def _validate(self):
         plan, sums = self.plan, EpochSums(self.plan.metrics, task=self.plan.task)
@@ -276,14 +193,3 @@ class _Run:
                     sums.add(loss.item(), output, target)
         plan.model.train()
         return self.world.reduce(sums).row("val_")
-
-    def _finish(self, reason):
-        p = self.progress
-        epoch = p.epoch - (0 if p.in_epoch else 1)
-        if self.log:
-            self.log.close({"reason": reason, "epoch": epoch, "step": p.step})
-        self.result.epoch, self.result.step, self.result.reason = epoch, p.step, reason
-        self.world.finish(self.plan, self.scaler, p, self.result)
-        self.report({"event": "done" if reason in ("done", "early_stop") else "stopped",
-                     "epoch": self.result.epoch, "step": p.step, "reason": reason})
-        return self.result

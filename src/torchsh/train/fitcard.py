@@ -1,6 +1,6 @@
 """What `torch fit` settles about the model's contract before its first step, the same for a plain fit, a
 sweep's trial and a distributed rank: the model's card learned from the training data (contract/learn.py),
-the targets' view (train/losscheck.py), the task its metrics decide by, and how --val's raw rows are
+the targets' view (train/loss/check.py), the task its metrics decide by, and how --val's raw rows are
 preprocessed as the training rows were (contract/encode.py). The card is attached to the model when the
 run's other checks pass (the caller attaches it), so run.json, checkpoints, `predict` and `serve` read what
 this run trained."""
@@ -8,7 +8,7 @@ import torch
 
 from torchsh.contract import encode, learn, tasks
 from torchsh.errors import bad_argument
-from torchsh.train import losscheck, losschoice
+from torchsh.train.loss import check as losscheck, choice as losschoice
 
 CLASS_METRICS = ("accuracy", "top5", "precision", "recall", "f1", "f1_micro", "confusion")
 VALUE_METRICS = ("mae", "rmse", "r2")

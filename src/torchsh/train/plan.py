@@ -5,7 +5,7 @@ from typing import Callable, Optional
 import torch
 
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.train import metrics as fit_metrics
+from torchsh.train.metrics import epoch as fit_metrics
 
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 LOG_FORMATS = ("jsonl", "csv", "tb")  # metrics.jsonl, metrics.csv, TensorBoard's event files (train/logs/tfevents.py)
@@ -36,7 +36,7 @@ class FitPlan:
     command: tuple = ()                 # the command line, for run.json
     loss_name: str = ""
     target_dtype: Optional[torch.dtype] = None  # each batch's target .to(this) before the loss
-    target_shape: Optional[tuple] = None  # each target viewed as this per item (train/losscheck.py), or as it is
+    target_shape: Optional[tuple] = None  # each target viewed as this per item (train/loss/check.py), or as it is
     task: object = None                 # the model card's task row (contract/tasks.py): how metrics decide
     val_encode: Optional[Callable] = None  # --val's input fields preprocessed as the model's card says
     trial: Optional[dict] = None        # a `torch sweep` trial: study, number, params, seed (run.json keeps it)
@@ -82,7 +82,7 @@ class FitPlan:
 
 def on_device(batch, device, target_dtype=None, target_shape=None):
     """A batch's fields on the model's device: (inputs…, target), the target as --target_dtype (y.to(dtype)) and
-    viewed as TARGET_SHAPE per item (y.view(N, *shape), train/losscheck.py)."""
+    viewed as TARGET_SHAPE per item (y.view(N, *shape), train/loss/check.py)."""
     if not isinstance(batch, (list, tuple)) or len(batch) < 2:
         raise bad_argument("fit needs batches of (inputs…, target); this loader's items have %d field(s)"
                            % (len(batch) if isinstance(batch, (list, tuple)) else 1),

@@ -1,7 +1,7 @@
 """How a `fit` step's two halves run: the forward with its loss, and the optimizer step. Eagerly (through
 the world's wrapper, a rank's DDP, and the GradScaler), or with --compile through torch.compile
-(train/compiled.py; the backward runs between them either way, in the fit loop)."""
-from torchsh.train import compiled
+(train/compiled/steps.py; the backward runs between them either way, in the fit loop)."""
+from torchsh.train.compiled import steps as compiled
 
 
 class EagerSteps:

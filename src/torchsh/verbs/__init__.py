@@ -15,7 +15,7 @@ _VERB_ATTR = "__torchsh_verbs__"
 
 
 def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(), block=False, repeatable=(),
-         examples=(), replies=(), words=""):
+         examples=(), replies=(), words="", writes=(), form=None, no_form=""):
     """Declare a verb: one or more schemas (overloads), e.g. verb('value(Tensor input, *, bool meta=False)').
 
     block=True marks a block form (`scope -- CMD`): it answers with an exec directive, which only a
@@ -28,6 +28,8 @@ def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(),
     block form execs): a caller that lacks one is handed the command over before it runs (call/replies.py).
     words names what a positional Argv takes in usage (`bench OP ARGS…`: words="OP ARGS"), instead of a
     command after `--`.
+    writes, form and no_form are what `torch history` knows of it (table/spec.py OpSpec): the arguments it
+    changes in place, the function from history/ that writes its PyTorch for `--python`, or why there is none.
     """
     def deco(fn):
         overloads, name = [], None
@@ -41,7 +43,7 @@ def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(),
                    doc=" ".join(doc.split("\n\n")[0].split()), aliases=tuple(aliases),
                    lockfree=lockfree, block=block, repeatable=tuple(repeatable),
                    replies=tuple(replies) + (("exec",) if block and "exec" not in replies else ()),
-                   examples=tuple(examples), words_metavar=words,
+                   examples=tuple(examples), words_metavar=words, writes=tuple(writes), form=form, no_form=no_form,
                    arg_docs=docargs.parse(inspect.cleandoc(doc)))
         setattr(fn, _VERB_ATTR, getattr(fn, _VERB_ATTR, []) + [spec])
         return fn

@@ -11,6 +11,7 @@ import contextlib
 import torch
 
 from torchsh.errors import TorchshError
+from torchsh.history import verbforms
 from torchsh.verbs import verb
 from torchsh.verbs.tensors import check_grad_dtype
 
@@ -18,7 +19,7 @@ _GRAPH_FREED = "backward through the graph a second time"
 
 
 @verb("backward(Tensor loss, *, Tensor? gradient=None, bool? retain_graph=None, bool create_graph=False) -> None",
-      category="autograd",
+      category="autograd", writes=("grads",), form=verbforms.backward,
       examples=("x=$(torch tensor '[1.0,2.0]' --requires_grad); "
                 "torch backward $(torch sum $(torch mul $x $x)) && torch grad $x",))
 def backward(ctx, loss, gradient=None, retain_graph=None, create_graph=False):
@@ -34,7 +35,7 @@ def backward(ctx, loss, gradient=None, retain_graph=None, create_graph=False):
         loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
 
 
-@verb("grad(Tensor input) -> Tensor", category="autograd",
+@verb("grad(Tensor input) -> Tensor", category="autograd", form=verbforms.grad,
       examples=("x=$(torch tensor '[3.0]' --requires_grad); torch backward $(torch sum $(torch mul $x $x)); "
                 "torch value $(torch grad $x)",))
 def grad(ctx, input):
@@ -58,7 +59,8 @@ def _no_grad_error(t):
                         "`torch backward LOSS` fills the gradients of the leaves LOSS was made from")
 
 
-@verb("retain_grad(Tensor input) -> None", category="autograd",
+@verb("retain_grad(Tensor input) -> None", category="autograd", writes=("input",),
+      form=verbforms.method("retain_grad", "input"),
       examples=("x=$(torch tensor '[2.0]' --requires_grad); y=$(torch mul $x 3); torch retain_grad $y; "
                 "torch backward $(torch sum $y); torch value $(torch grad $y)",))
 def retain_grad(ctx, input):
@@ -70,6 +72,7 @@ def retain_grad(ctx, input):
 
 
 @verb("zero_grad(Handle[] handles, *, bool? set_to_none=None) -> None", category="autograd",
+      writes=("handles",), form=verbforms.zero_grad,
       examples=("m=$(torch nn linear 2 1); torch backward $(torch sum $(torch forward $m $(torch ones 2))); "
                 "torch zero_grad $m",))
 def zero_grad(ctx, handles, set_to_none=None):
@@ -104,7 +107,7 @@ def _zero_tensor_grad(t, set_to_none):
     t.grad.zero_()
 
 
-@verb("detach(Tensor input) -> Tensor", category="autograd",
+@verb("detach(Tensor input) -> Tensor", category="autograd", form=verbforms.method("detach", "input"),
       examples=("torch requires_grad $(torch detach $(torch tensor '[1.0]' --requires_grad))",))
 def detach(ctx, input):
     """A new handle for the same data, cut from the graph. Shares storage: in-place changes show in both.
@@ -114,7 +117,8 @@ def detach(ctx, input):
     return input.detach()
 
 
-@verb("requires_grad(Handle target, bool? value=None) -> Json", category="autograd",
+@verb("requires_grad(Handle target, bool? value=None) -> Json", category="autograd", writes=("target",),
+      form=verbforms.requires_grad,
       examples=("x=$(torch zeros 2); torch requires_grad $x true && torch requires_grad $x",))
 def requires_grad(ctx, target, value=None):
     """Print whether a tensor (or every parameter of a module) requires grad, or set it with true|false.
@@ -165,6 +169,7 @@ def grad_fn(ctx, input):
 
 @verb("autograd_grad(Tensor[] outputs, *, Tensor[] inputs, Tensor[]? grad_outputs=None, bool? retain_graph=None, "
       "bool create_graph=False, bool materialize_grads=False) -> Tensor[]", category="autograd",
+      no_form="torch.autograd.grad is not written yet",
       examples=("x=$(torch tensor '[1.0,2.0]' --requires_grad); "
                 "torch autograd_grad $(torch sum $(torch mul $x $x)) --inputs $x",))
 def autograd_grad(ctx, outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

@@ -11,6 +11,7 @@ from torchsh.data import openers, transforms
 from torchsh.data.datasets import describe, known
 from torchsh.data.standardize import learn as learn_statistics
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.history import datasets as history_data
 from torchsh.text import tensortext
 from torchsh.text.jsonout import dumps
 from torchsh.verbs import verb
@@ -20,6 +21,7 @@ from torchsh.verbs import verb
       "ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None, "
       "str? onehot=None) -> Dataset",
       category="files", repeatable=("columns", "onehot"),
+      form=history_data.opened, no_form=history_data.NOT_HELD,
       examples=("printf 'x1,x2,y\\n1,2,0\\n3,4,1\\n' > t.csv && torch data info $(torch data open t.csv --target y)",))
 def open_(ctx, files, columns=None, target=None, dtype=None, target_dtype=None, header=None, no_header=False,
           delimiter=None, onehot=None):
@@ -116,7 +118,7 @@ class ItemRows(list):
 
 
 @verb("data.split(Dataset dataset, float length1, float length2, float? length3=None, float? length4=None, "
-      "float? length5=None, *, int? seed=None) -> Dataset[]", category="files",
+      "float? length5=None, *, int? seed=None) -> Dataset[]", category="files", form=history_data.split,
       examples=("torch save $(torch arange 10) x.npy && torch data split $(torch data open x.npy) 0.8 0.2 --seed 0",))
 def split(ctx, dataset, length1, length2, length3=None, length4=None, length5=None, seed=None):
     """torch.utils.data.random_split: two to five parts, by fractions (0.8 0.2) or counts (800 200); one
@@ -142,7 +144,7 @@ def split(ctx, dataset, length1, length2, length3=None, length4=None, length5=No
 @verb("data.transform(Dataset dataset, *, float[]? mean=None, float[]? std=None, int? one_hot=None, "
       "ScalarType? dtype=None, int[]? resize=None, int[]? center_crop=None, int? field=None, bool standardize=False, "
       "Dataset? standardize_like=None) -> Dataset",
-      category="files",
+      category="files", form=history_data.as_values, no_form=history_data.NOT_HELD,
       examples=("torch save $(torch arange 3) y.npy && torch data head $(torch data transform $(torch data open y.npy) --one_hot 3)",))
 def transform(ctx, dataset, mean=None, std=None, one_hot=None, dtype=None, resize=None, center_crop=None, field=None,
               standardize=False, standardize_like=None):

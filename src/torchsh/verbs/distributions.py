@@ -15,7 +15,7 @@ import torch.distributions as D
 
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.results import Table
-from torchsh.table import docargs
+from torchsh.table import classes, docargs
 from torchsh.table.from_torch import first_paragraph, summary_line
 from torchsh.table.signature import kind_of, snake_case
 from torchsh.table.spec import MISSING, ArgSpec, OpSpec, Overload
@@ -36,6 +36,11 @@ def distributions():
     return dict(sorted(out.items()))
 
 
+# why `torch history --python` refuses a distribution, and what was computed from one (its tensors are written
+# as their values while the daemon holds them unchanged: forms.lines)
+NOT_WRITTEN = "torch.distributions are not written yet"
+
+
 def generated_rows():
     rows = []
     for word, cls in distributions().items():
@@ -45,7 +50,8 @@ def generated_rows():
             name="dist." + word, category="random", summary=summary_line(doc) or "torch.distributions." + cls.__name__,
             overloads=[Overload(args=args, returns="Distribution")], call=_builder(cls, args), verb=True, doc=doc,
             aliases=(cls.__name__,), arg_docs=docargs.arg_docs(cls, [Overload(args=args)]),
-            cls=cls, class_kind="dist", words_only=True, word_aliases=("dist." + cls.__name__,)))
+            cls=cls, class_kind="dist", words_only=True, word_aliases=("dist." + cls.__name__,),
+            no_form=NOT_WRITTEN))
     return rows
 
 
@@ -139,6 +145,7 @@ def _ask(distribution, what, *args):
 
 
 @verb("dist.sample(Distribution distribution, int[] sample_shape=[]) -> Tensor", category="random",
+      no_form=NOT_WRITTEN,
       examples=("torch manual_seed 0 && torch value $(torch dist sample $(torch dist normal 0 1) 3)",))
 def sample(ctx, distribution, sample_shape=()):
     """distribution.sample(sample_shape): draws without a graph, sample_shape + batch_shape + event_shape."""
@@ -146,6 +153,7 @@ def sample(ctx, distribution, sample_shape=()):
 
 
 @verb("dist.rsample(Distribution distribution, int[] sample_shape=[]) -> Tensor", category="random",
+      no_form=NOT_WRITTEN,
       examples=("torch dist rsample $(torch dist normal 0 1) 3",))
 def rsample(ctx, distribution, sample_shape=()):
     """distribution.rsample(sample_shape): reparameterized draws, differentiable in the parameters."""
@@ -156,49 +164,49 @@ def _size(shape):
     return torch.Size([shape] if isinstance(shape, int) else shape)  # `dist sample D 5`: five draws
 
 
-@verb("dist.log_prob(Distribution distribution, Tensor value) -> Tensor", category="random",
+@verb("dist.log_prob(Distribution distribution, Tensor value) -> Tensor", category="random", no_form=NOT_WRITTEN,
       examples=("torch value $(torch dist log_prob $(torch dist normal 0 1) 0.5)",))
 def log_prob(ctx, distribution, value):
     """distribution.log_prob(value): the log density (or log mass) at value."""
     return _ask(distribution, "log_prob", value)
 
 
-@verb("dist.cdf(Distribution distribution, Tensor value) -> Tensor", category="random",
+@verb("dist.cdf(Distribution distribution, Tensor value) -> Tensor", category="random", no_form=NOT_WRITTEN,
       examples=("torch value $(torch dist cdf $(torch dist normal 0 1) 0.0)",))
 def cdf(ctx, distribution, value):
     """distribution.cdf(value): the cumulative distribution function at value."""
     return _ask(distribution, "cdf", value)
 
 
-@verb("dist.icdf(Distribution distribution, Tensor value) -> Tensor", category="random",
+@verb("dist.icdf(Distribution distribution, Tensor value) -> Tensor", category="random", no_form=NOT_WRITTEN,
       examples=("torch value $(torch dist icdf $(torch dist normal 0 1) 0.975)",))
 def icdf(ctx, distribution, value):
     """distribution.icdf(value): the inverse cumulative distribution function at a probability."""
     return _ask(distribution, "icdf", value)
 
 
-@verb("dist.entropy(Distribution distribution) -> Tensor", category="random",
+@verb("dist.entropy(Distribution distribution) -> Tensor", category="random", no_form=NOT_WRITTEN,
       examples=("torch value $(torch dist entropy $(torch dist bernoulli --probs 0.3))",))
 def entropy(ctx, distribution):
     """distribution.entropy(), one value per batch element."""
     return _ask(distribution, "entropy")
 
 
-@verb("dist.mean(Distribution distribution) -> Tensor", category="random",
+@verb("dist.mean(Distribution distribution) -> Tensor", category="random", no_form=NOT_WRITTEN,
       examples=("torch value $(torch dist mean $(torch dist gamma 2 0.5))",))
 def mean(ctx, distribution):
     """distribution.mean."""
     return _ask(distribution, "mean")
 
 
-@verb("dist.variance(Distribution distribution) -> Tensor", category="random",
+@verb("dist.variance(Distribution distribution) -> Tensor", category="random", no_form=NOT_WRITTEN,
       examples=("torch value $(torch dist variance $(torch dist gamma 2 0.5))",))
 def variance(ctx, distribution):
     """distribution.variance."""
     return _ask(distribution, "variance")
 
 
-@verb("dist.kl(Distribution p, Distribution q) -> Tensor", category="random",
+@verb("dist.kl(Distribution p, Distribution q) -> Tensor", category="random", no_form=NOT_WRITTEN,
       examples=("torch value $(torch dist kl $(torch dist normal 0 1) $(torch dist normal 1 2))",))
 def kl(ctx, p, q):
     """torch.distributions.kl_divergence(p, q): KL(p ‖ q), for the pairs PyTorch registers."""
@@ -213,5 +221,5 @@ def kl(ctx, p, q):
 def dist_list(ctx):
     """Every distribution kind `torch dist KIND` builds, with its parameters."""
     rows = [{"kind": op.name[5:], "class": op.cls.__name__, "parameters": op.overloads[0].params_text()}
-            for op in sorted(ctx.table.in_category("random"), key=lambda o: o.name) if op.class_kind == "dist"]
+            for op in classes.built_by(ctx.table, "random", "dist")]
     return Table(rows, ("kind", "parameters"))

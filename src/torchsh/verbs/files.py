@@ -9,11 +9,12 @@ file), reads open regular files only and check headers before allocating, and no
 from torchsh.errors import bad_argument
 from torchsh.formats import extensions
 from torchsh.formats.flags import table_options
+from torchsh.history import files as history_files
 from torchsh.verbs import verb
 
 
 @verb("load(Path file, *, ScalarType? dtype=None, str? columns=None, bool? header=None, bool no_header=False, "
-      "str? delimiter=None) -> Tensor[]", category="files", repeatable=("columns",),
+      "str? delimiter=None) -> Tensor[]", category="files", form=history_files.lines, repeatable=("columns",),
       examples=("printf 'x,y\\n1,2\\n3,4\\n' > xy.csv && torch load xy.csv --columns x --columns y",))
 def load(ctx, file, dtype=None, columns=None, header=None, no_header=False, delimiter=None):
     """Load tensors from a file; one handle per line (npz/safetensors/pt dicts: --json keeps the names).

@@ -14,12 +14,14 @@ import os
 from torchsh import jobs, memory
 from torchsh.contract import card as cards
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.history import fitloop
 from torchsh.jobs import follow
-from torchsh.train import compilecache, fitcard
+from torchsh.train import fitcard
+from torchsh.train.compiled import cache as compilecache
 from torchsh.train.distributed import supervisor as distributed
 from torchsh.train.fit import run_fit
 from torchsh.train.logs import rundir
-from torchsh.train.losses import loss_function, loss_options as _loss_options
+from torchsh.train.loss.functions import loss_function, loss_options as _loss_options
 from torchsh.train.plan import LOG_FORMATS, SAVE_EVERY, FitPlan
 from torchsh.verbs import verb
 from torchsh.vocab import dtype_name
@@ -37,7 +39,8 @@ _LAUNCH_OPTIONS = ("nnodes", "node_rank", "rdzv", "strategy", "timeout", "truste
       "str? rdzv=None, str strategy=\"ddp\", float timeout=%g, bool trusted_network=False, bool detach=False, "
       "bool json=False, bool compile=False) -> Json"
       % (SAVE_EVERY, distributed.TIMEOUT_S),
-      category="optim", replies=("follow",),
+      category="optim", writes=("model", "optimizer", "loader", "loss_args", "val", "sched"),
+      form=fitloop.form, no_form=fitloop.UNWRITTEN, replies=("follow",),
       examples=("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
                 "L=$(torch data loader $(torch data tensors $(torch randn 64 2) $(torch randn 64 1)) "
                 "--batch_size 16 --shuffle --seed 0); torch fit $m $o $L --loss mse_loss --epochs 2",

@@ -20,11 +20,11 @@ from torch.utils.data import TensorDataset
 
 from torchsh.data.loader import Loader
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.jobs.job import refuse_freeing_in_use
+from torchsh.history import datasets as history_data
 from torchsh.verbs import verb
 
 
-@verb("data.tensors(Tensor[] tensors) -> Dataset", category="files",
+@verb("data.tensors(Tensor[] tensors) -> Dataset", category="files", form=history_data.tensors,
       examples=("torch data tensors $(torch randn 8 2) $(torch randn 8 1)",))
 def tensors(ctx, tensors):
     """A TensorDataset over held tensors: item i is (X[i], Y[i], …); all share their first dimension."""
@@ -38,6 +38,7 @@ def tensors(ctx, tensors):
 
 @verb("data.loader(Dataset dataset, *, int batch_size=1, bool shuffle=False, bool drop_last=False, int? seed=None, "
       "int num_workers=0) -> Loader", category="files",
+      form=history_data.loader, no_form=history_data.WORKERS,
       examples=("torch data loader $(torch data tensors $(torch randn 8 2)) --batch_size 4 --shuffle --seed 0",))
 def loader(ctx, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None, num_workers=0):
     """torch.utils.data.DataLoader over a dataset: batches of --batch_size, reshuffled every epoch with --shuffle.
@@ -55,6 +56,7 @@ def loader(ctx, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None
 
 
 @verb("data.next(Loader loader, *, bool keep=False) -> Tensor[]", category="files",
+      writes=("loader",), form=history_data.next_batch,
       examples=("torch data next $(torch data loader $(torch data tensors $(torch randn 8 2)) --batch_size 4)",))
 def next_batch(ctx, loader, keep=False):
     """The loader's next batch, one handle per field (one a line); exit 1, silent, at the end of an epoch.
@@ -97,7 +99,7 @@ def _free_handed_out(ctx, loader):
         if entry.obj is not ref() or entry.scope != scope:
             continue
         try:
-            refuse_freeing_in_use(ctx.registry, [handle])
+            ctx.app.jobs.refuse_freeing(ctx.registry, [handle])
             ctx.registry.free([handle])
         except TorchshError:  # in use by a job, or freed meanwhile: it stays as it is
             continue

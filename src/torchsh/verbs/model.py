@@ -10,8 +10,8 @@ from torchsh.contract import card as cards
 from torchsh.formats import headers
 from torchsh.models import export as exporter
 from torchsh.recipes import modelopen
+from torchsh.text.columns import print_table
 from torchsh.verbs import verb
-from torchsh.verbs.nn import print_table
 
 
 class Inspection(dict):
@@ -118,6 +118,7 @@ def model_export(ctx, model, file, example, dynamic=None, tolerance=1e-05, raw=F
 # `torch model open`: a model from a library's registry, a torch.export archive or the user's own class
 @verb("model.open(str source, *, Json? args=None, int? num_classes=None, Path? weights=None) -> Module",
       category="nn",
+      no_form="a model opened from a library, a .pt2 archive or a .py class is not written yet",
       examples=("printf 'import torch\\nclass Net(torch.nn.Module):\\n    def __init__(self, hidden=8):\\n"
                 "        super().__init__(); self.a = torch.nn.Linear(2, hidden); self.b = torch.nn.Linear(hidden, 1)\\n"
                 "    def forward(self, x):\\n        return self.b(torch.relu(self.a(x)))\\n' > mynet.py && "

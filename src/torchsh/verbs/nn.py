@@ -17,6 +17,7 @@ from torchsh.call import nested
 from torchsh.contract import card as cards, encode
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.formats import rowsfile
+from torchsh.history import forms, verbforms
 from torchsh.recipes.base import record
 from torchsh.registry.handles import looks_like_handle
 from torchsh.results import Table, Text
@@ -46,7 +47,7 @@ def generated_rows():
             name="nn." + word, category="nn", summary=summary_line(doc) or "torch.nn.%s" % cls.__name__,
             overloads=[Overload(args=args, returns="Module")], call=_builder(cls, args), verb=True, doc=doc,
             aliases=(cls.__name__,), arg_docs=docargs.arg_docs(cls, [Overload(args=args)]),
-            cls=cls, class_kind="nn", words_only=True, word_aliases=("nn." + cls.__name__,)))
+            cls=cls, class_kind="nn", words_only=True, word_aliases=("nn." + cls.__name__,), form=forms.constructed))
     return rows + [_sequential_row()]
 
 
@@ -60,7 +61,7 @@ def _sequential_row():
     return WordsOpSpec(name="nn.sequential", category="nn", overloads=overloads, call=sequential, verb=True,
                        summary="torch.nn.Sequential of module handles or inline layer specs.", doc=doc,
                        aliases=("Sequential",),
-                       word_aliases=("nn.Sequential",), words_metavar="LAYER",
+                       word_aliases=("nn.Sequential",), words_metavar="LAYER", form=forms.constructed,
                        examples=("torch nn sequential 'linear 2 8' relu 'linear 8 1'",
                                  "torch nn sequential $(torch nn linear 2 8) $(torch nn relu)"))
 
@@ -100,12 +101,8 @@ def _params(cls):
       examples=("torch nn list",))
 def nn_list(ctx):
     """Every layer kind `torch nn KIND` builds, with its class and signature (--json for rows)."""
-    rows = []
-    for op in sorted(ctx.table.in_category("nn"), key=lambda o: o.name):
-        if op.class_kind == "nn":
-            sig = "%s(%s)" % (op.cls.__name__, op.overloads[0].params_text())
-            rows.append({"kind": op.name[3:], "class": op.cls.__name__, "signature": sig,
-                         "summary": op.summary})
+    rows = [{"kind": op.name[3:], "class": op.cls.__name__, "signature": tables.constructor_text(op),
+             "summary": op.summary} for op in tables.built_by(ctx.table, "nn", "nn")]
     return Table(rows, ("kind", "signature"))
 
 
@@ -161,7 +158,7 @@ def build_from_words(ctx, words):
 
 
 # -- running ----------------------------------------------------------------------------------------
-@verb("forward(Module model, Tensor[] inputs) -> Tensor[]", category="nn",
+@verb("forward(Module model, Tensor[] inputs) -> Tensor[]", category="nn", form=verbforms.forward,
       examples=("torch forward $(torch nn linear 3 2) $(torch randn 4 3)",))
 def forward(ctx, model, inputs):
     """Call the model on the inputs: model(*inputs), PyTorch's raw call. Several outputs print one per line
@@ -176,7 +173,7 @@ def forward(ctx, model, inputs):
 
 @verb("predict(Module model, Tensor[] inputs) -> Tensor[]",
       "predict(Module model, Dataset dataset, *, int batch_size=256, OutPath? out=None, bool proba=False) -> Json",
-      category="nn",
+      category="nn", form=verbforms.predict,
       examples=("torch predict $(torch nn linear 3 2) $(torch randn 4 3)",
                 "printf 'x1,x2,y\\n1,2,a\\n3,4,b\\n' > t.csv && "
                 "torch predict $(torch nn linear 2 2) $(torch data open t.csv --target y) --proba"))
@@ -230,10 +227,3 @@ def flat_outputs(out):
             found.append(x)
     walk(out)
     return found
-
-
-def print_table(rows, header):
-    """Fixed-width columns for info/summary text."""
-    table = [header] + rows
-    widths = [max(len(str(r[i])) for r in table) for i in range(len(header))]
-    return Text("".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() + "\n" for r in table))

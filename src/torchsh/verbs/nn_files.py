@@ -27,9 +27,10 @@ from torchsh import fileio
 from torchsh.contract import card as cards
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.formats import headers, statedicts, statefile as state_file, stateload, stfile
-from torchsh.train import checkpoint
+from torchsh.history import files as history_files
+from torchsh.text.columns import print_table
+from torchsh.train.checkpoints import format as checkpoint
 from torchsh.verbs import verb
-from torchsh.verbs.nn import print_table
 
 
 @verb("nn.save(Module model, OutPath file) -> None", category="nn",
@@ -68,7 +69,7 @@ class Loaded(dict):
 
 
 @verb("nn.load(Module model, Path file, *, str? key=None, str[]? strip=None, str[]? map=None, bool partial=False, "
-      "str[]? trust=None) -> Json", category="nn",
+      "str[]? trust=None) -> Json", category="nn", writes=("model",), form=history_files.lines,
       examples=("m=$(torch nn linear 3 2); "
                 "torch nn save $m model.safetensors && torch nn load $(torch nn linear 3 2) model.safetensors",
                 "python -c 'import torch; torch.save({\"state_dict\": {\"model.weight\": torch.zeros(2, 3), "
@@ -131,6 +132,7 @@ def _torchsh_metadata(parts):
 
 
 @verb("nn.jit_load(Path file) -> Module", category="nn",
+      no_form="a TorchScript module holds code, not a constructor to write",
       examples=("python -c 'import torch; "
                 'torch.jit.script(torch.nn.Linear(2, 1)).save("lin.ts")\' && torch nn jit_load lin.ts',))
 def jit_load(ctx, file):

@@ -1,5 +1,5 @@
 """Looking at and changing a built module: `nn parameters`, `nn info`, `nn train`, `nn eval`, `nn to`,
-`nn init` (`nn summary` lives in nn_summary.py).
+`nn init`, `nn summary` (its torchinfo-like counting: models/summary.py).
 
 Parameter handles are the module's own Parameter objects (live views): gradients after backward and
 updates after an optimizer step show through them. `nn to` converts in place the way Module.to does
@@ -7,10 +7,12 @@ updates after an optimizer step show through them. `nn to` converts in place the
 """
 import torch
 
-from torchsh.vocab import dtype_name
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.history import verbforms
+from torchsh.models.summary import summarize
+from torchsh.text.columns import print_table
 from torchsh.verbs import verb
-from torchsh.verbs.nn import print_table
+from torchsh.vocab import dtype_name
 
 
 class NamedHandles(dict):
@@ -20,7 +22,7 @@ class NamedHandles(dict):
         return "".join("%s %s\n" % kv for kv in self.items())
 
 
-@verb("nn.parameters(Module model, *, bool named=False) -> Tensor[]", category="nn",
+@verb("nn.parameters(Module model, *, bool named=False) -> Tensor[]", category="nn", form=verbforms.parameters,
       examples=("torch nn parameters $(torch nn linear 3 2) --named",))
 def parameters(ctx, model, named=False):
     """The model's parameters as tensor handles (live views), in model.parameters() order; --named adds names."""
@@ -57,21 +59,22 @@ def info(ctx, model):
                 tensors=tensors)
 
 
-@verb("nn.train(Module model) -> None", category="nn",
+@verb("nn.train(Module model) -> None", category="nn", writes=("model",), form=verbforms.method("train", "model"),
       examples=("torch nn train $(torch nn dropout)",))
 def train(ctx, model):
     """Put the model in training mode (dropout on, batch-norm updates its running statistics)."""
     model.train()
 
 
-@verb("nn.eval(Module model) -> None", category="nn",
+@verb("nn.eval(Module model) -> None", category="nn", writes=("model",), form=verbforms.method("eval", "model"),
       examples=("torch nn eval $(torch nn dropout)",))
 def eval_(ctx, model):
     """Put the model in evaluation mode (dropout off, batch-norm uses its running statistics)."""
     model.eval()
 
 
-@verb("nn.to(Module model, *, Device? device=None, ScalarType? dtype=None) -> None", category="nn",
+@verb("nn.to(Module model, *, Device? device=None, ScalarType? dtype=None) -> None", category="nn", writes=("model",),
+      no_form="Module.to is not written yet",
       examples=("torch nn to $(torch nn linear 3 2) --dtype float64",))
 def to(ctx, model, device=None, dtype=None):
     """Move/convert parameters and buffers in place (Module.to): handles and optimizers stay valid."""
@@ -101,6 +104,7 @@ INIT_ALIASES = {"kaiming": "kaiming_uniform", "xavier": "xavier_uniform"}
 
 @verb("nn.init(str kind, Handle[] targets, *, float? a=None, float? b=None, float? mean=None, float? std=None, "
       "float? val=None, float? gain=None, str? mode=None, str? nonlinearity=None) -> None", category="nn",
+      writes=("targets",), no_form="torch.nn.init is not written yet",
       examples=("torch nn init normal $(torch nn linear 3 2) --std 0.02",))
 def init(ctx, kind, targets, **flags):
     """Fill parameters in place with torch.nn.init.KIND_: kaiming[_uniform|_normal], xavier[_uniform|_normal],
@@ -149,3 +153,17 @@ def _init_targets(ctx, targets, matrices, name):
             out += [p for n, p in entry.obj.named_parameters()
                     if not matrices or (n.endswith("weight") and p.dim() >= 2)]
     return out
+
+
+@verb("nn.summary(Module model, *, int[] input_shape, ScalarType? dtype=None, int depth=3) -> Json", category="nn",
+      summary="Every module call of a forward pass, and the parameter totals, as torchinfo's summary lists them.",
+      examples=("torch nn summary $(torch nn sequential 'linear 4 8' relu 'linear 8 1') --input_shape 2,4",))
+def summary(ctx, model, input_shape, dtype=None, depth=3):
+    """Run zeros of --input_shape (--dtype, else the model's) through the model in eval mode without grad
+    (its mode restored) and list every module call as torchinfo's summary does, --depth levels deep (3):
+    kind and depth-idx, output shape, Param # ("--" none; a container's own, its children's shown below;
+    a leaf's or last shown level's all; "(N)" all frozen; "(recursive)" a module called again), then Total,
+    Trainable and Non-trainable params and Total mult-adds, counted as torchinfo does. --json: layers
+    [{name, kind, depth, index, output_shape, parameters, trainable, recursive}] and the totals.
+    """
+    return summarize(model, input_shape, dtype, depth)

@@ -1,5 +1,4 @@
 """The registry from the shell: tensors (census), free."""
-from torchsh.jobs.job import refuse_freeing_in_use
 from torchsh.memory.budget import human
 from torchsh.errors import TorchshError
 from torchsh.registry.census import census_rows
@@ -61,7 +60,7 @@ def free(ctx, handles=None, all=False):
     """Free objects by handle or @name (atomic: all or none), or every object with --all. Reads handles from
     stdin. A name pattern (`torch free '@exp1/*'`) frees every object a matching name names; their names go too."""
     handles = None if handles is None else [h for p in handles for h in _matched(ctx.registry, p)]
-    refuse_freeing_in_use(ctx.registry, [h for h, _ in ctx.registry.items()] if all else handles)
+    ctx.app.jobs.refuse_freeing(ctx.registry, [h for h, _ in ctx.registry.items()] if all else handles)
     if all:
         ctx.registry.free_all()
         return None

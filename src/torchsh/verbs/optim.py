@@ -26,6 +26,7 @@ import torch
 from torchsh import memory
 from torchsh.call import tokens
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.history import forms, verbforms
 from torchsh.registry.handles import looks_like_handle
 from torchsh.results import JsonText, Table
 from torchsh.table import classes as tables, docargs, kinds
@@ -65,7 +66,7 @@ def generated_rows():
             call=_builder(word, cls, opts), verb=True, doc=doc, aliases=(cls.__name__,),
             arg_docs=docargs.arg_docs(cls, [Overload(args=by_handles)]),
             cls=cls, class_kind="optim", words_only=True, word_aliases=("optim." + cls.__name__,),
-            words_metavar="'HANDLE… key=value…'"))
+            words_metavar="'HANDLE… key=value…'", form=forms.optimizer))
     return rows
 
 
@@ -141,6 +142,7 @@ def params_of(ctx, handle):
 
 # -- using an optimizer -----------------------------------------------------------------------------
 @verb("step(Optimizer optimizer) -> None", category="optim",
+      writes=("optimizer",), form=verbforms.method("step", "optimizer"),
       examples=("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
                 "torch backward $(torch sum $(torch forward $m $(torch ones 2))); torch step $o",))
 def step(ctx, optimizer):
@@ -151,7 +153,8 @@ def step(ctx, optimizer):
     optimizer.step()
 
 
-@verb("optim.lr(Optimizer optimizer, float? value=None) -> Json", category="optim",
+@verb("optim.lr(Optimizer optimizer, float? value=None) -> Json", category="optim", writes=("optimizer",),
+      no_form="a learning rate set by hand is not written yet",
       examples=("o=$(torch optim adam $(torch nn linear 2 1)); torch optim lr $o 0.01 && torch optim lr $o",))
 def lr(ctx, optimizer, value=None):
     """Print the learning rate (one per group as a list when groups differ), or set every group's to VALUE."""
@@ -207,13 +210,14 @@ def optim_list(ctx):
     """Every optimizer kind `torch optim KIND` builds, with its options."""
     return Table([{"kind": op.name[6:], "class": op.cls.__name__,
                    "options": Overload(args=op.overloads[0].args[1:]).params_text().replace("*, ", "", 1)}
-                  for op in sorted(ctx.table.in_category("optim"), key=lambda o: o.name) if op.class_kind == "optim"],
+                  for op in tables.built_by(ctx.table, "optim", "optim")],
                  ("kind", "options"))
 
 
 # -- gradient clipping ----------------------------------------------------------------------------------
 @verb("clip_grad_norm(Handle[] targets, *, float max_norm, float norm_type=2.0, bool error_if_nonfinite=False) -> Scalar",
-      category="optim",
+      category="optim", writes=("targets",),
+      form=verbforms.clip("clip_grad_norm_", ("max_norm", "norm_type", "error_if_nonfinite")),
       examples=("m=$(torch nn linear 2 1); torch backward $(torch sum $(torch forward $m $(torch ones 2))); "
                 "torch clip_grad_norm $m --max_norm 1.0",))
 def clip_grad_norm(ctx, targets, max_norm, norm_type=2.0, error_if_nonfinite=False):
@@ -224,7 +228,8 @@ def clip_grad_norm(ctx, targets, max_norm, norm_type=2.0, error_if_nonfinite=Fal
     return JsonText(number_text(total))
 
 
-@verb("clip_grad_value(Handle[] targets, *, float clip_value) -> None", category="optim",
+@verb("clip_grad_value(Handle[] targets, *, float clip_value) -> None", category="optim", writes=("targets",),
+      form=verbforms.clip("clip_grad_value_", ("clip_value",)),
       examples=("m=$(torch nn linear 2 1); torch backward $(torch sum $(torch forward $m $(torch ones 2))); "
                 "torch clip_grad_value $m --clip_value 0.5",))
 def clip_grad_value(ctx, targets, clip_value):

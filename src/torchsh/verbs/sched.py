@@ -12,6 +12,7 @@ LambdaLR and MultiplicativeLR are left out: their argument is Python code.
 import torch
 
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.history import forms, verbforms
 from torchsh.recipes.base import record
 from torchsh.results import Table
 from torchsh.table import classes as tables, docargs
@@ -39,7 +40,7 @@ def generated_rows():
             arg_docs=docargs.arg_docs(cls, [Overload(args=args)]),
             aliases=(cls.__name__,) + tuple(a[6:] for a in short.get(word, ())),
             cls=cls, class_kind="sched", words_only=True,
-            word_aliases=("sched." + cls.__name__,) + tuple(short.get(word, ()))))
+            word_aliases=("sched." + cls.__name__,) + tuple(short.get(word, ())), form=forms.scheduler))
     return rows
 
 
@@ -83,6 +84,7 @@ def _restore(opt, groups):
 
 
 @verb("sched.step(Scheduler scheduler, *, float? metric=None) -> None", category="optim",
+      writes=("scheduler",), form=verbforms.sched_step,
       examples=("s=$(torch sched step_lr $(torch optim sgd $(torch nn linear 2 1) --lr 0.1) --step_size 1); "
                 "torch sched step $s && torch sched lr $s",))
 def step(ctx, scheduler, metric=None):
@@ -107,9 +109,6 @@ def lr(ctx, scheduler):
       examples=("torch sched list",))
 def sched_list(ctx):
     """Every scheduler kind `torch sched KIND` builds, with its short names and options."""
-    out = []
-    for op in sorted(ctx.table.in_category("optim"), key=lambda o: o.name):
-        if op.class_kind == "sched":
-            out.append({"kind": op.name[6:], "class": op.cls.__name__, "aliases": list(op.aliases[1:]),
-                        "signature": "%s(%s)" % (op.cls.__name__, op.overloads[0].params_text())})
-    return Table(out, ("kind", "signature"))
+    rows = [{"kind": op.name[6:], "class": op.cls.__name__, "aliases": list(op.aliases[1:]),
+             "signature": tables.constructor_text(op)} for op in tables.built_by(ctx.table, "optim", "sched")]
+    return Table(rows, ("kind", "signature"))

@@ -55,11 +55,12 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
         input_shape = inputs[0].get("shape") or None
     declared = shapes.declared(model, input_shape, ctx.app.memory)
     served = batcher.Served(ctx.app, name, model, declared, max_batch, max_wait_ms, max_queue, MAX_ELEMENTS, threads)
-    batcher.register(served)
+    ctx.app.served.add(served)  # the V2 routes answer for it from now on (serve/repository.py)
     try:
         listener = PortDoor(ctx.app, host, port) if port is not None else None
     except BaseException:
         served.close()
+        ctx.app.served.remove(served)
         raise
     notes = ["serving %s: POST /v2/models/%s/infer on the daemon's socket %s" % (name, name, ctx.app.socket_path)]
     if listener is not None:
@@ -70,7 +71,7 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
             crt, fingerprint = certificate
             notes.append("TLS with the daemon's certificate %s (%s): e.g. curl --cacert %s --resolve torchd:%d:HOST "
                          "https://torchd:%d/v2/health/ready" % (crt, fingerprint, crt, listener.port, listener.port))
-    job = jobs.start(ctx, "serve", lambda report, should_stop: _serve(served, listener, report, should_stop),
+    job = jobs.start(ctx, "serve", lambda report, should_stop: _serve(ctx.app, served, listener, report, should_stop),
                      notes=notes, beside=True, job=ServeJob(served))
     if detach:
         ctx.said.extend(notes)  # where it serves and the token's file: the caller has nothing else to read them in
@@ -93,9 +94,10 @@ def _check(name, port, max_batch, max_wait_ms, max_queue, threads):
         raise bad_argument("--threads must be from 1 to 1024")
 
 
-def _serve(served, listener, report, should_stop):
+def _serve(app, served, listener, report, should_stop):
     try:
-        served.work(report, should_stop)
+        served.work(report, should_stop)  # it ends refusing what is queued
     finally:
+        app.served.remove(served)  # its name is free again
         if listener is not None:
             listener.close()

@@ -15,6 +15,7 @@ from torch.nn.parameter import is_lazy
 from torchsh.call.tokens import loads
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.formats import csvfile
+from torchsh.history import verbforms
 from torchsh.plot.png import write_image
 from torchsh.results import Binary, JsonText, LateJson, Text
 from torchsh.table.spec import split_top_level
@@ -25,7 +26,7 @@ from torchsh.vocab import DTYPES, dtype_name
 
 
 @verb("tensor(Json data, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor",
-      category="creation",
+      category="creation", form=verbforms.tensor,
       examples=("torch tensor '[[1,2],[3,4]]' --dtype float32",))
 def tensor(ctx, data, dtype=None, device=None, requires_grad=False):
     """Make a tensor from JSON (argument or stdin): nested lists, or {dtype, shape, data} from `value --meta`."""
@@ -189,6 +190,7 @@ def scheduler_text(sched):
 
 
 @verb("to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor",
+      form=verbforms.to,
       examples=("torch value $(torch to $(torch arange 3) --dtype float64)",))
 def to(ctx, input, dtype=None, device=None, copy=False):
     """Convert to another dtype and/or device."""
@@ -197,7 +199,7 @@ def to(ctx, input, dtype=None, device=None, copy=False):
     return input.to(device=device, dtype=dtype, copy=copy)
 
 
-@verb("contiguous(Tensor input) -> Tensor", category="shape",
+@verb("contiguous(Tensor input) -> Tensor", category="shape", form=verbforms.method("contiguous", "input"),
       examples=("torch contiguous $(torch t $(torch zeros 2 3))",))
 def contiguous(ctx, input):
     """A contiguous tensor with the same data (the input itself when already contiguous)."""
@@ -205,6 +207,7 @@ def contiguous(ctx, input):
 
 
 @verb("index(Tensor input, str index) -> Tensor", category="shape",
+      no_form="Python indexing from a slice string is not written yet",
       examples=("torch value $(torch index $(torch arange 6) '1:4')",))
 def index(ctx, input, index):
     """Python indexing with a slice string: torch index $t '[1:3, ::2, None, -1]' (handles index too)."""
@@ -212,6 +215,7 @@ def index(ctx, input, index):
 
 
 @verb("index_put(Tensor input, str index, Tensor values, *, bool accumulate=False) -> Tensor", category="shape",
+      no_form="Python indexing from a slice string is not written yet",
       examples=("torch value $(torch index_put $(torch zeros 4) '1:3' $(torch ones 2))",))
 def index_put(ctx, input, index, values, accumulate=False):
     """A copy of input with input[index] = values (or += with --accumulate). The input is not changed."""
@@ -254,7 +258,7 @@ def _index_part(p, ctx, text):
     raise bad_argument("cannot read %r in the index %r" % (p, text), "use ints, slices a:b:c, None, ..., lists or handles")
 
 
-@verb("manual_seed(int seed) -> None", category="random",
+@verb("manual_seed(int seed) -> None", category="random", writes=("generator",), form=verbforms.manual_seed,
       examples=("torch manual_seed 0 && torch value $(torch randn 2)",))
 def manual_seed(ctx, seed):
     """Seed PyTorch's global RNG: later draws equal Python's torch.manual_seed(N) then the same calls."""

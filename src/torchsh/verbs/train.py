@@ -12,7 +12,7 @@ One request does what the five-command loop does in five:
 and prints the loss as a plain number (shortest text of its float32 value), keeping no tensors:
 Clorch's canonical loop. The result equals the separate commands bit for bit.
 
-With --compile the forward+loss and the optimizer step run through torch.compile (train/compiled.py),
+With --compile the forward+loss and the optimizer step run through torch.compile (train/compiled/steps.py),
 compiled at the first step of a model and input shape and reused by later commands; not bit-exact with the
 eager step (docs/training.md#compile has the drift measured).
 
@@ -26,15 +26,17 @@ import torch
 
 from torchsh import memory
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.history import verbforms
 from torchsh.results import JsonText
-from torchsh.train import compiled, compilecache
-from torchsh.train.losses import loss_function, loss_options
+from torchsh.train.compiled import cache as compilecache, steps as compiled
+from torchsh.train.loss.functions import loss_function, loss_options
 from torchsh.verbs import verb
 from torchsh.verbs.optim import number_text
 
 
 @verb("train_step(Module model, Optimizer optimizer, Tensor input, Tensor target, *, str loss=\"mse_loss\", "
       "Json? loss_args=None, float? clip=None, Scheduler? sched=None, str? autocast=None, bool compile=False) -> Scalar", category="optim",
+      writes=("model", "optimizer", "input", "target", "loss_args", "sched"), form=verbforms.train_step,
       examples=("m=$(torch nn linear 2 1); o=$(torch optim sgd $m --lr 0.1); "
                 "torch train_step $m $o $(torch randn 8 2) $(torch randn 8 1)",))
 def train_step(ctx, model, optimizer, input, target, loss="mse_loss", loss_args=None, clip=None, sched=None,

@@ -1,7 +1,8 @@
 """The server core's doors. Every listening socket of torchd is a Door registered with the one loop of
-daemon/server.py: the Unix socket, the loopback fast path (daemon/fastpath.py), and each `torch serve --port`
-(serve/tcp.py). A door adds its policy, not a server: who passes it (SO_PEERCRED, or a token in each request's
-head), the routes it lets through, its limits and deadlines, its error body's shape, and TLS.
+daemon/server.py: the Unix socket, the loopback fast path (daemon/fastpath.py), each `torch serve --port`
+(serve/tcp.py) and `torchd --listen tls://…` (remote/listener.py). A door adds its policy, not a server: who
+passes it (SO_PEERCRED; a token in each request's head; or a token in the connection's first line, once), the
+routes it lets through, its limits and deadlines, its error body's shape, and TLS.
 
 Slots go only to callers who showed the token. A connection that has not (yet) shown it holds no slot: it
 waits, costing a descriptor and a buffer, at most `waiting_limit` of them (`per_peer` from one address), each
@@ -10,7 +11,8 @@ oldest waiting one (of its own address, when that address is at its cap), which 
 Retry-After: someone who holds many idle or dripping connections without the token cannot keep the token's
 holder out (issue 35), and one address cannot push out another's. Past `slots`, a connection that shows the
 token is answered 503 with Retry-After too. Every refusal is drained before it closes (conn.Drain): a reply,
-never a reset.
+never a reset. A door whose token comes in a first line (`--listen`'s "torchsh-tls-1 TOKEN") answers nothing
+before that line is accepted: a connection pushed out or timed out meanwhile just closes.
 """
 import collections
 import hmac
@@ -18,6 +20,7 @@ import threading
 from dataclasses import dataclass, field
 
 RETRY_AFTER_S = 1  # what a 503 `overloaded` asks the client to wait
+PREAMBLE_MAX = 512  # a door's first line: longer is judged as it is (and refused)
 REQUEST_S = 30.0   # a whole request, from its first byte, unless a door says otherwise
 IDLE_S = 600.0     # before or between requests, unless a door says otherwise
 
@@ -25,7 +28,7 @@ IDLE_S = 600.0     # before or between requests, unless a door says otherwise
 @dataclass(eq=False)
 class Door:
     """One listening socket and its policy (a row); the loop alone changes its counts."""
-    kind: str                # "unix", "fast", "serve"
+    kind: str                # "unix", "fast", "serve", "remote"
     name: str                # for the log, the status and refusals: "unix socket", "fast path 127.0.0.1:PORT", …
     listener: object         # the listening socket
     slots: int               # connections past the door's check at once
@@ -34,9 +37,11 @@ class Door:
     idle_s: float            # before a kept-alive connection's next request
     refusal: object          # (code, message, hint, json_body) -> the reply's bytes, in the door's error shape
     gate: object = None      # request head -> None (no valid token) or what to send before its body; None: no token
+    preamble: object = None  # the connection's first line (to its "\n", at most PREAMBLE_MAX bytes) -> (accepted,
+                             # the answer to send); checked once, before any HTTP; None: no first line
     refused: bytes = b""     # the answer to a head without a valid token (then closed)
     screen: object = None    # Request -> the refusal's bytes for a route this door does not let through, or None
-    frame: object = None     # Response -> [bytes]: a reply framed for this door's callers (the fast path's), or None
+    frame: object = None     # (Response, Request) -> [bytes]: a reply framed for this door's callers (the fast path's)
     peer_check: object = None  # socket -> (pid, uid) or the refusal's bytes: the Unix socket's SO_PEERCRED
     tls: object = None       # ssl.SSLContext: TLS, its handshake done by the loop within head_s
     waiting_limit: int = 0   # connections that have not shown the token yet
@@ -48,6 +53,22 @@ class Door:
     waiting: dict = field(default_factory=dict)  # conn -> None, oldest first: connections without the token yet
     by_peer: collections.Counter = field(default_factory=collections.Counter)
     closed: bool = False
+
+    def beside(self, kind, name, listener, slots, **policy):
+        """A door that serves as this one does (its body and time limits, its refusals' shape), with its own
+        listener, slots and policy (TLS, a first line, a waiting room): `torchd --listen`'s beside the Unix socket."""
+        return Door(kind, name, listener, slots, self.max_body, self.request_s, self.idle_s, self.refusal, **policy)
+
+    def passes_at_accept(self):
+        """True for a door with no token to show (the Unix socket: its peer check): a slot at accept."""
+        return self.gate is None and self.preamble is None
+
+    def refusal_to(self, conn, code, message, hint=None, json_body=False):
+        """The refusal's bytes for conn: none while a door's first line is awaited (no HTTP is spoken before
+        it: the connection just closes), else in this door's error shape."""
+        if self.preamble is not None and not conn.authorized:
+            return b""
+        return self.refusal(code, message, hint, json_body)
 
     def wait(self, conn):
         """A new connection waits for its token. -> the connection it pushes out (the oldest of its address

@@ -5,7 +5,6 @@ files planted by a second, real user.
 """
 import logging
 import os
-import socket
 import stat
 
 import pytest
@@ -43,14 +42,6 @@ def test_a_lock_file_symlink_is_never_followed(tmp_path):
     with pytest.raises(lifecycle.Untrusted, match="symlink"):
         lifecycle.take_start_lock(str(tmp_path / "torchd.sock"))
     assert victim.read_bytes() == b"precious\n"
-
-
-def test_a_file_that_is_not_a_socket_is_never_unlinked_at_the_socket_path(tmp_path):
-    data = tmp_path / "torchd.sock"
-    data.write_bytes(b"my data\n")
-    with pytest.raises(lifecycle.Untrusted, match="not a socket"):
-        lifecycle.bind_private(str(data))
-    assert data.read_bytes() == b"my data\n"
 
 
 def _rotating_log(tmp_path, max_bytes):
@@ -98,10 +89,3 @@ def test_log_tail_gives_the_last_lines_and_refuses_a_symlink(tmp_path):
     with pytest.raises(OSError):
         lifecycle.log_tail(str(tmp_path / "other.log"), 2)
 
-
-def test_a_socket_of_ours_that_nobody_serves_is_still_replaced(tmp_path):
-    sock = str(tmp_path / "d.sock")
-    s = socket.socket(socket.AF_UNIX)
-    s.bind(sock)
-    s.close()  # a killed daemon's leftover
-    lifecycle.bind_private(sock).close()

@@ -13,9 +13,10 @@ import time
 
 import pytest
 
-from torchsh import protocol
+from torchsh import privatesocket, protocol
 from waiting import wait_until
-from torchsh.daemon import lifecycle, server as srv
+from torchsh.daemon import server as srv
+from torchsh.jobs.running import RunningJobs
 from torchsh.registry.made import RecordingRegistry
 from torchsh.wire import http
 
@@ -28,6 +29,7 @@ class FakeApp:
         self.request_state = threading.local()
         self.io_stats = None
         self.registry = RecordingRegistry()
+        self.jobs = RunningJobs()
 
     def expired(self):
         return False
@@ -64,7 +66,7 @@ def served(monkeypatch):
     folder = tempfile.mkdtemp(prefix="tsu-")  # short: AF_UNIX paths are limited to ~107 bytes
     path = os.path.join(folder, "s.sock")
     app = FakeApp(path)
-    server = srv.Server(app, lifecycle.bind_private(path))
+    server = srv.Server(app, privatesocket.bind_private(path))
     thread = threading.Thread(target=server.serve, daemon=True)
     thread.start()
     try:

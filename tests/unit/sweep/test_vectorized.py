@@ -12,7 +12,7 @@ from torch.utils.data import TensorDataset
 
 from torchsh.data.loader import Loader
 from torchsh.sweep import vectorized, vectorized_optim
-from torchsh.train import checkpoint
+from torchsh.train.checkpoints import format as checkpoint
 from torchsh.train.fit import run_fit
 from torchsh.train.plan import FitPlan
 

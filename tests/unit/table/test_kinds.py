@@ -3,7 +3,7 @@ reader of kinds (binder, parser, usage, Nushell module, completions, census) goe
 import torch
 
 from torchsh.registry.kinds import HANDLE_KINDS, kind_of
-from torchsh.table import from_torch, signature
+from torchsh.table import annotations
 from torchsh.table.build import build_table
 from torchsh.table.kinds import KINDS, LIST_FLAG_KINDS, STDIN_KINDS, VARIADIC_KINDS
 
@@ -15,7 +15,8 @@ def test_every_argument_of_every_row_has_a_kind_row():
 
 
 def test_the_annotation_rules_name_only_kinds_that_have_rows():
-    named = {rule[1] for rule in signature._RULES} | {kind for _, kind in from_torch._ANNOTATION_KINDS}
+    named = {kind for _, kind, _ in annotations.ANNOTATION_KINDS} | {kind for _, kind in annotations.DEFAULT_KINDS} \
+        | {kind for kind, _ in annotations.NAMED_KINDS.values()}
     assert named <= set(KINDS), sorted(named - set(KINDS))
 
 

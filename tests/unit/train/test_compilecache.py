@@ -1,4 +1,4 @@
-"""--compile's cache folder and compiler check (train/compilecache.py), without compiling anything: no C++
+"""--compile's cache folder and compiler check (train/compiled/cache.py), without compiling anything: no C++
 compiler is not_supported with the fix, a cache folder another user could write is refused, and inductor's
 cache is pointed into the daemon's private folder, never its shared /tmp default."""
 import os
@@ -8,7 +8,7 @@ import pytest
 from torch._inductor import config, cpp_builder
 
 from torchsh.errors import TorchshError
-from torchsh.train import compilecache
+from torchsh.train.compiled import cache as compilecache
 
 
 @pytest.fixture

@@ -1,11 +1,11 @@
-"""train/losses.py: --loss_args' tensor options (weight, pos_weight) made tensors in the model's parameters'
+"""train/loss/functions.py: --loss_args' tensor options (weight, pos_weight) made tensors in the model's parameters'
 dtype on their device, from a list or a handle; what is no tensor, or no option of the loss, refused."""
 import pytest
 import torch
 
 from torchsh.errors import TorchshError
 from torchsh.registry import Registry
-from torchsh.train.losses import loss_options, same_value
+from torchsh.train.loss.functions import loss_options, same_value
 
 
 def test_a_list_is_a_tensor_in_the_models_dtype_on_its_device_and_other_options_stay_as_given():

@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-from torchsh import paths, protocol
+from torchsh import paths, privatesocket, protocol
 from torchsh.client.contexts import forwarder, store
 
 USAGE = """usage: torch context ls [--json]
@@ -210,7 +210,7 @@ def inspect(words):
             record["token"] = "(redacted)"
         local = paths.context_socket(name)
         record["local_socket"] = local
-        record["forwarder_running"] = forwarder.answers(local)
+        record["forwarder_running"] = privatesocket.probe(local)
     record["current"] = _selected() == name
     sys.stdout.write(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return 0

@@ -22,6 +22,7 @@ import threading
 import time
 
 from torchsh import paths, protocol
+from torchsh.privatesocket import AlreadyServing, Untrusted, bind_private, probe
 from torchsh.link import relay, tls
 from torchsh.client.contexts.private import ContextError, private_dir
 
@@ -35,20 +36,9 @@ def beside(local):
 
 
 # ---- the client's side: start it when nothing answers, stop it (`context rm`)
-def answers(local):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.connect(local)
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-
-
 def ensure(record, local):
     """Return once `local` answers, starting the forwarder of context record["name"] when it does not."""
-    if answers(local):
+    if probe(local):
         return
     for folder in (paths.runtime_dir(), paths.socket_folder(local)):  # both 0700 and ours, or refused
         private_dir(folder)
@@ -72,7 +62,7 @@ def ensure(record, local):
     os.close(record_w)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        if answers(local):
+        if probe(local):
             return
         done, status = os.waitpid(pid, os.WNOHANG)
         if done and os.waitstatus_to_exitcode(status) != 0:
@@ -123,7 +113,7 @@ def main(name, local):
         return 0  # another forwarder of this context won the race
     os.ftruncate(lock_fd, 0)
     os.write(lock_fd, b"%d\n" % os.getpid())
-    listener = _bind(local)
+    listener = bind_private(local)  # a socket left by a forwarder that was killed is replaced
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     _log("forwarding %s to %s" % (local, record["host"]))
     listener.settimeout(IDLE_S)
@@ -140,21 +130,6 @@ def main(name, local):
             os.unlink(local)  # we hold the lock: no other forwarder can have bound it meanwhile
         except OSError:
             pass
-
-
-def _bind(local):
-    try:
-        os.unlink(local)  # ours (we hold the lock), left by a forwarder that was killed
-    except FileNotFoundError:
-        pass
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)
-    try:
-        s.bind(local)
-    finally:
-        os.umask(old)
-    s.listen(128)
-    return s
 
 
 def _serve(conn, record):
@@ -223,6 +198,8 @@ def _log(line):
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1], sys.argv[2]))
-    except (ValueError, OSError) as e:
+    except AlreadyServing as e:
+        _log("%s: exiting" % e)
+    except (ValueError, OSError, Untrusted) as e:
         _log("cannot forward: %s" % e)
         sys.exit(1)

@@ -17,9 +17,9 @@ import os
 import shutil
 import signal
 import sys
-import threading
-import time
 import uuid
+
+from torchsh import orphans
 
 PRELOAD = ["torch", "torch.distributed", "torchsh.train.distributed.rank"]
 
@@ -44,12 +44,12 @@ def main(folder):
     if netns.inside():
         netns.loopback_up()
     spec = handoff.read_json(handoff.path(folder, "spec.json"))
-    _end_with(spec["daemon_pid"])
+    orphans.end_with(spec["daemon_pid"], lambda: os.kill(os.getpid(), signal.SIGTERM))  # elastic then ends every rank
     multiprocessing.set_forkserver_preload(PRELOAD)
     try:
         return _launch(folder, spec)
     finally:
-        if not _alive(spec["daemon_pid"]):  # no daemon will read the folder or remove it
+        if not orphans.alive(spec["daemon_pid"]):  # no daemon will read the folder or remove it
             shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -105,23 +105,6 @@ def _from_elastic(rank, failure):
 def _write_failure(folder, record):
     from torchsh.train.distributed import handoff
     handoff.write_json(handoff.path(folder, "failure.json"), record)
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _end_with(daemon_pid):
-    """SIGTERM to this launcher (elastic then ends every rank) within a second of the daemon's end."""
-    def watch():
-        while _alive(daemon_pid):
-            time.sleep(1.0)
-        os.kill(os.getpid(), signal.SIGTERM)
-    threading.Thread(target=watch, name="daemon-watch", daemon=True).start()
 
 
 if __name__ == "__main__":

@@ -10,19 +10,19 @@ files).
 import datetime
 import json
 import os
-import threading
 import time
 
 import torch
 import torch.distributed as dist
 
+from torchsh import orphans
 from torchsh.contract import card as cards
 from torchsh.errors import TorchshError, from_torch_exception
+from torchsh.train import fitcard
 from torchsh.train.distributed import handoff
 from torchsh.train.distributed.world import RankWorld
-from torchsh.train import fitcard
 from torchsh.train.fit import run_fit
-from torchsh.train.losses import loss_function, on_device
+from torchsh.train.loss.functions import loss_function, on_device
 from torchsh.train.plan import FitPlan
 from torchsh.vocab import DTYPES
 
@@ -32,7 +32,8 @@ def rank_main(folder):
     rank = int(os.environ["RANK"])
     try:
         spec, tensors = handoff.read(folder)
-        _end_with(spec["daemon_pid"])
+        # the daemon's end or its launcher's (this rank's parent, the launcher's forkserver, ends with it)
+        orphans.end_with(spec["daemon_pid"], lambda: os._exit(1), parent=os.getppid())
         _run(folder, spec, tensors)
     except BaseException as e:
         _record_failure(folder, rank, e)
@@ -82,23 +83,6 @@ def _device(spec):
         torch.cuda.set_device(local)
         return torch.device("cuda", local)
     return torch.device("cpu")
-
-
-def _end_with(daemon_pid):
-    """End this rank within a second of the daemon's end or its launcher's, however they ended (kill -9
-    included): the launcher's forkserver, this rank's parent, ends with the launcher."""
-    parent = os.getppid()
-
-    def watch():
-        while True:
-            time.sleep(1.0)
-            try:
-                os.kill(daemon_pid, 0)
-            except ProcessLookupError:
-                os._exit(1)
-            if os.getppid() != parent:
-                os._exit(1)
-    threading.Thread(target=watch, name="daemon-watch", daemon=True).start()
 
 
 def _record_failure(folder, rank, exc):

@@ -12,54 +12,38 @@ start (PyTorch's semantics), so every rank takes the same number of batches.
 Validation (ValShare): the ranks split the data without padding (rank r takes samples r, r+W, …), so the
 summed loss and metrics are those of the whole set, each sample once.
 """
-import functools
-import os
-
 from torch.utils.data import DataLoader, DistributedSampler, SequentialSampler, Subset
 
-from torchsh.data.loader import _exit_with_daemon, _Skipping
+from torchsh.data.loader import EpochBatches, Skipping, worker_options
 
 STATE_FORMAT = "torchsh-dist-loader-1"
 
 
 def _data_loader(dataset, sampler, batch_size, drop_last, num_workers):
-    batches = _Skipping(sampler, batch_size, drop_last)
-    # Workers from a forkserver, not fork() of a rank (gloo's threads); they end with the rank
-    workers = dict(multiprocessing_context="forkserver", worker_init_fn=functools.partial(
-        _exit_with_daemon, os.getpid())) if num_workers else {}
-    return batches, DataLoader(dataset, batch_sampler=batches, num_workers=num_workers, **workers)
+    batches = Skipping(sampler, batch_size, drop_last)
+    # workers from a forkserver, not fork() of a rank (gloo's threads); they end with the rank
+    return batches, DataLoader(dataset, batch_sampler=batches, num_workers=num_workers,
+                               **worker_options(num_workers))
 
 
-class DistLoader:
+class DistLoader(EpochBatches):
     """One rank's batches of a loader, epoch after epoch, resumable mid-epoch."""
 
     def __init__(self, dataset, batch_size, shuffle, drop_last, seed, num_workers, world, rank, epoch=0):
+        super().__init__(epoch)  # epochs finished: the sampler's epoch (its shuffle is seed + epoch)
         self.sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=shuffle, seed=seed,
                                           drop_last=drop_last)
         self.batches, self.loader = _data_loader(dataset, self.sampler, batch_size, drop_last, num_workers)
         self.dataset, self.batch_size, self.shuffle, self.drop_last = dataset, batch_size, shuffle, drop_last
         self.seed, self.num_workers, self.world = seed, num_workers, world
-        self.epoch = epoch       # epochs finished: the sampler's epoch (its shuffle is seed + epoch)
-        self.position = 0        # batches taken in the current epoch
-        self.in_epoch = False
-        self._it = None
 
     def __len__(self):
         return len(self.loader)
 
-    def next_batch(self):
-        if self._it is None:
-            self.sampler.set_epoch(self.epoch)
-            self.batches.skip = self.position if self.in_epoch else 0  # a resumed epoch: skip what was taken
-            self.in_epoch, self._it = True, iter(self.loader)
-        try:
-            batch = next(self._it)
-        except StopIteration:
-            self._it, self.in_epoch, self.position = None, False, 0
-            self.epoch += 1
-            return None
-        self.position += 1
-        return batch
+    def _start(self):
+        self.sampler.set_epoch(self.epoch)
+        self.batches.skip = self.position if self.in_epoch else 0  # a resumed epoch: skip what was taken
+        self.in_epoch, self._it = True, iter(self.loader)
 
     def state_dict(self):
         return {"format": STATE_FORMAT, "epoch": self.epoch, "position": self.position, "in_epoch": self.in_epoch,
@@ -71,8 +55,7 @@ class DistLoader:
         if state["world"] != self.world or state["batches"] != len(self):
             raise ValueError("it was saved by %d ranks with %d batches per epoch, this run has %d with %d"
                              % (state["world"], state["batches"], self.world, len(self)))
-        self._it = None
-        self.epoch, self.position, self.in_epoch = state["epoch"], state["position"], state["in_epoch"]
+        self._resume(state)
 
 
 class ValShare:

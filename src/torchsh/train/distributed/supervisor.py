@@ -24,9 +24,9 @@ from torchsh.errors import TorchshError, bad_argument
 from torchsh.formats import statefile as state_file, stfile
 from torchsh.memory import heap
 from torchsh.remote import listener
-from torchsh.train import checkpoint, resume
+from torchsh.train.checkpoints import format as checkpoint, resume
 from torchsh.train.distributed import handoff, netns, shares
-from torchsh.train.fit import FitResult
+from torchsh.train.record import FitResult
 from torchsh.vocab import dtype_name
 
 log = logging.getLogger("torchd")

@@ -20,10 +20,11 @@ import torch.distributed as dist
 
 from torchsh.recipes.base import state_dict_of
 from torchsh.session import recipe
-from torchsh.train import metrics as fit_metrics, resume
+from torchsh.train.checkpoints import resume
 from torchsh.train.distributed import handoff
 from torchsh.train.distributed.shares import DistLoader, ValShare
-from torchsh.train.metrics import EpochSums
+from torchsh.train.metrics import epoch as fit_metrics
+from torchsh.train.metrics.epoch import EpochSums
 
 
 class RankWorld:

@@ -33,8 +33,9 @@ import torch
 from torchsh import __version__, fileio, warned
 from torchsh.contract import card as cards
 from torchsh.errors import TorchshError
-from torchsh.train import compiled, losses
+from torchsh.train.compiled import steps as compiled
 from torchsh.train.logs import tfevents
+from torchsh.train.loss import functions as losses
 from torchsh.train.plan import LOG_FORMATS
 
 _NOT_SCALARS = ("kind", "epoch", "step", "seconds")  # the x axis, and the time a step took

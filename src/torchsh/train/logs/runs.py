@@ -33,7 +33,7 @@ MARKERS = ("run.json", "metrics.jsonl")
 MAX_DEPTH = 8                      # folders below DIR searched for runs (runs/sweep/s1/version_3 is 3)
 MAX_RUN_JSON = 1 << 20             # run.json is a few KB; a bigger one is not read
 CHUNK = 1 << 22                    # metrics.jsonl is read this many bytes at a time
-LOWER_IS_BETTER = ("loss", "mae", "rmse")  # train/metrics.py's (a monitored value's mode; no torch import here)
+LOWER_IS_BETTER = ("loss", "mae", "rmse")  # train/metrics/epoch.py's (a monitored value's mode; no torch import here)
 _STEP_ROW = (b'{"kind": "step"', b'{"kind":"step"')
 _ENDED = {"done": "finished", "early_stop": "finished", "max_steps": "finished", "stopped": "stopped", "pruned": "pruned"}
 

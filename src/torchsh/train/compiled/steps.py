@@ -29,7 +29,7 @@ import weakref
 
 import torch
 
-from torchsh.train import losses
+from torchsh.train.loss import functions as losses
 
 COMPILE_LOCK = threading.RLock()
 TENSOR_LR = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)  # whose step takes a tensor lr compiled

@@ -11,7 +11,7 @@ import torch
 
 from torchsh.errors import TorchshError
 from torchsh.formats import statefile as state_file, stfile
-from torchsh.train import checkpoint
+from torchsh.train.checkpoints import format as checkpoint
 
 
 def source(plan):

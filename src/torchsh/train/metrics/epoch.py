@@ -11,7 +11,7 @@ import torch
 
 from torchsh.contract import tasks
 from torchsh.errors import bad_argument
-from torchsh.train import scores
+from torchsh.train.metrics import scores
 
 
 def _correct_top(k):

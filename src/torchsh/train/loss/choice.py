@@ -24,16 +24,6 @@ FLOAT_TARGET_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "b
                        "gaussian_nll_loss")
 
 
-def sample(dataset):
-    """(inputs, target) of item 0, or None (an empty dataset, an item that is not (inputs…, target))."""
-    if len(dataset) == 0:
-        return None
-    item = dataset[0]
-    if not isinstance(item, (tuple, list)) or len(item) < 2 or not all(isinstance(t, torch.Tensor) for t in item):
-        return None
-    return list(item[:-1]), item[-1]
-
-
 def head(model):
     """The layer that makes the model's output: the last of nested Sequentials."""
     while isinstance(model, torch.nn.Sequential) and len(model):

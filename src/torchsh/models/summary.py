@@ -1,5 +1,5 @@
-"""`nn summary`: one forward pass of zeros, every module call in order, the way torchinfo's default
-`summary(model, input_size=…)` counts it.
+"""`torch nn summary` (its verb: verbs/nn_tools.py): one forward pass of zeros, every module call in order, the
+way torchinfo's default `summary(model, input_size=…)` counts it.
 
 torchinfo is the reference a PyTorch user already reads (tests/e2e/test_nn_summary.py holds this to it on
 torchvision models), so its rules are kept, odd ones included:
@@ -16,8 +16,7 @@ import math
 import torch
 
 from torchsh.errors import bad_argument
-from torchsh.verbs import verb
-from torchsh.verbs.nn import print_table
+from torchsh.text.columns import print_table
 
 
 class Node:
@@ -175,17 +174,8 @@ def mult_adds(row):
     return total
 
 
-@verb("nn.summary(Module model, *, int[] input_shape, ScalarType? dtype=None, int depth=3) -> Json", category="nn",
-      summary="Every module call of a forward pass, and the parameter totals, as torchinfo's summary lists them.",
-      examples=("torch nn summary $(torch nn sequential 'linear 4 8' relu 'linear 8 1') --input_shape 2,4",))
-def summary(ctx, model, input_shape, dtype=None, depth=3):
-    """Run zeros of --input_shape (--dtype, else the model's) through the model in eval mode without grad
-    (its mode restored) and list every module call as torchinfo's summary does, --depth levels deep (3):
-    kind and depth-idx, output shape, Param # ("--" none; a container's own, its children's shown below;
-    a leaf's or last shown level's all; "(N)" all frozen; "(recursive)" a module called again), then Total,
-    Trainable and Non-trainable params and Total mult-adds, counted as torchinfo does. --json: layers
-    [{name, kind, depth, index, output_shape, parameters, trainable, recursive}] and the totals.
-    """
+def summarize(model, input_shape, dtype=None, depth=3):
+    """The Summary of MODEL for zeros of INPUT_SHAPE (an int or a list; DTYPE, else the model's), DEPTH levels deep."""
     if depth < 0:
         raise bad_argument("--depth is how many levels below the model to show: 0 or more, not %d" % depth)
     shape = [input_shape] if isinstance(input_shape, int) else list(input_shape)
