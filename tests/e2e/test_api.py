@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from apicall import UnixHTTPConnection
+from support.apicall import UnixHTTPConnection
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import threading
 import pytest
 import torch
 
-from apicall import UnixHTTPConnection, post
+from support.apicall import UnixHTTPConnection, post
 
 NUMBERS = 5_000_000  # "0.5," each: 20 MB, decoded in 2-4 s on 2 cores (json.loads alone: ~1.5 s)
 

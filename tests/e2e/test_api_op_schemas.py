@@ -3,7 +3,7 @@ OpenAPI document names every kind a reply's `kind` refers to."""
 import json
 
 import torch
-from apicall import UnixHTTPConnection
+from support.apicall import UnixHTTPConnection
 
 
 def _get(conn, method, path, body=None):

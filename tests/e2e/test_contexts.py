@@ -15,10 +15,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from imports import extra_imports
-from remotes import bash, caller_env, free_port, private_folder, running
-from required import require_tool
-from waiting import process_gone, wait_until
+from support.imports import extra_imports
+from support.remotes import bash, caller_env, free_port, private_folder, running
+from support.required import require_tool
+from support.waiting import process_gone, wait_until
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from waiting import wait_until
+from support.waiting import wait_until
 
 
 def _log_lines(s, n):

@@ -11,7 +11,7 @@ import pytest
 import safetensors.torch
 import torch
 
-from second_daemon import SecondDaemon
+from support.second_daemon import SecondDaemon
 
 MODEL = "torch nn sequential 'linear 4 8' relu 'linear 8 3'"
 NAMES = ("setosa", "versicolor", "virginica")

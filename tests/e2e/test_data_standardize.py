@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import torch
-from second_daemon import SecondDaemon
+from support.second_daemon import SecondDaemon
 
 RNG = np.random.default_rng(4)
 

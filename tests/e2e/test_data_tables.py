@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import torch
-from second_daemon import SecondDaemon
+from support.second_daemon import SecondDaemon
 
 IRIS = ("sepal,petal,color,species\n5.1,1.4,red,setosa\n4.9,1.3,blue,virginica\n6.0,4.5,red,versicolor\n"
         "5.5,2.0,green,setosa\n6.3,5.0,blue,virginica\n")

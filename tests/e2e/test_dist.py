@@ -131,7 +131,7 @@ def test_every_distribution_class_has_a_kind(sh):
 
 
 def test_the_json_api_builds_and_samples_like_the_cli(sh):
-    from apicall import post
+    from support.apicall import post
     status, made = post(sh, "dist.normal", {"args": [0, 1], "kwargs": {}})
     assert status == 200 and made["result"].startswith("dist://")
     post(sh, "manual_seed", {"args": [11]})
@@ -144,7 +144,7 @@ def test_the_json_api_builds_and_samples_like_the_cli(sh):
 
 @pytest.mark.parametrize("name", ["sample_shape", "shape"])
 def test_the_json_api_takes_sample_shape_and_the_older_shape(sh, name):
-    from apicall import post
+    from support.apicall import post
     status, made = post(sh, "dist.normal", {"args": [0, 1]})
     for _ in range(2):  # the second call of a shape takes the remembered plan (api/calls.py)
         post(sh, "manual_seed", {"args": [13]})

@@ -11,9 +11,9 @@ import subprocess
 
 import pytest
 import torch
-from planted import squat
-from pyclient import PYCLIENT
-from required import require_tool
+from support.planted import squat
+from support.pyclient import PYCLIENT
+from support.required import require_tool
 
 INIT = 'eval "$(torch init bash)"\n'
 # The two fast paths, each compared with the Python client: the function, and `torch` on PATH (the launcher).

@@ -12,8 +12,8 @@ import subprocess
 
 import torch
 import torch.nn.functional as F
-from planted import nobody_connected, planted_fast_token
-from required import require_tool
+from support.planted import nobody_connected, planted_fast_token
+from support.required import require_tool
 from safetensors.torch import load_file
 
 

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 import torch
-from pyclient import PYCLIENT
+from support.pyclient import PYCLIENT
 
 from torchsh import protocol
 from torchsh.shells.init_bash import script

@@ -23,7 +23,7 @@ from safetensors.torch import load_file
 from torch.utils.data import DistributedSampler
 
 from torchsh.train.distributed import netns
-from waiting import process_gone, wait_until
+from support.waiting import process_gone, wait_until
 
 pytestmark = pytest.mark.slow  # a slow family (the tier rule: tests/conftest.py)
 
@@ -338,7 +338,7 @@ def test_two_nodes_each_with_its_own_daemon_train_as_one_run_and_both_daemons_ge
 
 
 def test_ctrl_c_stops_a_foreground_two_rank_fit_and_ends_every_rank(sh):
-    from terminal import run_in_pty, screen_lines
+    from support.terminal import run_in_pty, screen_lines
     text, first = make(sh)
     last = sh.tmp("last.safetensors")
     out, code = run_in_pty(sh, text + "torch fit $m $o $L --loss mse_loss --sched $s --epochs 100000 --nproc_per_node 2; "

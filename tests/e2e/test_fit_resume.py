@@ -9,7 +9,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from waiting import wait_until
+from support.waiting import wait_until
 
 X = torch.randn(50, 4, generator=torch.Generator().manual_seed(1))
 Y = torch.randint(0, 3, (50,), generator=torch.Generator().manual_seed(2))

@@ -4,7 +4,7 @@ import subprocess
 import pytest
 import torch
 
-from required import require_tool
+from support.required import require_tool
 
 
 def test_flag_spellings_are_equivalent(sh):

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from cleanup import FREE_NEW_NAMES, NAMES_BEFORE
+from support.cleanup import FREE_NEW_NAMES, NAMES_BEFORE
 
 GROUPS = ("nn", "nn functional", "optim", "sched", "daemon", "scope", "checkpoint", "linalg", "fft", "special")
 

@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-import apicall
+from support import apicall
 import pytest
 import torch
 
@@ -377,7 +377,7 @@ def test_the_readme_tour_sliced_for_its_model_and_its_gradient_replays_bit_for_b
 @pytest.mark.slow  # two daemons
 def test_the_readme_sessions_tour_sliced_for_its_model_replays_across_the_load(sh, tmp_path):
     """The tour draws in both daemons: the loading daemon's generator is its own, set again in the script."""
-    from second_daemon import SecondDaemon
+    from support.second_daemon import SecondDaemon
     from test_readme import section
     own = SecondDaemon(sh, "hist")
     try:

@@ -13,7 +13,7 @@ import pytest
 
 from torchsh.jobs.job import LEASE_S
 
-from waiting import wait_until
+from support.waiting import wait_until
 
 pytestmark = pytest.mark.slow  # several shells and daemons a test: tests/conftest.py's rule
 

@@ -6,8 +6,8 @@ import re
 
 import torch
 import torch.nn.functional as F
-from apicall import call, post
-from terminal import run_in_pty, screen_lines
+from support.apicall import call, post
+from support.terminal import run_in_pty, screen_lines
 from safetensors.torch import load_file
 
 X = torch.randn(640, 2, generator=torch.Generator().manual_seed(5))

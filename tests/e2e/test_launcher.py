@@ -13,9 +13,9 @@ import subprocess
 import sys
 import tempfile
 
-from planted import squat
-from pyclient import PYCLIENT
-from waiting import wait_until
+from support.planted import squat
+from support.pyclient import PYCLIENT
+from support.waiting import wait_until
 
 LAUNCHER = os.path.join(os.path.dirname(sys.executable), "torch")
 

@@ -5,7 +5,7 @@ import signal
 import stat
 import subprocess
 
-from waiting import wait_until
+from support.waiting import wait_until
 
 
 def _daemons(folder):

@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from cgroups import daemon_in_cgroup, oom_kills
+from support.cgroups import daemon_in_cgroup, oom_kills
 from torchsh.api.status import status_text
 
 GiB = 1 << 30

@@ -9,7 +9,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from planted import MaliciousPickle
+from support.planted import MaliciousPickle
 
 
 def _inspect(sh, path):

@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from usernets import NET, python_net, write_net
+from support.usernets import NET, python_net, write_net
 
 
 def test_a_residual_class_from_the_users_file_trains_a_step_as_in_python(sh):
@@ -132,7 +132,7 @@ def _pickled(obj):
 
 
 def _plant(path, marker, how):
-    from planted import MaliciousPickle
+    from support.planted import MaliciousPickle
     export_residual(path)
     evil = _pickled({"x": MaliciousPickle(marker)})
     if how == "sample_inputs":

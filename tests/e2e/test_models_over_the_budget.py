@@ -8,8 +8,8 @@ import json
 import pytest
 import torch
 
-from apicall import post
-from cgroups import daemon_in_cgroup, oom_kills
+from support.apicall import post
+from support.cgroups import daemon_in_cgroup, oom_kills
 
 GiB = 1 << 30
 NET = ("import torch\nclass Net(torch.nn.Module):\n    def __init__(self, hidden=8):\n"

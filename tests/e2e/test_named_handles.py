@@ -8,7 +8,7 @@ import time
 
 import torch
 
-from apicall import post
+from support.apicall import post
 
 
 def test_a_name_stands_for_its_handle_in_every_argument_slot(sh):

@@ -39,7 +39,7 @@ def test_a_flag_spelt_close_to_the_ops_own_says_did_you_mean(sh):
 
 
 def test_the_json_api_says_did_you_mean_too(sh):
-    from apicall import post
+    from support.apicall import post
     t = sh("torch randn 2 3")
     status, err = post(sh, "sum", {"args": [t], "kwargs": {"keepdims": True}})
     assert status == 400 and err["error"]["code"] == "unknown_flag" and "--keepdim?" in err["error"]["hint"]

@@ -14,7 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from planted import MaliciousPickle
+from support.planted import MaliciousPickle
 
 nn = torch.nn
 SPEC = "'linear 3 4' relu 'linear 4 2'"

@@ -9,7 +9,7 @@ import pytest
 import torchinfo
 
 from conftest import own_daemon
-from usernets import python_net, write_net
+from support.usernets import python_net, write_net
 
 # torchvision's classifiers through `model open FILE.py:CLASS`, importable even where torchvision's C
 # extension does not load (this image's torchvision is a CUDA build beside a CPU torch, so

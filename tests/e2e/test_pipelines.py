@@ -8,8 +8,8 @@ export for every 8th) and through the same pipeline in plain PyTorch (tests/pipe
 The fast tier runs pipelines.FAST (tests/smoke/test_pipeline_slice.py); this file the rest, marked slow."""
 import pytest
 
-import pipelines
-from pipelines_check import check
+from support import pipelines
+from support.pipelines_check import check
 
 pytestmark = pytest.mark.slow
 

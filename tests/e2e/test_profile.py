@@ -8,7 +8,7 @@ import json
 import os
 import re
 
-from apicall import post
+from support.apicall import post
 from test_fastpath import _zsh
 
 MATMUL = "bash -c 'torch matmul $(torch randn 16 16) $(torch randn 16 16) >/dev/null; echo cmd-done'"

@@ -38,7 +38,7 @@ def test_train_on_data_runs_as_written_and_resumes_to_ten_epochs(sh, tmp_path):
 
 def test_sessions_runs_as_written_and_the_model_trains_on_in_a_fresh_daemon(sh, tmp_path):
     """On a daemon of its own: the section stops the daemon it runs on."""
-    from second_daemon import SecondDaemon
+    from support.second_daemon import SecondDaemon
     script = section("Sessions that outlive a daemon")
     assert "torch session save" in script and "torch daemon stop" in script and "torch session load" in script
     own = SecondDaemon(sh, "readme")

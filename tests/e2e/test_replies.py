@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from torchsh import protocol
-from apicall import UnixHTTPConnection
-from pyclient import PYCLIENT
+from support.apicall import UnixHTTPConnection
+from support.pyclient import PYCLIENT
 
 pytestmark = pytest.mark.slow  # several shells and daemons a test: tests/conftest.py's rule
 
@@ -232,7 +232,7 @@ def test_copy(sh, callers):
 # -- upload and download: the caller's files on a remote context ------------------------------------------------
 @pytest.fixture(scope="module")
 def remote():
-    from remotes import running
+    from support.remotes import running
     with running("trep-") as daemon:
         yield daemon
 
@@ -240,7 +240,7 @@ def remote():
 @pytest.fixture
 def on_r1(remote, sh, callers):
     """The callers' environment with context r1 (the TLS daemon) made and chosen (TORCHSH_CONTEXT)."""
-    from remotes import bash, caller_env
+    from support.remotes import bash, caller_env
     env = caller_env(remote.folder, TORCHSH_SOCKET=sh.socket)
     r = bash("torch context rm r1 2>/dev/null; torch context create r1 --host %s --fingerprint %s --token-file %s"
              % (remote.url, remote.fingerprint, remote.token_file), env)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from waiting import process_gone, wait_until
+from support.waiting import process_gone, wait_until
 
 BASH_SCOPE = 'x=$(torch ones "[2]"); echo "$$ $x" > {ready}.tmp; mv {ready}.tmp {ready}; sleep 30'
 

@@ -12,7 +12,7 @@ import threading
 
 import torch
 
-from apicall import UnixHTTPConnection
+from support.apicall import UnixHTTPConnection
 
 W = torch.randn(3, 4, generator=torch.Generator().manual_seed(1))
 B = torch.randn(3, generator=torch.Generator().manual_seed(2))

@@ -9,7 +9,7 @@ import struct
 import torch
 from sklearn import datasets
 
-from apicall import UnixHTTPConnection
+from support.apicall import UnixHTTPConnection
 from test_serve import binary_request, infer_doc, request
 
 NAMES = ["setosa", "versicolor", "virginica"]

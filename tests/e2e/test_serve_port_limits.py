@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from test_serve import B, W, X, infer_doc, served
-from twouid import other_user, run_as  # noqa: F401  (other_user is a fixture)
-from waiting import wait_until
+from support.twouid import other_user, run_as  # noqa: F401  (other_user is a fixture)
+from support.waiting import wait_until
 from torchsh.serve import tcp
 
 # The other user: N connections without the token, PER_PEER from each of 127.0.0.2, .3, …, a byte a second on

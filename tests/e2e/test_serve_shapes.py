@@ -2,7 +2,7 @@
 PyTorch computes them), and a request of other rows is refused before it queues (serve/shapes.py)."""
 import torch
 
-from apicall import UnixHTTPConnection
+from support.apicall import UnixHTTPConnection
 from test_serve import X, final_row, infer_doc, request, served
 
 CNN = "sequential 'conv2d 1 4 3' relu 'max_pool2d 2' flatten 'linear 676 10'"

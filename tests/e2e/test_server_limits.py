@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from twouid import other_user, run_as  # noqa: F401  (other_user is a fixture)
+from support.twouid import other_user, run_as  # noqa: F401  (other_user is a fixture)
 
 TORCH = os.path.join(os.path.dirname(sys.executable), "torch")  # the venv's launcher, as conftest.BIN
 CLIENT = [sys.executable, "-IS", TORCH]  # the Python client itself (the launcher would take the fast path)

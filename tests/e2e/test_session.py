@@ -7,8 +7,8 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from second_daemon import SecondDaemon
-from waiting import wait_until
+from support.second_daemon import SecondDaemon
+from support.waiting import wait_until
 
 pytestmark = pytest.mark.slow  # a slow family (the tier rule: tests/conftest.py)
 
@@ -181,7 +181,7 @@ def test_objects_without_values_do_not_stop_a_save(own, tmp_path):
 def test_a_model_opened_from_the_users_file_comes_back_by_its_recipe_bit_for_bit(own, tmp_path):
     """`model open FILE.py:CLASS --args …` is rebuilt from its file, class and arguments (a FILE.pt2 from its
     archive); its weights and grads are the saved ones, bit for bit."""
-    from usernets import write_net
+    from support.usernets import write_net
     write_net(str(tmp_path / "net"))
     exported = torch.export.export(torch.nn.Linear(3, 2), (torch.randn(4, 3),))
     torch.export.save(exported, str(tmp_path / "net" / "lin.pt2"))

@@ -9,8 +9,8 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from imports import extra_imports
-from second_daemon import SecondDaemon
+from support.imports import extra_imports
+from support.second_daemon import SecondDaemon
 
 
 @pytest.fixture
@@ -170,7 +170,7 @@ def test_copyrelay_imports_only_builtins_and_the_client_wire():
 def test_the_json_face_refuses_cp_and_push_and_names_the_cli(sh):
     """A daemon reaches only itself: over the JSON API `cp` would only echo the source handles, so a caller that
     lists neither the copy reply nor handover is refused before anything runs (torch.nu lists handover)."""
-    from apicall import post
+    from support.apicall import post
     t = sh("torch ones 2")
     for op, body in (("cp", {"args": [t], "kwargs": {"to": "t2"}}), ("session.push", {"kwargs": {"to": "t2"}})):
         status, reply = post(sh, op, body)

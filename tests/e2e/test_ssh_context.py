@@ -15,8 +15,8 @@ import sys
 import pytest
 import torch
 
-from sshd import running_sshd, sshd_host  # noqa: F401
-from waiting import process_gone, wait_until
+from support.sshd import running_sshd, sshd_host  # noqa: F401
+from support.waiting import process_gone, wait_until
 from torchsh import paths, protocol
 from torchsh.errors import TorchshError
 from torchsh.client.contexts import ssh
@@ -211,7 +211,7 @@ def test_the_harness_leaves_no_sshd_forwarder_or_remote_daemon_behind(sh, sshd_h
 def test_an_ssh_context_by_name_runs_commands_there_and_cp_brings_a_model_with_its_weights(sshd_host):
     """The whole user path: `context create --host ssh://…`, `--context NAME` on any command (handles say
     NAME), and `cp` from the local daemon to the remote one; the copy computes what the original does."""
-    from remotes import bash, caller_env, private_folder, stop_all
+    from support.remotes import bash, caller_env, private_folder, stop_all
     folder = private_folder("tsh-sshctx-")
     env = caller_env(folder)
     try:

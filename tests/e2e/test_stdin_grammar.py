@@ -3,8 +3,8 @@
 
 import pytest
 import torch
-from apicall import post
-from required import require_tool
+from support.apicall import post
+from support.required import require_tool
 
 X = torch.tensor([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
 

@@ -13,9 +13,9 @@ from optuna.storages.journal import JournalFileBackend
 from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.plugins.hparams import api_pb2, metadata as hparams_metadata
 
-from apicall import post
-from second_daemon import SecondDaemon
-from waiting import wait_until
+from support.apicall import post
+from support.second_daemon import SecondDaemon
+from support.waiting import wait_until
 
 X = torch.randn(96, 4, generator=torch.Generator().manual_seed(1))
 Y = torch.randint(0, 3, (96,), generator=torch.Generator().manual_seed(2))

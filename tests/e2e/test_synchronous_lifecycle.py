@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from waiting import process_gone, wait_until
+from support.waiting import process_gone, wait_until
 
 # A slow family (the tier rule: tests/conftest.py) that the fast-path pass runs anyway: the function's own
 # reconnect after each restart is what that pass tests here

@@ -5,7 +5,7 @@ import re
 
 import torch
 
-from apicall import call
+from support.apicall import call
 
 COLUMNS = ["HANDLE", "KIND", "SHAPE", "DTYPE", "DEVICE", "BYTES", "GRAD", "AGE", "SCOPE", "NAMES"]
 

@@ -24,8 +24,8 @@ import pytest
 
 from torchsh import protocol
 from torchsh.shells import init_bash, init_zsh
-from planted import nobody_connected, planted_fast_token
-from twouid import other_user  # noqa: F401  (a fixture)
+from support.planted import nobody_connected, planted_fast_token
+from support.twouid import other_user  # noqa: F401  (a fixture)
 
 BIN = os.path.dirname(sys.executable)
 CLIENT = os.path.join(BIN, "torch")

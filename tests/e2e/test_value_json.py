@@ -7,7 +7,7 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from apicall import call
+from support.apicall import call
 
 NONFINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 

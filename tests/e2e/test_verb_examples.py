@@ -3,7 +3,7 @@ stand in bash: each one exits 0 here, inside a scope of its own so the handles i
 names it makes are freed after it (a name pins its object past the scope, and `@exp1/w` left held would be
 name_in_use for the docs' examples that make it)."""
 import pytest
-from cleanup import FREE_NEW_NAMES, NAMES_BEFORE
+from support.cleanup import FREE_NEW_NAMES, NAMES_BEFORE
 
 from torchsh import verbs
 

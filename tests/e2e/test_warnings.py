@@ -3,7 +3,7 @@ client and the fast bash path; stdout and exit status unchanged; the JSON API re
 
 import pytest
 import torch
-from apicall import post
+from support.apicall import post
 
 LINE = "torch: nn.functional.mse_loss: warning: Using a target size (torch.Size([64])) that is different " \
        "to the input size (torch.Size([64, 1]))."

@@ -15,7 +15,7 @@ import random
 import pytest
 import torch
 
-from cgroups import daemon_in_cgroup, oom_kills, peak_bytes
+from support.cgroups import daemon_in_cgroup, oom_kills, peak_bytes
 from unixhttp import Daemon
 
 pytestmark = pytest.mark.slow  # ~1,150 requests (the tier rule: tests/conftest.py)

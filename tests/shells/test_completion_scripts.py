@@ -1,7 +1,7 @@
 """TAB completion: `torch __complete` answers from the op table and the registry; the bash script is
 driven through COMP_LINE/COMP_WORDS like bash's own completion; zsh and fish get smoke tests (fish
 for real with `complete -C`); without those shells they skip with the reason, and fail under CI."""
-from required import require_tool
+from support.required import require_tool
 
 
 def bash_complete(sh, line, setup=""):

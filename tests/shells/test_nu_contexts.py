@@ -6,7 +6,7 @@ import shutil
 import pytest
 import torch
 
-from remotes import TLSRemote, bash, caller_env, private_folder, stop_all
+from support.remotes import TLSRemote, bash, caller_env, private_folder, stop_all
 
 
 @pytest.fixture(scope="module")

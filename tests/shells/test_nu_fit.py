@@ -151,7 +151,7 @@ def test_a_fit_interrupted_with_ctrl_c_keeps_the_rows_of_the_epochs_it_ended_and
     import os
     import signal
     import tempfile
-    from waiting import wait_until
+    from support.waiting import wait_until
     loader = sh("torch data loader $(torch data tensors %s %s) --batch_size 4"
                 % (sh.put(torch.randn(400, 2)), sh.put(torch.randn(400, 1))))
     script = "use %s\nlet m = (torch nn linear 2 1)\ntorch fit $m (torch optim sgd $m) %s --loss mse_loss " \

@@ -2,7 +2,7 @@
 and a refusal is a catchable error with its code."""
 import torch
 
-from usernets import python_net, write_net
+from support.usernets import python_net, write_net
 
 
 def test_nu_model_open_takes_a_record_of_args_and_refuses_with_a_code(nu, sh):

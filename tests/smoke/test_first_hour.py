@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from firsthour import A, B, BATCH, EPOCHS, LR, STEPS, W, X, Y, assert_trained_like, matmul_error, python_training
-from required import require_tool
+from support.required import require_tool
 from safetensors.torch import load_file
 
 SHELLS = ["bash", "bash function", "zsh function"]

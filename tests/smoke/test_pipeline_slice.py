@@ -3,8 +3,8 @@ pipelines.FAST seeds, which mix every task, both data formats and the three stan
 the shell (fit --val, predict, evaluate, serve, an ONNX export) and through plain PyTorch, and compared."""
 import pytest
 
-import pipelines
-from pipelines_check import check
+from support import pipelines
+from support.pipelines_check import check
 
 
 @pytest.mark.parametrize("seed", pipelines.FAST)

@@ -15,7 +15,7 @@ import os
 import torch
 
 from torchsh.formats import statefile as state_file, stfile
-from torchsh.train.checkpoints import format as checkpoint
+from torchsh.models import checkpoint
 
 
 def note(values):
@@ -47,7 +47,7 @@ def note(values):
 
 def restore_lines(noted, a, r):
     """The script lines putting the objects where the noted checkpoint has them, as checkpoint.restore and
-    train/checkpoints/resume.py do; a is the fit's arguments, r the writer."""
+    train/resume.py do; a is the fit's arguments, r the writer."""
     tensors, meta = noted["checkpoint"]["tensors"], noted["checkpoint"]["meta"]
     fit = state_file.decode(meta["fit"], tensors)
     lines = ["# torch fit --resume: the checkpoint as the run read it (it has been overwritten since)",

@@ -25,7 +25,7 @@ from torch.func import functional_call, stack_module_state
 from torch.utils.data import default_collate
 
 from torchsh.sweep import vectorized_optim
-from torchsh.train.checkpoints import resume
+from torchsh.train import resume
 from torchsh.train.loss.functions import same_value
 from torchsh.train.metrics.epoch import EpochSums
 from torchsh.train.plan import on_device

@@ -32,7 +32,7 @@ import time
 
 import torch
 
-from torchsh.train.checkpoints import resume
+from torchsh.train import resume
 from torchsh.train.metrics.epoch import EpochSums
 from torchsh.train.plan import AUTOCAST, on_device
 from torchsh.train.record import Progress, RunRecord, ended

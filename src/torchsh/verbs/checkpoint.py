@@ -1,6 +1,6 @@
 """Training checkpoints without pickle: `torch checkpoint save FILE M [OPT] [SCHED]` / `checkpoint load …`.
 
-The file is train/checkpoints/format.py's format: one .safetensors file with the model's state_dict, the optimizer's
+The file is models/checkpoint.py's format: one .safetensors file with the model's state_dict, the optimizer's
 and scheduler's state, the CPU RNG state, and JSON metadata. Loading restores all of it, so training resumes
 exactly where it stopped: 10 steps, save, a fresh daemon, load, 10 more equals 20 uninterrupted steps bit
 for bit. Load is atomic: the file is checked against the model, optimizer and scheduler before any changes.
@@ -16,7 +16,7 @@ import os
 
 from torchsh.errors import bad_argument
 from torchsh.formats import stfile
-from torchsh.train.checkpoints import format as checkpoint
+from torchsh.models import checkpoint
 from torchsh.verbs import verb
 
 PICKLE_NAMES = (".pt", ".pth", ".ckpt")  # what torch.save (and Lightning) write: a pickle in a zip

@@ -28,8 +28,8 @@ from torchsh.contract import card as cards
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.formats import headers, statedicts, statefile as state_file, stateload, stfile
 from torchsh.history import files as history_files
+from torchsh.models import checkpoint
 from torchsh.text.columns import print_table
-from torchsh.train.checkpoints import format as checkpoint
 from torchsh.verbs import verb
 
 

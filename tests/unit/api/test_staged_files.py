@@ -6,8 +6,8 @@ import tempfile
 
 import pytest
 
-import inprocess
-from inprocess import request
+from support import inprocess
+from support.inprocess import request
 
 app = pytest.fixture(scope="module")(inprocess.app)
 

@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from test_server import read_reply, served  # noqa: F401  (served is a fixture)
-from waiting import wait_until
+from support.waiting import wait_until
 from torchsh.link import tls
 from torchsh.serve import tcp
 from torchsh.wire import http

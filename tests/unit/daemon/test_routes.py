@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-import inprocess
-from inprocess import request
+from support import inprocess
+from support.inprocess import request
 from torchsh import protocol
 from torchsh.cli.run import CliReply
 from torchsh.daemon import routes

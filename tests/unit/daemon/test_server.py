@@ -14,7 +14,7 @@ import time
 import pytest
 
 from torchsh import privatesocket, protocol
-from waiting import wait_until
+from support.waiting import wait_until
 from torchsh.daemon import server as srv
 from torchsh.jobs.running import RunningJobs
 from torchsh.registry.made import RecordingRegistry

@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from torch.utils.data import TensorDataset
 
 from torchsh.data.loader import Loader
+from torchsh.models import checkpoint
 from torchsh.sweep import vectorized, vectorized_optim
-from torchsh.train.checkpoints import format as checkpoint
 from torchsh.train.fit import run_fit
 from torchsh.train.plan import FitPlan
 

@@ -7,7 +7,7 @@ hands back. JSON and safetensors only, never pickle; the folder is private (0700
                         run's tensors (fit.*)
     events.jsonl        rank 0's progress events, one JSON object a line (the daemon's job tails it)
     stop                made by the daemon: the ranks stop, resumably, at the next optimizer step
-    result.safetensors  rank 0's finished state: a `fit` checkpoint (train/checkpoints/resume.py), so the daemon loads it
+    result.safetensors  rank 0's finished state: a `fit` checkpoint (train/resume.py), so the daemon loads it
     result.json         rank 0's epoch rows and where the run ended
     rank-R.json         rank R's failure (code, message, hint); failure.json: the launcher's verdict
 """

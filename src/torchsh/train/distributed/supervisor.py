@@ -23,8 +23,9 @@ from torchsh import paths
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.formats import statefile as state_file, stfile
 from torchsh.memory import heap
+from torchsh.models import checkpoint
 from torchsh.remote import listener
-from torchsh.train.checkpoints import format as checkpoint, resume
+from torchsh.train import resume
 from torchsh.train.distributed import handoff, netns, shares
 from torchsh.train.record import FitResult
 from torchsh.vocab import dtype_name

@@ -20,7 +20,7 @@ import torch.distributed as dist
 
 from torchsh.recipes.base import state_dict_of
 from torchsh.session import recipe
-from torchsh.train.checkpoints import resume
+from torchsh.train import resume
 from torchsh.train.distributed import handoff
 from torchsh.train.distributed.shares import DistLoader, ValShare
 from torchsh.train.metrics import epoch as fit_metrics

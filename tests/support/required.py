@@ -3,7 +3,7 @@
 A shell test that skips in CI tests nothing, so where `CI` is set (CI sets CI=true; scripts/bootstrap.sh
 --with-shells installs zsh, fish and openssh-server there as root) a missing tool fails the test instead.
 CUDA is the exception: CI has no GPU, so the CUDA tests keep their plain skipif.
-Use: `from required import require_tool, missing` (tests/ is on sys.path), at the start of the test or
+Use: `from support.required import require_tool, missing` (tests/ is on sys.path), at the start of the test or
 fixture that needs the tool; the tests read the path it returns.
 """
 import os

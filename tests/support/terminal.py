@@ -1,5 +1,5 @@
 """Commands run with a terminal (a pty) on stdin, stdout and stderr, Ctrl-C typed into it, and the lines
-the terminal then shows. Use: `from terminal import run_in_pty, screen_lines` (tests/ is on sys.path); the
+the terminal then shows. Use: `from support.terminal import run_in_pty, screen_lines` (tests/ is on sys.path); the
 job tests and the distributed fit's share it."""
 import os
 import pty

@@ -11,7 +11,7 @@ import torch
 
 from torchsh.errors import TorchshError
 from torchsh.formats import statefile as state_file, stfile
-from torchsh.train.checkpoints import format as checkpoint
+from torchsh.models import checkpoint
 
 
 def source(plan):

@@ -10,11 +10,11 @@ import os
 
 import numpy as np
 import torch
-from required import require_tool
+from support.required import require_tool
 from safetensors.torch import load_file
 
-import pipelines
-import pipelines_oracle as oracle
+from support import pipelines
+from support import pipelines_oracle as oracle
 
 FIGURES = 1e-5   # an epoch's loss and metrics: summed in another order than scikit-learn's
 PROBABILITY = 1e-6

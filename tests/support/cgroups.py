@@ -13,7 +13,7 @@ import tempfile
 import time
 
 from conftest import Shell, stop_daemon
-from required import missing
+from support.required import missing
 from torchsh import memory
 
 

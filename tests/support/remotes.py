@@ -1,7 +1,7 @@
 """Remote-context helpers for the tests: a second torchd that listens on tls://127.0.0.1:PORT from its own
 private folder, a caller's environment with its own config and runtime folders (so `context use` and the
 forwarders never touch the real ones), and a teardown that stops every daemon and forwarder it started.
-Use: `from remotes import TLSRemote, caller_env, stop_all` (tests/ is on sys.path)."""
+Use: `from support.remotes import TLSRemote, caller_env, stop_all` (tests/ is on sys.path)."""
 import contextlib
 import glob
 import os

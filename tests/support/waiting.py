@@ -1,5 +1,5 @@
 """Bounded waits for the tests: a condition polled until it holds or a timeout passes, and whether a
-process has exited. Use: `from waiting import wait_until, process_gone` (tests/ is on sys.path)."""
+process has exited. Use: `from support.waiting import wait_until, process_gone` (tests/ is on sys.path)."""
 import time
 
 

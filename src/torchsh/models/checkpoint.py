@@ -4,7 +4,7 @@ The model's state_dict under `model.<key>`, the optimizer's and scheduler's stat
 `sched.N`, PyTorch's CPU RNG state under `rng.cpu`, and everything else (hyperparameters, step counts, the
 structure of the state dicts, and the model's card: contract/card.py's `contract`, which
 `restore` attaches to the model again) as JSON in the file's metadata (state_file.encode). `torch checkpoint save|load`
-(verbs/checkpoint.py) write and read it; `torch fit`'s checkpoints (resume.py) are the same file with a `fit`
+(verbs/checkpoint.py) write and read it; `torch fit`'s checkpoints (train/resume.py) are the same file with a `fit`
 part added. Restoring is atomic: the file is checked against the model, optimizer and scheduler before any
 of them changes.
 """

@@ -4,7 +4,7 @@ Root only: `other_user` creates a throwaway system user (or reuses one by that n
 it at the end of the module that used it; anyone else gets a skip with the reason (a failure in CI,
 which runs as root: tests/required.py). `run_as` runs a command as that user (no supplementary groups,
 no login environment).
-Use: `from twouid import other_user, run_as  # noqa: F401` in a test module (tests/ is on sys.path).
+Use: `from support.twouid import other_user, run_as  # noqa: F401` in a test module (tests/ is on sys.path).
 """
 import os
 import pwd
@@ -12,7 +12,7 @@ import shutil
 import subprocess
 
 import pytest
-from required import missing
+from support.required import missing
 
 NAME = "torchsh-other"
 
