@@ -65,7 +65,7 @@ def from_torch_exception(exc):
 # PyTorch's wording for dtypes it cannot use (checked first: "mat1 and mat2 must have the same dtype")
 _DTYPE = re.compile(r"dtype|scalar type|not implemented for '|only tensors of floating point|result type|"
                     r"floating point and complex dtype|can't be cast to the desired output type", re.I)
-# PyTorch's wording for tensor shapes that do not fit the op or each other (seen on 2.13; tests/unit/test_errors.py)
+# PyTorch's wording for tensor shapes that do not fit the op or each other (seen on 2.13; tests/unit/test_error_codes.py)
 _SHAPE = re.compile("|".join((
     r"\b\d-?D\b",                                   # "batch1 must be a 3D tensor", "Expected 1-D argument"
     r"must be an? (matrix|vector|square)|expected a matrix|batches of square matrices|must be square",

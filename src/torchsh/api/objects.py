@@ -61,7 +61,7 @@ def get_tensor(app, request, params):
     if t.is_meta:
         raise TorchshError("device_error", "%s is on the meta device: it has a shape but no data" % params["handle"],
                            "make it on a real device (--device cpu)")
-    if form == "json":  # copied under the lock, formatted after (cli/tensortext.py)
+    if form == "json":  # copied under the lock, formatted after (text/tensortext.py)
         nan = nan_mode(request.query)
         with app.tensor_lock("download"):
             snap = tensortext.snapshot(t)

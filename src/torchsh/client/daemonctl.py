@@ -1,6 +1,6 @@
 """The client's side of the daemon's lifecycle: starting torchd when none answers, `daemon stop` and
 `daemon restart` (synchronous), and `tensors` and `daemon status`, which never start a daemon.
-Imported by client.py only on those paths.
+Imported by client/main.py only on those paths.
 
 Synchronous because a daemon cannot report its own exit: `stop` asks it to stop, then waits until the
 process is gone (its socket goes first); `restart` is that stop, then a start with the old daemon's

@@ -9,7 +9,7 @@ import math
 from torchsh.memory.files import files_read_whole
 
 _TEXT_BYTES_PER_ELEMENT = 256  # `torch print`, `value --format csv` at their peak: numpy <U32, str objects, a list
-_JSON_BYTES_PER_ELEMENT = 64   # `torch value` as JSON (cli/tensortext.py): a snapshot and ~2 copies of the text;
+_JSON_BYTES_PER_ELEMENT = 64   # `torch value` as JSON (text/tensortext.py): a snapshot and ~2 copies of the text;
                                # 16M float32 measured at 26 bytes a value over the daemon's peak RSS
 
 

@@ -8,7 +8,7 @@ gradient; the optimizer step is PyTorch's over the stack (sweep/vectorized_optim
 run_fit's loop (train/fit.py) per trial: its rows, report events, log folder and checkpoints, written through
 the trial's own model and optimizer (the stack row copied back into them, in PyTorch's own state format).
 
-Each trial's result equals run_fit of that trial alone within 1e-6 on CPU (tests/unit/train/test_vectorized.py;
+Each trial's result equals run_fit of that trial alone within 1e-6 on CPU (tests/unit/sweep/test_vectorized.py;
 the largest difference seen there is 2.4e-7). The optimizer step is bit for bit PyTorch's single-tensor step on CPU
 (a test pins it), and each loss is computed from the trial's own output as in a run alone; so a whole run (rows, weights,
 optimizer state) is bit for bit the run alone's whenever the batched matrix products of the forward and backward

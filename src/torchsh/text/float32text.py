@@ -6,7 +6,7 @@ a k-digit decimal lies strictly between the midpoints to x's float32 neighbours;
 closer to x (numpy's Dragon4 does the same). The search runs in float64, in units of the k-th digit;
 any value whose answer could depend on float64 rounding (a candidate within 2**-46 of a midpoint, a
 tie between two candidates), and zeros, subnormals, the largest float32 and non-finite values, are
-formatted by numpy itself. tests/unit/cli/test_float32text.py compares the
+formatted by numpy itself. tests/unit/call/test_tensortext.py compares the
 two on millions of values.
 """
 import functools

@@ -1,7 +1,7 @@
 """Tensors in and out: tensor, value, shape, dtype, item, print (of any object), to, contiguous, index, index_put, manual_seed.
 
 Floats print as the shortest text that reads back to the same value in the tensor's own dtype
-(0.1 in float32 prints 0.1; cli/tensortext.py); non-finite values as the JSON strings "NaN",
+(0.1 in float32 prints 0.1; text/tensortext.py); non-finite values as the JSON strings "NaN",
 "Infinity", "-Infinity" (or bare with --nan bare), and `tensor` reads both forms back.
 """
 import io

@@ -1,5 +1,5 @@
 """`torch context create|ls|use|rm|inspect`: the context store from the shell, run in the client process
-(imported by client.py only for these words). They never need a daemon and never talk to a remote one,
+(imported by client/main.py only for these words). They never need a daemon and never talk to a remote one,
 except `create --host tls://…` without --fingerprint, which fetches the certificate to show it."""
 import json
 import os
