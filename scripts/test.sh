@@ -15,16 +15,29 @@ if [[ ${1:-} == --fast ]]; then
   shift
   exec "${pytest[@]}" -m "not slow" tests/unit tests/smoke "$@"
 fi
-"${pytest[@]}" "$@"
+if [[ $# -gt 0 ]]; then exec "${pytest[@]}" "$@"; fi
 # The whole run (no arguments) also passes the CLI suite through the fast bash path (docs/fast-path.md):
 # every e2e script starts with `eval "$(torch init bash)"`, so `torch` is the shell function, not a process.
 # What this pass adds is the transport, so it leaves out the `slow` families (doc examples, distributed
 # fits, long sessions: compute the first pass ran, sent the same way as the 1,100 others), all but the
 # lifecycle races (marked `fastpath`: the function's own reconnect after each restart), at 25 rounds, not
-# 200. That keeps the whole suite inside its 40 minutes on 2 cores. test_replies.py chooses its callers
-# itself (the client, both functions, nu, the API): it would only run again, the same.
-if [[ $# -eq 0 ]]; then
-  echo "== tests/e2e again through the fast bash path (torch init bash)"
-  TORCHSH_TEST_PRELUDE='eval "$(torch init bash)"' TORCHSH_LIFECYCLE_ROUNDS=25 \
-    "${pytest[@]}" -m "not slow or fastpath" tests/e2e --ignore=tests/e2e/test_replies.py
-fi
+# 200. test_replies.py chooses its callers itself (the client, both functions, nu, the API): it would only
+# run again, the same.
+# The two passes run side by side: every test has its own daemon, socket, folders and ports, and much of a
+# test's time is a daemon starting or a client waiting, so two cores finish both in about the first's time
+# (the whole suite: ~44 minutes one after the other, over its 40). The second pass's output follows the first's.
+second=$(mktemp -d "${TMPDIR:-/tmp}/torchsh-fastpass.XXXXXX")
+trap 'rm -rf "$second"' EXIT
+TORCHSH_TEST_PRELUDE='eval "$(torch init bash)"' TORCHSH_LIFECYCLE_ROUNDS=25 \
+  "${pytest[@]}" --basetemp="$second/tmp" -m "not slow or fastpath" tests/e2e --ignore=tests/e2e/test_replies.py \
+  >"$second/log" 2>&1 &
+fast_pass=$!
+first=0
+"${pytest[@]}" || first=$?
+fast=0
+wait "$fast_pass" || fast=$?
+echo "== tests/e2e again through the fast bash path (torch init bash), run beside the first pass"
+cat "$second/log"
+echo "== first pass: exit $first; fast-path pass: exit $fast"
+if (( first != 0 )); then exit "$first"; fi
+exit "$fast"
