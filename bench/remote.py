@@ -68,7 +68,7 @@ def cp_row(local_env, folder, quick=False):
 
 
 def tls_rows(quick=False):
-    from remotes import TLSRemote, caller_env, private_folder, stop_all
+    from support.remotes import TLSRemote, caller_env, private_folder, stop_all
     folder = private_folder("tshb-tls-")
     remote = TLSRemote(folder)
     local_env = caller_env(folder, TORCHSH_SOCKET=os.path.join(folder, "local.sock"))

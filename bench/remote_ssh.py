@@ -1,6 +1,6 @@
 """Per-command latency through an ssh context (issue 14) against the local socket, on loopback.
 
-A throwaway sshd on 127.0.0.1 (tests/sshd.py's harness) plays the remote host; ssh.ensure_forwarder starts
+A throwaway sshd on 127.0.0.1 (tests/support/sshd.py's harness) plays the remote host; ssh.ensure_forwarder starts
 the remote daemon and the one OpenSSH forwarder. Rows:
   (a) one `torch add $a $b` (spawn -> exit) through the forwarder's socket, against the same command on a
       local daemon's socket, interleaved. The difference is the forwarder's hop: the client's request and
@@ -27,7 +27,7 @@ HOP_TARGET_MS = 2.0
 
 
 def run(quick=False):
-    import sshd  # tests/sshd.py: the harness the ssh tests use
+    from support import sshd  # tests/support/sshd.py: the harness the ssh tests use
     from torchsh.client.contexts import ssh
     reason = sshd.skip_reason()
     if reason:

@@ -3,7 +3,7 @@
 # and write the `torch`/`torchd` launchers. With --with-shells (the test set-up) also fetch nushell
 # 0.115.1 from the npm registry into .tools/nu (git-ignored) and, where we are root and apt-get
 # works, zsh and fish for the completion smoke tests and Debian's openssh-server for the ssh context
-# tests (tests/sshd.py starts a throwaway sshd on 127.0.0.1); their tests skip, saying why, without them.
+# tests (tests/support/sshd.py starts a throwaway sshd on 127.0.0.1); their tests skip, saying why, without them.
 # Idempotent: a second run only re-checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."

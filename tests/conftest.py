@@ -14,7 +14,7 @@ more in a full run on 2 cores (read the run's --durations), and on a whole modul
 pytest.mark.slow`) when three or more such tests hold most of its time (doc examples, parity sweeps,
 fuzzing, lifecycle races, distributed fits). So a new unit test stays fast or is marked, tests/smoke stays
 a few seconds, and a new e2e file needs a mark only where that rule says. A test that needs a tool
-(zsh, fish, sshd, a second uid) asks tests/required.py: a skip here, a failure in CI.
+(zsh, fish, sshd, a second uid) asks tests/support/required.py: a skip here, a failure in CI.
 """
 import contextlib
 import os

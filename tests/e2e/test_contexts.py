@@ -1,7 +1,8 @@
 """Contexts (docs/remote.md): a second torchd listening on tls://127.0.0.1:PORT, reached through a context's
 forwarder; results equal in-process PyTorch; the pin and the token are enforced; plain TCP is refused;
 context ls/use/rm/inspect; --context > TORCHSH_CONTEXT > TORCHSH_SOCKET > `context use`; handles carry the
-context's name and mixing two daemons' handles fails pointing to `torch cp`; a killed forwarder comes back."""
+context's name and mixing two daemons' handles fails pointing to `torch cp`; a killed forwarder comes back.
+The caller's files on a context: test_contexts_files.py."""
 import json
 import os
 import re
@@ -10,38 +11,13 @@ import signal
 import stat
 import subprocess
 
-import numpy as np
 import pytest
 import torch
-from safetensors.torch import load_file
 
-from support.imports import extra_imports
-from support.remotes import bash, caller_env, free_port, private_folder, running
+from support.context_fixtures import ok, remote, user  # noqa: F401  (fixtures)
+from support.remotes import bash, caller_env, free_port, private_folder
 from support.required import require_tool
 from support.waiting import process_gone, wait_until
-
-
-@pytest.fixture(scope="module")
-def remote():
-    with running("tctx-") as daemon:
-        yield daemon
-
-
-@pytest.fixture
-def user(remote, sh):
-    """A caller whose default daemon is the session's (TORCHSH_SOCKET) and who has context r1 (the TLS daemon)."""
-    env = caller_env(remote.folder, TORCHSH_SOCKET=sh.socket)
-    r = bash("for c in r1 r2 bad; do torch context rm $c; done 2>/dev/null >&2; torch context use default >/dev/null; "
-             "torch context create r1 --host %s --fingerprint %s --token-file %s"
-             % (remote.url, remote.fingerprint, remote.token_file), env)
-    assert r.code == 0 and r.out == "r1\n", r.err
-    return env
-
-
-def ok(script, env, **kw):
-    r = bash(script, env, **kw)
-    assert r.code == 0, "exit %d\n%s\n%s" % (r.code, script, r.err)
-    return r.out.rstrip("\n")
 
 
 def test_commands_through_a_tls_context_equal_pytorch(user, tmp_path):
@@ -52,126 +28,6 @@ def test_commands_through_a_tls_context_equal_pytorch(user, tmp_path):
     a = torch.tensor([[1.5, 2], [3, -4]])
     got = torch.load(out, weights_only=True)
     assert torch.equal(got, a @ a) and got.dtype == (a @ a).dtype
-
-
-def test_the_callers_files_stream_to_and_from_a_remote_context(user, tmp_path, remote):
-    """A path in a command on a remote context is the caller's file (Docker's lesson: never resolved silently
-    on the daemon's host): `load` and `data open` read it through the client, `save`, `nn save` and
-    `checkpoint save` write it back here (atomically); NAME:/path names a file on the daemon's host."""
-    x = torch.randn(5, 3)
-    torch.save({"x": x}, tmp_path / "in.pt")
-    np.save(tmp_path / "feat.npy", x.numpy())
-    r = bash("cd %s && t=$(torch --context r1 load in.pt) && torch --context r1 save $t out.safetensors && "
-             "d=$(torch --context r1 data open feat.npy) && torch --context r1 data info $d --json && "
-             "m=$(torch --context r1 nn linear 3 2) && torch --context r1 nn save $m model.safetensors && "
-             "torch --context r1 checkpoint save ck.safetensors $m && "
-             "torch --context r1 save $t r1:%s/host.pt && ls" % (tmp_path, remote.dir), user)
-    assert r.code == 0, r.err
-    assert torch.equal(load_file(tmp_path / "out.safetensors")["0"], x)
-    assert json.loads(r.out.splitlines()[0])["length"] == 5
-    assert set(load_file(tmp_path / "model.safetensors")) == {"weight", "bias"}
-    assert {"model.weight", "model.bias"} <= set(load_file(tmp_path / "ck.safetensors"))
-    assert os.path.exists(os.path.join(remote.dir, "host.pt")) and not (tmp_path / "host.pt").exists()
-    assert not [n for n in os.listdir(tmp_path) if n.endswith(".torchsh-part")]
-
-
-def test_a_file_written_back_from_a_remote_context_has_the_callers_umask_or_keeps_its_mode(user, tmp_path):
-    (tmp_path / "kept.safetensors").write_bytes(b"")
-    os.chmod(tmp_path / "kept.safetensors", 0o604)
-    r = bash("cd %s && umask 027 && t=$(torch --context r1 randn 2) && torch --context r1 save $t new.safetensors && "
-             "torch --context r1 save $t kept.safetensors" % tmp_path, user)
-    assert r.code == 0, r.err
-    assert stat.S_IMODE(os.stat(tmp_path / "new.safetensors").st_mode) == 0o640
-    assert stat.S_IMODE(os.stat(tmp_path / "kept.safetensors").st_mode) == 0o604
-
-
-def test_a_folder_the_client_cannot_stream_or_a_missing_file_on_a_remote_context_is_one_line(user, tmp_path):
-    """Folders stream through the `torch` client; the JSON API cannot stream (a plain path is refused by name),
-    nor can a detached fit bring its --log folder back; a link inside a folder is refused by name, never
-    followed; a missing folder or file is one line."""
-    (tmp_path / "saved").mkdir()
-    (tmp_path / "saved" / "link").symlink_to("/etc/passwd")
-    api = ("curl -s --unix-socket \"$(python -c 'from torchsh import paths; print(paths.context_socket(\"r1\"))')\" "
-           "-H 'Torchsh-Context: r1' -d '{\"args\": [\"here\"], \"env\": {\"TORCHSH_CONTEXT\": \"r1\"}, \"cwd\": \"%s\"}' "
-           "http://torchd/v1/ops/session.save; echo" % tmp_path)
-    fit = ("m=$(torch --context r1 nn linear 2 1); o=$(torch --context r1 optim sgd $m --lr 0.1); "
-           "L=$(torch --context r1 data loader $(torch --context r1 data tensors $(torch --context r1 randn 4 2) "
-           "$(torch --context r1 randn 4 1))); torch --context r1 fit $m $o $L --loss mse_loss --log run --detach; echo detach=$?")
-    r = bash("cd %s; t=$(torch --context r1 ones 2); %s; %s; torch --context r1 session load saved; echo link=$?; "
-             "torch --context r1 session load nothing; echo nodir=$?; torch --context r1 load nothing.pt; echo load=$?; "
-             "torch --context r1 save $t r1:relative.pt; echo rel=$?" % (tmp_path, api, fit), user)
-    out = r.out.split("\n")
-    assert json.loads(out[0])["error"]["code"] == "remote_path" and "r1:/absolute/path" in out[0], r.out
-    assert out[1:-1] == ["detach=2", "link=2", "nodir=6", "load=6", "rel=2"], (r.out, r.err)
-    lines = r.err.splitlines()
-    assert len(lines) == 5, r.err
-    assert lines[0].endswith("[remote_path]") and "--log %s/run" % tmp_path in lines[0] and "without --detach" in lines[0]
-    assert lines[1].endswith("[remote_path]") and "%s/saved/link is a symlink" % tmp_path in lines[1]
-    assert "cannot read" in lines[2] and lines[2].endswith("[file_error]")
-    assert "cannot read" in lines[3] and lines[3].endswith("[file_error]")
-    assert lines[4].endswith("[remote_path]")
-    assert not (tmp_path / "here").exists() and not (tmp_path / "run").exists()
-
-
-def test_session_save_and_load_on_a_remote_context_use_the_callers_folder(user, tmp_path, remote):
-    """`session save DIR` writes DIR here (what else DIR held stays); `session load DIR` sends it to a fresh
-    daemon of the context, which holds the same values under the same handles."""
-    (tmp_path / "saved").mkdir()
-    (tmp_path / "saved" / "notes.txt").write_text("mine")
-    # only this test's objects (a dataset of another test maps a staged copy that goes with the daemon)
-    a, said = ok("cd %s && torch --context r1 free --all && a=$(torch --context r1 tensor '[[1.5,2],[3,-4]]') && "
-                 "said=$(torch --context r1 session save saved) && echo $a && echo $said" % tmp_path, user).split("\n")
-    assert said == "saved 1 objects to %s/saved" % tmp_path  # where it is for the caller
-    assert (tmp_path / "saved" / "session.safetensors").is_file() and (tmp_path / "saved" / "notes.txt").read_text() == "mine"
-    assert not [n for n in os.listdir(tmp_path / "saved") if n.endswith(".torchsh-part")]
-    remote.stop()  # a fresh daemon of the context: nothing held, the same certificate and token
-    remote.start()
-    # the restored handle, of the old daemon's epoch, is this context's (as printed, kind://r1/ID)
-    out = ok("cd %s && torch --context r1 session load saved && torch --context r1 value %s" % (tmp_path, a), user)
-    restored, value = out.split("\n")
-    assert restored.startswith("restored 1 objects")
-    assert value == "[[1.5,2.0],[3.0,-4.0]]"
-
-
-def test_fit_log_on_a_remote_context_is_the_callers_folder_and_resumes_from_it(user, tmp_path):
-    """`fit --log DIR` leaves DIR here with the run's files; `--resume auto` sends DIR back, goes on from its
-    last checkpoint, and only what the run rewrote comes back (a file of the caller's there stays)."""
-    setup = ("cd %s && m=$(torch --context r1 nn linear 2 1) && o=$(torch --context r1 optim sgd $m --lr 0.1) && "
-             "L=$(torch --context r1 data loader $(torch --context r1 data tensors $(torch --context r1 randn 16 2) "
-             "$(torch --context r1 randn 16 1)) --batch_size 8) && " % tmp_path)
-    ok(setup + "torch --context r1 fit $m $o $L --loss mse_loss --epochs 1 --log run >/dev/null && echo mine > run/mine.txt && "
-       "torch --context r1 fit $m $o $L --loss mse_loss --epochs 2 --log run --resume auto --json > rows", user)
-    run = tmp_path / "run"
-    assert {"metrics.jsonl", "metrics.csv", "run.json", "last.safetensors", "mine.txt"} <= set(os.listdir(run))
-    epochs = [json.loads(line)["epoch"] for line in (tmp_path / "rows").read_text().splitlines()]
-    assert len(epochs) == 1  # the resumed run trained only the epoch the first one left
-    logged = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    assert sorted(r["epoch"] for r in logged if r["kind"] == "epoch") == sorted({epochs[0] - 1, epochs[0]})
-    assert json.loads((run / "run.json").read_text())["resumed"] and (run / "mine.txt").read_text() == "mine\n"
-    assert "model.weight" in load_file(run / "last.safetensors")
-
-
-def test_a_remote_fit_stopped_with_ctrl_c_brings_its_log_folder_back(user, tmp_path):
-    """Ctrl-C stops a foreground fit at a step boundary; its --log folder (the checkpoint `--resume auto`
-    goes on from) comes back here."""
-    m, o, L = ok("m=$(torch --context r1 nn linear 2 1) && o=$(torch --context r1 optim sgd $m --lr 0.01) && "
-                 "L=$(torch --context r1 data loader $(torch --context r1 data tensors $(torch --context r1 randn 2048 2) "
-                 "$(torch --context r1 randn 2048 1))) && echo $m $o $L", user).split()
-    with open(tmp_path / "err", "w") as err:
-        p = subprocess.Popen(["torch", "--context", "r1", "fit", m, o, L, "--epochs", "100000", "--log", "run"],
-                             env=user, cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
-        wait_until(lambda: "batch 2048/2048" in (tmp_path / "err").read_text() or p.poll() is not None, timeout=120)
-        p.send_signal(signal.SIGINT)
-        assert p.wait(timeout=120) == 130
-    assert "stopped at epoch" in (tmp_path / "err").read_text()
-    assert {"metrics.jsonl", "last.safetensors", "run.json"} <= set(os.listdir(tmp_path / "run"))
-    assert "model.weight" in load_file(tmp_path / "run" / "last.safetensors")
-
-
-def test_filerelay_imports_only_builtins_and_the_client_wire():
-    extra = extra_imports("torchsh.client.filerelay")
-    assert extra <= {"torchsh", "torchsh.client", "torchsh.client.filerelay", "torchsh.client.http", "torchsh.protocol",
-                     "torchsh.paths", "torchsh.trust", "torchsh.client.wire", "_socket"}, extra
 
 
 def test_handles_carry_the_context_name_in_the_census_and_the_json_api(user):
@@ -314,6 +170,19 @@ def test_the_fast_bash_path_reaches_the_selected_context(user):
     assert not first.startswith("tensor://r1/") and all(h.startswith("tensor://r1/") for h in rest) and len(rest) == 3
 
 
+def test_a_context_command_in_bash_takes_its_forwarders_fast_door_with_no_client(remote, user):
+    """The function reaches the context through the fast door beside its forwarder's socket (NAME.fast, 0600):
+    with no client on PATH, a command, a stdin pipeline and a block form still run on the context's daemon."""
+    script = ('eval "$(torch init bash)"; h=$(torch --context r1 tensor "[1.5,-2]")\n'
+              'PATH=/nonexistent torch --context r1 mul $h $h | PATH=/nonexistent torch --context r1 value\n'
+              "PATH=/nonexistent torch --context r1 scope -- /bin/bash -c 'exit 3'; echo \"block $?\"")
+    out = ok(script, user).splitlines()
+    x = torch.tensor([1.5, -2])
+    assert json.loads(out[0]) == (x * x).tolist() and out[1] == "block 3"
+    fast = os.path.join(remote.folder, "rt", "torchsh", "contexts", "r1.fast")
+    assert stat.S_IMODE(os.stat(fast).st_mode) == 0o600
+
+
 def test_create_without_a_fingerprint_refuses_without_a_terminal(remote, user):
     r = bash("torch context create r3 --host %s --token-file %s" % (remote.url, remote.token_file), user)
     assert r.code == 2 and "--fingerprint" in r.err and r.err.rstrip().endswith("[missing_argument]")
@@ -389,30 +258,6 @@ def test_the_zsh_function_reaches_the_selected_context(user):
     assert p.returncode == 0, p.stderr
     first, *rest = p.stdout.splitlines()
     assert not first.startswith("tensor://r1/") and len(rest) == 3 and all(h.startswith("tensor://r1/") for h in rest)
-
-
-def test_several_files_in_one_command_and_staged_copies_go_when_it_ends(user, tmp_path, remote):
-    """data open of two files asks for them one round each; a plain `load`'s staged copy is removed once
-    read, a dataset's stays (it maps the file) while the daemon runs."""
-    x, y = torch.randn(6, 2), torch.arange(6)
-    np.save(tmp_path / "x.npy", x.numpy())
-    np.save(tmp_path / "y.npy", y.numpy())
-    def staged():  # every staged file of every daemon here (the TLS daemon stages in /tmp)
-        return {os.path.join(root, n) for f in os.listdir("/tmp") if f.startswith("torchd-staged-")
-                for root, _, names in os.walk(os.path.join("/tmp", f)) for n in names}
-    before = staged()
-    r = bash("cd %s && d=$(torch --context r1 data open x.npy y.npy) && torch --context r1 data head $d --n 6 && "
-             "for i in 1 2 3; do torch --context r1 load x.npy >/dev/null; done" % tmp_path, user)
-    assert r.code == 0, r.err
-    items = [json.loads(line) for line in r.out.splitlines()]
-    assert torch.equal(torch.tensor([i[0] for i in items]), x) and [i[1] for i in items] == y.tolist()
-    assert sorted(os.path.basename(p) for p in staged() - before) == ["x.npy", "y.npy"]  # the dataset's; no load's
-    stage_dirs = lambda: {os.path.join(f, d) for f in os.listdir("/tmp") if f.startswith("torchd-staged-")
-                          for d in os.listdir(os.path.join("/tmp", f))}
-    held = stage_dirs()
-    failed = bash("cd %s && torch --context r1 save $(torch --context r1 ones 2) out.xyz" % tmp_path, user)
-    assert failed.code == 2 and "unknown file type" in failed.err and not (tmp_path / "out.xyz").exists()
-    assert stage_dirs() == held  # the failed save's staged output went with it
 
 
 def test_a_name_qualified_with_its_context_runs_there_and_fails_elsewhere_naming_both(user):

@@ -9,7 +9,7 @@ import os
 import re
 
 from support.apicall import post
-from test_fastpath import _zsh
+from test_fastpath_zsh import _zsh
 
 MATMUL = "bash -c 'torch matmul $(torch randn 16 16) $(torch randn 16 16) >/dev/null; echo cmd-done'"
 COLUMNS = ["name", "calls", "self_cpu_us", "total_cpu_us", "self_cpu_memory_bytes"]

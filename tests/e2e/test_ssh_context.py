@@ -1,6 +1,6 @@
 """ssh contexts: one persistent OpenSSH forwarder offers a remote daemon's socket as a local one.
 
-A real sshd on 127.0.0.1 (tests/sshd.py) plays the remote host; its logins get their own runtime folder,
+A real sshd on 127.0.0.1 (tests/support/sshd.py) plays the remote host; its logins get their own runtime folder,
 so the remote daemon is a different daemon than the session's. ssh.ensure_forwarder is called as the
 client calls it; commands then run through real bash with `--socket` set to the forwarder's socket
 (what `--context NAME` resolves to), and in-process PyTorch is the oracle.
@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 
@@ -60,6 +61,23 @@ def test_tensors_made_through_an_ssh_context_live_on_the_remote_daemon_and_equal
     assert torch.equal(remote.fetch(hd), torch.relu(a @ b))
     assert ha in remote("torch tensors -q").split()  # held there, listed there
     assert sh.run("torch shape %s" % ha).code != 0  # and not in the session's own daemon
+
+
+def test_bash_reaches_an_ssh_context_through_its_fast_door_with_no_client(sh, sshd_host):
+    """Beside the forwarder's socket, its fast door's token file (NAME.fast, 0600): bash's commands, a stdin
+    pipeline included, reach the remote daemon with no client on PATH; stop_forwarder ends the door too."""
+    local = sshd_host.local_socket("door")
+    ssh.ensure_forwarder(sshd_host.context("door"), local)
+    fast = paths.sibling(local, ".fast")
+    assert wait_until(lambda: os.path.exists(fast), 10)
+    assert stat.S_IMODE(os.stat(fast).st_mode) == 0o600
+    remote = through(sh, local)
+    a = torch.randn(3)
+    ha = remote.put(a)
+    out = remote('eval "$(torch init bash)"; PATH=/nonexistent torch mul %s %s | PATH=/nonexistent torch value' % (ha, ha))
+    assert torch.equal(torch.tensor(json.loads(out)), a * a)
+    ssh.stop_forwarder(local)
+    assert not os.path.exists(fast)
 
 
 def test_commands_reuse_the_one_ssh_forwarder_without_new_logins(sh, sshd_host):

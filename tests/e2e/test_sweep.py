@@ -1,46 +1,18 @@
 """`torch sweep`: trials are `fit` runs a user could repeat alone (the oracle: the same fit typed by hand),
-told to an Optuna study that Python's optuna reads back; pruning, a stop and a `kill -9` mid-trial, and two
-daemons sharing one SQLite study."""
+told to an Optuna study that Python's optuna reads back; pruning, refusals, trials trained together, the JSON
+API, and the run folders. A stop, a `kill -9` mid-trial and two daemons sharing one SQLite study:
+test_sweep_resume.py."""
 import json
 import os
-import signal
 
 import optuna
 import pytest
 import torch
-from optuna.storages import JournalStorage
-from optuna.storages.journal import JournalFileBackend
 from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.plugins.hparams import api_pb2, metadata as hparams_metadata
 
 from support.apicall import post
-from support.second_daemon import SecondDaemon
-from support.waiting import wait_until
-
-X = torch.randn(96, 4, generator=torch.Generator().manual_seed(1))
-Y = torch.randint(0, 3, (96,), generator=torch.Generator().manual_seed(2))
-MODEL = "sequential 'linear 4 {width}' relu 'linear {width} 3'"
-LOADERS = ("L=$(torch data loader $(torch data tensors {x} {y}) --batch_size {batch} --shuffle --seed 5); "
-           "V=$(torch data loader $(torch data tensors {x} {y}) --batch_size 48 --seed 6); ")
-SWEEP = ("torch sweep --model \"%s\" --opt 'adam --lr {lr}' --data $L --val $V --loss cross_entropy " % MODEL)
-
-
-def loaders(shell, batch=16, x=X, y=Y):
-    """The script lines that make $L and $V on the daemon `shell` talks to (the data goes by file)."""
-    sh = getattr(shell, "sh", shell)
-    paths = []
-    for t in (x, y):
-        paths.append(sh.tmp("data.pt"))
-        torch.save(t, paths[-1])
-    return LOADERS.format(x="$(torch load %s)" % paths[0], y="$(torch load %s)" % paths[1], batch=batch)
-
-
-def journal(log):
-    """The study as Python's optuna reads it: named in sweep.json (the --log folder's name by default)."""
-    with open(os.path.join(log, "sweep.json")) as f:
-        name = json.load(f)["study"]
-    assert name == os.path.basename(log)
-    return optuna.load_study(study_name=name, storage=JournalStorage(JournalFileBackend(os.path.join(log, "study.journal"))))
+from support.sweeps import MODEL, SWEEP, journal, loaders
 
 
 def epoch_rows(folder):
@@ -127,90 +99,6 @@ def tensorboard_status(folder):
     acc.Reload()
     content = acc.SummaryMetadata(hparams_metadata.SESSION_END_INFO_TAG).plugin_data.content
     return hparams_metadata.parse_session_end_info_plugin_data(content).status
-
-
-def slow_sweep(shell, log, flags=""):
-    """Trials of ~1 s each (a large loader, batch 4): a stop or a kill lands inside one."""
-    x = torch.randn(2048, 4, generator=torch.Generator().manual_seed(1))
-    y = torch.randint(0, 3, (2048,), generator=torch.Generator().manual_seed(2))
-    return (loaders(shell, batch=4, x=x, y=y) + SWEEP.replace("{width}", "8")
-            + "--space 'lr: loguniform(1e-3,1e-1)' --trials 4 --epochs 2 --seed 2 --pruner none --vectorize 1 "
-              "--log %s %s" % (log, flags))
-
-
-def started(log, number):
-    """Trial `number` has made an optimizer step (its metrics.jsonl has a row)."""
-    try:
-        return os.path.getsize(os.path.join(log, "trial_%04d" % number, "metrics.jsonl")) > 0
-    except OSError:
-        return False
-
-
-@pytest.mark.slow
-def test_a_stopped_sweep_resumes_running_the_interrupted_trial_again(sh):
-    log = sh.tmp("stopped")
-    job = sh(slow_sweep(sh, log, "--detach"))
-    assert wait_until(lambda: started(log, 1), timeout=120)
-    r = sh.run("torch job stop %s; torch job wait %s" % (job, job))
-    assert r.code == 130 and "stopped at trial 1" in r.err, r.err
-    before = journal(log)
-    assert [t.state.name for t in before.trials][:2] == ["COMPLETE", "FAIL"]
-    rows = [json.loads(line) for line in sh(slow_sweep(sh, log, "--resume --json")).splitlines()]
-    after = journal(log)
-    repeat = [t for t in after.trials if t.user_attrs.get("repeats") == 1]
-    assert len(repeat) == 1 and repeat[0].state.name == "COMPLETE" and repeat[0].params == before.trials[1].params
-    assert after.trials[0].value == before.trials[0].value  # kept, not run again
-    assert sum(t.state.name == "COMPLETE" for t in after.trials) == 4
-    assert [r["trial"] for r in rows] == [t.number for t in after.trials[2:]]
-
-
-@pytest.mark.slow
-def test_resume_after_kill_9_keeps_finished_trials_and_reruns_the_one_cut_short(fresh_sh):
-    s = fresh_sh()
-    log = s.tmp("killed")
-    s(slow_sweep(s, log, "--detach"))
-    assert wait_until(lambda: started(log, 1), timeout=120)
-    pid = json.loads(s("torch daemon status --json"))["pid"]
-    os.kill(pid, signal.SIGKILL)
-    assert wait_until(lambda: not os.path.exists("/proc/%d" % pid))
-    before = journal(log)
-    assert [t.state.name for t in before.trials][:2] == ["COMPLETE", "RUNNING"]
-    r = s.run(slow_sweep(s, log, "--resume --json"))  # a new daemon starts here
-    assert r.code == 0 and "1 trial(s) interrupted by a killed daemon run again" in r.err, r.err
-    after = journal(log)
-    assert after.trials[1].state.name == "FAIL"
-    repeat = [t for t in after.trials if t.user_attrs.get("repeats") == 1]
-    assert len(repeat) == 1 and repeat[0].state.name == "COMPLETE" and repeat[0].params == before.trials[1].params
-    assert after.trials[0].value == before.trials[0].value
-    assert sum(t.state.name == "COMPLETE" for t in after.trials) == 4
-
-
-@pytest.mark.slow
-def test_two_daemons_share_one_sqlite_study_and_no_trial_runs_twice(sh):
-    db = sh.tmp("shared.db")
-    storage = "sqlite:///%s" % db
-    second = SecondDaemon(sh)
-    try:
-        first_log, second_log = sh.tmp("w1"), sh.tmp("w2")
-        job = sh(slow_sweep(sh, first_log, "--storage %s --study shared --detach" % storage).replace(
-            "--trials 4", "--trials 6"))
-        assert wait_until(lambda: started(first_log, 0), timeout=120)
-        joined = second(loaders(second, batch=4, x=torch.randn(2048, 4, generator=torch.Generator().manual_seed(1)),
-                                y=torch.randint(0, 3, (2048,), generator=torch.Generator().manual_seed(2)))
-                        + "torch sweep --join shared --storage %s --data $L --val $V --vectorize 1 --log %s --json"
-                        % (storage, second_log))
-        sh("torch job wait %s >/dev/null" % job)
-    finally:
-        second.stop()
-    study = optuna.load_study(study_name="shared", storage=storage)
-    done = [t for t in study.trials if t.state.name == "COMPLETE"]
-    by_second = {json.loads(line)["trial"] for line in joined.splitlines()}
-    by_first = {t.number for t in done} - by_second
-    assert by_second and by_first and len(done) >= 6
-    workers = {t.number: t.user_attrs["worker"] for t in done}
-    assert len({workers[n] for n in by_second}) == 1 and len({workers[n] for n in by_first}) == 1
-    assert {workers[n] for n in by_second} != {workers[n] for n in by_first}
-    assert sorted(os.listdir(second_log)) == ["sweep.json"] + ["trial_%04d" % n for n in sorted(by_second)]
 
 
 def test_a_placeholder_the_space_does_not_define_is_refused_before_any_trial(sh):

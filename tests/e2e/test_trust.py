@@ -1,6 +1,6 @@
 """Another local user cannot make your `torch` run commands, read your argv or grow your files.
 
-Two real uids (issue 10, Critical): as root, tests/twouid.py provides a throwaway system user, the
+Two real uids (issue 10, Critical): as root, tests/support/twouid.py provides a throwaway system user, the
 "intruder", that plants what a second user of a shared machine could plant in a /tmp-like folder
 (TMPDIR points at a fresh 1777 folder, so the victim's fallback runtime folder is $TMPDIR/torchsh-0):
 a socket folder with a server that answers with an exec directive, a fast-path token file naming its

@@ -1,5 +1,6 @@
 """What importing one module of the client's side loads beyond a bare `python -IS` (from -X importtime):
-the client's modules must stay builtins-only. Use: `from support.imports import extra_imports` (tests/ is on sys.path)."""
+the client's modules must stay builtins-only.
+Use: `from support.imports import extra_imports` (tests/ is on sys.path)."""
 import os
 import subprocess
 import sys

@@ -1,7 +1,7 @@
 """A generator of end-to-end pipelines (issue 36, "one model, one meaning"): each a small dataclass drawn from
 a seed, its data files, and the bash script that runs it through the shell (data open, transform, split, loader,
-fit --val, predict, evaluate, model export, serve). tests/pipelines_oracle.py writes the same pipeline in plain
-PyTorch; tests/pipelines_check.py runs both and compares (tests/e2e/test_pipelines.py, tests/smoke/).
+fit --val, predict, evaluate, model export, serve). pipelines_oracle.py, beside this file, writes the same pipeline in plain
+PyTorch; pipelines_check.py runs both and compares (tests/e2e/test_pipelines.py, tests/smoke/).
 
 The kinds cycle with the seed, so every slice of consecutive seeds mixes them: the task (seed % 3), the data
 format ((seed // 3) % 2) and the standardization ((seed + seed // 3) % 3: seeds 0-8 hold every task with every

@@ -1,5 +1,5 @@
-"""One pipeline of tests/pipelines.py through the shell (its bash script against the test daemon) and through plain
-PyTorch (tests/pipelines_oracle.py), compared: the final weights bit for bit, every epoch's figures within 1e-5,
+"""One pipeline of pipelines.py (beside this file) through the shell (its bash script against the test daemon) and through plain
+PyTorch (pipelines_oracle.py), compared: the final weights bit for bit, every epoch's figures within 1e-5,
 predict's predictions equal for every row (probabilities within 1e-6), evaluate equal to the last epoch's val row,
 the model's card saying what the pipeline means (task, decision, classes, shapes, the standardization's numbers),
 the ONNX file (onnxruntime) deciding as predict and its outputs within 1e-5, and serve, sent the raw rows, answering

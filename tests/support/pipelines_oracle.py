@@ -1,4 +1,4 @@
-"""The pipelines of tests/pipelines.py written in plain PyTorch, as a PyTorch user writes them: the rows as tensors,
+"""The pipelines of pipelines.py (beside this file) written in plain PyTorch, as a PyTorch user writes them: the rows as tensors,
 random_split's index sets, StandardScaler's statistics (float64 mean, population std, a std of 0 read as 1, applied
 in float64 and rounded once), the model loaded from the initial weights the shell saved, a DataLoader whose shuffle
 generator is seeded as the loader's --seed, the loop (zero_grad, loss, backward, step), and each epoch's figures

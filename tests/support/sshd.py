@@ -7,8 +7,8 @@ ssh config (IdentityFile, a known_hosts file pre-filled with the host key: no pr
 context names as its `ssh_config`. The "remote" runs torch through a wrapper that gives it its own
 runtime folder (TMPDIR), so the remote daemon is never the test session's. At the end every forwarder
 and remote daemon it saw is stopped, then sshd and its per-connection children, pass or fail.
-Use: `from support.sshd import sshd_host  # noqa: F401` in a test module (tests/ is on sys.path); bench/remote_ssh.py
-uses running_sshd() itself.
+Use: `from support.sshd import sshd_host  # noqa: F401` in a test module (tests/ is on sys.path);
+bench/remote_ssh.py uses running_sshd() itself.
 """
 import contextlib
 import getpass

@@ -2,7 +2,7 @@
 
 Root only: `other_user` creates a throwaway system user (or reuses one by that name) and removes
 it at the end of the module that used it; anyone else gets a skip with the reason (a failure in CI,
-which runs as root: tests/required.py). `run_as` runs a command as that user (no supplementary groups,
+which runs as root: tests/support/required.py). `run_as` runs a command as that user (no supplementary groups,
 no login environment).
 Use: `from support.twouid import other_user, run_as  # noqa: F401` in a test module (tests/ is on sys.path).
 """

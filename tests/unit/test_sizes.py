@@ -1,22 +1,32 @@
-"""The house rule, checked: every src/torchsh/**/*.py file <= 300 lines, every function <= 50 lines
-(from its `def` line to its last line, docstring included).
+"""The house rule, checked: every src/torchsh/**/*.py and tests/**/*.py file <= 300 lines, every function
+<= 50 lines (from its `def` line to its last line, docstring included).
 
-OVER lists what is over today (with its size now): such an entry may only shrink, and goes once it
+OVER lists what is over today (with its size now) and why: such an entry may only shrink, and goes once it
 fits. A new file or function over the limit fails here."""
 import ast
 import pathlib
 
-SRC = pathlib.Path(__file__).resolve().parents[2] / "src"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CHECKED = (ROOT / "src" / "torchsh", ROOT / "tests")
 FILE_LINES, FUNCTION_LINES = 300, 50
 OVER = {
+    # Mostly a data table: OVERRIDES, ~200 lines of inputs for the ops a signature cannot describe, one
+    # entry per op; split, it would be a dict cut at an arbitrary op.
+    "tests/parity/samples.py": 371,
+    # Not split yet (issue 37): each holds one family around a module fixture (a TLS remote, two ranks, a
+    # second uid, a fake App) that a split would start once per part; to be split along their behaviours.
+    "tests/e2e/test_fit_distributed.py": 354,
+    "tests/e2e/test_replies.py": 330,
+    "tests/unit/daemon/test_server.py": 319,
+    "tests/e2e/test_trust.py": 309,
 }
 
 
 def _sizes():
     """{file: lines, file:function: lines} for every file and every function (nested ones too)."""
     out = {}
-    for path in sorted((SRC / "torchsh").rglob("*.py")):
-        rel = path.relative_to(SRC).as_posix()
+    for path in sorted(p for folder in CHECKED for p in folder.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
         text = path.read_text()
         out[rel] = len(text.splitlines())
         for node in ast.walk(ast.parse(text)):

@@ -39,7 +39,8 @@ def main(argv=None):
     except OSError:
         tty = True  # no stdin at all: never wait on it
     err_tty = _isatty(2)
-    env = [k + b"=" + v for k, v in posix.environ.items() if k.startswith(b"TORCHSH_") and k != b"TORCHSH_CONTEXT"]
+    env = [k + b"=" + v for k, v in posix.environ.items() if k.startswith(b"TORCHSH_") and k != b"TORCHSH_CONTEXT"
+           and not (name is not None and k == b"TORCHSH_FASTPATH")]  # a context's fast path is its door's, here
     if sock:
         env.append(b"TORCHSH_SOCKET=" + sock.encode())
     if name is not None:  # the daemon prints this context's handles as kind://NAME/… (remote/naming.py)
@@ -122,6 +123,9 @@ def _connect_context(path, name):
     if conn is None:
         from torchsh.client.contexts import store  # the rare path: a forwarder to start
         conn = store.connect_starting_forwarder(name.decode(), path)
+    elif posix.environ.get(b"TORCHSH_FASTPATH") == b"1":  # the shell function found no fast door: start it
+        from torchsh.client.contexts import store
+        store.ensure_fastdoor(name.decode(), path)
     return conn
 
 

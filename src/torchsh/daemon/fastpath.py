@@ -17,17 +17,7 @@ torchd exited; the function even holds back the body (argv, cwd, environment) un
 `100 Continue` reply carrying the server token arrives. Such a program learns only the old, now
 useless, client token.
 
-Reply framing (protocol.FAST_HEAD), fixed-width so bash reads the head in one `read -N`:
-    HTTP/1.1 200 OK, Content-Length: %10d, Torchsh-Fast: SERVER_TOKEN K %11d %11d, then the body.
-K is the kind: o = output (numbers: exit status, stdout length; body: stdout then stderr),
-b = the same with stdout escaped for bash's `printf %b` (it holds NUL bytes, which bash variables
-cannot), s = a stdout of FAST_STREAM_BYTES or more to a caller that copies it from the connection (its
-head says Torchsh-Fast-Stream: 1; body: stderr, stdout as it is, the server token), and one letter per
-protocol.REPLIES row the functions carry out: i = send stdin lines (first number: how many, -1 for all;
-no body), x = exec directive (body: one printf-%b-escaped field per line,
-see exec_lines), f = follow a job (numbers: Ctrl-C stops it (1) or not (0), length of the poll line and
-stdout; body: the next poll's words on a line, then stdout, then stderr), h = handover (as o: run the
-command with the real client; its stderr says why, for a function that does not know h).
+Reply framing: link/fastframe.py (a context's fast door frames a remote daemon's replies the same way).
 """
 import logging
 import os
@@ -38,6 +28,7 @@ import threading
 import numpy as np
 
 from torchsh import paths, protocol
+from torchsh.link import fastframe
 from torchsh.wire import doors
 
 log = logging.getLogger("torchd")
@@ -84,6 +75,7 @@ class FastPath:
         self.app = app
         self.client_token = secrets.token_hex(protocol.FAST_TOKEN_LEN // 2).encode()
         self.server_token = secrets.token_hex(protocol.FAST_TOKEN_LEN // 2).encode()
+        self.framer = fastframe.Framer(self.server_token, printf_escape)
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.bind(("127.0.0.1", 0))  # loopback only: no other machine can connect
         self.listener.listen(128)
@@ -105,13 +97,7 @@ class FastPath:
         try:
             self.listener.close()
         finally:
-            try:
-                with open(self.path, "rb") as f:
-                    ours = f.read().split()[:1] == [b"%d" % self.port]
-                if ours:
-                    os.unlink(self.path)
-            except OSError:
-                pass
+            fastframe.remove_token_file(self.path, self.port)
 
     def check_head(self, head):
         """The server's loop calls this with a request head: None when the token is wrong or missing
@@ -119,47 +105,15 @@ class FastPath:
         if not self.authorized(head):  # before the body is read or anything is parsed
             return None
         if doors.expects_continue(head):  # the caller waits for proof before sending argv
-            return (protocol.FAST_CONTINUE % self.server_token.decode()).encode()
+            return self.framer.continue_reply()
         return b""
 
     def authorized(self, head):
         return doors.header_is(head, TOKEN_HEADER, self.client_token)
 
     def reply_for_bash(self, response, request=None):
-        """A CLI reply framed for the shell functions, by its protocol.REPLIES row's letter (a row without
-        one never comes here: the functions do not list it, so the daemon hands those commands over), as the
-        pieces to send. A big stdout goes as it is to a caller that copies it from the connection (stream)."""
-        h, body = response.headers, response.body
-        row = next((r for r in protocol.REPLIES if r.letter and r.header in h), None)
-        out_len = int(h.get(protocol.H_STDOUT, len(body)))  # an error dispatch answered: all "stdout"
-        status = int(h.get(protocol.H_EXIT, protocol.EXIT_INTERNAL))
-        if row is None and out_len >= protocol.FAST_STREAM_BYTES and streams(request):
-            return self.stream(status, memoryview(body)[:out_len], bytes(body[out_len:]).replace(b"\0", b""))
-        if row is None or row.letter == "h":
-            out, err = body[:out_len], body[out_len:]
-            if b"\0" in out:
-                out = printf_escape(out)
-                return [self._frame("b", status, len(out), out + err.replace(b"\0", b""))]
-            return [self._frame(row.letter if row else "o", status, out_len, body.replace(b"\0", b""))]
-        if row.letter == "i":
-            return [self._frame("i", int(h[row.header]), 0, b"")]
-        if row.letter == "x":
-            lines = exec_lines(body[:out_len])
-            return [self._frame("x", 0, len(lines), lines)]
-        stops, _, words = h[row.header].partition(" ")  # f: the next poll's words on a line, stdout, stderr
-        line = words.encode() + b"\n"
-        return [self._frame("f", int(stops), len(line) + out_len, line + body.replace(b"\0", b""))]
-
-    def stream(self, status, out, err):
-        """Kind s: stderr, stdout as it is (NUL bytes included: no escaping), then the server token again, which
-        the caller reads after copying stdout: a connection cut short is never taken for the whole output."""
-        token = self.server_token
-        head = protocol.FAST_HEAD % (len(err) + len(out) + len(token), token.decode(), "s", status, len(out))
-        return [head.encode() + err, out, token]
-
-    def _frame(self, kind, num1, num2, body):
-        head = protocol.FAST_HEAD % (len(body), self.server_token.decode(), kind, num1, num2)
-        return head.encode() + body
+        """A CLI reply framed for the shell functions (link/fastframe.py), as the pieces to send."""
+        return self.framer.reply(response.headers, response.body, streams(request))
 
 
 def streams(request):
@@ -195,13 +149,6 @@ def printf_escape(data):
     out[:, 0], out[:, 1] = ord("\\"), ord("x")
     out[:, 2], out[:, 3] = _HEX[raw >> 4], _HEX[raw & 15]
     return out.tobytes()
-
-
-def exec_lines(body):
-    """An exec directive (protocol.encode_exec, NUL-separated) as lines bash can split: backslash
-    and newline escaped for `printf %b`, one field per line, NUL-free by construction."""
-    fields = body.split(b"\0")
-    return b"".join(f.replace(b"\\", b"\\\\").replace(b"\n", b"\\n") + b"\n" for f in fields)
 
 
 def _write_private(path, data):

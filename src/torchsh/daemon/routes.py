@@ -62,7 +62,7 @@ def cli_response(reply):
 
 def _cli_response(reply):
     stdout = reply.reply.body() if isinstance(reply.reply, Exec) else reply.stdout
-    out = stdout if isinstance(stdout, bytes) else stdout.encode(errors="surrogateescape")
+    out = stdout if isinstance(stdout, (bytes, bytearray)) else stdout.encode(errors="surrogateescape")
     err = reply.stderr.encode(errors="surrogateescape")
     headers = {protocol.H_EXIT: str(reply.exit), protocol.H_STDOUT: str(len(out))}
     if reply.reply is not None:

@@ -101,7 +101,7 @@ __torchsh_interrupted() {  # Ctrl-C: the client's line, then die of SIGINT ($? i
 trap '' PIPE  # a reader that left (`| head`) is not our failure, as for the client
 trap __torchsh_interrupted INT
 __torchsh_args=("$@")
-if [[ ${1-} == --socket && $# -ge 2 ]]; then __torchsh_args=("${@:3}"); fi
+if [[ ( ${1-} == --socket || ${1-} == --context ) && $# -ge 2 ]]; then __torchsh_args=("${@:3}"); fi
 if [[ -t 1 && ${__torchsh_args-} == plot && -z ${TORCHSH_COLUMNS-}${COLUMNS-} ]]; then __torchsh_client "$@"; fi
 torch "$@"
 exit

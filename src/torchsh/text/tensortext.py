@@ -6,9 +6,11 @@ Python's repr. Non-finite values are the strings "NaN", "Infinity", "-Infinity" 
 RFC 8259), or with nan="bare" Python's bare tokens NaN, Infinity, -Infinity.
 
 The work goes by pieces of at most CHUNK elements, each a whole sub-tensor (rows), so each piece is
-JSON on its own, its temporaries fit in the CPU cache, and no single call holds the interpreter for long. float32 is formatted by
-float32text.py (vectorized); 16-bit and 8-bit floats by a table of every bit pattern; float64, ints
-and bools by json.dumps (C). Callers render a snapshot taken under the tensor lock, after releasing it.
+JSON on its own, its temporaries fit in the CPU cache, and no single call holds the interpreter for long.
+float32 is formatted by orjson (float32json.py: C, numpy's text), or by float32text.py (vectorized) where
+many values lie outside the range in which the two agree; 16-bit and 8-bit floats by a table of every bit
+pattern; float64, ints and bools by json.dumps (C). Callers render a snapshot taken under the tensor lock,
+after releasing it, and join the pieces (bytes and views of them) once.
 """
 import functools
 import json
@@ -17,7 +19,7 @@ import re
 import numpy as np
 import torch
 
-from torchsh.text import float32text
+from torchsh.text import float32json, float32text
 
 CHUNK = 1 << 15  # values a piece: its float64 temporaries stay in the CPU cache (2x faster than 1 << 18)
 NAN_MODES = ("string", "bare")
@@ -39,17 +41,25 @@ def snapshot(t):
 
 
 def json_pieces(t, nan="string"):
-    """The JSON bytes of t (a snapshot) in pieces, in order: brackets, commas and leaves (whole
+    """The JSON bytes of t (a snapshot) in bytes-like pieces, in order: brackets, commas and leaves (whole
     sub-tensors of at most CHUNK values). One thread: more would contend for the interpreter lock
     with the requests the daemon answers meanwhile."""
     pieces = []
     for part in _parts(t):
         if isinstance(part, bytes):
             pieces.append(part)
+        elif part[1]:
+            pieces += _unbracketed(_leaf(part[0], nan))
         else:
-            text = _leaf(part[0], nan)
-            pieces.append(text[1:-1] if part[1] else text)
+            pieces += _leaf(part[0], nan)
     return pieces
+
+
+def _unbracketed(leaf):
+    """A leaf's pieces without its own outer brackets (views: its text is not copied)."""
+    if len(leaf) == 1:
+        return [memoryview(leaf[0])[1:-1]]
+    return [memoryview(leaf[0])[1:], *leaf[1:-1], memoryview(leaf[-1])[:-1]]
 
 
 def _parts(t):
@@ -74,6 +84,15 @@ def _parts(t):
 
 
 def _leaf(t, nan):
+    """The JSON of a leaf (a sub-tensor of at most CHUNK values) as a list of bytes-like pieces."""
+    if t.dtype == torch.float32 and t.dim() and t.numel():
+        pieces = float32json.json_pieces(t.numpy(), nan == "bare")  # orjson, most of the time
+        if pieces is not None:
+            return pieces
+    return [_leaf_text(t, nan)]
+
+
+def _leaf_text(t, nan):
     if t.numel() == 0:
         return json.dumps(t.tolist(), separators=(",", ":")).encode()
     margin = _margin(t.dim())

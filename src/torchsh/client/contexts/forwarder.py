@@ -1,6 +1,7 @@
 """A TLS context's forwarder: a small local process that listens on paths.context_socket(NAME) and relays
 each connection over TLS to the context's daemon (tls.connect: pinned fingerprint, then the token), so the
-client, the fast bash path's fallback and Nushell talk to a remote daemon as to a local one.
+client and Nushell talk to a remote daemon as to a local one; its fast door (fastdoor.py, a thread here) lets
+the bash fast path do the same, over warm TLS connections shared with the relay (fastdoor.Upstream).
 
 Started detached on demand by ensure() (contexts.ensure_forwarder), one per context: a start lock
 (NAME.lock, flock held for life) lets one of two racing starts serve; the other exits 0. Its socket's
@@ -11,7 +12,6 @@ refuses the certificate pin or the token, the forwarder answers the request itse
 
 Run by ensure(): python -m torchsh.client.contexts.forwarder NAME LOCAL_SOCKET, the context's record (JSON) on stdin.
 """
-import fcntl
 import json
 import os
 import signal
@@ -24,9 +24,10 @@ import time
 from torchsh import paths, protocol
 from torchsh.privatesocket import AlreadyServing, Untrusted, bind_private, probe
 from torchsh.link import relay, tls
-from torchsh.client.contexts.private import ContextError, private_dir
+from torchsh.client.contexts import fastdoor
+from torchsh.client.contexts.private import ContextError, hold_lock, lock_holder, private_dir
 
-IDLE_S = float(os.environ.get("TORCHSH_FORWARDER_IDLE_S") or 3600)
+IDLE_S = fastdoor.IDLE_S
 START_TIMEOUT_S = 15.0
 
 
@@ -74,76 +75,88 @@ def ensure(record, local):
 
 def stop(local):
     """Stop the forwarder serving `local`, if one runs (its pid is in the lock file); wait until it is gone."""
-    pid = _lock_holder(beside(local)[0])
+    pid = lock_holder(beside(local)[0])
     if pid is None:
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _lock_holder(beside(local)[0]) == pid:
+    while time.monotonic() < deadline and lock_holder(beside(local)[0]) == pid:
         time.sleep(0.01)
     return True
-
-
-def _lock_holder(lock):
-    """The pid in the lock file while a process holds its flock, else None."""
-    try:
-        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return int(os.read(fd, 32).strip() or 0) or None
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None  # nobody holds it: no forwarder runs
-    finally:
-        os.close(fd)
 
 
 # ---- the forwarder process
 def main(name, local):
     record = json.loads(sys.stdin.buffer.read())  # ensure() sends the context's record; stdin is then closed
     os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
-    lock, _ = beside(local)
-    lock_fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    if hold_lock(beside(local)[0]) is None:
         return 0  # another forwarder of this context won the race
-    os.ftruncate(lock_fd, 0)
-    os.write(lock_fd, b"%d\n" % os.getpid())
-    listener = bind_private(local)  # a socket left by a forwarder that was killed is replaced
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    _log("forwarding %s to %s" % (local, record["host"]))
-    listener.settimeout(IDLE_S)
+    upstream = fastdoor.Upstream(lambda: _connect(record))
+    door = fastdoor.FastDoor(local, upstream)  # the bash fast path's way in (NAME.fast), there once the socket is
+    signal.signal(signal.SIGTERM, lambda *_: (door.close(), os._exit(0)))
     try:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except socket.timeout:
-                _log("idle for %.0fs: exiting" % IDLE_S)
-                return 0
-            threading.Thread(target=_serve, args=(conn, record), daemon=True).start()
+        listener = bind_private(local)  # a socket left by a forwarder that was killed is replaced
+    except BaseException:
+        door.close()
+        raise
+    try:
+        threading.Thread(target=door.serve_forever, daemon=True).start()
+        upstream.warm()
+        _log("forwarding %s (and 127.0.0.1:%d) to %s" % (local, door.port, record["host"]))
+        listener.settimeout(IDLE_S)
+        _accept_until_idle(listener, door, record, upstream)
     finally:
+        door.close()
         try:
             os.unlink(local)  # we hold the lock: no other forwarder can have bound it meanwhile
         except OSError:
             pass
+    return 0
 
 
-def _serve(conn, record):
+def _accept_until_idle(listener, door, record, upstream):
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except socket.timeout:
+            if time.monotonic() - door.last_used < IDLE_S:
+                continue  # the fast door was used meanwhile
+            _log("idle for %.0fs: exiting" % IDLE_S)
+            return
+        threading.Thread(target=_serve, args=(conn, record, upstream), daemon=True).start()
+
+
+class _Refused(ConnectionError):
+    """tls.TLSRefused as an OSError, for the fast door (which closes and lets the real client say why)."""
+
+    def __init__(self, refused):
+        super().__init__(refused.message)
+        self.refused = refused
+
+
+def _connect(record):
+    try:
+        return tls.connect(record["host"], record.get("fingerprint") or "", record.get("token") or "")
+    except tls.TLSRefused as e:
+        raise _Refused(e) from None
+
+
+def _serve(conn, record, upstream):
     conn.settimeout(None)
     pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
     if uid != os.geteuid():
         _log("refused a connection from uid %d (pid %d)" % (uid, pid))
         return _answer(conn, "forbidden", "this forwarder serves uid %d only" % os.geteuid(), None, record)
     try:
-        remote = tls.connect(record["host"], record.get("fingerprint") or "", record.get("token") or "")
-    except tls.TLSRefused as e:
-        _log("%s: %s" % (e.code, e.message))
-        return _answer(conn, e.code, e.message, e.hint, record)
+        remote = upstream.take()  # a warm connection when one is at hand: no handshake for this command
+    except _Refused as e:
+        _log("%s: %s" % (e.refused.code, e.refused.message))
+        return _answer(conn, e.refused.code, e.refused.message, e.refused.hint, record)
+    except OSError as e:
+        return _answer(conn, "daemon_unavailable", "cannot reach the daemon at %s: %s" % (record["host"], e), None,
+                       record)
     relay.pump(conn, remote)
+    upstream.warm()  # one ready for the next command
 
 
 def _answer(conn, code, message, hint, record):

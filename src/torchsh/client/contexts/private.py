@@ -1,6 +1,8 @@
 """Files of ours for the context store and the forwarders: folders 0700 and files 0600 that are checked
-(trust.untrusted: ours, not symlinks, nobody else can write them) before they are read or used, and
-the error these paths report (printed by the client as one line with its code)."""
+(trust.untrusted: ours, not symlinks, nobody else can write them) before they are read or used, the start
+locks of the processes that serve a context (forwarder.py, fastdoor.py), and the error these paths report
+(printed by the client as one line with its code)."""
+import fcntl
 import os
 
 from torchsh import trust
@@ -45,3 +47,34 @@ def write_private(path, data):
     finally:
         os.close(fd)
     os.replace(tmp, path)
+
+
+def hold_lock(path):
+    """An exclusive flock on the lock file `path` (0600, no symlink), our pid written in it, held until this
+    process ends: its fd, or None when another process holds it (it serves already)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    os.ftruncate(fd, 0)
+    os.write(fd, b"%d\n" % os.getpid())
+    return fd
+
+
+def lock_holder(path):
+    """The pid in the lock file while a process holds its flock, else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return int(os.read(fd, 32).strip() or 0) or None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None  # nobody holds it: nothing runs
+    finally:
+        os.close(fd)

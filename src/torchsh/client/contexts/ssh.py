@@ -1,6 +1,7 @@
 """An ssh context's forwarder: one persistent OpenSSH process that offers the remote daemon's Unix socket
 as a local one (`ssh -L LOCAL_SOCK:REMOTE_SOCK`), so every command reaches the remote daemon through
-one ssh connection, exactly as it reaches a local daemon (docs/remote.md).
+one ssh connection, exactly as it reaches a local daemon (docs/remote.md); beside it, a small process of
+ours (fastdoor.py) is the bash fast path's way in, relaying to that socket over warm connections.
 
 ensure_forwarder(ctx, local_sock) is called when nothing answers on local_sock: under a lock beside the
 socket it makes sure the remote daemon runs (one `ssh HOST TORCH daemon start`, idempotent, which also
@@ -21,7 +22,7 @@ import time
 from torchsh import paths, trust
 from torchsh.client import http, wire
 from torchsh.errors import TorchshError
-from torchsh.client.contexts import ssh_login
+from torchsh.client.contexts import fastdoor, ssh_login
 
 FORWARD_TIMEOUT_S = 30.0        # from starting the forwarder to the remote daemon's first reply through it
 PROBE_TIMEOUT_S = 10.0          # one request through the forwarder
@@ -29,7 +30,13 @@ STOP_TIMEOUT_S = 5.0
 
 
 def ensure_forwarder(ctx, local_sock):
-    """Return once local_sock reaches ctx's remote daemon, starting that daemon and the forwarder as needed."""
+    """Return once local_sock reaches ctx's remote daemon, starting that daemon and the forwarder as needed,
+    and the bash fast path's door to it (fastdoor.py) unless it runs."""
+    _ensure_forwarder(ctx, local_sock)
+    fastdoor.ensure(local_sock)
+
+
+def _ensure_forwarder(ctx, local_sock):
     if _answers(local_sock):
         return
     _private_folder(paths.socket_folder(local_sock))
@@ -44,7 +51,9 @@ def ensure_forwarder(ctx, local_sock):
 
 
 def stop_forwarder(local_sock):
-    """Stop the context's forwarder, if one runs, and remove its socket and pid file. True when one ran."""
+    """Stop the context's forwarder (and its fast door), if one runs, and remove its socket and pid file. True
+    when one ran."""
+    fastdoor.stop(local_sock)
     pid = _forwarder_pid(local_sock)
     if pid is not None:
         try:

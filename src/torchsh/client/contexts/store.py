@@ -123,6 +123,14 @@ def ensure_forwarder(name):
     return local
 
 
+def ensure_fastdoor(name, local):
+    """The bash fast path's door to context NAME (client/contexts/fastdoor.py), whose forwarder answers on
+    `local`: an ssh context's is a process of its own, started here unless it runs; a TLS forwarder has its own."""
+    if scheme(load(name)) == "ssh":
+        from torchsh.client.contexts import fastdoor
+        fastdoor.ensure(local)
+
+
 def connect_starting_forwarder(name, local):
     """The client's rare path: start context NAME's forwarder, then a trusted connection to `local`
     (wire.connect); one error line when either fails."""
