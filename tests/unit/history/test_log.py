@@ -59,3 +59,32 @@ def test_an_op_the_log_cannot_note_is_logged_as_unnoted_and_does_not_fail():
     log = HistoryLog()
     log.watch(_op("h_add", "Tensor", verb=False)).done(Broken(), {}, None)
     assert log.entries()[0].made == {"unnoted": True}
+
+
+class _Ctx:
+    """What Watch.done reads of a request's Context."""
+
+    def __init__(self, registry):
+        self.registry, self.made, self.noted = registry, [], None
+
+
+def test_an_entry_keeps_the_generator_state_before_an_op_that_drew_and_none_otherwise():
+    from torchsh.registry.store import Registry
+    ctx, log = _Ctx(Registry()), HistoryLog()
+    drew = log.watch(_op("h_randn", "Tensor", verb=False))
+    before = torch.get_rng_state()
+    drew.done(ctx, {"size": [3]}, torch.randn(3))
+    log.watch(_op("h_add", "Tensor", verb=False)).done(ctx, {}, torch.ones(3) + 1)
+    first, second = log.entries()
+    assert torch.equal(first.rng, before) and first.size >= before.numel()
+    assert second.rng is None
+
+
+def test_an_entry_names_the_objects_its_row_writes_held_alone_or_in_a_list():
+    from torchsh.registry.store import Registry
+    registry, log = Registry(), HistoryLog()
+    a, b, c = torch.zeros(1), torch.zeros(1), torch.zeros(1)
+    ha, hb, hc = registry.put(a), registry.put(b), registry.put(c)
+    watch = log.watch(_op("h_fill", "None", writes=("out", "rest", "absent")))
+    watch.done(_Ctx(registry), {"out": a, "rest": [b, 2.0, c], "other": a}, None)
+    assert log.entries()[0].writes == (("h", ha), ("h", hb), ("h", hc))
