@@ -21,8 +21,8 @@ if [[ $# -gt 0 ]]; then exec "${pytest[@]}" "$@"; fi
 # What this pass adds is the transport, so it leaves out the `slow` families (doc examples, distributed
 # fits, long sessions: compute the first pass ran, sent the same way as the 1,100 others), all but the
 # lifecycle races (marked `fastpath`: the function's own reconnect after each restart), at 25 rounds, not
-# 200. test_replies.py chooses its callers itself (the client, both functions, nu, the API): it would only
-# run again, the same.
+# 200. test_replies.py and test_replies_files.py choose their callers themselves (the client, both functions,
+# nu, the API): they would only run again, the same.
 # The two passes run side by side: every test has its own daemon, socket, folders and ports, and much of a
 # test's time is a daemon starting or a client waiting, so two cores finish both in about the first's time
 # (the whole suite: ~44 minutes one after the other, over its 40). The second pass's output follows the first's.
@@ -30,6 +30,7 @@ second=$(mktemp -d "${TMPDIR:-/tmp}/torchsh-fastpass.XXXXXX")
 trap 'rm -rf "$second"' EXIT
 TORCHSH_TEST_PRELUDE='eval "$(torch init bash)"' TORCHSH_LIFECYCLE_ROUNDS=25 \
   "${pytest[@]}" --basetemp="$second/tmp" -m "not slow or fastpath" tests/e2e --ignore=tests/e2e/test_replies.py \
+  --ignore=tests/e2e/test_replies_files.py \
   >"$second/log" 2>&1 &
 fast_pass=$!
 first=0

@@ -3,119 +3,28 @@ launcher (bash over the fast path), the bash function, the zsh function, torch.n
 commands by name, and the JSON API. Each pair carries
 the reply out with the client's stdout and exit status, or hands the command over to the client before
 anything ran (seen here through a `torch` shim on PATH that logs each run), or is refused with the row's
-code. A new row without a case here fails test_every_row_has_a_case.
+code. A new row without a case here fails test_every_row_has_a_case. The callers: tests/support/callers.py;
+upload and download, on a TLS remote context: test_replies_files.py.
 
 These tests run real bash, zsh and nu (scripts/bootstrap.sh --with-shells installs them; CI as root).
 """
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 import torch
 
 from torchsh import protocol
-from support.apicall import UnixHTTPConnection
-from support.pyclient import PYCLIENT
+from support.callers import BIN, SHELLS, callers, cli_body, post, raw  # noqa: F401  (callers is a fixture)
 
 pytestmark = pytest.mark.slow  # several shells and daemons a test: tests/conftest.py's rule
 
-BIN = os.path.dirname(sys.executable)
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-NU = os.path.join(ROOT, ".tools", "nu", "node_modules", "@nushell", "linux-x64", "bin", "nu")
-MODULE = os.path.join(ROOT, "src", "torchsh", "shells", "torch.nu")
 CASES = ("stdin", "exec", "follow", "copy", "upload", "download", "await", "env", "handover")
-SHELLS = ("client", "launcher", "bash", "zsh")  # the callers a bash or zsh script's `torch` can be
-
-
-class Unseen(list):
-    """The launcher's handovers: it runs the Python client in its own process (exec), with no PATH lookup a shim
-    could log, so what it handed over is not seen; its output and status are checked all the same."""
-
-    def __eq__(self, other):
-        return isinstance(other, list)
-
-    __hash__ = None
 
 
 def test_every_row_has_a_case():
     assert tuple(r.name for r in protocol.REPLIES) == CASES
-
-
-class Callers:
-    """Runs one piece of shell text (written once for bash and zsh, once for nu) through each caller."""
-
-    def __init__(self, sh, folder):
-        self.sh, self.folder = sh, folder
-        self.log = os.path.join(folder, "handed-over")
-        shim = os.path.join(folder, "shim")
-        os.makedirs(shim, exist_ok=True)
-        with open(os.path.join(shim, "torch"), "w") as f:  # logs what it is run for, then runs the client
-            f.write('#!/bin/sh\necho "$*" >> %s\nexec %s/torch "$@"\n' % (self.log, BIN))
-        os.chmod(os.path.join(shim, "torch"), 0o755)
-        self.env = dict(sh.env, PATH=shim + os.pathsep + sh.env["PATH"])
-
-    def handed_over(self):
-        """The command lines the client ran since the last call (the shim's log), emptied."""
-        if not os.path.exists(self.log):
-            return []
-        with open(self.log) as f:
-            lines = [line for line in f.read().splitlines() if not line.startswith("init ")]  # the function's own
-        os.unlink(self.log)
-        return lines
-
-    def run(self, caller, script, env=None, stdin=None):
-        """(stdout, exit status, the command lines handed over to the client) of script run by caller."""
-        self.handed_over()
-        env = dict(self.env, **(env or {}))
-        if caller == "client":  # the Python client itself, no shim
-            argv, env["PATH"] = ["bash", "-c", 'torch() { %s "$@"; }\n%s' % (PYCLIENT, script)], self.sh.env["PATH"]
-        elif caller == "launcher":  # the installed `torch`, no shim (it hands over within its own process)
-            argv, env["PATH"] = ["bash", "-c", script], self.sh.env["PATH"]
-        elif caller == "bash":
-            argv = ["bash", "-c", 'eval "$(torch init bash)"\n' + script]
-        elif caller == "zsh":
-            argv = [shutil.which("zsh") or pytest.fail("zsh is not installed: scripts/bootstrap.sh --with-shells"),
-                    "-f", "-c", 'eval "$(torch init zsh)"\n' + script]
-        else:  # nu: typed commands, or by name (`torch "op" …` goes to the module's main)
-            path = os.path.join(self.folder, "script.nu")
-            with open(path, "w") as f:
-                f.write("use %s\n%s\n" % (MODULE, script))
-            argv = [NU, "--no-config-file", path]
-        p = subprocess.run(argv, env=env, cwd=self.folder, capture_output=True, text=True, timeout=300,
-                           input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
-        handed = self.handed_over()
-        return p.stdout, p.returncode, Unseen() if caller == "launcher" else handed, p.stderr
-
-
-@pytest.fixture
-def callers(sh, tmp_path):
-    return Callers(sh, str(tmp_path))
-
-
-def raw(sock, method, path, body=b"", replies=None, headers=None):
-    """(status, headers, body bytes) of one request with a Torchsh-Replies header listing `replies`."""
-    conn = UnixHTTPConnection(sock)
-    hdrs = dict(headers or {})
-    if replies is not None:
-        hdrs["Torchsh-Replies"] = " ".join(replies)
-    try:
-        conn.request(method, path, body=body, headers=hdrs)
-        r = conn.getresponse()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
-    finally:
-        conn.close()
-
-
-def cli_body(argv, tty=True, stdin=None):
-    return protocol.encode_cli_request([a.encode() for a in argv], b"/", tty, [], stdin)
-
-
-def post(sock, op, body, replies=None):
-    status, _, text = raw(sock, "POST", "/v1/ops/" + op, json.dumps(body).encode(), replies)
-    return status, json.loads(text)
 
 
 # -- stdin: resend with N stdin lines (the functions and the client; nu and the API give them up front) --------
@@ -227,59 +136,6 @@ def test_copy(sh, callers):
                                                 "nothing ran [needs_client]"}
     assert post(sh.socket, "cp", {"args": [a], "kwargs": {"to": "default"}}, ("copy",))[1]["copy"] == {
         "handles": [a], "to": "default", "keep": False, "force": False}
-
-
-# -- upload and download: the caller's files on a remote context ------------------------------------------------
-@pytest.fixture(scope="module")
-def remote():
-    from support.remotes import running
-    with running("trep-") as daemon:
-        yield daemon
-
-
-@pytest.fixture
-def on_r1(remote, sh, callers):
-    """The callers' environment with context r1 (the TLS daemon) made and chosen (TORCHSH_CONTEXT)."""
-    from support.remotes import bash, caller_env
-    env = caller_env(remote.folder, TORCHSH_SOCKET=sh.socket)
-    r = bash("torch context rm r1 2>/dev/null; torch context create r1 --host %s --fingerprint %s --token-file %s"
-             % (remote.url, remote.fingerprint, remote.token_file), env)
-    assert r.code == 0, r.err
-    return {k: env[k] for k in ("XDG_CONFIG_HOME", "XDG_RUNTIME_DIR")} | {"TORCHSH_CONTEXT": "r1"}
-
-
-def _file_cases(callers, env, shell_line, nu_line, check):
-    for caller in SHELLS:
-        out, code, handed, err = callers.run(caller, shell_line, env)
-        assert code == 0 and check(out), (caller, err)
-        assert caller in ("client", "launcher") or handed, caller  # a named context: the functions run the client
-    out, code, handed, err = callers.run("nu", nu_line, env)
-    assert code == 0 and check(out) and handed, err  # the handover reply: nu runs ^torch, which streams files
-
-
-def test_upload(sh, callers, on_r1, remote):
-    torch.save(torch.tensor([4.0, 5.0]), os.path.join(callers.folder, "in.pt"))
-    _file_cases(callers, on_r1, "torch value $(torch load in.pt)",
-                "torch load in.pt | torch value | to json --raw | print", lambda out: json.loads(out) == [4.0, 5.0])
-    status, reply = post(remote.sock, "load", {"args": ["in.pt"], "cwd": callers.folder,
-                                               "env": {"TORCHSH_CONTEXT": "r1"}})
-    assert reply["error"]["code"] == "remote_path"  # lists neither upload nor handover: refused by name
-
-
-def test_download(sh, callers, on_r1, remote):
-    out_file = os.path.join(callers.folder, "out.pt")
-
-    def written(out):
-        ok = torch.equal(torch.load(out_file, weights_only=True), torch.tensor([1.0, 2.0]))
-        os.unlink(out_file)
-        return ok
-    _file_cases(callers, on_r1, "torch save $(torch tensor '[1.0,2.0]') out.pt",
-                "torch save (torch tensor [1.0 2.0]) out.pt", written)
-    t = subprocess.run(["bash", "-c", "torch tensor '[1.0,2.0]'"], env=dict(callers.env, TORCHSH_SOCKET=remote.sock),
-                       capture_output=True, text=True).stdout.strip()
-    status, reply = post(remote.sock, "save", {"args": [t, "out.pt"], "cwd": callers.folder,
-                                               "env": {"TORCHSH_CONTEXT": "r1"}})
-    assert reply["error"]["code"] == "remote_path" and not os.path.exists(out_file)
 
 
 # -- await: `daemon stop` returns once the daemon has exited (the client waits; others hand over or skip) ---------

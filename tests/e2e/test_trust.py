@@ -1,16 +1,11 @@
-"""Another local user cannot make your `torch` run commands, read your argv or grow your files.
+"""Another local user cannot make your `torch` run commands or grow your files through its runtime folder.
 
-Two real uids (issue 10, Critical): as root, tests/support/twouid.py provides a throwaway system user, the
-"intruder", that plants what a second user of a shared machine could plant in a /tmp-like folder
-(TMPDIR points at a fresh 1777 folder, so the victim's fallback runtime folder is $TMPDIR/torchsh-0):
-a socket folder with a server that answers with an exec directive, a fast-path token file naming its
-own port, a torchd.log symlink, an empty squatted folder, and a server behind the victim's own socket
-file (SO_PEERCRED). The victim is the test's uid running the real client, the bash/zsh functions and the
-installed launcher.
-Every planted server is a process of this module, killed at the end; twouid deletes the user.
+Two real uids (issue 10, Critical; tests/support/intruder.py): the intruder plants, in the /tmp-like folder
+the victim falls back to, a socket folder with a server that answers with an exec directive, a torchd.log
+symlink, an empty squatted folder, and a server behind the victim's own socket file (SO_PEERCRED); and the
+daemon itself refuses a world-writable socket folder. Planted fast-path token files: test_trust_fast_path.py.
 """
 import os
-import pwd
 import shutil
 import signal
 import socket
@@ -20,16 +15,9 @@ import sys
 import tempfile
 import time
 
-import pytest
-
 from torchsh import protocol
-from torchsh.shells import init_bash, init_zsh
-from support.planted import nobody_connected, planted_fast_token
-from support.twouid import other_user  # noqa: F401  (a fixture)
-
-BIN = os.path.dirname(sys.executable)
-CLIENT = os.path.join(BIN, "torch")
-SYSTEM_PYTHON = "/usr/bin/python3"  # the intruder cannot enter root's virtualenv; the stdlib is enough
+from support.intruder import (  # noqa: F401  (intruder, other_user and tmpdir_1777 are fixtures)
+    CLIENT, _heard, _planted_folder, _refused, _victim, _victim_env, _wait_for, intruder, other_user, tmpdir_1777)
 
 # A server that records what it hears and answers every request with `reply`. argv: socket path (or
 # "fd:N", a bound socket handed over, so that listen() here makes SO_PEERCRED name this uid), the
@@ -66,130 +54,10 @@ while True:
     c.close()
 """
 
-# The fast path's impostor: proves itself with the planted server token, then answers with `reply`.
-FAST_SERVER = r"""
-import os, socket, sys
-record, cont, reply = sys.argv[1], bytes.fromhex(sys.argv[2]), bytes.fromhex(sys.argv[3])
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(8)
-with open(record + ".tmp", "w") as f:
-    f.write(str(s.getsockname()[1]))
-os.rename(record + ".tmp", record + ".port")
-open(record, "ab").close()
-while True:
-    c, _ = s.accept()
-    c.settimeout(5)
-    data = b""
-    try:
-        data += c.recv(65536)
-        c.sendall(cont)
-        data += c.recv(65536)
-    except OSError:
-        pass
-    with open(record, "ab") as f:
-        f.write(b"[connection]" + data)
-    try:
-        c.sendall(reply)
-    except OSError:
-        pass
-    c.close()
-"""
-
-
-class Intruder:
-    def __init__(self, name, uid, gid):
-        self.name, self.uid, self.gid = name, uid, gid
-        self.procs = []
-
-    def own(self, path, mode):
-        """Make `path` the intruder's, as if the intruder had made it."""
-        os.lchown(path, self.uid, self.gid)
-        if not os.path.islink(path):
-            os.chmod(path, mode)
-
-    def serve(self, script, *args, pass_fds=()):
-        p = subprocess.Popen([SYSTEM_PYTHON, "-c", script] + list(args), user=self.uid, group=self.gid,
-                             extra_groups=[], cwd="/", env={"PATH": "/usr/bin:/bin"}, pass_fds=pass_fds,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.procs.append(p)
-        return p
-
-    def stop(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait(timeout=10)
-        self.procs.clear()
-
-
-@pytest.fixture(scope="module")
-def intruder(other_user):
-    if not os.path.exists(SYSTEM_PYTHON):
-        pytest.skip("needs %s to run the second user's servers" % SYSTEM_PYTHON)
-    uid, gid = other_user
-    who = Intruder(pwd.getpwuid(uid).pw_name, uid, gid)
-    try:
-        yield who
-    finally:
-        who.stop()
-
-
-@pytest.fixture
-def tmpdir_1777(intruder):
-    """A fresh stand-in for /tmp (mode 1777, short path); the victim's TMPDIR points at it."""
-    d = tempfile.mkdtemp(prefix="tsh-tr-")
-    os.chmod(d, 0o1777)
-    try:
-        yield d
-    finally:
-        intruder.stop()
-        shutil.rmtree(d, ignore_errors=True)
-
-
-def _victim_env(tmp, **extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHSH_") and k != "XDG_RUNTIME_DIR"}
-    env.update(TMPDIR=tmp, PATH=BIN + os.pathsep + env.get("PATH", ""), TORCHSH_TTL="1m", **extra)
-    return env
-
-
-def _victim(args, tmp, **extra):
-    """The victim's command, bounded: a hang is a failure, not a stuck suite."""
-    return subprocess.run(args, capture_output=True, text=True, env=_victim_env(tmp, **extra), timeout=60,
-                          stdin=subprocess.DEVNULL, cwd=tmp)
-
-
-def _planted_folder(intruder, tmp, mode=0o755):
-    """The victim's predictable fallback folder, made first by the intruder."""
-    folder = os.path.join(tmp, "torchsh-%d" % os.getuid())
-    os.mkdir(folder)
-    intruder.own(folder, mode)
-    return folder
-
-
-def _wait_for(path, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(path):
-        assert time.monotonic() < deadline, "the planted server never came up"
-        time.sleep(0.02)
-
 
 def _exec_reply(pwned):
     body = protocol.encode_exec(["touch", pwned], {}, [])
     return b"HTTP/1.1 200 OK\r\nTorchsh-Exec: 1\r\nContent-Length: %d\r\n\r\n" % len(body) + body
-
-
-def _heard(record):
-    """What the planted server received, beyond the bare fact of a connection."""
-    with open(record, "rb") as f:
-        return f.read().replace(b"[connection]", b"")
-
-
-def _refused(r, *words):
-    assert r.returncode == 5, (r.returncode, r.stdout, r.stderr)
-    assert "[untrusted]" in r.stderr, r.stderr
-    for w in words:
-        assert w in r.stderr, r.stderr
 
 
 def test_a_planted_socket_of_another_uid_is_refused_and_hears_nothing(intruder, tmpdir_1777):
@@ -222,39 +90,6 @@ def test_a_server_of_another_uid_behind_our_own_socket_file_is_refused_by_its_pe
     finally:
         bound.close()
         shutil.rmtree(private, ignore_errors=True)
-
-
-# The fast path's callers: the shell functions, and the installed launcher (`torch` itself, no function).
-SHELLS = [("bash", init_bash.script)] + ([("zsh", init_zsh.script)] if shutil.which("zsh") else []) + [("launcher", None)]
-
-
-def _fast_path_victim(shell, script, tmp, **extra):
-    """The victim's `torch randn '[3]'` through the shell function (its text sourced), or the launcher."""
-    if script is None:
-        return _victim([CLIENT, "randn", "[3]"], tmp, **extra)
-    functions = os.path.join(tmp, "functions." + shell)
-    with open(functions, "w") as f:
-        f.write(script())
-    return _victim([shell, "-c", "source %s; torch randn '[3]'" % functions], tmp, **extra)
-
-
-@pytest.mark.parametrize("shell,script", SHELLS, ids=[s for s, _ in SHELLS])
-def test_a_planted_fast_path_token_file_never_gets_our_argv(intruder, tmpdir_1777, shell, script):
-    folder = _planted_folder(intruder, tmpdir_1777)
-    record, pwned = os.path.join(folder, "heard"), os.path.join(tmpdir_1777, "pwned")
-    stok = "b" * protocol.FAST_TOKEN_LEN
-    body = ("0\n0\ntouch\n%s\n" % pwned).encode()
-    cont = (protocol.FAST_CONTINUE % stok).encode()
-    reply = (protocol.FAST_HEAD % (len(body), stok, "x", 0, len(body))).encode() + body
-    intruder.serve(FAST_SERVER, record, cont.hex(), reply.hex())
-    _wait_for(record + ".port")
-    token = os.path.join(folder, "torchd.fast")
-    with open(token, "w") as f:
-        f.write("%s %s %s\n" % (open(record + ".port").read(), "a" * protocol.FAST_TOKEN_LEN, stok))
-    intruder.own(token, 0o644)
-    r = _fast_path_victim(shell, script, tmpdir_1777)
-    _refused(r, token)
-    assert _heard(record) == b"" and not os.path.exists(pwned)
 
 
 def test_a_planted_log_symlink_never_grows_the_file_it_names(intruder, tmpdir_1777):
@@ -298,12 +133,3 @@ def test_the_daemon_refuses_a_world_writable_socket_folder_and_leaves_its_mode()
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(timeout=30)
         shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.mark.parametrize("shell,script", SHELLS, ids=[s for s, _ in SHELLS])
-def test_a_token_file_in_a_folder_others_can_write_is_ignored_by_the_shell_function(shell, script):
-    """One uid: the file and folder are ours, but the folder's mode would let anyone plant the file."""
-    with planted_fast_token("tsh-tw-") as (d, shared, impostor):
-        r = _fast_path_victim(shell, script, d, TORCHSH_SOCKET=os.path.join(shared, "torchd.sock"))
-        _refused(r, "torchd.fast", "mode 0777")  # the function's line, then the client's full reason
-        assert nobody_connected(impostor)

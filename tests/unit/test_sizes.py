@@ -13,12 +13,6 @@ OVER = {
     # Mostly a data table: OVERRIDES, ~200 lines of inputs for the ops a signature cannot describe, one
     # entry per op; split, it would be a dict cut at an arbitrary op.
     "tests/parity/samples.py": 371,
-    # Not split yet (issue 37): each holds one family around a module fixture (a TLS remote, two ranks, a
-    # second uid, a fake App) that a split would start once per part; to be split along their behaviours.
-    "tests/e2e/test_fit_distributed.py": 354,
-    "tests/e2e/test_replies.py": 330,
-    "tests/unit/daemon/test_server.py": 319,
-    "tests/e2e/test_trust.py": 309,
 }
 
 

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from test_server import read_reply, served  # noqa: F401  (served is a fixture)
+from support.served import read_reply, served  # noqa: F401  (served is a fixture)
 from support.waiting import wait_until
 from torchsh.link import tls
 from torchsh.serve import tcp
@@ -34,7 +34,7 @@ def _stub_dispatch(app, request):
 
 @pytest.fixture
 def loop(served, monkeypatch):
-    """test_server's loop (its Unix socket, short ticks), the port's limits small and this module's stub."""
+    """support/served.py's loop (its Unix socket, short ticks), the port's limits small and this module's stub."""
     for name, value in (("SLOTS", SLOTS), ("WAITING", WAITING), ("PER_PEER", PER_PEER), ("HEAD_S", 1.0),
                         ("REQUEST_S", 1.0), ("IDLE_S", 2.0)):
         monkeypatch.setattr(tcp, name, value)

@@ -1,5 +1,5 @@
 """`torchd --listen tls://…`'s door of the daemon's one server loop (remote/listener.py on wire/doors.py,
-reading.py, tlsconn.py), in-process: test_server's loop and Unix socket, a stub dispatch, small limits.
+reading.py, tlsconn.py), in-process: support/served.py's loop and Unix socket, a stub dispatch, small limits.
 Pinned: after the TLS handshake and the token line ("ok"), a connection is served as the Unix socket's
 (any route, kept alive, big bodies, the same error shapes), with no peer pid; a wrong token, or HTTP
 first, reads "no" and the connection closes; a connection that never sends its line closes at the
@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from test_server import read_reply, served  # noqa: F401  (served is a fixture)
+from support.served import read_reply, served  # noqa: F401  (served is a fixture)
 from support.waiting import wait_until
 from torchsh.link import tls
 from torchsh.remote import listener as remote
@@ -25,7 +25,7 @@ SLOTS, WAITING = 3, 4
 
 @pytest.fixture
 def door(served, monkeypatch):
-    """A --listen door on 127.0.0.1 beside test_server's Unix socket; its stub answers with the request's path,
+    """A --listen door on 127.0.0.1 beside support/served.py's Unix socket; its stub answers with the request's path,
     peer pid and body length, and /hold holds `ended` until the connection drops."""
     for name, value in (("SLOTS", SLOTS), ("WAITING", WAITING), ("PER_PEER", WAITING)):
         monkeypatch.setattr(remote, name, value)
