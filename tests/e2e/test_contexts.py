@@ -170,13 +170,15 @@ def test_the_fast_bash_path_reaches_the_selected_context(user):
     assert not first.startswith("tensor://r1/") and all(h.startswith("tensor://r1/") for h in rest) and len(rest) == 3
 
 
-def test_a_context_command_in_bash_takes_its_forwarders_fast_door_with_no_client(remote, user):
-    """The function reaches the context through the fast door beside its forwarder's socket (NAME.fast, 0600):
-    with no client on PATH, a command, a stdin pipeline and a block form still run on the context's daemon."""
-    script = ('eval "$(torch init bash)"; h=$(torch --context r1 tensor "[1.5,-2]")\n'
-              'PATH=/nonexistent torch --context r1 mul $h $h | PATH=/nonexistent torch --context r1 value\n'
-              "PATH=/nonexistent torch --context r1 scope -- /bin/bash -c 'exit 3'; echo \"block $?\"")
-    out = ok(script, user).splitlines()
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_a_context_command_in_a_shell_function_takes_its_forwarders_fast_door_with_no_client(shell, remote, user):
+    """The function (bash's, zsh's) reaches the context through the fast door beside its forwarder's socket
+    (NAME.fast, 0600): with no client on PATH, a command, a stdin pipeline and a block form still run on the
+    context's daemon (the first command, with the client at hand, starts the forwarder and its door)."""
+    script = ('eval "$(torch init %s)"; h=$(torch --context r1 tensor "[1.5,-2]")\n'
+              'PATH=/nonexistent torch --context r1 mul $h $h | PATH=/nonexistent TORCHSH_CONTEXT=r1 torch value\n'
+              "PATH=/nonexistent torch --context r1 scope -- /bin/bash -c 'exit 3'; echo \"block $?\"" % shell)
+    out = (ok(script, user) if shell == "bash" else _zsh_ok(script, user)).splitlines()
     x = torch.tensor([1.5, -2])
     assert json.loads(out[0]) == (x * x).tolist() and out[1] == "block 3"
     fast = os.path.join(remote.folder, "rt", "torchsh", "contexts", "r1.fast")
@@ -250,14 +252,19 @@ def test_cp_moves_objects_between_the_default_daemon_and_a_tls_context(user, tmp
 
 
 def test_the_zsh_function_reaches_the_selected_context(user):
-    zsh = require_tool("zsh")
-    script = ('eval "$(torch init zsh)"; torch zeros 1; TORCHSH_CONTEXT=r1 torch zeros 1; torch --context r1 zeros 1; '
-              'unset TORCHSH_SOCKET; torch context use r1 >/dev/null; torch zeros 1; torch context use default >/dev/null')
-    p = subprocess.run([zsh, "-f", "-c", script], env=user, capture_output=True, text=True, timeout=120,
-                       stdin=subprocess.DEVNULL)
-    assert p.returncode == 0, p.stderr
-    first, *rest = p.stdout.splitlines()
+    out = _zsh_ok('eval "$(torch init zsh)"; torch zeros 1; TORCHSH_CONTEXT=r1 torch zeros 1; torch --context r1 zeros 1; '
+                  'unset TORCHSH_SOCKET; torch context use r1 >/dev/null; torch zeros 1; torch context use default >/dev/null',
+                  user)
+    first, *rest = out.splitlines()
     assert not first.startswith("tensor://r1/") and len(rest) == 3 and all(h.startswith("tensor://r1/") for h in rest)
+
+
+def _zsh_ok(script, env):
+    """`ok` for zsh: the script's stdout, once it exited 0."""
+    p = subprocess.run([require_tool("zsh"), "-f", "-c", script], env=env, capture_output=True, text=True,
+                       timeout=120, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, "exit %d\n%s\n%s" % (p.returncode, script, p.stderr)
+    return p.stdout.rstrip("\n")
 
 
 def test_a_name_qualified_with_its_context_runs_there_and_fails_elsewhere_naming_both(user):

@@ -99,7 +99,8 @@ def test_nothing_outside_verbs_imports_a_verb_module_but_the_op_table_loader():
 SHARED = {"torchsh/__init__.py", "torchsh/protocol.py", "torchsh/paths.py", "torchsh/trust.py", "torchsh/errors.py",
           "torchsh/privatesocket.py",  # the one bind of torchd's socket and a TLS context forwarder's
           "torchsh/link/__init__.py", "torchsh/link/relay.py", "torchsh/link/tls.py", "torchsh/link/fastframe.py",
-          "torchsh/shells/init_bash.py", "torchsh/shells/init_zsh.py"}  # the functions' text, printed with no daemon
+          "torchsh/shells/init_bash.py", "torchsh/shells/init_zsh.py",  # the functions' text, printed with no daemon
+          "torchsh/shells/named_context.py"}
 
 
 def test_the_client_imports_no_daemon_room():

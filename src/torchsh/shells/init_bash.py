@@ -16,6 +16,7 @@ real client for that one command with TORCHSH_FASTPATH=1, which auto-starts the 
 the fast path on, so the next command is fast again. A command on a named context (`--context`,
 TORCHSH_CONTEXT, `torch context use`) goes to its forwarder's fast door (client/contexts/fastdoor.py:
 NAME.fast beside its socket) with a Torchsh-Context header; with none there, the real client starts it.
+Which daemon a command goes to is text zsh's function shares (named_context.py).
 
 The functions are exported (`export -f`): a bash started from this shell (`torch scope -- bash -c
 "…"`, scripts, `xargs bash -c`) imports them and keeps the fast path, checking the token file itself.
@@ -32,6 +33,7 @@ Builtins only (protocol): the client prints this text itself when no daemon is r
 `eval "$(torch init bash)"` in a .bashrc never starts one; the function's first command does.
 """
 from torchsh import protocol
+from torchsh.shells import named_context
 
 _HEAD = "# torchsh fast path for bash (torch init bash): `torch` runs in this shell, no process per command.\n"
 
@@ -57,9 +59,7 @@ __torchsh_load() {  # read "PORT CLIENT_TOKEN SERVER_TOKEN" from the 0600 token 
 @PRIVATE@__torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv. 0 reply, 1 nothing ran, 2 lost,
     local LC_ALL=C __fd __n __a __fmt= __head __body= __len __n2 __rs=0  # 3 nothing ran: no proof came in time
     [[ -n $__torchsh_port ]] || return 1
-    local __ch=  # a named context's (its fast door passes it on): the daemon prints and checks kind://NAME/… handles
-    if [[ -n ${__torchsh_ctx-} ]]; then __ch="Torchsh-Context: $__torchsh_ctx"$'\r\n'; fi
-    # `command`: in POSIX mode (sh, bash --posix, which import the exported function too) a failed
+@CONTEXT_HEADER@    # `command`: in POSIX mode (sh, bash --posix, which import the exported function too) a failed
     # `exec` redirection would end the shell instead of falling back to the real client
     command exec {__fd}<>"/dev/tcp/127.0.0.1/$__torchsh_port" || return 1
     __n=$(( 19 + ${#PWD} + ${#1} + ${#2} + ${#4} ))
@@ -116,26 +116,7 @@ __torchsh_call() {  # rpc, and once more with fresh tokens when the daemon chang
     return $__r
 }
 
-__torchsh_remote() {  # 0: the real client runs it (`torch context …`, both flags, a name it must refuse). Else a
-    local __c          # named context (client/main.py's order) is __torchsh_ctx, served by its forwarder's fast door
-    if [[ ${1-} == context || ${3-} == context || ( ${1-} == --context && ${3-} == --socket ) ]]; then return 0; fi
-    if [[ ${1-} == --socket && ${3-} == --context ]]; then return 0; fi
-    if [[ ${1-} == --socket ]]; then return 1; fi
-    if [[ ${1-} == --context ]]; then (( $# >= 2 )) || return 0; __c=$2
-    elif [[ -n ${TORCHSH_CONTEXT-} && ${TORCHSH_CONTEXT@a} == *x* ]]; then __c=$TORCHSH_CONTEXT
-    elif [[ -n ${TORCHSH_SOCKET-} && ${TORCHSH_SOCKET@a} == *x* ]]; then return 1
-    else
-        __c=${XDG_CONFIG_HOME:-$HOME/.config}/torchsh/current-context
-        [[ -f $__c ]] || return 1  # `torch context use default` removes the file: one stat on the common path
-        if [[ -L $__c || ! -O $__c ]]; then return 0; fi  # not ours: the real client refuses it, saying why
-        { read -r __c < "$__c"; } 2>/dev/null || true
-    fi
-    if [[ -z $__c || $__c == default ]]; then [[ ${1-} == --context ]]; return; fi  # (the client drops the flag)
-    # The name becomes a path (contexts/NAME.sock): the client's rule (wire.checked_name), else it says why.
-    if (( ${#__c} > 63 )) || [[ $__c == [.-]* || $__c == *[!A-Za-z0-9_.-]* ]]; then return 0; fi
-    __torchsh_ctx=$__c; return 1
-}
-
+@REMOTE@
 __torchsh_trim() {  # strip whitespace at both ends of $__l, as the client's bytes.strip() does
     __l=${__l#"${__l%%[![:space:]]*}"}; __l=${__l%"${__l##*[![:space:]]}"}
 }
@@ -199,16 +180,10 @@ __torchsh_follow() {  # a follow reply (a job's output): print, send the poll it
 torch() {
     local __s __f __tty=0 __e=() __envtext= __v __r=0 __t __torchsh_ctx=
     if __torchsh_remote "$@"; then @CLIENT@ "$@" || return $?; return 0; fi
-    if [[ -n ${XDG_RUNTIME_DIR-} ]]; then __t=$XDG_RUNTIME_DIR/torchsh
-    else __t=${TMPDIR:-/tmp}; __t=${__t%"${__t##*[!/]}"}/torchsh-$UID; fi
-    if [[ -n $__torchsh_ctx ]]; then __s=$__t/contexts/$__torchsh_ctx.sock  # its forwarder's; NAME.fast beside it
-    elif [[ -n ${TORCHSH_SOCKET-} && ${TORCHSH_SOCKET@a} == *x* ]]; then __s=$TORCHSH_SOCKET
-    else __s=$__t/torchd.sock; fi
-    for __v in ${!TORCHSH_@}; do if [[ ${!__v@a} == *x* && $__v != TORCHSH_CONTEXT ]]; then __e+=("$__v=${!__v}"); fi; done
-    if [[ ${1-} == --socket && $# -ge 2 ]]; then __s=$2; __e+=("TORCHSH_SOCKET=$2"); fi
+@WHERE@    for __v in ${!TORCHSH_@}; do if [[ ${!__v@a} == *x* && $__v != TORCHSH_CONTEXT ]]; then __e+=("$__v=${!__v}"); fi; done
+    if [[ ${1-} == --socket && $# -ge 2 ]]; then __e+=("TORCHSH_SOCKET=$2"); fi
     if [[ -n $__torchsh_ctx ]]; then __e+=("TORCHSH_CONTEXT=$__torchsh_ctx"); fi  # as the client: the one it runs on
     if [[ -t 1 && -n ${COLUMNS-} && ( -z ${TORCHSH_COLUMNS-} || ${TORCHSH_COLUMNS@a} != *x* ) ]]; then __e+=("TORCHSH_COLUMNS=$COLUMNS"); fi
-    if [[ $__s == *.sock ]]; then __f=${__s%.sock}.fast; else __f=$__s.fast; fi
     __torchsh_load "$__f" || true  # every time: a stopped daemon removes it, so its old port is never tried
     if [[ -t 0 ]]; then __tty=1; fi
     if [[ -t 2 ]]; then __tty+=1; else __tty+=0; fi  # a terminal on stderr: a job's progress is a live line
@@ -292,7 +267,8 @@ def functions(client, private, run):
     launcher (shells/launcher.py): `client` is the bash command that runs the real client with the
     function's arguments, `private` the text of __torchsh_private (the folder check), `run` the lines of
     __torchsh_exec that run a block's command ($__argv with $__envs added; its status in __st)."""
-    text = _TEMPLATE.replace("@REPLIES@", protocol.replies_header(CARRIES).decode())
+    text = named_context.filled(_TEMPLATE, named_context.BASH_EXPORTED)  # which daemon: zsh's text too
+    text = text.replace("@REPLIES@", protocol.replies_header(CARRIES).decode())
     text = text.replace("@CLIENT@", client).replace("@PRIVATE@", private).replace("@RUN@", run)
     for name in ("HEAD_LEN", "TOKEN_AT", "TOKEN_LEN", "LENGTH_AT", "KIND_AT", "NUM1_AT", "NUM2_AT",
                  "CONTINUE_LEN", "CONTINUE_TOKEN_AT", "CONTINUE_S"):

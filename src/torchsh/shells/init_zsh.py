@@ -5,10 +5,12 @@ zsh's own modules do the I/O: zsh/net/tcp (`ztcp`) opens the loopback connection
 is one string; `nomultibyte` makes ${#x} count bytes. Same wire, the same replies carried out (stdin,
 exec, follow with Ctrl-C stopping a foreground run, handover to the real client), the same fallback to the
 real client as the bash function, and the same trust rule for the token file (zsh/stat's zstat is a
-builtin lstat). Builtins only (protocol): the client prints it with no daemon.
+builtin lstat). A named context's command goes to its forwarder's fast door, as in bash: which daemon a
+command goes to (the client's order, its name rule) is text the two functions share (named_context.py).
+Builtins only (protocol): the client prints it with no daemon.
 """
 from torchsh import protocol
-from torchsh.shells import init_bash
+from torchsh.shells import init_bash, named_context
 
 _TEMPLATE = r'''# torchsh fast path for zsh (torch init zsh): `torch` runs in this shell, no process per command.
 zmodload zsh/net/tcp zsh/system || return 1
@@ -60,11 +62,11 @@ __torchsh_rpc() {  # $1 tty, $2 env text, $3 has-stdin, $4 stdin text, then argv
     setopt nomultibyte
     local fd body head len n2 a REPLY rs=0
     [[ -n $__torchsh_port ]] || return 1
-    ztcp 127.0.0.1 $__torchsh_port 2>/dev/null || return 1
+@CONTEXT_HEADER@    ztcp 127.0.0.1 $__torchsh_port 2>/dev/null || return 1
     fd=$REPLY
     body="torchsh-cli-1"$'\0'$PWD$'\0'$1$'\0'$2$'\0'$3$'\0'$4
     for a in "${(@)argv[5,-1]}"; do body+=$'\0'$a; done
-    if ! __torchsh_write $fd "POST /v1/cli HTTP/1.1"$'\r\n'"Torchsh-Token: $__torchsh_ctok"$'\r\n'"Torchsh-Replies: @REPLIES@"$'\r\n'"Expect: 100-continue"$'\r\n'"Content-Length: ${#body}"$'\r\n\r\n'; then
+    if ! __torchsh_write $fd "POST /v1/cli HTTP/1.1"$'\r\n'"Torchsh-Token: $__torchsh_ctok"$'\r\n'"Torchsh-Replies: @REPLIES@"$'\r\n'"$__ch""Expect: 100-continue"$'\r\n'"Content-Length: ${#body}"$'\r\n\r\n'; then
         ztcp -c $fd; return 1
     fi
     __torchsh_readn $fd @CONTINUE_LEN@ @CONTINUE_S@ || rs=$?  # the server proves itself before we send argv
@@ -92,6 +94,7 @@ __torchsh_call() {  # rpc, and once more with fresh tokens when the daemon chang
     return $r
 }
 
+@REMOTE@
 __torchsh_stdin() {  # read $1 non-empty lines (-1: all) into __torchsh_lines, as the client does
     emulate -L zsh
     setopt extendedglob
@@ -155,29 +158,18 @@ __torchsh_follow() {  # a follow reply (a job's output): print, send the poll it
 
 torch() {
     emulate -L zsh
-    local s f tty=0 envtext= v r=0 t __torchsh_file
+    local __s __f __t tty=0 envtext= v r=0 __torchsh_file __torchsh_ctx=
     local -a e argv2
-    # A named context (--context, TORCHSH_CONTEXT, `torch context use`) or `torch context …`: the real client
-    # (the fast path's port is the local daemon's; a context's forwarder is a Unix socket).
-    if [[ ${1-} == (--context|context) || ${3-} == (--context|context) ]]; then command torch "$@"; return; fi
-    if [[ -n ${TORCHSH_CONTEXT-} && ${(t)TORCHSH_CONTEXT} == *export* ]]; then
-        if [[ $TORCHSH_CONTEXT != default ]]; then command torch "$@"; return; fi
-    elif [[ ${1-} != --socket && ! ( -n ${TORCHSH_SOCKET-} && ${(t)TORCHSH_SOCKET} == *export* ) ]]; then
-        t=${XDG_CONFIG_HOME:-$HOME/.config}/torchsh/current-context
-        if [[ -f $t ]]; then
-            { read -r t < $t } 2>/dev/null
-            if [[ -n $t && $t != default ]]; then command torch "$@"; return; fi
-        fi
-    fi
-    if [[ -n ${TORCHSH_SOCKET-} && ${(t)TORCHSH_SOCKET} == *export* ]]; then s=$TORCHSH_SOCKET
-    elif [[ -n ${XDG_RUNTIME_DIR-} ]]; then s=$XDG_RUNTIME_DIR/torchsh/torchd.sock
-    else t=${TMPDIR:-/tmp}; s=${t%%/#}/torchsh-$UID/torchd.sock; fi
-    for v in ${(k)parameters[(I)TORCHSH_*]}; do [[ ${parameters[$v]} == *export* ]] && e+=("$v=${(P)v}"); done
+    if __torchsh_remote "$@"; then command torch "$@"; return; fi  # `torch context …`, or what the client must refuse
+@WHERE@    for v in ${(k)parameters[(I)TORCHSH_*]}; do
+        [[ ${parameters[$v]} == *export* && $v != TORCHSH_CONTEXT ]] && e+=("$v=${(P)v}")
+    done
+    if [[ ${1-} == --socket && $# -ge 2 ]]; then e+=("TORCHSH_SOCKET=$2"); fi
+    if [[ -n $__torchsh_ctx ]]; then e+=("TORCHSH_CONTEXT=$__torchsh_ctx"); fi  # as the client: the one it runs on
     argv2=("$@")
-    if [[ ${1-} == --socket && $# -ge 2 ]]; then s=$2; e+=("TORCHSH_SOCKET=$2"); argv2=("${(@)argv2[3,-1]}"); fi
-    if [[ $s == *.sock ]]; then f=${s%.sock}.fast; else f=$s.fast; fi
-    __torchsh_file=$f
-    __torchsh_load $f
+    if [[ ${1-} == (--socket|--context) && $# -ge 2 ]]; then argv2=("${(@)argv2[3,-1]}"); fi
+    __torchsh_file=$__f
+    __torchsh_load $__f
     [[ -t 0 ]] && tty=1
     if [[ -t 2 ]]; then tty+=1; else tty+=0; fi  # a terminal on stderr: a job's progress is a live line
     envtext=${(pj:\n:)e}
@@ -217,7 +209,8 @@ def script():
     fields = {"TOKEN": (p.FAST_TOKEN_AT, p.FAST_TOKEN_LEN), "LENGTH": (p.FAST_LENGTH_AT, 10),
               "KIND": (p.FAST_KIND_AT, 1), "NUM1": (p.FAST_NUM1_AT, 11), "NUM2": (p.FAST_NUM2_AT, 11),
               "CONTINUE_TOKEN": (p.FAST_CONTINUE_TOKEN_AT, p.FAST_TOKEN_LEN)}
-    text = _TEMPLATE.replace("@TOKEN_LEN@", str(p.FAST_TOKEN_LEN)).replace("@HEAD_LEN@", str(p.FAST_HEAD_LEN))
+    text = named_context.filled(_TEMPLATE, named_context.ZSH_EXPORTED)  # which daemon: bash's text
+    text = text.replace("@TOKEN_LEN@", str(p.FAST_TOKEN_LEN)).replace("@HEAD_LEN@", str(p.FAST_HEAD_LEN))
     text = text.replace("@REPLIES@", p.replies_header(CARRIES).decode())
     text = text.replace("@CONTINUE_LEN@", str(p.FAST_CONTINUE_LEN)).replace("@CONTINUE_S@", str(p.FAST_CONTINUE_S))
     for name, (at, width) in fields.items():

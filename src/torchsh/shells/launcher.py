@@ -11,8 +11,9 @@ the loopback fast path with builtins only, and carries out stdin, exec, follow a
 does; as Python it is the client (client/main.py). Bash runs the Python client (`exec`, so it is this
 process, as before: `-IS`) with no fast path to use (no daemon, none turned on: then with TORCHSH_FASTPATH=1,
 so that the client, which starts the daemon, turns it on for the next command), for a handover, for a named
-context, for an untrusted token file (the client then refuses with the full reason), and for `torch plot`
-to a terminal whose width it cannot read (no builtin reads it; the client asks the terminal).
+context whose forwarder has no fast door yet (the client starts it), for an untrusted token file (the client
+then refuses with the full reason), and for `torch plot` to a terminal whose width it cannot read (no builtin
+reads it; the client asks the terminal).
 
 Two copies, one text: scripts/launchers/torch, which a wheel installs (pip copies it as it is, so it finds
 its interpreter from its sibling `torchd`, whose `#!python` pip rewrote; tools/regen.py writes it and a test
