@@ -27,7 +27,7 @@ if [[ $# -gt 0 ]]; then exec "${pytest[@]}" "$@"; fi
 # test's time is a daemon starting or a client waiting, so two cores finish both in about the first's time
 # (the whole suite: ~44 minutes one after the other, over its 40). The second pass's output follows the first's.
 second=$(mktemp -d "${TMPDIR:-/tmp}/torchsh-fastpass.XXXXXX") fast_pass=
-trap 'kill "$fast_pass" 2>/dev/null; rm -rf "$second"' EXIT
+trap 'kill "$fast_pass" 2>/dev/null || true; rm -rf "$second"' EXIT
 # A background command of a script starts with SIGINT ignored, and every process it starts would inherit that:
 # the Ctrl-C tests need it back at its default, which bash cannot do for its child (exec keeps SIG_DFL).
 TORCHSH_TEST_PRELUDE='eval "$(torch init bash)"' TORCHSH_LIFECYCLE_ROUNDS=25 \
