@@ -146,7 +146,6 @@ class FastDoor:
     def _serve(self, conn):
         try:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # the proof, then the reply: no waiting
-            conn.settimeout(FAST_HEAD_S)
             head, rest = _read_head(conn)
         except OSError:
             head = None
@@ -202,10 +201,14 @@ class FastDoor:
 
 
 def _read_head(conn):
-    buf = b""
+    """(head, what followed it), or (None, b"") past MAX_HEAD or FAST_HEAD_S from the accept: the deadline is the
+    whole head's, not each read's, so a caller dripping a byte at a time cannot keep a waiting place."""
+    buf, deadline = b"", time.monotonic() + FAST_HEAD_S
     while b"\r\n\r\n" not in buf:
-        if len(buf) > MAX_HEAD:
+        left = deadline - time.monotonic()
+        if len(buf) > MAX_HEAD or left <= 0:
             return None, b""
+        conn.settimeout(left)
         _quickack(conn)
         chunk = conn.recv(65536)
         if not chunk:
