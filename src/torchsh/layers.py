@@ -11,7 +11,7 @@ LAYERS = (
     ("libraries and text", ("fileio", "vocab", "guards", "memory", "text")),
     ("formats", ("formats", "plot")),
     ("data and jobs", ("data", "contract", "jobs", "profile")),
-    ("recipes", ("recipes",)),
+    ("recipes", ("recipes", "lm")),
     ("registry", ("registry",)),
     ("kinds and table", ("table",)),
     ("call and features", ("call", "context", "train", "sweep", "serve", "session", "history", "remote", "models")),

@@ -80,6 +80,10 @@ class Job:
                 if self.first_row is None:
                     self.first_row = row
                 self.events.append(("row", row))
+            elif kind == "text":  # a piece of text for stdout as it comes (`lm generate`'s tokens)
+                self.events.append(("text", {"token": event.get("token"), "text": event["text"]}))
+            elif kind == "end":  # the work's one closing row (`lm generate`'s --json summary)
+                self.events.append(("end", {k: v for k, v in event.items() if k != "event"}))
             elif kind == "note":  # what the work says once: `torch: fit: early stop at …`
                 self.events.append(("note", "torch: %s: %s\n" % (self.verb, event["text"])))
             elif kind in ("stopped", "done"):  # where the work ended (a stop request is known by should_stop)
@@ -149,7 +153,7 @@ class Job:
     def rows(self):
         """Its epoch rows so far, as dicts (the JSON face's result of a run followed to its end)."""
         with self.changed:
-            return [payload for kind, payload in self.events if kind == "row"]
+            return [payload for kind, payload in self.events if kind in ("row", "end")]
 
     def stopped_line(self):
         epoch, step = self.position or (0, 0)

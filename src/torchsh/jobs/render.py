@@ -1,6 +1,7 @@
 """What a follower of a job sees: one poll's stdout, stderr and whether the job has ended.
 
-Views: "run" (a foreground `torch fit`) and "logs" (`job logs`): epoch rows on stdout, progress and
+Views: "run" (a foreground `torch fit`) and "logs" (`job logs`): epoch rows (`lm generate`: its text as it
+streams) on stdout, progress and
 the final line on stderr; "wait": rows and the final line; "stop": only, once the job has ended,
 where it stopped. Progress on a terminal (the follower says its stderr is one) is a live line
 redrawn with \\r; otherwise the job's plain lines: a log never holds a carriage return.
@@ -16,7 +17,7 @@ from torchsh.text.jsonout import json_bytes
 VIEWS = ("run", "logs", "wait", "stop")
 CLEAR = "\r\x1b[K"  # back to the line's start, erase to its end: the live line's redraw
 LIVE_POLL_S = 0.25  # a terminal's live line is redrawn at least this often
-_STREAM = {"row": "out", "plain": "err", "note": "err", "err": "err"}
+_STREAM = {"row": "out", "text": "out", "end": "out", "plain": "err", "note": "err", "err": "err"}
 
 
 @dataclass
@@ -41,6 +42,10 @@ def poll(job, view, offset, tty=False, as_json=False):
             stream = _STREAM[kind]
             if kind == "row":
                 out.append(_row_text(job, payload, as_json))
+            elif kind == "text":  # streamed text as it is; --json: a line per piece
+                out.append(json_bytes(payload).decode() + "\n" if as_json else payload["text"])
+            elif kind == "end":  # the closing row: --json's last line; the streamed text's newline otherwise
+                out.append(json_bytes(payload).decode() + "\n" if as_json else "\n")
             else:
                 err.append(payload)
         used += 1

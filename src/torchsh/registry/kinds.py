@@ -16,6 +16,7 @@ from torch.nn.parameter import is_lazy
 from torchsh.data.datasets import wrapped_datasets
 from torchsh.data.loader import Loader
 from torchsh.jobs.job import Job
+from torchsh.lm.model import LanguageModel
 from torchsh.recipes import datasets, distributions, modules, optimizers, tensors
 from torchsh.recipes.base import Persistence, refused
 from torchsh.vocab import dtype_name
@@ -122,6 +123,16 @@ def _distribution_fields(d):
                 bytes=tensor_bytes(_distribution_tensors(d)))
 
 
+def _lm_fields(lm):
+    """A language model's base weights (its adapters' weights are theirs: `nn://` handles of their own)."""
+    base = lm.base_parameters()
+    return dict(type=type(lm.model).__name__, folder=lm.folder, parameters=sum(p.numel() for p in base),
+                dtype=dtype_name(lm.dtype), device=str(lm.device), adapters=sorted(lm.adapters), active=lm.active,
+                bytes=tensor_bytes(base + list(lm.model.buffers())))
+
+
+_LM_NOT_KEPT = refused("a language model is not saved: its folder is where it lives (an adapter is: `torch lm save`)",
+                       "`torch lm open DIR` again in the new daemon")
 _JOB_NOT_KEPT = refused("a job is not saved (its model, optimizer and loader are, as they stand)",
                         "`torch job wait` first to save a finished run's state")
 HANDLE_KINDS = {k.name: k for k in (
@@ -136,6 +147,8 @@ HANDLE_KINDS = {k.name: k for k in (
                datasets.LOADER),
     HandleKind("dist", torch.distributions.Distribution, "a distribution", _distribution_fields,
                _distribution_tensors, distributions.DISTRIBUTION),
+    HandleKind("lm", LanguageModel, "a language model", _lm_fields,
+               lambda lm: lm.base_parameters() + list(lm.model.buffers()), _LM_NOT_KEPT),
     HandleKind("job", Job, "a job", _job_fields, lambda j: [], _JOB_NOT_KEPT, outlives_client=True),
 )}
 KINDS = tuple(HANDLE_KINDS)  # the handle prefixes, in census order

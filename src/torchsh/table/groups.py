@@ -22,6 +22,7 @@ GROUP_WORDS = {
     "job": "background work (`torch fit --detach`): list, logs, wait, stop",
     "runs": "`torch fit --log` runs compared: ls, diff, best",
     "model": "model files before anything is loaded: inspect (headers only, nothing unpickled)",
+    "lm": "language models from local Hugging Face folders: open, info, generate, chat, lora, adapters, save",
     "session": "every object held, saved to a folder and loaded again: save, load, push",
 }
 

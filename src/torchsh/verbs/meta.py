@@ -6,7 +6,7 @@ from torchsh.table.categories import CATEGORIES
 from torchsh.table.groups import GROUP_WORDS, listing_rows
 from torchsh.verbs import verb
 
-VERB_CATEGORIES = ("tensors", "files", "autograd", "nn", "optim", "objects", "daemon", "shell")
+VERB_CATEGORIES = ("tensors", "files", "autograd", "nn", "optim", "lm", "objects", "daemon", "shell")
 
 _KIND_WORDS = {"nn": "module kinds (torch.nn classes)", "optim": "optimizer kinds (torch.optim)",
                "sched": "scheduler kinds (torch.optim.lr_scheduler)", "dist": "distribution kinds (torch.distributions)"}

@@ -1,0 +1,80 @@
+"""A tiny language model folder made from a config, with a tokenizer trained here: what the tests, the docs'
+examples and the bench open, since nothing may be downloaded. Its weights are random (seeded), so what it says
+is noise; everything around it (tokenizing, generating, LoRA, serving) is the real path.
+
+    python -m torchsh.lm.tiny DIR [--arch llama|qwen2|gpt2] [--seed 0] [--layers 2] [--hidden 64]
+"""
+import argparse
+import os
+
+import torch
+
+from torchsh.lm import library
+
+# A few sentences the byte-level BPE learns its merges from: enough for words to be a token or two.
+CORPUS = ("the sky is blue because air scatters blue light more than red light",
+          "why is the sky blue? the answer is rayleigh scattering of sunlight",
+          "hello world, this is a tiny language model made for tests",
+          "a model is trained with a loss, an optimizer and data in batches",
+          "pytorch tensors live in a daemon and the shell passes their handles") * 4
+SPECIAL = ("<pad>", "<s>", "</s>", "<|im_start|>", "<|im_end|>")
+# ChatML, as Qwen's tokenizers carry it: role lines between <|im_start|> and <|im_end|>
+CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+                 "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+ARCHS = ("llama", "qwen2", "gpt2")
+
+
+def make(folder, arch="llama", seed=0, layers=2, hidden=64, vocab_size=384):
+    """Write a model folder (config.json, model.safetensors, generation_config.json, tokenizer files)."""
+    tf = library.transformers()
+    tokenizer = train_tokenizer(vocab_size)
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL}
+    config = _config(tf, arch, len(tokenizer), layers, hidden, ids)
+    torch.manual_seed(seed)
+    model = tf.AutoModelForCausalLM.from_config(config)
+    model.generation_config.eos_token_id = [ids["</s>"], ids["<|im_end|>"]]
+    model.generation_config.pad_token_id = ids["<pad>"]
+    model.generation_config.do_sample = False
+    os.makedirs(folder, exist_ok=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def train_tokenizer(vocab_size=384):
+    """A byte-level BPE trained on CORPUS, wrapped as transformers' fast tokenizer with a chat template."""
+    tk = library.tokenizers()
+    tf = library.transformers()
+    bpe = tk.Tokenizer(tk.models.BPE())
+    bpe.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = tk.decoders.ByteLevel()
+    trainer = tk.trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL),
+                                     initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    bpe.train_from_iterator(CORPUS, trainer)
+    return tf.PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+                                      chat_template=CHAT_TEMPLATE)
+
+
+def _config(tf, arch, vocab, layers, hidden, ids):
+    common = dict(vocab_size=vocab, bos_token_id=ids["<s>"], eos_token_id=ids["</s>"], pad_token_id=ids["<pad>"],
+                  tie_word_embeddings=False)
+    if arch == "gpt2":
+        return tf.GPT2Config(n_embd=hidden, n_layer=layers, n_head=4, n_positions=256, **common)
+    cls = {"llama": tf.LlamaConfig, "qwen2": tf.Qwen2Config}[arch]
+    return cls(hidden_size=hidden, intermediate_size=hidden * 2, num_hidden_layers=layers, num_attention_heads=4,
+               num_key_value_heads=2, max_position_embeddings=256, **common)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m torchsh.lm.tiny", description=__doc__.split("\n")[0])
+    parser.add_argument("folder")
+    parser.add_argument("--arch", choices=ARCHS, default="llama")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--hidden", type=int, default=64)
+    args = parser.parse_args(argv)
+    print(make(args.folder, args.arch, args.seed, args.layers, args.hidden))
+
+
+if __name__ == "__main__":
+    main()
