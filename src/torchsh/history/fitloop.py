@@ -16,13 +16,15 @@ UNWRITTEN = ("its loop is written with --loss given, without --%s or a ReduceLRO
              "--patience only watching loss or val_loss, and --resume only without --patience, from a "
              "checkpoint without CUDA generator or GradScaler states" % ", --".join(_UNWRITTEN))
 from torchsh.history import resumed
+from torchsh.train.loss import lm as lm_loss
 
 _ROWS = "_rows = _y.shape[0] if _y.dim() else 1  # EpochSums weighs a batch's loss by its rows"
 
 
 def _writable(e):
     a = e.args
-    if a.get("loss") is None or isinstance(a.get("loss_args"), str) or e.made.get("plateau"):
+    if a.get("loss") is None or isinstance(a.get("loss_args"), str) or e.made.get("plateau") or \
+            (a.get("loss") == "lm" and a.get("loss_args")):
         return False
     if a.get("patience") is not None and a.get("monitor") not in (None, "loss", "val_loss"):
         return False
@@ -53,6 +55,8 @@ def _loss(e, r):
     to = ".to(%s)" % r.lit(a["target_dtype"]) if a.get("target_dtype") is not None else ""
     shape = made.get("target_shape")
     view = ".view(len(_y), %s)" % ", ".join(str(int(n)) for n in shape) if shape is not None else ""
+    if a["loss"] == "lm" and not options:  # a causal LM's next-token loss (train/loss/lm.py), written out
+        return lm_loss.SCRIPT.format(logits="%s(*_x)" % r.lit(a["model"]), labels="_y" + to + view)
     return "torch.nn.functional.%s(%s(*_x), _y%s%s%s)" % (r.name(a["loss"]), r.lit(a["model"]), to, view, options)
 
 

@@ -34,7 +34,7 @@ _ENTRY_BYTES = 256  # an entry's own fields, roughly: what the bound counts besi
 UNNAMED_STATE = ("generator",  # PyTorch's default random generator (manual_seed): python.units follows it
                  "grads")      # the .grad of what the loss was computed from (backward): slice.writes follows it
 # An op's return that is (or holds) an object the daemon keeps under a handle
-_MAKES = re.compile(r"\b(Tensor|Module|Optimizer|Scheduler|Dataset|Loader|Distribution|Handle)\b")
+_MAKES = re.compile(r"\b(Tensor|Module|Optimizer|Scheduler|Dataset|Loader|Distribution|Handle|LanguageModel)\b")
 _GENERATOR = torch.default_generator  # the CPU generator: torch.get_rng_state() is its get_state()
 
 

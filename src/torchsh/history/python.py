@@ -19,7 +19,7 @@ import re
 import torch
 
 from torchsh import __version__
-from torchsh.history import checks, datasets, digest, files, forms, loops, slice as slicing
+from torchsh.history import checks, datasets, digest, files, forms, lmforms, loops, slice as slicing
 from torchsh.history.values import handles_in
 from torchsh.quoting import python_comment, python_name, python_string
 from torchsh.registry.handles import parse_handle
@@ -42,6 +42,7 @@ _HELPERS = {
     return _cache[name].clone()
 ''',
     **files.HELPERS,
+    **lmforms.HELPERS,
     "_Loader": datasets.LOADER,
 }
 _ST_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",

@@ -99,6 +99,8 @@ class RunRecord:
         row = {"kind": "epoch", "epoch": p.epoch, "step": p.step, **values}
         if val_values is not None:
             row.update(val_values)
+        if "tokens" in row and seconds:  # a language model's trained tokens (--metrics tokens) per second
+            row["tokens_per_s"] = row["tokens"] / seconds
         row.update(lr=self.lr(), seconds=seconds)
         return row
 

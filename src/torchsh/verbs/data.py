@@ -7,7 +7,7 @@ import json
 import torch
 import torch.utils.data
 
-from torchsh.data import openers, transforms
+from torchsh.data import chat, openers, transforms
 from torchsh.data.datasets import describe, known
 from torchsh.data.standardize import learn as learn_statistics
 from torchsh.errors import TorchshError, bad_argument
@@ -17,14 +17,21 @@ from torchsh.text.jsonout import dumps
 from torchsh.verbs import verb
 
 
+CHAT_EXAMPLE = ("python -m torchsh.lm.tiny tiny >/dev/null && printf '%s\\n' '{\"messages\": [{\"role\": \"user\", "
+                "\"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"hello world\"}]}' > chat.jsonl && "
+                "torch data info $(torch data open chat.jsonl --format chat --tokenizer $(torch lm open tiny) --seq_len 32)")
+
+
 @verb("data.open(Path[] files, *, str? columns=None, str? target=None, ScalarType? dtype=None, "
       "ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None, "
-      "str? onehot=None) -> Dataset",
+      "str? onehot=None, str? format=None, LanguageModel? tokenizer=None, int? seq_len=None, str? train_on=None) "
+      "-> Dataset",
       category="files", repeatable=("columns", "onehot"),
       form=history_data.opened, no_form=history_data.NOT_HELD,
-      examples=("printf 'x1,x2,y\\n1,2,0\\n3,4,1\\n' > t.csv && torch data info $(torch data open t.csv --target y)",))
+      examples=("printf 'x1,x2,y\\n1,2,0\\n3,4,1\\n' > t.csv && torch data info $(torch data open t.csv --target y)",
+                CHAT_EXAMPLE))
 def open_(ctx, files, columns=None, target=None, dtype=None, target_dtype=None, header=None, no_header=False,
-          delimiter=None, onehot=None):
+          delimiter=None, onehot=None, format=None, tokenizer=None, seq_len=None, train_on=None):
     """A map-style dataset over files: .npy (memory-mapped), .npz, .safetensors (lazy), .csv, .parquet,
     or an image folder (one sub-folder per class); items are tuples of tensors, one field per file.
 
@@ -48,9 +55,31 @@ def open_(ctx, files, columns=None, target=None, dtype=None, target_dtype=None, 
         no_header: the csv's first line is data
         delimiter: the csv's cell separator (default ','; tab for tabs)
         onehot: text feature columns to one-hot encode (csv, parquet), a,b; repeatable
+        format: chat: a JSONL file of {"messages": [{"role", "content"}…]} or {"text"} lines as a language
+            model's (input_ids, labels) items (data/chat.py: the chat template, cut or padded to --seq_len,
+            labels -100 at the padding)
+        tokenizer: the language model (lm://) whose tokenizer and chat template --format chat uses
+        seq_len: --format chat's tokens per item
+        train_on: --format chat's labels: all (every token but the padding) or completions (the assistant's
+            replies only)
     """
     options = openers.Options(columns, target, dtype, target_dtype, header, no_header, delimiter, onehot)
+    if format is not None or tokenizer is not None or seq_len is not None or train_on is not None:
+        return _open_chat(files, options, format, tokenizer, seq_len, train_on)
     return openers.open_dataset(files, options)
+
+
+def _open_chat(files, options, format, tokenizer, seq_len, train_on):
+    """--format chat: one JSONL file as (input_ids, labels) items (data/chat.py)."""
+    if format != "chat":
+        raise bad_argument("--format %s: the formats are chat (a language model's JSONL)" % format
+                           if format is not None else "--tokenizer, --seq_len and --train_on go with --format chat",
+                           "torch data open chat.jsonl --format chat --tokenizer LM --seq_len 512")
+    given = options.given("columns", "target", "dtype", "target_dtype", "header", "no_header", "delimiter", "onehot")
+    if given or len(files) != 1:
+        raise bad_argument("--format chat opens one JSONL file%s" % (", without --%s" % given[0] if given else ""))
+    return chat.open_chat(files[0], tokenizer.tokenizer if tokenizer is not None else None, seq_len,
+                          train_on or "all")
 
 
 @verb("data.info(Dataset dataset) -> Json", category="files",

@@ -62,7 +62,7 @@ def fit(ctx, model, optimizer, loader, loss=None, loss_args=None, epochs=1, val=
         loss_args: the loss's options as JSON, e.g. '{"label_smoothing": 0.1}'
         epochs: the run's total epochs (a resumed run finishes the same total)
         val: a loader evaluated after every epoch (eval mode, no grad): val_loss and val_ metrics
-        metrics: accuracy (argmax == target), top5, precision, recall, f1 (macro), f1_micro, confusion (a matrix: in --json rows and metrics.jsonl), mae, rmse, r2: each over the whole epoch
+        metrics: accuracy (argmax == target), top5, precision, recall, f1 (macro), f1_micro, confusion (a matrix: in --json rows and metrics.jsonl), mae, rmse, r2; with --loss lm: perplexity (exp of the NLL per token) and tokens (with tokens_per_s): each over the whole epoch
         sched: a scheduler stepped once per epoch (ReduceLROnPlateau: on val_loss, else loss)
         clip: clip_grad_norm_ of all parameters before each optimizer step (after unscaling with fp16)
         accum: batches per optimizer step; each batch's loss / accum, as PyTorch's recipe
@@ -123,7 +123,8 @@ def _start(ctx, o):
     if o["overwrite"] and rundir.run_files(plan.log):
         work = functools.partial(_replacing, plan.log, work)
     columns = [c for c in _COLUMNS if c != "val_loss" or plan.val is not None]
-    columns += list(plan.metrics) + ["val_" + m for m in plan.metrics if plan.val is not None] + ["lr", "seconds"]
+    columns += list(plan.metrics) + ["tokens_per_s"] * ("tokens" in plan.metrics)
+    columns += ["val_" + m for m in plan.metrics if plan.val is not None] + ["lr", "seconds"]
     files = _callers_files(ctx, o["detach"])
     uses = (plan.model, plan.optimizer, plan.loader, plan.val, plan.sched)
     job = jobs.start(ctx, "fit", work, columns, uses=uses, notes=notes)

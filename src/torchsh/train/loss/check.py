@@ -1,5 +1,6 @@
 """Before `torch fit` trains: what PyTorch would only warn about, or fail on deep inside the first step, is
 refused here with the fix, or reconciled where the intent leaves no doubt (docs/training.md#shapes).
+--loss lm takes logits [T, V] and labels [T] per item (lm.py checks them).
 
 On item 0 of the training data and the model's output for it (contract/learn.probe):
 - an elementwise loss (mse_loss, l1_loss, binary_cross_entropy_with_logits, …) whose output and target
@@ -18,6 +19,7 @@ import torch
 from torchsh.contract import tasks
 from torchsh.data.datasets import FileDataset, TensorField, known, wrapped_datasets
 from torchsh.errors import TorchshError
+from torchsh.train.loss import lm as lm_loss
 
 ELEMENTWISE_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
                       "binary_cross_entropy_with_logits", "soft_margin_loss", "poisson_nll_loss")
@@ -29,6 +31,9 @@ def target_shape(loss, item, output_shape, target_dtype, dataset):
         return None, None
     target = item[1]
     given = list(target.shape)
+    if loss == "lm":
+        lm_loss.check(output_shape, target)
+        return None, None
     if loss in tasks.CLASS_INDEX_LOSSES:
         _check_class_targets(loss, output_shape, dataset, target_dtype or target.dtype)
         return None, None

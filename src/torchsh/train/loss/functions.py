@@ -15,10 +15,14 @@ import torch.nn.functional as F
 
 from torchsh.call.tokens import loads
 from torchsh.errors import TorchshError, bad_argument
+from torchsh.train.loss import lm as lm_loss
 
 
 def loss_function(name):
-    """A torch.nn.functional loss by name: mse_loss, cross_entropy, nll_loss, l1_loss, huber_loss, …"""
+    """A torch.nn.functional loss by name: mse_loss, cross_entropy, nll_loss, l1_loss, huber_loss, …; or `lm`,
+    a causal language model's next-token loss (lm.py)."""
+    if name == "lm":
+        return lm_loss.lm
     fn = getattr(F, name, None)
     if fn is None or not _is_loss(name):
         raise bad_argument("unknown loss %r" % name, "losses: %s" % " ".join(loss_names()))
@@ -27,7 +31,7 @@ def loss_function(name):
 
 def loss_names():
     """The losses --loss names (TAB offers them too: shells/complete.py)."""
-    return sorted(n for n in dir(F) if _is_loss(n))
+    return sorted([n for n in dir(F) if _is_loss(n)] + ["lm"])
 
 
 def _is_loss(name):

@@ -3,7 +3,7 @@
 accuracy: the decided class equals the target's, decided as the model's card says (contract/tasks.py:
 argmax of k scores; one logit > 0 for a binary model; every label for a multilabel one, sklearn's subset
 accuracy). top5: the target is among the 5 largest of k scores. precision, recall, f1, f1_micro, confusion
-(the same decisions), mae, rmse, r2: scores.py. Every figure is the whole epoch's (never a mean of per-batch
+(the same decisions), mae, rmse, r2, and a language model's perplexity and tokens: scores.py. Every figure is the whole epoch's (never a mean of per-batch
 figures). Train metrics come from the training forward passes; with --val the same names prefixed `val_`
 come from the evaluation pass. A model without a task is read as k class scores (argmax).
 """
@@ -65,8 +65,9 @@ METRICS = {
     **{name: Summed(scores.confusion_counts, getattr(scores, name))
        for name in ("precision", "recall", "f1", "f1_micro", "confusion")},
     **{name: Summed(scores.regression_sums, getattr(scores, name)) for name in ("mae", "rmse", "r2")},
+    **{name: Summed(scores.token_sums, getattr(scores, name)) for name in ("perplexity", "tokens")},
 }
-LOWER_IS_BETTER = ("loss", "mae", "rmse")
+LOWER_IS_BETTER = ("loss", "mae", "rmse", "perplexity")
 NOT_A_NUMBER = ("confusion",)  # a matrix: logged, never monitored
 
 

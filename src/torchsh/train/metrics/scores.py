@@ -12,12 +12,17 @@ Regression (mae, rmse, r2): output and target as (samples, columns) float64; per
 |error|, error², target and target²; each figure is the mean over columns of the per-column figure
 (sklearn's multioutput="uniform_average"); a column whose target does not vary has r2 1 when predicted
 exactly, else 0 (sklearn's force_finite).
+Language models (perplexity, tokens: `--loss lm`'s logits [B, T, V] and labels [B, T]): the summed next-token
+negative log-likelihood and the number of tokens counted (labels -100 are not); perplexity is exp of the
+epoch's NLL per token (not exp of the mean of batch means), tokens the count (fit's row adds tokens_per_s).
 """
 import math
 
 import torch
+import torch.nn.functional as F
 
 from torchsh.errors import bad_argument
+from torchsh.train.loss.lm import IGNORE_INDEX
 from torchsh.vocab import dtype_name
 
 
@@ -127,3 +132,23 @@ def _r2_column(squared, target_sum, target_squares, samples):
 
 def r2(total, samples):
     return _macro([_r2_column(squared, s, s2, samples) for _, squared, s, s2 in _columns(total)])
+
+
+def token_sums(name, output, target, task=None):
+    """This batch's summed next-token negative log-likelihood and its counted tokens, as float64."""
+    if output.dim() != 3 or target.dim() != 2 or target.is_floating_point():
+        raise bad_argument("%s scores a language model's logits [B, T, V] against labels [B, T], not %s against %s"
+                           % (name, list(output.shape), list(target.shape)), "--loss lm's runs have perplexity and tokens")
+    shifted = F.pad(target, (0, 1), value=IGNORE_INDEX)[..., 1:]
+    nll = F.cross_entropy(output.detach().float().flatten(0, -2), shifted.flatten(), ignore_index=IGNORE_INDEX,
+                          reduction="sum")
+    return torch.stack([nll.double(), (shifted != IGNORE_INDEX).sum().double()])
+
+
+def perplexity(total, samples):
+    nll, count = total
+    return math.exp(nll / count) if count else float("nan")
+
+
+def tokens(total, samples):
+    return int(total[1])
