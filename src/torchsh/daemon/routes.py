@@ -19,7 +19,7 @@ from torchsh.errors import TorchshError
 from torchsh.jobs import follow
 from torchsh.remote import naming
 from torchsh.results import Await, Exec, Follow
-from torchsh.serve import edge as serving
+from torchsh.serve import edge as serving, openai_edge
 from torchsh.wire.http import Later, Prepare, Response
 
 log = logging.getLogger("torchd")
@@ -99,7 +99,7 @@ ROUTES = (
      "Objects as one bundle (handles in, one a line; a safetensors stream out: JSON header, raw bytes)"),
     ("POST", r"/v1/bundle/import", bundle.post_import,
      "Hold a bundle's objects (?keep=1: under their own handles); the handles out, one a line"),
-) + serving.ROUTES
+) + serving.ROUTES + openai_edge.ROUTES
 _COMPILED = [(m, re.compile("^%s$" % p), h) for m, p, h, _ in ROUTES]
 
 
@@ -175,7 +175,7 @@ def lockfree(app, request):
     """True when the request never takes the tensor lock: the op's own `lockfree` flag, which is what
     cli/run.invoke goes by, or an endpoint that only reads metadata. In doubt, False (a tensor worker)."""
     method, path = request.method, request.path
-    if path.startswith("/v2"):  # torch serve's: an inference request is queued, never run, by its handler
+    if path.startswith("/v2") or openai_edge.lockfree(path):  # torch serve's: queued, never run, by its handler
         return True
     try:
         if method == "GET":

@@ -28,6 +28,7 @@ import threading
 
 from torchsh.daemon.app import Cancelled
 from torchsh.wire import http
+from torchsh.wire.streamed import ChunkedStream, Streamed
 
 log = logging.getLogger("torchd")
 QUICK_WORKERS, SENDERS, FOLLOWERS = 4, 4, 4  # started up front; the tensor pool is one thread (above)
@@ -166,6 +167,11 @@ class Workers:
                     return None
                 if isinstance(response, http.Deferred):  # whoever answers it sends it (_deliver)
                     response.attach(lambda made_later: self._deliver(conn, request, made_later))
+                    return None
+                if isinstance(response, Streamed):  # written chunk by chunk as it is made; a sender hands it back
+                    keep = request.keep_alive and not self.stopping and conn.door.keep_alive
+                    response.attach(ChunkedStream(conn, keep, response, lambda rest, keep: self.senders.queue.put(
+                        (conn, [rest] if rest else [], keep, (request, [])))))
                     return None
                 if conn.door.frame is not None:  # the fast path: one request a connection (a held one stays open)
                     if conn.client_gone():  # TCP takes a first send after the peer closed: ask first

@@ -43,6 +43,8 @@ class Pending:
 
 
 class Served:
+    protocol = "v2"  # its routes (serve/repository.py)
+
     def __init__(self, app, name, model, shapes, max_batch, max_wait_ms, max_queue, max_elements, threads=None):
         self.app, self.name, self.model, self.threads = app, name, model, threads
         self.shapes = shapes  # serve/shapes.py's Shapes: the metadata's shapes, and the check of requests
@@ -58,12 +60,7 @@ class Served:
     def offer(self, pending):
         """Queue a request, or refuse it at once: 429 past max_queue, 503 once stopping."""
         with self.cond:
-            if not self.open:
-                raise TorchshError("not_serving", "model %s is stopping" % self.name)
-            if len(self.queue) >= self.max_queue:
-                self.metrics.rejected_one()
-                raise TorchshError("queue_full", "model %s has %d requests queued (--max_queue %d)"
-                                   % (self.name, len(self.queue), self.max_queue), "retry after a second")
+            check_room(self)
             self.queue.append(pending)
             self.cond.notify()
 
@@ -205,6 +202,17 @@ class Served:
             queued, self.queue = list(self.queue), collections.deque()
         for pending in queued:
             self._answer(pending, *failure(TorchshError("not_serving", "model %s stopped serving" % self.name)))
+
+
+def check_room(served):
+    """A served model's refusal of one more request: not_serving once stopping, queue_full (429) with max_queue
+    requests waiting (serve/lmserved.py's too)."""
+    if not served.open:
+        raise TorchshError("not_serving", "model %s is stopping" % served.name)
+    if len(served.queue) >= served.max_queue:
+        served.metrics.rejected_one()
+        raise TorchshError("queue_full", "model %s has %d requests queued (--max_queue %d)"
+                           % (served.name, len(served.queue), served.max_queue), "retry after a second")
 
 
 def evaluating(model):

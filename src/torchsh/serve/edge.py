@@ -59,7 +59,7 @@ def get_ready(app, request, params):
 def get_model(app, request, params):
     """V2 model metadata: its name, platform, and its tensors' datatypes and shapes (serve/shapes.py: -1 where a
     size varies; [-1] alone without --input_shape)."""
-    served = app.served.get(params["name"])
+    served = app.served.get(params["name"], "v2")
     dtype = next((p.dtype for p in served.model.parameters()), None)
     inputs, outputs = served.shapes.metadata(batcher.DATATYPES.get(dtype, "FP32"))
     if served.classifies():  # the card's classes, by name, beside the model's own outputs
@@ -71,14 +71,14 @@ def get_model(app, request, params):
 @_v2
 def get_model_ready(app, request, params):
     """200 while the model takes requests; 503 once it is stopping."""
-    served = app.served.get(params["name"])
+    served = app.served.get(params["name"], "v2")
     return v2_response(200 if served.open else 503, {"name": served.name, "ready": served.open})
 
 
 @_v2
 def post_infer(app, request, params):
     """Check and queue one inference request; its reply comes when its batch has run."""
-    served = app.served.get(params["name"])
+    served = app.served.get(params["name"], "v2")
     if len(request.body) > MAX_BODY:
         raise TorchshError("too_large", "the request body is %d bytes, over %d" % (len(request.body), MAX_BODY),
                            "send fewer rows a request")

@@ -10,7 +10,7 @@ token_refused and its connection closes. On any other --host (0.0.0.0, the machi
 connection is TLS 1.3 with the daemon's own certificate, the one its `--listen` door shows (link/tls.py:
 self-signed, CN torchd, made at first use), so the token never crosses a network in the clear; a client
 pins that certificate (curl --cacert CERT --resolve torchd:PORT:HOST); the loop does the handshake without
-blocking. Routes: the V2 ones only (404 otherwise); errors in V2's shape, {"error": …}.
+blocking. Routes: the V2 ones and the OpenAI ones only (404 otherwise); its own refusals in V2's shape.
 
 Budgets (docs/security.md): SLOTS connections that showed the token; WAITING connections that have not yet
 (PER_PEER of them from one address), each with HEAD_S from its accept to a head with the token, its TLS
@@ -28,7 +28,7 @@ from torchsh import paths, trust
 from torchsh.errors import TorchshError
 from torchsh.link import tls
 from torchsh.remote.listener import is_loopback
-from torchsh.serve import batcher, edge
+from torchsh.serve import batcher, edge, openai_edge
 from torchsh.wire.doors import RETRY_AFTER_S, Door, expects_continue, header_is
 
 SLOTS = 256       # connections that showed the token
@@ -38,7 +38,7 @@ HEAD_S = 5.0      # from accept to a head with the token (and the TLS handshake)
 REQUEST_S = 30.0  # a whole request, from its first byte
 IDLE_S = 30.0     # between kept-alive requests
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-_ROUTES = [(m, re.compile("^%s$" % p)) for m, p, _, _ in edge.ROUTES]
+_ROUTES = [(m, re.compile("^%s$" % p)) for m, p, _, _ in edge.ROUTES + openai_edge.ROUTES]
 
 
 def token_path(socket_path):
@@ -76,7 +76,7 @@ class PortDoor:
                          gate=self._gate, refused=_refusal("token_refused", "this port wants the header "
                                                            "Authorization: Bearer TOKEN",
                                                            "TOKEN is in %s" % token_path(app.socket_path)),
-                         screen=_v2_only, tls=context, waiting_limit=WAITING, per_peer=PER_PEER, head_s=HEAD_S)
+                         screen=_served_only, tls=context, waiting_limit=WAITING, per_peer=PER_PEER, head_s=HEAD_S)
         app.doors.open(self.door)
 
     def url(self):
@@ -114,12 +114,13 @@ def _bind(host, port):
     return sock
 
 
-def _v2_only(request):
-    """The V2 routes, and nothing else of the daemon's (404 in V2's words)."""
+def _served_only(request):
+    """The V2 and OpenAI routes (serve/openai_edge.py), and nothing else of the daemon's (404 in V2's words)."""
     if any(method == request.method and pattern.match(request.path) for method, pattern in _ROUTES):
         return None
     return _refusal("not_found", "no endpoint %s %s on this port" % (request.method, request.path),
-                    "it serves the KServe V2 routes: GET /v2, POST /v2/models/NAME/infer, … (docs/serve.md)")
+                    "it serves the KServe V2 routes (GET /v2, POST /v2/models/NAME/infer, …) and OpenAI's (GET /v1/models, "
+                    "POST /v1/chat/completions, …): docs/serve.md")
 
 
 def _refusal(code, message, hint=None, json_body=True):

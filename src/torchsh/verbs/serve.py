@@ -1,5 +1,7 @@
 """`torch serve MODEL --name NAME [--port P [--host H]] [--input_shape S] [--max_batch 32 --max_wait_ms 5] [--detach]`:
-MODEL served over HTTP with the KServe V2 inference protocol, dynamically batched, as a job (docs/serve.md).
+MODEL served over HTTP with the KServe V2 inference protocol, dynamically batched, as a job (docs/serve.md);
+`torch serve LM --openai --name NAME`: a language model with OpenAI's routes (serve/openai_edge.py), its
+requests generated together (serve/lmserved.py).
 
 The routes answer on the daemon's own Unix socket, and with --port on a TCP port that wants the daemon's
 token, TLS beyond loopback: a door of the daemon's server loop (serve/tcp.py). The job (jobs/job.py, beside the
@@ -12,10 +14,13 @@ from torchsh import jobs
 from torchsh.contract import card as cards
 from torchsh.errors import bad_argument
 from torchsh.jobs import follow
+from torchsh.lm.model import LanguageModel
 from torchsh.serve import batcher, shapes
+from torchsh.serve.lmserved import ServedLM
 from torchsh.serve.servejob import ServeJob
 from torchsh.serve.tcp import PortDoor, token_path
 from torchsh.verbs import verb
+from torchsh.verbs.lm import TINY
 
 _NAME = re.compile(r"[\w.-]{1,64}")
 MAX_ELEMENTS = 1 << 24  # numbers in one request's inputs (64 MiB of FP32)
@@ -23,12 +28,16 @@ MAX_WAIT_MS = 60000     # a batch's first request waits at most a minute for oth
 
 
 @verb("serve(Module model, *, str name, int? port=None, str host=\"127.0.0.1\", int max_batch=32, "
-      "float max_wait_ms=5, int max_queue=256, int? threads=None, int[]? input_shape=None, bool detach=False, "
+      "float max_wait_ms=5, int max_queue=256, int? threads=None, int[]? input_shape=None, bool openai=False, "
+      "bool detach=False, bool json=False) -> Json",
+      "serve(LanguageModel model, *, str name, bool openai=False, int? port=None, str host=\"127.0.0.1\", "
+      "int max_batch=32, float max_wait_ms=5, int max_queue=256, int? threads=None, bool detach=False, "
       "bool json=False) -> Json",
       category="nn", replies=("follow",),
-      examples=("m=$(torch nn linear 4 2); j=$(torch serve $m --name lin --detach); torch job stop $j",))
+      examples=("m=$(torch nn linear 4 2); j=$(torch serve $m --name lin --detach); torch job stop $j",
+                TINY + "j=$(torch serve $(torch lm open tiny) --openai --name tiny --detach); torch job stop $j"))
 def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_ms=5.0, max_queue=256,
-          threads=None, input_shape=None, detach=False, json=False):
+          threads=None, input_shape=None, openai=False, detach=False, json=False):
     """Serve MODEL as NAME over HTTP (KServe V2: POST /v2/models/NAME/infer, JSON or binary tensors), batching
     the requests that arrive together; runs as a job until `torch job stop` (or Ctrl-C without --detach).
 
@@ -43,6 +52,9 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
         max_queue: requests waiting at most; one more is answered 429 with Retry-After
         threads: PyTorch's intra-op threads for the model's batches (default: the daemon's); 1 often serves a
             small model faster: splitting one small batch over the cores costs more than it saves
+        openai: serve a language model (an lm:// of `torch lm open`) with OpenAI's routes instead: GET /v1/models,
+            POST /v1/chat/completions, /v1/completions (streamed as Server-Sent Events with "stream": true) and
+            /v1/embeddings, the body's "model" being --name; requests that arrive together generate together
         input_shape: one sample's shape, without the batch dimension (e.g. [1,28,28]): the V2 metadata then gives
             the input's and outputs' shapes (the model run once on zeros to find them), and a request of other
             rows is refused (400) before it queues
@@ -50,11 +62,7 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
         json: the metrics rows as JSON lines
     """
     _check(name, port, max_batch, max_wait_ms, max_queue, threads)
-    inputs = cards.of_model(model).get("inputs") or []
-    if input_shape is None and len(inputs) == 1:  # the model's card knows one row's shape (docs/models.md)
-        input_shape = inputs[0].get("shape") or None
-    declared = shapes.declared(model, input_shape, ctx.app.memory)
-    served = batcher.Served(ctx.app, name, model, declared, max_batch, max_wait_ms, max_queue, MAX_ELEMENTS, threads)
+    served = _served(ctx, model, name, openai, max_batch, max_wait_ms, max_queue, threads, input_shape)
     ctx.app.served.add(served)  # the V2 routes answer for it from now on (serve/repository.py)
     try:
         listener = PortDoor(ctx.app, host, port) if port is not None else None
@@ -62,7 +70,8 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
         served.close()
         ctx.app.served.remove(served)
         raise
-    notes = ["serving %s: POST /v2/models/%s/infer on the daemon's socket %s" % (name, name, ctx.app.socket_path)]
+    route = ("POST /v1/chat/completions (\"model\": \"%s\")" % name) if openai else "POST /v2/models/%s/infer" % name
+    notes = ["serving %s: %s on the daemon's socket %s" % (name, route, ctx.app.socket_path)]
     if listener is not None:
         notes.append("and on %s (header Authorization: Bearer $(cat %s))" % (listener.url(), token_path(
             ctx.app.socket_path)))
@@ -77,6 +86,22 @@ def serve(ctx, model, name, port=None, host="127.0.0.1", max_batch=32, max_wait_
         ctx.said.extend(notes)  # where it serves and the token's file: the caller has nothing else to read them in
         return job.handle
     return follow.reply(ctx, job, "run", as_json=json)
+
+
+def _served(ctx, model, name, openai, max_batch, max_wait_ms, max_queue, threads, input_shape):
+    """The served model: a language model OpenAI-style (--openai), any other module over KServe V2."""
+    if isinstance(model, LanguageModel) != bool(openai):
+        raise bad_argument("--openai serves a language model (an lm:// of `torch lm open`), and a language model "
+                           "is served with --openai", "torch serve $(torch lm open FOLDER) --openai --name NAME")
+    if openai:
+        if input_shape is not None:
+            raise bad_argument("--input_shape is for a model served over V2, not --openai")
+        return ServedLM(ctx.app, name, model, max_batch, max_wait_ms, max_queue, threads)
+    inputs = cards.of_model(model).get("inputs") or []
+    if input_shape is None and len(inputs) == 1:  # the model's card knows one row's shape (docs/models.md)
+        input_shape = inputs[0].get("shape") or None
+    declared = shapes.declared(model, input_shape, ctx.app.memory)
+    return batcher.Served(ctx.app, name, model, declared, max_batch, max_wait_ms, max_queue, MAX_ELEMENTS, threads)
 
 
 def _check(name, port, max_batch, max_wait_ms, max_queue, threads):
