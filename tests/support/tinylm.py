@@ -28,3 +28,22 @@ def oracle(arch="llama"):
     path = folder(arch)
     model = tf.AutoModelForCausalLM.from_pretrained(path, local_files_only=True).eval()
     return model, tf.AutoTokenizer.from_pretrained(path, local_files_only=True)
+
+
+def endless(arch="llama"):
+    """folder(arch) with a context of a million tokens and no end-of-sequence token: a generation that runs until
+    it is stopped (Ctrl-C, `job stop`), for the tests that stop one."""
+    import json
+    key = arch + "-endless"
+    if key not in _made:
+        source = folder(arch)  # made first: it makes the session's folder too
+        path = os.path.join(_root[0], key)
+        shutil.copytree(source, path)
+        for name, changes in (("config.json", dict(max_position_embeddings=1 << 20, eos_token_id=None)),
+                              ("generation_config.json", dict(eos_token_id=None))):
+            with open(os.path.join(path, name)) as f:
+                config = json.load(f)
+            with open(os.path.join(path, name), "w") as f:
+                json.dump(dict(config, **changes), f)
+        _made[key] = path
+    return _made[key]

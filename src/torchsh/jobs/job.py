@@ -48,6 +48,7 @@ class Job:
         self.columns = columns      # the row keys shown, in order (None: the first row's keys)
         self.position = None        # (epoch, step) of the last completed step the work reported
         self.trial = None           # a sweep's trial in progress
+        self.tokens = None          # a generation's tokens so far (its "text" events)
         self.downloads = []         # (stage id, path): what a remote caller fetches once it ends (fit --log)
         self.started, self.ended = time.time(), None
         self.changed, self._stop = threading.Condition(), threading.Event()
@@ -81,6 +82,7 @@ class Job:
                     self.first_row = row
                 self.events.append(("row", row))
             elif kind == "text":  # a piece of text for stdout as it comes (`lm generate`'s tokens)
+                self.tokens = (self.tokens or 0) + (event.get("token") is not None)
                 self.events.append(("text", {"token": event.get("token"), "text": event["text"]}))
             elif kind == "end":  # the work's one closing row (`lm generate`'s --json summary)
                 self.events.append(("end", {k: v for k, v in event.items() if k != "event"}))
@@ -156,8 +158,11 @@ class Job:
             return [payload for kind, payload in self.events if kind in ("row", "end")]
 
     def stopped_line(self):
+        reason = ": %s" % self.stop_reason if self.stop_reason else ""
+        if self.tokens is not None:  # a generation (`lm generate`, `lm say`): where it stopped is a token count
+            return "stopped after %d tokens%s" % (self.tokens, reason)
         epoch, step = self.position or (0, 0)
-        return "stopped at %sepoch %s step %s" % ("" if self.trial is None else "trial %s " % self.trial, epoch, step) + (": %s" % self.stop_reason if self.stop_reason else "")
+        return "stopped at %sepoch %s step %s" % ("" if self.trial is None else "trial %s " % self.trial, epoch, step) + reason
 
     def progress_text(self):
         """The census's and `job list`'s progress: where the work is now."""

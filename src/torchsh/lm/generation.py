@@ -3,6 +3,7 @@ output, token for token) with a streamer that hands each new token's text on as 
 criterion that polls the job's should_stop() at every token boundary (Ctrl-C, `job stop`, the tensor lock let go
 to waiting requests). The KV cache is admitted by the memory budget before the first token, and a prompt plus
 --max_new_tokens past the model's context length is refused rather than run into positions it never learned."""
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -114,13 +115,16 @@ def generate(lm, input_ids, sampling, on_token=None, should_stop=None):
                      stream.first_s if stream.first_s is not None else seconds, seconds)
 
 
+@contextlib.contextmanager
 def _seeded(seed, device):
+    """--seed: the sampling draws from torch.manual_seed(seed) inside a fork of the RNG, entered first, so the
+    daemon's own generator is as it was after (seeding before the fork would leave the seed behind)."""
     if seed is None:
-        import contextlib
-        return contextlib.nullcontext()
-    forked = torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
-    torch.manual_seed(seed)  # inside the fork: the daemon's global generator is as it was after
-    return forked
+        yield
+        return
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        yield
 
 
 class _Stream:

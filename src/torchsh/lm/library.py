@@ -8,6 +8,7 @@ such a torchvision is hidden from this process (sys.modules[name] = None makes i
 is absent), so a language model opens anyway; `model open torchvision:…` still says why torchvision is unusable.
 """
 import importlib
+import importlib.util
 import os
 import sys
 
@@ -61,7 +62,8 @@ def _hide_unusable_torchvision():
         return
     try:
         importlib.import_module("torchvision")
-    except Exception:  # a build for another torch raises anything from its C extension's registrations
+    except Exception as e:  # a build for another torch raises anything from its C extension's registrations
+        _state["torchvision_error"] = e
         for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
             del sys.modules[name]
         sys.modules["torchvision"] = None
@@ -70,3 +72,9 @@ def _hide_unusable_torchvision():
 def torchvision_hidden():
     """Whether this process hid a torchvision that does not import (`lm info` says so)."""
     return "torchvision" in sys.modules and sys.modules["torchvision"] is None
+
+
+def torchvision_error():
+    """Why the torchvision this process hid did not import (its exception), or None when none was hidden: an
+    import of it now raises ModuleNotFoundError, as if it were absent, so `model open` asks here for the truth."""
+    return _state.get("torchvision_error") if torchvision_hidden() else None

@@ -16,6 +16,7 @@ from torch.nn.parameter import is_lazy
 from torchsh.data.datasets import wrapped_datasets
 from torchsh.data.loader import Loader
 from torchsh.jobs.job import Job
+from torchsh.lm.conversation import Conversation
 from torchsh.lm.model import LanguageModel
 from torchsh.recipes import datasets, distributions, modules, optimizers, tensors
 from torchsh.recipes.base import Persistence, refused
@@ -133,6 +134,8 @@ def _lm_fields(lm):
 
 _LM_NOT_KEPT = refused("a language model is not saved: its folder is where it lives (an adapter is: `torch lm save`)",
                        "`torch lm open DIR` again in the new daemon")
+_CHAT_NOT_KEPT = refused("a conversation is not saved: its model is not (`torch lm messages` writes its messages out)",
+                         "`torch lm chat LM --new` again in the new daemon")
 _JOB_NOT_KEPT = refused("a job is not saved (its model, optimizer and loader are, as they stand)",
                         "`torch job wait` first to save a finished run's state")
 HANDLE_KINDS = {k.name: k for k in (
@@ -149,6 +152,7 @@ HANDLE_KINDS = {k.name: k for k in (
                _distribution_tensors, distributions.DISTRIBUTION),
     HandleKind("lm", LanguageModel, "a language model", _lm_fields,
                lambda lm: lm.base_parameters() + list(lm.model.buffers()), _LM_NOT_KEPT),
+    HandleKind("chat", Conversation, "a conversation", Conversation.census, lambda c: [], _CHAT_NOT_KEPT),
     HandleKind("job", Job, "a job", _job_fields, lambda j: [], _JOB_NOT_KEPT, outlives_client=True),
 )}
 KINDS = tuple(HANDLE_KINDS)  # the handle prefixes, in census order

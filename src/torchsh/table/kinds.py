@@ -171,6 +171,8 @@ KINDS = {k.name: k for k in (
             stdin="line", nu_type="string", schema=_STR, complete="handles"),
     ArgKind("lm", _handle_score, _held("lm"), aten=("LanguageModel",), metavar="LM", handle="lm", stdin="line",
             nu_type="string", schema=_STR, complete="handles"),
+    ArgKind("chat", _handle_score, _held("chat"), aten=("Conversation",), metavar="CHAT", handle="chat",
+            stdin="line", nu_type="string", schema=_STR, complete="handles"),
     ArgKind("job", _handle_score, _held("job"), aten=("Job",), metavar="JOB", handle="job", stdin="line",
             nu_type="string", schema=_STR, complete="handles"),
     # a file the op writes, and folders by what the op does with them (it reads, writes, or both): on a
