@@ -11,7 +11,11 @@ def chat_ids(lm, messages):
     if lm.chat_template() is None:
         raise bad_argument("%s has no chat template (tokenizer_config.json's chat_template)" % lm.name,
                            "--raw sends the text as it is (`torch lm generate --raw`)")
-    rendered = lm.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    try:
+        rendered = lm.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    except Exception as e:  # the template's own refusal (jinja's raise_exception: roles out of order, …)
+        raise bad_argument("%s's chat template refused the messages: %s" % (lm.name, str(e).split("\n")[0][:200]),
+                           "messages alternate user and assistant, a system message first") from None
     # the template writes the special tokens itself (<|im_start|>, a BOS): the tokenizer adds none of its own
     return lm.tokenizer(rendered, add_special_tokens=False, return_tensors="pt").input_ids
 

@@ -11,6 +11,7 @@ import json
 
 from torchsh import protocol
 from torchsh.errors import TorchshError
+from torchsh.lm import conversation
 from torchsh.serve import openai
 from torchsh.serve.lmrows import Embedding, Row
 from torchsh.wire.http import Deferred, Response
@@ -103,14 +104,11 @@ def post_embeddings(app, request, params):
 
 def _chat_ids(lm, messages):
     """The messages through the model's chat template, ready for the assistant's turn, as token ids."""
-    if lm.chat_template() is None:
-        raise openai.bad("%s has no chat template (tokenizer_config.json's chat_template): use /v1/completions"
-                         % lm.name, "messages")
     try:
-        rendered = lm.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    except Exception as e:  # the template's own refusal (jinja raise_exception: roles out of order, ...)
-        raise openai.bad("the chat template refused the messages: %s" % e, "messages")
-    return lm.tokenizer(rendered, add_special_tokens=False).input_ids
+        return conversation.chat_ids(lm, messages)[0].tolist()
+    except TorchshError as e:  # no template, or the template refused them: OpenAI's 400 on `messages`
+        raise openai.bad("%s (/v1/completions takes a prompt as it is)" % e.message if lm.chat_template() is None
+                         else e.message, "messages") from None
 
 
 def _prompt_ids(lm, prompt, param="prompt"):
