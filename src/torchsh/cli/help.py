@@ -18,11 +18,11 @@ SECTIONS = {
         "nproc_per_node", "nnodes", "node_rank", "rdzv", "strategy", "timeout", "trusted_network")},
 }
 # The commands a first session uses most, in the order it meets them: tensors, a step by hand, then training
-# on data and what follows it (fit, predict, plot, runs, sweep, serve), then the objects held. An order of
-# reading, which no row can say: PyTorch's ops (randn, add…) have no row of ours to mark; a group (runs) is
-# listed with its words
+# on data and what follows it (fit, predict, plot, runs, sweep, serve), language models (lm), then the objects
+# held. An order of reading, which no row can say: PyTorch's ops (randn, add…) have no row of ours to mark; a
+# group (runs, lm) is listed with its words
 COMMON = ("tensor", "randn", "zeros", "value", "print", "shape", "add", "matmul", "sum", "reshape",
-          "forward", "train_step", "backward", "step", "fit", "predict", "plot", "runs", "sweep", "serve",
+          "forward", "train_step", "backward", "step", "fit", "predict", "plot", "runs", "sweep", "serve", "lm",
           "tensors", "free", "save", "load")
 
 

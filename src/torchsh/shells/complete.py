@@ -6,14 +6,20 @@ daemon, which holds the op table and the objects, decides. Op names and namespac
 the cursor (dtypes, devices, booleans, loss and metric names, handles of the flag's kind), and for a
 positional slot the handles of that slot's kind (`torch forward <TAB>`: models; then tensors).
 
+A slot with a completion of its own (SLOT_VALUES: `torch lm open <TAB>` lists the model folders in the
+caller's cwd, shells/folders.py) answers before its kind does.
+
 Lines are `candidate<TAB>description`; a single line `:files` asks the shell for file names. torch.nu's
 completer sends its command line as typed (`--line`); nu_words finds the words of the `torch` call in it.
 """
+import os
+
 from torchsh.call.parse import split_argv
+from torchsh.shells import folders
 from torchsh.table.kinds import KINDS
 from torchsh.vocab import DTYPES, LAYOUTS, MEMORY_FORMATS, dtype_name
 
-FILES = ":files"
+FILES = folders.FILES
 GLOBAL_FLAGS = {"--no_grad": "run without recording gradients", "--inference_mode": "run in inference mode",
                 "--json": "print results as JSON", "--help": "usage, arguments and PyTorch's docs",
                 "--name": "name the object it makes (@NAME)", "--ttl": "with --name: the name expires then (30m)"}
@@ -41,10 +47,26 @@ def _autocasts():
 
 # str flags whose value names one of a set (train_step, fit): the flag -> its candidates
 NAMED_VALUES = {"loss": _losses, "metrics": _metrics, "autocast": _autocasts}
+def _model_folders(cur, cwd, census, rest):
+    return folders.model_folders(cur, cwd)
 
 
-def candidates(table, census, words):
-    """[(candidate, description)] or [(FILES, "")] for the words after `torch` (the last one partial)."""
+def _adapters(cur, cwd, census, rest):
+    """`torch lm adapter use LM <TAB>`: none, the names of LM's adapters, and the adapter handles held."""
+    model = next((r for r in census if rest and r["handle"] == rest[0]), {})
+    found = [("none", "the base model alone")] + [(n, "an adapter of %s" % rest[0]) for n in model.get("adapters", ())]
+    found += [(r["handle"], describe(r)) for r in census if r["kind"] == "nn" and r.get("type") == "Adapter"]
+    return [c for c in found if c[0].startswith(cur)]
+
+
+# (op, argument) -> its candidates from (word typed, the caller's cwd or None, the census, the words before):
+# slots whose words are more than their kind says (a folder that holds a model; an adapter's name)
+SLOT_VALUES = {("lm.open", "folder"): _model_folders, ("lm.adapter.use", "adapter"): _adapters}
+
+
+def candidates(table, census, words, cwd=None):
+    """[(candidate, description)] or [(FILES, "")] for the words after `torch` (the last one partial). cwd: the
+    caller's folder when this daemon sees the caller's files (a slot of SLOT_VALUES lists them), else None."""
     done, cur = list(words[:-1]), (words[-1] if words else "")
     op, used = resolve(table, done)
     if op is None:
@@ -56,12 +78,18 @@ def candidates(table, census, words):
     if prev.startswith("--") and "=" not in prev:
         name = prev[2:].replace("-", "_")
         spec = op.flags().get(name)
+        if (op.name, name) in SLOT_VALUES:
+            return SLOT_VALUES[op.name, name](cur, cwd, census, rest[:-1])
         if spec is not None and spec.kind != "bool":
             return [c for c in NAMED_VALUES[name]() if c[0].startswith(cur)] if name in NAMED_VALUES \
                 else values(spec.kind, census, cur)
     out = names(table, done, cur) if not rest else []   # `torch scope <TAB>`: begin, end too
-    kinds = slot_kinds(op, rest)
-    if "path" in kinds:
+    slots = slot_args(op, rest)
+    own = [SLOT_VALUES[op.name, a.name] for a in slots if (op.name, a.name) in SLOT_VALUES]
+    if own:
+        return own[0](cur, cwd, census, rest)
+    kinds = {a.kind for a in slots}
+    if any(KINDS[kind].complete == "files" for kind in kinds):  # a file or folder slot: the shell lists them
         return [(FILES, "")]
     for kind in sorted(kinds):
         out += [c for c in values(kind, census, cur) if c not in out and c[0] != FILES]
@@ -70,19 +98,24 @@ def candidates(table, census, words):
 
 def slot_kinds(op, rest):
     """The kinds the next positional word can be, over the overloads: after `torch forward` a model,
-    after `torch forward M` a tensor, after `torch cat A` another tensor. The words typed so far are
-    split as the daemon's parser does (a flag takes its value); words it refuses count one each."""
+    after `torch forward M` a tensor, after `torch cat A` another tensor."""
+    return {a.kind for a in slot_args(op, rest)}
+
+
+def slot_args(op, rest):
+    """The arguments (ArgSpecs) the next positional word can fill, over the overloads. The words typed so far
+    are split as the daemon's parser does (a flag takes its value); words it refuses count one each."""
     try:
         n = len(split_argv(op, list(rest)).positionals)
     except Exception:  # noqa: BLE001 - an unknown flag while typing: count the words that are no flags
         n = sum(1 for w in rest if not w.startswith("--"))
-    kinds = set()
+    args = []
     for ov in op.overloads:
         slots = [a for a in ov.args if not a.keyword_only and a.kind != "argv"]
-        kinds.update([slots[n].kind] if n < len(slots) else [])
+        args += [slots[n]] if n < len(slots) else []
         # `torch cat A B <TAB>`: a list slot at or before the cursor takes every word up to it
-        kinds.update(a.kind for a in slots[:n + 1] if KINDS[a.kind].variadic)
-    return kinds
+        args += [a for a in slots[:n + 1] if KINDS[a.kind].variadic]
+    return args
 
 
 def resolve(table, done):
@@ -150,7 +183,7 @@ def handles(census, prefix=None):
 def describe(row):
     """A census row in a few words: `tensor [100,1] float32`, `nn Sequential 3 layers`, `optim AdamW lr=0.001`."""
     words = [row["kind"]]
-    if "dtype" in row:
+    if "dtype" in row and "type" not in row:  # a tensor (an lm has a dtype too, and its class as type)
         shape = row.get("shape")
         words += ["[%s]" % ",".join(map(str, shape)) if shape is not None else "[uninitialized]", row.get("dtype", "?")]
         words += [row["device"]] if row.get("device", "cpu") != "cpu" else []
@@ -161,6 +194,10 @@ def describe(row):
         if row.get(field):
             words.append("%s %s" % (row[field], unit))
             break
+    if row.get("folder"):  # an lm: the folder it was opened from, and the adapter it generates with
+        words.append(os.path.basename(os.path.normpath(row["folder"])))
+    if row.get("active"):
+        words.append("adapter %s" % row["active"])
     if row.get("lr") is not None:
         words.append("lr=%g" % row["lr"])
     if row.get("state"):

@@ -35,7 +35,8 @@ DEVICES = ("cpu", "cuda", "cuda:0", "cuda:1", "mps", "meta")
 NU_BUILTINS_USED = ("complete", "default", "describe", "each", "get", "http", "ignore", "insert", "items",
                     "lines", "length", "reduce", "str", "with-env", "columns", "from", "try", "error", "into",
                     "merge", "append", "parse", "is-empty", "is-not-empty", "do", "ls", "path", "reject",
-                    "values", "wrap", "zip", "open", "bytes", "decode", "char", "first", "stor", "query")
+                    "values", "wrap", "zip", "open", "bytes", "decode", "char", "first", "stor", "query",
+                    "generate", "skip", "last", "upsert")  # generate: `torch lm generate`'s short name is no alias
 # Ops named after a builtin prelude.nu needs (`print --stderr` for warnings): their command is an
 # internal def and an `export alias` at the end of the module, where it no longer shadows the builtin.
 LATE_ALIASED = ("print",)
@@ -160,7 +161,7 @@ def _call(op, name, rest, flags, block):
                                                                              for f in flags))
     names = " ".join(f["name"] + ("!" if f["nu_type"] is None else "") for f in flags)
     marks = (" --whole" if _takes_whole_input(op) else "") + (" --values" if _returns_values(op) else "") + (
-        " --follows" if "follow" in op.replies else "")
+        " --follows" if "follow" in op.replies else "") + (" --streams" if _streams(op) else "")
     call = "torchsh typed %s $%s %s [%s]%s" % (nu_string(name), rest, nu_string(names),
                                                " ".join("$" + f["name"] for f in flags), marks)
     if op.name == "value":
@@ -179,6 +180,12 @@ def _description(op):
 def _returns_values(op):
     """A tensor's value comes back (not a handle): `torch value`, `item`, a loss from train_step."""
     return op.name == "value" or any(ov.returns == "Scalar" for ov in op.overloads)
+
+
+def _streams(op):
+    """A language model's job (`torch lm generate`): its records are a stream in nu, one per token as it is made,
+    where a run's rows (`torch fit`) are a table at its end."""
+    return "follow" in op.replies and op.category == "lm"
 
 
 def _is_block(op):

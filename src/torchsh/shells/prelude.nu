@@ -191,7 +191,7 @@ def "torchsh nonfinite" [value: any]: nothing -> any {
 # the words, the flags' names in one string (a switch marked `!`) and their values in that order. A flag
 # not given is null and a switch that is off is false: both are left out, so the daemon applies the
 # defaults and chooses the overload as for the bash command line. The rest is `torchsh call`'s.
-def "torchsh typed" [op: string, args: list, names: string, given: list, --whole, --values, --follows]: any -> any {
+def "torchsh typed" [op: string, args: list, names: string, given: list, --whole, --values, --follows, --streams]: any -> any {
     let piped = $in
     mut kw = {}
     for pair in ($names | split row " " | zip $given) {
@@ -202,7 +202,7 @@ def "torchsh typed" [op: string, args: list, names: string, given: list, --whole
             $kw = ($kw | insert ($pair.0 | str substring 0..-2) true)
         }
     }
-    torchsh call $op $piped $args $kw {} --whole=$whole --values=$values --follows=$follows
+    torchsh call $op $piped $args $kw {} --whole=$whole --values=$values --follows=$follows --streams=$streams
 }
 
 # What every generated command runs. Piped handles fill the leftmost tensor slots still missing
@@ -211,8 +211,9 @@ def "torchsh typed" [op: string, args: list, names: string, given: list, --whole
 # tensor`, `--whole`) take the piped value itself; a table becomes its rows, columns in table order.
 # Flags equal to their default (or not given) are left out so the daemon chooses the overload as for
 # the bash command line. `kw` holds the op's flags and the global switch no_grad; `--values` marks an
-# op whose result is a tensor value (NaN and ±inf come back as floats); `--follows` one that follows a job.
-def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: record, --whole, --values, --follows]: nothing -> any {
+# op whose result is a tensor value (NaN and ±inf come back as floats); `--follows` one that follows a job;
+# `--streams` a job whose records are a stream as they come (`torch lm generate`: a record per token).
+def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: record, --whole, --values, --follows, --streams]: nothing -> any {
     let lead = if $piped == null { [] } else if $whole { torchsh data $piped } else { torchsh handles-in $piped }
     mut kwargs = {}
     for name in ($kw | columns) {
@@ -230,8 +231,34 @@ def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: re
         let kwargs = (if $no_grad { $kwargs | insert no_grad true } else { $kwargs })
         return (torchsh by-client $op $lead $args $kwargs --stream=($reply.handover.needs == "exec"))
     }
+    if $streams and ("follow" in $reply) { return (torchsh stream $reply) }
     if $follows or ("follow" in $reply) { return (torchsh follow $reply) }
     $reply.result
+}
+
+# A job's records as a stream, each as soon as a poll brings it (`torch lm generate`: one per token, the summary
+# last), so `torch lm generate $m "…" | each {|r| …}` sees a token when it is made; `torchsh follow` gathers a
+# run's rows into a table at its end instead. Stderr prints as it comes. A status not 0 (stopped, failed) ends
+# the stream with that error, after the records it had. Ctrl-C ends the stream: the daemon stops a run whose
+# follower is gone (docs/jobs.md). The state: records not yet given, the reply to read, and the end's status.
+def "torchsh stream" [reply: record]: nothing -> any {
+    generate {|s|
+        if ($s.rows | is-not-empty) { return {out: ($s.rows | first), next: ($s | upsert rows ($s.rows | skip 1))} }
+        if $s.exit != null {
+            if $s.exit == 0 { return {} }
+            let line = ($s.err | str trim | lines | last | default "stopped")
+            let code = ($line | parse --regex '\[(?<c>\w+)\]$' | get c.0? | default "stopped")
+            error make --unspanned {msg: ($line | str replace --regex ' \[\w+\]$' ''), code: $"torchsh::($code)"}
+        }
+        let now = $s.now
+        let err = ($now.stderr? | default "")
+        if ($err | is-not-empty) { print --stderr --no-newline $err }
+        let rows = ($now.stdout? | default "" | lines | where {|l| $l starts-with "{" } | each {|l| $l | from json })
+        if not ("follow" in $now) { return {next: {rows: $rows, now: null, err: ($s.err + $err), exit: ($now.exit? | default 0)}} }
+        let poll = (torchsh json {args: $now.follow.args, kwargs: $now.follow.kwargs, env: (torchsh env), cwd: $env.PWD, stderr_tty: (is-terminal --stderr)})
+        let next = (torchsh result "job poll" (torchsh http POST "/v1/ops/job.poll" $poll))
+        {next: {rows: $rows, now: (if "result" in $next { $next.result } else { $next }), err: ($s.err + $err), exit: null}}
+    } {rows: [], now: $reply, err: "", exit: null}
 }
 
 # The follow reply (a job's output) carried out: the poll it names, again and again, until a reply has none.
@@ -369,6 +396,8 @@ def "torchsh cli-result" [argv: list, code: int, out: string, err: string, --tex
     if $text { return $out }
     if ($out | is-empty) { return null }
     let lines = ($out | lines)
+    # JSON lines (a job's rows: `torch generate` by name, one a token): a record each
+    if ($lines | length) > 1 and ($lines | where {|l| not ($l starts-with "{") } | is-empty) { return ($lines | each {|l| $l | from json }) }
     try { torchsh parse $out } catch { if ($lines | length) == 1 { $lines.0 } else { $lines } }
 }
 

@@ -149,7 +149,7 @@ def "torchsh request" [op: string, req: record]: nothing -> record {
 
 # TAB's candidates for the command being typed (`torch __complete --line`): sent, never starting a daemon.
 def "torchsh complete" [line: string]: nothing -> any {
-    let body = (torchsh json {args: [], kwargs: {line: $line}})
+    let body = (torchsh json {args: [], kwargs: {line: $line}, cwd: $env.PWD})  # cwd: `torch lm open <TAB>`'s folders
     torchsh parse (torchsh send POST (torchsh socket) "http://localhost/v1/ops/__complete" $body) | get result
 }
 
@@ -305,7 +305,7 @@ def "torchsh nonfinite" [value: any]: nothing -> any {
 # the words, the flags' names in one string (a switch marked `!`) and their values in that order. A flag
 # not given is null and a switch that is off is false: both are left out, so the daemon applies the
 # defaults and chooses the overload as for the bash command line. The rest is `torchsh call`'s.
-def "torchsh typed" [op: string, args: list, names: string, given: list, --whole, --values, --follows]: any -> any {
+def "torchsh typed" [op: string, args: list, names: string, given: list, --whole, --values, --follows, --streams]: any -> any {
     let piped = $in
     mut kw = {}
     for pair in ($names | split row " " | zip $given) {
@@ -316,7 +316,7 @@ def "torchsh typed" [op: string, args: list, names: string, given: list, --whole
             $kw = ($kw | insert ($pair.0 | str substring 0..-2) true)
         }
     }
-    torchsh call $op $piped $args $kw {} --whole=$whole --values=$values --follows=$follows
+    torchsh call $op $piped $args $kw {} --whole=$whole --values=$values --follows=$follows --streams=$streams
 }
 
 # What every generated command runs. Piped handles fill the leftmost tensor slots still missing
@@ -325,8 +325,9 @@ def "torchsh typed" [op: string, args: list, names: string, given: list, --whole
 # tensor`, `--whole`) take the piped value itself; a table becomes its rows, columns in table order.
 # Flags equal to their default (or not given) are left out so the daemon chooses the overload as for
 # the bash command line. `kw` holds the op's flags and the global switch no_grad; `--values` marks an
-# op whose result is a tensor value (NaN and ±inf come back as floats); `--follows` one that follows a job.
-def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: record, --whole, --values, --follows]: nothing -> any {
+# op whose result is a tensor value (NaN and ±inf come back as floats); `--follows` one that follows a job;
+# `--streams` a job whose records are a stream as they come (`torch lm generate`: a record per token).
+def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: record, --whole, --values, --follows, --streams]: nothing -> any {
     let lead = if $piped == null { [] } else if $whole { torchsh data $piped } else { torchsh handles-in $piped }
     mut kwargs = {}
     for name in ($kw | columns) {
@@ -344,8 +345,34 @@ def "torchsh call" [op: string, piped: any, args: list, kw: record, defaults: re
         let kwargs = (if $no_grad { $kwargs | insert no_grad true } else { $kwargs })
         return (torchsh by-client $op $lead $args $kwargs --stream=($reply.handover.needs == "exec"))
     }
+    if $streams and ("follow" in $reply) { return (torchsh stream $reply) }
     if $follows or ("follow" in $reply) { return (torchsh follow $reply) }
     $reply.result
+}
+
+# A job's records as a stream, each as soon as a poll brings it (`torch lm generate`: one per token, the summary
+# last), so `torch lm generate $m "…" | each {|r| …}` sees a token when it is made; `torchsh follow` gathers a
+# run's rows into a table at its end instead. Stderr prints as it comes. A status not 0 (stopped, failed) ends
+# the stream with that error, after the records it had. Ctrl-C ends the stream: the daemon stops a run whose
+# follower is gone (docs/jobs.md). The state: records not yet given, the reply to read, and the end's status.
+def "torchsh stream" [reply: record]: nothing -> any {
+    generate {|s|
+        if ($s.rows | is-not-empty) { return {out: ($s.rows | first), next: ($s | upsert rows ($s.rows | skip 1))} }
+        if $s.exit != null {
+            if $s.exit == 0 { return {} }
+            let line = ($s.err | str trim | lines | last | default "stopped")
+            let code = ($line | parse --regex '\[(?<c>\w+)\]$' | get c.0? | default "stopped")
+            error make --unspanned {msg: ($line | str replace --regex ' \[\w+\]$' ''), code: $"torchsh::($code)"}
+        }
+        let now = $s.now
+        let err = ($now.stderr? | default "")
+        if ($err | is-not-empty) { print --stderr --no-newline $err }
+        let rows = ($now.stdout? | default "" | lines | where {|l| $l starts-with "{" } | each {|l| $l | from json })
+        if not ("follow" in $now) { return {next: {rows: $rows, now: null, err: ($s.err + $err), exit: ($now.exit? | default 0)}} }
+        let poll = (torchsh json {args: $now.follow.args, kwargs: $now.follow.kwargs, env: (torchsh env), cwd: $env.PWD, stderr_tty: (is-terminal --stderr)})
+        let next = (torchsh result "job poll" (torchsh http POST "/v1/ops/job.poll" $poll))
+        {next: {rows: $rows, now: (if "result" in $next { $next.result } else { $next }), err: ($s.err + $err), exit: null}}
+    } {rows: [], now: $reply, err: "", exit: null}
 }
 
 # The follow reply (a job's output) carried out: the poll it names, again and again, until a reply has none.
@@ -483,6 +510,8 @@ def "torchsh cli-result" [argv: list, code: int, out: string, err: string, --tex
     if $text { return $out }
     if ($out | is-empty) { return null }
     let lines = ($out | lines)
+    # JSON lines (a job's rows: `torch generate` by name, one a token): a record each
+    if ($lines | length) > 1 and ($lines | where {|l| not ($l starts-with "{") } | is-empty) { return ($lines | each {|l| $l | from json }) }
     try { torchsh parse $out } catch { if ($lines | length) == 1 { $lines.0 } else { $lines } }
 }
 
@@ -1933,7 +1962,7 @@ export def "data next" [
 
 # A map-style dataset over files: .npy (memory-mapped), .npz, .safetensors (lazy), .csv, .parquet,
 #
-# data.open(Path[] files, *, str? columns=None, str? target=None, ScalarType? dtype=None, ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None, str? onehot=None) -> Dataset
+# data.open(Path[] files, *, str? columns=None, str? target=None, ScalarType? dtype=None, ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None, str? onehot=None, str? format=None, LanguageModel? tokenizer=None, int? seq_len=None, str? train_on=None) -> Dataset
 export def "data open" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: files…; piped handles fill the tensor slots still missing
     --files: any  # .npy .npz .safetensors .csv .parquet files, or an image folder (ROOT/CLASS/IMAGE) (Path[])
@@ -1945,9 +1974,13 @@ export def "data open" [
     --no_header  # the csv's first line is data (bool)
     --delimiter: string  # the csv's cell separator (default ','; tab for tabs) (str?)
     --onehot: string  # text feature columns to one-hot encode (csv, parquet), a,b; repeatable (str?)
+    --format: string  # chat: a JSONL file of {"messages": [{"role", "content"}…]} or {"text"} lines as a language model's… (str?)
+    --tokenizer: string@"nu-complete torch"  # the language model (lm://) whose tokenizer and chat template --format chat uses (LanguageModel?)
+    --seq_len: int  # --format chat's tokens per item (int?)
+    --train_on: string  # --format chat's labels: all (every token but the padding) or completions (the assistant's replies o… (str?)
     --no_grad  # run without recording gradients
     --name: string  # name the object it makes: @NAME then names it
-]: any -> any { torchsh typed "data.open" $args "files columns target dtype target_dtype header! no_header! delimiter onehot no_grad! name" [$files $columns $target $dtype $target_dtype $header $no_header $delimiter $onehot $no_grad $name] }
+]: any -> any { torchsh typed "data.open" $args "files columns target dtype target_dtype header! no_header! delimiter onehot format tokenizer seq_len train_on no_grad! name" [$files $columns $target $dtype $target_dtype $header $no_header $delimiter $onehot $format $tokenizer $seq_len $train_on $no_grad $name] }
 
 # torch.utils.data.random_split: two to five parts, by fractions (0.8 0.2) or counts (800 200); one
 #
@@ -4060,6 +4093,135 @@ export def linspace [
     --no_grad  # run without recording gradients
     --name: string  # name the object it makes: @NAME then names it
 ]: any -> any { torchsh typed "linspace" $args "start end steps dtype layout device pin_memory! requires_grad! no_grad! name" [$start $end $steps $dtype $layout $device $pin_memory $requires_grad $no_grad $name] }
+
+# Make ADAPTER the one MODEL's generation and serving use, swapped in place (peft's set_adapter; the
+#
+# lm.adapter.use(LanguageModel model, str adapter) -> Json
+export def "lm adapter use" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model adapter; piped handles fill the tensor slots still missing
+    --adapter: string  # an adapter of MODEL (its nn:// handle or its name), or none (str)
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "lm.adapter.use" $args "adapter no_grad!" [$adapter $no_grad] }
+
+# Chat with a language model on a terminal: each line you type is a turn, the answer streams as it comes;
+#
+# lm.chat(LanguageModel model, *, str? system=None, bool new=False, int? max_new_tokens=None, float? temperature=None, float? top_p=None, int? top_k=None) -> Conversation
+export def "lm chat" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model; piped handles fill the tensor slots still missing
+    --system: string  # the system message every turn starts with (str?)
+    --new  # print the conversation's chat:// and return, no terminal loop (bool)
+    --max_new_tokens: int  # the most tokens an answer takes (int?)
+    --temperature: number  # 0 is greedy; above 0 samples (float?)
+    --top_p: number  # sample from the smallest set of tokens whose probability reaches top_p (float?)
+    --top_k: int  # sample from the k most likely tokens (int?)
+    --no_grad  # run without recording gradients
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "lm.chat" $args "system new! max_new_tokens temperature top_p top_k no_grad! name" [$system $new $max_new_tokens $temperature $top_p $top_k $no_grad $name] }
+
+# The text of token ids (a 1-D integer tensor), as tokenizer.decode gives it.
+#
+# lm.decode(LanguageModel model, Tensor ids, *, bool skip_special_tokens=False) -> str
+export def "lm decode" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model ids; piped handles fill the tensor slots still missing
+    --skip_special_tokens  # bool
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "lm.decode" $args "skip_special_tokens! no_grad!" [$skip_special_tokens $no_grad] }
+
+# Generate text from PROMPT, streamed to stdout token by token as a job: Ctrl-C stops it at a token boundary.
+#
+# lm.generate(LanguageModel model, str prompt, *, int max_new_tokens=64, float? temperature=None, float? top_p=None, int? top_k=None, int? seed=None, bool raw=False, str? system=None, bool detach=False, bool json=False) -> Json
+export def "lm generate" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model prompt; piped handles fill the tensor slots still missing
+    --prompt: string  # str
+    --max_new_tokens: int  # the most tokens generated (fewer when the model ends the sequence) (int; default 64)
+    --temperature: number  # 0 is greedy; above 0 samples (float?)
+    --top_p: number  # sample from the smallest set of tokens whose probability reaches top_p (float?)
+    --top_k: int  # sample from the k most likely tokens (int?)
+    --seed: int  # the sampling's random seed (the daemon's own generator is left as it was) (int?)
+    --raw  # the prompt as it is, no chat template (a base model's continuation) (bool)
+    --system: string  # a system message before the prompt in the chat template (str?)
+    --detach  # run as a job and print its job:// at once (torch job logs|wait|stop) (bool)
+    --json  # one JSON line per token ({token, text}) and a last one: text, tokens, prompt_tokens, completion_tok… (bool)
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "lm.generate" $args "prompt max_new_tokens temperature top_p top_k seed raw! system detach! json! no_grad!" [$prompt $max_new_tokens $temperature $top_p $top_k $seed $raw $system $detach $json $no_grad] --follows --streams }
+
+# Describe a language model: architecture, parameters, dtype, device, context length, chat template,
+#
+# lm.info(LanguageModel model) -> Json
+export def "lm info" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "lm.info" $args "no_grad!" [$no_grad] }
+
+# A new LoRA adapter on MODEL (peft's LoraConfig, injected into the one base model in place): an nn://
+#
+# lm.lora(LanguageModel model, *, int r=8, int alpha=16, str? targets=None, float dropout=0.0, str? name=None) -> Module
+export def "lm lora" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model; piped handles fill the tensor slots still missing
+    --r: int  # the LoRA rank (int; default 8)
+    --alpha: int  # lora_alpha (the update is scaled by alpha / r) (int; default 16)
+    --targets: string  # the linear layers adapted, by name, q_proj,v_proj (str?)
+    --dropout: number  # lora_dropout, on while the adapter trains (float; default 0.0)
+    --name: string  # the adapter's name in the model (default lora1, lora2, …; torch lm info lists them) (str?)
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "lm.lora" $args "r alpha targets dropout name no_grad!" [$r $alpha $targets $dropout $name $no_grad] }
+
+# A conversation's messages as JSON ([{role, content}], the system message first), as a chat template and
+#
+# lm.messages(Conversation chat) -> Json
+export def "lm messages" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: chat; piped handles fill the tensor slots still missing
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "lm.messages" $args "no_grad!" [$no_grad] }
+
+# Open a local Hugging Face model folder: config.json, *.safetensors weights and the tokenizer's files.
+#
+# lm.open(DirPath folder, *, str? dtype=None, Device? device=None) -> LanguageModel
+export def "lm open" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: folder; piped handles fill the tensor slots still missing
+    --folder: path  # the model folder (as save_pretrained writes it) (DirPath)
+    --dtype: string  # the weights' dtype: auto (as stored), bf16, fp16, fp32 (str?)
+    --device: string@"nu-complete torch devices"  # where the model lives (cpu, cuda, cuda:1) (Device?)
+    --no_grad  # run without recording gradients
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "lm.open" $args "folder dtype device no_grad! name" [$folder $dtype $device $no_grad $name] }
+
+# Write an adapter as peft saves one: FOLDER/adapter_model.safetensors and adapter_config.json (each
+#
+# lm.save(Module adapter, OutDirPath folder) -> Json
+export def "lm save" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: adapter folder; piped handles fill the tensor slots still missing
+    --folder: path  # OutDirPath
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "lm.save" $args "folder no_grad!" [$folder $no_grad] }
+
+# Say MESSAGE in a conversation: the model's answer streams to stdout as a job (Ctrl-C stops it at a token
+#
+# lm.say(Conversation chat, str message, *, int? max_new_tokens=None, float? temperature=None, float? top_p=None, int? top_k=None, int? seed=None, bool detach=False, bool json=False) -> Json
+export def "lm say" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: chat message; piped handles fill the tensor slots still missing
+    --message: string  # str
+    --max_new_tokens: int  # the most tokens the answer takes (int?)
+    --temperature: number  # 0 is greedy; above 0 samples (float?)
+    --top_p: number  # sample from the smallest set of tokens whose probability reaches top_p (float?)
+    --top_k: int  # sample from the k most likely tokens (int?)
+    --seed: int  # the sampling's random seed (the daemon's own generator is left as it was) (int?)
+    --detach  # run as a job and print its job:// at once (torch job wait prints the answer) (bool)
+    --json  # one JSON line per token ({token, text}) and a last one, as torch lm generate --json (bool)
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "lm.say" $args "message max_new_tokens temperature top_p top_k seed detach! json! no_grad!" [$message $max_new_tokens $temperature $top_p $top_k $seed $detach $json $no_grad] --follows --streams }
+
+# The token ids of TEXT as a 1-D int64 tensor (the tokenizer's own: add_special_tokens as it says).
+#
+# lm.tokenize(LanguageModel model, str text, *, bool chat=False, bool special=True) -> Tensor
+export def "lm tokenize" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: model text; piped handles fill the tensor slots still missing
+    --text: string  # str
+    --chat  # TEXT as one user message in the model's chat template, with the assistant's turn opened (bool)
+    --special: any  # add the tokenizer's special tokens (BOS…) as tokenizer(text) does (bool; default true)
+    --no_grad  # run without recording gradients
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "lm.tokenize" $args "text chat! special no_grad! name" [$text $chat $special $no_grad $name] }
 
 # Load tensors from a file; one handle per line (npz/safetensors/pt dicts: --json keeps the names).
 #
@@ -6252,7 +6414,8 @@ export def select_scatter [
 
 # Serve MODEL as NAME over HTTP (KServe V2: POST /v2/models/NAME/infer, JSON or binary tensors), batching
 #
-# serve(Module model, *, str name, int? port=None, str host=127.0.0.1, int max_batch=32, float max_wait_ms=5, int max_queue=256, int? threads=None, int[]? input_shape=None, bool detach=False, bool json=False) -> Json
+# serve(Module model, *, str name, int? port=None, str host=127.0.0.1, int max_batch=32, float max_wait_ms=5, int max_queue=256, int? threads=None, int[]? input_shape=None, bool openai=False, bool detach=False, bool json=False) -> Json
+# serve(LanguageModel model, *, str name, bool openai=False, int? port=None, str host=127.0.0.1, int max_batch=32, float max_wait_ms=5, int max_queue=256, int? threads=None, bool detach=False, bool json=False) -> Json
 export def serve [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: model; piped handles fill the tensor slots still missing
     --name: string  # the model's name in the V2 routes (letters, digits, _ . -); one model a name (str)
@@ -6263,10 +6426,11 @@ export def serve [
     --max_queue: int  # requests waiting at most; one more is answered 429 with Retry-After (int; default 256)
     --threads: int  # PyTorch's intra-op threads for the model's batches; 1 often serves a small model faster: splitting… (int?)
     --input_shape: any  # one sample's shape, without the batch dimension (e.g. [1,28,28]): the V2 metadata then gives the in… (int[]?)
+    --openai  # serve a language model (an lm:// of torch lm open) with OpenAI's routes instead: GET /v1/models, PO… (bool)
     --detach  # run as a job and print its job:// at once (torch job logs|stop, docs/jobs.md) (bool)
     --json  # the metrics rows as JSON lines (bool)
     --no_grad  # run without recording gradients
-]: any -> any { torchsh typed "serve" $args "name port host max_batch max_wait_ms max_queue threads input_shape detach! json! no_grad!" [$name $port $host $max_batch $max_wait_ms $max_queue $threads $input_shape $detach $json $no_grad] --follows }
+]: any -> any { torchsh typed "serve" $args "name port host max_batch max_wait_ms max_queue threads input_shape openai! detach! json! no_grad!" [$name $port $host $max_batch $max_wait_ms $max_queue $threads $input_shape $openai $detach $json $no_grad] --follows }
 
 # Restore a saved session in this (fresh) daemon under the same handles; all or nothing.
 #
@@ -7429,6 +7593,7 @@ export alias begin = scope begin
 export alias best = runs best
 export alias card = model card
 export alias cdf = dist cdf
+export alias chat = lm chat
 export alias device_count = cuda device_count
 export alias end = scope end
 export alias entropy = dist entropy
@@ -7441,7 +7606,9 @@ export alias kl = dist kl
 export alias loader = data loader
 export alias log_prob = dist log_prob
 export alias logs = job logs
+export alias lora = lm lora
 export alias memory = cuda memory
+export alias messages = lm messages
 export alias next = data next
 export alias parameters = nn parameters
 export alias poll = job poll
@@ -7449,10 +7616,12 @@ export alias push = session push
 export alias restart = daemon restart
 export alias rsample = dist rsample
 export alias sample = dist sample
+export alias say = lm say
 export alias start = daemon start
 export alias status = daemon status
 export alias summary = nn summary
 export alias synchronize = cuda synchronize
+export alias tokenize = lm tokenize
 export alias train = nn train
 export alias transform = data transform
 export alias ttl = daemon ttl

@@ -15,7 +15,7 @@ def "torchsh request" [op: string, req: record]: nothing -> record {
 
 # TAB's candidates for the command being typed (`torch __complete --line`): sent, never starting a daemon.
 def "torchsh complete" [line: string]: nothing -> any {
-    let body = (torchsh json {args: [], kwargs: {line: $line}})
+    let body = (torchsh json {args: [], kwargs: {line: $line}, cwd: $env.PWD})  # cwd: `torch lm open <TAB>`'s folders
     torchsh parse (torchsh send POST (torchsh socket) "http://localhost/v1/ops/__complete" $body) | get result
 }
 

@@ -95,10 +95,11 @@ def complete_words(ctx, words=None, line=None):
     completer), answered as {value, description} rows; none (null) for a file name or no torch call."""
     from torchsh.registry.census import census_rows
     from torchsh.shells import complete
+    cwd = ctx.cwd if ctx.context_name == "default" else None  # a remote caller's files are not this host's
     if line is None:
-        return Text(complete.lines(complete.candidates(ctx.table, census_rows(ctx.registry), list(words or ()))))
+        return Text(complete.lines(complete.candidates(ctx.table, census_rows(ctx.registry), list(words or ()), cwd)))
     words = complete.nu_words(line)
-    found = complete.candidates(ctx.table, census_rows(ctx.registry), words) if words is not None else []
+    found = complete.candidates(ctx.table, census_rows(ctx.registry), words, cwd) if words is not None else []
     if found[:1] == [(complete.FILES, "")]:
         return None  # nu completes file names when a completer gives nothing (null)
     return Table([{"value": c, "description": " ".join(str(d).split())} for c, d in found], ["value", "description"])

@@ -52,7 +52,7 @@ def test_handles_are_described_by_what_they_hold():
 def test_named_flag_values_complete(table):
     assert _values(table, ["train_step", "$m", "$o", "$x", "$y", "--loss", "cross"]) == ["cross_entropy"]
     assert "mse_loss" in _values(table, ["fit", "$m", "$o", "$l", "--loss", ""])
-    assert _values(table, ["fit", "$m", "$o", "$l", "--metrics", ""]) == ["accuracy", "top5", "precision", "recall", "f1", "f1_micro", "confusion", "mae", "rmse", "r2"]
+    assert _values(table, ["fit", "$m", "$o", "$l", "--metrics", ""]) == ["accuracy", "top5", "precision", "recall", "f1", "f1_micro", "confusion", "mae", "rmse", "r2", "perplexity", "tokens"]
     assert _values(table, ["train_step", "$m", "$o", "$x", "$y", "--autocast", ""]) == ["bf16", "fp16"]
 
 
