@@ -13,6 +13,10 @@ from torchsh.jobs.job import EXIT_STOPPED
 from torchsh.results import Follow, Streams
 
 MAX_WAIT_S = 1.0
+# A generation's tokens come every few ms: a poll per token would take the GIL from the generation that many
+# times (each poll is a request the daemon parses and answers). Gathered for this long, text still flows at
+# 30 updates a second, and the job's end is answered at once.
+GATHER_S = 0.033
 
 
 def reply(ctx, job, view, offset=0, as_json=False, wait=0.0):
@@ -22,6 +26,8 @@ def reply(ctx, job, view, offset=0, as_json=False, wait=0.0):
         job.lease()
     if wait > 0:
         job.wait_for(offset, min(wait, render.LIVE_POLL_S if live else MAX_WAIT_S))
+        if job.tokens is not None:  # streamed text: a poll carries the tokens of GATHER_S, not one each
+            job.wait_ended(GATHER_S)
     seen = render.poll(job, view, offset, ctx.stderr_is_tty, as_json)
     if seen.ended:
         if view == "run":  # a foreground run's handle was never shown: it goes with its last reply

@@ -152,6 +152,11 @@ class Job:
                     break
                 self.changed.wait(left)
 
+    def wait_ended(self, timeout):
+        """Block until the job has ended or `timeout` seconds passed."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.ended is not None, timeout)
+
     def rows(self):
         """Its epoch rows so far, as dicts (the JSON face's result of a run followed to its end)."""
         with self.changed:
