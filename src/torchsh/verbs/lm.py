@@ -112,13 +112,9 @@ def lm_generate(ctx, model, prompt, max_new_tokens=64, temperature=None, top_p=N
     sampling.check()
     ids = prompt_ids(model, prompt, chat=not raw, system=system)
     generation.admit(model, getattr(ctx.app, "memory", None), 1, ids.shape[-1], max_new_tokens)
-    work = functools.partial(_generate_work, model, ids, sampling)
+    work = functools.partial(_streamed, model, ids, sampling)
     job = jobs.start(ctx, "lm generate", work, uses=(model,))
     return job.handle if detach else follow.reply(ctx, job, "run", as_json=json)
-
-
-def _generate_work(lm, ids, sampling, report, should_stop):
-    _streamed(lm, ids, sampling, report, should_stop)
 
 
 def _streamed(lm, ids, sampling, report, should_stop):
