@@ -38,3 +38,10 @@ def test_a_taken_name_and_a_layer_the_model_lacks_are_refused_naming_what_there_
     assert taken.code == protocol.exit_status("bad_argument") and "x" in taken.err, taken.err
     lacking = sh.run("torch lm lora %s --targets c_attn" % m)
     assert lacking.code == protocol.exit_status("bad_argument") and "q_proj" in lacking.err, lacking.err
+
+
+def test_a_second_adapter_on_the_same_layers_is_made_without_peft_s_multiple_adapters_warning(sh):
+    r = sh.run("m=$(torch lm open %s); torch lm lora $m --targets q_proj,v_proj >/dev/null; "
+               "torch lm lora $m --targets q_proj,v_proj >/dev/null; torch lm info $m" % tinylm.folder("llama"))
+    assert r.code == 0 and r.err == "", r.err  # several adapters on one base is the design, not a mistake
+    assert json.loads(r.out)["adapters"] == ["lora1", "lora2"]

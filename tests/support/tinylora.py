@@ -40,3 +40,24 @@ def peft_model(seed, r=8, alpha=16, targets=("q_proj", "v_proj"), arch="llama", 
     torch.manual_seed(seed)
     config = peft.LoraConfig(r=r, lora_alpha=alpha, target_modules=list(targets), lora_dropout=0.0)
     return peft.get_peft_model(model, config, adapter_name=name), tokenizer
+
+
+def peft_fit(seed, epochs=1, lr=1e-2, r=8, seq_len=40, batch_size=2, autocast=None):
+    """(each epoch's mean loss, the peft model) of a plain PyTorch loop, AdamW over peft_model(seed, r)'s LoRA
+    weights, the forward and loss under torch.autocast("cpu", AUTOCAST) when given: what `torch fit $a $o $L
+    --loss lm` computes (its epoch loss: the mean of the batch losses weighted by their lengths)."""
+    import contextlib
+    model, tokenizer = peft_model(seed, r=r)
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
+    losses = []
+    for _ in range(epochs):
+        total, n = 0.0, 0
+        for x, y in batches(tokenizer, seq_len, batch_size):
+            optimizer.zero_grad()
+            with torch.autocast("cpu", dtype=autocast) if autocast else contextlib.nullcontext():
+                loss = model(input_ids=x, labels=y).loss
+            loss.backward()
+            optimizer.step()
+            total, n = total + loss.item() * len(x), n + len(x)
+        losses.append(total / n)
+    return losses, model

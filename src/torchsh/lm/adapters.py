@@ -11,6 +11,7 @@ source into the script, as it copies digest(), so the script's adapter is the da
 """
 import json
 import os
+import warnings
 
 import torch
 
@@ -102,8 +103,10 @@ def adapted_shapes(model, names):
     """[(in, out)] of the model's linear layers whose name ends with one of NAMES (as peft matches a list)."""
     out = []
     for path, module in model.named_modules():
+        if hasattr(module, "get_base_layer"):  # adapted already (another adapter): its base layer's shape
+            module = module.get_base_layer()
         if path.rsplit(".", 1)[-1] in names and getattr(module, "weight", None) is not None \
-                and module.weight.dim() == 2 and not hasattr(module, "lora_A"):
+                and module.weight.dim() == 2:
             out.append(tuple(module.weight.shape))
     return out
 
@@ -131,7 +134,9 @@ def make(lm, config, name=None, budget=None):
     if budget is not None and lm.device.type == "cpu":
         budget.admit_bytes(sum(config.r * (a + b) for a, b in shapes) * lm.dtype.itemsize, "the LoRA weights")
     try:
-        lm.model.add_adapter(config, adapter_name=name)
+        with warnings.catch_warnings():  # "Already found a peft_config … multiple adapters": what was asked for
+            warnings.filterwarnings("ignore", message="Already found a `peft_config`")
+            lm.model.add_adapter(config, adapter_name=name)
     except (ValueError, TypeError) as e:
         raise bad_argument("peft cannot add this adapter: %s" % str(e).split("\n")[0][:300]) from None
     adapter = Adapter(lm.model, name)
@@ -166,9 +171,46 @@ def use(lm, adapter):
     lm.active = adapter.adapter_name if adapter is not None else None
 
 
+def remove(lm, name):
+    """Take adapter NAME out of LM's base model (peft's delete_adapter): its LoRA weights go, the active adapter
+    stays the one it was (the base alone if it was this one), and once no adapter is left every LoRA layer
+    gives back the base layer it wrapped, so the model is the modules and weights it was before any adapter."""
+    adapter = lm.adapters.get(name)
+    if adapter is None:
+        raise bad_argument("%s has no adapter %r" % (lm.name, name),
+                           "its adapters: %s" % (", ".join(sorted(lm.adapters)) or "none"))
+    with warnings.catch_warnings():  # peft warns when the active adapter goes; lm.active says what is active
+        warnings.simplefilter("ignore")
+        lm.model.delete_adapter(name)
+    del lm.adapters[name]
+    adapter.__dict__.pop("lm", None)  # a handle still held refuses `lm save` and `adapter use` (lm_of)
+    if lm.active == name:
+        lm.active = None
+    if lm.adapters:
+        Adapter.activate(lm.model, lm.active)
+        for held in lm.adapters.values():  # set_adapter turned the inactive adapters' grads off
+            for p in held.parameters():
+                p.requires_grad_(True)
+    else:
+        _unwrap(lm.model)
+
+
+def _unwrap(model):
+    """Every LoRA layer (peft's BaseTunerLayer, empty now) replaced by the base layer it wraps."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+    wrapped = [(path, m) for path, m in model.named_modules() if isinstance(m, BaseTunerLayer)]
+    for path, layer in wrapped:
+        parent, _, child = path.rpartition(".")
+        setattr(model.get_submodule(parent) if parent else model, child, layer.get_base_layer())
+
+
 def lm_of(adapter):
     """The LanguageModel an Adapter handle was made on (a module that is none: bad_argument)."""
     lm = getattr(adapter, "lm", None) if isinstance(adapter, Adapter) else None
+    if lm is None and isinstance(adapter, Adapter):
+        raise bad_argument("adapter %s was taken out of its model (a sweep's trial ends so)" % adapter.adapter_name,
+                           "its run folder's best.safetensors holds its weights: `torch checkpoint load` them into "
+                           "a new `torch lm lora`")
     if lm is None:
         raise bad_argument("%s is not a LoRA adapter" % type(adapter).__name__, "`torch lm lora LM` makes one")
     return lm

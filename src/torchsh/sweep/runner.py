@@ -73,7 +73,8 @@ def run(ctx, sweep, report, should_stop):
 
 
 def _to_ask(sweep):
-    """How many trials to ask for now: up to --vectorize, so that finished and running ones reach --trials."""
+    """How many trials to ask for now: up to --vectorize (adapters: one), so that finished and running ones
+    reach --trials."""
     counted, held = 0, sweep.study.get_trials(deepcopy=False)
     repeated = {t.user_attrs.get(REPEATS) for t in held}  # interrupted trials: their repeats count instead
     for t in held:
@@ -81,7 +82,8 @@ def _to_ask(sweep):
             counted += 1
         elif t.state.name == "RUNNING" and t.user_attrs.get(WORKER) != sweep.worker:
             counted += 1  # another worker's (--join): it will tell
-    return 0 if sweep.grid_done else min(sweep.definition["trials"] - counted, sweep.vectorize)
+    together = 1 if trial_runs.adapts_a_language_model(sweep.definition["model"]) else sweep.vectorize
+    return 0 if sweep.grid_done else min(sweep.definition["trials"] - counted, together)
 
 
 def _ask(sweep):
@@ -103,13 +105,17 @@ def _run_batch(ctx, sweep, asked, report, should_stop):
             report({"event": "note", "text": "trial %d: %s" % (trial.number, text)})
         built.append((trial, plan))
     stopped = False
-    for group in _groups(built, sweep.vectorize):
-        if stopped or should_stop():
-            for trial, plan in group:
-                _interrupted(sweep, trial, report, None)
-            stopped = True
-            continue
-        stopped = _train(ctx, sweep, group, report, should_stop)
+    try:
+        for group in _groups(built, sweep.vectorize):
+            if stopped or should_stop():
+                for trial, plan in group:
+                    _interrupted(sweep, trial, report, None)
+                stopped = True
+                continue
+            stopped = _train(ctx, sweep, group, report, should_stop)
+    finally:
+        for _, plan in built:  # an adapter trial's LoRA layers out of the base, however the trial ended
+            trial_runs.remove_adapter(plan.model)
     return stopped
 
 

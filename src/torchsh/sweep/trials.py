@@ -6,6 +6,12 @@ trial starts from the loaders' state when the sweep started (the sweep puts them
 or batch of trials). So its run.json's trial section reads as the commands that repeat it:
 
     torch manual_seed SEED+N; m=$(torch nn MODEL…); o=$(torch optim OPT… $m …); torch fit $m $o $DATA …
+
+--model may also be `lm lora LM --r {r} …` (a LoRA adapter of a language model `torch lm open` made): then
+`a=$(torch lm lora LM …)` in place of `torch nn`. Such a trial trains alone (an adapter is no module to stack)
+and is taken out of LM's base model when it ends, as an nn trial's model is let go: its weights stay only in
+its run folder (DIR/trial_NNNN/best.safetensors, which `torch checkpoint load` puts into the adapter its
+words make again).
 """
 import os
 import shlex
@@ -41,6 +47,15 @@ def build(ctx, sweep, trial):
     opt_words = spaces.fill(d["opt"], params)
     torch.manual_seed(seed_of(d, trial.number))
     model = _model(ctx, model_words)
+    try:
+        return _plan(ctx, sweep, trial, model, where, model_words, opt_words)
+    except BaseException:
+        remove_adapter(model)  # a trial refused after its adapter was made leaves the base as it found it
+        raise
+
+
+def _plan(ctx, sweep, trial, model, where, model_words, opt_words):
+    d, params = sweep.definition, trial.params
     optimizer = _optimizer(ctx, model, opt_words)
     notes, target_dtype = [], sweep.target_dtype
     loss, item, output_shape = fitcard.choose_loss(model, sweep.data.dataset, d["loss"], target_dtype, notes)
@@ -48,7 +63,7 @@ def build(ctx, sweep, trial):
                                      d["metrics"] or (), notes)
     trial_record = {"study": sweep.study_name, "number": trial.number, "params": dict(params),
                     "seed": seed_of(d, trial.number), "model": model_words, "opt": opt_words,
-                    "model_argv": shlex.split(model_words)}  # `torch nn ...$argv` in nu rebuilds it
+                    "model_argv": shlex.split(model_words)}  # nu: `torch nn ...$argv` (lm words: `torch ...$argv`)
     plan = FitPlan(model=model, optimizer=optimizer, loader=sweep.data, val=sweep.val, loss=loss_function(loss),
                    loss_args=loss_options(d["loss_args"], loss, model, ctx.registry), loss_name=loss,
                    epochs=d["epochs"], metrics=tuple(d["metrics"] or ()), monitor=d["monitor"], patience=d["patience"],
@@ -58,7 +73,15 @@ def build(ctx, sweep, trial):
     return plan, notes
 
 
+def adapts_a_language_model(words):
+    """Whether --model WORDS make a LoRA adapter (`lm lora LM …`): its trials train one at a time, never
+    stacked, each taken out of the base model when it ends (runner.py)."""
+    return words.split()[:1] == ["lm"]
+
+
 def _model(ctx, words):
+    if adapts_a_language_model(words):
+        return _adapter(ctx, words)
     op, rest = nested.resolve(ctx, ["nn"] + shlex.split(words))
     if op.class_kind != "nn" and op.name != "nn.sequential":
         raise bad_argument("--model %r is not a layer or nn sequential" % words,
@@ -67,6 +90,28 @@ def _model(ctx, words):
     if not isinstance(model, torch.nn.Module):
         raise bad_argument("--model %r does not make a module" % words)
     return model
+
+
+def _adapter(ctx, words):
+    """`lm lora LM --r {r} …`: a new adapter injected into LM's base model, as `torch lm lora` makes one."""
+    op, rest = nested.resolve(ctx, shlex.split(words))
+    if op.name != "lm.lora":
+        raise bad_argument("--model %r: of the lm words, a sweep trains `lm lora` adapters" % words,
+                           "e.g. --model \"lm lora $m --r {r} --alpha 16 --targets q_proj,v_proj\"")
+    noted = getattr(ctx, "noted", None)
+    try:
+        return nested.call_words(ctx, op, rest, "--model")
+    finally:
+        ctx.noted = noted  # what `lm lora` notes for its history entry is not the sweep's
+
+
+def remove_adapter(model):
+    """A trial's adapter taken out of its language model's base (the base as the trial found it); other
+    models: nothing to do (the trial's run folder keeps its weights either way)."""
+    from torchsh.lm import adapters
+    lm = getattr(model, "lm", None) if isinstance(model, adapters.Adapter) else None
+    if lm is not None and lm.adapters.get(model.adapter_name) is model:
+        adapters.remove(lm, model.adapter_name)
 
 
 def _optimizer(ctx, model, words):

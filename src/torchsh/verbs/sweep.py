@@ -37,7 +37,9 @@ def sweep(ctx, data, model=None, opt=None, space=None, val=None, trials=None, lo
 
     Args:
         data: the training loader every trial uses (each trial starts from its state at the sweep's start)
-        model: `torch nn` words with {name} placeholders: "sequential 'linear 784 {width}' relu 'linear {width} 10'"
+        model: `torch nn` words with {name} placeholders: "sequential 'linear 784 {width}' relu 'linear {width} 10'",
+            or a language model's LoRA adapter: "lm lora $m --r {r} --alpha 16" (one trial at a time, each taken
+            out of the model when it ends; its weights stay in DIR/trial_NNNN)
         opt: `torch optim` words without the model: 'adamw --lr {lr} --weight_decay {wd}'
         space: NAME: SPEC; …: [a,b,c], uniform(lo,hi), loguniform(lo,hi), quniform(lo,hi,q), int(lo,hi[,step]),
             logint(lo,hi) (Optuna's distributions)
