@@ -25,20 +25,26 @@ MAX_FILE_BYTES = 1 << 30  # a JSONL file read whole, at most
 TRAIN_ON = ("all", "completions")
 
 
-def open_chat(path, tokenizer, seq_len, train_on="all"):
-    """A FileDataset of (input_ids, labels) over the JSONL file at PATH."""
+def open_chat(path, tokenizer, seq_len, train_on="all", context_length=None, budget=None):
+    """A FileDataset of (input_ids, labels) over the JSONL file at PATH; context_length: the model's, which
+    --seq_len may not pass; budget: the memory budget that admits the two tensors before they are made."""
     if tokenizer is None:
         raise TorchshError("missing_argument", "--format chat needs the tokenizer: --tokenizer LM",
                            "torch data open chat.jsonl --format chat --tokenizer $(torch lm open DIR) --seq_len 512")
     if seq_len is None or seq_len < 2:
         raise bad_argument("--seq_len (tokens per item, padded or cut to it) must be at least 2",
                            "--seq_len 512")
+    if context_length and seq_len > context_length:
+        raise bad_argument("--seq_len %d is past the model's context length of %d: positions it never learned"
+                           % (seq_len, context_length), "--seq_len %d at most" % context_length)
     if train_on not in TRAIN_ON:
         raise bad_argument("--train_on %s: train on all tokens or on completions" % train_on,
                            "--train_on %s" % " or ".join(TRAIN_ON))
     rows = [encode(tokenizer, line, train_on, "%s:%d" % (path, n)) for n, line in _lines(path)]
     if not rows:
         raise bad_argument("%s holds no JSON lines" % path, '{"messages": [{"role": "user", "content": "hi"}, …]}')
+    if budget is not None:  # input_ids and labels, int64
+        budget.admit_bytes(2 * len(rows) * seq_len * 8, "the chat items' input_ids and labels")
     pad = pad_id(tokenizer)
     ids = torch.full((len(rows), seq_len), pad, dtype=torch.int64)
     labels = torch.full((len(rows), seq_len), IGNORE_INDEX, dtype=torch.int64)

@@ -65,11 +65,11 @@ def open_(ctx, files, columns=None, target=None, dtype=None, target_dtype=None, 
     """
     options = openers.Options(columns, target, dtype, target_dtype, header, no_header, delimiter, onehot)
     if format is not None or tokenizer is not None or seq_len is not None or train_on is not None:
-        return _open_chat(files, options, format, tokenizer, seq_len, train_on)
+        return _open_chat(ctx, files, options, format, tokenizer, seq_len, train_on)
     return openers.open_dataset(files, options)
 
 
-def _open_chat(files, options, format, tokenizer, seq_len, train_on):
+def _open_chat(ctx, files, options, format, tokenizer, seq_len, train_on):
     """--format chat: one JSONL file as (input_ids, labels) items (data/chat.py)."""
     if format != "chat":
         raise bad_argument("--format %s: the formats are chat (a language model's JSONL)" % format
@@ -79,7 +79,8 @@ def _open_chat(files, options, format, tokenizer, seq_len, train_on):
     if given or len(files) != 1:
         raise bad_argument("--format chat opens one JSONL file%s" % (", without --%s" % given[0] if given else ""))
     return chat.open_chat(files[0], tokenizer.tokenizer if tokenizer is not None else None, seq_len,
-                          train_on or "all")
+                          train_on or "all", tokenizer.context_length() if tokenizer is not None else None,
+                          getattr(ctx.app, "memory", None))
 
 
 @verb("data.info(Dataset dataset) -> Json", category="files",

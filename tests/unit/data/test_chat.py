@@ -44,3 +44,21 @@ def test_a_line_that_is_no_conversation_is_refused_naming_it(tmp_path):
     with pytest.raises(TorchshError) as e:
         chat.open_chat(_file(tmp_path, {"messages": CONVERSATION}, {"turns": []}), tok, 16)
     assert e.value.code == "bad_argument" and "c.jsonl:2" in e.value.message
+
+
+def test_a_seq_len_past_the_models_context_is_refused(tmp_path):
+    _, tok = tinylm.oracle("llama")
+    with pytest.raises(TorchshError) as e:
+        chat.open_chat(_file(tmp_path, {"messages": CONVERSATION}), tok, 257, context_length=256)
+    assert e.value.code == "bad_argument" and "context length of 256" in e.value.message
+    assert len(chat.open_chat(_file(tmp_path, {"messages": CONVERSATION}), tok, 256, context_length=256)) == 1
+
+
+def test_the_items_tensors_are_admitted_by_the_budget_before_they_are_made(tmp_path):
+    from torchsh.memory.budget import Budget, rss_bytes
+    _, tok = tinylm.oracle("llama")
+    path = _file(tmp_path, {"messages": CONVERSATION}, {"text": "hello world"})
+    with pytest.raises(TorchshError) as e:  # 2 rows x 10^9 tokens x (ids + labels): 32 GB, never allocated
+        chat.open_chat(path, tok, 10 ** 9, budget=Budget(rss_bytes() + (1 << 30), "a test's"))
+    assert e.value.code == "out_of_memory" and "input_ids and labels" in e.value.message
+    assert len(chat.open_chat(path, tok, 64, budget=Budget(rss_bytes() + (1 << 30), "a test's"))) == 2
