@@ -113,14 +113,20 @@ def _transformers():
     return library.transformers()
 
 
-def embed(lm, prompts):
-    """Each prompt's embedding: the mean of the model's last hidden state over its tokens, unit length; [N, H]."""
+def embed(lm, prompts, budget=None):
+    """Each prompt's embedding: the mean of the model's last hidden state over its tokens, unit length; [N, H].
+    The decoder alone runs (base_model: no logits over the vocabulary, no hidden state kept per layer); its
+    activations are admitted by BUDGET first."""
     width = max(len(p) for p in prompts)
+    if budget is not None and lm.device.type == "cpu":
+        c = lm.text_config()
+        inner = getattr(c, "intermediate_size", None) or 4 * c.hidden_size
+        budget.admit_bytes(len(prompts) * width * (4 * c.hidden_size + inner) * 4, "the embeddings' activations")
     pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else 0
     ids = torch.tensor([list(p) + [pad] * (width - len(p)) for p in prompts], device=lm.device)
     mask = torch.tensor([[1] * len(p) + [0] * (width - len(p)) for p in prompts], device=lm.device)
     with torch.inference_mode():
-        hidden = lm.model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states[-1].float()
+        hidden = lm.model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state.float()
     weights = mask.unsqueeze(-1).to(hidden.dtype)
     mean = (hidden * weights).sum(1) / weights.sum(1)
     return torch.nn.functional.normalize(mean, dim=-1).cpu()

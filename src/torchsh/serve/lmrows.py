@@ -102,11 +102,11 @@ class Embedding:
         self.ask, self.respond, self.arrived = ask, respond, time.monotonic()
         self.vectors, self.error = None, None
 
-    def run(self, lm):
+    def run(self, lm, budget=None):
         try:
             inputs = self.ask.inputs
             self.vectors = [v for i in range(0, len(inputs), self.CHUNK)
-                            for v in batchgen.embed(lm, inputs[i:i + self.CHUNK])]
+                            for v in batchgen.embed(lm, inputs[i:i + self.CHUNK], budget)]
         except TorchshError as e:
             self.error = e
         except (RuntimeError, ValueError, IndexError, MemoryError) as e:

@@ -125,7 +125,7 @@ class ServedLM:
         with self.app.tensor_lock("serve %s" % self.name), torch.inference_mode():
             batch.keep([i for i, row in enumerate(batch.rows) if not row.ended])
             for embed in embeds:
-                embed.run(self.lm)
+                embed.run(self.lm, getattr(self.app, "memory", None))
             stepped = self._guarded(batch, batch.rows, batch.step) if batch.rows else []
             if not joining:
                 return stepped, []
