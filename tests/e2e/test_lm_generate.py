@@ -138,7 +138,14 @@ def test_detach_prints_a_job_and_job_wait_prints_the_text(sh):
     job, text = out.split("\n", 1)
     _, tokenizer = tinylm.oracle("llama")
     assert job.startswith("job://")
-    assert text == tokenizer.decode(oracle_tokens("llama", PROMPT, True, 12, do_sample=False), skip_special_tokens=True)
+    want = oracle_tokens("llama", PROMPT, True, 12, do_sample=False)
+    assert text == tokenizer.decode(want, skip_special_tokens=True)
+    # its rows in `job list` and the census: the verb as one word (a column has no space), tokens as progress
+    listed = next(r for r in json.loads(sh("torch job list --json")) if r["handle"] == job)
+    assert listed["verb"] == "lm.generate" and listed["progress"] == "%d tokens" % len(want), listed
+    row = next(line for line in sh("torch tensors").split("\n") if line.startswith(job))
+    assert row.split()[:3] == [job, "job", "lm.generate"], row
+    sh("torch free %s" % job)
 
 
 def test_the_json_api_answers_the_closing_row(sh):

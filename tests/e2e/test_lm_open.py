@@ -154,3 +154,8 @@ def test_model_open_still_says_torchvision_is_broken_after_lm_hid_it(fresh_sh):
     r = s.run("torch model open torchvision:resnet18")
     refused(r, "missing_extra", "torchvision does not import with PyTorch", "built for another torch")
     assert "not installed" not in r.err
+    # transformers alone was told torchvision is absent: a user's own class in this daemon still finds it
+    s.run("printf 'import importlib.util, torch\\nclass Net(torch.nn.Linear):\\n    def __init__(self):\\n"
+          "        assert importlib.util.find_spec(\"torchvision\") is not None\\n"
+          "        super().__init__(2, 1)\\n' > seesvision.py")
+    assert s("torch model open seesvision.py:Net | torch nn info").startswith("Net")

@@ -169,8 +169,15 @@ class Job:
         epoch, step = self.position or (0, 0)
         return "stopped at %sepoch %s step %s" % ("" if self.trial is None else "trial %s " % self.trial, epoch, step) + reason
 
+    @property
+    def verb_word(self):
+        """The verb as one word (`lm.generate`, as `torch ops` names it), for a table's column: no space."""
+        return self.verb.replace(" ", ".")
+
     def progress_text(self):
         """The census's and `job list`'s progress: where the work is now."""
+        if self.tokens is not None:  # a generation
+            return "%d tokens" % self.tokens
         p = self.progress
         if p is None:
             return "epoch %s step %s" % self.position if self.position else "-"

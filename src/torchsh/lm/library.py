@@ -3,9 +3,9 @@
 Before the first import the daemon's environment keeps every Hugging Face library off the network
 (HF_HUB_OFFLINE; transformers 5.x also fetches kernels from the Hub unless USE_HUB_KERNELS=0). A torchvision that
 is installed but does not import with this torch (a PyPI build for another torch: its C extension fails to
-load) would take transformers down with it, since transformers imports torchvision whenever it is installed:
-such a torchvision is hidden from this process (sys.modules[name] = None makes importlib.util.find_spec say it
-is absent), so a language model opens anyway; `model open torchvision:…` still says why torchvision is unusable.
+load) would take transformers down with it, since transformers imports torchvision whenever it says it is
+installed: transformers alone is told it is absent (_tell_transformers_it_is_absent), so a language model opens
+anyway, and every other importer in the daemon still meets the real one.
 """
 import importlib
 import importlib.util
@@ -55,6 +55,7 @@ def _import(name):
 
 
 def _hide_unusable_torchvision():
+    """transformers told that a torchvision which does not import is absent; nobody else is (below)."""
     if _state["torchvision_checked"]:
         return
     _state["torchvision_checked"] = True
@@ -64,17 +65,34 @@ def _hide_unusable_torchvision():
         importlib.import_module("torchvision")
     except Exception as e:  # a build for another torch raises anything from its C extension's registrations
         _state["torchvision_error"] = e
-        for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
-            del sys.modules[name]
-        sys.modules["torchvision"] = None
+        _forget("torchvision")
+        _tell_transformers_it_is_absent()
+
+
+def _tell_transformers_it_is_absent():
+    """transformers asks once (its is_torchvision_available is an lru_cache over importlib.util.find_spec):
+    it asks while torchvision is marked absent in sys.modules, and the mark goes after, so a user's own code in
+    this daemon (a class that imports torchvision its own way, `model open torchvision:…`'s message) still
+    meets the real torchvision."""
+    sys.modules["torchvision"] = None
+    try:
+        from transformers.utils import import_utils
+        import_utils.is_torchvision_available()
+        import_utils.is_torchvision_v2_available()
+        _state["torchvision_hidden"] = not import_utils.is_torchvision_available()
+    except ImportError:
+        pass  # no transformers: the import that follows says what to install
+    finally:
+        if "torchvision" in sys.modules and sys.modules["torchvision"] is None:
+            del sys.modules["torchvision"]
+
+
+def _forget(package):
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[name]
 
 
 def torchvision_hidden():
-    """Whether this process hid a torchvision that does not import (`lm info` says so)."""
-    return "torchvision" in sys.modules and sys.modules["torchvision"] is None
-
-
-def torchvision_error():
-    """Why the torchvision this process hid did not import (its exception), or None when none was hidden: an
-    import of it now raises ModuleNotFoundError, as if it were absent, so `model open` asks here for the truth."""
-    return _state.get("torchvision_error") if torchvision_hidden() else None
+    """Whether transformers was told that this process's torchvision (which does not import) is absent
+    (`lm info` says so)."""
+    return bool(_state.get("torchvision_hidden"))

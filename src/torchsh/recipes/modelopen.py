@@ -26,7 +26,6 @@ import torch
 from torchsh import memory
 from torchsh.errors import USER_MODULE_PREFIX, TorchshError, bad_argument
 from torchsh.formats import pt2file, stateload
-from torchsh.lm import library as lm_library
 from torchsh.recipes.base import not_portable, record
 from torchsh.text.suggest import close
 from torchsh.trust import S_IFREG, untrusted
@@ -103,9 +102,8 @@ def import_vision(library):
     try:
         return importlib.import_module(library)
     except ModuleNotFoundError as e:
-        hidden = lm_library.torchvision_error()  # `torch lm` hid a torchvision that did not import: say why
-        if e.name not in (library, "torchvision") or hidden is not None:
-            raise _broken(library, hidden or e) from None
+        if e.name not in (library, "torchvision"):
+            raise _broken(library, e) from None
         raise TorchshError("missing_extra", "%s:NAME needs %s, which is not installed" % (library, e.name),
                            "pip install 'torchsh[vision]' %s" % pin) from None
     except Exception as e:  # an import runs the package's code: a build for another torch raises anything

@@ -105,7 +105,7 @@ def _dataset_fields(d):
 
 
 def _job_fields(j):
-    return dict(type=j.verb, state=j.state, progress=j.progress_text(), bytes=0)  # what it uses has handles
+    return dict(type=j.verb_word, state=j.state, progress=j.progress_text(), bytes=0)  # what it uses has handles
 
 
 def _loader_fields(loader):

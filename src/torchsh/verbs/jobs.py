@@ -24,7 +24,7 @@ def job_list(ctx):
     """Every job held, as a table: HANDLE VERB STATE (queued, running, done, failed, stopped) PROGRESS ELAPSED.
     --json: rows."""
     now = time.time()
-    rows = [{"handle": h, "verb": e.obj.verb, "state": e.obj.state, "progress": e.obj.progress_text(),
+    rows = [{"handle": h, "verb": e.obj.verb_word, "state": e.obj.state, "progress": e.obj.progress_text(),
              "elapsed_s": round((e.obj.ended or now) - e.obj.started, 3)}
             for h, e in ctx.registry.items() if e.kind == "job"]
     return JobRows(rows)
