@@ -3,12 +3,21 @@ examples and the bench open, since nothing may be downloaded. Its weights are ra
 is noise; everything around it (tokenizing, generating, LoRA, serving) is the real path.
 
     python -m torchsh.lm.tiny DIR [--arch llama|qwen2|gpt2] [--seed 0] [--layers 2] [--hidden 64]
+
+A folder once made is kept in the user's cache folder (cachefiles.folder(): ~/.cache/torchsh/tiny-lm/), named
+by its options, this file's bytes and the versions of the libraries that wrote it, and copied from there the next
+time (the docs' and the verbs' examples make one each: a copy skips importing transformers). The kept folder is
+used only if it and each of its files are ours and not writable by others (trust.py), as every file torchsh
+reads from a shared place.
 """
 import argparse
+import hashlib
+import importlib.metadata
 import os
+import shutil
+import tempfile
 
-import torch
-
+from torchsh import cachefiles, trust
 from torchsh.lm import library
 
 # A few sentences the byte-level BPE learns its merges from: enough for words to be a token or two.
@@ -25,7 +34,20 @@ ARCHS = ("llama", "qwen2", "gpt2")
 
 
 def make(folder, arch="llama", seed=0, layers=2, hidden=64, vocab_size=384):
-    """Write a model folder (config.json, model.safetensors, generation_config.json, tokenizer files)."""
+    """Write a model folder (config.json, model.safetensors, generation_config.json, tokenizer files): a copy of
+    the one kept in the cache when there is one of ours, else made here (and kept)."""
+    kept = _kept_folder(arch, seed, layers, hidden, vocab_size)
+    if kept is not None and _trusted(kept):
+        _copy(kept, folder)
+        return folder
+    _build(folder, arch, seed, layers, hidden, vocab_size)
+    if kept is not None:
+        _keep(folder, kept)
+    return folder
+
+
+def _build(folder, arch, seed, layers, hidden, vocab_size):
+    import torch
     tf = library.transformers()
     tokenizer = train_tokenizer(vocab_size)
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL}
@@ -38,7 +60,61 @@ def make(folder, arch="llama", seed=0, layers=2, hidden=64, vocab_size=384):
     os.makedirs(folder, exist_ok=True)
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
-    return folder
+
+
+def _kept_folder(arch, seed, layers, hidden, vocab_size):
+    """Where a folder of these options is kept (None: the cache is off)."""
+    where = cachefiles.folder()
+    if where is None:
+        return None
+    with open(__file__, "rb") as f:
+        source = hashlib.sha256(f.read()).hexdigest()[:12]
+    versions = "-".join(_version(p) for p in ("torch", "transformers", "tokenizers", "safetensors"))
+    key = hashlib.sha256(("%s|%s|%s" % (source, versions, (arch, seed, layers, hidden, vocab_size))).encode())
+    return os.path.join(where, "tiny-lm", "%s-%s" % (arch, key.hexdigest()[:16]))
+
+
+def _version(package):
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
+
+
+def _trusted(kept):
+    """Whether the kept folder, its parents up to the cache folder, and each file in it are ours (no link)."""
+    try:
+        for path in (os.path.dirname(os.path.dirname(kept)), os.path.dirname(kept), kept):
+            if trust.untrusted(path, trust.S_IFDIR):
+                return False
+        names = os.listdir(kept)
+        return bool(names) and all(trust.untrusted(os.path.join(kept, n), trust.S_IFREG) is None for n in names)
+    except OSError:
+        return False
+
+
+def _copy(kept, folder):
+    os.makedirs(folder, exist_ok=True)
+    for name in sorted(os.listdir(kept)):
+        shutil.copyfile(os.path.join(kept, name), os.path.join(folder, name), follow_symlinks=False)
+
+
+def _keep(folder, kept):
+    """Keep a copy of FOLDER at KEPT, whole or not at all (made beside it, then renamed into place)."""
+    parent = os.path.dirname(kept)
+    try:
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+        if trust.untrusted(parent, trust.S_IFDIR):
+            return
+        staged = tempfile.mkdtemp(dir=parent, prefix=".making-")
+    except OSError:
+        return  # a read-only home: the next call makes it again
+    try:
+        for name in os.listdir(folder):
+            shutil.copyfile(os.path.join(folder, name), os.path.join(staged, name), follow_symlinks=False)
+        os.rename(staged, kept)
+    except OSError:  # another process kept it first
+        shutil.rmtree(staged, ignore_errors=True)
 
 
 def train_tokenizer(vocab_size=384):
