@@ -45,7 +45,7 @@ def get_models(app, request, params):
 
 
 @_openai
-def get_model(app, request, params):
+def get_openai_model(app, request, params):
     served = served_lm(app, params["name"])
     return json_reply(200, openai.model(served.name, served.created))
 
@@ -127,7 +127,7 @@ def _prompt_ids(lm, prompt, param="prompt"):
 # (method, path regex, handler, summary): rows of daemon/routes.py's table, and of --port's
 ROUTES = (
     ("GET", r"/v1/models", get_models, "OpenAI: the models served with torch serve --openai (docs/serve.md)"),
-    ("GET", r"/v1/models/(?P<name>[\w.-]+)", get_model, "OpenAI: one served model"),
+    ("GET", r"/v1/models/(?P<name>[\w.-]+)", get_openai_model, "OpenAI: one served model"),
     ("POST", r"/v1/chat/completions", post_chat, "OpenAI: a chat completion (streamed as SSE with stream: true)"),
     ("POST", r"/v1/completions", post_completion, "OpenAI: a text completion (streamed as SSE with stream: true)"),
     ("POST", r"/v1/embeddings", post_embeddings, "OpenAI: embeddings (the mean last hidden state, unit length)"),

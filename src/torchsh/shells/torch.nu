@@ -6831,7 +6831,7 @@ export def swapdims [
 export def sweep [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
     --data: string@"nu-complete torch"  # the training loader every trial uses (each trial starts from its state at the sweep's start) (Loader)
-    --model: string  # torch nn words with {name} placeholders: "sequential 'linear 784 {width}' relu 'linear {width} 10'" (str?)
+    --model: string  # torch nn words with {name} placeholders: "sequential 'linear 784 {width}' relu 'linear {width} 10'"… (str?)
     --opt: string  # torch optim words without the model: 'adamw --lr {lr} --weight_decay {wd}' (str?)
     --space: string  # NAME: SPEC; …: [a,b,c], uniform(lo,hi), loguniform(lo,hi), quniform(lo,hi,q), int(lo,hi[,step]), lo… (str?)
     --val: string@"nu-complete torch"  # a validation loader (the default --monitor is then val_loss) (Loader?)
