@@ -35,7 +35,10 @@ ARCHS = ("llama", "qwen2", "gpt2")
 
 def make(folder, arch="llama", seed=0, layers=2, hidden=64, vocab_size=384):
     """Write a model folder (config.json, model.safetensors, generation_config.json, tokenizer files): a copy of
-    the one kept in the cache when there is one of ours, else made here (and kept)."""
+    the one kept in the cache when there is one of ours, else made here (and kept). A folder that holds anything
+    already is refused: its config.json and weights would be replaced."""
+    if os.path.isdir(folder) and os.listdir(folder):
+        raise FileExistsError("%s is not empty: a tiny model is made in a new or empty folder" % folder)
     kept = _kept_folder(arch, seed, layers, hidden, vocab_size)
     if kept is not None and _trusted(kept):
         _copy(kept, folder)
@@ -149,7 +152,10 @@ def main(argv=None):
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--hidden", type=int, default=64)
     args = parser.parse_args(argv)
-    print(make(args.folder, args.arch, args.seed, args.layers, args.hidden))
+    try:
+        print(make(args.folder, args.arch, args.seed, args.layers, args.hidden))
+    except FileExistsError as e:
+        parser.exit(2, "%s: %s\n" % (parser.prog, e))
 
 
 if __name__ == "__main__":

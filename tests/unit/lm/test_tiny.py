@@ -36,3 +36,12 @@ def test_a_kept_folder_others_can_write_is_not_used(cache, tmp_path, monkeypatch
     monkeypatch.setattr(tiny, "_build", lambda *a: built.append(a) or real(*a))
     tiny.make(str(tmp_path / "b"))
     assert built and _files(tmp_path / "a") == _files(tmp_path / "b")
+
+
+def test_a_folder_that_holds_files_is_refused_and_left_as_it_was(cache, tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "config.json").write_text("my own")
+    with pytest.raises(FileExistsError):
+        tiny.make(str(mine))
+    assert _files(mine) == {"config.json": b"my own"}
