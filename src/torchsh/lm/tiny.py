@@ -36,17 +36,42 @@ ARCHS = ("llama", "qwen2", "gpt2")
 def make(folder, arch="llama", seed=0, layers=2, hidden=64, vocab_size=384):
     """Write a model folder (config.json, model.safetensors, generation_config.json, tokenizer files): a copy of
     the one kept in the cache when there is one of ours, else made here (and kept). A folder that holds anything
-    already is refused: its config.json and weights would be replaced."""
+    else already is refused (its config.json and weights would be replaced); one that holds exactly this model,
+    file for file and byte for byte, is left as it is, so making it twice is harmless (as `mkdir -p`)."""
     if os.path.isdir(folder) and os.listdir(folder):
-        raise FileExistsError("%s is not empty: a tiny model is made in a new or empty folder" % folder)
+        with tempfile.TemporaryDirectory() as made:
+            _make_into(made, arch, seed, layers, hidden, vocab_size)
+            if not _same_files(made, folder):
+                raise FileExistsError("%s holds other files: a tiny model is made in a new or empty folder, "
+                                      "or one that holds this very model" % folder)
+        return folder
+    _make_into(folder, arch, seed, layers, hidden, vocab_size)
+    return folder
+
+
+def _make_into(folder, arch, seed, layers, hidden, vocab_size):
     kept = _kept_folder(arch, seed, layers, hidden, vocab_size)
     if kept is not None and _trusted(kept):
         _copy(kept, folder)
-        return folder
+        return
     _build(folder, arch, seed, layers, hidden, vocab_size)
     if kept is not None:
         _keep(folder, kept)
-    return folder
+
+
+def _same_files(made, folder):
+    """Whether FOLDER holds the files of MADE and nothing else, with the same bytes (no link followed)."""
+    names = sorted(os.listdir(made))
+    if sorted(os.listdir(folder)) != names:
+        return False
+    for name in names:
+        theirs = os.path.join(folder, name)
+        if os.path.islink(theirs) or not os.path.isfile(theirs):
+            return False
+        with open(os.path.join(made, name), "rb") as a, open(theirs, "rb") as b:
+            if a.read() != b.read():
+                return False
+    return True
 
 
 def _build(folder, arch, seed, layers, hidden, vocab_size):

@@ -1,5 +1,6 @@
 """lm/tiny.py's kept folders: a tiny model made once is copied from the cache the next time (same bytes, no
-build), and a kept folder someone else could have written is never used (the model is built again)."""
+build), a kept folder someone else could have written is never used (the model is built again), and a
+folder that holds anything but this very model is left alone."""
 import os
 
 import pytest
@@ -45,3 +46,17 @@ def test_a_folder_that_holds_files_is_refused_and_left_as_it_was(cache, tmp_path
     with pytest.raises(FileExistsError):
         tiny.make(str(mine))
     assert _files(mine) == {"config.json": b"my own"}
+
+
+def test_making_the_same_model_twice_in_one_folder_is_harmless_and_a_changed_file_is_refused(cache, tmp_path):
+    folder = tmp_path / "tiny"
+    tiny.make(str(folder))
+    before = _files(folder)
+    tiny.make(str(folder))
+    assert _files(folder) == before
+    with pytest.raises(FileExistsError):
+        tiny.make(str(folder), arch="gpt2")
+    (folder / "config.json").write_text("edited by hand")
+    with pytest.raises(FileExistsError):
+        tiny.make(str(folder))
+    assert (folder / "config.json").read_text() == "edited by hand"
