@@ -22,7 +22,8 @@ if [[ $# -gt 0 ]]; then exec "${pytest[@]}" "$@"; fi
 # fits, long sessions: compute the first pass ran, sent the same way as the 1,100 others), all but the
 # lifecycle races (marked `fastpath`: the function's own reconnect after each restart), at 25 rounds, not
 # 200. test_replies.py and test_replies_files.py choose their callers themselves (the client, both functions,
-# nu, the API): they would only run again, the same.
+# nu, the API): they would only run again, the same; nor do test_mcp_*.py, whose callers are the MCP SDK's client
+# (`torch mcp` through the function is test_torch_mcp_exec.py's, which stays).
 # The two passes run side by side: every test has its own daemon, socket, folders and ports, and much of a
 # test's time is a daemon starting or a client waiting, so two cores finish both in about the first's time
 # (the whole suite: ~44 minutes one after the other, over its 40). The second pass's output follows the first's.
@@ -33,7 +34,7 @@ trap 'kill "$fast_pass" 2>/dev/null || true; rm -rf "$second"' EXIT
 TORCHSH_TEST_PRELUDE='eval "$(torch init bash)"' TORCHSH_LIFECYCLE_ROUNDS=25 \
   .venv/bin/python -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
   "${pytest[@]}" --basetemp="$second/tmp" -m "not slow or fastpath" tests/e2e --ignore=tests/e2e/test_replies.py \
-  --ignore=tests/e2e/test_replies_files.py \
+  --ignore=tests/e2e/test_replies_files.py --ignore-glob='tests/e2e/test_mcp_*' \
   >"$second/log" 2>&1 &
 fast_pass=$!
 first=0

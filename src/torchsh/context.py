@@ -35,6 +35,7 @@ class Context:
     name_ttl: float = None      # --ttl with --name: that name's TTL in seconds
     warned: list = None         # the lines of the warnings this request prints (call/invoke.py fills it)
     said: list = None           # lines the command says on stderr besides its output (`serve --detach`: where)
+    policy: object = None       # the caller's policy (call/policy.Policy: torch mcp --read_only…), None: all runs
     noted: dict = None          # what the verb decided that its arguments do not say (fit's target view), for
                                 # the history log (history/log.py: the entry's `made`; the script writes the same)
 

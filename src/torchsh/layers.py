@@ -16,7 +16,7 @@ LAYERS = (
     ("kinds and table", ("table",)),
     ("call and features", ("call", "context", "train", "sweep", "serve", "session", "history", "remote", "models")),
     ("faces", ("cli", "api", "shells")),
-    ("daemon and client", ("daemon", "client", "install")),
+    ("daemon and client", ("daemon", "client", "install", "agents")),
     ("verbs", ("verbs",)),
 )
 

@@ -12,6 +12,12 @@ CLI_FORMAT = b"torchsh-cli-1"  # first field of a /v1/cli body; bump when the fr
 # Reply headers of POST /v1/cli. The body is stdout bytes followed by stderr bytes.
 H_EXIT = "torchsh-exit"        # the exit status the client must return
 H_STDOUT = "torchsh-stdout"    # how many body bytes are stdout; the rest is stderr
+# On a failed command: the error its one stderr line is made from, as compact ASCII JSON
+# {"code", "message", "hint", "op"}, for callers that want it as data (torch mcp); others ignore it.
+H_ERROR = "torchsh-error"
+# The request header of a caller that runs commands for someone it trusts less (torch mcp --read_only,
+# --allow P, --deny P): JSON {"read_only": bool, "allow": [pattern…], "deny": [pattern…]} (call/policy.py).
+H_POLICY = "torchsh-policy"
 # The request header in which a caller lists the replies below that it carries out (space-separated names).
 H_REPLIES = "torchsh-replies"
 # The reply headers of the REPLIES rows below (each row says what its header holds)
@@ -166,6 +172,7 @@ ERRORS = {
     "queue_full": (429, EXIT_DAEMON, "`torch serve`: the model's request queue is full (--max_queue); retry after Retry-After seconds"),
     "not_serving": (503, EXIT_DAEMON, "`torch serve`: the served model is stopping; its queued requests are refused"),
     "unknown_metric": (400, EXIT_USAGE, "`torch runs best --by KEY`: no run's epoch rows have that key; the hint names those they have"),
+    "not_allowed": (403, EXIT_USAGE, "the caller's policy (torch mcp --read_only, --allow, --deny) does not admit the command; nothing ran"),
 }
 
 # exit status -> (its name in `torch --help`, its class in the README's table). Generated into both,

@@ -55,6 +55,7 @@ class Streams(NamedTuple):
     stdout: str
     stderr: str = ""
     exit: int = 0
+    error: object = None  # the TorchshError of a job that failed (its stderr's last line): protocol.H_ERROR
 
 
 # -- Replies besides plain output: one type per protocol.REPLIES row (`reply` names it) --------------------

@@ -137,3 +137,13 @@ def test_inputs_on_which_pytorch_never_returns_are_refused_and_the_daemon_goes_o
     # the guard reads no values of a meta tensor (it has none): PyTorch's own answer, never internal_error
     r = sh.run("torch binomial $(torch ones 2 --device meta) '[true,1.5]'")
     assert "[internal_error]" not in r.err and (r.code == 0 or r.err.count("\n") == 1), r.err
+
+
+def test_meshgrid_of_a_matrix_is_refused_as_pytorch_refuses_it_without_printing_the_tensor(sh):
+    """PyTorch refuses meshgrid of a 2-D tensor only after printing the whole tensor into its message (51 s
+    for 10^8 elements, found by the MCP fuzz); torchsh.guards refuses it first, with the same class of code."""
+    big = sh("torch zeros 3000 3000")
+    r = sh.run("torch meshgrid %s" % big, timeout=60)
+    assert r.code == 4 and r.err.endswith("[shape_mismatch]\n") and "[3000, 3000]" in r.err, r.err
+    assert len(r.err) < 300 and r.err.count("\n") == 1
+    assert sh("torch meshgrid $(torch zeros 3) $(torch zeros 2) --indexing ij")  # 1-D tensors still grid

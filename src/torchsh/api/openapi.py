@@ -64,6 +64,9 @@ _OP_DESCRIPTION = {"type": "object", "properties": {
     "name": {"type": "string"}, "category": {"type": "string"}, "summary": {"type": "string"},
     "doc": {"type": "string"}, "aliases": {"type": "array", "items": {"type": "string"}},
     "verb": {"type": "boolean"}, "signatures": {"type": "array", "items": {"type": "string"}},
+    "read_only": {"type": "boolean", "description": "changes no object, file, setting or generator (a new "
+                                                     "object may come out): what a read-only caller's policy admits"},
+    "replies": {"type": "array", "items": {"type": "string"}, "description": "protocol.REPLIES it may answer"},
     "overloads": {"type": "array", "items": {"type": "object", "properties": {
         "name": {"type": "string"}, "returns": {"type": "string"},
         "args": {"type": "array", "items": {"$ref": "#/components/schemas/Argument"}}}}}}}

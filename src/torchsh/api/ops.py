@@ -21,7 +21,7 @@ import json
 from torchsh import protocol, results
 from torchsh.api import bigbody, calls
 from torchsh.api.openapi import op_description
-from torchsh.call import bind, parse, replies, tokens, towire
+from torchsh.call import bind, parse, policy, replies, tokens, towire
 from torchsh.call.invoke import convert_all, invoke
 from torchsh.call.misfit import no_binding
 from torchsh.context import Context
@@ -52,6 +52,8 @@ def post_op(app, request, params):
             raise TorchshError("bad_request", "env value %s must be a string, not %s" % (k[:60], _json_type(v)))
     plain = body.keys() <= calls.PLAIN_FIELDS
     ctx, globals_ = _context(app, request, body, env, cwd, plain)
+    ctx.policy = policy.from_header(request.headers.get(protocol.H_POLICY))  # as the CLI face's (call/policy.py)
+    policy.check(ctx.policy, op, set(fixed) | set(kwargs or ()))
     if kwargs and "name" in kwargs and "name" not in op.flags():  # the global --name, as the CLI parses it
         kwargs = dict(kwargs)
         ttl = kwargs.pop("ttl") if "ttl" in kwargs and "ttl" not in op.flags() else None

@@ -4,7 +4,7 @@ converted as the CLI face does (cli/run.py), then called directly: no lock, no h
 no handle made. Only ops that build objects from words are called this way (the callers check the kind).
 """
 from torchsh import guards
-from torchsh.call import bind, parse
+from torchsh.call import bind, parse, policy
 from torchsh.call.invoke import convert_all
 from torchsh.errors import TorchshError
 
@@ -16,12 +16,15 @@ def resolve(ctx, argv):
 
 
 def call_words(ctx, op, words, what):
-    """op called with words as its arguments; `what` names the words in a refusal (e.g. "--model")."""
+    """op called with words as its arguments; `what` names the words in a refusal (e.g. "--model"). The caller's
+    policy (call/policy.py) admits it as it admits a command of its own."""
+    policy.check(ctx.policy, op)
     parsed = parse.split_argv(op, words)
     positionals, flags = parse.named(parsed.positionals, parsed.flags, ctx.registry.names.lookup)
     binding, _ = bind.choose(op, positionals, flags)
     if binding is None:
         raise TorchshError("usage", "%s: cannot build %r" % (what, " ".join(words)), op.usage())
+    policy.check(ctx.policy, op, binding.values)
     values = convert_all(ctx, binding)
     guards.check(op.name, values)  # as invoke does: `nn sequential 'lstm 4 4 --num_layers 1e9'` never returns
     return op.call(ctx, **values)

@@ -31,7 +31,7 @@ import warnings
 import torch
 from torch.utils.benchmark import Timer
 
-from torchsh.call import bind, parse
+from torchsh.call import bind, parse, policy
 from torchsh.call.invoke import call_args, convert_all, grad_mode, invoke
 from torchsh.call.misfit import no_binding
 from torchsh.cli.run import run_cli
@@ -132,6 +132,7 @@ def _bound(ctx, command):
         raise TorchshError("missing_argument", "bench needs an op to time", "usage: torch bench OP ARGS…")
     op, fixed, words = ctx.table.resolve(command)
     _refuse(op)
+    policy.check(ctx.policy, op)  # the op it times runs under the caller's policy, as a command of its own
     parsed = parse.split_argv(op, words, fixed)
     if parsed.argv_rest is not None:
         raise TorchshError("usage", "bench times one op: %s takes no command after --" % op.name, op.usage())

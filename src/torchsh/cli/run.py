@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from torchsh import memory, protocol, results
-from torchsh.call import bind, parse, replies, tokens, towire
+from torchsh.call import bind, parse, policy, replies, tokens, towire
 from torchsh.call.invoke import invoke
 from torchsh.call.misfit import no_binding
 from torchsh.call.tokens import Token
@@ -41,6 +41,7 @@ class CliReply:
     reply: object = None      # a reply besides output (results.py: NeedStdin, Exec, Follow, Copy, Await, …)
     downloads: list = None    # (stage id, the caller's path): files the op wrote for a remote caller (download)
     ctx: object = None        # the request's Context, for a Follow the daemon carries out itself (protocol.DAEMON)
+    error: object = None      # the TorchshError a failure's stderr line is made from (protocol.H_ERROR)
 
 
 def run_cli(app, request):
@@ -50,6 +51,7 @@ def run_cli(app, request):
     argv = request["argv"]
     op_name = argv[0][:60] if argv else None
     try:
+        ctx.policy = policy.from_header(request.get("policy"))
         _check_word_sizes(argv)
         if argv[:1] == ["help"] and len(argv) > 1:  # `torch help OP` is `torch OP --help`
             argv = argv[1:] + ["--help"]
@@ -68,21 +70,24 @@ def run_cli(app, request):
     except results.Ask as ask:  # nothing ran: the caller carries it out (call/replies.py decided), or hands over
         ask.op = ask.op or op_name
         if isinstance(ask, results.Handover):
-            return CliReply(stderr=ask.line() + "\n", exit=protocol.exit_status("needs_client"), reply=ask)
+            error = TorchshError("needs_client", "needs the `torch` client (it carries out the %s reply); nothing ran"
+                                 % ask.needs, op=ask.op)  # the same line as ask.line()
+            return CliReply(stderr=ask.line() + "\n", exit=protocol.exit_status("needs_client"), reply=ask, error=error)
         return CliReply(reply=ask)
     except TorchshError as e:
         e.op = e.op or op_name
         names.say_given(e, argv + (ctx.stdin or []), app)
-        return CliReply(stderr="" if e.code in protocol.SILENT else e.line() + "\n", exit=protocol.exit_status(e.code))
+        return CliReply(stderr="" if e.code in protocol.SILENT else e.line() + "\n", exit=protocol.exit_status(e.code),
+                        error=e)
     except Exception as e:  # a bug in torchsh: keep the daemon alive, log the traceback
         oom = memory.allocation_failure(e)  # a MemoryError rendering a big reply is the budget's, not a bug
         if oom is not None:
             oom.op = op_name
-            return CliReply(stderr=oom.line() + "\n", exit=protocol.exit_status(oom.code))
+            return CliReply(stderr=oom.line() + "\n", exit=protocol.exit_status(oom.code), error=oom)
         log.error("internal error on %r\n%s", argv, traceback.format_exc())
         err = TorchshError("internal_error", "internal error", "the daemon log %s has the traceback" % app.log_path,
                            op=op_name)
-        return CliReply(stderr=err.line() + "\n", exit=protocol.EXIT_INTERNAL)
+        return CliReply(stderr=err.line() + "\n", exit=protocol.EXIT_INTERNAL, error=err)
 
 
 def _check_word_sizes(argv):
@@ -120,7 +125,8 @@ def _run_op(ctx, op, fixed, words):
         lock = contextlib.nullcontext() if op.lockfree else ctx.app.tensor_lock(op.name + " --help")
         with lock:
             return CliReply(stdout=cli_help.op_help(op, _columns(ctx)))
-    replies.check(ctx, op)  # after --help (which needs no reply), before anything runs
+    policy.check(ctx.policy, op)  # after --help (which changes nothing), before anything runs
+    replies.check(ctx, op)
     ctx.naming(op, parsed.globals.get("name"), parsed.globals.get("ttl"))
     parsed.positionals, flags = parse.named(parsed.positionals, parsed.flags, ctx.registry.names.lookup)
     if parsed.argv_rest is not None:
@@ -129,12 +135,13 @@ def _run_op(ctx, op, fixed, words):
             raise TorchshError("usage", "%s takes no command after --" % op.name, op.usage())
         flags[argv_arg.name] = Token("argv", parsed.argv_rest, "--")
     binding = _bind_with_stdin(ctx, op, parsed, flags)
+    policy.check(ctx.policy, op, binding.values)  # a read-only policy: no output-path flag (value --out)
     warned = []
     result = invoke(ctx, op, binding, parsed.globals, warned)
     warnings = "".join("torch: %s: %s\n" % (op.display_name, line) for line in ctx.said)
     warnings += "".join("torch: %s: warning: %s\n" % (op.display_name, w) for w in warned)
     if isinstance(result, results.Streams):  # a job's output once it ended (jobs/follow.py)
-        return CliReply(stdout=result.stdout, stderr=result.stderr, exit=result.exit)
+        return CliReply(stdout=result.stdout, stderr=result.stderr, exit=result.exit, error=result.error)
     if isinstance(result, (results.Exec, results.Follow, results.Copy, results.Await)):
         return _replied(ctx, op, result, warnings)
     wire = towire.to_wire(result, ctx)

@@ -29,10 +29,13 @@ def post_cli(app, request, params):
     try:
         fields = protocol.decode_cli_request(request.body)
     except ValueError as e:
-        raise TorchshError("bad_request", str(e))
+        response = error_response(TorchshError("bad_request", str(e)))
+        response.headers[protocol.H_ERROR] = error_header(TorchshError("bad_request", str(e)))
+        return response
     fields["peer_pid"] = getattr(request, "peer_pid", None)  # owner of a `scope -- CMD` (SO_PEERCRED)
     fields["replies"] = protocol.carried(request.headers.get(protocol.H_REPLIES))
     fields["hold"] = request.hold
+    fields["policy"] = request.headers.get(protocol.H_POLICY)  # read in run_cli: a malformed one is its failure
     if app.fastpath is None and fields["env"].get("TORCHSH_FASTPATH"):  # the bash function's fallback asks
         app.enable_fastpath()
     reply = run_cli(app, fields)
@@ -45,7 +48,7 @@ def _followed(reply, client_gone):
     """The whole output of a job followed here to its end, as one CLI reply (None: the client left)."""
     ended = follow.to_end(reply.ctx, reply.reply, client_gone)
     return None if ended is None else cli_response(CliReply(ended.stdout, ended.stderr, ended.exit,
-                                                            downloads=reply.ctx.downloads))
+                                                            downloads=reply.ctx.downloads, error=ended.error))
 
 
 def cli_response(reply):
@@ -57,7 +60,7 @@ def cli_response(reply):
     except MemoryError as e:
         err = memory.allocation_failure(e)
         log.warning("POST /v1/cli: %s", err.message)
-        return _cli_response(CliReply(stderr=err.line() + "\n", exit=protocol.exit_status(err.code)))
+        return _cli_response(CliReply(stderr=err.line() + "\n", exit=protocol.exit_status(err.code), error=err))
 
 
 def _cli_response(reply):
@@ -71,7 +74,21 @@ def _cli_response(reply):
             headers[protocol.H_SETTINGS] = reply.reply.settings
     if reply.downloads:
         headers[protocol.H_DOWNLOAD] = protocol.staged_pairs(reply.downloads)
+    if reply.error is not None and reply.exit:
+        headers[protocol.H_ERROR] = error_header(reply.error)
     return Response(200, out + err if err else out, "application/octet-stream", headers)  # no copy of a big stdout
+
+
+def error_header(err):
+    """H_ERROR's value: the error as compact ASCII JSON (a header holds no raw non-ASCII or newline), its texts
+    cut at ERROR_TEXT_CHARS so that a head stays far within any reader's limit."""
+    def cut(text):
+        return text if text is None or len(text) <= ERROR_TEXT_CHARS else text[:ERROR_TEXT_CHARS - 1] + "…"
+    return json.dumps({"code": err.code, "message": cut(err.message), "hint": cut(err.hint), "op": cut(err.op)},
+                      separators=(",", ":"), ensure_ascii=True)
+
+
+ERROR_TEXT_CHARS = 4096
 
 
 def get_openapi(app, request, params):

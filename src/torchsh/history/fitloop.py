@@ -7,15 +7,22 @@ step, mid-epoch included, before that epoch's validation and scheduler step, as 
 target's rows and summed in Python floats as train/metrics/epoch.py's EpochSums does, and stops after P epochs
 without improvement. `--resume` is written when its checkpoint held what the daemon held, or the note kept
 the checkpoint (resumed.py: its restore lines come first): the loop goes on from the checkpoint's epoch and
-step. What it cannot write yet gives None: the refusal says UNWRITTEN, fit's row's no_form (verbs/fit.py).
+step. A fit is a job, followed or --detach, and its entry is logged as the job starts: the loop is written as the
+job ended (jobrun.py): done, the whole loop; stopped (`job stop`, Ctrl-C, its follower gone), cut right after
+the optimizer step it stopped at, before that epoch's validation and scheduler step, as --max_steps cuts it
+(train/fit.py polls the stop after each step, and ends there); a job still running, failed, or whose end is
+unknown is refused naming it. What it cannot write yet gives None: the refusal says UNWRITTEN, fit's row's
+no_form (verbs/fit.py).
 """
 
 # fit's options that this loop does not write: they change what a run does beyond its epochs of steps
-_UNWRITTEN = {"accum": 1, "autocast": None, "nproc_per_node": None, "detach": False, "compile": False}
+_UNWRITTEN = {"accum": 1, "autocast": None, "nproc_per_node": None, "compile": False}
 UNWRITTEN = ("its loop is written with --loss given, without --%s or a ReduceLROnPlateau --sched, "
              "--patience only watching loss or val_loss, and --resume only without --patience, from a "
-             "checkpoint without CUDA generator or GradScaler states" % ", --".join(_UNWRITTEN))
-from torchsh.history import resumed
+             "checkpoint without CUDA generator or GradScaler states, once its job has ended (done or "
+             "stopped)" % ", --".join(_UNWRITTEN))
+from torchsh.errors import TorchshError
+from torchsh.history import jobrun, resumed
 from torchsh.train.loss import lm as lm_loss
 
 _ROWS = "_rows = _y.shape[0] if _y.dim() else 1  # EpochSums weighs a batch's loss by its rows"
@@ -73,13 +80,13 @@ def _standardize(e, r):
                                                                                     r.lit(stats["std"]))]
 
 
-def _train_lines(e, r, counted):
-    """One epoch's optimizer steps (inside the epoch loop), up to --max_steps when given."""
+def _train_lines(e, r, counted, cut):
+    """One epoch's optimizer steps (inside the epoch loop), up to the cut (limit, why) when there is one."""
     a = e.args
     m, o = r.lit(a["model"]), r.lit(a["optimizer"])
     clip = ["torch.nn.utils.clip_grad_norm_([p for g in %s.param_groups for p in g['params']], %s)" % (o, r.lit(a["clip"]))] \
         if a.get("clip") is not None else []
-    limit = a.get("max_steps")
+    limit, why = cut
     body = ["%s.zero_grad()" % o, "_batch = %s.next()" % r.lit(a["loader"]), "if _batch is None:", "    break",
             "*_x, _y = _batch", "_loss = " + _loss(e, r)]
     if counted:
@@ -88,7 +95,7 @@ def _train_lines(e, r, counted):
     lines = ["%s.train()" % m] + (["_sum, _n = 0.0, 0"] if counted else [])
     lines += ["while True:" if limit is None else "while _step < %d:" % limit] + ["    " + line for line in body]
     if limit is not None:  # the run ends after that step, before the epoch's validation and scheduler step
-        lines += ["if _step >= %d:  # --max_steps %d" % (limit, limit), "    break"]
+        lines += ["if _step >= %d:  # %s" % (limit, why), "    break"]
     return lines
 
 
@@ -107,17 +114,48 @@ def _val_lines(e, r, counted):
                                                                   "        _n += _rows", "%s.train()" % m]
 
 
+def _job_end(e):
+    """How the fit's job ended (jobrun.py): done, stopped, or stopped before it started; refused while it runs,
+    when it failed or its end is unknown, naming the job."""
+    end = jobrun.end_of(e.made.get("job")) or {"state": jobrun.UNKNOWN, "handle": None}
+    job, state = end["handle"] or "its job", end["state"]
+    if state == jobrun.RUNNING:
+        raise TorchshError("not_portable", "cannot write fit as PyTorch yet: %s is still running, and where it "
+                           "ends decides its loop" % job, "torch job wait %s, then ask again (or torch job stop "
+                           "%s: the loop is cut where it stopped)" % (job, job))
+    if state in (jobrun.FAILED, jobrun.UNKNOWN):
+        raise TorchshError("not_portable", "cannot write fit as PyTorch: %s %s, so what its loop did is not known"
+                           % (job, "failed" if state == jobrun.FAILED else "ended unseen by this history "
+                              "(a session saved while it ran, or a log from before jobs were noted)"),
+                           "`torch history --for HANDLE` leaves out what the object does not depend on")
+    return end
+
+
+def _cut(e, end):
+    """(the optimizer step the run ended after, why), or (None, None) for a run of all its epochs: where its job
+    stopped, or --max_steps."""
+    limit = e.args.get("max_steps")
+    if end["state"] == jobrun.STOPPED and (limit is None or end["step"] < limit):
+        return end["step"], "%s stopped at epoch %d step %d (job stop, Ctrl-C or its follower gone)" % (
+            end["handle"], end["epoch"], end["step"])
+    return limit, None if limit is None else "--max_steps %d" % limit
+
+
 def form(e, r):
     """The fit's lines, or None when it has options this loop does not write."""
     if not _writable(e):
         return None
+    end = _job_end(e)
+    if end["state"] == jobrun.NEVER_STARTED:
+        return ["# torch fit: %s was stopped before it started: nothing of its loop ran" % end["handle"]]
+    cut = _cut(e, end)
     a = e.args
-    (first, taken), limit = _start(e), a.get("max_steps")
+    (first, taken), limit = _start(e), cut[0]
     epochs, patience, val = a.get("epochs", 1) - first + 1, a.get("patience"), a.get("val")
     if epochs < 1 or (limit is not None and taken >= limit):
         return ["# torch fit --resume: nothing to do, the run is over (epoch %d, step %d)" % (first, taken)]
     watch = None if patience is None else (a.get("monitor") or ("val_loss" if val is not None else "loss"))
-    body = _train_lines(e, r, watch == "loss")
+    body = _train_lines(e, r, watch == "loss", cut)
     if val is not None:
         body += _val_lines(e, r, watch == "val_loss")
     if a.get("sched") is not None:

@@ -22,6 +22,7 @@ import torch
 
 from torchsh import protocol
 from torchsh.history import forms, resumed
+from torchsh.history.jobrun import JobRun
 from torchsh.history.values import encode, handles_in, literal_bytes, plain
 
 _logger = logging.getLogger("torchd")
@@ -165,7 +166,8 @@ class Watch:
             forms.note(entry, values, result, registry)
             noted = getattr(ctx, "noted", None)
             if noted:
-                entry.made.update((k, encode(v, registry)) for k, v in noted.items())
+                entry.made.update((k, v if isinstance(v, JobRun) else encode(v, registry))  # its end, when asked
+                                  for k, v in noted.items())
         elif error.code == "end_of_epoch":  # a failure that changed state: the loader starts its next epoch
             entry.made["epoch_end"] = True
         self.log.add(entry)

@@ -15,6 +15,7 @@ import re
 import torch
 
 from torchsh.formats import stfile
+from torchsh.history.jobrun import JobRun
 from torchsh.history.log import Entry
 from torchsh.quoting import python_name
 
@@ -107,6 +108,8 @@ def _op_name(op):
 
 def _out(v, tensors):
     """A logged value as JSON: tensors stored under a key, tuples and dicts tagged so they read back as such."""
+    if isinstance(v, JobRun):  # a fit's job: its end as it is now
+        return _out(v.saved(), tensors)
     if isinstance(v, torch.Tensor):
         key = tensors.key()
         tensors[key] = _file_form(v)

@@ -33,7 +33,8 @@ def reply(ctx, job, view, offset=0, as_json=False, wait=0.0):
         if view == "run":  # a foreground run's handle was never shown: it goes with its last reply
             _forget(ctx, job)
             _hand_over_files(ctx, job)
-        return Streams(seen.stdout, seen.stderr, 0 if view == "stop" else job.exit)
+        status = 0 if view == "stop" else job.exit
+        return Streams(seen.stdout, seen.stderr, status, job.error if status else None)
     return Follow(seen.stdout, seen.stderr, job, view, seen.offset, as_json)
 
 
@@ -51,7 +52,7 @@ def to_end(ctx, first, client_gone):
         now = reply(ctx, now.job, now.view, now.offset, now.as_json, wait=MAX_WAIT_S)
         out.append(now.stdout)
         err.append(now.stderr)
-    return Streams("".join(out), "".join(err), now.exit)
+    return Streams("".join(out), "".join(err), now.exit, now.error)
 
 
 def _hand_over_files(ctx, job):

@@ -73,24 +73,34 @@ def ensure_material(sock):
             subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                             "-nodes", "-days", "3650", "-subj", "/CN=torchd", "-keyout", key, "-out", crt],
                            check=True, capture_output=True, timeout=60)
-        if not os.path.exists(token_path) and not os.path.islink(token_path):
-            fd = os.open(token_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            try:
-                os.write(fd, secrets.token_hex(TOKEN_BYTES).encode() + b"\n")
-                os.fsync(fd)
-            finally:
-                os.close(fd)
     finally:
         os.umask(old)
-    for path in (crt, key, token_path):
+    for path in (crt, key):
         problem = trust.untrusted(path, trust.S_IFREG)
         if problem:
             raise ValueError(problem)
-    with open(token_path, "rb") as f:
+    return crt, key, ensure_token_file(token_path)
+
+
+def ensure_token_file(path):
+    """The token in PATH, made there first when there is none (O_EXCL|O_NOFOLLOW, 0600: never a file planted
+    under that name, nor a symlink's target). Every door's token file: the TLS listener's, `serve --port`'s,
+    `torch mcp --port`'s. ValueError when the file is not ours and private, or empty or too short."""
+    if not os.path.lexists(path):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, secrets.token_hex(TOKEN_BYTES).encode() + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    problem = trust.untrusted(path, trust.S_IFREG)
+    if problem:
+        raise ValueError(problem)
+    with open(path, "rb") as f:
         token = f.read().strip()
     if len(token) < 32:
-        raise ValueError("the token file %s is empty or too short (under 32 characters)" % token_path)
-    return crt, key, token
+        raise ValueError("the token file %s is empty or too short (under 32 characters)" % path)
+    return token
 
 
 def certificate_fingerprint(crt):

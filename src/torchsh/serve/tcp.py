@@ -18,13 +18,11 @@ handshake included; a new one past those caps pushes out the oldest waiting one:
 keep its holder out. Past SLOTS, 503 overloaded with Retry-After, never a reset. A whole request within
 REQUEST_S of its first byte (408), IDLE_S between kept-alive requests, a body over edge.MAX_BODY 413.
 """
-import os
 import re
-import secrets
 import socket
 import subprocess
 
-from torchsh import paths, trust
+from torchsh import paths
 from torchsh.errors import TorchshError
 from torchsh.link import tls
 from torchsh.remote.listener import is_loopback
@@ -48,18 +46,10 @@ def token_path(socket_path):
 def ensure_token(socket_path):
     """The daemon's --port token: made once (0600, in the daemon's private folder), then read."""
     path = token_path(socket_path)
-    if not os.path.lexists(path):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(fd, secrets.token_hex(32).encode() + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    problem = trust.untrusted(path, trust.S_IFREG)
-    if problem:
-        raise TorchshError("untrusted", problem, "remove %s; the next --port makes a new one" % path)
-    with open(path, "rb") as f:
-        return f.read().strip()
+    try:
+        return tls.ensure_token_file(path)
+    except ValueError as e:
+        raise TorchshError("untrusted", str(e), "remove %s; the next --port makes a new one" % path) from None
 
 
 class PortDoor:

@@ -39,7 +39,7 @@ NU_BUILTINS_USED = ("complete", "default", "describe", "each", "get", "http", "i
                     "generate", "skip", "last", "upsert")  # generate: `torch lm generate`'s short name is no alias
 # Ops named after a builtin prelude.nu needs (`print --stderr` for warnings): their command is an
 # internal def and an `export alias` at the end of the module, where it no longer shadows the builtin.
-LATE_ALIASED = ("print",)
+LATE_ALIASED = ("print", "describe")
 # Nu parser keywords cannot be command names even inside a module; `torch where` goes to main.
 NU_KEYWORDS = ("where", "if", "let", "mut", "def", "use", "for", "loop", "while", "match", "module",
                "export", "const", "alias", "source", "overlay", "hide", "return", "break", "continue")
@@ -113,7 +113,7 @@ def _prelude(transport):
 
 
 def _check_names(table):
-    clash = sorted(n for n in table.ops if n in NU_BUILTINS_USED)
+    clash = sorted(n for n in table.ops if n in NU_BUILTINS_USED and n not in LATE_ALIASED)
     if clash:
         raise ValueError("ops %s shadow builtins prelude.nu calls; rename the calls there" % ", ".join(clash))
 

@@ -2032,6 +2032,15 @@ export def deg2rad [
     --name: string  # name the object it makes: @NAME then names it
 ]: any -> any { torchsh typed "deg2rad" $args "no_grad! name" [$no_grad $name] }
 
+# Describe a tensor without printing it: shape, dtype, device, requires_grad, numel; min, max, mean and
+#
+# describe(Tensor input, *, int corner=4) -> Json
+def "torchsh op describe" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: input; piped handles fill the tensor slots still missing
+    --corner: int  # items along each of the last two dims (0 to 32): at most CORNER**2 numbers (int; default 4)
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "describe" $args "corner no_grad!" [$corner $no_grad] }
+
 # Alias for torch.linalg.det.
 #
 # torch.det(Tensor input) -> Tensor
@@ -4560,6 +4569,23 @@ export def maximum [
     --no_grad  # run without recording gradients
     --name: string  # name the object it makes: @NAME then names it
 ]: any -> any { torchsh typed "maximum" $args "no_grad! name" [$no_grad $name] }
+
+# Serve this daemon to LLM agents over the Model Context Protocol: stdio by default (what Claude Desktop,
+#
+# mcp(*, bool http=False, int? port=None, str host=127.0.0.1, bool read_only=False, str? allow=None, str? deny=None, bool tools=False, Path? tls_cert=None, Path? tls_key=None) -> None
+export def mcp [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: (none); piped handles fill the tensor slots still missing
+    --http  # serve streamable HTTP instead of stdio (bool)
+    --port: int  # with --http: also listen on HOST:PORT (a bearer token from the token file) (int?)
+    --host: string  # with --port: the address (127.0.0.1; beyond loopback only with TLS) (str; default "127.0.0.1")
+    --read_only  # admit only the commands that change nothing (torch ops --json: read_only) (bool)
+    --allow: string  # also admit the commands matching this pattern (fnmatch on the name: fit, nn.save, lm.*); without --… (str?)
+    --deny: string  # never admit the commands matching this pattern (deny wins over --allow) (str?)
+    --tools  # print the tool definitions an agent sees, and their size in tokens, then exit (bool)
+    --tls_cert: path  # with --port beyond loopback: the certificate file (PEM) (Path?)
+    --tls_key: path  # with --tls_cert: its private key (PEM) (Path?)
+    --no_grad  # run without recording gradients
+]: any -> any { torchsh typed "mcp" $args "http! port host read_only! allow deny tools! tls_cert tls_key no_grad!" [$http $port $host $read_only $allow $deny $tools $tls_cert $tls_key $no_grad] }
 
 # .
 #
@@ -7627,4 +7653,5 @@ export alias transform = data transform
 export alias ttl = daemon ttl
 export alias variance = dist variance
 export alias wait = job wait
+export alias describe = torchsh op describe
 export alias print = torchsh op print

@@ -99,6 +99,8 @@ def _run_batch(ctx, sweep, asked, report, should_stop):
         try:
             plan, notes = trial_runs.build(ctx, sweep, trial)
         except TorchshError as e:
+            if e.code == "not_allowed":  # the caller's policy refused a command of --model's: no trial can run
+                raise
             _failed(sweep, trial, e, report)
             continue
         for text in notes:

@@ -192,7 +192,7 @@ def group_op(table, group):
         from torchsh.verbs import meta
         return meta.group_help(table, group)
     return OpSpec(name=group, category="shell", summary="the commands of `torch %s`" % group.replace(".", " "),
-                  overloads=[Overload(args=())], call=listing, verb=True, lockfree=True, group=True)
+                  overloads=[Overload(args=())], call=listing, verb=True, lockfree=True, group=True, read_only=True)
 
 
 def _suggest(name, names):

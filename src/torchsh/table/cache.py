@@ -18,7 +18,7 @@ import torch
 from torchsh.cachefiles import folder as cache_folder
 from torchsh.table.spec import MISSING, ArgSpec, OpSpec, Overload
 
-FORMAT = 2  # 2: rows carry arg_docs
+FORMAT = 3  # 2: rows carry arg_docs; 3: and read_only
 _CALL_HOMES = (("torch.Tensor", torch.Tensor), ("torch.nn.functional", torch.nn.functional),
                ("torch.linalg", torch.linalg), ("torch.fft", torch.fft), ("torch.special", torch.special),
                ("torch", torch))
@@ -51,7 +51,7 @@ def to_json(op):
     attr = op.name.rsplit(".", 1)[-1]
     home = next(h for h, module in _CALL_HOMES if getattr(module, attr, None) is op.call)
     return {"name": op.name, "category": op.category, "summary": op.summary, "doc": op.doc,
-            "factory": op.factory, "home": home, "attr": attr, "arg_docs": op.arg_docs,
+            "factory": op.factory, "read_only": op.read_only, "home": home, "attr": attr, "arg_docs": op.arg_docs,
             "overloads": [{"name": ov.name, "returns": ov.returns, "args": [_arg_json(a) for a in ov.args]}
                           for ov in op.overloads]}
 
@@ -61,7 +61,8 @@ def from_json(row):
     overloads = [Overload(args=tuple(_arg(a) for a in ov["args"]), returns=ov["returns"], name=ov["name"])
                  for ov in row["overloads"]]
     return OpSpec(name=row["name"], category=row["category"], summary=row["summary"], overloads=overloads,
-                  call=getattr(module, row["attr"]), doc=row["doc"], factory=row["factory"], arg_docs=row["arg_docs"])
+                  call=getattr(module, row["attr"]), doc=row["doc"], factory=row["factory"], arg_docs=row["arg_docs"],
+                  read_only=row["read_only"])
 
 
 def _arg_json(a):

@@ -12,7 +12,7 @@ import re
 
 import torch
 
-from torchsh.table import aliases, categories, docargs, exclusions
+from torchsh.table import aliases, categories, docargs, exclusions, readonly
 from torchsh.table.annotations import annotated_kind, annotation_text, default_kind
 from torchsh.table.spec import MISSING, ArgSpec, OpSpec, Overload, UnsupportedType, parse_schema
 from torchsh.table.kinds import TENSOR_KINDS
@@ -32,6 +32,7 @@ def torch_ops():
     """An OpSpec for every public function PyTorch offers in the namespaces above, plus the few
     Tensor methods aliases.TENSOR_METHODS names (`repeat`, `expand`: no torch.* function exists)."""
     schemas = _schemas_by_name()
+    unsafe = readonly.unsafe_names(schemas)
     rows = []
     for prefix, module, aten_prefix in NAMESPACES:
         for attr in sorted(dir(module)):
@@ -41,11 +42,11 @@ def torch_ops():
             aten = schemas.get(aten_prefix + attr) if aten_prefix is not None else None
             if aten is None and prefix == "nn.functional." and inspect.isbuiltin(fn):
                 aten = schemas.get(fn.__name__)  # F.logsigmoid is the builtin aten::log_sigmoid
-            rows.append(_row(prefix + attr, attr, fn, aten, _overloads(fn, aten)))
+            rows.append(_row(prefix + attr, attr, fn, aten, _overloads(fn, aten), unsafe))
     for attr in aliases.TENSOR_METHODS:
         fn, aten = getattr(torch.Tensor, attr, None), schemas.get(attr)
         if fn is not None and aten and attr not in {r.name for r in rows if r}:
-            rows.append(_row(attr, attr, fn, aten, _from_schemas(aten)))
+            rows.append(_row(attr, attr, fn, aten, _from_schemas(aten), unsafe))
     return categories.with_alias_categories([r for r in rows if r])
 
 
@@ -60,7 +61,7 @@ def tensor_properties():
         doc = first_paragraph(descriptor)
         arg = ArgSpec("input", "tensor", type_text="Tensor")
         rows.append(OpSpec(name=attr, category="shape", summary=summary_line(doc), call=_property(attr), doc=doc,
-                           overloads=[Overload(args=(arg,), returns="Tensor")]))
+                           overloads=[Overload(args=(arg,), returns="Tensor")], read_only=True))
     return rows
 
 
@@ -86,7 +87,7 @@ def cast_aliases(known_dtypes):
     return out
 
 
-def _row(name, attr, fn, aten, overloads):
+def _row(name, attr, fn, aten, overloads, unsafe):
     if not overloads:
         return None
     factory = any(a.name == _FACTORY_MARK for ov in overloads for a in ov.args)
@@ -95,7 +96,7 @@ def _row(name, attr, fn, aten, overloads):
     doc = first_paragraph(fn)
     return OpSpec(name=name, category=categories.category_of(name, attr, aten or [], doc),
                   summary=summary_line(doc), overloads=overloads, call=fn, doc=doc, factory=factory,
-                  arg_docs=_arg_docs(fn, overloads))
+                  arg_docs=_arg_docs(fn, overloads), read_only=readonly.is_read_only(attr, fn, aten, unsafe))
 
 
 def _arg_docs(fn, overloads):

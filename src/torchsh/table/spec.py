@@ -76,6 +76,9 @@ class OpSpec:
     aliases: tuple = ()
     factory: bool = False     # makes a tensor from nothing: takes --requires_grad and the default device
     arg_docs: dict = field(default_factory=dict)  # argument name -> PyTorch's description (table/docargs.py)
+    read_only: bool = False   # changes no object, file, setting or generator (a new object may come out):
+                              # what `torch mcp --read_only` admits (call/policy.py). A PyTorch op is, unless it
+                              # draws from the generator (from_torch.py); a verb says so (@verb(read_only=True))
     # -- verbs only -------------------------------------------------------------------------------
     lockfree: bool = False    # never takes the tensor lock (status, census, free, stop): own workers, answers
                               # behind any queue; its warnings are not recorded (catch_warnings is process-wide)
@@ -136,7 +139,8 @@ class OpSpec:
 
     def to_json(self):
         return {"name": self.name, "category": self.category, "summary": self.summary,
-                "aliases": list(self.aliases), "verb": self.verb,
+                "aliases": list(self.aliases), "verb": self.verb, "replies": list(self.replies),
+                "read_only": self.read_only,
                 "signatures": [ov.signature(self.name) for ov in self.overloads],
                 "overloads": [{"name": ov.name, "returns": ov.returns, "args": [a.to_json() for a in ov.args]}
                               for ov in self.overloads]}

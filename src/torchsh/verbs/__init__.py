@@ -15,7 +15,7 @@ _VERB_ATTR = "__torchsh_verbs__"
 
 
 def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(), block=False, repeatable=(),
-         examples=(), replies=(), words="", writes=(), form=None, no_form=""):
+         examples=(), replies=(), words="", writes=(), form=None, no_form="", read_only=False):
     """Declare a verb: one or more schemas (overloads), e.g. verb('value(Tensor input, *, bool meta=False)').
 
     block=True marks a block form (`scope -- CMD`): it answers with an exec directive, which only a
@@ -30,6 +30,8 @@ def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(),
     command after `--`.
     writes, form and no_form are what `torch history` knows of it (table/spec.py OpSpec): the arguments it
     changes in place, the function from history/ that writes its PyTorch for `--python`, or why there is none.
+    read_only=True says it changes no object, file, setting or generator, whatever its flags (a new object may
+    come out; an output-path flag is refused under a read-only policy: call/policy.py).
     """
     def deco(fn):
         overloads, name = [], None
@@ -44,6 +46,7 @@ def verb(*schemas, category="tensors", summary=None, lockfree=False, aliases=(),
                    lockfree=lockfree, block=block, repeatable=tuple(repeatable),
                    replies=tuple(replies) + (("exec",) if block and "exec" not in replies else ()),
                    examples=tuple(examples), words_metavar=words, writes=tuple(writes), form=form, no_form=no_form,
+                   read_only=read_only,
                    arg_docs=docargs.parse(inspect.cleandoc(doc)))
         setattr(fn, _VERB_ATTR, getattr(fn, _VERB_ATTR, []) + [spec])
         return fn

@@ -37,7 +37,7 @@ def backward(ctx, loss, gradient=None, retain_graph=None, create_graph=False):
 
 @verb("grad(Tensor input) -> Tensor", category="autograd", form=verbforms.grad,
       examples=("x=$(torch tensor '[3.0]' --requires_grad); torch backward $(torch sum $(torch mul $x $x)); "
-                "torch value $(torch grad $x)",))
+                "torch value $(torch grad $x)",), read_only=True)
 def grad(ctx, input):
     """A snapshot copy of input's .grad as a new handle: later backwards do not change it."""
     g = input.grad
@@ -108,7 +108,7 @@ def _zero_tensor_grad(t, set_to_none):
 
 
 @verb("detach(Tensor input) -> Tensor", category="autograd", form=verbforms.method("detach", "input"),
-      examples=("torch requires_grad $(torch detach $(torch tensor '[1.0]' --requires_grad))",))
+      examples=("torch requires_grad $(torch detach $(torch tensor '[1.0]' --requires_grad))",), read_only=True)
 def detach(ctx, input):
     """A new handle for the same data, cut from the graph. Shares storage: in-place changes show in both.
 
@@ -154,14 +154,14 @@ def _module_requires_grad(module, value):
 
 
 @verb("is_leaf(Tensor input) -> bool", category="autograd",
-      examples=("torch is_leaf $(torch tensor '[1.0]' --requires_grad)",))
+      examples=("torch is_leaf $(torch tensor '[1.0]' --requires_grad)",), read_only=True)
 def is_leaf(ctx, input):
     """true for tensors made by the user (or under no-grad), false for results of recorded ops."""
     return input.is_leaf
 
 
 @verb("grad_fn(Tensor input) -> str", category="autograd",
-      examples=("torch grad_fn $(torch mul $(torch tensor '[1.0]' --requires_grad) 2)",))
+      examples=("torch grad_fn $(torch mul $(torch tensor '[1.0]' --requires_grad) 2)",), read_only=True)
 def grad_fn(ctx, input):
     """The name of the graph node that made input (MulBackward0, SumBackward0...); nothing for a leaf."""
     return None if input.grad_fn is None else type(input.grad_fn).__name__

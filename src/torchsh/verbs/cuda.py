@@ -13,20 +13,21 @@ from torchsh.verbs import verb
 from torchsh.vocab import device_from_text
 
 
-@verb("cuda.available() -> bool", category="other", lockfree=True, examples=("torch cuda available",))
+@verb("cuda.available() -> bool", category="other", lockfree=True, examples=("torch cuda available",), read_only=True)
 def available(ctx):
     """torch.cuda.is_available(): true when this PyTorch build can use a CUDA device on this machine."""
     return torch.cuda.is_available()
 
 
-@verb("cuda.device_count() -> int", category="other", lockfree=True, examples=("torch cuda device_count",))
+@verb("cuda.device_count() -> int", category="other", lockfree=True, examples=("torch cuda device_count",),
+      read_only=True)
 def device_count(ctx):
     """torch.cuda.device_count(): how many CUDA devices PyTorch sees (0 on a CPU build)."""
     return torch.cuda.device_count()
 
 
 @verb("cuda.synchronize(Device? device=None) -> None", category="other",
-      examples=("torch cuda available | grep -q true && torch cuda synchronize || true",))
+      examples=("torch cuda available | grep -q true && torch cuda synchronize || true",), read_only=True)
 def synchronize(ctx, device=None):
     """torch.cuda.synchronize(device): wait until every kernel queued on the device has finished."""
     torch.cuda.synchronize(_cuda(device))
@@ -39,7 +40,7 @@ def manual_seed(ctx, seed):
 
 
 @verb("cuda.memory(Device? device=None) -> Json", category="other",
-      examples=("torch cuda available | grep -q true && torch cuda memory || true",))
+      examples=("torch cuda available | grep -q true && torch cuda memory || true",), read_only=True)
 def memory(ctx, device=None):
     """Bytes on a CUDA device: allocated and reserved by PyTorch (now and at peak), free and total.
 

@@ -24,7 +24,7 @@ class StatusRecord(dict):
 
 
 @verb("daemon.status() -> Json", category="daemon", lockfree=True,
-      examples=("torch daemon status",))
+      examples=("torch daemon status",), read_only=True)
 def status(ctx):
     """pid, version, devices, uptime, idle, remaining TTL, objects by kind, bytes held, memory, socket, log,
     and the context the command ran on (`default`: the local daemon)."""
@@ -97,7 +97,7 @@ def ttl(ctx, duration):
 
 @verb("daemon.log(Argv? options=None, *, bool follow=False, int lines=50) -> str", category="daemon", lockfree=True,
       replies=("exec",),
-      examples=("torch daemon log -n 5",))
+      examples=("torch daemon log -n 5",), read_only=True)
 def log(ctx, options=None, follow=False, lines=50):
     """Print the last lines of the daemon's log (-n N, default 50); -f (--follow) keeps printing until Ctrl-C.
 

@@ -29,7 +29,7 @@ CHAT_EXAMPLE = ("python -m torchsh.lm.tiny tiny >/dev/null && printf '%s\\n' '{\
       category="files", repeatable=("columns", "onehot"),
       form=history_data.opened, no_form=history_data.NOT_HELD,
       examples=("printf 'x1,x2,y\\n1,2,0\\n3,4,1\\n' > t.csv && torch data info $(torch data open t.csv --target y)",
-                CHAT_EXAMPLE))
+                CHAT_EXAMPLE), read_only=True)
 def open_(ctx, files, columns=None, target=None, dtype=None, target_dtype=None, header=None, no_header=False,
           delimiter=None, onehot=None, format=None, tokenizer=None, seq_len=None, train_on=None):
     """A map-style dataset over files: .npy (memory-mapped), .npz, .safetensors (lazy), .csv, .parquet,
@@ -84,7 +84,7 @@ def _open_chat(ctx, files, options, format, tokenizer, seq_len, train_on):
 
 
 @verb("data.info(Dataset dataset) -> Json", category="files",
-      examples=("torch save $(torch randn 4 3) x.npy && torch data info $(torch data open x.npy)",))
+      examples=("torch save $(torch randn 4 3) x.npy && torch data info $(torch data open x.npy)",), read_only=True)
 def info(ctx, dataset):
     """Length, each field's shape (of one item) and dtype, and the class names when known."""
     return DatasetInfo(describe(dataset))
@@ -116,7 +116,7 @@ def _numbers(values, most=8):
 
 
 @verb("data.head(Dataset dataset, int n=5) -> Json", category="files",
-      examples=("torch save $(torch randn 4 3) x.npy && torch data head $(torch data open x.npy) 2",))
+      examples=("torch save $(torch randn 4 3) x.npy && torch data head $(torch data open x.npy) 2",), read_only=True)
 def head(ctx, dataset, n=5):
     """The first N items (default 5), one a line: a JSON list of its fields' values, as `torch value` prints them.
 
@@ -175,7 +175,8 @@ def split(ctx, dataset, length1, length2, length3=None, length4=None, length5=No
       "ScalarType? dtype=None, int[]? resize=None, int[]? center_crop=None, int? field=None, bool standardize=False, "
       "Dataset? standardize_like=None) -> Dataset",
       category="files", form=history_data.as_values, no_form=history_data.NOT_HELD,
-      examples=("torch save $(torch arange 3) y.npy && torch data head $(torch data transform $(torch data open y.npy) --one_hot 3)",))
+      examples=("torch save $(torch arange 3) y.npy && torch data head $(torch data transform $(torch data open y.npy) --one_hot 3)",),
+      read_only=True)
 def transform(ctx, dataset, mean=None, std=None, one_hot=None, dtype=None, resize=None, center_crop=None, field=None,
               standardize=False, standardize_like=None):
     """A dataset whose items are transformed as they are read: --resize H,W (or S: the shorter edge),

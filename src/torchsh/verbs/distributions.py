@@ -165,49 +165,49 @@ def _size(shape):
 
 
 @verb("dist.log_prob(Distribution distribution, Tensor value) -> Tensor", category="random", no_form=NOT_WRITTEN,
-      examples=("torch value $(torch dist log_prob $(torch dist normal 0 1) 0.5)",))
+      examples=("torch value $(torch dist log_prob $(torch dist normal 0 1) 0.5)",), read_only=True)
 def log_prob(ctx, distribution, value):
     """distribution.log_prob(value): the log density (or log mass) at value."""
     return _ask(distribution, "log_prob", value)
 
 
 @verb("dist.cdf(Distribution distribution, Tensor value) -> Tensor", category="random", no_form=NOT_WRITTEN,
-      examples=("torch value $(torch dist cdf $(torch dist normal 0 1) 0.0)",))
+      examples=("torch value $(torch dist cdf $(torch dist normal 0 1) 0.0)",), read_only=True)
 def cdf(ctx, distribution, value):
     """distribution.cdf(value): the cumulative distribution function at value."""
     return _ask(distribution, "cdf", value)
 
 
 @verb("dist.icdf(Distribution distribution, Tensor value) -> Tensor", category="random", no_form=NOT_WRITTEN,
-      examples=("torch value $(torch dist icdf $(torch dist normal 0 1) 0.975)",))
+      examples=("torch value $(torch dist icdf $(torch dist normal 0 1) 0.975)",), read_only=True)
 def icdf(ctx, distribution, value):
     """distribution.icdf(value): the inverse cumulative distribution function at a probability."""
     return _ask(distribution, "icdf", value)
 
 
 @verb("dist.entropy(Distribution distribution) -> Tensor", category="random", no_form=NOT_WRITTEN,
-      examples=("torch value $(torch dist entropy $(torch dist bernoulli --probs 0.3))",))
+      examples=("torch value $(torch dist entropy $(torch dist bernoulli --probs 0.3))",), read_only=True)
 def entropy(ctx, distribution):
     """distribution.entropy(), one value per batch element."""
     return _ask(distribution, "entropy")
 
 
 @verb("dist.mean(Distribution distribution) -> Tensor", category="random", no_form=NOT_WRITTEN,
-      examples=("torch value $(torch dist mean $(torch dist gamma 2 0.5))",))
+      examples=("torch value $(torch dist mean $(torch dist gamma 2 0.5))",), read_only=True)
 def mean(ctx, distribution):
     """distribution.mean."""
     return _ask(distribution, "mean")
 
 
 @verb("dist.variance(Distribution distribution) -> Tensor", category="random", no_form=NOT_WRITTEN,
-      examples=("torch value $(torch dist variance $(torch dist gamma 2 0.5))",))
+      examples=("torch value $(torch dist variance $(torch dist gamma 2 0.5))",), read_only=True)
 def variance(ctx, distribution):
     """distribution.variance."""
     return _ask(distribution, "variance")
 
 
 @verb("dist.kl(Distribution p, Distribution q) -> Tensor", category="random", no_form=NOT_WRITTEN,
-      examples=("torch value $(torch dist kl $(torch dist normal 0 1) $(torch dist normal 1 2))",))
+      examples=("torch value $(torch dist kl $(torch dist normal 0 1) $(torch dist normal 1 2))",), read_only=True)
 def kl(ctx, p, q):
     """torch.distributions.kl_divergence(p, q): KL(p ‖ q), for the pairs PyTorch registers."""
     try:
@@ -217,7 +217,7 @@ def kl(ctx, p, q):
             type(p).__name__, type(q).__name__), "torch.distributions.kl registers the pairs it knows") from None
 
 
-@verb("dist.list() -> Json", category="random", lockfree=True, examples=("torch dist list",))
+@verb("dist.list() -> Json", category="random", lockfree=True, examples=("torch dist list",), read_only=True)
 def dist_list(ctx):
     """Every distribution kind `torch dist KIND` builds, with its parameters."""
     rows = [{"kind": op.name[5:], "class": op.cls.__name__, "parameters": op.overloads[0].params_text()}

@@ -15,7 +15,7 @@ from torchsh.verbs import verb
 
 @verb("load(Path file, *, ScalarType? dtype=None, str? columns=None, bool? header=None, bool no_header=False, "
       "str? delimiter=None) -> Tensor[]", category="files", form=history_files.lines, repeatable=("columns",),
-      examples=("printf 'x,y\\n1,2\\n3,4\\n' > xy.csv && torch load xy.csv --columns x --columns y",))
+      examples=("printf 'x,y\\n1,2\\n3,4\\n' > xy.csv && torch load xy.csv --columns x --columns y",), read_only=True)
 def load(ctx, file, dtype=None, columns=None, header=None, no_header=False, delimiter=None):
     """Load tensors from a file; one handle per line (npz/safetensors/pt dicts: --json keeps the names).
     A .png or .jpg is one C×H×W uint8 tensor, as torchvision.io.decode_image gives (Pillow: the `images` extra).

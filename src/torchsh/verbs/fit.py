@@ -14,7 +14,7 @@ import os
 from torchsh import jobs, memory
 from torchsh.contract import card as cards
 from torchsh.errors import TorchshError, bad_argument
-from torchsh.history import fitloop
+from torchsh.history import fitloop, jobrun
 from torchsh.jobs import follow
 from torchsh.train import fitcard
 from torchsh.train.compiled import cache as compilecache
@@ -127,7 +127,10 @@ def _start(ctx, o):
     columns += ["val_" + m for m in plan.metrics if plan.val is not None] + ["lr", "seconds"]
     files = _callers_files(ctx, o["detach"])
     uses = (plan.model, plan.optimizer, plan.loader, plan.val, plan.sched)
-    job = jobs.start(ctx, "fit", work, columns, uses=uses, notes=notes)
+    run = jobrun.JobRun()  # how the job ends: `history --python` writes the loop it ran (history/fitloop.py)
+    job = jobs.start(ctx, "fit", run.wrap(work), columns, uses=uses, notes=notes)
+    run.started(job)
+    ctx.noted["job"] = run
     job.downloads = files  # fetched with the run's last reply (jobs/follow.py)
     return job.handle if o["detach"] else follow.reply(ctx, job, "run", as_json=o["json"])
 

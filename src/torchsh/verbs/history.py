@@ -16,7 +16,7 @@ COLUMNS = ("seq", "op", "args", "outputs", "exit", "random")
 @verb("history(*, int? last=None, bool python=False, Handle? for=None, OutPath? sidecar=None) -> Json",
       category="objects",
       examples=("torch randn 2 3 >/dev/null; torch history --last 3",
-                "x=$(torch randn 2 3); torch history --python --for $x > s.py && python s.py --check"))
+                "x=$(torch randn 2 3); torch history --python --for $x > s.py && python s.py --check"), read_only=True)
 def history(ctx, last=None, sidecar=None, **flags):
     """The requests that changed the daemon's state, oldest first: SEQ OP ARGS OUTPUTS EXIT RANDOM (--json: rows
     with the bound arguments, handles as ids). Reading ops (value, shape, tensors, help) are not logged.

@@ -19,7 +19,7 @@ _JOB = ("m=$(torch nn linear 2 1); o=$(torch optim sgd $m); "
         "j=$(torch fit $m $o $L --epochs 2 --detach); ")
 
 
-@verb("job.list() -> Json", category="objects", lockfree=True, examples=("torch job list",))
+@verb("job.list() -> Json", category="objects", lockfree=True, examples=("torch job list",), read_only=True)
 def job_list(ctx):
     """Every job held, as a table: HANDLE VERB STATE (queued, running, done, failed, stopped) PROGRESS ELAPSED.
     --json: rows."""
@@ -42,7 +42,7 @@ class JobRows(list):
 
 @verb("job.logs(Job job, *, bool follow=False, bool json=False) -> None", category="objects", lockfree=True,
       replies=("follow",),
-      examples=(_JOB + "torch job logs $j -f",))
+      examples=(_JOB + "torch job logs $j -f",), read_only=True)
 def job_logs(ctx, job, follow=False, json=False):
     """What job JOB said: its epoch rows on stdout (JSON lines with --json), its progress lines on stderr.
 
@@ -57,7 +57,7 @@ def job_logs(ctx, job, follow=False, json=False):
 
 
 @verb("job.wait(Job job, *, bool json=False) -> None", category="objects", lockfree=True, replies=("follow",),
-      examples=(_JOB + "torch job wait $j --json",))
+      examples=(_JOB + "torch job wait $j --json",), read_only=True)
 def job_wait(ctx, job, json=False):
     """Wait for job JOB to end; print its epoch rows; exit with its status (0 done, 130 stopped, or the
     failure's, whose line goes to stderr). Ctrl-C stops waiting, not the job.

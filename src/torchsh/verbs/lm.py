@@ -36,7 +36,7 @@ def lm_open(ctx, folder, dtype=None, device=None):
 
 
 @verb("lm.info(LanguageModel model) -> Json", category="lm", lockfree=True,
-      examples=(TINY + "torch lm info $(torch lm open tiny)",))
+      examples=(TINY + "torch lm info $(torch lm open tiny)",), read_only=True)
 def lm_info(ctx, model):
     """Describe a language model: architecture, parameters, dtype, device, context length, chat template,
     memory, adapters."""
@@ -54,7 +54,7 @@ def lm_info(ctx, model):
 
 @verb("lm.tokenize(LanguageModel model, str text, *, bool chat=False, bool special=True) -> Tensor", category="lm",
       no_form="token ids are data the tokenizer gives; `history --python` writes the tokenizer call where they are used",
-      examples=(TINY + "torch lm tokenize $(torch lm open tiny) 'hello world' | torch value",))
+      examples=(TINY + "torch lm tokenize $(torch lm open tiny) 'hello world' | torch value",), read_only=True)
 def lm_tokenize(ctx, model, text, chat=False, special=True):
     """The token ids of TEXT as a 1-D int64 tensor (the tokenizer's own: add_special_tokens as it says).
 
@@ -66,7 +66,8 @@ def lm_tokenize(ctx, model, text, chat=False, special=True):
 
 
 @verb("lm.decode(LanguageModel model, Tensor ids, *, bool skip_special_tokens=False) -> str", category="lm",
-      lockfree=True, examples=(TINY + "m=$(torch lm open tiny); torch lm decode $m $(torch lm tokenize $m 'hello world')",))
+      lockfree=True, examples=(TINY + "m=$(torch lm open tiny); torch lm decode $m $(torch lm tokenize $m 'hello world')",),
+      read_only=True)
 def lm_decode(ctx, model, ids, skip_special_tokens=False):
     """The text of token ids (a 1-D integer tensor), as tokenizer.decode gives it."""
     if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dim() > 1:
@@ -224,7 +225,7 @@ def _say_work(chat, message, sampling, asked, budget, report, should_stop):
 
 @verb("lm.messages(Conversation chat) -> Json", category="lm", lockfree=True,
       examples=(TINY + "c=$(torch lm chat $(torch lm open tiny) --system 'Answer briefly.' --new); "
-                "torch lm messages $c",))
+                "torch lm messages $c",), read_only=True)
 def lm_messages(ctx, chat):
     """A conversation's messages as JSON ([{role, content}], the system message first), as a chat template and
     OpenAI's chat API take them."""

@@ -25,7 +25,7 @@ from torchsh.verbs import verb
 
 
 @verb("data.tensors(Tensor[] tensors) -> Dataset", category="files", form=history_data.tensors,
-      examples=("torch data tensors $(torch randn 8 2) $(torch randn 8 1)",))
+      examples=("torch data tensors $(torch randn 8 2) $(torch randn 8 1)",), read_only=True)
 def tensors(ctx, tensors):
     """A TensorDataset over held tensors: item i is (X[i], Y[i], …); all share their first dimension."""
     sizes = [t.shape[0] if t.dim() else None for t in tensors]

@@ -32,7 +32,7 @@ class ExcludedRows(list):
 @verb("ops(str? category=None, *, str? search=None, bool excluded=False) -> Json", category="shell", lockfree=True,
       examples=("torch ops linalg",
                 "torch ops --search softmax",
-                "torch ops --excluded deprecated"))
+                "torch ops --excluded deprecated"), read_only=True)
 def ops(ctx, category=None, search=None, excluded=False):
     """List ops and verbs: name, category, summary (--json adds the typed signatures).
 

@@ -35,7 +35,8 @@ class Inspection(dict):
 
 
 @verb("model.inspect(Path file) -> Json", category="nn",
-      examples=("torch nn save $(torch nn linear 3 2) m.safetensors && torch model inspect m.safetensors",))
+      examples=("torch nn save $(torch nn linear 3 2) m.safetensors && torch model inspect m.safetensors",),
+      read_only=True)
 def inspect(ctx, file):
     """What a model or tensor file holds, from its headers alone: format, keys, dtypes, shapes, bytes, metadata;
     for a torch.save .pt its storages and the globals it needs beyond weights_only. Nothing is unpickled.
@@ -58,7 +59,7 @@ class Card(dict):
 @verb("model.card(Module model) -> Json", category="nn", lockfree=True,
       examples=("printf 'a,b,y\\n1,2,x\\n3,4,z\\n5,1,x\\n' > t.csv && m=$(torch nn linear 2 2) && "
                 "torch fit $m $(torch optim sgd $m) $(torch data loader $(torch data open t.csv --target y) "
-                "--batch_size 2) --loss cross_entropy >/dev/null && torch model card $m",))
+                "--batch_size 2) --loss cross_entropy >/dev/null && torch model card $m",), read_only=True)
 def model_card(ctx, model):
     """What the model expects and what its output means, as `torch fit` recorded it from the data it trained
     on: its input fields (shape, dtype, a table's columns in order), one-hot categories, preprocessing

@@ -26,7 +26,7 @@ def name(ctx, handle, name, force=False, ttl=None):
 
 
 @verb("names(str? pattern=None, *, bool quiet=False) -> Json", category="objects", lockfree=True,
-      examples=("torch names", "torch names '@exp1/*'"))
+      examples=("torch names", "torch names '@exp1/*'"), read_only=True)
 def names(ctx, pattern=None, quiet=False):
     """The names held, as a table: NAME HANDLE KIND SHAPE AGE TTL; a pattern (`@exp1/*`) keeps those it
     matches; -q/--quiet: names only; --json: rows (each with its reflog, the earlier targets @NAME~1 …)."""

@@ -98,7 +98,7 @@ def _params(cls):
 # -- listing --------------------------------------------------------------------------------------
 
 @verb("nn.list() -> Json", category="nn", lockfree=True,
-      examples=("torch nn list",))
+      examples=("torch nn list",), read_only=True)
 def nn_list(ctx):
     """Every layer kind `torch nn KIND` builds, with its class and signature (--json for rows)."""
     rows = [{"kind": op.name[3:], "class": op.cls.__name__, "signature": tables.constructor_text(op),
@@ -176,7 +176,7 @@ def forward(ctx, model, inputs):
       category="nn", form=verbforms.predict,
       examples=("torch predict $(torch nn linear 3 2) $(torch randn 4 3)",
                 "printf 'x1,x2,y\\n1,2,a\\n3,4,b\\n' > t.csv && "
-                "torch predict $(torch nn linear 2 2) $(torch data open t.csv --target y) --proba"))
+                "torch predict $(torch nn linear 2 2) $(torch data open t.csv --target y) --proba"), read_only=True)
 def predict(ctx, model, inputs=None, dataset=None, batch_size=256, out=None, proba=False):
     """The model on raw inputs as its card says (`torch model card M`): the inputs preprocessed as in training
     (standardized with the training statistics), then model(*inputs) under no-grad in eval mode (dropout off,

@@ -134,7 +134,8 @@ def _torchsh_metadata(parts):
 @verb("nn.jit_load(Path file) -> Module", category="nn",
       no_form="a TorchScript module holds code, not a constructor to write",
       examples=("python -c 'import torch; "
-                'torch.jit.script(torch.nn.Linear(2, 1)).save("lin.ts")\' && torch nn jit_load lin.ts',))
+                'torch.jit.script(torch.nn.Linear(2, 1)).save("lin.ts")\' && torch nn jit_load lin.ts',),
+      read_only=True)
 def jit_load(ctx, file):
     """Load a TorchScript model saved from Python (torch.jit.save); runs with `torch forward`.
 

@@ -23,7 +23,7 @@ class NamedHandles(dict):
 
 
 @verb("nn.parameters(Module model, *, bool named=False) -> Tensor[]", category="nn", form=verbforms.parameters,
-      examples=("torch nn parameters $(torch nn linear 3 2) --named",))
+      examples=("torch nn parameters $(torch nn linear 3 2) --named",), read_only=True)
 def parameters(ctx, model, named=False):
     """The model's parameters as tensor handles (live views), in model.parameters() order; --named adds names."""
     if named:
@@ -41,7 +41,7 @@ class Info(dict):
 
 
 @verb("nn.info(Module model) -> Json", category="nn", lockfree=True,
-      examples=("torch nn info $(torch nn linear 3 2)",))
+      examples=("torch nn info $(torch nn linear 3 2)",), read_only=True)
 def info(ctx, model):
     """Kind, mode, parameter counts, and every parameter and buffer with shape and dtype (--json for data)."""
     params = list(model.parameters())
@@ -157,7 +157,8 @@ def _init_targets(ctx, targets, matrices, name):
 
 @verb("nn.summary(Module model, *, int[] input_shape, ScalarType? dtype=None, int depth=3) -> Json", category="nn",
       summary="Every module call of a forward pass, and the parameter totals, as torchinfo's summary lists them.",
-      examples=("torch nn summary $(torch nn sequential 'linear 4 8' relu 'linear 8 1') --input_shape 2,4",))
+      examples=("torch nn summary $(torch nn sequential 'linear 4 8' relu 'linear 8 1') --input_shape 2,4",),
+      read_only=True)
 def summary(ctx, model, input_shape, dtype=None, depth=3):
     """Run zeros of --input_shape (--dtype, else the model's) through the model in eval mode without grad
     (its mode restored) and list every module call as torchinfo's summary does, --depth levels deep (3):

@@ -10,7 +10,7 @@ COLUMNS = ("HANDLE", "KIND", "SHAPE", "DTYPE", "DEVICE", "BYTES", "GRAD", "AGE",
 
 @verb("tensors(*, str? kind=None, bool quiet=False) -> Json", category="objects", lockfree=True,
       examples=("torch tensors",
-                "torch tensors --kind nn -q"))
+                "torch tensors --kind nn -q"), read_only=True)
 def tensors(ctx, kind=None, quiet=False):
     """Every object held (all kinds) as a table like `docker ps`: HANDLE KIND SHAPE DTYPE DEVICE BYTES GRAD
     AGE SCOPE (SHAPE: a model's, optimizer's or scheduler's class). -q/--quiet: handles only; --json: rows."""

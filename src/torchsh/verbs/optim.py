@@ -184,7 +184,7 @@ class OptimInfo(dict):
 
 
 @verb("optim.info(Optimizer optimizer) -> Json", category="optim",
-      examples=("torch optim info $(torch optim sgd $(torch nn linear 2 1) --lr 0.1 --momentum 0.9)",))
+      examples=("torch optim info $(torch optim sgd $(torch nn linear 2 1) --lr 0.1 --momentum 0.9)",), read_only=True)
 def info(ctx, optimizer):
     """Kind, parameter groups with their hyperparameters, and the size of the optimizer's state."""
     groups = []
@@ -205,7 +205,7 @@ def _jsonable(v):
 
 
 @verb("optim.list() -> Json", category="optim", lockfree=True,
-      examples=("torch optim list",))
+      examples=("torch optim list",), read_only=True)
 def optim_list(ctx):
     """Every optimizer kind `torch optim KIND` builds, with its options."""
     return Table([{"kind": op.name[6:], "class": op.cls.__name__,

@@ -26,7 +26,7 @@ DEFAULT_WIDTH, DEFAULT_HEIGHT = 80, 15
                 "'{\"kind\":\"step\",\"step\":3,\"loss\":0.75}' > metrics.jsonl && torch plot metrics.jsonl --width 60",
                 "mkdir -p a b && printf '%s\\n' '{\"kind\":\"step\",\"step\":1,\"loss\":2.0}' '{\"kind\":\"step\",\"step\":2,\"loss\":1.0}' "
                 "> a/metrics.jsonl && printf '%s\\n' '{\"kind\":\"step\",\"step\":1,\"loss\":1.5}' '{\"kind\":\"step\",\"step\":2,\"loss\":1.2}' "
-                "> b/metrics.jsonl && torch plot a b --y loss --width 60"))
+                "> b/metrics.jsonl && torch plot a b --y loss --width 60"), read_only=True)
 def plot(ctx, source, y=None, x=None, png=None, width=None, height=None, confusion=False):
     """Chart training metrics from `torch fit --log DIR` folders (DIR/metrics.jsonl) or metrics.jsonl files.
 

@@ -27,7 +27,7 @@ def _read_all(ctx, folder):
 
 
 @verb("runs.ls(DirPath dir) -> Json", category="files", lockfree=True,
-      examples=(_TWO_RUNS + "torch runs ls runs",))
+      examples=(_TWO_RUNS + "torch runs ls runs",), read_only=True)
 def runs_ls(ctx, dir):
     """The runs of `torch fit --log` at or under DIR, as a table: NAME STATUS EPOCHS BEST, the hyperparameters
     that differ between them, SECONDS COMMAND. --json: rows.
@@ -97,7 +97,7 @@ def _cell(key, value):
 
 
 @verb("runs.diff(DirPath a, DirPath b) -> Json", category="files", lockfree=True,
-      examples=(_TWO_RUNS + "torch runs diff runs/lr0.1 runs/lr0.01 || echo differ",))
+      examples=(_TWO_RUNS + "torch runs diff runs/lr0.1 runs/lr0.01 || echo differ",), read_only=True)
 def runs_diff(ctx, a, b):
     """What differs between runs A and B, one line each: `KEY: A's -> B's`, KEY a hyperparameter, the
     command (but its --log), a version or seed of run.json, the status, or a metric's final (final.KEY) or
@@ -145,7 +145,7 @@ def _facts(run):
 
 
 @verb("runs.best(DirPath dir, *, str? by=None, bool max=False) -> str", category="files", lockfree=True,
-      examples=(_TWO_RUNS + "torch runs best runs --by loss",))
+      examples=(_TWO_RUNS + "torch runs best runs --by loss",), read_only=True)
 def runs_best(ctx, dir, by=None, max=False):
     """The folder of the best run at or under DIR: the lowest --by over each run's epochs (--max: the highest).
 

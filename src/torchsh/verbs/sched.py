@@ -98,7 +98,8 @@ def step(ctx, scheduler, metric=None):
 
 
 @verb("sched.lr(Scheduler scheduler) -> Json", category="optim",
-      examples=("torch sched lr $(torch sched cosine $(torch optim sgd $(torch nn linear 2 1) --lr 0.1) --T_max 10)",))
+      examples=("torch sched lr $(torch sched cosine $(torch optim sgd $(torch nn linear 2 1) --lr 0.1) --T_max 10)",),
+      read_only=True)
 def lr(ctx, scheduler):
     """The learning rate the scheduler last set (get_last_lr): a number, or one per group as a list."""
     lrs = [v.item() if isinstance(v, torch.Tensor) else v for v in scheduler.get_last_lr()]
@@ -106,7 +107,7 @@ def lr(ctx, scheduler):
 
 
 @verb("sched.list() -> Json", category="optim", lockfree=True,
-      examples=("torch sched list",))
+      examples=("torch sched list",), read_only=True)
 def sched_list(ctx):
     """Every scheduler kind `torch sched KIND` builds, with its short names and options."""
     rows = [{"kind": op.name[6:], "class": op.cls.__name__, "aliases": list(op.aliases[1:]),

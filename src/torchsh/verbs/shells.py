@@ -12,7 +12,7 @@ CALLERS_HOME = ("HOME", "XDG_CONFIG_HOME")  # where the caller's Nushell keeps i
 
 
 @verb("init(str shell) -> str", category="shell", lockfree=True,
-      examples=("torch init bash > /dev/null",))
+      examples=("torch init bash > /dev/null",), read_only=True)
 def init(ctx, shell):
     """Print a `torch` shell function that runs commands with no process each: eval "$(torch init bash)".
 
@@ -80,7 +80,7 @@ def _write_text(path, text):
 
 
 @verb("completions(str shell) -> str", category="shell", lockfree=True,
-      examples=("torch completions bash > /dev/null",))
+      examples=("torch completions bash > /dev/null",), read_only=True)
 def completions(ctx, shell):
     """Print the TAB completion script for bash, zsh or fish: eval "$(torch completions bash)"."""
     from torchsh.shells.completions import script
@@ -88,7 +88,7 @@ def completions(ctx, shell):
 
 
 @verb("__complete(*, Argv? words=None, str? line=None) -> str", category="shell", lockfree=True,
-      examples=("torch __complete -- lina", "torch __complete --line 'torch forward '"))
+      examples=("torch __complete -- lina", "torch __complete --line 'torch forward '"), read_only=True)
 def complete_words(ctx, words=None, line=None):
     """(For the completion scripts and torch.nu.) Candidates for the words after `torch`, the last one
     being typed: `candidate<TAB>description` lines. --line: a Nushell line up to the cursor (torch.nu's

@@ -27,7 +27,7 @@ from torchsh.vocab import DTYPES, dtype_name
 
 @verb("tensor(Json data, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor",
       category="creation", form=verbforms.tensor,
-      examples=("torch tensor '[[1,2],[3,4]]' --dtype float32",))
+      examples=("torch tensor '[[1,2],[3,4]]' --dtype float32",), read_only=True)
 def tensor(ctx, data, dtype=None, device=None, requires_grad=False):
     """Make a tensor from JSON (argument or stdin): nested lists, or {dtype, shape, data} from `value --meta`."""
     if isinstance(data, str):
@@ -70,7 +70,7 @@ def check_grad_dtype(t):
       category="tensors", lockfree=False,
       examples=("torch value $(torch arange 4)",
                 "torch value $(torch eye 2) --meta",
-                "torch value $(torch rand 3 8 8) --format png --out img.png"))
+                "torch value $(torch rand 3 8 8) --format png --out img.png"), read_only=True)
 def value(ctx, input, meta=False, format="json", nan=None, out=None):
     """A snapshot of a tensor's data: compact JSON (default), csv or npy. JSON is valid JSON (RFC 8259):
     NaN and infinities are the strings "NaN", "Infinity", "-Infinity" (`torch tensor` reads them back);
@@ -139,21 +139,21 @@ def _float_texts(flat):
 
 
 @verb("shape(Tensor input) -> int[]",
-      examples=("torch shape $(torch zeros 2 3)",))
+      examples=("torch shape $(torch zeros 2 3)",), read_only=True)
 def shape(ctx, input):
     """The tensor's shape as a JSON list."""
     return list(input.shape)
 
 
 @verb("dtype(Tensor input) -> str",
-      examples=("torch dtype $(torch arange 3)",))
+      examples=("torch dtype $(torch arange 3)",), read_only=True)
 def dtype(ctx, input):
     """The tensor's dtype name (float32, int64, …)."""
     return dtype_name(input.dtype)
 
 
 @verb("item(Tensor input) -> Scalar",
-      examples=("torch item $(torch sum $(torch ones 3))",))
+      examples=("torch item $(torch sum $(torch ones 3))",), read_only=True)
 def item(ctx, input):
     """The single value of a one-element tensor, as a JSON number (or true/false)."""
     if input.numel() != 1:
@@ -166,7 +166,7 @@ def item(ctx, input):
 
 
 @verb("print(Handle input) -> str",
-      examples=("torch print $(torch eye 2)",))
+      examples=("torch print $(torch eye 2)",), read_only=True)
 def print_(ctx, input):
     """PyTorch's own display of any object: print(tensor), print(model), print(optimizer); a scheduler's state.
 
@@ -197,7 +197,7 @@ def scheduler_text(sched):
 
 @verb("to(Tensor input, *, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor",
       form=verbforms.to,
-      examples=("torch value $(torch to $(torch arange 3) --dtype float64)",))
+      examples=("torch value $(torch to $(torch arange 3) --dtype float64)",), read_only=True)
 def to(ctx, input, dtype=None, device=None, copy=False):
     """Convert to another dtype and/or device."""
     if dtype is None and device is None:
@@ -206,7 +206,7 @@ def to(ctx, input, dtype=None, device=None, copy=False):
 
 
 @verb("contiguous(Tensor input) -> Tensor", category="shape", form=verbforms.method("contiguous", "input"),
-      examples=("torch contiguous $(torch t $(torch zeros 2 3))",))
+      examples=("torch contiguous $(torch t $(torch zeros 2 3))",), read_only=True)
 def contiguous(ctx, input):
     """A contiguous tensor with the same data (the input itself when already contiguous)."""
     return input.contiguous()
@@ -214,7 +214,7 @@ def contiguous(ctx, input):
 
 @verb("index(Tensor input, str index) -> Tensor", category="shape",
       no_form="Python indexing from a slice string is not written yet",
-      examples=("torch value $(torch index $(torch arange 6) '1:4')",))
+      examples=("torch value $(torch index $(torch arange 6) '1:4')",), read_only=True)
 def index(ctx, input, index):
     """Python indexing with a slice string: torch index $t '[1:3, ::2, None, -1]' (handles index too)."""
     return input[parse_index(index, ctx)]
@@ -222,7 +222,7 @@ def index(ctx, input, index):
 
 @verb("index_put(Tensor input, str index, Tensor values, *, bool accumulate=False) -> Tensor", category="shape",
       no_form="Python indexing from a slice string is not written yet",
-      examples=("torch value $(torch index_put $(torch zeros 4) '1:3' $(torch ones 2))",))
+      examples=("torch value $(torch index_put $(torch zeros 4) '1:3' $(torch ones 2))",), read_only=True)
 def index_put(ctx, input, index, values, accumulate=False):
     """A copy of input with input[index] = values (or += with --accumulate). The input is not changed."""
     out = input.clone()
