@@ -78,16 +78,22 @@ def run_cli(app, request):
         e.op = e.op or op_name
         names.say_given(e, argv + (ctx.stdin or []), app)
         return CliReply(stderr="" if e.code in protocol.SILENT else e.line() + "\n", exit=protocol.exit_status(e.code),
-                        error=e)
+                        error=_untraced(e))
     except Exception as e:  # a bug in torchsh: keep the daemon alive, log the traceback
         oom = memory.allocation_failure(e)  # a MemoryError rendering a big reply is the budget's, not a bug
         if oom is not None:
             oom.op = op_name
-            return CliReply(stderr=oom.line() + "\n", exit=protocol.exit_status(oom.code), error=oom)
+            return CliReply(stderr=oom.line() + "\n", exit=protocol.exit_status(oom.code), error=_untraced(oom))
         log.error("internal error on %r\n%s", argv, traceback.format_exc())
         err = TorchshError("internal_error", "internal error", "the daemon log %s has the traceback" % app.log_path,
                            op=op_name)
         return CliReply(stderr=err.line() + "\n", exit=protocol.EXIT_INTERNAL, error=err)
+
+
+def _untraced(err):
+    """The error as data, without the traceback a raised one carries: its frames hold the op's arguments (a
+    model refused by the memory budget), which would live on with the reply and keep freed memory taken."""
+    return TorchshError(err.code, err.message, err.hint, op=err.op)
 
 
 def _check_word_sizes(argv):

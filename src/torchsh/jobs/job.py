@@ -252,6 +252,8 @@ def _run(ctx, job, work, tensor_thread=None, beside=False):
 
 def _failed(job, err):
     err.op = err.op or job.verb
-    job.error = err
+    # kept as data: a raised error's traceback holds the work's frames (its model, its batches) for as long as
+    # the job is held, after `torch free` of them
+    job.error = TorchshError(err.code, err.message, err.hint, op=err.op)
     job.finish("failed", protocol.exit_status(err.code), err.line())
 
