@@ -26,23 +26,33 @@ if [[ $# -gt 0 ]]; then exec "${pytest[@]}" "$@"; fi
 # (`torch mcp` through the function is test_torch_mcp_exec.py's, which stays).
 # The two passes run side by side: every test has its own daemon, socket, folders and ports, and much of a
 # test's time is a daemon starting or a client waiting, so two cores finish both in about the first's time
-# (the whole suite: ~44 minutes one after the other, over its 40). The second pass's output follows the first's.
-second=$(mktemp -d "${TMPDIR:-/tmp}/torchsh-fastpass.XXXXXX") fast_pass=
-trap 'kill "$fast_pass" 2>/dev/null || true; rm -rf "$second"' EXIT
+# (the whole suite: ~44 minutes one after the other, over its 40). The MCP tests (test_mcp_*.py: the SDK's client,
+# ~8 minutes with the 10^8-element fuzz) run after the fast-path pass, beside the first pass, which is the longer.
+# The second pass's output follows the first's.
+second=$(mktemp -d "${TMPDIR:-/tmp}/torchsh-fastpass.XXXXXX") beside=
+trap 'pkill -P "$beside" 2>/dev/null || true; kill "$beside" 2>/dev/null || true; rm -rf "$second"' EXIT
 # A background command of a script starts with SIGINT ignored, and every process it starts would inherit that:
 # the Ctrl-C tests need it back at its default, which bash cannot do for its child (exec keeps SIG_DFL).
-TORCHSH_TEST_PRELUDE='eval "$(torch init bash)"' TORCHSH_LIFECYCLE_ROUNDS=25 \
-  .venv/bin/python -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
-  "${pytest[@]}" --basetemp="$second/tmp" -m "not slow or fastpath" tests/e2e --ignore=tests/e2e/test_replies.py \
-  --ignore=tests/e2e/test_replies_files.py --ignore-glob='tests/e2e/test_mcp_*' \
-  >"$second/log" 2>&1 &
-fast_pass=$!
+sigint=(.venv/bin/python -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])')
+(
+  fast=0 mcp=0
+  TORCHSH_TEST_PRELUDE='eval "$(torch init bash)"' TORCHSH_LIFECYCLE_ROUNDS=25 \
+    "${sigint[@]}" "${pytest[@]}" --basetemp="$second/tmp" -m "not slow or fastpath" tests/e2e \
+    --ignore=tests/e2e/test_replies.py --ignore=tests/e2e/test_replies_files.py --ignore-glob='tests/e2e/test_mcp_*' \
+    >"$second/log" 2>&1 || fast=$?
+  "${sigint[@]}" "${pytest[@]}" --basetemp="$second/mcptmp" tests/e2e/test_mcp_*.py >"$second/mcplog" 2>&1 || mcp=$?
+  echo "$fast $mcp" >"$second/status"
+) &
+beside=$!
 first=0
-"${pytest[@]}" || first=$?
-fast=0
-wait "$fast_pass" || fast=$?
+"${pytest[@]}" --ignore-glob='tests/e2e/test_mcp_*' || first=$?
+wait "$beside" || true
+read -r fast mcp <"$second/status" || { fast=1 mcp=1; }
 echo "== tests/e2e again through the fast bash path (torch init bash), run beside the first pass"
 cat "$second/log"
-echo "== first pass: exit $first; fast-path pass: exit $fast"
+echo "== tests/e2e/test_mcp_*.py (the MCP SDK's client), run beside the first pass after the fast-path pass"
+cat "$second/mcplog"
+echo "== first pass: exit $first; fast-path pass: exit $fast; MCP pass: exit $mcp"
 if (( first != 0 )); then exit "$first"; fi
-exit "$fast"
+if (( fast != 0 )); then exit "$fast"; fi
+exit "$mcp"

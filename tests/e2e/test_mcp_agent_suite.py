@@ -16,7 +16,7 @@ from conftest import own_daemon
 from support import agenttasks as first
 from support import agenttasks_more as more
 from support.agentsides import BashTool, McpAgent
-from support.mcpclient import connect, sdk
+from support.mcpclient import connect, sdk, sh  # noqa: F401  (fixture: the module's own daemon)
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from support.mcpclient import RESULT_MAX, TRANSPORTS, connect, mcp  # noqa: F401  (fixture)
+from support.mcpclient import RESULT_MAX, TRANSPORTS, connect, mcp, sh  # noqa: F401  (fixtures)
 from support.mcpfuzz import argv_for
 
 # 10^8 float32 elements (400 MB), shaped so that no command is cubic or one huge transform: the last two dims

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import own_daemon
 from support.agentsides import handles
-from support.mcpclient import connect
+from support.mcpclient import connect, sh  # noqa: F401  (fixture: the module's own daemon)
 
 DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "mcp.md")
 _BLOCK = re.compile(r"(?:<!-- torch mcp ([^>]*?) -->\n)?```(mcp|json)\n(.*?)```", re.S)

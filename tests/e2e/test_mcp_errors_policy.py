@@ -10,7 +10,7 @@ import shlex
 
 import pytest
 
-from support.mcpclient import TRANSPORTS, connect
+from support.mcpclient import TRANSPORTS, connect, sh  # noqa: F401  (fixture: the module's own daemon)
 
 
 def cli_error(sh, argv):

@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from support.mcpclient import BIN, connect, daemon_env, free_port, http_server, mcp_socket
+from support.mcpclient import BIN, connect, daemon_env, free_port, http_server, mcp_socket, sh  # noqa: F401  (fixture: the module's own daemon)
 from support.required import require_tool
 from torchsh.agents import tokens
 

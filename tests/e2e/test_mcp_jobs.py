@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from support.mcpclient import mcp  # noqa: F401  (fixture)
+from support.mcpclient import mcp, sh  # noqa: F401  (fixtures)
 from support.waiting import wait_until
 
 X = torch.randn(50, 4, generator=torch.Generator().manual_seed(1))

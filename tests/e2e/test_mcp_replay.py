@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from support.history_replay import check
-from support.mcpclient import RESULT_MAX, mcp  # noqa: F401  (fixture)
+from support.mcpclient import RESULT_MAX, mcp, sh  # noqa: F401  (fixtures)
 
 _SERIAL = itertools.count()
 # Run after the script by plain python: its model's parameters, as a state dict the test reads back.

@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from support.mcpclient import RESULT_MAX, connect, mcp, tokens  # noqa: F401  (fixture)
+from support.mcpclient import RESULT_MAX, connect, mcp, sh, tokens  # noqa: F401  (fixtures)
 
 TOOLS_MAX, DEFINITION_TOKENS_MAX, HELP_SAMPLE = 12, 3000, 150
 PLANNED = {"search", "help", "run", "inspect", "objects", "jobs", "runs", "plot", "history"}

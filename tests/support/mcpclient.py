@@ -250,6 +250,15 @@ def connect(sh, kind="stdio", *flags):
         raise failure
 
 
+@pytest.fixture(scope="module")
+def sh():
+    """A daemon of the module's own, instead of the session's: in a whole run the session daemon holds thousands
+    of objects and the jobs earlier tests left, and `objects` would page through all of them (100 s a test)."""
+    from conftest import own_daemon
+    with own_daemon() as shell:
+        yield shell
+
+
 @pytest.fixture(scope="module", params=TRANSPORTS)
 def mcp(request, sh):
     """`torch mcp` with its default flags through the SDK's client, once per transport for the module."""
