@@ -31,14 +31,17 @@ def ensure_token(path):
 
 class BearerGate:
     """ASGI middleware: an HTTP request reaches APP only with `Authorization: Bearer TOKEN` (compared in
-    constant time); otherwise 401 with the house's error JSON. Lifespan events pass through."""
+    constant time); otherwise 401 with the house's error JSON (a websocket: closed). Lifespan events pass through."""
 
     def __init__(self, app, token, where):
         self.app, self.expected, self.where = app, b"Bearer " + token, where
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or self.shows_token(scope):
+        if scope["type"] == "lifespan" or self.shows_token(scope):
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # a websocket without the token: closed before the app sees it
+            await send({"type": "websocket.close", "code": 1008})
             return
         body = refusal_body(self.where)
         await send({"type": "http.response.start", "status": 401,

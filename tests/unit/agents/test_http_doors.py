@@ -122,3 +122,21 @@ def test_the_gate_lets_through_only_the_right_bearer_token():
     assert asgi_status(gate, []) == (401, False)
     assert asgi_status(gate, [(b"authorization", b"Bearer wrong")]) == (401, False)
     assert asgi_status(gate, [(b"authorization", b"Bearer " + b"s3cret" * 6)] * 2) == (401, False)
+
+
+def test_a_websocket_without_the_token_is_closed_before_the_app_and_lifespan_passes():
+    ran, sent = [], []
+
+    async def app(scope, receive, send):
+        ran.append(scope["type"])
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {}
+    gate = tokens.BearerGate(app, b"s3cret" * 6, "/run/t.token")
+    anyio.run(gate, {"type": "websocket", "headers": []}, receive, send)
+    assert ran == [] and sent == [{"type": "websocket.close", "code": 1008}]
+    anyio.run(gate, {"type": "lifespan"}, receive, send)
+    assert ran == ["lifespan"]
