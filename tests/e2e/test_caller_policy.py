@@ -104,3 +104,15 @@ def test_the_op_table_says_which_commands_are_read_only(sh):
                                                                                                 False)
     status, _, body = raw(sh.socket, "GET", "/v1/ops/value")
     assert json.loads(body)["read_only"] is True
+
+
+def test_the_json_api_applies_the_same_policy(sh):
+    """POST /v1/ops/{op} with the policy header: refused as the CLI face refuses (403 not_allowed, nothing made),
+    admitted commands run."""
+    policy = {protocol.H_POLICY: json.dumps({"read_only": True}), "Content-Type": "application/json"}
+    before = sh("torch tensors -q | wc -l")
+    status, _, body = raw(sh.socket, "POST", "/v1/ops/randn", json.dumps({"args": [[2]]}).encode(), headers=policy)
+    assert status == 403 and json.loads(body)["error"]["code"] == "not_allowed", body
+    assert sh("torch tensors -q | wc -l") == before
+    status, _, body = raw(sh.socket, "POST", "/v1/ops/zeros", json.dumps({"args": [[2]]}).encode(), headers=policy)
+    assert status == 200, body
