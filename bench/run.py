@@ -25,7 +25,7 @@ from bench.common import NOISY, ROOT, Daemon  # noqa: E402
 OURS = ("latency", "idiom", "api", "startup", "bulk", "value", "contention", "models", "predict", "runs",
         "profiler")  # run(daemon, quick, [device])
 OTHERS = ("training", "nushell", "fit", "fit_distributed", "remote", "remote_ssh", "sweep", "serve",
-          "compile", "lm", "lm_serve", "agents_mcp")  # run(quick=False) -> rows
+          "compile", "lm", "lm_serve", "agents_mcp", "data_stream")  # run(quick=False) -> rows
 DEVICE_AWARE = ("api", "startup")
 
 

@@ -44,3 +44,16 @@ def test_a_state_taken_mid_epoch_resumes_with_workers_exactly():
     resumed = Loader(TensorDataset(X, Y), 8, shuffle=True, seed=99, num_workers=2)
     resumed.load_state_dict(loader.state_dict())
     assert _same(taken + _epoch(resumed), want)
+
+
+def test_a_piece_backed_loader_with_workers_resumes_mid_epoch_exactly_and_sees_every_item_once():
+    from support.pieced import pieced
+    sizes = [23, 9, 31, 14, 27, 6, 18]
+    straight = Loader(pieced(sizes), 8, shuffle=True, seed=5, num_workers=2, shuffle_buffer=20)
+    want = [b[1].tolist() for b in _epoch(straight) + _epoch(straight)]
+    assert sorted(i for b in want[:len(want) // 2] for i in b) == list(range(sum(sizes)))
+    loader = Loader(pieced(sizes), 8, shuffle=True, seed=5, num_workers=2, shuffle_buffer=20)
+    taken = [b[1].tolist() for b in [loader.next_batch() for _ in range(6)]]
+    resumed = Loader(pieced(sizes), 8, shuffle=True, seed=99, num_workers=2, shuffle_buffer=20)
+    resumed.load_state_dict(loader.state_dict())
+    assert taken + [b[1].tolist() for b in _epoch(resumed) + _epoch(resumed)] == want

@@ -3,7 +3,8 @@ DataLoader(dataset, batch_size) gives with its default collate, value for value 
 fetching the items one at a time (`torch predict` over a table: 20,000 items cost ~70 ms that way).
 
 Tensor-backed: a TensorDataset (`data tensors`), or a FileDataset whose fields all hold their tensor in memory
-(TensorField: a table, a tensor, a .pt file) or map an .npy (NpyField: a batch is one gather of its rows), under
+(TensorField: a table, a tensor, a .pt file), map an .npy (NpyField: a batch is one gather of its rows) or read
+pieces (a Parquet row group, an Arrow record batch: data/pieces.py), under
 any number of Subsets (a split: indices into the dataset it splits) and TransformedDatasets
 whose steps all have a batch form (transforms.TransformedDataset.batchable). Anything else (an image folder,
 a .safetensors field, resize) is not: sliced_batches gives None and the caller iterates a DataLoader.
@@ -34,7 +35,16 @@ class Gathered(torch.utils.data.Dataset):
     floats from a TensorDataset took ~170 µs item by item, ~40 µs gathered (an MLP's fit step is ~2-3 ms)."""
 
     def __init__(self, dataset, read):
-        self.dataset, self.read, self.checked = dataset, read, False
+        self.dataset, self._read, self.checked = dataset, read, False
+
+    @property
+    def read(self):
+        if self._read is None:  # unpickled in a DataLoader worker: a reader is a closure, made again here
+            self._read = _reader(self.dataset)
+        return self._read
+
+    def __getstate__(self):
+        return dict(self.__dict__, _read=None)
 
     def __len__(self):
         return len(self.dataset)
@@ -64,7 +74,8 @@ def _reader(dataset):
     """index (a slice, or an int64 tensor of indices) -> the fields of those items, stacked; None when the
     dataset is not tensor-backed."""
     if isinstance(dataset, FileDataset):
-        if not dataset.fields or not all(isinstance(f, (TensorField, NpyField)) for f in dataset.fields):
+        if not dataset.fields or not all(isinstance(f, (TensorField, NpyField)) or hasattr(f, "piece_starts")
+                                         for f in dataset.fields):  # a piece-backed field gathers from its pieces
             return None
         return lambda index: [f.rows(index) for f in dataset.fields]
     if isinstance(dataset, torch.utils.data.TensorDataset):  # `torch data tensors`

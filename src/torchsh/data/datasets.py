@@ -53,7 +53,7 @@ def stacked_rows(tensor, index):
     return tensor[index].contiguous()  # a gather copies already
 
 
-class _Guard:
+class MapGuard:
     """A mapped file's descriptor and its size when mapped. Reading a map past the end of its file raises
     SIGBUS, which would end the daemon and every object it holds; a file written over in place (`np.save`,
     `cp`) is cut first. So every read checks, with one fstat, that the file still holds what was mapped: a
@@ -93,11 +93,11 @@ class _MappedField:
     boundary), checked on every read."""
 
     def _mapped(self, open_map, errors):
-        """The map open_map() makes (once), checked to lie within the file (_Guard); ERRORS raised while mapping
+        """The map open_map() makes (once), checked to lie within the file (MapGuard); ERRORS raised while mapping
         are the file's trouble: file_error."""
         if self._map is None:
             try:
-                self._map = _Guard(self.path, open_map)
+                self._map = MapGuard(self.path, open_map)
             except TorchshError:
                 raise
             except errors as e:
@@ -132,7 +132,7 @@ class NpyField(_MappedField):
 
     @property
     def array(self):
-        """The map, checked to lie within the file (_Guard): read it only right after this."""
+        """The map, checked to lie within the file (MapGuard): read it only right after this."""
         return self._mapped(lambda: np.load(self.path, mmap_mode="r", allow_pickle=False), (OSError, ValueError))
 
     def item(self, i):
@@ -168,7 +168,7 @@ class SafetensorsField(_MappedField):
 
     @property
     def slice(self):
-        """safe_open's slice (it maps the file), checked to lie within the file (_Guard)."""
+        """safe_open's slice (it maps the file), checked to lie within the file (MapGuard)."""
         # any error of safe_open's (SafetensorError, OSError) is a damaged or vanished file
         return self._mapped(lambda: safe_open(self.path, framework="pt").get_slice(self.key), Exception)
 
@@ -233,6 +233,12 @@ class FileDataset(torch.utils.data.Dataset):
         return [f.name for f in self.fields]
 
     @property
+    def stream(self):
+        """What its piece-backed fields read (schema, files, rows, pieces, bytes: from the files' metadata), or
+        None when no field reads pieces."""
+        return next((f.info() for f in self.fields if hasattr(f, "piece_starts") and hasattr(f, "info")), None)
+
+    @property
     def field_columns(self):
         """Each field's table columns in order (None for a field that is not made of named columns)."""
         return [getattr(f, "columns", None) for f in self.fields]
@@ -249,8 +255,9 @@ def wrapped_datasets(d):
 
 
 def describe(dataset):
-    """{length, fields: [{name, shape, dtype}], classes?, categories?, standardize?}: the shapes and dtypes
-    of item 0's fields, and what the dataset's numbers stand for (see known())."""
+    """{length, fields: [{name, shape, dtype}], classes?, categories?, standardize?, tokens?}: the shapes and
+    dtypes of item 0's fields, and what the dataset's numbers stand for (see known()); tokens: `data tokenize`'s
+    counts (data/tokenize.py)."""
     length = len(dataset)
     names = known(dataset, "field_names")
     fields = []
@@ -265,7 +272,8 @@ def describe(dataset):
                 fields.append({"name": name, "shape": None, "dtype": type(t).__name__})
     out = {"length": length, "fields": fields}
     for key, attribute, as_json in (("classes", "classes", list), ("categories", "categories", dict),
-                                    ("standardize", "standardization", dict)):
+                                    ("standardize", "standardization", dict), ("tokens", "token_counts", dict),
+                                    ("stream", "stream", dict)):
         value = known(dataset, attribute)
         if value:
             out[key] = as_json(value)

@@ -21,13 +21,13 @@ import torch
 from safetensors import safe_open
 
 from torchsh import fileio
-from torchsh.data import images, tables
+from torchsh.data import arrowfiles, images, parquetstream, shards, tables, tarshards
 from torchsh.data.datasets import FileDataset, NpyField, SafetensorsField, TensorField, stem
 from torchsh.errors import TorchshError, bad_argument
 from torchsh.formats import extensions
 from torchsh.formats.flags import column_group
 
-EXTENSIONS = (".npy", ".npz", ".safetensors", ".csv", ".parquet")
+EXTENSIONS = (".npy", ".npz", ".safetensors", ".csv", ".parquet") + arrowfiles.EXTENSIONS + (".tar",)
 
 
 @dataclass
@@ -40,23 +40,58 @@ class Options:
     no_header: bool = False
     delimiter: str = None
     onehot: object = None       # a --onehot value, or a list of them (the flag repeated)
+    stream: bool = False        # a .parquet set read by row group on demand (parquetstream.py)
 
     def given(self, *names):
         return [n for n in names if getattr(self, n) not in (None, False)]
 
 
-def open_dataset(paths, options):
-    """A FileDataset over the files side by side; --columns/--target pick within a single file."""
+def open_dataset(paths, options, cwd=None):
+    """A FileDataset over the files side by side (quoted globs and braces expanded: shards.py), or over one
+    table set (a Parquet set with --stream, Arrow files, a `datasets` folder); --columns/--target pick within
+    a single file or set."""
+    paths = shards.expand(paths, cwd)
+    tars = [p.lower().endswith(".tar") for p in paths]
+    if tars and all(tars):  # WebDataset shards: one table, shard after shard
+        return FileDataset(tarshards.tar_fields(paths, options))
+    if any(tars):
+        raise bad_argument("WebDataset shards (.tar) open as one dataset, alone", "open the .tar files without the others")
+    table = _table_set(paths, options)
+    if table is not None:
+        return FileDataset(table)
+    _refuse(options, "these files (--stream reads a .parquet set)", "stream")
     if len(paths) > 1 and options.given("columns", "target", "onehot"):
         raise bad_argument("--%s picks within one file, and %d files were given" % (options.given("columns", "target",
                                                                                                   "onehot")[0], len(paths)),
-                           "open the files side by side without it, or one file with --columns/--target")
+                           "open the files side by side without it, one file with --columns/--target, or a "
+                           ".parquet set as one table with --stream")
     fields, classes = [], None
     for path in paths:
         got, found = open_fields(path, options)
         fields += got
         classes = classes or found
     return FileDataset(fields, classes)
+
+
+def _table_set(paths, options):
+    """The fields of PATHS read as one table by pieces (a Parquet set with --stream; Arrow files and a `datasets`
+    save_to_disk folder always, memory-mapped), or None when they are files of other kinds."""
+    kinds = {"saved" if os.path.isdir(p) and arrowfiles.is_saved_dataset(p) else os.path.splitext(p)[1].lower()
+             for p in paths}
+    arrow = bool(kinds) and kinds <= set(arrowfiles.EXTENSIONS)
+    if not (options.stream and kinds == {".parquet"} or arrow or kinds == {"saved"}):
+        if kinds & (set(arrowfiles.EXTENSIONS) | {"saved"}):
+            raise bad_argument("Arrow files and `datasets` folders open as one table, alone",
+                               "open them without files of other kinds")
+        return None
+    _refuse(options, "a table set", "header", "no_header", "delimiter")
+    if kinds == {".parquet"}:
+        return parquetstream.open_fields(paths, options)
+    if kinds == {"saved"}:
+        if len(paths) > 1:
+            raise bad_argument("open one `datasets` folder at a time (%d given)" % len(paths))
+        paths = arrowfiles.saved_dataset_files(paths[0])
+    return arrowfiles.open_fields(paths, options)
 
 
 def open_fields(path, options):

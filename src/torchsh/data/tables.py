@@ -29,7 +29,7 @@ def csv_fields(path, options):
     names, width = csvfile.columns(path, **read)
     resolve = lambda group: csvfile.column_indices(group, names, width, path)  # noqa: E731
     target = resolve([options.target])[0] if options.target is not None else None
-    onehot = {i for g in _onehot_groups(options) for i in resolve(g)}
+    onehot = {i for g in onehot_groups(options) for i in resolve(g)}
     groups = flags["groups"]
     if groups is None and target is None and not onehot:  # the whole table, rows × columns (pandas .values)
         values = csvfile.read(path, dtype=options.dtype, squeeze=False, **read)[0]
@@ -40,7 +40,7 @@ def csv_fields(path, options):
         groups, labels = [resolve(g) for g in groups], [",".join(g) for g in groups]
     column_name = lambda i: names[i] if names else str(i)  # noqa: E731
     table = _CsvTable(path, read, names, column_name)
-    _check_onehot(onehot, groups, column_name, path)
+    check_onehot(onehot, groups, column_name, path)
     fields = [_features(table, label, [i for i in g if i != target], onehot, options.dtype)
               for label, g in zip(labels, groups) if [i for i in g if i != target]]
     if target is not None:
@@ -61,7 +61,7 @@ class _CsvTable:
         except TorchshError:
             for i in columns:
                 if not any(_number(c) is not None for c in self.text(i)[0] if c):
-                    raise _text_feature(self.path, self.name(i)) from None
+                    raise text_feature(self.path, self.name(i)) from None
             raise
 
     def text(self, column):
@@ -149,18 +149,18 @@ def one_hot(cells, dtype):
     return torch.nn.functional.one_hot(codes, len(categories)).to(dtype), categories
 
 
-def _text_feature(path, name):
+def text_feature(path, name):
     return bad_argument("%s column %r holds text, not numbers: a feature must be numbers" % (path, name),
                         "--onehot %s encodes it as one 0/1 column per category; --target %s makes it the "
                         "class label; or leave it out with --columns" % (name, name))
 
 
-def _onehot_groups(options):
+def onehot_groups(options):
     given = options.onehot if isinstance(options.onehot, list) else [options.onehot] if options.onehot else []
     return [column_group(g) for g in given]
 
 
-def _check_onehot(onehot, groups, column_name, path):
+def check_onehot(onehot, groups, column_name, path):
     chosen = {i for g in groups for i in g}
     outside = sorted(onehot - chosen)
     if outside:
@@ -168,24 +168,30 @@ def _check_onehot(onehot, groups, column_name, path):
                            "--onehot names a feature column (one of --columns, or any but --target)")
 
 
-def parquet_fields(path, options):
-    """The fields of a .parquet file under `data open`'s flags."""
-    types = parquetfile.column_types(path)
-    names = list(types)
-    resolve = lambda group: [parquetfile.column_name(c, names, path) for c in group]  # noqa: E731
+def named_groups(names, options, where):
+    """(target, onehot columns, [feature column groups]) of `data open`'s flags over a table's column NAMES (a
+    Parquet file's, a stream's schema); WHERE names the table in errors."""
+    resolve = lambda group: [parquetfile.column_name(c, names, where) for c in group]  # noqa: E731
     target = resolve([options.target])[0] if options.target else None
-    onehot = {c for g in _onehot_groups(options) for c in resolve(g)}
+    onehot = {c for g in onehot_groups(options) for c in resolve(g)}
     if options.columns is None:
         groups = [[n for n in names if n != target]]
     else:
         groups = [resolve(column_group(g)) for g in (options.columns if isinstance(options.columns, list)
                                                     else [options.columns])]
-    _check_onehot(onehot, groups, str, path)
+    check_onehot(onehot, groups, str, where)
+    return target, onehot, groups
+
+
+def parquet_fields(path, options):
+    """The fields of a .parquet file under `data open`'s flags."""
+    types = parquetfile.column_types(path)
+    target, onehot, groups = named_groups(list(types), options, path)
     fields = []
     for group in groups:
         for c in group:
             if parquetfile.is_text(types[c]) and c not in onehot:
-                raise _text_feature(path, c)
+                raise text_feature(path, c)
         fields.append(_parquet_features(path, group, onehot, options.dtype or torch.float32))
     if target:
         fields.append(_parquet_target(path, target, types[target], options.target_dtype))

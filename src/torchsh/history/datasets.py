@@ -15,9 +15,11 @@ the reason the verb's row states (NOT_HELD, WORKERS).
 """
 import torch
 
+from torchsh.data import pieces
+from torchsh.data.piecesampler import PieceBatches
 from torchsh.history import files
 
-VALUES_MAX = 256 << 20  # bytes of a dataset written as its values, at most
+VALUES_MAX = files.VALUES_MAX  # bytes of a dataset written as its values, at most
 
 
 def opened(e, r):
@@ -33,6 +35,8 @@ def opened(e, r):
 
 def split(e, r):
     a = e.args
+    if _held_stream(r, a["dataset"]):  # its parts' rows were put in file order: not random_split's order
+        return None
     lengths = [a[k] for k in ("length1", "length2", "length3", "length4", "length5") if a.get(k) is not None]
     if all(float(x).is_integer() for x in lengths) and sum(lengths) > 1:
         lengths = [int(x) for x in lengths]
@@ -43,11 +47,23 @@ def split(e, r):
 
 def loader(e, r):
     a = e.args
-    if a.get("num_workers"):
+    if a.get("num_workers") or a.get("shuffle_buffer") or _reads_by_pieces(e, r):
         return None
     r.helpers.add("_Loader")
     options = "".join(", %s=%s" % (k, r.lit(a[k])) for k in ("batch_size", "shuffle", "drop_last", "seed") if k in a)
     return ["%s = _Loader(%s%s)" % (r.outs(e), r.lit(a["dataset"]), options)]
+
+
+def _held_stream(r, handle):
+    """Whether HANDLE names a dataset still held whose pieces are cached (a stream read by pieces)."""
+    held = r.registry is not None and isinstance(handle, str) and r.registry.holds(handle)
+    return held and pieces.cached(r.registry.entry(handle).obj)
+
+
+def _reads_by_pieces(e, r):
+    """Whether the loader e made (still held) reads its dataset by pieces: its order is not _Loader's."""
+    held = r.registry is not None and len(e.outputs) == 1 and r.registry.holds(e.outputs[0])
+    return held and isinstance(getattr(r.registry.entry(e.outputs[0]).obj, "batches", None), PieceBatches)
 
 
 def next_batch(e, r):
@@ -94,7 +110,10 @@ def tensors(e, r):
 # why a form gave None: what the rows' no_form says (verbs/data.py, verbs/loader.py)
 NOT_HELD = ("it is not read from .npy files, and its values are written only while the daemon holds it (items "
             "of tensors, %d MB at most)" % (VALUES_MAX >> 20))
-WORKERS = "a loader with --num_workers is not written yet"
+WORKERS = ("a loader with --num_workers, or one that reads a stream by pieces (data/piecesampler.py's order, not "
+           "RandomSampler's), is not written yet")
+QUERIED = ("a query's result is written as its values, and only while the daemon holds it (items of tensors, %d MB "
+           "at most)" % (VALUES_MAX >> 20))
 
 LOADER = '''class _Loader:
     """torchsh's data loader: DataLoader's batches, epoch after epoch; next() is None at an epoch's end."""

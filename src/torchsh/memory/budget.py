@@ -7,7 +7,7 @@ import os
 import re
 
 from torchsh.errors import TorchshError
-from torchsh.memory import heap, sizes
+from torchsh.memory import files, heap, sizes
 
 log = logging.getLogger("torchd")
 
@@ -220,7 +220,13 @@ class Budget:
             log.exception("memory bound of %s failed; admitting it", op.name)
             return
         if self.limit is not None:
-            self._admit_size(bound)
+            try:
+                self._admit_size(bound)
+            except TorchshError as e:
+                instead = files.whole_read_hint(op.name, values)  # a .parquet read whole: --stream reads it
+                if instead is None:
+                    raise
+                raise TorchshError(e.code, e.message, "%s; %s" % (instead, e.hint)) from None
 
     def admit_bytes(self, size, what="output"):
         """Refuse (out_of_memory) SIZE bytes a verb is about to allocate itself, when they would not fit;

@@ -5,8 +5,9 @@ Subset (a split: its indices), TransformedDataset (steps) and TensorDataset (hel
 JSON; in-memory tensors (a csv's columns, a TensorDataset's tensors not taken along) are state, saved under a
 path (`fields.0`, `dataset.tensors.1`) and copied back into the placeholders build made. A memory-mapped .npy,
 a .safetensors or an image folder is recorded by its path: the file is read again where the recipe is built
-(the same machine for a session; the files must be there). A loader is its dataset (a reference, or written
-inside), its options and seed; its position and shuffle generator are its state.
+(the same machine for a session; the files must be there); a stream's fields (Parquet, Arrow, tar shards, a
+`data sql` result) by their files or query, and their plans (recipes/streams.py). A loader is its dataset (a
+reference, or written inside), its options and seed; its position and shuffle generator are its state.
 """
 import torch
 import torch.utils.data
@@ -15,6 +16,7 @@ from torchsh.data import transforms
 from torchsh.data.datasets import FileDataset, NpyField, SafetensorsField, TensorField
 from torchsh.data.images import ImageField
 from torchsh.data.loader import Loader
+from torchsh.recipes import streams
 from torchsh.recipes.base import Persistence, json_state, load_json_state, nested_recipe, not_portable
 from torchsh.vocab import DTYPES, dtype_name
 
@@ -25,7 +27,8 @@ def _file_dataset(d, walk):
 
 
 def _file_dataset_built(rec, walk):
-    d = FileDataset([_build_field(f) for f in rec["fields"]], rec.get("classes"))
+    shared = {}  # the sources a stream's fields share (recipes/streams.py)
+    d = FileDataset([_build_field(f, shared) for f in rec["fields"]], rec.get("classes"))
     d.categories = rec.get("categories") or {}
     return d
 
@@ -93,8 +96,8 @@ def capture_dataset(d, walk):
 
 def _field(f):
     row = next((r for r in _FIELDS if isinstance(f, r[1])), None)
-    if row is None:
-        raise not_portable("a dataset field of type %s has no recipe" % type(f).__name__)
+    if row is None:  # a piece-backed field (a stream), or not_portable saying why it has no recipe
+        return streams.capture_field(f)
     return dict({"type": row[0], "name": f.name}, **row[2](f))
 
 
@@ -105,7 +108,9 @@ def build_dataset(rec, walk):
     return row[2](rec, walk)
 
 
-def _build_field(j):
+def _build_field(j, shared):
+    if j["type"] in streams.STREAM_TYPES:
+        return streams.build_field(j, shared)
     return next((r for r in _FIELDS if r[0] == j["type"]), _FIELDS[-1])[3](j)
 
 
@@ -121,6 +126,8 @@ def dataset_state(d, skip):
         for i, f in enumerate(last.fields):
             if isinstance(f, TensorField):
                 out["%sfields.%d" % (prefix, i)] = f.tensor.detach().cpu().contiguous().clone()
+            elif isinstance(f, streams.VALUES_TYPES):
+                out["%sfields.%d" % (prefix, i)] = streams.values(f)
     elif isinstance(last, torch.utils.data.TensorDataset):
         for i, t in enumerate(last.tensors):
             if id(t) not in skip:
@@ -140,14 +147,16 @@ def load_dataset(d, values):
 
 
 def capture_loader(loader, walk):
+    window = getattr(loader, "shuffle_buffer", None)  # data/piecesampler.py's window, kept only when given
     return {"kind": "loader", "dataset": walk.value(loader.dataset), "batch_size": loader.batch_size,
             "shuffle": loader.shuffle, "drop_last": loader.drop_last, "seed": loader.seed,
-            "num_workers": loader.num_workers}
+            "num_workers": loader.num_workers, **({"shuffle_buffer": window} if window is not None else {})}
 
 
 def build_loader(rec, walk):
     return Loader(walk.value(rec["dataset"]), batch_size=rec["batch_size"], shuffle=rec["shuffle"],
-                  drop_last=rec["drop_last"], seed=rec["seed"], num_workers=rec["num_workers"])
+                  drop_last=rec["drop_last"], seed=rec["seed"], num_workers=rec["num_workers"],
+                  shuffle_buffer=rec.get("shuffle_buffer"))
 
 
 def loader_state(loader, skip):

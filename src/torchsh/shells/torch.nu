@@ -1929,7 +1929,7 @@ export def "data head" [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "data.head" $args "n no_grad!" [$n $no_grad] }
 
-# Length, each field's shape (of one item) and dtype, and the class names when known.
+# Length, each field's shape (of one item) and dtype, and the class names when known; of a stream (Parquet,
 #
 # data.info(Dataset dataset) -> Json
 export def "data info" [
@@ -1939,7 +1939,7 @@ export def "data info" [
 
 # torch.utils.data.DataLoader over a dataset: batches of --batch_size, reshuffled every epoch with --shuffle.
 #
-# data.loader(Dataset dataset, *, int batch_size=1, bool shuffle=False, bool drop_last=False, int? seed=None, int num_workers=0) -> Loader
+# data.loader(Dataset dataset, *, int batch_size=1, bool shuffle=False, bool drop_last=False, int? seed=None, int num_workers=0, int? shuffle_buffer=None) -> Loader
 export def "data loader" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: dataset; piped handles fill the tensor slots still missing
     --batch_size: int  # int; default 1
@@ -1947,9 +1947,10 @@ export def "data loader" [
     --drop_last  # bool
     --seed: int  # seeds the loader's generator (the shuffle order); without it, one drawn from the global RNG (int?)
     --num_workers: int  # worker processes that load batches (0: in the daemon's request) (int; default 0)
+    --shuffle_buffer: int  # with --shuffle over a streamed dataset (Parquet row groups, Arrow batches, tar shards), the rows sh… (int?)
     --no_grad  # run without recording gradients
     --name: string  # name the object it makes: @NAME then names it
-]: any -> any { torchsh typed "data.loader" $args "batch_size shuffle! drop_last! seed num_workers no_grad! name" [$batch_size $shuffle $drop_last $seed $num_workers $no_grad $name] }
+]: any -> any { torchsh typed "data.loader" $args "batch_size shuffle! drop_last! seed num_workers shuffle_buffer no_grad! name" [$batch_size $shuffle $drop_last $seed $num_workers $shuffle_buffer $no_grad $name] }
 
 # The loader's next batch, one handle per field (one a line); exit 1, silent, at the end of an epoch.
 #
@@ -1960,9 +1961,9 @@ export def "data next" [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "data.next" $args "keep! no_grad!" [$keep $no_grad] }
 
-# A map-style dataset over files: .npy (memory-mapped), .npz, .safetensors (lazy), .csv, .parquet,
+# A map-style dataset over files: .npy (memory-mapped), .npz, .safetensors (lazy), .csv, .parquet (--stream:
 #
-# data.open(Path[] files, *, str? columns=None, str? target=None, ScalarType? dtype=None, ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None, str? onehot=None, str? format=None, LanguageModel? tokenizer=None, int? seq_len=None, str? train_on=None) -> Dataset
+# data.open(Path[] files, *, str? columns=None, str? target=None, ScalarType? dtype=None, ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None, str? onehot=None, bool stream=False, str? format=None, LanguageModel? tokenizer=None, int? seq_len=None, str? train_on=None) -> Dataset
 export def "data open" [
     ...args: oneof<number, any>@"nu-complete torch"  # positional: files…; piped handles fill the tensor slots still missing
     --files: any  # .npy .npz .safetensors .csv .parquet files, or an image folder (ROOT/CLASS/IMAGE) (Path[])
@@ -1974,13 +1975,14 @@ export def "data open" [
     --no_header  # the csv's first line is data (bool)
     --delimiter: string  # the csv's cell separator (default ','; tab for tabs) (str?)
     --onehot: string  # text feature columns to one-hot encode (csv, parquet), a,b; repeatable (str?)
+    --stream  # read a .parquet file or set ('shards/*.parquet', quoted) by row group on demand, as one table (bool)
     --format: string  # chat: a JSONL file of {"messages": [{"role", "content"}…]} or {"text"} lines as a language model's… (str?)
     --tokenizer: string@"nu-complete torch"  # the language model (lm://) whose tokenizer and chat template --format chat uses (LanguageModel?)
     --seq_len: int  # --format chat's tokens per item (int?)
     --train_on: string  # --format chat's labels: all (every token but the padding) or completions (the assistant's replies o… (str?)
     --no_grad  # run without recording gradients
     --name: string  # name the object it makes: @NAME then names it
-]: any -> any { torchsh typed "data.open" $args "files columns target dtype target_dtype header! no_header! delimiter onehot format tokenizer seq_len train_on no_grad! name" [$files $columns $target $dtype $target_dtype $header $no_header $delimiter $onehot $format $tokenizer $seq_len $train_on $no_grad $name] }
+]: any -> any { torchsh typed "data.open" $args "files columns target dtype target_dtype header! no_header! delimiter onehot stream! format tokenizer seq_len train_on no_grad! name" [$files $columns $target $dtype $target_dtype $header $no_header $delimiter $onehot $stream $format $tokenizer $seq_len $train_on $no_grad $name] }
 
 # torch.utils.data.random_split: two to five parts, by fractions (0.8 0.2) or counts (800 200); one
 #
@@ -1996,6 +1998,20 @@ export def "data split" [
     --no_grad  # run without recording gradients
 ]: any -> any { torchsh typed "data.split" $args "length1 length2 length3 length4 length5 seed no_grad!" [$length1 $length2 $length3 $length4 $length5 $seed $no_grad] }
 
+# The rows a DuckDB query returns, as a dataset (the `sql` extra): --columns and --target as `data open`
+#
+# data.sql(str query, *, str? columns=None, str? target=None, ScalarType? dtype=None, ScalarType? target_dtype=None) -> Dataset
+export def "data sql" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: query; piped handles fill the tensor slots still missing
+    --query: string  # one SELECT query; 'file.parquet', 'logs/*.parquet', 'table.csv' name files (str)
+    --columns: string  # the result's columns by name or 0-based index, x1,x2; repeat for more fields (str?)
+    --target: string  # the column put last; alone, every other column is a feature (str?)
+    --dtype: string@"nu-complete torch dtypes"  # the features' dtype (default float32) (ScalarType?)
+    --target_dtype: string@"nu-complete torch dtypes"  # the target's dtype (ScalarType?)
+    --no_grad  # run without recording gradients
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "data.sql" $args "query columns target dtype target_dtype no_grad! name" [$query $columns $target $dtype $target_dtype $no_grad $name] }
+
 # A TensorDataset over held tensors: item i is (X[i], Y[i], …); all share their first dimension.
 #
 # data.tensors(Tensor[] tensors) -> Dataset
@@ -2004,6 +2020,21 @@ export def "data tensors" [
     --no_grad  # run without recording gradients
     --name: string  # name the object it makes: @NAME then names it
 ]: any -> any { torchsh typed "data.tensors" $args "no_grad! name" [$no_grad $name] }
+
+# Text for a language model: one text column tokenized into (input_ids, labels) items of --seq_len tokens.
+#
+# data.tokenize(Dataset dataset, *, str column=text, LanguageModel? tokenizer=None, int? seq_len=None, bool pack=False) -> Dataset
+# data.tokenize(Path[] files, *, str column=text, LanguageModel? tokenizer=None, int? seq_len=None, bool pack=False) -> Dataset
+export def "data tokenize" [
+    ...args: oneof<number, any>@"nu-complete torch"  # positional: dataset | files…; dataset: a dataset whose items hold text in the field --column names; piped handles fill the tensor slots still missing
+    --column: string  # the key (jsonl), column (parquet, arrow) or field (a dataset) holding the documents (str; default "text")
+    --tokenizer: string@"nu-complete torch"  # the language model (lm://) whose tokenizer is used (LanguageModel?)
+    --seq_len: int  # tokens per item (int?)
+    --pack  # pack the documents into windows of --seq_len, joined by eos (else one document an item) (bool)
+    --files: any  # .jsonl .parquet .arrow .feather .ipc files, read in the order given (Path[])
+    --no_grad  # run without recording gradients
+    --name: string  # name the object it makes: @NAME then names it
+]: any -> any { torchsh typed "data.tokenize" $args "column tokenizer seq_len pack! files no_grad! name" [$column $tokenizer $seq_len $pack $files $no_grad $name] }
 
 # A dataset whose items are transformed as they are read: --resize H,W (or S: the shorter edge),
 #
@@ -7643,11 +7674,11 @@ export alias restart = daemon restart
 export alias rsample = dist rsample
 export alias sample = dist sample
 export alias say = lm say
+export alias sql = data sql
 export alias start = daemon start
 export alias status = daemon status
 export alias summary = nn summary
 export alias synchronize = cuda synchronize
-export alias tokenize = lm tokenize
 export alias train = nn train
 export alias transform = data transform
 export alias ttl = daemon ttl

@@ -28,10 +28,12 @@ differs between one process and a rank (who writes logs and checkpoints, the mod
 the sums and the stop decision all ranks must share); OneProcess is a plain `fit`'s. keep: a sweep's pruner.
 """
 import contextlib
+import os
 import time
 
 import torch
 
+from torchsh.errors import TorchshError
 from torchsh.train import resume
 from torchsh.train.metrics.epoch import EpochSums
 from torchsh.train.plan import AUTOCAST, on_device
@@ -131,13 +133,13 @@ class _Run:
         while True:
             if window == 0:
                 plan.optimizer.zero_grad()
-            batch = plan.loader.next_batch()
+            batch = self._next_batch(window == 0, sums, time.monotonic() - start)
             if batch is None:
                 break
             position = plan.loader.position
             closes = window + 1 == plan.accum or position == batches
             with self.world.gradient_sync(closes):
-                self._forward_backward(batch, sums)
+                self._forward_backward(batch, sums, getattr(plan.loader, "counted", True))
             window, taken = window + 1, taken + 1
             if closes:
                 window = 0
@@ -150,12 +152,31 @@ class _Run:
                          "loss": sums.row()["loss"], "rate": rate, "eta_s": (batches - position) / rate if rate else None})
         return self._end_epoch(sums, time.monotonic() - start)
 
-    def _forward_backward(self, batch, sums):
+    def _next_batch(self, at_step, sums, seconds):
+        """The loader's next batch. A file it cannot read (file_error: a damaged row group, a vanished shard) first
+        keeps what was trained: at an optimizer step's boundary the `last` checkpoint of the steps taken, so that
+        --resume auto continues from this batch once the file is fixed. One process only: ranks save together."""
+        try:
+            return self.plan.loader.next_batch()
+        except TorchshError as e:
+            plan, p = self.plan, self.record.progress
+            if e.code != "file_error" or not (at_step and plan.log and isinstance(self.world, OneProcess)):
+                raise
+            p.sums, p.epoch_seconds = sums.state(), seconds
+            self._save(os.path.join(plan.log, "last.safetensors"))
+            hint = "what was trained (step %d) is kept in %s/last.safetensors: fix the file, then run the same fit " \
+                   "with --resume auto" % (p.step, plan.log)
+            raise TorchshError(e.code, e.message, hint, e.op) from None
+
+    def _forward_backward(self, batch, sums, counted=True):
         plan = self.plan
         *inputs, target = on_device(batch, self.device, plan.target_dtype, plan.target_shape)
         with self._autocast():
             output, loss = self.steps.forward_loss(inputs, target)
-        sums.add(loss.item(), output, target)
+        if not counted:  # a rank a batch short keeps in step (shares.py): weight 0, as DDP's Join shadows it
+            loss = loss * 0
+        else:
+            sums.add(loss.item(), output, target)
         self.scaler.scale(loss / plan.accum if plan.accum > 1 else loss).backward()
 
     def _step(self, sums, seconds):

@@ -7,7 +7,7 @@ import json
 import torch
 import torch.utils.data
 
-from torchsh.data import chat, openers, transforms
+from torchsh.data import chat, openers, pieces, piecetables, transforms
 from torchsh.data.datasets import describe, known
 from torchsh.data.standardize import learn as learn_statistics
 from torchsh.errors import TorchshError, bad_argument
@@ -24,16 +24,19 @@ CHAT_EXAMPLE = ("python -m torchsh.lm.tiny tiny >/dev/null && printf '%s\\n' '{\
 
 @verb("data.open(Path[] files, *, str? columns=None, str? target=None, ScalarType? dtype=None, "
       "ScalarType? target_dtype=None, bool? header=None, bool no_header=False, str? delimiter=None, "
-      "str? onehot=None, str? format=None, LanguageModel? tokenizer=None, int? seq_len=None, str? train_on=None) "
+      "str? onehot=None, bool stream=False, str? format=None, LanguageModel? tokenizer=None, int? seq_len=None, "
+      "str? train_on=None) "
       "-> Dataset",
       category="files", repeatable=("columns", "onehot"),
       form=history_data.opened, no_form=history_data.NOT_HELD,
       examples=("printf 'x1,x2,y\\n1,2,0\\n3,4,1\\n' > t.csv && torch data info $(torch data open t.csv --target y)",
                 CHAT_EXAMPLE), read_only=True)
 def open_(ctx, files, columns=None, target=None, dtype=None, target_dtype=None, header=None, no_header=False,
-          delimiter=None, onehot=None, format=None, tokenizer=None, seq_len=None, train_on=None):
-    """A map-style dataset over files: .npy (memory-mapped), .npz, .safetensors (lazy), .csv, .parquet,
-    or an image folder (one sub-folder per class); items are tuples of tensors, one field per file.
+          delimiter=None, onehot=None, stream=False, format=None, tokenizer=None, seq_len=None, train_on=None):
+    """A map-style dataset over files: .npy (memory-mapped), .npz, .safetensors (lazy), .csv, .parquet (--stream:
+    a set read by row group), .arrow/.feather/.ipc and `datasets` save_to_disk folders (memory-mapped, read by
+    record batch), or an image folder (one sub-folder per class); items are tuples of tensors, one field per
+    file. Quoted globs and braces ('shards/*.parquet', 'x-{000..127}.arrow') expand as bash expands them.
 
     Several files are fields side by side (`x.npy y.npy` -> items (x[i], y[i])); their lengths must agree.
     --columns picks columns (csv, parquet: each --columns one field) or arrays (npz, safetensors);
@@ -55,6 +58,7 @@ def open_(ctx, files, columns=None, target=None, dtype=None, target_dtype=None, 
         no_header: the csv's first line is data
         delimiter: the csv's cell separator (default ','; tab for tabs)
         onehot: text feature columns to one-hot encode (csv, parquet), a,b; repeatable
+        stream: read a .parquet file or set ('shards/*.parquet', quoted) by row group on demand, as one table
         format: chat: a JSONL file of {"messages": [{"role", "content"}…]} or {"text"} lines as a language
             model's (input_ids, labels) items (data/chat.py: the chat template, cut or padded to --seq_len,
             labels -100 at the padding)
@@ -63,7 +67,7 @@ def open_(ctx, files, columns=None, target=None, dtype=None, target_dtype=None, 
         train_on: --format chat's labels: all (every token but the padding) or completions (the assistant's
             replies only)
     """
-    options = openers.Options(columns, target, dtype, target_dtype, header, no_header, delimiter, onehot)
+    options = openers.Options(columns, target, dtype, target_dtype, header, no_header, delimiter, onehot, stream)
     if format is not None or tokenizer is not None or seq_len is not None or train_on is not None:
         return _open_chat(ctx, files, options, format, tokenizer, seq_len, train_on)
     return openers.open_dataset(files, options)
@@ -75,7 +79,8 @@ def _open_chat(ctx, files, options, format, tokenizer, seq_len, train_on):
         raise bad_argument("--format %s: the formats are chat (a language model's JSONL)" % format
                            if format is not None else "--tokenizer, --seq_len and --train_on go with --format chat",
                            "torch data open chat.jsonl --format chat --tokenizer LM --seq_len 512")
-    given = options.given("columns", "target", "dtype", "target_dtype", "header", "no_header", "delimiter", "onehot")
+    given = options.given("columns", "target", "dtype", "target_dtype", "header", "no_header", "delimiter", "onehot",
+                          "stream")
     if given or len(files) != 1:
         raise bad_argument("--format chat opens one JSONL file%s" % (", without --%s" % given[0] if given else ""))
     return chat.open_chat(files[0], tokenizer.tokenizer if tokenizer is not None else None, seq_len,
@@ -86,7 +91,8 @@ def _open_chat(ctx, files, options, format, tokenizer, seq_len, train_on):
 @verb("data.info(Dataset dataset) -> Json", category="files",
       examples=("torch save $(torch randn 4 3) x.npy && torch data info $(torch data open x.npy)",), read_only=True)
 def info(ctx, dataset):
-    """Length, each field's shape (of one item) and dtype, and the class names when known."""
+    """Length, each field's shape (of one item) and dtype, and the class names when known; of a stream (Parquet,
+    Arrow) its schema, files, rows, row groups or record batches and bytes on disk, from the files' metadata."""
     return DatasetInfo(describe(dataset))
 
 
@@ -100,12 +106,22 @@ class DatasetInfo(dict):
         if self.get("standardize"):
             lines.append("standardize  field %d: mean %s std %s" % (self["standardize"]["field"],
                          _numbers(self["standardize"]["mean"]), _numbers(self["standardize"]["std"])))
+        if self.get("tokens"):
+            lines.append("tokens   %s" % _token_counts(self["tokens"]))
+        lines += piecetables.info_lines(self["stream"]) if self.get("stream") else []
         rows = [("FIELD", "SHAPE", "DTYPE")] + [
             (f["name"], "-" if f["shape"] is None else "[%s]" % ",".join(map(str, f["shape"])), f["dtype"])
             for f in self["fields"]]
         widths = [max(len(r[i]) for r in rows) for i in range(2)]
         lines += ["%s  %s  %s" % (r[0].ljust(widths[0]), r[1].ljust(widths[1]), r[2]) for r in rows]
         return "\n".join(lines) + "\n"
+
+
+def _token_counts(c):
+    """`data tokenize`'s counts on one line: tokens, documents, and what did not become an item."""
+    left = ("%d dropped (the last partial window)" % c["dropped"]) if c["packed"] else \
+        ("%d cut (past --seq_len)" % c["cut"])
+    return "%d in %d documents, %s" % (c["tokens"], c["documents"], left)
 
 
 def _numbers(values, most=8):
@@ -153,7 +169,8 @@ class ItemRows(list):
 def split(ctx, dataset, length1, length2, length3=None, length4=None, length5=None, seed=None):
     """torch.utils.data.random_split: two to five parts, by fractions (0.8 0.2) or counts (800 200); one
     handle a line. --seed S draws with torch.Generator().manual_seed(S) (the same index sets as PyTorch);
-    without it, PyTorch's default generator (`torch manual_seed` seeds it).
+    without it, PyTorch's default generator (`torch manual_seed` seeds it). Of a stream (a Parquet set read by
+    row group) each part keeps its rows in file order, so that its loader reads them piece by piece.
 
     Args:
         length1: the first part's fraction (0.8) or count (800)
@@ -165,10 +182,14 @@ def split(ctx, dataset, length1, length2, length3=None, length4=None, length5=No
         lengths = [int(x) for x in lengths]
     generator = torch.Generator().manual_seed(seed) if seed is not None else torch.default_generator
     try:
-        return torch.utils.data.random_split(dataset, lengths, generator=generator)
+        parts = torch.utils.data.random_split(dataset, lengths, generator=generator)
     except ValueError as e:
         raise bad_argument("%s (the dataset has %d items)" % (str(e).split("\n")[0], len(dataset)),
                            "give fractions that sum to 1 (0.8 0.2) or counts that sum to the length") from None
+    if pieces.cached(dataset):  # a stream: each part's rows in file order, so that a loader reads them by pieces
+        for part in parts:
+            part.indices = sorted(part.indices)
+    return parts
 
 
 @verb("data.transform(Dataset dataset, *, float[]? mean=None, float[]? std=None, int? one_hot=None, "

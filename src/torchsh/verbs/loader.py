@@ -37,22 +37,29 @@ def tensors(ctx, tensors):
 
 
 @verb("data.loader(Dataset dataset, *, int batch_size=1, bool shuffle=False, bool drop_last=False, int? seed=None, "
-      "int num_workers=0) -> Loader", category="files",
+      "int num_workers=0, int? shuffle_buffer=None) -> Loader", category="files",
       form=history_data.loader, no_form=history_data.WORKERS,
       examples=("torch data loader $(torch data tensors $(torch randn 8 2)) --batch_size 4 --shuffle --seed 0",))
-def loader(ctx, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None, num_workers=0):
+def loader(ctx, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None, num_workers=0, shuffle_buffer=None):
     """torch.utils.data.DataLoader over a dataset: batches of --batch_size, reshuffled every epoch with --shuffle.
 
     Args:
         seed: seeds the loader's generator (the shuffle order); without it, one drawn from the global RNG
         num_workers: worker processes that load batches (0: in the daemon's request)
+        shuffle_buffer: with --shuffle over a streamed dataset (Parquet row groups, Arrow batches, tar shards),
+            the rows shuffled together: pieces permuted, then rows within windows of at least this many rows
+            (default: the whole dataset, a full shuffle, when the memory budget admits it); each worker's cache
+            holds a window, within the memory budget
     """
     if batch_size < 1:
         raise bad_argument("--batch_size must be at least 1, got %d" % batch_size)
     if num_workers < 0:
         raise bad_argument("--num_workers must be 0 or more, got %d" % num_workers)
+    if shuffle_buffer is not None and (not shuffle or shuffle_buffer < 1):
+        raise bad_argument("--shuffle_buffer is the rows --shuffle shuffles together: give --shuffle and 1 or more, "
+                           "got %s%s" % (shuffle_buffer, "" if shuffle else " without --shuffle"))
     return Loader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, seed=seed,
-                  num_workers=num_workers)
+                  num_workers=num_workers, shuffle_buffer=shuffle_buffer, budget=ctx.app.memory)
 
 
 @verb("data.next(Loader loader, *, bool keep=False) -> Tensor[]", category="files",

@@ -12,6 +12,7 @@
 """
 import contextlib
 import dataclasses
+import math
 import os
 import types
 
@@ -34,6 +35,7 @@ class RankWorld:
         self.writes = self.rank == 0                           # --log and its checkpoints
         self.speaks = int(os.environ.get("LOCAL_RANK", "0")) == 0  # this node's events and result
         self.net = None
+        self.share = None  # this rank's DistLoader, once built
         self.recipes = None
         self.names = []   # the optimizer's parameters' names, in its order (FSDP's state is keyed by them)
 
@@ -65,6 +67,7 @@ class RankWorld:
         else:
             self.net = model
         built.update(loader=self._share(make("loader"), tensors, "loader"), val=self._share(make("val"), tensors, "val"))
+        self.share = built["loader"]  # its `counted` says whether this rank's step had a batch of its own (agree)
         return built
 
     def _load_optimizer(self, model, optimizer, values):
@@ -84,7 +87,8 @@ class RankWorld:
         if name == "val":
             return ValShare(loader.dataset, loader.batch_size, loader.num_workers, self.size, self.rank)
         return DistLoader(loader.dataset, loader.batch_size, loader.shuffle, loader.drop_last, loader.seed,
-                          loader.num_workers, self.size, self.rank, epoch=self.start["loader_epoch"])
+                          loader.num_workers, self.size, self.rank, epoch=self.start["loader_epoch"],
+                          shuffle_buffer=getattr(loader, "shuffle_buffer", None))
 
     # -- fit's hooks (train/fit.py OneProcess says what each is for) ----------------------------------
     def wrap(self, model):
@@ -98,9 +102,14 @@ class RankWorld:
         return _fsdp_no_sync(self.net)
 
     def agree(self, stop, window_loss):
-        t = torch.tensor([1.0 if stop else 0.0, window_loss], dtype=torch.float64, device=self.device)
+        """(stop, the step's loss: the mean over the ranks that counted a batch in it). A rank whose step was only
+        an uncounted copy of its last batch (shares.py: a short share) has no loss (NaN) and is left out; a NaN
+        from a counted batch stays NaN."""
+        empty = math.isnan(window_loss) and not getattr(self.share, "counted", True)
+        t = torch.tensor([1.0 if stop else 0.0, 0.0 if empty else window_loss, 0.0 if empty else 1.0],
+                         dtype=torch.float64, device=self.device)
         dist.all_reduce(t)
-        return bool(t[0] > 0), t[1].item() / self.size
+        return bool(t[0] > 0), t[1].item() / t[2].item() if t[2] else float("nan")
 
     def reduce(self, sums):
         return EpochSums(sums.names, self._summed(sums.state(), sums.names), sums.task)
