@@ -3,6 +3,8 @@ ids of the documents joined by eos (the reference packing in plain Python), `dat
 and a LoRA adapter fits on them with `fit --loss lm`."""
 import json
 
+import pytest
+
 from support import tinylm
 
 DOCS = ["the sky is blue because air scatters blue light", "hello world", "why is the sky blue?"] * 4
@@ -15,6 +17,7 @@ def _docs(sh):
     return path
 
 
+@pytest.mark.slow
 def test_packed_windows_are_the_tokenizers_stream_cut_and_info_counts_the_dropped_tokens(sh):
     _, tok = tinylm.oracle("llama")
     out = sh("t=$(torch data tokenize %s --tokenizer $(torch lm open %s) --seq_len 8 --pack); "

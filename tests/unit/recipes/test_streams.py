@@ -53,6 +53,7 @@ def _same(a, b):
     return len(a) == len(b) and all(torch.equal(x, y) for p, q in zip(a, b) for x, y in zip(p, q))
 
 
+@pytest.mark.slow
 def test_a_parquet_stream_comes_back_with_its_plan_and_a_loader_goes_on_with_the_same_batches(tmp_path):
     paths = _parquet_set(str(tmp_path))
     d = open_dataset(paths, Options(columns=["a,b,kind"], target="label", onehot="kind", stream=True))
