@@ -58,8 +58,9 @@ def loader(ctx, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None
     if shuffle_buffer is not None and (not shuffle or shuffle_buffer < 1):
         raise bad_argument("--shuffle_buffer is the rows --shuffle shuffles together: give --shuffle and 1 or more, "
                            "got %s%s" % (shuffle_buffer, "" if shuffle else " without --shuffle"))
+    budget = getattr(getattr(ctx, "app", None), "memory", None)  # the daemon's; none where a session rebuilds it
     return Loader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, seed=seed,
-                  num_workers=num_workers, shuffle_buffer=shuffle_buffer, budget=ctx.app.memory)
+                  num_workers=num_workers, shuffle_buffer=shuffle_buffer, budget=budget)
 
 
 @verb("data.next(Loader loader, *, bool keep=False) -> Tensor[]", category="files",
