@@ -31,24 +31,26 @@ def _loaders(path, stream):
             "V=$(torch data loader $d --batch_size 32); " % (path, flag))
 
 
-def test_fit_with_a_streamed_val_loader_equals_the_same_fit_in_memory(sh):
-    path = _file(sh)
-    rows = {}
+def _rows_streamed_and_in_memory(sh, command, keys):
+    """{stream?: the --json rows' KEYS} of COMMAND over loaders L and V of the same file, streamed and in memory."""
+    path, rows = _file(sh), {}
     for stream in (True, False):
-        out = sh(_loaders(path, stream) + "torch manual_seed 0; m=$(torch nn sequential 'linear 4 8' relu "
-                 "'linear 8 3'); o=$(torch optim sgd $m --lr 0.1); torch fit $m $o $L --loss cross_entropy --val $V "
-                 "--metrics accuracy --epochs 2 --json")
-        rows[stream] = [{k: r[k] for k in ("loss", "val_loss", "val_accuracy")} for r in map(json.loads,
-                                                                                          out.splitlines())]
+        out = sh(_loaders(path, stream) + command)
+        rows[stream] = [{k: r[k] for k in keys} for r in map(json.loads, out.splitlines())]
+    return rows
+
+
+def test_fit_with_a_streamed_val_loader_equals_the_same_fit_in_memory(sh):
+    rows = _rows_streamed_and_in_memory(
+        sh, "torch manual_seed 0; m=$(torch nn sequential 'linear 4 8' relu 'linear 8 3'); o=$(torch optim sgd $m "
+        "--lr 0.1); torch fit $m $o $L --loss cross_entropy --val $V --metrics accuracy --epochs 2 --json",
+        ("loss", "val_loss", "val_accuracy"))
     assert len(rows[True]) == 2 and rows[True] == rows[False]
 
 
 def test_a_sweep_over_a_streamed_dataset_equals_the_same_sweep_in_memory(sh):
-    path = _file(sh)
-    rows = {}
-    for stream in (True, False):
-        out = sh(_loaders(path, stream) + "torch sweep --model \"sequential 'linear 4 {width}' relu 'linear {width} 3'\" "
-                 "--opt 'adam --lr {lr}' --data $L --val $V --loss cross_entropy --space 'width: [4,8]; lr: [0.01, "
-                 "0.05]' --trials 2 --epochs 2 --seed 3 --pruner none --vectorize 1 --json")
-        rows[stream] = [{k: r[k] for k in ("width", "lr", "val_loss")} for r in map(json.loads, out.splitlines())]
+    rows = _rows_streamed_and_in_memory(
+        sh, "torch sweep --model \"sequential 'linear 4 {width}' relu 'linear {width} 3'\" --opt 'adam --lr {lr}' "
+        "--data $L --val $V --loss cross_entropy --space 'width: [4,8]; lr: [0.01, 0.05]' --trials 2 --epochs 2 "
+        "--seed 3 --pruner none --vectorize 1 --json", ("width", "lr", "val_loss"))
     assert len(rows[True]) == 2 and rows[True] == rows[False]

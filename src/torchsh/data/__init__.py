@@ -14,6 +14,7 @@ shards.py        quoted globs and braces expanded as bash would ('train-{000..12
 pieces.py        PieceCache, a dataset's piece boundaries, the cache sized for a loader's window
 piecetables.py   a table read by pieces (the fields of a Parquet set or Arrow files), as tables.py reads one
 parquetstream.py a Parquet set read by row group (`--stream`); arrowfiles.py: Arrow IPC and `datasets` folders
+streaminfo.py    what `data info` shows of a set read by pieces, from its metadata
 tarshards.py     WebDataset shards, indexed by their headers, decoded per item
 sql.py           `data sql`: a DuckDB query written to the private scratch folder (scratchfiles.py), read as Parquet
 tokenize.py      `data tokenize`: text columns (textsources.py) into a token file (tokenfile.py), packed or not

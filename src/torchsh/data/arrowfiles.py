@@ -10,7 +10,7 @@ what was mapped (datasets.MapGuard), as .npy fields do.
 import json
 import os
 
-from torchsh.data import piecetables
+from torchsh.data import piecetables, streaminfo
 from torchsh.data.datasets import MapGuard
 from torchsh.errors import TorchshError
 from torchsh.fileio import first_line, regular_file
@@ -132,9 +132,7 @@ class ArrowSet:
 
     def info(self):
         """What `data info` shows: schema, files, rows, record batches, bytes (from the headers alone)."""
-        return {"format": "arrow", "files": list(self.files), "rows": sum(self.piece_rows),
-                "pieces": len(self.piece_rows), "piece": "record batch",
-                "bytes": self.bytes, "schema": {f.name: str(f.type) for f in self.schema}}
+        return streaminfo.set_info(self, "arrow", "record batch")
 
     def __getstate__(self):
         return dict(self.__dict__, _maps={})  # a map does not cross a process boundary

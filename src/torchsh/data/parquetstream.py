@@ -10,7 +10,7 @@ open_fields(paths, options) is the entry point (`data open --stream`, and `data 
 """
 import os
 
-from torchsh.data import piecetables
+from torchsh.data import piecetables, streaminfo
 from torchsh.errors import TorchshError
 from torchsh.fileio import file_error, first_line, regular_file
 
@@ -79,9 +79,7 @@ class ParquetSet:
 
     def info(self):
         """What `data info` shows of a stream, from the footers alone."""
-        return {"format": "parquet", "files": list(self.files), "rows": sum(self.piece_rows),
-                "pieces": len(self.piece_rows), "piece": "row group",
-                "bytes": self.bytes, "schema": {f.name: str(f.type) for f in self.schema}}
+        return streaminfo.set_info(self, "parquet", "row group")
 
     def __getstate__(self):
         return dict(self.__dict__, _open={})  # a worker opens its own files

@@ -277,14 +277,3 @@ def schema_difference(first, other):
             show = lambda f: "(none)" if f is None else "%s: %s" % (f.name, f.type)  # noqa: E731
             return "column %d %s vs %s" % (k, show(x), show(y))
     return None
-
-
-def info_lines(info):
-    """`data info`'s lines of a stream (a PieceTable's info())."""
-    files = info["files"]
-    plural = lambda n, word: "%d %s%s" % (n, word, "" if n == 1 else "es" if word.endswith("ch") else "s")  # noqa: E731
-    return ["stream   %s: %s, %s, %s, %s bytes on disk" % (
-                info["format"], plural(len(files), "file"), plural(info["rows"], "row"),
-                plural(info["pieces"], info["piece"]), format(info["bytes"], ",")),
-            "files    %s" % " ".join(files[:8] + (["…+%d" % (len(files) - 8)] if len(files) > 8 else [])),
-            "schema   %s" % ", ".join("%s: %s" % kv for kv in info["schema"].items())]

@@ -2,7 +2,7 @@
 piece), so a corpus bigger than memory is never held whole.
 
 A .jsonl file     each non-blank line a JSON object; the document is its COLUMN (a string)
-a .parquet file   COLUMN read row group batch by batch through pyarrow (the `parquet` extra)
+a .parquet file   COLUMN read row group by row group through pyarrow (the `parquet` extra)
 an .arrow file    (.feather, .ipc: Arrow IPC, file or stream format) memory-mapped, record batch by batch
 a dataset         whose items hold a str in the field named COLUMN (FileDataset.field_names), read a piece
                   of indices at a time
@@ -12,14 +12,13 @@ import json
 import os
 
 from torchsh import fileio
+from torchsh.data import arrowfiles, parquetstream
 from torchsh.data.datasets import known
-from torchsh.errors import TorchshError, bad_argument
-from torchsh.formats import parquetfile
+from torchsh.errors import bad_argument
 
 PIECE_ROWS = 1024
 JSONL = (".jsonl", ".ndjson")
-ARROW = (".arrow", ".feather", ".ipc")
-KINDS = JSONL + (".parquet",) + ARROW
+KINDS = JSONL + (".parquet",) + arrowfiles.EXTENSIONS
 
 
 def file_texts(path, column):
@@ -62,41 +61,17 @@ def _jsonl_text(line, column, where):
 
 
 def _arrow_batches(path, column, parquet):
-    """COLUMN of a .parquet or Arrow IPC file, batch by batch, as lists of str."""
-    pa = _pyarrow()
-    try:
-        batches = _parquet_batches(path, column) if parquet else _ipc_batches(pa, path, column)
-        row = 0
-        for batch in batches:
-            values = batch.column(0).to_pylist()
-            for k in range(0, len(values), PIECE_ROWS):
-                yield _texts(values[k:k + PIECE_ROWS], column, path, row + k)
-            row += len(values)
-    except (OSError, ValueError) as e:  # ArrowInvalid is a ValueError: a damaged file
-        raise fileio.file_error(path, "read", e) from None
-
-
-def _parquet_batches(path, column):
-    pq = parquetfile._pyarrow()
-    names = parquetfile.column_names(path)
-    if column not in names:
-        raise bad_argument("%s has no column %r" % (path, column), "its columns: %s" % ", ".join(names))
-    return pq.ParquetFile(path).iter_batches(batch_size=PIECE_ROWS, columns=[column])
-
-
-def _ipc_batches(pa, path, column):
-    import pyarrow.ipc as ipc
-    source = pa.memory_map(path, "r")
-    try:
-        reader = ipc.open_file(source)
-        batches = (reader.get_batch(k) for k in range(reader.num_record_batches))
-    except pa.ArrowInvalid:  # not the file format: the stream format
-        source.seek(0)
-        reader = ipc.open_stream(source)
-        batches = iter(reader)
-    if column not in reader.schema.names:
-        raise bad_argument("%s has no column %r" % (path, column), "its columns: %s" % ", ".join(reader.schema.names))
-    return (batch.select([column]) for batch in batches)
+    """COLUMN of a .parquet or Arrow IPC file, piece by piece (row groups, record batches: the sets `data open`
+    reads, their errors naming the file and the piece), as lists of str."""
+    pieces = parquetstream.ParquetSet([path]) if parquet else arrowfiles.ArrowSet([path])
+    if column not in pieces.schema.names:
+        raise bad_argument("%s has no column %r" % (path, column), "its columns: %s" % ", ".join(pieces.schema.names))
+    row = 0
+    for k, rows in enumerate(pieces.piece_rows):
+        values = pieces.read(k, [column]).column(0).to_pylist()
+        for j in range(0, len(values), PIECE_ROWS):
+            yield _texts(values[j:j + PIECE_ROWS], column, path, row + j)
+        row += rows
 
 
 def _texts(values, column, path, first_row):
@@ -105,15 +80,6 @@ def _texts(values, column, path, first_row):
             raise bad_argument("%s row %d, column %r holds %s, not text" % (path, first_row + k + 1, column,
                                                                              "nothing" if v is None else type(v).__name__))
     return values
-
-
-def _pyarrow():
-    try:
-        import pyarrow
-    except ImportError:
-        raise TorchshError("missing_extra", "reading .parquet and .arrow needs pyarrow",
-                           "pip install 'torchsh[parquet]'") from None
-    return pyarrow
 
 
 def dataset_texts(dataset, column):

@@ -7,7 +7,7 @@ import json
 import torch
 import torch.utils.data
 
-from torchsh.data import chat, openers, pieces, piecetables, transforms
+from torchsh.data import chat, openers, pieces, streaminfo, transforms
 from torchsh.data.datasets import describe, known
 from torchsh.data.standardize import learn as learn_statistics
 from torchsh.errors import TorchshError, bad_argument
@@ -108,7 +108,7 @@ class DatasetInfo(dict):
                          _numbers(self["standardize"]["mean"]), _numbers(self["standardize"]["std"])))
         if self.get("tokens"):
             lines.append("tokens   %s" % _token_counts(self["tokens"]))
-        lines += piecetables.info_lines(self["stream"]) if self.get("stream") else []
+        lines += streaminfo.info_lines(self["stream"]) if self.get("stream") else []
         rows = [("FIELD", "SHAPE", "DTYPE")] + [
             (f["name"], "-" if f["shape"] is None else "[%s]" % ",".join(map(str, f["shape"])), f["dtype"])
             for f in self["fields"]]

@@ -99,6 +99,17 @@ def test_a_parquet_text_column_gives_the_tokens_the_same_documents_give_in_jsonl
     assert e.value.code == "bad_argument" and "row 1, column 'n' holds int" in e.value.message
 
 
+def test_an_arrow_stream_file_gives_the_tokens_the_same_documents_give_in_jsonl(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    _, tok = tinylm.oracle("llama")
+    table = pa.table({"text": DOCS})
+    with pa.ipc.new_stream(str(tmp_path / "d.arrow"), table.schema) as writer:
+        writer.write_table(table, max_chunksize=5)  # several record batches: the pieces read one after another
+    a = tokenizing.tokenize(textsources.file_texts(str(tmp_path / "d.arrow"), "text"), tok, 8, pack=True)
+    b = tokenizing.tokenize(textsources.file_texts(_jsonl(tmp_path, DOCS), "text"), tok, 8, pack=True)
+    assert len(a) == len(b) and all(torch.equal(a[i][0], b[i][0]) for i in range(len(a)))
+
+
 def test_a_line_without_the_column_is_refused_by_its_line(tmp_path):
     _, tok = tinylm.oracle("llama")
     path = tmp_path / "docs.jsonl"
